@@ -1,0 +1,277 @@
+"""The one place that touches jax/jaxlib internals.
+
+Everything private we rely on (``jax._src``, ``jaxlib._jax``, ``jaxlib._hlo``,
+``jaxlib.mlir._mlir_libs``, the CUDA PJRT plugin) is used here and only here,
+behind a version check, so a jax upgrade touches one file. Heavy imports are
+done lazily, on first use, so ``mlirhlo --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+import threading
+from importlib import metadata
+from typing import Any
+
+from .errors import CompileError, EnvironmentMismatch
+from .native_io import capture_fd2
+
+# The one tested jax/jaxlib/jax-cuda12-plugin version (pyproject pins the same).
+PINNED_VERSION = "0.10.2"
+
+# Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
+# They say nothing to a user compiling device-less, so they are dropped; any
+# other native output is passed through unchanged.
+_NATIVE_NOISE = (
+    re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"),
+    re.compile(r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$"),
+)
+
+_lock = threading.RLock()
+
+
+def installed_versions() -> dict[str, str | None]:
+    """Installed versions of the pinned distributions, read without importing them."""
+    out: dict[str, str | None] = {}
+    for dist in ("jax", "jaxlib", "jax-cuda12-plugin"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def check_versions() -> None:
+    """Raise EnvironmentMismatch unless jax and jaxlib are the pinned version."""
+    found = installed_versions()
+    bad = {k: v for k, v in found.items() if k != "jax-cuda12-plugin" and v != PINNED_VERSION}
+    plugin = found["jax-cuda12-plugin"]
+    if plugin is not None and plugin != PINNED_VERSION:
+        bad["jax-cuda12-plugin"] = plugin
+    if bad:
+        have = ", ".join(f"{k}=={v}" for k, v in bad.items())
+        raise EnvironmentMismatch(
+            f"mlirhlo-driver is tested with jax/jaxlib {PINNED_VERSION}, found {have}",
+            hint=f"pip install 'jax=={PINNED_VERSION}' 'jaxlib=={PINNED_VERSION}' "
+                 f"'jax-cuda12-plugin=={PINNED_VERSION}'",
+        )
+
+
+@contextlib.contextmanager
+def filtered_native_stderr():
+    """Run a block with fd 2 captured, then replay it minus known CUDA noise."""
+    try:
+        with capture_fd2() as captured:
+            yield
+    finally:
+        _replay_without_noise(captured.text)
+
+
+def _replay_without_noise(text: str) -> None:
+    kept = [ln for ln in text.splitlines() if not any(p.match(ln) for p in _NATIVE_NOISE)]
+    if kept:
+        sys.stderr.write("\n".join(kept) + "\n")
+        sys.stderr.flush()
+
+
+@functools.cache
+def jax() -> Any:
+    """Import jax configured for the driver: CPU as jax's default platform.
+
+    jax's plugin discovery would try to initialise CUDA and print a traceback
+    on a machine without a driver; restricting jax to CPU avoids that, and the
+    CUDA plugin is reached directly for device-less compiles (cuda_c_api()).
+    """
+    with _lock:
+        check_versions()
+        with filtered_native_stderr():
+            import jax as jax_module
+
+            if not os.environ.get("JAX_PLATFORMS"):
+                jax_module.config.update("jax_platforms", "cpu")
+            if _cpu_device_count is not None:
+                jax_module.config.update("jax_num_cpu_devices", _cpu_device_count)
+            jax_module.devices()  # plugin discovery prints CUDA noise: start it while filtered
+        return jax_module
+
+
+def set_cpu_device_count(count: int) -> None:
+    """Host devices for SPMD runs on CPU; must come before jax is first used."""
+    global _cpu_device_count
+    if jax.cache_info().currsize:
+        have = len(jax().devices("cpu"))
+        if have != count:
+            raise CompileError(f"{count} CPU devices requested after jax started with {have}")
+        return
+    _cpu_device_count = count
+
+
+_cpu_device_count: int | None = None
+
+
+def enable_x64() -> None:
+    """64-bit types are canonicalised away (f64 -> f32) unless this is on."""
+    jax().config.update("jax_enable_x64", True)
+
+
+@functools.cache
+def _register_all_passes() -> None:
+    from jaxlib.mlir._mlir_libs import _mlirHlo, _stablehlo
+    import jaxlib.mlir._mlir_libs._mlirGPUPasses  # noqa: F401  (registers gpu-*)
+    import jaxlib.mlir._mlir_libs._mlirSparseTensorPasses  # noqa: F401
+
+    _stablehlo.register_stablehlo_passes()
+    _mlirHlo.register_mhlo_passes()
+
+
+@functools.cache
+def ir_context() -> Any:
+    """The process's MLIR context: every dialect and pass that jaxlib ships."""
+    jax()
+    with _lock, filtered_native_stderr():
+        from jax._src.interpreters import mlir as jax_mlir
+
+        _register_all_passes()
+        ctx = jax_mlir.make_ir_context()
+        ctx.allow_unregistered_dialects = False
+        return ctx
+
+
+# ---------------------------------------------------------------- HLO <-> MLIR
+
+def hlo_text_to_proto(text: str) -> bytes:
+    """HLO text -> serialized HloModuleProto. Raises RuntimeError with XLA's message."""
+    from jaxlib import _hlo
+
+    try:
+        return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    except Exception as e:  # JaxRuntimeError; its message carries line:col
+        raise RuntimeError(str(e)) from None
+
+
+def hlo_proto_to_text(proto: bytes) -> str:
+    from jaxlib import _hlo
+
+    try:
+        return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+    except Exception as e:
+        raise RuntimeError(str(e)) from None
+
+
+def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
+    jax()
+    from jaxlib import _jax
+
+    try:
+        return _jax.mlir.hlo_to_stablehlo(proto)
+    except Exception as e:
+        raise RuntimeError(str(e)) from None
+
+
+def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
+    """StableHLO (bytecode or text) -> HloModuleProto, the form XLA receives."""
+    jax()
+    from jaxlib import _jax
+
+    try:
+        comp = _jax.mlir.mlir_module_to_xla_computation(module_bytecode, use_tuple_args=False,
+                                                        return_tuple=False)
+    except Exception as e:
+        raise RuntimeError(str(e)) from None
+    return comp.as_serialized_hlo_module_proto()
+
+
+def hlo_proto_to_dot(proto: bytes) -> str:
+    from jaxlib import _hlo
+
+    return _hlo.hlo_module_to_dot_graph(_hlo.HloModule.from_serialized_hlo_module_proto(proto))
+
+
+# ----------------------------------------------------------------- XLA clients
+
+def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
+                    env_overrides: list[tuple[str, Any]] | None = None,
+                    dump_to: str | None = None) -> Any:
+    from jax._src.lib import xla_client
+
+    opts = xla_client.CompileOptions()
+    opts.num_replicas = num_replicas
+    opts.num_partitions = num_partitions
+    if env_overrides:
+        opts.env_option_overrides = list(env_overrides)
+    if dump_to is not None:
+        opts.executable_build_options.debug_options.xla_dump_to = dump_to
+    return opts
+
+
+def debug_options_fields() -> dict[str, Any]:
+    """Name -> default value of every DebugOptions field this jaxlib's XLA knows."""
+    from jax._src.lib import xla_client
+
+    dbg = xla_client.CompileOptions().executable_build_options.debug_options
+    out = {}
+    for name in dir(dbg):
+        if name.startswith("xla_"):
+            try:
+                out[name] = getattr(dbg, name)
+            except Exception:  # some fields are write-only in the bindings
+                out[name] = None
+    return out
+
+
+def cpu_devices() -> list[Any]:
+    return list(jax().devices("cpu"))
+
+
+@functools.cache
+def cuda_c_api() -> Any:
+    """The CUDA PJRT plugin's C API, loaded without touching a GPU or driver."""
+    jax()
+    from jax._src import xla_bridge
+    from jax._src.lib import xla_client
+
+    with _lock, filtered_native_stderr():
+        factory = getattr(xla_bridge, "_backend_factories", {}).get("cuda")
+        if factory is not None and getattr(factory, "c_api", None) is not None:
+            return factory.c_api  # jax's discovery loaded it already; loading twice fails
+        try:
+            import jax_plugins.xla_cuda12 as plugin
+        except ImportError:
+            raise CompileError(
+                "--platform cuda needs the CUDA PJRT plugin",
+                hint=f"pip install 'jax-cuda12-plugin=={PINNED_VERSION}'") from None
+        return xla_client.load_pjrt_plugin_dynamically("cuda", str(plugin._get_library_path()))
+
+
+def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") -> list[Any]:
+    """Compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU needed)."""
+    from jax._src.lib import xla_client
+
+    c_api = cuda_c_api()
+    with _lock, filtered_native_stderr():
+        topo = xla_client.make_c_api_device_topology(
+            c_api, name, target_config=target_config_text, topology="1x1x1")
+        return list(topo._make_compile_only_devices())
+
+
+def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
+    """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only)."""
+    from jax._src.lib import xla_client
+
+    client = devices[0].client
+    device_list = xla_client.DeviceList(tuple(devices))
+    with filtered_native_stderr():
+        try:
+            if hasattr(client, "compile_and_load") and devices[0].platform == "cpu":
+                return client.compile_and_load(module, device_list, options)
+            return client.compile(module, executable_devices=device_list, compile_options=options)
+        except Exception as e:
+            raise CompileError(_strip_status(str(e))) from None
+
+
+def _strip_status(message: str) -> str:
+    return re.sub(r"^[A-Z_]+: ", "", message.strip())

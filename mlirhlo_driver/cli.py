@@ -1,0 +1,578 @@
+"""The ``mlirhlo`` command line: thin typer commands over the library.
+
+Library errors are typed (errors.py); only this module turns them into
+messages and exit codes: 2 for bad usage or input, 1 for a failure of a valid
+module (a pass or a compile). Nothing heavy is imported at start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from . import stages as stage_registry
+from .errors import CompileError, DriverError, PassFailure, StageError
+
+app = typer.Typer(
+    name="mlirhlo",
+    help="Compile, transform and dump StableHLO / HLO modules with jaxlib's MLIR and XLA.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def _fail(err: DriverError) -> None:
+    lines = [err.format()]
+    if isinstance(err, PassFailure):
+        if err.diagnostics:
+            lines.append(err.diagnostics)
+        if err.reproducer:
+            lines.append(f"note: reproducer written to {err.reproducer}")
+            from .pipeline import reproducer_command
+
+            lines.append(f"note: reproduce with: {reproducer_command(err.reproducer)}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    raise typer.Exit(EXIT_FAILURE if isinstance(err, (PassFailure, CompileError)) else EXIT_USAGE)
+
+
+# ----------------------------------------------------------------------- opt
+
+InputsArg = Annotated[Optional[list[str]], typer.Argument(
+    help="Files, globs, directories, or package.module:function (with --args).", show_default=False)]
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def opt(
+    ctx: typer.Context,
+    inputs: InputsArg = None,
+    pipeline_spec: Annotated[Optional[str], typer.Option(
+        "--pipeline", help="MLIR textual pipeline, e.g. 'builtin.module(func.func(canonicalize),cse)', "
+                           "or @NAME for pipelines/NAME.pipeline.")] = None,
+    passes: Annotated[Optional[str], typer.Option(
+        "--passes", help="hlo-opt style comma list; each pass is nested at its anchor.")] = None,
+    pipeline_file: Annotated[Optional[str], typer.Option(
+        "--pipeline-file", help="A pipeline file (header comment + textual pipeline).")] = None,
+    print_pipeline: Annotated[bool, typer.Option(
+        "--print-pipeline", help="Print the textual pipeline that will run.")] = False,
+    stage: Annotated[str, typer.Option(
+        "--stage", help="Stage to emit (comma list allowed; 'all' with --dump-dir).")] = "stablehlo",
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Output file (default stdout).")] = None,
+    dump_dir: Annotated[Optional[str], typer.Option(
+        "--dump-dir", help="Write <module>.<stage>.<ext> files here.")] = None,
+    list_stages: Annotated[bool, typer.Option("--list-stages", help="List the stages and exit.")] = False,
+    list_passes: Annotated[bool, typer.Option("--list-passes", help="List passes and pipelines and exit.")] = False,
+    input_format: Annotated[Optional[str], typer.Option(
+        "--input-format", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo, jax.")] = None,
+    split_input_file: Annotated[bool, typer.Option(
+        "--split-input-file", help="Split inputs on '// -----' lines; each chunk is a module.")] = False,
+    args: Annotated[Optional[str], typer.Option(
+        "--args", help="Argument specs for a JAX function, e.g. 'f32[8,128],i32[8]'.")] = None,
+    print_ir_after_all: Annotated[bool, typer.Option("--print-ir-after-all")] = False,
+    print_ir_after_change: Annotated[bool, typer.Option("--print-ir-after-change")] = False,
+    print_ir_before: Annotated[Optional[list[str]], typer.Option(
+        "--print-ir-before", help="Print IR before this pass (repeatable; 'all').")] = None,
+    print_ir_after: Annotated[Optional[list[str]], typer.Option(
+        "--print-ir-after", help="Print IR after this pass (repeatable; 'all').")] = None,
+    print_ir_after_failure: Annotated[bool, typer.Option("--print-ir-after-failure")] = False,
+    print_ir_module_scope: Annotated[bool, typer.Option("--print-ir-module-scope")] = False,
+    ir_dump_dir: Annotated[Optional[str], typer.Option(
+        "--ir-dump-dir", help="Write printed IR here, one file per pass, instead of stderr.")] = None,
+    timing: Annotated[bool, typer.Option("--timing", help="Per-pass wall times as a table.")] = False,
+    verify_each: Annotated[bool, typer.Option(
+        "--verify-each/--no-verify-each", help="Verify the IR after each pass.")] = True,
+    reproducer_dir: Annotated[Optional[str], typer.Option(
+        "--reproducer-dir", help="Where a failing pass's reproducer goes (default: temp dir).")] = None,
+    target_version: Annotated[Optional[str], typer.Option(
+        "--target-version", help="VHLO version for --stage vhlo: current, minimum or X.Y.Z.")] = None,
+    debug_info: Annotated[bool, typer.Option(
+        "--mlir-print-debuginfo", help="Print MLIR locations.")] = False,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", help="Compile with XLA for cpu or cuda (device-less) to reach XLA stages.")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", help="GPU target: a name from 'mlirhlo specs list' or a .txtpb path; "
+                           "comma list for several (default: " + "h100_sxm" + ").")] = None,
+    debug_options_file: Annotated[Optional[str], typer.Option(
+        "--debug-options-file", help="DebugOptions textproto ('xla_name: value' lines).")] = None,
+    autotune_results: Annotated[Optional[str], typer.Option(
+        "--autotune-results", help="Load autotuning results (xla_gpu_load_autotune_results_from).")] = None,
+    xla_passes: Annotated[Optional[str], typer.Option(
+        "--xla-passes", help="Run XLA's pipeline with only these HLO passes; print the HLO after them.")] = None,
+    after_pass: Annotated[Optional[str], typer.Option(
+        "--after-pass", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
+) -> None:
+    """Load modules, run a pass pipeline, and emit a stage (hlo-opt / mlir-opt).
+
+    Any --xla_NAME=VALUE DebugOptions flag applies to the XLA compile, with
+    XLA_FLAGS and --debug-options-file below it in precedence.
+    """
+    try:
+        # Unknown options (--xla_* flags) can land among the positional inputs.
+        extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
+        inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
+        target = _resolve_target(platform, gpu_spec, extra, debug_options_file,
+                                 autotune_results, needs_spec=not (list_stages or list_passes))
+        if list_stages:
+            _print_stages(target.platform)
+            return
+        if list_passes:
+            _print_passes()
+            if target.platform is not None:
+                _print_xla_passes(target, inputs, input_format, args)
+            return
+        _run_opt(target=target, **{k: v for k, v in locals().items()
+                                    if k not in ("ctx", "target", "extra")})
+    except DriverError as e:
+        _fail(e)
+
+
+@dataclass
+class _Target:
+    platform: str | None
+    specs: list[Any]                   # GpuSpec per requested spec (cuda), else []
+    xla_flags: tuple[tuple[str, Any], ...]
+
+    def stage_options(self, **kw: Any) -> list[tuple[str | None, stage_registry.StageOptions]]:
+        """(spec name or None, options) for each compile target."""
+        if self.platform == "cuda":
+            return [(s.name, stage_registry.StageOptions(platform="cuda", gpu_spec=s,
+                                                         xla_flags=self.xla_flags, **kw))
+                    for s in self.specs]
+        return [(None, stage_registry.StageOptions(platform=self.platform, xla_flags=self.xla_flags, **kw))]
+
+
+def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
+                    debug_options_file: str | None, autotune_results: str | None,
+                    needs_spec: bool) -> _Target:
+    from . import xla_flags
+    from .errors import FlagError, did_you_mean
+
+    cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
+    for word in rest:
+        if word.startswith("-"):
+            known = [o for p in opt_command_params() for o in p]
+            raise DriverError(f"no such option: {word.split('=')[0]}",
+                              hint=did_you_mean(word.split("=")[0], known))
+        raise DriverError(f"unexpected argument '{word}'")
+    # hlo-opt's spelling of the GPU target is a flag, but it is ours to handle.
+    config_file = cli_flags.pop("xla_gpu_target_config_filename", None)
+    if config_file is not None:
+        if gpu_spec is not None:
+            raise DriverError("give --gpu-spec or --xla_gpu_target_config_filename, not both")
+        gpu_spec = str(config_file)
+        platform = platform or "cuda"
+    if autotune_results is not None:
+        cli_flags["xla_gpu_load_autotune_results_from"] = autotune_results
+    file_flags = xla_flags.from_file(debug_options_file) if debug_options_file else {}
+    flags = xla_flags.merge(file_flags, xla_flags.from_environment(), cli_flags)
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+    path = flags.get("xla_gpu_load_autotune_results_from")
+    if path is not None and not Path(str(path)).is_file():
+        raise FlagError("no such autotune results file", file=str(path))
+    if platform is not None:
+        platform = platform.lower()
+        if platform not in stage_registry.PLATFORMS:
+            raise DriverError(f"unknown platform '{platform}'",
+                              hint="one of " + ", ".join(stage_registry.PLATFORMS))
+    elif gpu_spec is not None:
+        raise DriverError("--gpu-spec needs --platform cuda")
+    elif flags:
+        raise DriverError("XLA flags need --platform cpu|cuda")
+    specs: list[Any] = []
+    if platform == "cuda" and needs_spec:
+        from . import gpu_specs
+
+        if gpu_spec is None:
+            spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
+            sys.stderr.write(f"note: no --gpu-spec given: compiling for {spec.name} "
+                             f"({spec.gpu}, {spec.sm})\n")
+            specs = [spec]
+        else:
+            specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
+    elif platform == "cpu" and gpu_spec is not None:
+        raise DriverError("--gpu-spec is for --platform cuda")
+    return _Target(platform, specs, tuple(sorted(flags.items())))
+
+
+def opt_command_params() -> list[list[str]]:
+    cmd = typer.main.get_command(app)
+    sub = cmd.commands["opt"]  # type: ignore[attr-defined]
+    return [list(p.opts) + list(p.secondary_opts) for p in sub.params]
+
+
+def _run_opt(inputs: list[str] | None, pipeline_spec: str | None, passes: str | None,
+             pipeline_file: str | None, print_pipeline: bool, stage: str, output: str | None,
+             dump_dir: str | None, input_format: str | None, split_input_file: bool,
+             args: str | None, print_ir_after_all: bool, print_ir_after_change: bool,
+             print_ir_before: list[str] | None, print_ir_after: list[str] | None,
+             print_ir_after_failure: bool, print_ir_module_scope: bool, ir_dump_dir: str | None,
+             timing: bool, verify_each: bool, reproducer_dir: str | None,
+             target_version: str | None, debug_info: bool, target: _Target,
+             xla_passes: str | None, after_pass: str | None, **_: Any) -> None:
+    from . import inputs as loader
+    from . import outputs, pipeline
+
+    root = pipeline.resolve(pipeline_spec, passes=passes, pipeline_file=pipeline_file)
+    if print_pipeline:
+        text = root.render() if root is not None else "builtin.module()"
+        if not inputs:
+            outputs.write_stdout(text)
+            return
+        sys.stderr.write(text + "\n")
+    if not inputs:
+        raise DriverError("no input modules given", hint="mlirhlo opt --help")
+
+    targets = target.stage_options(target_version=target_version, debug_info=debug_info)
+    if (xla_passes or after_pass) and target.platform is None:
+        raise DriverError("--xla-passes and --after-pass need --platform cpu|cuda")
+    stage_names = ["hlo"] if (xla_passes or after_pass) else _stage_list(stage, target.platform, dump_dir)
+    if output and dump_dir:
+        raise DriverError("give either -o or --dump-dir, not both")
+    if output and len(targets) > 1:
+        raise DriverError("several GPU specs need --dump-dir, not -o")
+    modules = loader.load_inputs(inputs, input_format=input_format,
+                                 split_input_file=split_input_file, arg_specs=args)
+    if output and (len(modules) > 1 or len(stage_names) > 1):
+        if len(stage_names) > 1:
+            raise DriverError("several stages need --dump-dir, not -o")
+        if any(stage_registry.get(s, target.platform).binary for s in stage_names):
+            raise DriverError("several modules in a binary stage need --dump-dir, not -o")
+    inst = pipeline.Instrumentation(
+        print_ir_after_all=print_ir_after_all, print_ir_after_change=print_ir_after_change,
+        print_ir_before=tuple(print_ir_before or ()), print_ir_after=tuple(print_ir_after or ()),
+        print_ir_after_failure=print_ir_after_failure, print_ir_module_scope=print_ir_module_scope,
+        timing=timing, verify_each=verify_each)
+
+    results: list[tuple[str, str, str | bytes]] = []  # (file stem, stage, data)
+    for loaded in modules:
+        if root is not None:
+            try:
+                run = pipeline.run(loaded.module, root, instrumentation=inst, module_name=loaded.name,
+                                   reproducer_dir=reproducer_dir, source_for_reproducer=loaded.source)
+            except PassFailure as failure:
+                _emit_run_output(getattr(failure, "run", None), loaded.name, ir_dump_dir, timing,
+                                 len(modules) > 1)
+                raise
+            _emit_run_output(run, loaded.name, ir_dump_dir, timing, len(modules) > 1)
+        for spec_name, options in targets:
+            stem = f"{loaded.name}.{spec_name}" if spec_name and len(targets) > 1 else loaded.name
+            if xla_passes or after_pass:
+                results.append((stem, "hlo", _xla_pass_hlo(loaded, options, xla_passes, after_pass)))
+                continue
+            request = stage_registry.StageRequest(loaded.module, loaded.name, options)
+            for name in stage_names:
+                results.append((stem, name, request.produce(name)))
+
+    # Everything is computed before anything is written: no partial output.
+    if dump_dir:
+        for module_name, name, data in results:
+            filename = stage_registry.get(name, target.platform).filename(module_name)
+            outputs.write_atomic(Path(dump_dir) / filename, data)
+        return
+    if output:
+        if len(results) == 1:
+            outputs.write_atomic(output, results[0][2])
+        else:
+            outputs.write_atomic(output, "// -----\n".join(_as_text(d) for _, _, d in results))
+        return
+    if len(results) == 1:
+        outputs.write_stdout(results[0][2])
+    else:
+        if any(isinstance(d, bytes) for _, _, d in results):
+            raise DriverError("several modules in a binary stage need --dump-dir or -o")
+        outputs.write_stdout("// -----\n".join(_as_text(d) for _, _, d in results))
+
+
+def _as_text(data: str | bytes) -> str:
+    text = data if isinstance(data, str) else data.decode()
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
+    if stage == "all":
+        if not dump_dir:
+            raise StageError("--stage all needs --dump-dir")
+        return [s.name for s in stage_registry.all_for(platform)]
+    names = [s.strip() for s in stage.split(",") if s.strip()]
+    for name in names:
+        stage_registry.get(name, platform)  # validate before any work
+    return names
+
+
+def _emit_run_output(run: Any, module_name: str, ir_dump_dir: str | None, timing: bool,
+                     several: bool) -> None:
+    if run is None:
+        return
+    from . import outputs, pipeline
+
+    if run.other_output.strip():
+        sys.stderr.write(run.other_output)
+    if ir_dump_dir:
+        for i, dump in enumerate(run.dumps):
+            name = f"{i:03d}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
+            outputs.write_atomic(Path(ir_dump_dir) / module_name / name,
+                                 dump.header() + "\n" + dump.text)
+    else:
+        for dump in run.dumps:
+            sys.stderr.write(dump.header() + "\n" + dump.text + "\n")
+    if timing:
+        title = f"// timing: {module_name}\n" if several else ""
+        sys.stderr.write(title + pipeline.format_timing(run))
+    sys.stderr.flush()
+
+
+def _xla_pass_hlo(loaded: Any, options: stage_registry.StageOptions, xla_passes: str | None,
+                  after_pass: str | None) -> str:
+    from dataclasses import replace
+
+    from . import xla_backend
+
+    dump_all = (("xla_dump_hlo_pass_re", ".*"),)
+    if after_pass:
+        art = xla_backend.compile_module(loaded.module, loaded.name,
+                                         replace(options, xla_flags=options.xla_flags + dump_all))
+        return xla_backend.hlo_after_pass(art, after_pass)
+    enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
+    # A nested pass runs only if its enclosing pipelines are enabled too: learn
+    # the pipelines from a normal compile, then enable them all.
+    full = xla_backend.compile_module(loaded.module, loaded.name,
+                                      replace(options, xla_flags=options.xla_flags + dump_all))
+    known = xla_backend.passes_by_pipeline(full)
+    all_passes = {p for names in known.values() for p in names}
+    for p in enabled:
+        if p not in all_passes:
+            from .errors import did_you_mean
+
+            raise DriverError(f"XLA pass '{p}' is not in the {options.platform} pipeline for this module",
+                              hint=did_you_mean(p, all_passes) or "see --list-passes --platform")
+    only = ",".join(enabled + sorted(known))
+    art = xla_backend.compile_module(
+        loaded.module, loaded.name,
+        replace(options, xla_flags=options.xla_flags + dump_all + (("xla_enable_hlo_passes_only", only),)),
+        keep_going=True)
+    return xla_backend.hlo_after_only(art, enabled)
+
+
+def _print_xla_passes(target: _Target, inputs: list[str] | None, input_format: str | None,
+                      args: str | None) -> None:
+    from dataclasses import replace
+
+    from . import inputs as loader
+    from . import xla_backend
+
+    if inputs:
+        modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args)
+    else:
+        modules = [loader.LoadedModule("reference", "<built-in>", "hlo",
+                                       xla_backend.reference_module())]
+    if target.platform == "cuda" and not target.specs:
+        from . import gpu_specs
+
+        target.specs = [gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)]
+    _, options = target.stage_options()[0]
+    grouped: dict[str, list[str]] = {}
+    for loaded in modules:
+        art = xla_backend.compile_module(
+            loaded.module, loaded.name,
+            replace(options, xla_flags=options.xla_flags + (("xla_dump_hlo_pass_re", ".*"),)),
+            keep_going=True)
+        for pipe, names in xla_backend.passes_by_pipeline(art).items():
+            have = grouped.setdefault(pipe, [])
+            have.extend(n for n in names if n not in have)
+    source = "the given modules" if inputs else "a reference module"
+    typer.echo(f"\n# XLA HLO passes seen in the {target.platform} pipeline for {source}, by pipeline")
+    for pipe, names in grouped.items():
+        typer.echo(f"{pipe}:")
+        for n in names:
+            typer.echo(f"  {n}")
+
+
+def _print_stages(platform: str | None) -> None:
+    rows = [(s.name, s.ext, s.level, s.description) for s in stage_registry.available(platform)]
+    width = max(len(r[0]) for r in rows)
+    ext_width = max(len(r[1]) for r in rows) + 1
+    for name, ext, level, description in rows:
+        typer.echo(f"{name:<{width}}  {'.' + ext:<{ext_width}}  {level:<4}  {description}")
+
+
+def _print_passes() -> None:
+    from . import passes, pipeline
+
+    catalog = passes.all_passes()
+    width = max(len(n) for n in catalog)
+    typer.echo(f"# {len(catalog)} passes accepted by the installed jaxlib (name, anchor, description)")
+    for info in sorted(catalog.values(), key=lambda p: p.name):
+        typer.echo(f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip())
+    typer.echo("\n# named pipelines (--pipeline @NAME)")
+    for named in pipeline.named_pipelines():
+        typer.echo(f"@{named.name:<{width - 1}}  {named.summary}")
+        typer.echo(f"{'':<{width}}  {named.spec}")
+
+
+# ------------------------------------------------------------------- passes
+
+@app.command("passes")
+def passes_command() -> None:
+    """List every pass the installed jaxlib accepts, and the named pipelines."""
+    try:
+        _print_passes()
+    except DriverError as e:
+        _fail(e)
+
+
+# ------------------------------------------------------------------ convert
+
+CONVERT_FORMATS = {
+    # format -> (stage-like producer name, default extension)
+    "hlo": "hlo-text", "hlo-proto": "hlo-proto", "hlo-pbtxt": "hlo-pbtxt",
+    "stablehlo": "stablehlo", "bytecode": "bytecode", "vhlo": "vhlo", "mhlo": "mhlo",
+}
+_EXT_TO_FORMAT = {".hlo": "hlo", ".txt": "hlo", ".pb": "hlo-proto", ".pbtxt": "hlo-pbtxt",
+                  ".mlir": "stablehlo", ".mlirbc": "bytecode", ".vhlo": "vhlo"}
+
+
+@app.command()
+def convert(
+    input: Annotated[str, typer.Argument(help="The module to convert (any input format).")],
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Output file (default stdout).")] = None,
+    to: Annotated[Optional[str], typer.Option(
+        "--to", help="hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo "
+                     "(default: from -o's extension).")] = None,
+    emit_proto: Annotated[bool, typer.Option(
+        "--emit-proto", help="As in hlo-opt: emit a binary HloModuleProto (same as --to hlo-proto).")] = False,
+    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
+    args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
+    target_version: Annotated[Optional[str], typer.Option("--target-version")] = None,
+) -> None:
+    """Convert between HLO text/proto, StableHLO text/bytecode and VHLO artifacts."""
+    try:
+        from . import emit, outputs
+        from .api import load
+        from .errors import did_you_mean
+
+        fmt = "hlo-proto" if emit_proto else to
+        if fmt is None and output:
+            fmt = _EXT_TO_FORMAT.get(Path(output).suffix)
+        if fmt is None:
+            raise DriverError("give --to FORMAT (or an -o file with a known extension)",
+                              hint="formats: " + ", ".join(CONVERT_FORMATS))
+        if fmt not in CONVERT_FORMATS:
+            raise DriverError(f"unknown format '{fmt}'",
+                              hint=did_you_mean(fmt, CONVERT_FORMATS) or ", ".join(CONVERT_FORMATS))
+        program = load(input, input_format=input_format, args=args)
+        module = program.module
+        producers = {
+            "hlo": lambda: emit.hlo_text(module),
+            "hlo-proto": lambda: emit.hlo_proto(module),
+            "hlo-pbtxt": lambda: emit.hlo_pbtxt(module),
+            "stablehlo": lambda: emit.stablehlo_text(module),
+            "bytecode": lambda: emit.bytecode(module),
+            "vhlo": lambda: emit.vhlo_artifact(module, target_version=target_version),
+            "mhlo": lambda: emit.mhlo_text(module),
+        }
+        data = producers[fmt]()
+        if output:
+            outputs.write_atomic(output, data)
+        else:
+            outputs.write_stdout(data)
+    except DriverError as e:
+        _fail(e)
+
+
+# -------------------------------------------------------------------- specs
+
+specs_app = typer.Typer(help="GPU target specs for device-less CUDA compiles (gpu_specs/*.txtpb).",
+                        no_args_is_help=True)
+app.add_typer(specs_app, name="specs")
+
+
+@specs_app.command("list")
+def specs_list(
+    json_out: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
+) -> None:
+    """List the shipped GPU specs: name, GPU, compute capability, SMs, memory."""
+    try:
+        from . import gpu_specs
+
+        specs = gpu_specs.list_specs()
+        if json_out:
+            import json
+
+            typer.echo(json.dumps([s.to_dict() for s in specs], indent=2))
+            return
+        header = ("name", "gpu", "cc", "target", "SMs", "memory", "bandwidth")
+        rows = [(s.name + (" (default)" if s.name == gpu_specs.DEFAULT_SPEC else ""), s.gpu,
+                 s.compute_capability, s.sm, str(s.sm_count), f"{s.memory_bytes / 2**30:.0f} GiB",
+                 f"{s.memory_bandwidth / 1e9:.0f} GB/s") for s in specs]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for r in [header, *rows]:
+            typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    except DriverError as e:
+        _fail(e)
+
+
+@specs_app.command("show")
+def specs_show(name: Annotated[str, typer.Argument(help="A shipped spec name or a .txtpb path.")]) -> None:
+    """Print a spec's summary and its textproto."""
+    try:
+        from . import gpu_specs
+
+        spec = gpu_specs.resolve_spec(name)
+        for key, value in spec.to_dict().items():
+            typer.echo(f"# {key}: {value}")
+        typer.echo(spec.text.rstrip("\n"))
+    except DriverError as e:
+        _fail(e)
+
+
+@specs_app.command("check")
+def specs_check(files: Annotated[list[str], typer.Argument(help="Spec files to validate.")]) -> None:
+    """Validate spec files before any compile; one error line per bad file."""
+    from . import gpu_specs
+
+    failed = False
+    for path in files:
+        try:
+            spec = gpu_specs.check_spec(path)
+            typer.echo(f"{path}: ok ({spec.gpu}, {spec.sm}, {spec.sm_count} SMs)")
+        except DriverError as e:
+            sys.stderr.write(e.format() + "\n")
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_USAGE)
+
+
+# ---------------------------------------------------------------------- main
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: usage errors become one ``error:`` line and exit 2."""
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        sys.exit(130)
+    except Exception as e:
+        # typer vendors click privately; its usage errors are recognised by shape.
+        if type(e).__name__ == "NoArgsIsHelpError":
+            typer.echo(e.ctx.get_help())  # type: ignore[attr-defined]
+            sys.exit(EXIT_USAGE)
+        if hasattr(e, "format_message") and getattr(e, "exit_code", None) == EXIT_USAGE:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            sys.stderr.write(f"error: {e.format_message()}{hint}\n")
+            sys.exit(EXIT_USAGE)
+        raise
+    sys.exit(result if isinstance(result, int) else 0)

@@ -1,0 +1,112 @@
+"""Module -> output format conversions (the MLIR-level stages and `convert`).
+
+Each function takes an ``ir.Module`` and returns text or bytes; none mutates
+its input (passes run on a copy).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from .errors import StageError
+
+
+def clone(module: Any) -> Any:
+    """A deep copy in the same context (bytecode keeps locations)."""
+    from jaxlib.mlir import ir
+
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    with module.context:
+        return ir.Module.parse(buf.getvalue())
+
+
+def stablehlo_text(module: Any, *, debug_info: bool = False) -> str:
+    return module.operation.get_asm(enable_debug_info=debug_info)
+
+
+def bytecode(module: Any) -> bytes:
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+def resolve_vhlo_version(target: str | None) -> str:
+    """'current' (default), 'minimum', or an explicit 'MAJOR.MINOR.PATCH' within range."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    current, minimum = stablehlo.get_current_version(), stablehlo.get_minimum_version()
+    if target in (None, "", "current"):
+        return current
+    if target == "minimum":
+        return minimum
+    parts = target.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise StageError(f"malformed --target-version '{target}'",
+                         hint=f"use MAJOR.MINOR.PATCH between {minimum} and {current}, "
+                              "or 'current'/'minimum'")
+    version = tuple(int(p) for p in parts)
+    lo = tuple(int(p) for p in minimum.split("."))
+    hi = tuple(int(p) for p in current.split("."))
+    if not lo <= version <= hi:
+        raise StageError(f"--target-version {target} is outside what this StableHLO supports",
+                         hint=f"between {minimum} and {current}")
+    return target
+
+
+def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
+    """A StableHLO portable artifact (VHLO bytecode), as jax.export writes."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    version = resolve_vhlo_version(target_version)
+    with module.context:
+        try:
+            return stablehlo.serialize_portable_artifact(clone(module), version)
+        except Exception as e:
+            raise StageError(f"cannot serialize as a StableHLO {version} portable artifact: "
+                             f"{_first_line(e)}") from None
+
+
+def mhlo_text(module: Any, *, debug_info: bool = False) -> str:
+    from jaxlib.mlir import passmanager
+
+    from .native_io import capture_fd2
+
+    copy = clone(module)
+    with module.context, capture_fd2():
+        try:
+            passmanager.PassManager.parse("builtin.module(stablehlo-legalize-to-hlo)").run(copy.operation)
+        except Exception as e:
+            raise StageError(f"cannot legalize to MHLO: {_first_line(e)}") from None
+    return stablehlo_text(copy, debug_info=debug_info)
+
+
+def hlo_proto(module: Any) -> bytes:
+    """The HloModuleProto XLA receives for this module."""
+    from . import _jaxlib
+
+    try:
+        return _jaxlib.stablehlo_to_hlo_proto(bytecode(module))
+    except RuntimeError as e:
+        raise StageError(f"XLA cannot convert this module to HLO: {_first_line(e)}") from None
+
+
+def hlo_text(module: Any) -> str:
+    from . import _jaxlib
+
+    return _jaxlib.hlo_proto_to_text(hlo_proto(module))
+
+
+def hlo_pbtxt(module: Any) -> str:
+    from . import hlo_proto as codec
+
+    return codec.to_text(codec.decode(hlo_proto(module), "HloModuleProto"))
+
+
+def _first_line(e: Exception) -> str:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if "error:" in ln:
+            return ln.split("error:", 1)[1].strip()
+    return lines[-1] if lines else type(e).__name__

@@ -1,0 +1,401 @@
+"""One loader: every input becomes a StableHLO ``ir.Module`` in the driver's context.
+
+Formats are detected by content (extensions only break ties), and can be
+forced with ``input_format``:
+
+==============  ==========================================================
+``hlo``         HLO text (``HloModule ...``), e.g. XLA's ``*.before_optimizations.txt``
+``hlo-proto``   binary ``HloModuleProto`` or ``HloProto`` (XLA's ``*.hlo.pb``)
+``hlo-pbtxt``   ``HloModuleProto`` in protobuf text format
+``mlir``        StableHLO / MHLO / CHLO MLIR text
+``bytecode``    MLIR bytecode
+``vhlo``        StableHLO portable artifact (``jax.export``, ``serialize_portable_artifact``)
+``jax``         ``package.module:function`` lowered with jax for ``arg_specs``
+==============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError, did_you_mean
+
+INPUT_FORMATS = ("hlo", "hlo-proto", "hlo-pbtxt", "mlir", "bytecode", "vhlo", "jax")
+
+SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
+_MLIR_BYTECODE_MAGIC = b"ML\xefR"
+_JAX_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_LOADABLE_SUFFIXES = (".mlir", ".mlirbc", ".hlo", ".txt", ".pb", ".pbtxt", ".vhlo", ".bc", ".stablehlo")
+# Suffixes XLA's dumps add after the module name; stripped for output file names.
+_DUMP_SUFFIXES = (".before_optimizations", ".after_optimizations", ".hlo", ".stablehlo", ".vhlo", ".mhlo")
+
+
+@dataclass
+class LoadedModule:
+    """A module ready for the pipeline, with where it came from."""
+
+    name: str            # file-name friendly: stages are written as <name>.<stage>.<ext>
+    source: str          # path (or entry point) as the user gave it
+    format: str          # one of INPUT_FORMATS
+    module: Any          # jaxlib.mlir.ir.Module, StableHLO (or what the file holds)
+    line_offset: int = 0  # of this chunk within the file (for --split-input-file)
+    source_text: str | None = field(default=None, repr=False)  # chunk text, for reproducers
+
+
+# ------------------------------------------------------------------ expansion
+
+def expand_inputs(specs: list[str], *, prefer_dump_modules: bool = True) -> list[str]:
+    """Paths for every input spec: files, globs, directories, JAX entry points."""
+    out: list[str] = []
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir():
+            out.extend(_directory_inputs(path, prefer_dump_modules))
+        elif path.exists() or spec == "-":
+            out.append(spec)
+        elif any(ch in spec for ch in "*?["):
+            matches = sorted(glob.glob(spec, recursive=True))
+            if not matches:
+                raise InputError("no files match this pattern", file=spec)
+            out.extend(m for m in matches if Path(m).is_file())
+        elif _JAX_ENTRY.match(spec):
+            out.append(spec)
+        else:
+            raise InputError("no such file or directory", file=spec)
+    return out
+
+
+def _directory_inputs(path: Path, prefer_dump_modules: bool) -> list[str]:
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    if prefer_dump_modules:
+        # An XLA dump dir: its *before_optimizations* modules are the inputs.
+        dumps = [p for p in files if ".before_optimizations." in p.name]
+        if dumps:
+            return [str(p) for p in dumps]
+    loadable = [str(p) for p in files if p.suffix in _LOADABLE_SUFFIXES]
+    if not loadable:
+        raise InputError("directory holds no loadable modules", file=str(path))
+    return loadable
+
+
+# -------------------------------------------------------------------- loading
+
+def load_inputs(specs: list[str], *, input_format: str | None = None,
+                split_input_file: bool = False, arg_specs: str | None = None) -> list[LoadedModule]:
+    modules: list[LoadedModule] = []
+    for path in expand_inputs(specs):
+        modules.extend(load(path, input_format=input_format, split_input_file=split_input_file,
+                            arg_specs=arg_specs))
+    return modules
+
+
+def load(source: str, *, input_format: str | None = None, split_input_file: bool = False,
+         arg_specs: str | None = None) -> list[LoadedModule]:
+    """Load one file (or JAX entry point) into one module, or several when split."""
+    if input_format is not None and input_format not in INPUT_FORMATS:
+        raise InputError(f"unknown input format '{input_format}'",
+                         hint=did_you_mean(input_format, INPUT_FORMATS)
+                         or "one of " + ", ".join(INPUT_FORMATS))
+    if input_format == "jax" or (input_format is None and not Path(source).exists()
+                                 and _JAX_ENTRY.match(source)):
+        return [_load_jax_function(source, arg_specs)]
+    data = _read(source)
+    fmt = input_format or detect_format(data, source)
+    stem = module_stem(source)
+    if split_input_file and fmt in ("hlo", "mlir", "hlo-pbtxt"):
+        text = _decode_text(data, source)
+        chunks = split_chunks(text)
+        return [_load_one(chunk.encode(), fmt, source, f"{stem}.{i}" if len(chunks) > 1 else stem,
+                          offset)
+                for i, (chunk, offset) in enumerate(chunks)]
+    return [_load_one(data, fmt, source, stem, 0)]
+
+
+def split_chunks(text: str) -> list[tuple[str, int]]:
+    """Chunks separated by ``// -----`` lines, each with its starting line offset."""
+    chunks, start, offset = [], 0, 0
+    for m in SPLIT_MARKER.finditer(text):
+        chunks.append((text[start:m.start()], offset))
+        offset += text[start:m.end()].count("\n") + 1
+        start = m.end() + 1
+    chunks.append((text[start:], offset))
+    return [(c, o) for c, o in chunks if c.strip()]
+
+
+def module_stem(source: str) -> str:
+    name = Path(source).name
+    for suffix in _LOADABLE_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    for suffix in _DUMP_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "module"
+
+
+def _read(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    path = Path(source)
+    if path.is_dir():
+        raise InputError("is a directory, not a module file", file=source)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file or directory", file=source) from None
+    except OSError as e:
+        raise InputError(e.strerror or str(e), file=source) from None
+    if not data.strip():
+        raise InputError("empty file", file=source)
+    return data
+
+
+def detect_format(data: bytes, source: str = "<input>") -> str:
+    """The input format of ``data``, from its content."""
+    if data.startswith(_MLIR_BYTECODE_MAGIC):
+        # Portable artifacts record the StableHLO version as the bytecode producer.
+        return "vhlo" if data[5:16] == b"StableHLO_v" else "bytecode"
+    text = _try_text(data)
+    if text is None:
+        from . import hlo_proto
+
+        if hlo_proto.looks_like_hlo_proto(data):
+            return "hlo-proto"
+        raise InputError("not a module: binary data that is neither MLIR bytecode nor an HLO proto",
+                         file=source)
+    head = _first_code_line(text)
+    if head.startswith("HloModule"):
+        return "hlo"
+    if re.match(r"^(hlo_module\s*[:{]|name\s*:\s*\"|computations\s*[:{]|entry_computation_name\s*:)", head):
+        return "hlo-pbtxt"
+    if source.endswith(".pbtxt"):
+        return "hlo-pbtxt"
+    if source.endswith((".hlo",)) or (source.endswith(".txt") and "ENTRY" in text):
+        return "hlo"
+    return "mlir"
+
+
+def _try_text(data: bytes) -> str | None:
+    if b"\x00" in data[:4096]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _decode_text(data: bytes, source: str) -> str:
+    text = _try_text(data)
+    if text is None:
+        raise InputError("expected a text file", file=source)
+    return text
+
+
+def _first_code_line(text: str) -> str:
+    for line in text.splitlines():
+        s = line.strip()
+        if s and not s.startswith(("//", "#")):
+            return s
+    return ""
+
+
+def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> LoadedModule:
+    from . import _jaxlib
+
+    ctx = _jaxlib.ir_context()
+    if fmt == "hlo":
+        text = _decode_text(data, source)
+        try:
+            proto = _jaxlib.hlo_text_to_proto(text)
+        except RuntimeError as e:
+            raise _hlo_parse_error(str(e), source, offset) from None
+        module = _module_from_hlo_proto(proto, source)
+        return LoadedModule(name, source, fmt, module, offset, text)
+    if fmt == "hlo-pbtxt":
+        from . import hlo_proto
+
+        text = _decode_text(data, source)
+        try:
+            msg = hlo_proto.parse_text(text, "HloModuleProto")
+        except InputError as e:
+            e.file = source
+            if e.line is not None:
+                e.line += offset
+            raise
+        return LoadedModule(name, source, fmt, _module_from_hlo_proto(hlo_proto.encode(msg), source),
+                            offset, text)
+    if fmt == "hlo-proto":
+        from . import hlo_proto
+
+        try:
+            proto = hlo_proto.module_proto_from_any(data)
+        except (InputError, ValueError) as e:
+            raise InputError(f"malformed HLO proto: {getattr(e, 'message', e)}", file=source) from None
+        return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset)
+    if fmt == "vhlo":
+        from jaxlib.mlir.dialects import stablehlo
+
+        try:
+            with ctx:
+                module = stablehlo.deserialize_portable_artifact(ctx, data)
+        except Exception as e:
+            raise _mlir_parse_error(e, source, offset, "malformed StableHLO portable artifact") from None
+        return LoadedModule(name, source, fmt, module, offset)
+    if fmt in ("mlir", "bytecode"):
+        payload: str | bytes = data if fmt == "bytecode" else _decode_text(data, source)
+        module = parse_mlir(payload, source, offset)
+        return LoadedModule(name, source, fmt, module, offset,
+                            payload if isinstance(payload, str) else None)
+    raise InputError(f"unknown input format '{fmt}'", file=source)  # pragma: no cover
+
+
+def parse_mlir(payload: str | bytes, source: str = "<input>", offset: int = 0) -> Any:
+    """Parse MLIR text or bytecode in the driver's context; errors carry file:line:col."""
+    from jaxlib.mlir import ir
+
+    from . import _jaxlib
+
+    ctx = _jaxlib.ir_context()
+    try:
+        with ctx:
+            return ir.Module.parse(payload)
+    except Exception as e:
+        raise _mlir_parse_error(e, source, offset, "malformed MLIR") from None
+
+
+def _module_from_hlo_proto(proto: bytes, source: str) -> Any:
+    from . import _jaxlib
+
+    try:
+        bytecode = _jaxlib.hlo_proto_to_stablehlo_bytecode(proto)
+    except RuntimeError as e:
+        raise InputError(f"XLA could not convert the HLO module to StableHLO: {e}", file=source) from None
+    return parse_mlir(bytecode, source)
+
+
+_LOC = re.compile(r'loc\("(?:[^"]*)":(\d+):(\d+)\)')
+
+
+def _mlir_parse_error(exc: Exception, source: str, offset: int, fallback: str) -> InputError:
+    diags = getattr(exc, "error_diagnostics", None) or []
+    for diag in diags:
+        m = _LOC.match(str(diag.location))
+        line, col = (int(m.group(1)), int(m.group(2))) if m else (None, None)
+        if line == 0:  # bytecode errors have no position
+            line = col = None
+        message = diag.message.strip()
+        if "not found for custom op" in message:
+            message += " (unregistered dialect)"
+        return InputError(message, file=source, line=None if line is None else line + offset, col=col)
+    text = str(exc).strip().splitlines()
+    return InputError(f"{fallback}: {text[-1] if text else type(exc).__name__}", file=source)
+
+
+_HLO_ERR = re.compile(r"was parsing (\d+):(\d+): error: (.*)")
+
+
+def _hlo_parse_error(message: str, source: str, offset: int) -> InputError:
+    found = _HLO_ERR.findall(message)
+    if not found:
+        body = message.split("\n")[0]
+        body = re.sub(r"^[A-Z_]+: ", "", body)
+        return InputError(f"malformed HLO text: {body}", file=source)
+    # XLA lists every alternative it tried at the failing token; the most
+    # specific one names the culprit ("instruction does not exist: p2").
+    line, col = int(found[0][0]), int(found[0][1])
+    messages = [m for (ln, c, m) in found if (int(ln), int(c)) == (line, col)]
+    specific = [m for m in messages if re.search(r"does not exist|[Uu]nknown|not defined|expected", m)]
+    best = (specific or messages)[0]
+    best = best.rsplit("error: ", 1)[-1].strip()
+    return InputError(best, file=source, line=line + offset, col=col)
+
+
+# ---------------------------------------------------------------- JAX entries
+
+_DTYPES = {
+    "pred": "bool", "bool": "bool",
+    "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+    "c64": "complex64", "c128": "complex128",
+    "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+}
+_ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
+
+
+def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
+    """``'f32[8,128],i32[8]'`` -> [("float32", (8, 128)), ("int32", (8,))]."""
+    out, pos = [], 0
+    while pos < len(spec):
+        m = _ARG.match(spec, pos)
+        if not m:
+            raise InputError(f"malformed argument spec at column {pos + 1}: expected DTYPE[DIMS] "
+                             "like f32[8,128]", file="--args", col=pos + 1)
+        dtype = m.group(1).lower()
+        if dtype not in _DTYPES:
+            raise InputError(f"unknown dtype '{m.group(1)}' in argument spec", file="--args",
+                             col=m.start(1) + 1, hint=did_you_mean(dtype, _DTYPES))
+        dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
+        out.append((_DTYPES[dtype], dims))
+        pos = m.end()
+        if pos < len(spec):
+            if spec[pos] != ",":
+                raise InputError(f"malformed argument spec at column {pos + 1}: expected ','",
+                                 file="--args", col=pos + 1)
+            pos += 1
+    return out
+
+
+def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
+    module_name, _, attr = entry.partition(":")
+    if arg_specs is None:
+        raise InputError("a JAX function needs --args, e.g. --args 'f32[8,128],i32[8]'", file=entry)
+    args = parse_arg_specs(arg_specs)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # entry points are usually local files
+    from . import _jaxlib
+
+    jax = _jaxlib.jax()
+    try:
+        mod = importlib.import_module(module_name)
+    except Exception as e:
+        raise InputError(f"cannot import module '{module_name}': {type(e).__name__}: {e}",
+                         file=entry) from None
+    fn: Any = mod
+    for part in attr.split("."):
+        if not hasattr(fn, part):
+            names = [n for n in dir(fn) if not n.startswith("_")]
+            raise InputError(f"module '{module_name}' has no attribute '{attr}'", file=entry,
+                             hint=did_you_mean(part, names))
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise InputError(f"'{attr}' is not callable", file=entry)
+    import numpy as np
+
+    if any(dt.endswith("64") and dt != "complex64" for dt, _ in args):
+        _jaxlib.enable_x64()
+    structs = [jax.ShapeDtypeStruct(shape, np.dtype(_np_dtype(dt))) for dt, shape in args]
+    try:
+        lowered = jax.jit(fn).lower(*structs)
+    except Exception as e:
+        raise InputError(f"jax could not lower '{entry}': {type(e).__name__}: {e}", file=entry) from None
+    text = lowered.as_text(debug_info=True)
+    module = parse_mlir(text, entry)
+    return LoadedModule(attr.split(".")[-1], entry, "jax", module, 0, text)
+
+
+def _np_dtype(name: str) -> Any:
+    if name in ("bfloat16",) or name.startswith("float8"):
+        import ml_dtypes
+
+        return getattr(ml_dtypes, name)
+    return name

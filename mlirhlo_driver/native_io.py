@@ -1,0 +1,36 @@
+"""Capture what native (C++) code writes to file descriptor 2.
+
+MLIR's IR printing and timing report, and jaxlib's logging, write straight to
+fd 2, past ``sys.stderr``; to order, filter or redirect that text the
+descriptor itself is swapped for a temporary file for the length of a block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+
+
+class Captured:
+    text: str = ""
+
+
+@contextlib.contextmanager
+def capture_fd2() -> Iterator[Captured]:
+    """Within the block, fd 2 goes to a temp file; ``.text`` holds it afterwards."""
+    result = Captured()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield result
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            result.text = sink.read().decode("utf-8", "replace")

@@ -1,0 +1,598 @@
+"""LLVM IR -> PTX with llvmlite's NVPTX backend (XLA's ``ptx-opt`` step).
+
+XLA dumps the LLVM IR of every GPU module (``*.ir-no-opt.ll`` before its
+LLVM pipeline, ``*.ir-with-opt.ll`` after it). This module turns such IR into
+PTX without XLA: normalize the text so llvmlite's (older) LLVM can parse it,
+verify, optionally run LLVM's ``-O<n>`` pipeline, and emit PTX for an
+``nvptx64-nvidia-cuda`` target machine.
+
+Nothing here imports jax/jaxlib, and llvmlite is imported lazily inside the
+functions that need it, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .errors import InputError, did_you_mean
+
+__all__ = ["normalize_llvm_ir", "compile_to_ptx", "supported_archs"]
+
+TRIPLE = "nvptx64-nvidia-cuda"
+
+# ------------------------------------------------------------------ targets
+
+# Every processor llvmlite 0.50's NVPTX backend (LLVM 22) knows, with the
+# lowest PTX ISA it accepts for it (what LLVM picks when no +ptxNN is given;
+# measured by emitting an empty kernel for each CPU).
+_MIN_PTX: dict[str, int] = {
+    "sm_20": 32, "sm_21": 32, "sm_30": 32, "sm_32": 40, "sm_35": 32, "sm_37": 41,
+    "sm_50": 40, "sm_52": 41, "sm_53": 42,
+    "sm_60": 50, "sm_61": 50, "sm_62": 50,
+    "sm_70": 60, "sm_72": 61, "sm_75": 63,
+    "sm_80": 70, "sm_86": 71, "sm_87": 74, "sm_88": 90, "sm_89": 78,
+    "sm_90": 78, "sm_90a": 80,
+    "sm_100": 86, "sm_100a": 86, "sm_100f": 88,
+    "sm_101": 86, "sm_101a": 86, "sm_101f": 88,
+    "sm_103": 88, "sm_103a": 88, "sm_103f": 88,
+    "sm_110": 90, "sm_110a": 90, "sm_110f": 90,
+    "sm_120": 87, "sm_120a": 87, "sm_120f": 88,
+    "sm_121": 88, "sm_121a": 88, "sm_121f": 88,
+}
+
+# PTX ISA versions the backend implements (its +ptxNN features).
+_PTX_VERSIONS = (32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 65, 70, 71, 72, 73, 74,
+                 75, 76, 77, 78, 80, 81, 82, 83, 84, 85, 86, 87, 88, 90)
+
+# XLA asks LLVM for the PTX ISA of the CUDA toolkit it targets rather than the
+# arch's minimum; jaxlib 0.10.2's XLA emits ``.version 8.8`` (CUDA 12.9) for
+# every arch. Use the same, raised to the arch's minimum where that is newer.
+_XLA_PTX = 88
+
+
+def supported_archs() -> list[str]:
+    """The NVPTX processors (``sm_XX[a|f]``) this backend can target."""
+    return list(_MIN_PTX)
+
+
+_ARCH_RE = re.compile(r"^(?:sm_?)?(\d+)(?:\.(\d))?([af]?)$", re.IGNORECASE)
+
+
+def _canonical_arch(arch: str) -> str:
+    """``9.0``/``90``/``sm_90``/``sm_90a``/``9.0a`` -> ``sm_90[a]``; InputError if unknown."""
+    text = str(arch).strip()
+    m = _ARCH_RE.match(text)
+    name = None
+    if m:
+        major, minor, suffix = m.group(1), m.group(2), m.group(3).lower()
+        if minor is not None:           # "9.0", "10.0a": major.minor
+            name = f"sm_{int(major)}{minor}{suffix}"
+        elif text.lower().startswith("sm") or len(major) >= 2:   # "90", "sm_90"
+            name = f"sm_{int(major)}{suffix}"
+    if name not in _MIN_PTX:
+        choices = supported_archs()
+        raise InputError(f"unsupported NVPTX arch '{arch}' (supported: {', '.join(choices)})",
+                         hint=did_you_mean(name or text, choices))
+    return name
+
+
+def _ptx_feature(cpu: str, ptx_version: int | str | None) -> int:
+    if ptx_version is None:
+        return max(_XLA_PTX, _MIN_PTX[cpu])
+    text = str(ptx_version).strip().lower().removeprefix("+").removeprefix("ptx")
+    try:
+        v = int(round(float(text) * 10)) if "." in text else int(text)
+    except ValueError:
+        v = -1
+    if v not in _PTX_VERSIONS:
+        raise InputError(f"unsupported PTX ISA version '{ptx_version}'",
+                         hint="supported: " + ", ".join(f"{p // 10}.{p % 10}" for p in _PTX_VERSIONS))
+    if v < _MIN_PTX[cpu]:
+        need = _MIN_PTX[cpu]
+        raise InputError(f"{cpu} needs PTX ISA {need // 10}.{need % 10} or newer, "
+                         f"got {v // 10}.{v % 10}")
+    return v
+
+
+# ------------------------------------------------------- float normalization
+
+@dataclass(frozen=True)
+class _Fmt:
+    bits: int        # total width
+    ebits: int       # exponent field width
+    p: int           # precision in bits, including the leading (hidden or explicit) bit
+    explicit: bool   # x86_fp80 stores the integer bit
+
+    @property
+    def mbits(self) -> int:       # stored significand field width
+        return self.p if self.explicit else self.p - 1
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.ebits - 1)) - 1
+
+
+_FMTS = {
+    "half": _Fmt(16, 5, 11, False),
+    "bfloat": _Fmt(16, 8, 8, False),
+    "float": _Fmt(32, 8, 24, False),
+    "double": _Fmt(64, 11, 53, False),
+    "fp128": _Fmt(128, 15, 113, False),
+    "x86_fp80": _Fmt(80, 15, 64, True),
+}
+_DOUBLE = _FMTS["double"]
+
+
+def _round_to_bits(value: Fraction, negative: bool, f: _Fmt) -> int | None:
+    """Bits of ``(-1)**negative * value`` rounded to ``f`` (nearest, ties to even).
+
+    Returns None where LLVM's parser rejects the literal: a nonzero value that
+    underflows to zero or one that overflows to infinity.
+    """
+    sign = (1 << (f.bits - 1)) if negative else 0
+    if value == 0:
+        return sign
+    emax = f.bias
+    emin = 1 - f.bias
+    n, d = value.numerator, value.denominator
+    e = n.bit_length() - d.bit_length()           # floor(log2(value)) is e or e-1
+    if Fraction(n, d) < Fraction(2) ** e:
+        e -= 1
+    e = max(e, emin)
+    scaled = value * Fraction(2) ** (f.p - 1 - e)  # significand as a real number
+    m = scaled.numerator // scaled.denominator
+    rem = scaled - m
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and m & 1):
+        m += 1
+    if m == 1 << f.p:                              # rounding carried into a new binade
+        m >>= 1
+        e += 1
+    if m == 0 or e > emax:
+        return None
+    if m < 1 << (f.p - 1):                         # subnormal
+        biased = 0
+    else:
+        biased = e + f.bias
+    field = m if f.explicit else m & ((1 << f.mbits) - 1)
+    return sign | (biased << f.mbits) | field
+
+
+def _special_bits(kind: str, negative: bool, payload: int, f: _Fmt) -> int | None:
+    """inf / quiet NaN / signaling NaN (payload excludes the quiet bit) in format f."""
+    sign = (1 << (f.bits - 1)) if negative else 0
+    exp = ((1 << f.ebits) - 1) << f.mbits
+    intbit = (1 << (f.mbits - 1)) if f.explicit else 0   # x87: integer bit set for inf/NaN
+    quiet = 1 << (f.p - 2)
+    if kind == "inf":
+        return sign | exp | intbit
+    if payload >= quiet:
+        return None
+    if kind == "qnan":
+        return sign | exp | intbit | quiet | payload
+    if payload == 0:                                       # snan needs a nonzero payload
+        return None
+    return sign | exp | intbit | payload
+
+
+def _widen_to_double(bits: int, f: _Fmt) -> int:
+    """Exact bits of the double holding the value of ``bits`` in format f (<= double).
+
+    NaN payloads shift left with the significand, as APFloat's widening does,
+    so narrowing the double back to f (what the old parser does) restores them.
+    """
+    sign = bits >> (f.bits - 1)
+    exp = (bits >> f.mbits) & ((1 << f.ebits) - 1)
+    man = bits & ((1 << f.mbits) - 1)
+    shift = _DOUBLE.mbits - f.mbits
+    if exp == (1 << f.ebits) - 1:                          # inf / NaN
+        return (sign << 63) | (0x7FF << 52) | (man << shift)
+    if exp == 0 and man == 0:
+        return sign << 63
+    if exp == 0:                                           # subnormal: renormalize
+        e = 1 - f.bias
+        while not man & (1 << f.mbits):
+            man <<= 1
+            e -= 1
+        man &= (1 << f.mbits) - 1
+    else:
+        e = exp - f.bias
+    return (sign << 63) | ((e + _DOUBLE.bias) << 52) | (man << shift)
+
+
+def _classic(bits: int, ty: str) -> str:
+    """The spelling LLVM <= 22 prints (and llvmlite parses) for these bits."""
+    if ty == "half":
+        return f"0xH{bits:04X}"
+    if ty == "bfloat":
+        return f"0xR{bits:04X}"
+    if ty == "float":
+        return f"0x{_widen_to_double(bits, _FMTS['float']):016X}"
+    if ty == "double":
+        return f"0x{bits:016X}"
+    if ty == "fp128":         # 0xL: low 64 bits first, then high 64 bits
+        return f"0xL{bits & ((1 << 64) - 1):016X}{bits >> 64:016X}"
+    if ty == "x86_fp80":      # 0xK: sign+exponent (16 bits), then the 64-bit significand
+        return f"0xK{bits:020X}"
+    raise AssertionError(ty)
+
+
+def _exact_in(value: Fraction, negative: bool, ty: str) -> bool:
+    """True when ``value`` is exactly a finite value of ``ty`` (and of double)."""
+    bits = _round_to_bits(value, negative, _FMTS[ty])
+    if bits is None:
+        return False
+    return _bits_value(bits, _FMTS[ty]) == value
+
+
+def _bits_value(bits: int, f: _Fmt) -> Fraction:
+    """Magnitude of a finite value given by its bits."""
+    exp = (bits >> f.mbits) & ((1 << f.ebits) - 1)
+    man = bits & ((1 << f.mbits) - 1)
+    if f.explicit:
+        e = max(exp, 1) - f.bias
+        return Fraction(man) * Fraction(2) ** (e - (f.p - 1))
+    if exp == 0:
+        return Fraction(man) * Fraction(2) ** (1 - f.bias - f.mbits)
+    return Fraction(man | (1 << f.mbits)) * Fraction(2) ** (exp - f.bias - f.mbits)
+
+
+# ppc_fp128 (double-double) is not rewritten: NVPTX has no use for it, and a
+# literal left as written gets llvmlite's own located parse error.
+_FP_TYPES = frozenset(_FMTS)
+_NON_FP_TYPE = re.compile(r"^(?:i\d+|ptr|void|label|metadata|token|x86_amx|x86_mmx|target)$")
+
+# One token of a line. Float-literal alternatives come before the generic word
+# and number rules so that e.g. ``f0x3F800000`` is not taken as a word.
+_TOKEN = re.compile(r"""
+    (?P<comment>;.*)
+  | (?P<string>c?"[^"]*"?)
+  | (?P<sigil>[%@!$#](?:"[^"]*"?|[-A-Za-z$._0-9]+)?)
+  | (?P<bitfp>f0x(?P<bitdigits>[0-9A-Fa-f]+))(?![\w.])
+  | (?P<special>(?P<ssign>[-+]?)(?:
+        (?P<inf>inf)
+      | (?P<qnan>qnan)
+      | (?P<nankind>s?nan)(?:\((?P<payload>0x[0-9A-Fa-f]+|\d+)\))?
+    ))(?![\w.(])
+  | (?P<hexfloat>(?P<hsign>[-+]?)0x(?P<hint>[0-9A-Fa-f]*)(?:\.(?P<hfrac>[0-9A-Fa-f]*))?[pP](?P<hexp>[-+]?\d+))(?![\w.])
+  | (?P<decimal>[-+]?\d+\.\d*(?:[eE][-+]?\d+)?)(?![\w.])
+  | (?P<word>[A-Za-z_][\w.]*|[-+]?\d+|0x[0-9A-Fa-f]+)
+""", re.VERBOSE)
+
+
+# A cheap pre-filter: lines without any of these cannot hold a literal to rewrite.
+_CANDIDATE = re.compile(r"f0x|inf|nan|\d\.|0x[0-9A-Fa-f]*[.pP]")
+
+
+@dataclass(frozen=True)
+class _Edit:
+    line: int        # 1-based
+    new_col: int     # 1-based start column in the normalized text
+    new_len: int
+    old_col: int     # 1-based start column in the original text
+    old_len: int
+
+
+def _rewrite_literal(m: re.Match, ty: str) -> str | None:
+    """The classic spelling of a new-style float literal of type ``ty``, or None to keep it."""
+    f = _FMTS[ty]
+    if m.group("bitfp"):
+        # f0x<hex>: the raw bits of the value in its own type (LLVM 23 syntax);
+        # the old parser has no raw-bits form for float/double other than the
+        # double-hex one, so re-spell the same bits classically.
+        bits = int(m.group("bitdigits"), 16)
+        return _classic(bits, ty) if bits < 1 << f.bits else None
+    if m.group("special"):
+        # +inf/-inf/+qnan/-qnan/+nan(0xP)/+snan(0xP): new spellings of the
+        # special values; NaN payloads exclude the quiet bit.
+        neg = m.group("ssign") == "-"
+        if m.group("inf"):
+            bits = _special_bits("inf", neg, 0, f)
+        elif m.group("qnan"):
+            bits = _special_bits("qnan", neg, 0, f)
+        else:
+            payload_text = m.group("payload")
+            payload = int(payload_text, 0) if payload_text else 0
+            kind = "qnan" if m.group("nankind") == "nan" else "snan"
+            if kind == "snan" and payload_text is None:
+                payload = 1 << max(f.p - 3, 0)    # APFloat's default sNaN payload
+            bits = _special_bits(kind, neg, payload, f)
+        return None if bits is None else _classic(bits, ty)
+    if m.group("hexfloat"):
+        # C99 hex floats (0x1.8p3): the new parser rounds them to the type.
+        digits = m.group("hint") + (m.group("hfrac") or "")
+        if not digits:
+            return None
+        value = Fraction(int(digits, 16), 16 ** len(m.group("hfrac") or "")) \
+            * Fraction(2) ** int(m.group("hexp"))
+        bits = _round_to_bits(value, m.group("hsign") == "-", f)
+        return None if bits is None else _classic(bits, ty)
+    # Decimal. LLVM 23 prints the shortest decimal that rounds back to the
+    # value *in its own type* (2.885390e+00 for a float) and parses decimals
+    # by rounding (nearest-even) to the type. LLVM 22 instead requires the
+    # decimal to be exact in the type (and wider types to use hex forms), so
+    # replace every inexact decimal with the classic hex of the value rounded
+    # to the type; exact decimals are left as written.
+    text = m.group("decimal")
+    neg = text.startswith("-")
+    value = Fraction(text.lstrip("+-"))
+    if ty in ("half", "bfloat", "float", "double") and _exact_in(value, neg, ty):
+        return None
+    bits = _round_to_bits(value, neg, f)
+    return None if bits is None else _classic(bits, ty)
+
+
+def _normalize(text: str) -> tuple[str, list[_Edit]]:
+    out_lines: list[str] = []
+    edits: list[_Edit] = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not _CANDIDATE.search(line):   # fast path: nothing that could need a rewrite
+            out_lines.append(line)
+            continue
+        pieces: list[str] = []
+        pos = 0
+        new_pos = 0
+        ty: str | None = None   # the last type keyword seen on this line
+        while pos < len(line):
+            m = _TOKEN.match(line, pos)
+            if m is None:
+                pieces.append(line[pos])
+                pos += 1
+                new_pos += 1
+                continue
+            tok = m.group(0)
+            replacement = None
+            kind = m.lastgroup
+            if kind == "word":
+                if tok in _FP_TYPES:
+                    ty = tok
+                elif tok == "ppc_fp128" or _NON_FP_TYPE.match(tok):
+                    ty = None
+            elif kind in ("bitfp", "special", "hexfloat", "decimal") or m.group("special"):
+                if ty is not None:
+                    replacement = _rewrite_literal(m, ty)
+            if kind == "comment":
+                pieces.append(tok)
+                break
+            if replacement is not None and replacement != tok:
+                edits.append(_Edit(lineno, new_pos + 1, len(replacement), pos + 1, len(tok)))
+                pieces.append(replacement)
+                new_pos += len(replacement)
+            else:
+                pieces.append(tok)
+                new_pos += len(tok)
+            pos = m.end()
+        out_lines.append("".join(pieces))
+    return "\n".join(out_lines), edits
+
+
+def normalize_llvm_ir(text: str) -> str:
+    """Rewrite newer-LLVM (XLA's) textual IR into a form llvmlite 0.50 parses.
+
+    Line-preserving: only tokens within a line are replaced, so line numbers
+    of the result are those of the input. Rewrites, each value bit-exact:
+
+    * ``f0x<hex>`` raw-bits float literals -> ``0xH``/``0xR`` (half/bfloat),
+      64-bit double-hex ``0x<16 hex>`` (float/double), ``0xL``/``0xK`` (fp128/x86_fp80);
+    * ``+inf``/``-inf``/``+qnan``/``-qnan``/``+nan(0xP)``/``+snan(0xP)``
+      -> the same bit pattern in those classic forms;
+    * decimals not exactly representable in their type (LLVM 23 prints the
+      shortest decimal that round-trips in the type, e.g. ``2.885390e+00`` for
+      a float) -> the classic hex of the value rounded to the type;
+    * C99 hex floats (``0x1.8p3``) -> the classic hex of the rounded value.
+
+    Only literals in a floating-point typed position are touched: identifiers,
+    strings, comments and metadata names are copied verbatim.
+
+    Nothing else needs rewriting: the other newer-LLVM syntax in XLA's dumps
+    (``captures(none)``, ``nocreateundeforpoison``, ``memory(...)``,
+    ``range(...)``, ``nuw``/``nusw`` GEPs, ``samesign``, ``splat (...)``,
+    ``ptx_kernel``) already parses in llvmlite 0.50's LLVM 22; this was
+    checked on XLA output for matmuls, reductions, softmax, sort, scan, conv,
+    gather/scatter, RNG, f16/bf16/f64/complex math for sm_80 and sm_90a.
+    """
+    return _normalize(text)[0]
+
+
+def _map_col(edits: list[_Edit], line: int, col: int) -> int:
+    """Column in the original text of column ``col`` of normalized line ``line``."""
+    delta = 0
+    for e in edits:
+        if e.line != line or e.new_col > col:
+            continue
+        if col < e.new_col + e.new_len:       # inside a rewritten literal: its start
+            return e.old_col
+        delta += e.old_len - e.new_len
+    return col + delta
+
+
+# ----------------------------------------------------------------- compiling
+
+_lock = threading.RLock()
+_PARSE_ERROR = re.compile(r"<string>:(\d+):(\d+): error: (.*)")
+
+
+@dataclass
+class _Target:
+    cpu: str
+    ptx: int
+
+
+def _llvm():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+def _parse(llvm, llvm_ir: str, filename: str):
+    normalized, edits = _normalize(llvm_ir)
+    try:
+        return llvm.parse_assembly(normalized)
+    except RuntimeError as e:
+        msg = str(e)
+        m = _PARSE_ERROR.search(msg)
+        if m is None:
+            raise InputError(msg.strip().replace("\n", " "), file=filename) from None
+        line, col = int(m.group(1)), int(m.group(2))
+        raise InputError(m.group(3).strip(), file=filename, line=line,
+                         col=_map_col(edits, line, col)) from None
+
+
+def _libdevice_candidates() -> list[str]:
+    roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_DIR")]
+    roots += sorted(glob.glob("/usr/local/cuda*"), reverse=True) + ["/usr/lib/cuda", "/opt/cuda"]
+    out = []
+    for r in roots:
+        if r:
+            out += sorted(glob.glob(os.path.join(r, "nvvm", "libdevice", "libdevice*.bc")))
+    try:  # pip's nvidia-cuda-nvcc wheels
+        import importlib.util
+
+        spec = importlib.util.find_spec("nvidia")
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            out += sorted(glob.glob(os.path.join(loc, "cuda_nvcc", "nvvm", "libdevice", "*.bc")))
+    except (ImportError, ValueError):
+        pass
+    return out
+
+
+def _link_libdevice(llvm, module, libdevice: str | None, filename: str) -> None:
+    """Link libdevice when the IR calls ``__nv_*`` functions, as XLA does.
+
+    The linked functions get internal linkage, so the pipeline inlines what is
+    used and drops the rest (XLA links with LinkOnlyNeeded + internalize).
+    """
+    needed = [f.name for f in module.functions if f.is_declaration and f.name.startswith("__nv_")]
+    if not needed:
+        return
+    path = libdevice
+    if path is None:
+        found = _libdevice_candidates()
+        path = found[0] if found else None
+    if path is None or not os.path.isfile(path):
+        raise InputError(f"the IR calls libdevice ({', '.join(needed[:3])}"
+                         f"{', ...' if len(needed) > 3 else ''}) but libdevice.10.bc was not found",
+                         file=filename, hint="pass libdevice=PATH or set CUDA_HOME")
+    with open(path, "rb") as fh:
+        lib = llvm.parse_bitcode(fh.read())
+    lib.triple = module.triple
+    lib.data_layout = module.data_layout
+    defined = {f.name for f in lib.functions if not f.is_declaration}
+    module.link_in(lib)
+    for f in module.functions:
+        if f.name in defined and not f.is_declaration:
+            f.linkage = "internal"
+
+
+def _collect_dumps(directory: str) -> list[tuple[str, str]]:
+    def number(path: str) -> int:
+        head = os.path.basename(path).split("-", 1)[0]
+        return int(head) if head.isdigit() else 0
+
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.ll")), key=number):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            body = fh.read()
+        m = re.match(r"; \*\*\* IR Dump After (.+?) on (.+?) \*\*\*", body)
+        name = m.group(1) if m else os.path.basename(path).rsplit("-", 2)[-2]
+        out.append((name, body))
+    return out
+
+
+def compile_to_ptx(
+    llvm_ir: str,
+    arch: str = "sm_90a",
+    opt_level: int = 3,
+    *,
+    filename: str = "<input>",
+    optimize: bool = True,
+    ptx_version: int | str | None = None,
+    libdevice: str | None = None,
+    print_after_all: Callable[[str, str], None] | None = None,
+) -> str:
+    """Compile (XLA) LLVM IR text to PTX for ``arch`` with llvmlite's NVPTX backend.
+
+    The IR is normalized (see :func:`normalize_llvm_ir`), parsed and verified;
+    with ``optimize`` (default) LLVM's ``-O<opt_level>`` module pipeline runs
+    (which for NVPTX includes NVVMReflect), then PTX is emitted by a target
+    machine at codegen level ``opt_level``. Pass ``optimize=False`` for IR that
+    XLA already optimized (``*.ir-with-opt.ll``), which XLA hands straight to
+    codegen. ``ptx_version`` (e.g. ``88``, ``"8.8"``, ``"+ptx88"``) defaults
+    to XLA's 8.8, or the arch's minimum where that is newer. IR calling
+    libdevice (``__nv_*``) is linked with ``libdevice`` (a ``libdevice.10.bc``;
+    found under ``CUDA_HOME`` or ``/usr/local/cuda*`` when not given).
+
+    ``print_after_all(pass_name, ir_text)`` is called once per pass of the
+    optimization pipeline, in order, with what LLVM's ``-print-after-all``
+    printed after it (the IR unit the pass ran on, headed by LLVM's
+    ``; *** IR Dump After ...`` line). The calls come after the pipeline has
+    finished: LLVM writes the dumps (``-ir-dump-directory``), and they are
+    read back from there. Only the IR pipeline is covered (nothing is called
+    with ``optimize=False``); codegen's machine passes are not IR passes.
+    The options are process-wide LLVM state, so compiles are serialized.
+
+    Raises InputError for an unknown arch, unparsable or invalid IR (parse
+    errors carry the line and column of the original text).
+    """
+    if opt_level not in (0, 1, 2, 3):
+        raise InputError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
+    cpu = _canonical_arch(arch)
+    ptx = _ptx_feature(cpu, ptx_version)
+    with _lock:
+        llvm = _llvm()
+        module = _parse(llvm, llvm_ir, filename)
+        if module.triple and not module.triple.startswith("nvptx"):
+            raise InputError(f"module targets '{module.triple}', not NVPTX", file=filename)
+        try:
+            module.verify()
+        except RuntimeError as e:
+            raise InputError("invalid LLVM IR: " + str(e).strip().replace("\n", " "),
+                             file=filename) from None
+        target = llvm.Target.from_triple(module.triple or TRIPLE)
+        tm = target.create_target_machine(cpu=cpu, features=f"+ptx{ptx}", opt=opt_level,
+                                          codemodel="default")
+        if not module.triple:
+            module.triple = TRIPLE
+        if not module.data_layout:
+            module.data_layout = str(tm.target_data)
+        if optimize:
+            _link_libdevice(llvm, module, libdevice, filename)
+            _optimize(llvm, tm, module, opt_level, print_after_all)
+        return tm.emit_assembly(module)
+
+
+def _optimize(llvm, tm, module, opt_level: int,
+              print_after_all: Callable[[str, str], None] | None) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    # A fresh PassBuilder per run: llvmlite registers instrumentation
+    # callbacks on the builder each time a pass manager runs with it.
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    if print_after_all is None:
+        mpm.run(module, pb)
+        return
+    dump_dir = tempfile.mkdtemp(prefix="mlirhlo-print-after-all-")
+    try:
+        # -print-after-all is a process-wide LLVM option that the pass
+        # instrumentation reads when the pipeline starts; it is switched off
+        # again before codegen (whose legacy pass manager would print MIR).
+        llvm.set_option("", f"-ir-dump-directory={dump_dir}")
+        llvm.set_option("", "-print-after-all=true")
+        try:
+            mpm.run(module, pb)
+        finally:
+            llvm.set_option("", "-print-after-all=false")
+            llvm.set_option("", "-ir-dump-directory=")
+        for name, body in _collect_dumps(dump_dir):
+            print_after_all(name, body)
+    finally:
+        shutil.rmtree(dump_dir, ignore_errors=True)

@@ -1,0 +1,159 @@
+"""The ordered registry of stages a module can be dumped at.
+
+As in Triton's driver, a stage is a name mapped to a function, and the name
+doubles as the file extension where natural (``<module>.<stage>.<ext>``).
+Stages come in pipeline order: MLIR-level stages need no XLA compile; XLA
+stages are read from one compile per (module, target), however many are asked.
+
+This module is import-light (no jax) so ``--list-stages`` starts fast; stage
+functions import what they need when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import StageError, did_you_mean
+
+PLATFORMS = ("cpu", "cuda")
+MLIR = "mlir"  # computed from the module alone
+XLA = "xla"    # read from an XLA compile for a platform
+
+
+@dataclass(frozen=True)
+class StageOptions:
+    """Everything a stage's output depends on, besides the module."""
+
+    platform: str | None = None            # None: MLIR-level stages only
+    gpu_spec: Any = None                   # gpu_specs.GpuSpec for cuda
+    xla_flags: tuple[tuple[str, Any], ...] = ()
+    target_version: str | None = None      # VHLO target
+    debug_info: bool = False               # print MLIR locations
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    ext: str                         # file suffix after the module name; the stage name where natural
+    level: str                       # MLIR or XLA
+    binary: bool
+    description: str
+    produce: Callable[..., str | bytes] = field(repr=False)
+    platforms: frozenset[str] = frozenset(PLATFORMS)
+    alias_of: str | None = None      # another name for that stage (left out of 'all')
+
+    def filename(self, module_name: str) -> str:
+        return f"{module_name}.{self.ext}"
+
+
+STAGES: dict[str, Stage] = {}
+
+
+def register(stage: Stage) -> Stage:
+    if stage.name in STAGES:
+        raise ValueError(f"stage '{stage.name}' registered twice")
+    STAGES[stage.name] = stage
+    return stage
+
+
+def available(platform: str | None) -> list[Stage]:
+    """Stages in pipeline order; without a platform, only MLIR-level ones."""
+    _load_xla_stages()
+    return [s for s in STAGES.values()
+            if s.level == MLIR or (platform is not None and platform in s.platforms)]
+
+
+def get(name: str, platform: str | None) -> Stage:
+    _load_xla_stages()
+    stage = STAGES.get(name)
+    names = [s.name for s in available(platform)]
+    if stage is None:
+        raise StageError(f"unknown stage '{name}'",
+                         hint=did_you_mean(name, names) or "stages: " + ", ".join(names))
+    if stage.level == XLA and platform is None:
+        raise StageError(f"stage '{name}' is produced by XLA: give --platform "
+                         + "|".join(sorted(stage.platforms)))
+    if stage.level == XLA and platform not in stage.platforms:
+        raise StageError(f"stage '{name}' does not exist for --platform {platform}",
+                         hint=f"{platform} stages: " + ", ".join(names))
+    return stage
+
+
+def all_for(platform: str | None) -> list[Stage]:
+    """What ``--stage all`` produces: every available stage, aliases once."""
+    return [s for s in available(platform) if s.alias_of is None]
+
+
+def _load_xla_stages() -> None:
+    # XLA stages register themselves on import; kept apart so this file stays small.
+    from . import xla_stages  # noqa: F401
+
+
+# ------------------------------------------------------------ MLIR-level stages
+
+def _stablehlo(req: Any) -> str:
+    from . import emit
+
+    return emit.stablehlo_text(req.module, debug_info=req.options.debug_info)
+
+
+def _stablehlo_bytecode(req: Any) -> bytes:
+    from . import emit
+
+    return emit.bytecode(req.module)
+
+
+def _vhlo(req: Any) -> bytes:
+    from . import emit
+
+    return emit.vhlo_artifact(req.module, target_version=req.options.target_version)
+
+
+def _mhlo(req: Any) -> str:
+    from . import emit
+
+    return emit.mhlo_text(req.module, debug_info=req.options.debug_info)
+
+
+def _hlo_before_optimizations(req: Any) -> str:
+    from . import emit
+
+    return emit.hlo_text(req.module)
+
+
+register(Stage("stablehlo", "stablehlo.mlir", MLIR, False,
+               "StableHLO after the pass pipeline (the default stage)", _stablehlo))
+register(Stage("stablehlo-bytecode", "stablehlo.mlirbc", MLIR, True,
+               "the same module as MLIR bytecode", _stablehlo_bytecode))
+register(Stage("vhlo", "vhlo", MLIR, True,
+               "StableHLO portable artifact (VHLO bytecode; --target-version)", _vhlo))
+register(Stage("mhlo", "mhlo.mlir", MLIR, False,
+               "the module legalized to MHLO", _mhlo))
+register(Stage("hlo-before-optimizations", "before_optimizations.txt", MLIR, False,
+               "HLO text of the module as XLA receives it", _hlo_before_optimizations))
+
+
+@dataclass
+class StageRequest:
+    """What stages are computed from: a module and its options.
+
+    XLA artifacts are compiled at most once per request, however many stages
+    read them, so asking for several stages never compiles a module twice.
+    """
+
+    module: Any
+    module_name: str
+    options: StageOptions
+    _artifacts: Any = field(default=None, repr=False)
+
+    def artifacts(self) -> Any:
+        if self._artifacts is None:
+            from . import xla_backend
+
+            self._artifacts = xla_backend.compile_module(self.module, self.module_name, self.options)
+        return self._artifacts
+
+    def produce(self, name: str) -> str | bytes:
+        return get(name, self.options.platform).produce(self)

@@ -1,0 +1,246 @@
+"""Compile a module with jaxlib's XLA and collect what the XLA stages read.
+
+One compile per (module, options): XLA is told to dump into a private
+temporary directory (``xla_dump_to`` set for this compile only, never the
+process's XLA_FLAGS); every file is read into memory under a stable key (XLA's
+``module_NNNN.<name>.`` prefix carries a process-wide counter and is dropped)
+and the directory is removed. CUDA compiles are device-less: the target is a
+GpuTargetConfigProto from gpu_specs/, no GPU or driver is involved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CompileError, StageError
+
+# Dumps every XLA stage needs; asked for on each compile so one compile serves all.
+_DUMP_FLAGS = (
+    ("xla_dump_hlo_as_text", True),
+    ("xla_dump_hlo_as_html", True),
+    ("xla_dump_hlo_as_dot", True),
+)
+# Without a GPU there is nothing to autotune on: XLA must pick kernels heuristically.
+_DEVICELESS_CUDA_DEFAULTS = (("xla_gpu_autotune_level", 0),)
+
+
+@dataclass
+class XlaArtifacts:
+    """What one XLA compile produced, keyed by dump file name sans prefix."""
+
+    platform: str
+    hlo_module_name: str
+    files: dict[str, bytes] = field(repr=False)
+    scheduled_hlo: str = field(repr=False, default="")
+    memory_stats: dict[str, int] = field(default_factory=dict)
+    cost: dict[str, float] | None = None
+    compile_error: str | None = None  # set when only the dumps written before a failure exist
+
+    def matching(self, pattern: str) -> list[tuple[str, bytes]]:
+        rx = re.compile(pattern)
+        return sorted(((k, v) for k, v in self.files.items() if rx.search(k)),
+                      key=lambda kv: _natural_key(kv[0]))
+
+    def one(self, pattern: str, stage: str) -> bytes:
+        found = self.matching(pattern)
+        if not found:
+            raise StageError(f"XLA wrote no output for stage '{stage}' on {self.platform}"
+                             + (f" (compile failed: {self.compile_error})" if self.compile_error else ""))
+        return found[0][1]
+
+
+def _natural_key(name: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def flag_overrides(options: Any) -> list[tuple[str, Any]]:
+    """DebugOptions for this compile: driver defaults, then the user's flags."""
+    flags: dict[str, Any] = dict(_DUMP_FLAGS)
+    if options.platform == "cuda":
+        flags.update(_DEVICELESS_CUDA_DEFAULTS)
+    flags.update(dict(options.xla_flags))
+    flags.pop("xla_dump_to", None)  # the driver owns the dump directory
+    return sorted(flags.items())
+
+
+def devices_for(options: Any) -> list[Any]:
+    from . import _jaxlib
+
+    if options.platform == "cpu":
+        return _jaxlib.cpu_devices()[:1]
+    if options.platform == "cuda":
+        if options.gpu_spec is None:
+            raise CompileError("--platform cuda needs a GPU spec")
+        return _jaxlib.cuda_compile_only_devices(options.gpu_spec.text, name=options.gpu_spec.name)
+    raise CompileError(f"unknown platform '{options.platform}'", hint="cpu or cuda")
+
+
+def compile_module(module: Any, module_name: str, options: Any, *,
+                   keep_going: bool = False) -> XlaArtifacts:
+    """Compile ``module`` for ``options.platform`` and read back every artifact.
+
+    With ``keep_going``, a failed compile still returns the dumps XLA wrote
+    before failing (used to read per-pass HLO when a reduced pipeline cannot
+    finish codegen).
+    """
+    from . import _jaxlib, xla_flags
+
+    devices = devices_for(options)
+    workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
+    try:
+        opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=flag_overrides(options))
+        executable, error = None, None
+        try:
+            executable = _jaxlib.compile_executable(module, devices, opts)
+        except CompileError as e:
+            flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
+            if flag_error is not None:
+                raise flag_error from None
+            if not keep_going:
+                raise
+            error = e.message
+        files = _read_dump(workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    name = _hlo_module_name(files, executable)
+    prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
+    keyed = {prefix.sub("", k): v for k, v in files.items()}
+    art = XlaArtifacts(options.platform, name, keyed, compile_error=error)
+    if executable is not None:
+        art.scheduled_hlo = executable.hlo_modules()[0].to_string()
+        stats = executable.get_compiled_memory_stats()
+        art.memory_stats = {k: getattr(stats, k) for k in dir(stats)
+                            if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
+        try:
+            cost = executable.cost_analysis()
+            art.cost = {k: float(v) for k, v in sorted(dict(cost).items())}
+        except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
+            art.cost = None
+    return art
+
+
+def _read_dump(directory: str) -> dict[str, bytes]:
+    out = {}
+    for root, _, names in os.walk(directory):
+        for n in names:
+            path = os.path.join(root, n)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, directory)] = f.read()
+    return out
+
+
+def _hlo_module_name(files: dict[str, bytes], executable: Any) -> str:
+    if executable is not None:
+        return executable.hlo_modules()[0].name
+    for k in files:
+        m = re.match(r"^module_\d+\.(.+)\.before_optimizations\.txt$", k)
+        if m:
+            return m.group(1)
+    return ""
+
+
+# ---------------------------------------------------------- per-pass HLO dumps
+
+_PASS_DUMP = re.compile(r"^(\d{4})\.(.+?)\.after_(.+?)\.before_(.+?)\.txt$")
+
+
+@dataclass(frozen=True)
+class PassDump:
+    index: int
+    pipeline: str
+    after: str
+    before: str
+    key: str
+
+
+def pass_dumps(art: XlaArtifacts) -> list[PassDump]:
+    out = []
+    for key in art.files:
+        m = _PASS_DUMP.match(key)
+        if m:
+            out.append(PassDump(int(m.group(1)), m.group(2), m.group(3), m.group(4), key))
+    return sorted(out, key=lambda d: d.index)
+
+
+def passes_by_pipeline(art: XlaArtifacts) -> dict[str, list[str]]:
+    """HLO pass names seen in each XLA pipeline, in first-seen order."""
+    grouped: dict[str, list[str]] = {}
+    for d in pass_dumps(art):
+        names = grouped.setdefault(d.pipeline, [])
+        for p in (d.after, d.before):
+            if p not in ("pipeline-start", "pipeline-end") and p not in names:
+                names.append(p)
+    return grouped
+
+
+def hlo_after_pass(art: XlaArtifacts, pass_name: str) -> str:
+    """HLO right after the first run of ``pass_name`` (from XLA's per-pass dumps)."""
+    dumps = pass_dumps(art)
+    for d in dumps:
+        if d.after == pass_name:
+            return art.files[d.key].decode()
+    seen = sorted({d.after for d in dumps} | {d.before for d in dumps}
+                  - {"pipeline-start", "pipeline-end"})
+    from .errors import did_you_mean
+
+    if pass_name in seen:
+        # XLA dumps only after passes that changed the module.
+        raise StageError(f"XLA pass '{pass_name}' ran but did not change this module")
+    raise StageError(f"XLA pass '{pass_name}' did not run on this module",
+                     hint=did_you_mean(pass_name, seen) or "see --list-passes --platform")
+
+
+def hlo_after_only(art: XlaArtifacts, enabled: list[str]) -> str:
+    """HLO after the last change by any of the ``enabled`` passes (or as given)."""
+    last = None
+    for d in pass_dumps(art):
+        if d.after in enabled:
+            last = d
+    if last is not None:
+        return art.files[last.key].decode()
+    before = art.matching(r"^before_optimizations\.txt$")
+    if before:
+        return before[0][1].decode()
+    raise StageError("XLA wrote no HLO for this module")
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+# A small module that exercises XLA's common pipelines (dot, reduce, transpose,
+# elementwise): what --list-passes --platform compiles when given no input.
+REFERENCE_HLO = """HloModule reference
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[32,64] parameter(0)
+  w = f32[64,16] parameter(1)
+  dot = f32[32,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[32,16] tanh(dot)
+  tt = f32[16,32] transpose(t), dimensions={1,0}
+  zero = f32[] constant(0)
+  sum = f32[16] reduce(tt, zero), dimensions={1}, to_apply=add
+  b = f32[16,32] broadcast(sum), dimensions={0}
+  ROOT out = f32[16,32] subtract(tt, b)
+}
+"""
+
+
+def reference_module() -> Any:
+    from . import _jaxlib
+    from .inputs import parse_mlir
+
+    proto = _jaxlib.hlo_text_to_proto(REFERENCE_HLO)
+    return parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<reference>")

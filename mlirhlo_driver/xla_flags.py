@@ -1,0 +1,174 @@
+"""XLA DebugOptions flags: ``--xla_*`` on the command line, XLA_FLAGS, option files.
+
+Flags are applied per compile through ``CompileOptions.env_option_overrides``,
+never by changing the process's XLA_FLAGS. Precedence, lowest first: a
+``--debug-options-file``, then the ``XLA_FLAGS`` environment variable, then the
+command line. XLA itself type-checks each value; its complaints, and unknown
+names, become FlagError with the flag named and close matches suggested.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from .errors import FlagError, did_you_mean
+
+_FLAG = re.compile(r"^--(xla_[A-Za-z0-9_]+)(?:=(.*))?$", re.DOTALL)
+_TEXTPROTO_LINE = re.compile(r"^\s*(xla_[A-Za-z0-9_]+)\s*:\s*(.+?)\s*$")
+
+
+def parse_value(text: str) -> Any:
+    """XLA_FLAGS-style value -> the Python type env_option_overrides expects."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", text):
+        return float(text)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+def parse_flag_args(args: list[str], *, separate_values: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """Split ``--xla_name[=value]`` (or ``--xla_name value``) out of ``args``.
+
+    Returns the flags and the arguments that are not XLA flags. On a command
+    line that also has positional inputs, ``separate_values`` is off: a flag
+    without ``=`` is a boolean set to true, as in XLA_FLAGS.
+    """
+    flags: dict[str, Any] = {}
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        m = _FLAG.match(args[i])
+        if not m:
+            rest.append(args[i])
+            i += 1
+            continue
+        name, value = m.group(1), m.group(2)
+        if value is None:
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if separate_values and nxt is not None and not nxt.startswith("-"):
+                value, i = nxt, i + 1
+            else:
+                value = "true"  # a bare boolean flag, as in XLA_FLAGS
+        flags[name] = parse_value(value)
+        i += 1
+    return flags, rest
+
+
+def from_environment() -> dict[str, Any]:
+    text = os.environ.get("XLA_FLAGS", "")
+    if not text.strip():
+        return {}
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise FlagError(f"cannot parse XLA_FLAGS: {e}") from None
+    flags, rest = parse_flag_args(words)
+    bad = [w for w in rest if w.startswith("--xla") or not w.startswith("-")]
+    if bad:
+        raise FlagError(f"cannot parse XLA_FLAGS near '{bad[0]}'")
+    return flags
+
+
+def from_file(path: str) -> dict[str, Any]:
+    """A DebugOptions textproto (``xla_name: value`` lines) or XLA_FLAGS-style lines."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise FlagError("no such file", file=path) from None
+    except OSError as e:
+        raise FlagError(e.strerror or str(e), file=path) from None
+    flags: dict[str, Any] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.split("#", 1)[0].strip()
+        if not stripped:
+            continue
+        if stripped.startswith("--"):
+            got, rest = parse_flag_args(shlex.split(stripped))
+            if rest:
+                raise FlagError(f"not an XLA flag: '{rest[0]}'", file=path, line=lineno,
+                                col=line.index(rest[0]) + 1)
+            flags.update(got)
+            continue
+        m = _TEXTPROTO_LINE.match(stripped)
+        if not m:
+            raise FlagError("expected 'xla_name: value' or '--xla_name=value'", file=path,
+                            line=lineno, col=len(line) - len(line.lstrip()) + 1)
+        flags[m.group(1)] = parse_value(m.group(2))
+    return flags
+
+
+def merge(file_flags: dict[str, Any], env_flags: dict[str, Any],
+          cli_flags: dict[str, Any]) -> dict[str, Any]:
+    out = dict(file_flags)
+    out.update(env_flags)
+    out.update(cli_flags)
+    return out
+
+
+def check_names(flags: dict[str, Any], known: set[str]) -> None:
+    """Unknown names fail before any compile, with close matches."""
+    if not known:
+        return
+    for name in flags:
+        if name not in known:
+            raise FlagError(f"unknown XLA flag '--{name}'",
+                            hint=did_you_mean(name, known) or "see XLA's DebugOptions")
+
+
+_NO_SUCH = re.compile(r"No such compile option: '([^']+)'")
+_BAD_VALUE = re.compile(r"While setting option (\w+), '([^']*)' is not a valid (\w+) value")
+
+
+def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
+    """XLA's complaints about an override, as a FlagError (None if not about flags)."""
+    m = _NO_SUCH.search(message)
+    if m:
+        return FlagError(f"unknown XLA flag '--{m.group(1)}'", hint=did_you_mean(m.group(1), known))
+    m = _BAD_VALUE.search(message)
+    if m:
+        kind = {"int32": "an integer", "int64": "an integer", "bool": "true or false",
+                "float": "a number", "double": "a number"}.get(m.group(3), m.group(3))
+        return FlagError(f"--{m.group(1)}={m.group(2)}: expected {kind}")
+    return None
+
+
+def known_names() -> set[str]:
+    """DebugOptions field names this jaxlib's XLA knows, read from its binaries.
+
+    Used for early "unknown flag" errors and suggestions; XLA still has the
+    last word on each value. Cached per jaxlib build, like the pass catalog.
+    """
+    import json
+
+    from .passes import cache_dir, jaxlib_cache_key, jaxlib_libraries
+
+    path = cache_dir() / f"xla-flags-{jaxlib_cache_key()}.json"
+    try:
+        return set(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        pass
+    names: set[str] = set()
+    pattern = re.compile(rb"(?<![A-Za-z0-9_])(xla_[a-z0-9_]{3,100})(?![A-Za-z0-9_])")
+    for lib in jaxlib_libraries():
+        if not os.path.basename(lib).startswith(("libjax_common", "_jax", "xla_cuda_plugin")):
+            continue
+        with open(lib, "rb") as f:
+            data = f.read()
+        names.update(m.decode() for m in pattern.findall(data))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(sorted(names)))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return names

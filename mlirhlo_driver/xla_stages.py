@@ -1,0 +1,112 @@
+"""XLA stages, in pipeline order, read from one compile per module (xla_backend).
+
+Patterns below match dump keys after xla_backend has dropped XLA's
+``module_NNNN.<name>.`` prefix; CPU and CUDA name their files differently
+(``cpu_after_optimizations`` vs ``sm_8.0_gpu_after_optimizations``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .stages import XLA, Stage, register
+
+_AFTER_OPT = r"(?:^|_)(?:cpu|gpu)_after_optimizations"
+CPU_ONLY = frozenset({"cpu"})
+CUDA_ONLY = frozenset({"cuda"})
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _joined(req: Any, pattern: str, stage: str, comment: str) -> str:
+    """Several files of one kind (one per LLVM module or kernel), in XLA's order.
+
+    Each starts with a ``<comment> ----- <name> -----`` line, so tools can split
+    them again (``mlirhlo ptx`` does).
+    """
+    art = req.artifacts()
+    found = art.matching(pattern)
+    if not found:
+        art.one(pattern, stage)  # raises the "no output" error
+    if len(found) == 1:
+        return _text(found[0][1])
+    return "".join(f"{comment} ----- {key} -----\n{_text(data)}" + ("" if data.endswith(b"\n") else "\n")
+                   for key, data in found)
+
+
+def _hlo(req: Any) -> str:
+    return _text(req.artifacts().one(_AFTER_OPT + r"\.txt$", "hlo"))
+
+
+def _hlo_backend(req: Any) -> str:
+    art = req.artifacts()
+    return art.scheduled_hlo if art.scheduled_hlo.endswith("\n") else art.scheduled_hlo + "\n"
+
+
+def _html(req: Any) -> str:
+    return _text(req.artifacts().one(_AFTER_OPT + r"\.html$", "html"))
+
+
+def _dot(req: Any) -> str:
+    return _text(req.artifacts().one(_AFTER_OPT + r"\.dot$", "dot"))
+
+
+def _buffer_assignment(req: Any) -> str:
+    return _text(req.artifacts().one(_AFTER_OPT + r"-buffer-assignment\.txt$", "buffer-assignment"))
+
+
+def _memory_usage(req: Any) -> str:
+    from .xla_backend import to_json
+
+    return to_json(req.artifacts().memory_stats)
+
+
+def _cost(req: Any) -> str:
+    from .xla_backend import to_json
+
+    art = req.artifacts()
+    return to_json(art.cost or {})
+
+
+def _llvm_before(req: Any) -> str:
+    return _joined(req, r"\.ir-no-opt\.ll$", "llvm-before-optimizations", ";")
+
+
+def _llvm_after(req: Any) -> str:
+    return _joined(req, r"\.ir-with-opt\.ll$", "llvm", ";")
+
+
+def _ptx(req: Any) -> str:
+    return _joined(req, r"\.ptx$", "ptx", "//")
+
+
+def _thunk_sequence(req: Any) -> str:
+    return _text(req.artifacts().one(r"^thunk_sequence\.txt$", "thunk-sequence"))
+
+
+def _autotune_results(req: Any) -> str:
+    return _text(req.artifacts().one(r"^autotune_results\.pbtxt$", "autotune-results"))
+
+
+register(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo))
+register(Stage("hlo-backend", "hlo-backend.hlo", XLA, False,
+               "the executable's final scheduled HLO module", _hlo_backend))
+register(Stage("html", "html", XLA, False, "standalone HTML view of the optimized HLO graph", _html))
+register(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot))
+register(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment", _buffer_assignment))
+register(Stage("memory-usage", "memory-usage.json", XLA, False,
+               "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage))
+register(Stage("cost", "cost.json", XLA, False,
+               "XLA's cost analysis: flops, bytes accessed, transcendentals", _cost, CPU_ONLY))
+register(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
+               "LLVM IR as emitted, before LLVM's optimizations", _llvm_before))
+register(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after))
+register(Stage("llvm-after-optimizations", "ir-with-opt.ll", XLA, False, "same as 'llvm'", _llvm_after,
+               alias_of="llvm"))
+register(Stage("ptx", "ptx", XLA, False, "PTX for the spec's compute capability", _ptx, CUDA_ONLY))
+register(Stage("thunk-sequence", "thunk_sequence.txt", XLA, False, "the executable's thunk sequence",
+               _thunk_sequence, CUDA_ONLY))
+register(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,
+               "autotuning results (AutotuneResults textproto)", _autotune_results, CUDA_ONLY))

@@ -1,0 +1,93 @@
+"""Regenerate the sample modules in tests/data/ from small JAX programs.
+
+    python scripts/make_samples.py
+
+Writes, for each program, what an engineer meets in practice: XLA's own dump
+(``*.before_optimizations.txt`` as ``--xla_dump_to`` writes it), a jax.export
+portable artifact (``*.vhlo``), and StableHLO text (``*.mlir``). The files are
+committed; tests read them, so the suite does not depend on this script.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mlirhlo_driver import _jaxlib  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+
+
+def main() -> None:
+    _jaxlib.set_cpu_device_count(4)
+    jax = _jaxlib.jax()
+    import jax.numpy as jnp
+    from jax import export
+
+    DATA.mkdir(parents=True, exist_ok=True)
+
+    def mlp_train_step(params, x, y):
+        def loss(p):
+            h = jnp.tanh(x @ p["w1"] + p["b1"])
+            logits = h @ p["w2"] + p["b2"]
+            return jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(y.shape[0]), y] * -1.0)
+
+        g = jax.grad(loss)(params)
+        return jax.tree.map(lambda p, d: p - 0.1 * d, params, g)
+
+    params = {"w1": jnp.zeros((16, 32)), "b1": jnp.zeros((32,)),
+              "w2": jnp.zeros((32, 8)), "b2": jnp.zeros((8,))}
+    x = jnp.zeros((4, 16))
+    y = jnp.zeros((4,), jnp.int32)
+    _xla_dump("mlp_train_step", jax.jit(mlp_train_step), params, x, y)
+
+    # CHLO ops survive jax lowering (erf_inv, lgamma...): input for legalize-chlo.
+    def special(x):
+        return jax.lax.erf_inv(jnp.clip(x, -0.9, 0.9)) + jax.lax.lgamma(x * x + 1.0)
+
+    text = jax.jit(special).lower(jnp.zeros((8,), jnp.float32)).as_text()
+    (DATA / "chlo_special.mlir").write_text(text)
+
+    # A shape-polymorphic export: dynamic shapes for refine-shapes.
+    def softmax(x):
+        return jax.nn.softmax(x, axis=-1)
+
+    (b,) = export.symbolic_shape("b")
+    exp = export.export(jax.jit(softmax))(jax.ShapeDtypeStruct((b, 16), jnp.float32))
+    (DATA / "softmax_dynamic.mlir").write_text(exp.mlir_module())
+    exp_static = export.export(jax.jit(softmax))(jax.ShapeDtypeStruct((4, 16), jnp.float32))
+    (DATA / "softmax.vhlo").write_bytes(exp_static.mlir_module_serialized)
+
+    # Shardy-annotated module (4 CPU devices): input for shardy propagation.
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    mesh = Mesh(jax.devices()[:4], ("x",))
+    sharded = jax.jit(lambda a, w: jnp.tanh(a @ w),
+                      in_shardings=(NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P())))
+    text = sharded.lower(jnp.zeros((8, 16)), jnp.zeros((16, 4))).as_text()
+    (DATA / "sharded_matmul.mlir").write_text(text)
+    print("wrote", sorted(p.name for p in DATA.iterdir()))
+
+
+def _xla_dump(name: str, fn, *args) -> None:
+    """Compile on CPU with --xla_dump_to and keep XLA's before_optimizations text."""
+    from jaxlib.mlir import ir
+
+    text = fn.lower(*args).as_text()
+    with _jaxlib.ir_context():
+        module = ir.Module.parse(text)
+    with tempfile.TemporaryDirectory() as d:
+        opts = _jaxlib.compile_options(dump_to=d)
+        _jaxlib.compile_executable(module, _jaxlib.cpu_devices()[:1], opts)
+        (found,) = glob.glob(os.path.join(d, "*.before_optimizations.txt"))
+        shutil.copy(found, DATA / f"{name}.before_optimizations.txt")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,447 @@
+"""LLVM IR -> PTX with llvmlite's NVPTX backend (mlirhlo_driver.ptx)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import struct
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mlirhlo_driver import ptx
+from mlirhlo_driver.errors import InputError
+
+llvm = pytest.importorskip("llvmlite.binding")
+
+
+# ------------------------------------------------------------ normalization
+
+def _norm(line: str) -> str:
+    return ptx.normalize_llvm_ir(line)
+
+
+def _double(hex16: str) -> float:
+    return struct.unpack(">d", bytes.fromhex(hex16))[0]
+
+
+def _bits_via_llvmlite(ty: str, width: int, literal: str) -> int:
+    """What llvmlite's parser makes of a (classic) literal, as raw bits."""
+    mod = llvm.parse_assembly(f"@g = global i{width} bitcast ({ty} {literal} to i{width})")
+    m = re.search(rf"@g = global i{width} (-?\d+)", str(mod))
+    return int(m.group(1)) % (1 << width)
+
+
+def _decode(bits: int, ty: str) -> np.floating:
+    import ml_dtypes
+
+    dt = {"half": (np.uint16, np.float16), "bfloat": (np.uint16, ml_dtypes.bfloat16),
+          "float": (np.uint32, np.float32), "double": (np.uint64, np.float64)}[ty]
+    return np.array([bits], dt[0]).view(dt[1])[0]
+
+
+def _assert_nearest(bits: int, decimal: str, ty: str) -> None:
+    """bits hold the value nearest to the decimal (ties to even) among its neighbours."""
+    x = Fraction(decimal)
+    v = Fraction(float(_decode(bits, ty)))
+    for nb in (bits - 1, bits + 1):
+        w = _decode(nb, ty)
+        if np.isfinite(w):
+            d_v, d_w = abs(v - x), abs(Fraction(float(w)) - x)
+            assert d_v < d_w or (d_v == d_w and bits % 2 == 0), (decimal, ty, hex(bits))
+
+
+# (input line, exact expected output)
+NORMALIZE_CASES = [
+    # f0x raw bits (float) -> 64-bit double hex of the same value
+    ("  %17 = fmul float %16, f0x40390000", "  %17 = fmul float %16, 0x4007200000000000"),
+    ("  %1 = fadd float %0, f0x7F7FFFFF", "  %1 = fadd float %0, 0x47EFFFFFE0000000"),
+    # shortest decimals that are not exact in the type -> hex of the rounded value
+    ("  %669 = fmul float %668, 2.885390e+00", "  %669 = fmul float %668, 0x4007154760000000"),
+    ("  %2 = fmul float %1, 1.000000e-01", "  %2 = fmul float %1, 0x3FB99999A0000000"),
+    ("  %3 = select i1 %c, float %a, float 1.401300e-45", "  %3 = select i1 %c, float %a, float 0x36A0000000000000"),
+    ("  %4 = select i1 %c, float %a, float 9.999940e-41", "  %4 = select i1 %c, float %a, float 0x37A16C2000000000"),
+    ("  %18 = fmul bfloat %17, 2.890630e+00", "  %18 = fmul bfloat %17, 0xR4039"),
+    ("  %5 = select i1 %c, bfloat %a, bfloat 1.000980e-01", "  %5 = select i1 %c, bfloat %a, bfloat 0xR3DCD"),
+    ("  %6 = select i1 %c, bfloat %a, bfloat 9.183550e-41", "  %6 = select i1 %c, bfloat %a, bfloat 0xR0001"),
+    ("  %7 = select i1 %c, half %a, half 9.997550e-02", "  %7 = select i1 %c, half %a, half 0xH2E66"),
+    ("  %8 = select i1 %c, half %a, half 5.960460e-08", "  %8 = select i1 %c, half %a, half 0xH0001"),
+    ("  %9 = fmul double %x, 1.000000e-01", "  %9 = fmul double %x, 0x3FB999999999999A"),
+    ("  %10 = fmul double %x, 4.940660e-324", "  %10 = fmul double %x, 0x0000000000000001"),
+    # infinities and NaNs (payloads exclude the quiet bit)
+    ("  %15 = call float @region_0_1_maximum_1_0(float -inf, float %14)",
+     "  %15 = call float @region_0_1_maximum_1_0(float 0xFFF0000000000000, float %14)"),
+    ("  %11 = select i1 %c, float %a, float +inf", "  %11 = select i1 %c, float %a, float 0x7FF0000000000000"),
+    ("  %12 = select i1 %c, float %a, float +qnan", "  %12 = select i1 %c, float %a, float 0x7FF8000000000000"),
+    ("  %13 = select i1 %c, float %a, float -qnan", "  %13 = select i1 %c, float %a, float 0xFFF8000000000000"),
+    ("  %14 = select i1 %c, float %a, float +nan(0x1)", "  %14 = select i1 %c, float %a, float 0x7FF8000020000000"),
+    ("  %15 = select i1 %c, float %a, float +snan(0x200000)",
+     "  %15 = select i1 %c, float %a, float 0x7FF4000000000000"),
+    ("  %16 = select i1 %c, half %a, half +snan(0x100)", "  %16 = select i1 %c, half %a, half 0xH7D00"),
+    ("  %17 = select i1 %c, half %a, half +nan(0x1)", "  %17 = select i1 %c, half %a, half 0xH7E01"),
+    ("  %18 = select i1 %c, half %a, half +inf", "  %18 = select i1 %c, half %a, half 0xH7C00"),
+    ("  %19 = select i1 %c, bfloat %a, bfloat -inf", "  %19 = select i1 %c, bfloat %a, bfloat 0xRFF80"),
+    ("  %20 = select i1 %c, double %a, double +snan(0x4000000000000)",
+     "  %20 = select i1 %c, double %a, double 0x7FF4000000000000"),
+    ("  %21 = select i1 %c, double %a, double +nan(0x1)", "  %21 = select i1 %c, double %a, double 0x7FF8000000000001"),
+    # wide types: LLVM 22 only takes their hex forms
+    ("@q = global fp128 f0x3FFF0000000000000000000000000000", "@q = global fp128 0xL00000000000000003FFF000000000000"),
+    ("@q = global fp128 1.000000e-01", "@q = global fp128 0xL999999999999999A3FFB999999999999"),
+    ("@k = global x86_fp80 +inf", "@k = global x86_fp80 0xK7FFF8000000000000000"),
+    ("@k = global x86_fp80 1.000000e-01", "@k = global x86_fp80 0xK3FFBCCCCCCCCCCCCCCCD"),
+    # C99 hex floats, rounded to the type (ties to even)
+    ("  %22 = fmul double %x, 0x1.8p3", "  %22 = fmul double %x, 0x4028000000000000"),
+    ("  %23 = fmul float %x, 0x1.000001p0", "  %23 = fmul float %x, 0x3FF0000000000000"),
+    # aggregates, splat, phi: the element type governs
+    ("  %24 = fadd <2 x float> %v, <float 2.885390e+00, float -inf>",
+     "  %24 = fadd <2 x float> %v, <float 0x4007154760000000, float 0xFFF0000000000000>"),
+    ("  %25 = fmul <4 x float> %v, splat (float 1.000000e-01)",
+     "  %25 = fmul <4 x float> %v, splat (float 0x3FB99999A0000000)"),
+    ("  %26 = phi float [ -inf, %a ], [ %x, %b ]", "  %26 = phi float [ 0xFFF0000000000000, %a ], [ %x, %b ]"),
+    ('@arr = constant [2 x half] [half f0x3C00, half +qnan]', '@arr = constant [2 x half] [half 0xH3C00, half 0xH7E00]'),
+    ("!7 = !{float 2.885390e+00}", "!7 = !{float 0x4007154760000000}"),
+]
+
+UNCHANGED = [
+    "  %6 = fadd float %5, 0.000000e+00",                  # exact decimals stay
+    "  %18 = tail call float @llvm.fma.f32(float %16, float 5.000000e-01, float -0.000000e+00)",
+    "  %7 = fmul ninf nnan float %inf, %nan",              # flags and identifiers
+    '  call void @f0x3F800000(ptr @"2.885390e+00")',        # symbol names
+    '!2 = !{!"clang version 3.8.0 2.885390e+00 -inf"}',    # metadata strings
+    "  %x = fadd float %a, %b ; 2.885390e+00 -inf f0x3F800000",   # comments
+    '  %s = call i32 @g(i32 -1, i64 0x10)',                # integers
+    '#0 = { "nvvm.reqntid"="128,1,1" "x"="+inf" }',       # attribute strings
+    "  %9 = select i1 %c, half %a, half 6.550400e+04",    # exact in half
+    "  %10 = fmul double %x, 0x3FB999999999999A",         # classic forms stay
+    "  %11 = fmul half %x, 0xH3C00",
+]
+
+
+@pytest.mark.parametrize("line,expected", NORMALIZE_CASES)
+def test_normalize_exact_output(line, expected):
+    assert _norm(line) == expected
+
+
+@pytest.mark.parametrize("line", UNCHANGED)
+def test_normalize_leaves_alone(line):
+    assert _norm(line) == line
+
+
+@pytest.mark.parametrize("ty,decimal,expected", [
+    ("float", "2.885390e+00", "0x4007154760000000"),
+    ("float", "1.000000e-01", "0x3FB99999A0000000"),
+    ("float", "1.401300e-45", "0x36A0000000000000"),
+    ("float", "9.999940e-41", "0x37A16C2000000000"),
+    ("float", "5.724980e-03", None),
+    ("float", "3.402823e+38", None),
+    ("double", "1.000000e-01", "0x3FB999999999999A"),
+])
+def test_decimal_rounding_is_bit_exact(ty, decimal, expected):
+    out = _norm(f"{ty} {decimal}").split()[1]
+    if expected is not None:
+        assert out == expected
+    assert re.fullmatch(r"0x[0-9A-F]{16}", out)
+    d = _double(out[2:])
+    if ty == "float":
+        # the double holds a float exactly: struct-pack round trip is lossless
+        (f,) = struct.unpack("<f", struct.pack("<f", d))
+        assert f == d
+        bits = struct.unpack("<I", struct.pack("<f", d))[0]
+    else:
+        bits = struct.unpack("<Q", struct.pack("<d", d))[0]
+    _assert_nearest(bits, decimal, ty)
+    # and llvmlite's own parser reads exactly those bits
+    width = 32 if ty == "float" else 64
+    assert _bits_via_llvmlite(ty, width, out) == bits
+
+
+@pytest.mark.parametrize("ty,width,new,bits", [
+    ("float", 32, "f0x40390000", 0x40390000),
+    ("float", 32, "f0x7F7FFFFF", 0x7F7FFFFF),
+    ("float", 32, "-inf", 0xFF800000),
+    ("float", 32, "+nan(0x1)", 0x7FC00001),
+    ("float", 32, "+snan(0x200000)", 0x7FA00000),
+    ("float", 32, "-qnan", 0xFFC00000),
+    ("half", 16, "+snan(0x100)", 0x7D00),
+    ("half", 16, "9.997550e-02", 0x2E66),
+    ("bfloat", 16, "2.890630e+00", 0x4039),
+    ("bfloat", 16, "+nan(0x1)", 0x7FC1),
+    ("double", 64, "+snan(0x4000000000000)", 0x7FF4000000000000),
+    ("double", 64, "f0x3FF0000000000001", 0x3FF0000000000001),
+    ("fp128", 128, "1.000000e-01", 0x3FFB999999999999999999999999999A),
+    ("x86_fp80", 80, "-qnan", 0xFFFFC000000000000000),
+])
+def test_special_and_raw_forms_are_bit_exact(ty, width, new, bits):
+    classic = _norm(f"{ty} {new}").split()[1]
+    assert _bits_via_llvmlite(ty, width, classic) == bits
+    if ty == "float" and not (new.endswith("inf") or "nan" in new):
+        assert struct.unpack(">I", struct.pack(">f", _double(classic[2:])))[0] == bits
+
+
+def test_normalize_preserves_lines():
+    text = "\n".join(line for line, _ in NORMALIZE_CASES) + "\n"
+    out = ptx.normalize_llvm_ir(text)
+    assert out.count("\n") == text.count("\n")
+    assert out.splitlines() == [exp for _, exp in NORMALIZE_CASES]
+
+
+# ------------------------------------------------------------------- errors
+
+BAD_IR = """\
+target triple = "nvptx64-nvidia-cuda"
+
+define float @f(float %x) {
+  %a = fmul float %x, 2.885390e+00
+  %c = fadd float f0x40390000, %nope
+  ret float %c
+}
+"""
+
+
+def test_parse_error_maps_to_original_line_and_col():
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(BAD_IR, "sm_80", filename="k.ll")
+    e = ei.value
+    assert (e.file, e.line, e.col) == ("k.ll", 5, 32)
+    assert BAD_IR.splitlines()[4][e.col - 1:].startswith("%nope")
+    assert e.format() == "error: k.ll:5:32: use of undefined value '%nope'"
+
+
+def test_error_columns_after_and_inside_rewritten_literals():
+    src = ("define void @f(float %x, ptr %p) {\n"
+           "  store float -inf, ptr %p, align 3\n"
+           "  ret void\n}\n")
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(src, "sm_80")
+    assert (ei.value.line, ei.value.col) == (2, 35)
+    assert ei.value.message == "alignment is not a power of two"
+    # a column that falls inside a rewritten literal maps to the literal's start
+    line = "  %a = fadd float %x, 2.885390e+00, !x"
+    normalized, edits = ptx._normalize(line)
+    start = normalized.index("0x4007154760000000") + 1
+    for col in range(start, start + 18):
+        assert ptx._map_col(edits, 1, col) == line.index("2.885390e+00") + 1
+    assert ptx._map_col(edits, 1, normalized.index("!x") + 1) == line.index("!x") + 1
+    assert ptx._map_col(edits, 1, 3) == 3
+
+
+@pytest.mark.parametrize("arch,target", [
+    ("9.0", "sm_90"), ("90", "sm_90"), ("sm_90", "sm_90"), ("sm_90a", "sm_90a"),
+    ("9.0a", "sm_90a"), ("8.0", "sm_80"), ("sm_80", "sm_80"), ("10.0a", "sm_100a"),
+])
+def test_arch_forms(arch, target):
+    out = ptx.compile_to_ptx('target triple = "nvptx64-nvidia-cuda"\n'
+                             "define ptx_kernel void @k() {\n  ret void\n}\n", arch)
+    assert re.search(r"^\.target (\S+)", out, re.M).group(1) == target
+    assert re.search(r"^\.version (\S+)", out, re.M).group(1) == "8.8"
+    assert ".entry k(" in out
+
+
+@pytest.mark.parametrize("arch", ["sm_99", "9", "gfx90a", "sm_90x", "7.7"])
+def test_unknown_arch(arch):
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx("", arch)
+    assert "sm_80" in ei.value.message and "sm_90a" in ei.value.message
+    if arch == "sm_99":
+        assert ei.value.hint.startswith("did you mean") and "'sm_90'" in ei.value.hint
+
+
+def test_supported_archs():
+    archs = ptx.supported_archs()
+    assert {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120"} <= set(archs)
+    assert all(re.fullmatch(r"sm_\d+[af]?", a) for a in archs)
+
+
+def test_import_is_cheap():
+    code = ("import sys, mlirhlo_driver.ptx; "
+            "bad = [m for m in ('llvmlite', 'jax', 'jaxlib') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------- print-after-all
+
+SMALL_IR = """\
+target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+define internal float @sq(float %x) {
+  %y = fmul float %x, %x
+  ret float %y
+}
+
+define ptx_kernel void @k(ptr noalias %p) {
+  %a = load float, ptr %p, align 4
+  %b = call float @sq(float %a)
+  %c = fadd float %b, 2.885390e+00
+  store float %c, ptr %p, align 4
+  ret void
+}
+"""
+
+
+def test_print_after_all(capfd):
+    calls: list[tuple[str, str]] = []
+    out = ptx.compile_to_ptx(SMALL_IR, "sm_80", print_after_all=lambda n, t: calls.append((n, t)))
+    names = [n for n, _ in calls]
+    assert len(calls) > 20
+    assert {"InstCombinePass", "InlinerPass", "NVVMReflectPass"} <= set(names)
+    assert all(t.startswith(f"; *** IR Dump After {n} on ") for n, t in calls)
+    assert "@sq" in calls[0][1]                 # before inlining
+    assert "0x4007154760000000" in calls[0][1]   # the normalized constant
+    # same PTX as without the callback, and the option does not stick
+    assert ptx.compile_to_ptx(SMALL_IR, "sm_80") == out
+    assert "IR Dump" not in capfd.readouterr().err
+    assert "fma.rn.f32" in out or "add.rn.f32" in out
+
+
+# --------------------------------------------------- end to end against XLA
+
+SPEC_A100 = """\
+gpu_device_info {
+  cuda_compute_capability { major: 8 minor: 0 }
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_core: 167936
+  shared_memory_per_block_optin: 166912
+  threads_per_core_limit: 2048
+  core_count: 108
+  fpus_per_core: 64
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 1935000000000
+  l2_cache_size: 41943040
+  clock_rate_ghz: 1.41
+  device_memory_size: 85899345920
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 1 patch: 0 }
+device_description_str: "NVIDIA A100 80GB PCIe"
+"""
+
+# XLA's arch name for each spec: compute capability 9.0 is compiled for sm_90a.
+SPECS = {
+    "sm_80": SPEC_A100,
+    "sm_90a": SPEC_A100.replace("cuda_compute_capability { major: 8 minor: 0 }",
+                                "cuda_compute_capability { major: 9 minor: 0 }"),
+}
+
+
+def _functions(jax, jnp):
+    return {
+        "matmul_tanh": (lambda x, w: jnp.tanh(x @ w).sum(0),
+                        (jnp.ones((8, 128)), jnp.ones((128, 64)))),
+        "reduction": (lambda x: jnp.max(x, axis=1) + jnp.sum(x * x, axis=0)[:16],
+                      (jnp.ones((16, 256)),)),
+        "softmax": (lambda x: jax.nn.softmax(x, axis=-1), (jnp.ones((32, 1000)),)),
+        "elementwise_f16_bf16": (
+            lambda a, b: jnp.where(
+                a > 0,
+                (jnp.exp(a.astype(jnp.float32)) + jnp.log(b.astype(jnp.float32)))
+                .astype(jnp.bfloat16) * 2.885390,
+                jnp.bfloat16(jnp.nan)).astype(jnp.float16) * jnp.float16(0.1),
+            (jnp.ones((1024,), jnp.float16), jnp.ones((1024,), jnp.bfloat16))),
+        "scatter_add": (lambda x, i, u: x.at[i].add(u),
+                        (jnp.zeros((100, 8)), jnp.zeros((20,), jnp.int32), jnp.ones((20, 8)))),
+    }
+
+
+@pytest.fixture(scope="module")
+def xla_dumps(tmp_path_factory):
+    """{arch: [dump dir per function]}, compiled device-less by XLA."""
+    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver.errors import CompileError
+
+    jax = _jaxlib.jax()
+    import jax.numpy as jnp
+    from jaxlib.mlir import ir
+
+    out: dict[str, list[str]] = {}
+    for arch, spec in SPECS.items():
+        try:
+            devices = _jaxlib.cuda_compile_only_devices(spec)
+        except CompileError as e:   # no CUDA PJRT plugin installed
+            pytest.skip(str(e))
+        out[arch] = []
+        for name, (fn, args) in _functions(jax, jnp).items():
+            text = jax.jit(fn).lower(*args).as_text()
+            with _jaxlib.ir_context():
+                module = ir.Module.parse(text)
+            d = str(tmp_path_factory.mktemp(f"{arch}-{name}"))
+            opts = _jaxlib.compile_options(dump_to=d, env_overrides=[("xla_gpu_autotune_level", 0)])
+            _jaxlib.compile_executable(module, devices, opts)
+            out[arch].append(d)
+    return out
+
+
+def _canon(text: str) -> list[str]:
+    """PTX modulo comments and whitespace."""
+    lines = []
+    for line in text.splitlines():
+        line = line.split("//", 1)[0].strip()
+        if line:
+            lines.append(" ".join(line.split()))
+    return lines
+
+
+_KERNEL_DEF = re.compile(r"^define\b[^@\n]*\bptx_kernel\b[^@\n]*@\"?([\w.$-]+)", re.M)
+_ENTRY = re.compile(r"\.entry (\w+)\(")
+
+
+def _pairs(d: str):
+    """(ll path, kind, XLA's ptx text) for every .ll whose kernels XLA emitted as PTX.
+
+    XLA may compile a module's LLVM modules in parallel, so dump numbers do
+    not reliably pair files; a .ll is paired with the .ptx that has exactly
+    the kernels the .ll defines (kernel names are unique per executable).
+    """
+    by_kernels = {}
+    for p in glob.glob(os.path.join(d, "*.ptx")):
+        with open(p) as fh:
+            text = fh.read()
+        if _ENTRY.search(text):
+            by_kernels[frozenset(_ENTRY.findall(text))] = text
+    for ll in sorted(glob.glob(os.path.join(d, "*.ll"))):
+        m = re.search(r"\.ir-(no|with)-opt\.ll$", ll)
+        with open(ll) as fh:
+            kernels = frozenset(_KERNEL_DEF.findall(fh.read()))
+        if m and kernels and kernels in by_kernels:
+            yield ll, m.group(1), by_kernels[kernels]
+
+
+def test_against_xla_ptx(xla_dumps, capsys):
+    have_libdevice = bool(ptx._libdevice_candidates())
+    report = []
+    for arch, dirs in xla_dumps.items():
+        counts = {"no": [0, 0], "with": [0, 0]}
+        for d in dirs:
+            for ll, kind, ref in _pairs(d):
+                with open(ll) as fh:
+                    ir_text = fh.read()
+                if kind == "no" and "@__nv_" in ir_text and not have_libdevice:
+                    continue
+                # XLA's with-opt IR goes straight to codegen; no-opt IR gets -O3 first.
+                out = ptx.compile_to_ptx(ir_text, arch, 3, filename=ll, optimize=(kind == "no"))
+                target = re.compile(r"^\.target (\S+)", re.M)
+                assert target.findall(out) == target.findall(ref) == [arch], ll
+                assert sorted(_ENTRY.findall(out)) == sorted(_ENTRY.findall(ref)), ll
+                counts[kind][1] += 1
+                counts[kind][0] += _canon(out) == _canon(ref)
+        same = counts["no"][0] + counts["with"][0]
+        total = counts["no"][1] + counts["with"][1]
+        report.append(f"{arch}: {same}/{total} identical to XLA's PTX "
+                      f"(with-opt {counts['with'][0]}/{counts['with'][1]}, "
+                      f"no-opt {counts['no'][0]}/{counts['no'][1]})")
+        assert counts["with"][1] >= 5 and (counts["no"][1] >= 5 or not have_libdevice)
+        # XLA's LLVM is newer than llvmlite's, so some codegen differs; most must not.
+        assert 2 * same >= total, report[-1]
+    with capsys.disabled():
+        print("\n" + "\n".join(report))
