@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load": "api", "load_all": "api", "Program": "api",
+    "load": "api", "load_all": "api", "Program": "api", "compile": "api", "Compiled": "api",
     "DriverError": "errors", "InputError": "errors", "PipelineError": "errors",
     "PassFailure": "errors", "StageError": "errors", "CompileError": "errors",
     "SpecError": "errors",

@@ -275,3 +275,14 @@ def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
 
 def _strip_status(message: str) -> str:
     return re.sub(r"^[A-Z_]+: ", "", message.strip())
+
+
+def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
+    """Run a loaded single-device executable on host arrays; numpy results."""
+    import numpy as np
+
+    jax_module = jax()
+    buffers = [jax_module.device_put(a, device) for a in arguments]
+    with filtered_native_stderr():
+        results = executable.execute_sharded(buffers)
+    return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]

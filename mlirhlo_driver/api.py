@@ -32,6 +32,7 @@ class Program:
     module: Any = field(repr=False)  # jaxlib.mlir.ir.Module; treat as read-only
     input_format: str = "mlir"
     last_run: pipeline.PipelineRun | None = field(default=None, repr=False)
+    hlo_proto: bytes | None = field(default=None, repr=False)  # as read, for HLO inputs
 
     def optimize(self, spec: str | None = None, *, passes: str | None = None,
                  pipeline_file: str | None = None,
@@ -66,7 +67,7 @@ def load_all(sources: str | list[str], *, input_format: str | None = None,
              split_input_file: bool = False, args: str | None = None) -> list[Program]:
     """Every module in the given files, globs, directories or JAX entry points."""
     specs = [sources] if isinstance(sources, str) else list(sources)
-    return [Program(m.name, m.source, m.module, m.format)
+    return [Program(m.name, m.source, m.module, m.format, hlo_proto=m.hlo_proto)
             for m in inputs.load_inputs(specs, input_format=input_format,
                                         split_input_file=split_input_file, arg_specs=args)]
 
@@ -77,3 +78,67 @@ def load(source: str, *, input_format: str | None = None, args: str | None = Non
     if len(programs) != 1:
         raise InputError(f"expected one module, found {len(programs)}", file=source)
     return programs[0]
+
+
+@dataclass
+class Compiled:
+    """A module compiled by XLA for one target; every stage reads the same compile.
+
+    Example::
+
+        c = mlirhlo_driver.compile("model.hlo", platform="cuda", gpu_spec="h100_sxm")
+        ptx = c.stage("ptx")            # str
+        c.write("out/", stages="all")   # <module>.<stage>.<ext> files
+    """
+
+    program: Program
+    request: stages.StageRequest = field(repr=False)
+
+    @property
+    def platform(self) -> str:
+        return self.request.options.platform  # type: ignore[return-value]
+
+    def stage(self, name: str) -> str | bytes:
+        """Output of one stage (MLIR-level or XLA); compiles at most once."""
+        return self.request.produce(name)
+
+    def stage_names(self) -> list[str]:
+        return [s.name for s in stages.all_for(self.platform)]
+
+    def write(self, directory: str, stages_to_write: str | list[str] = "all") -> list[str]:
+        """Write stages as ``<module>.<ext>`` files atomically; returns the paths."""
+        import os
+
+        from .outputs import write_atomic
+
+        names = self.stage_names() if stages_to_write == "all" else list(stages_to_write)
+        paths = []
+        for name in names:
+            path = os.path.join(directory, stages.get(name, self.platform).filename(self.program.name))
+            write_atomic(path, self.stage(name))
+            paths.append(path)
+        return paths
+
+
+def compile(module_or_path: Program | str, *, platform: str = "cpu", gpu_spec: str | None = None,
+            xla_flags: dict[str, Any] | None = None, args: str | None = None) -> Compiled:
+    """Compile with XLA for ``platform`` ("cpu", or "cuda" device-less with ``gpu_spec``).
+
+    ``xla_flags`` are DebugOptions fields by name (``{"xla_gpu_autotune_level": 0}``).
+    """
+    from . import gpu_specs, xla_flags as flags_mod
+    from .errors import DriverError
+
+    program = module_or_path if isinstance(module_or_path, Program) else load(module_or_path, args=args)
+    if platform not in stages.PLATFORMS:
+        raise DriverError(f"unknown platform '{platform}'", hint="cpu or cuda")
+    spec = None
+    if platform == "cuda":
+        spec = gpu_specs.resolve_spec(gpu_spec or gpu_specs.DEFAULT_SPEC)
+    elif gpu_spec is not None:
+        raise DriverError("gpu_spec is for platform='cuda'")
+    flags = dict(xla_flags or {})
+    if flags:
+        flags_mod.check_names(flags, flags_mod.known_names())
+    options = stages.StageOptions(platform=platform, gpu_spec=spec, xla_flags=tuple(sorted(flags.items())))
+    return Compiled(program, stages.StageRequest(program.module, program.name, options))

@@ -472,10 +472,12 @@ def convert(
                               hint=did_you_mean(fmt, CONVERT_FORMATS) or ", ".join(CONVERT_FORMATS))
         program = load(input, input_format=input_format, args=args)
         module = program.module
+        # HLO to HLO stays in HLO: a trip through StableHLO would rename computations.
+        proto = program.hlo_proto
         producers = {
-            "hlo": lambda: emit.hlo_text(module),
-            "hlo-proto": lambda: emit.hlo_proto(module),
-            "hlo-pbtxt": lambda: emit.hlo_pbtxt(module),
+            "hlo": lambda: emit.hlo_text_from_proto(proto) if proto else emit.hlo_text(module),
+            "hlo-proto": lambda: proto if proto else emit.hlo_proto(module),
+            "hlo-pbtxt": lambda: emit.hlo_pbtxt_from_proto(proto) if proto else emit.hlo_pbtxt(module),
             "stablehlo": lambda: emit.stablehlo_text(module),
             "bytecode": lambda: emit.bytecode(module),
             "vhlo": lambda: emit.vhlo_artifact(module, target_version=target_version),

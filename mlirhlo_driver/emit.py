@@ -87,21 +87,40 @@ def hlo_proto(module: Any) -> bytes:
     from . import _jaxlib
 
     try:
-        return _jaxlib.stablehlo_to_hlo_proto(bytecode(module))
+        proto = _jaxlib.stablehlo_to_hlo_proto(bytecode(module))
     except RuntimeError as e:
         raise StageError(f"XLA cannot convert this module to HLO: {_first_line(e)}") from None
+    return stable_hlo_proto(proto)
+
+
+def stable_hlo_proto(proto: bytes) -> bytes:
+    """The proto without its module id, which XLA draws from a process-wide
+    counter: the same module then always gives the same bytes."""
+    from . import hlo_proto as codec
+
+    msg = codec.decode(proto, "HloModuleProto")
+    msg[:] = [(k, v) for k, v in msg if k != "id"]
+    return codec.encode(msg)
 
 
 def hlo_text(module: Any) -> str:
-    from . import _jaxlib
-
-    return _jaxlib.hlo_proto_to_text(hlo_proto(module))
+    return hlo_text_from_proto(hlo_proto(module))
 
 
 def hlo_pbtxt(module: Any) -> str:
+    return hlo_pbtxt_from_proto(hlo_proto(module))
+
+
+def hlo_text_from_proto(proto: bytes) -> str:
+    from . import _jaxlib
+
+    return _jaxlib.hlo_proto_to_text(proto)
+
+
+def hlo_pbtxt_from_proto(proto: bytes) -> str:
     from . import hlo_proto as codec
 
-    return codec.to_text(codec.decode(hlo_proto(module), "HloModuleProto"))
+    return codec.to_text(codec.decode(proto, "HloModuleProto"))
 
 
 def _first_line(e: Exception) -> str:

@@ -29,15 +29,20 @@ Round trips:
 * ``encode(decode(b)) == b`` for every proto jaxlib/XLA writes (canonical
   encoding: minimal varints, packed repeated scalars, one record per packed
   run). Field order is kept as read, so unusual orders survive; what is
-  normalised is only non-canonical *encoding*: over-long varints, repeated
-  scalars sent unpacked (re-packed), adjacent split packed records (merged),
-  5-byte negative int32 (re-written as 10 bytes, as C++ does), bool varints
-  other than 0/1, and groups inside unknown fields printed as text.
+  normalised is only non-canonical *encoding*, which C++ never writes:
+  over-long varints, repeated scalars sent unpacked (re-packed), adjacent
+  split packed records (merged), 5-byte negative int32 (re-written as 10
+  bytes, as C++ does) and bool varints other than 0/1.
 * ``parse_text(to_text(m)) == m`` for every decoded ``m`` whose map fields
-  (``frontend_attributes.map``, ``schedule.sequences``) are key-sorted;
-  ``to_text`` sorts map entries by key, as C++ TextFormat does, so for other
-  ``m`` the result differs only in map entry order. NaN payloads are not
-  kept by text (all NaNs print as ``nan``), as in C++.
+  (``frontend_attributes.map``, ``schedule.sequences``) are key-sorted, as
+  every jaxlib/XLA proto seen is; ``to_text`` sorts map entries by key (and
+  prints a map entry's key and value even when absent), as C++ TextFormat
+  does, so for other ``m`` the result differs only there. Text does not keep
+  NaN payloads (all NaNs print as ``nan``, as in C++), nor the group wire
+  type of an unknown field (it comes back length-delimited); a singular
+  field present twice on the wire prints twice, which parse_text rejects,
+  like C++. An unknown length-delimited field prints nested only when its
+  bytes re-encode exactly, else as a string, so unknown fields survive text.
 * ``to_text(parse_text(t))`` is stable: ``to_text(parse_text(to_text(m))) == to_text(m)``.
 * ``encode(m, deterministic=True)`` orders fields by number, unknown fields
   last and map entries by key: the bytes of C++ ``SerializeToStringDeterministic``
@@ -1346,8 +1351,9 @@ def _format_scalar(f: FieldSchema, v: Any) -> str:
     return str(int(v))
 
 
-def _unknown_set(data: bytes) -> list[tuple[int, Unknown]] | None:
-    """``data`` as a nested set of unknown fields, if it parses and re-encodes exactly."""
+def _unknown_set(data: bytes, exact: bool = True) -> list[tuple[int, Unknown]] | None:
+    """``data`` as a nested set of unknown fields, if it parses (and, if ``exact``,
+    re-encodes to the same bytes: only then does printing it nested lose nothing)."""
     if not data:
         return None
     out: list[tuple[int, Unknown]] = []
@@ -1358,10 +1364,13 @@ def _unknown_set(data: bytes) -> list[tuple[int, Unknown]] | None:
             out.append((number, _unknown(data, wt, value)))
     except _WireError:
         return None
-    check = bytearray()
-    for number, u in out:
-        _put_unknown(check, number, u)
-    return out if bytes(check) == data else None
+    if exact:
+        check = bytearray()
+        for number, u in out:
+            _put_unknown(check, number, u)
+        if bytes(check) != data:
+            return None
+    return out
 
 
 def _print_unknown(number: int, u: Unknown, pad: str, out: list[str], depth: int) -> None:
@@ -1375,11 +1384,7 @@ def _print_unknown(number: int, u: Unknown, pad: str, out: list[str], depth: int
     else:
         nested = _unknown_set(u.data) if depth < _MAX_DEPTH else None
         if nested is None and wt == _SGROUP:
-            nested = []
-            pos = 0
-            while pos < len(u.data):
-                n2, wt2, value, pos = _read_field(u.data, pos, len(u.data), depth)
-                nested.append((n2, _unknown(u.data, wt2, value)))
+            nested = _unknown_set(u.data, exact=False)
         if nested is None:
             out.append(f'{pad}{number}: "{_cescape(u.data)}"\n')
         else:
@@ -1486,61 +1491,59 @@ _INT_RANGE = {
 }
 
 
-class _Tok:
-    """A token; ``kind`` is "ident", "number", "string", "eof" or the symbol itself."""
+# Tokens are (kind, text, pos) tuples; kind is "ident", "number", "string",
+# "eof" or the symbol itself.
+_Tok = tuple
+_TOKEN_KINDS = (None, "ident", "number", "string", "symbol", "end", "bad")
 
-    __slots__ = ("kind", "text", "pos")
 
-    def __init__(self, kind: str, text: str, pos: int) -> None:
-        self.kind, self.text, self.pos = kind, text, pos
-
-    def is_(self, symbol: str) -> bool:
-        return self.kind == symbol
-
-    def describe(self) -> str:
-        return "end of input" if self.kind == "eof" else f'"{self.text}"'
+def _describe(tok: _Tok) -> str:
+    return "end of input" if tok[0] == "eof" else f'"{tok[1]}"'
 
 
 class _TextParser:
     def __init__(self, text: str, file: str | None) -> None:
         self.text = text
         self.file = file
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._line_starts: list[int] | None = None
         self.toks = self._tokenize()
         self.i = 0
 
     # -- errors and positions
     def where(self, pos: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self.line_starts, pos)
-        return line, pos - self.line_starts[line - 1] + 1
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        line = bisect.bisect_right(self._line_starts, pos)
+        return line, pos - self._line_starts[line - 1] + 1
 
     def error(self, message: str, tok: _Tok | int, hint: str | None = None) -> InputError:
-        line, col = self.where(tok if isinstance(tok, int) else tok.pos)
+        line, col = self.where(tok if isinstance(tok, int) else tok[2])
         return InputError(message, file=self.file, line=line, col=col, hint=hint)
 
     def _tokenize(self) -> list[_Tok]:
         text, n = self.text, len(self.text)
         toks: list[_Tok] = []
         append = toks.append
+        kinds = _TOKEN_KINDS
         for m in _TOKEN.finditer(text):
-            kind = m.lastgroup
-            pos = m.start(kind)
-            value = m.group(kind)
-            if kind == "symbol":
-                append(_Tok(value, value, pos))
-                continue
-            if kind == "end":
+            i = m.lastindex
+            value = m.group(i)
+            if i == 4:  # symbol
+                append((value, value, m.start(i)))
+            elif i <= 3:
+                if i == 2:  # number
+                    end = m.end()
+                    if end < n and (text[end].isalnum() or text[end] == "_"):
+                        raise self.error("need space between number and identifier", end)
+                append((kinds[i], value, m.start(i)))
+            elif i == 5:  # end
                 break
-            if kind == "bad":
+            else:
                 if value in "\"'":
-                    raise self.error("unterminated string literal (strings cannot span lines)", pos)
-                raise self.error(f"unexpected character {value!r}", pos)
-            if kind == "number":
-                end = m.end()
-                if end < n and (text[end].isalnum() or text[end] == "_"):
-                    raise self.error("need space between number and identifier", end)
-            append(_Tok(kind, value, pos))
-        append(_Tok("eof", "", n))
+                    raise self.error("unterminated string literal (strings cannot span lines)",
+                                     m.start(i))
+                raise self.error(f"unexpected character {value!r}", m.start(i))
+        append(("eof", "", n))
         return toks
 
     # -- token stream
@@ -1549,20 +1552,20 @@ class _TextParser:
 
     def next(self) -> _Tok:
         tok = self.toks[self.i]
-        if tok.kind != "eof":
+        if tok[0] != "eof":
             self.i += 1
         return tok
 
     def accept(self, symbol: str) -> bool:
-        if self.toks[self.i].kind == symbol:
+        if self.toks[self.i][0] == symbol:
             self.i += 1
             return True
         return False
 
     def expect(self, symbol: str) -> _Tok:
         tok = self.next()
-        if not tok.is_(symbol):
-            raise self.error(f'expected "{symbol}", found {tok.describe()}', tok)
+        if tok[0] != symbol:
+            raise self.error(f'expected "{symbol}", found {_describe(tok)}', tok)
         return tok
 
     # -- grammar
@@ -1571,11 +1574,11 @@ class _TextParser:
         seen: set[str] = set()
         while True:
             tok = self.peek()
-            if tok.kind == "eof":
+            if tok[0] == "eof":
                 if close is None:
                     return msg
                 raise self.error(f'expected "{close}", found end of input', tok)
-            if close is not None and tok.is_(close):
+            if close is not None and tok[0] == close:
                 self.next()
                 return msg
             self.parse_field(msg, schema, seen)
@@ -1584,35 +1587,35 @@ class _TextParser:
 
     def open_message(self) -> str:
         tok = self.next()
-        if tok.is_("{"):
+        if tok[0] == "{":
             return "}"
-        if tok.is_("<"):
+        if tok[0] == "<":
             return ">"
-        raise self.error(f'expected "{{", found {tok.describe()}', tok)
+        raise self.error(f'expected "{{", found {_describe(tok)}', tok)
 
     def parse_field(self, msg: Message, schema: MessageSchema, seen: set[str]) -> None:
         tok = self.next()
-        if tok.kind == "number" and _DECIMAL.match(tok.text):
-            number = int(tok.text)
+        if tok[0] == "number" and _DECIMAL.match(tok[1]):
+            number = int(tok[1])
             if not 0 < number < 1 << 29:
                 raise self.error(f"invalid field number {number}", tok)
             msg.append((number, self.parse_unknown_value(tok)))
             return
-        if tok.is_("["):
+        if tok[0] == "[":
             raise self.error("extension and Any fields ([...]) are not supported", tok)
-        if tok.kind != "ident":
-            raise self.error(f"expected a field name, found {tok.describe()}", tok)
-        f = schema.by_name.get(tok.text)
+        if tok[0] != "ident":
+            raise self.error(f"expected a field name, found {_describe(tok)}", tok)
+        f = schema.by_name.get(tok[1])
         if f is None:
-            raise self.error(f'message type "{schema.full_name}" has no field named "{tok.text}"',
-                             tok, hint=did_you_mean(tok.text, schema.by_name))
+            raise self.error(f'message type "{schema.full_name}" has no field named "{tok[1]}"',
+                             tok, hint=did_you_mean(tok[1], schema.by_name))
         if not f.repeated:
             if f.name in seen:
                 raise self.error(f'non-repeated field "{f.name}" is specified multiple times', tok)
             seen.add(f.name)
         if f.kind == "message":
             self.accept(":")
-            if self.peek().is_("["):
+            if self.peek()[0] == "[":
                 list_tok = self.next()
                 if not f.repeated:
                     raise self.error(f'field "{f.name}" is not repeated; "[" needs a repeated field',
@@ -1629,7 +1632,7 @@ class _TextParser:
             msg.append((f.name, self.parse_message(f.message, close)))
             return
         self.expect(":")
-        if self.peek().is_("["):
+        if self.peek()[0] == "[":
             list_tok = self.next()
             if not f.repeated:
                 raise self.error(f'field "{f.name}" is not repeated; "[" needs a repeated field',
@@ -1645,15 +1648,15 @@ class _TextParser:
 
     def parse_string(self) -> bytes:
         tok = self.next()
-        if tok.kind != "string":
-            raise self.error(f"expected a string, found {tok.describe()}", tok)
+        if tok[0] != "string":
+            raise self.error(f"expected a string, found {_describe(tok)}", tok)
         parts = [self.unescape(tok)]
-        while self.peek().kind == "string":  # adjacent literals concatenate
+        while self.peek()[0] == "string":  # adjacent literals concatenate
             parts.append(self.unescape(self.next()))
         return b"".join(parts)
 
     def unescape(self, tok: _Tok) -> bytes:
-        body = tok.text[1:-1]
+        body = tok[1][1:-1]
         if "\\" not in body:
             return body.encode("utf-8", "surrogatepass")
         out = bytearray()
@@ -1664,32 +1667,32 @@ class _TextParser:
             if octal is not None:
                 value = int(octal, 8)
                 if value > 0xFF:
-                    raise self.error(f"octal escape \\{octal} is out of range", tok.pos + 1 + m.start())
+                    raise self.error(f"octal escape \\{octal} is out of range", tok[2] + 1 + m.start())
                 out.append(value)
             elif hex2 is not None:
                 out.append(int(hex2, 16))
             elif u4 is not None or u8 is not None:
                 cp = int(u4 or u8, 16)
                 if cp > 0x10FFFF:
-                    raise self.error("unicode escape is out of range", tok.pos + 1 + m.start())
+                    raise self.error("unicode escape is out of range", tok[2] + 1 + m.start())
                 out += chr(cp).encode("utf-8", "surrogatepass")
             elif simple in _SIMPLE_ESCAPES:
                 out.append(_SIMPLE_ESCAPES[simple])
             else:
-                raise self.error(f"invalid escape sequence \\{simple}", tok.pos + 1 + m.start())
+                raise self.error(f"invalid escape sequence \\{simple}", tok[2] + 1 + m.start())
             pos = m.end()
         out += body[pos:].encode("utf-8", "surrogatepass")
         return bytes(out)
 
     def parse_int_token(self, tok: _Tok) -> int:
-        text = tok.text
+        text = tok[1]
         if _DECIMAL.match(text):
             return int(text)
         if _HEX.match(text):
             return int(text, 16)
         if _OCTAL.match(text):
             return int(text, 8)
-        raise self.error(f"expected an integer, found {tok.describe()}", tok)
+        raise self.error(f"expected an integer, found {_describe(tok)}", tok)
 
     def parse_scalar(self, f: FieldSchema) -> Any:
         t = f.type
@@ -1705,47 +1708,47 @@ class _TextParser:
         negative = self.accept("-")
         tok = self.next()
         if f.kind == "enum":
-            if tok.kind == "ident" and not negative:
-                if tok.text not in f.enum.by_name:
+            if tok[0] == "ident" and not negative:
+                if tok[1] not in f.enum.by_name:
                     raise self.error(
-                        f'unknown enumeration value "{tok.text}" for field "{f.name}" ({f.enum.name})',
-                        tok, hint=did_you_mean(tok.text, f.enum.by_name))
-                return tok.text
-            if tok.kind == "number":
+                        f'unknown enumeration value "{tok[1]}" for field "{f.name}" ({f.enum.name})',
+                        tok, hint=did_you_mean(tok[1], f.enum.by_name))
+                return tok[1]
+            if tok[0] == "number":
                 v = self.parse_int_token(tok)
                 v = -v if negative else v
                 if not -(1 << 31) <= v < 1 << 31:
                     raise self.error(f"integer out of range for enum field \"{f.name}\"", first)
                 return f.enum.by_number.get(v, v)
             raise self.error(f'expected an enum name or number for field "{f.name}", found '
-                             f"{tok.describe()}", tok)
+                             f"{_describe(tok)}", tok)
         if t == "bool":
             if not negative:
-                if tok.kind == "ident" and tok.text in ("true", "True", "t"):
+                if tok[0] == "ident" and tok[1] in ("true", "True", "t"):
                     return True
-                if tok.kind == "ident" and tok.text in ("false", "False", "f"):
+                if tok[0] == "ident" and tok[1] in ("false", "False", "f"):
                     return False
-                if tok.kind == "number" and tok.text in ("0", "1"):
-                    return tok.text == "1"
-            raise self.error(f'expected true or false for field "{f.name}", found {tok.describe()}',
+                if tok[0] == "number" and tok[1] in ("0", "1"):
+                    return tok[1] == "1"
+            raise self.error(f'expected true or false for field "{f.name}", found {_describe(tok)}',
                              tok)
         if t == "float" or t == "double":
-            if tok.kind == "ident" and tok.text.lower() in ("inf", "infinity", "nan"):
-                v = math.nan if tok.text.lower() == "nan" else math.inf
-            elif tok.kind == "number":
-                text = tok.text
+            if tok[0] == "ident" and tok[1].lower() in ("inf", "infinity", "nan"):
+                v = math.nan if tok[1].lower() == "nan" else math.inf
+            elif tok[0] == "number":
+                text = tok[1]
                 if _HEX.match(text) or _OCTAL.match(text):
                     v = float(self.parse_int_token(tok))
                 else:
                     v = float(text.rstrip("fF"))
             else:
-                raise self.error(f'expected a number for field "{f.name}", found {tok.describe()}',
+                raise self.error(f'expected a number for field "{f.name}", found {_describe(tok)}',
                                  tok)
             v = -v if negative else v
             return _to_float32(v) if t == "float" else v
         # integers
-        if tok.kind != "number":
-            raise self.error(f'expected an integer for field "{f.name}", found {tok.describe()}',
+        if tok[0] != "number":
+            raise self.error(f'expected an integer for field "{f.name}", found {_describe(tok)}',
                              tok)
         v = self.parse_int_token(tok)
         v = -v if negative else v
@@ -1757,17 +1760,17 @@ class _TextParser:
     def parse_unknown_value(self, name_tok: _Tok) -> Unknown:
         colon = self.accept(":")
         tok = self.peek()
-        if tok.is_("{") or tok.is_("<"):
+        if tok[0] == "{" or tok[0] == "<":
             close = self.open_message()
             out = bytearray()
             while not self.accept(close):
                 inner = self.next()
-                if inner.kind == "eof":
+                if inner[0] == "eof":
                     raise self.error(f'expected "{close}", found end of input', inner)
-                if inner.kind != "number" or not _DECIMAL.match(inner.text):
+                if inner[0] != "number" or not _DECIMAL.match(inner[1]):
                     raise self.error("fields of an unknown field must be numbered, found "
-                                     f"{inner.describe()}", inner)
-                number = int(inner.text)
+                                     f"{_describe(inner)}", inner)
+                number = int(inner[1])
                 if not 0 < number < 1 << 29:
                     raise self.error(f"invalid field number {number}", inner)
                 _put_unknown(out, number, self.parse_unknown_value(inner))
@@ -1775,17 +1778,17 @@ class _TextParser:
                     self.accept(";")
             return Unknown(_LEN, bytes(out))
         if not colon:
-            raise self.error(f'expected ":", found {tok.describe()}', tok)
-        if tok.kind == "string":
+            raise self.error(f'expected ":", found {_describe(tok)}', tok)
+        if tok[0] == "string":
             return Unknown(_LEN, self.parse_string())
         first = tok
         negative = self.accept("-")
         tok = self.next()
-        if tok.kind != "number":
-            raise self.error(f"expected a number or string for field {name_tok.text}, found "
-                             f"{tok.describe()}", tok)
-        if _HEX.match(tok.text) and not negative and len(tok.text) in (10, 18):
-            return Unknown(_FIXED32 if len(tok.text) == 10 else _FIXED64, int(tok.text, 16))
+        if tok[0] != "number":
+            raise self.error(f"expected a number or string for field {name_tok[1]}, found "
+                             f"{_describe(tok)}", tok)
+        if _HEX.match(tok[1]) and not negative and len(tok[1]) in (10, 18):
+            return Unknown(_FIXED32 if len(tok[1]) == 10 else _FIXED64, int(tok[1], 16))
         v = self.parse_int_token(tok)
         if negative:
             v = -v

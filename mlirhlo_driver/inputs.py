@@ -47,6 +47,9 @@ class LoadedModule:
     module: Any          # jaxlib.mlir.ir.Module, StableHLO (or what the file holds)
     line_offset: int = 0  # of this chunk within the file (for --split-input-file)
     source_text: str | None = field(default=None, repr=False)  # chunk text, for reproducers
+    # The HloModuleProto as read, for HLO inputs: HLO-to-HLO conversions use it
+    # directly, since a trip through StableHLO renames computations.
+    hlo_proto: bytes | None = field(default=None, repr=False)
 
 
 # ------------------------------------------------------------------ expansion
@@ -163,12 +166,13 @@ def detect_format(data: bytes, source: str = "<input>") -> str:
     if data.startswith(_MLIR_BYTECODE_MAGIC):
         # Portable artifacts record the StableHLO version as the bytecode producer.
         return "vhlo" if data[5:16] == b"StableHLO_v" else "bytecode"
+    from . import hlo_proto
+
+    # Before the text check: a small proto can be valid UTF-8 without NUL bytes.
+    if data.startswith(b"\x1f\x8b") or hlo_proto.looks_like_hlo_proto(data):
+        return "hlo-proto"
     text = _try_text(data)
     if text is None:
-        from . import hlo_proto
-
-        if hlo_proto.looks_like_hlo_proto(data):
-            return "hlo-proto"
         raise InputError("not a module: binary data that is neither MLIR bytecode nor an HLO proto",
                          file=source)
     head = _first_code_line(text)
@@ -217,21 +221,30 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
             proto = _jaxlib.hlo_text_to_proto(text)
         except RuntimeError as e:
             raise _hlo_parse_error(str(e), source, offset) from None
+        from .emit import stable_hlo_proto
+
+        proto = stable_hlo_proto(proto)
         module = _module_from_hlo_proto(proto, source)
-        return LoadedModule(name, source, fmt, module, offset, text)
+        return LoadedModule(name, source, fmt, module, offset, text, proto)
     if fmt == "hlo-pbtxt":
         from . import hlo_proto
 
         text = _decode_text(data, source)
+        # XLA tools write either an HloModuleProto or an HloProto wrapping one.
+        kind = "HloProto" if re.match(r"^hlo_module\s*[:{]", _first_code_line(text)) else "HloModuleProto"
         try:
-            msg = hlo_proto.parse_text(text, "HloModuleProto")
+            msg = hlo_proto.parse_text(text, kind)
+            if kind == "HloProto":
+                msg = msg.get("hlo_module")
+                if msg is None:
+                    raise InputError("HloProto text has no hlo_module", file=source)
         except InputError as e:
             e.file = source
             if e.line is not None:
                 e.line += offset
             raise
-        return LoadedModule(name, source, fmt, _module_from_hlo_proto(hlo_proto.encode(msg), source),
-                            offset, text)
+        proto = hlo_proto.encode(msg)
+        return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset, text, proto)
     if fmt == "hlo-proto":
         from . import hlo_proto
 
@@ -239,15 +252,25 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
             proto = hlo_proto.module_proto_from_any(data)
         except (InputError, ValueError) as e:
             raise InputError(f"malformed HLO proto: {getattr(e, 'message', e)}", file=source) from None
-        return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset)
+        return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset,
+                            hlo_proto=proto)
     if fmt == "vhlo":
         from jaxlib.mlir.dialects import stablehlo
 
-        try:
-            with ctx:
-                module = stablehlo.deserialize_portable_artifact(ctx, data)
-        except Exception as e:
-            raise _mlir_parse_error(e, source, offset, "malformed StableHLO portable artifact") from None
+        from .native_io import capture_fd2
+
+        # The deserializer reports its diagnostics on fd 2 and raises a bare error.
+        failed = False
+        with capture_fd2() as captured:
+            try:
+                with ctx:
+                    module = stablehlo.deserialize_portable_artifact(ctx, data)
+            except Exception:
+                failed = True
+        if failed:
+            found = re.findall(r"error: (.+)", captured.text)
+            detail = found[0].strip() if found else "cannot deserialize"
+            raise InputError(f"malformed StableHLO portable artifact: {detail}", file=source)
         return LoadedModule(name, source, fmt, module, offset)
     if fmt in ("mlir", "bytecode"):
         payload: str | bytes = data if fmt == "bytecode" else _decode_text(data, source)

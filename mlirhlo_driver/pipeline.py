@@ -356,12 +356,15 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
                 pm = passmanager.PassManager.parse(spec)
                 pm.enable_verifier(inst.verify_each)
                 if inst.prints_ir():
+                    # In MLIR, after-change and after-failure only qualify after-printing.
+                    some_after = bool(inst.print_ir_after_all or inst.print_ir_after
+                                      or inst.print_ir_after_change)
                     pm.enable_ir_printing(
                         print_before_all=bool(inst.print_ir_before),
-                        print_after_all=bool(inst.print_ir_after_all or inst.print_ir_after),
+                        print_after_all=some_after or inst.print_ir_after_failure,
                         print_module_scope=inst.print_ir_module_scope,
                         print_after_change=inst.print_ir_after_change,
-                        print_after_failure=inst.print_ir_after_failure,
+                        print_after_failure=inst.print_ir_after_failure and not some_after,
                         enable_debug_info=False,
                     )
                 if inst.timing:
@@ -413,7 +416,7 @@ def _parse_native_output(text: str, inst: Instrumentation, result: PipelineRun) 
 
 def _wanted(dump: IRDump, inst: Instrumentation) -> bool:
     if dump.when == "after-failure":
-        return inst.print_ir_after_failure
+        return True  # printed only when some after-printing was asked for
     if dump.when == "before":
         return "all" in inst.print_ir_before or dump.pass_name in inst.print_ir_before
     if inst.print_ir_after_all or inst.print_ir_after_change:

@@ -1,0 +1,67 @@
+"""Shared fixtures: run the CLI in-process and capture what it writes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capfd):
+    """``cli("opt", path, ...)`` runs ``mlirhlo`` in this process (jax is imported once)."""
+    from mlirhlo_driver.cli import main
+
+    def run(*args: str) -> CliResult:
+        capfd.readouterr()
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        out, err = capfd.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+def run_subprocess(code: str, *, env: dict | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, cwd=cwd or str(REPO), timeout=300)
+
+
+def assert_one_line_error(result: CliResult, *, code: int = 2, contains: str = "") -> str:
+    """Bad input: exit 2, exactly one ``error:`` line, no traceback, nothing on stdout."""
+    assert result.code == code, (result.code, result.err)
+    lines = [ln for ln in result.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("error: "), result.err
+    assert "Traceback" not in result.err
+    assert result.out == ""
+    assert contains in lines[0], lines[0]
+    return lines[0]
+
+
+def filecheck(output: str, checks: str, tmp_path: Path) -> None:
+    """Run FileCheck-style ``checks`` (CHECK:, CHECK-NEXT:, CHECK-NOT: ...) on ``output``."""
+    check_file = tmp_path / f"checks-{abs(hash(checks))}.txt"
+    check_file.write_text(checks)
+    exe = Path(sys.executable).parent / "filecheck"
+    proc = subprocess.run([str(exe), str(check_file)], input=output, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + "\n--- output ---\n" + output

@@ -1,0 +1,132 @@
+"""The loader: every input format becomes a StableHLO module, detected by content."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import DATA
+from mlirhlo_driver import emit, inputs
+from mlirhlo_driver.errors import InputError
+
+MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
+
+
+def _ops(module) -> str:
+    return emit.stablehlo_text(module)
+
+
+def test_xla_dump_loads_as_is():
+    (loaded,) = inputs.load(str(MLP_DUMP))
+    assert loaded.format == "hlo"
+    assert loaded.name == "mlp_train_step"
+    text = _ops(loaded.module)
+    assert "func.func @main" in text and "stablehlo.dot_general" in text
+
+
+def test_vhlo_artifact_from_jax_export():
+    (loaded,) = inputs.load(str(DATA / "softmax.vhlo"))
+    assert loaded.format == "vhlo"
+    assert "stablehlo.exponential" in _ops(loaded.module)
+    assert "vhlo." not in _ops(loaded.module)
+
+
+def test_detection_by_content_not_extension(tmp_path):
+    # An HLO module and a VHLO artifact under misleading names.
+    hlo = tmp_path / "model.mlir"
+    shutil.copy(MLP_DUMP, hlo)
+    art = tmp_path / "model.txt"
+    shutil.copy(DATA / "softmax.vhlo", art)
+    assert inputs.load(str(hlo))[0].format == "hlo"
+    assert inputs.load(str(art))[0].format == "vhlo"
+
+
+def test_mlir_text_and_bytecode(tmp_path):
+    (text,) = inputs.load(str(DATA / "chlo_special.mlir"))
+    assert text.format == "mlir" and "chlo.erf_inv" in _ops(text.module)
+    bc = tmp_path / "x.mlirbc"
+    bc.write_bytes(emit.bytecode(text.module))
+    (back,) = inputs.load(str(bc))
+    assert back.format == "bytecode"
+    assert _ops(back.module) == _ops(text.module)
+
+
+def test_hlo_proto_binary_and_text(tmp_path):
+    from mlirhlo_driver import hlo_proto
+
+    (src,) = inputs.load(str(MLP_DUMP))
+    pb = tmp_path / "m.pb"
+    pb.write_bytes(emit.hlo_proto(src.module))
+    assert inputs.load(str(pb))[0].format == "hlo-proto"
+    pbtxt = tmp_path / "m.pbtxt"
+    pbtxt.write_text(hlo_proto.to_text(hlo_proto.decode(pb.read_bytes())))
+    assert inputs.load(str(pbtxt))[0].format == "hlo-pbtxt"
+    assert "stablehlo.dot_general" in _ops(inputs.load(str(pbtxt))[0].module)
+
+
+def test_input_format_forced(tmp_path):
+    odd = tmp_path / "noext"
+    shutil.copy(DATA / "chlo_special.mlir", odd)
+    assert inputs.load(str(odd), input_format="mlir")[0].format == "mlir"
+    with pytest.raises(InputError) as e:
+        inputs.load(str(odd), input_format="hlo")
+    assert e.value.line == 1  # HLO parser rejects the first line
+
+
+def test_jax_function_entry_point(tmp_path, monkeypatch):
+    (tmp_path / "my_model.py").write_text(
+        "import jax.numpy as jnp\n\n"
+        "def layer(x, idx):\n"
+        "    return jnp.tanh(x).sum(1)[idx]\n")
+    monkeypatch.chdir(tmp_path)
+    (loaded,) = inputs.load("my_model:layer", arg_specs="f32[8,128],i32[8]")
+    assert loaded.format == "jax" and loaded.name == "layer"
+    text = _ops(loaded.module)
+    assert "tensor<8x128xf32>" in text and "tensor<8xi32>" in text
+
+
+def test_arg_specs_parse():
+    assert inputs.parse_arg_specs("f32[8,128],i32[8],pred[],bf16[2, 3]") == [
+        ("float32", (8, 128)), ("int32", (8,)), ("bool", ()), ("bfloat16", (2, 3))]
+
+
+def test_split_input_file_chunks_and_offsets(tmp_path):
+    src = (DATA / "dynamic_reshape.mlir").read_text()
+    body = src.split("\n", 2)[2]  # drop the two comment lines
+    f = tmp_path / "two.mlir"
+    f.write_text(body + "// -----\n" + body.replace("@main", "@second"))
+    chunks = inputs.load(str(f), split_input_file=True)
+    assert [c.name for c in chunks] == ["two.0", "two.1"]
+    assert "@second" in _ops(chunks[1].module)
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(body + "// -----\n" + "func.func @f() {\n  %0 = foo.bar : i32\n}\n")
+    with pytest.raises(InputError) as e:
+        inputs.load(str(bad), split_input_file=True)
+    # Line numbers are the file's, not the chunk's.
+    first_chunk_lines = body.count("\n") + 1
+    assert e.value.line == first_chunk_lines + 2
+
+
+def test_directories_globs_and_dump_dirs(tmp_path):
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    shutil.copy(MLP_DUMP, dump / "module_0001.jit_a.before_optimizations.txt")
+    (dump / "module_0001.jit_a.cpu_after_optimizations.txt").write_text("HloModule x\n")
+    # An XLA dump dir: only its before_optimizations modules are inputs.
+    assert [p.split("/")[-1] for p in inputs.expand_inputs([str(dump)])] == [
+        "module_0001.jit_a.before_optimizations.txt"]
+    assert inputs.load_inputs([str(dump)])[0].name == "module_0001.jit_a"
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    shutil.copy(DATA / "chlo_special.mlir", mixed / "a.mlir")
+    shutil.copy(DATA / "softmax.vhlo", mixed / "b.vhlo")
+    assert len(inputs.load_inputs([str(mixed)])) == 2
+    assert len(inputs.load_inputs([str(mixed / "*.mlir")])) == 1
+
+
+def test_one_context_for_all_modules():
+    a = inputs.load(str(MLP_DUMP))[0].module
+    b = inputs.load(str(DATA / "sharded_matmul.mlir"))[0].module
+    assert a.context is b.context
+    assert "sdy.sharding" in _ops(b)  # shardy dialect is registered

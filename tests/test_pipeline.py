@@ -1,0 +1,282 @@
+"""Textual pass pipelines: syntax, --passes nesting, named pipelines, debugging flags."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import DATA, assert_one_line_error, filecheck
+from mlirhlo_driver import pipeline
+from mlirhlo_driver.errors import PipelineError
+from mlirhlo_driver.passes import all_passes
+
+MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
+ERF = DATA / "erf_inv.mlir"  # one function: one dump per pass
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return all_passes()
+
+
+# ------------------------------------------------------------------ syntax
+
+@pytest.mark.parametrize("spec", [
+    "builtin.module(func.func(chlo-legalize-to-stablehlo,canonicalize),cse)",
+    "builtin.module(canonicalize{max-iterations=3 region-simplify=disabled},func.func(cse))",
+    "builtin.module(func.func(canonicalize,cse),symbol-dce)",
+])
+def test_textual_pipeline_round_trips(spec, catalog):
+    root = pipeline.parse_spec(spec)
+    pipeline.validate(root, catalog)
+    assert root.render() == spec
+    assert pipeline.parse_spec(root.render()).render() == spec
+
+
+def test_bare_list_is_module_level():
+    assert pipeline.parse_spec(" cse , canonicalize ").render() == "builtin.module(cse,canonicalize)"
+
+
+def test_pass_list_nests_at_anchors(catalog):
+    root = pipeline.from_pass_list("chlo-legalize-to-stablehlo,canonicalize,cse,symbol-dce,inline", catalog)
+    assert root.render() == \
+        "builtin.module(func.func(chlo-legalize-to-stablehlo,canonicalize,cse),symbol-dce,inline)"
+    # op-agnostic passes with no open function group run on the module
+    assert pipeline.from_pass_list("cse,stablehlo-refine-shapes,canonicalize", catalog).render() == \
+        "builtin.module(cse,stablehlo-refine-shapes,canonicalize)"
+
+
+def test_pass_list_rejects_nesting(catalog):
+    with pytest.raises(PipelineError) as e:
+        pipeline.from_pass_list("cse,func.func(cse)", catalog)
+    assert e.value.col == 5
+
+
+def test_print_pipeline_round_trips(cli):
+    result = cli("opt", "--passes", "chlo-legalize-to-stablehlo,canonicalize,cse", "--print-pipeline")
+    assert result.code == 0
+    built = result.out.strip()
+    assert built == "builtin.module(func.func(chlo-legalize-to-stablehlo,canonicalize,cse))"
+    again = cli("opt", "--pipeline", built, "--print-pipeline")
+    assert again.out.strip() == built
+
+
+def test_pass_catalog_comes_from_jaxlib(cli, catalog):
+    # Names jaxlib really accepts, with anchors found from jaxlib itself.
+    assert catalog["canonicalize"].anchor == "any"
+    assert catalog["chlo-legalize-to-stablehlo"].anchor == "func.func"
+    assert catalog["stablehlo-legalize-to-vhlo"].anchor == "builtin.module"
+    assert catalog["symbol-dce"].anchor == "builtin.module"  # needs a symbol table
+    assert any(n.startswith("sdy-") for n in catalog)
+    assert len(catalog) > 100
+    # Every listed pass parses in its anchor.
+    from jaxlib.mlir import passmanager
+
+    from mlirhlo_driver import _jaxlib
+
+    with _jaxlib.ir_context():
+        for info in catalog.values():
+            nested = info.name if info.anchor in ("any", "builtin.module") else f"{info.anchor}({info.name})"
+            passmanager.PassManager.parse(f"builtin.module({nested})")
+    listing = cli("passes")
+    assert listing.code == 0
+    assert re.search(r"^chlo-legalize-to-stablehlo\s+func\.func\s+Legalize CHLO", listing.out, re.M)
+    assert "@simplify" in listing.out and "@shardy-propagate" in listing.out
+    assert cli("opt", "--list-passes").out == listing.out
+
+
+# --------------------------------------------------------- named pipelines
+
+def test_every_named_pipeline_has_a_header_and_parses(catalog):
+    named = pipeline.named_pipelines()
+    assert len(named) >= 5
+    for p in named:
+        assert p.summary, p.name
+        pipeline.validate(pipeline.parse_spec(p.spec), catalog)
+
+
+def test_simplify_on_xla_dump(cli, tmp_path):
+    before = cli("opt", MLP_DUMP).out
+    result = cli("opt", MLP_DUMP, "--pipeline", "@simplify")
+    assert result.code == 0, result.err
+    # duplicate constants merged, identity reshapes folded away
+    assert result.out.count("stablehlo.constant") < before.count("stablehlo.constant")
+    assert len(result.out.splitlines()) < len(before.splitlines())
+    filecheck(result.out, """
+CHECK: func.func @main(
+CHECK: stablehlo.dot_general
+CHECK: return
+""", tmp_path)
+
+
+def test_legalize_chlo(cli, tmp_path):
+    before = (DATA / "chlo_special.mlir").read_text()
+    assert "chlo.erf_inv" in before and "chlo.lgamma" in before
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline", "@legalize-chlo")
+    assert result.code == 0, result.err
+    filecheck(result.out, """
+CHECK-NOT: chlo.
+CHECK: stablehlo.log_plus_one
+CHECK-NOT: chlo.
+""", tmp_path)
+
+
+def test_refine_shapes(cli, tmp_path):
+    result = cli("opt", DATA / "dynamic_reshape.mlir", "--pipeline", "@refine-shapes")
+    assert result.code == 0, result.err
+    filecheck(result.out, """
+CHECK: func.func @main(%arg0: tensor<4x16xf32>) -> tensor<4x16xf32>
+CHECK-NOT: dynamic_reshape
+CHECK: stablehlo.exponential {{.*}} : tensor<4x16xf32>
+CHECK-NOT: ?x16
+""", tmp_path)
+
+
+def test_prepare_export_then_vhlo(cli, tmp_path):
+    out = tmp_path / "chlo.vhlo"
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline", "@prepare-export",
+                 "--stage", "vhlo", "--target-version", "1.0.0", "-o", out)
+    assert result.code == 0, result.err
+    assert out.read_bytes().startswith(b"ML\xefR\rStableHLO_v1.0.0")
+    # and it loads back as StableHLO with no CHLO left
+    back = cli("opt", out)
+    assert "stablehlo.log_plus_one" in back.out and "chlo." not in back.out
+
+
+def test_shardy_propagation(cli, tmp_path):
+    src = (DATA / "sharded_matmul.mlir").read_text()
+    assert "sharding_per_value" not in src
+    result = cli("opt", DATA / "sharded_matmul.mlir", "--pipeline", "@shardy-propagate")
+    assert result.code == 0, result.err
+    filecheck(result.out, """
+CHECK: sdy.mesh @mesh = <["x"=4]>
+CHECK: stablehlo.dot_general {{.*}} {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>}
+CHECK: stablehlo.tanh {{.*}} {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>]>}
+""", tmp_path)
+
+
+def test_to_mhlo(cli, tmp_path):
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline", "@to-mhlo")
+    assert result.code == 0, result.err
+    filecheck(result.out, """
+CHECK: mhlo.constant
+CHECK-NOT: stablehlo.
+CHECK-NOT: chlo.
+""", tmp_path)
+
+
+def test_pipeline_file(cli, tmp_path):
+    f = tmp_path / "mine.pipeline"
+    f.write_text("# mine: legalize then clean\nbuiltin.module(\n  func.func(chlo-legalize-to-stablehlo),\n  cse)\n")
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline-file", f, "--print-pipeline")
+    assert result.code == 0, result.err
+    assert result.err.splitlines()[0] == "builtin.module(func.func(chlo-legalize-to-stablehlo),cse)"
+    assert "chlo." not in result.out
+
+
+# ------------------------------------------------------- debugging flags
+
+def _dump_headers(err: str) -> list[str]:
+    return re.findall(r"^// -----// IR Dump (\w+) (\S+) \((\S+)\) //----- //$", err, re.M)
+
+
+def test_print_ir_after_all_in_order(cli):
+    result = cli("opt", ERF, "--passes", "chlo-legalize-to-stablehlo,canonicalize,cse",
+                 "--print-ir-after-all", "--print-ir-module-scope")
+    assert result.code == 0
+    headers = _dump_headers(result.err)
+    assert [(w, n) for w, _, n in headers] == [
+        ("After", "chlo-legalize-to-stablehlo"), ("After", "canonicalize"), ("After", "cse")]
+    # without module scope, function passes print once per function (@main, @clip)
+    per_op = cli("opt", DATA / "chlo_special.mlir", "--passes", "chlo-legalize-to-stablehlo",
+                 "--print-ir-after-all")
+    assert [n for _, _, n in _dump_headers(per_op.err)] == ["chlo-legalize-to-stablehlo"] * 2
+    # the module itself goes to stdout, dumps to stderr
+    assert result.out.startswith("module {")
+
+
+def test_print_ir_after_change_skips_unchanged(cli):
+    result = cli("opt", DATA / "dynamic_reshape.mlir", "--passes", "cse,stablehlo-refine-shapes,cse",
+                 "--print-ir-after-change")
+    names = [n for _, _, n in _dump_headers(result.err)]
+    assert names == ["stablehlo-refine-shapes"]
+
+
+def test_print_ir_before_named_pass(cli):
+    result = cli("opt", ERF, "--passes", "chlo-legalize-to-stablehlo,canonicalize",
+                 "--print-ir-before", "canonicalize")
+    headers = _dump_headers(result.err)
+    assert [(w, n) for w, _, n in headers] == [("Before", "canonicalize")]
+    dump = result.err.split("//----- //", 1)[1]
+    assert "chlo." not in dump and "stablehlo.log_plus_one" in dump
+
+
+def test_ir_dump_dir_one_file_per_pass(cli, tmp_path):
+    d = tmp_path / "ir"
+    result = cli("opt", ERF, "--passes", "chlo-legalize-to-stablehlo,canonicalize,cse",
+                 "--print-ir-after-all", "--print-ir-module-scope", "--ir-dump-dir", d)
+    assert result.code == 0
+    assert "IR Dump" not in result.err
+    files = sorted(p.name for p in (d / "erf_inv").iterdir())
+    assert files == ["000-after-chlo-legalize-to-stablehlo.mlir", "001-after-canonicalize.mlir",
+                     "002-after-cse.mlir"]
+    # each file is a loadable module
+    assert cli("opt", d / "erf_inv" / files[0]).code == 0
+    assert "chlo." not in (d / "erf_inv" / files[0]).read_text()
+
+
+def test_timing_table(cli):
+    result = cli("opt", MLP_DUMP, "--passes", "chlo-legalize-to-stablehlo,canonicalize,cse,symbol-dce",
+                 "--timing")
+    assert result.code == 0
+    rows = result.err.splitlines()
+    assert rows[0].split() == ["wall", "ms", "%", "pass"]
+    names = [r.split("%", 1)[1].strip() for r in rows[1:]]
+    assert "'func.func' Pipeline" in names and "CanonicalizerPass" in names
+    assert "SymbolDCEPass" in names and names[-1] == "Total"
+    total = float(rows[-1].split()[0])
+    assert total >= 0.0
+
+
+def test_verify_each_catches_nothing_on_good_pipeline(cli):
+    assert cli("opt", MLP_DUMP, "--passes", "canonicalize", "--verify-each").code == 0
+    assert cli("opt", MLP_DUMP, "--passes", "canonicalize", "--no-verify-each").code == 0
+
+
+def test_pass_failure_names_pass_and_writes_reproducer(cli, tmp_path):
+    spec = "builtin.module(func.func(canonicalize),stablehlo-legalize-to-vhlo)"
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline", spec, "--reproducer-dir", tmp_path,
+                 "-o", tmp_path / "out.mlir")
+    assert result.code == 1
+    assert not (tmp_path / "out.mlir").exists()
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"error: {DATA / 'chlo_special.mlir'}:")
+    assert "pass 'stablehlo-legalize-to-vhlo' failed" in first
+    assert "Traceback" not in result.err
+    m = re.search(r"^note: reproducer written to (\S+)$", result.err, re.M)
+    assert m
+    repro = m.group(1)
+    assert repro.startswith(str(tmp_path))
+    cmd = re.search(r"^note: reproduce with: mlirhlo (.+)$", result.err, re.M).group(1)
+    import shlex
+
+    again = cli(*shlex.split(cmd))
+    assert again.code == 1 and "pass 'stablehlo-legalize-to-vhlo' failed" in again.err
+
+
+def test_print_ir_after_failure(cli, tmp_path):
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline", "builtin.module(stablehlo-legalize-to-vhlo)",
+                 "--print-ir-after-failure", "--reproducer-dir", tmp_path)
+    assert result.code == 1
+    assert "IR Dump After" in result.err and "Failed" in result.err
+
+
+def test_program_api_is_pure():
+    import mlirhlo_driver as mhd
+
+    prog = mhd.load(str(DATA / "chlo_special.mlir"))
+    before = prog.as_text()
+    legal = prog.optimize("@legalize-chlo")
+    assert prog.as_text() == before  # the original is untouched
+    assert "chlo." not in legal.as_text() and "chlo." in before

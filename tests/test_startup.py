@@ -1,0 +1,84 @@
+"""Fast start: help and listing commands do not import jax; jax's import is quiet."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_subprocess
+
+PROBE = """
+import sys
+from mlirhlo_driver.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"], ["opt", "--help"], ["passes", "--help"], ["convert", "--help"],
+    ["opt", "--list-stages"], ["opt", "--list-stages", "--platform", "cuda"],
+    ["specs", "list"], ["specs", "show", "h100_sxm"], ["specs", "check", "gpu_specs/a100_pcie_80.txtpb"],
+])
+def test_listing_commands_do_not_import_jax(argv):
+    proc = run_subprocess(PROBE.format(argv=argv))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []", proc.stdout
+    assert proc.stderr == ""
+
+
+def test_passes_listing_from_cache_does_not_import_jax():
+    run_subprocess(PROBE.format(argv=["passes"]))  # builds the cache if needed
+    proc = run_subprocess(PROBE.format(argv=["passes"]))
+    assert "canonicalize" in proc.stdout
+    assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []"
+
+
+def test_jax_import_through_the_driver_is_silent():
+    # The CUDA plugin is installed and there is no driver: jax's own discovery
+    # would print an "Unable to load CUDA" traceback and absl lines.
+    proc = run_subprocess(
+        "from mlirhlo_driver import _jaxlib\n"
+        "_jaxlib.jax(); _jaxlib.ir_context(); _jaxlib.cuda_c_api()\n"
+        "print(_jaxlib.jax().devices())\n")
+    assert proc.returncode == 0
+    assert proc.stderr == ""
+    assert "CpuDevice" in proc.stdout
+
+
+def test_version_pin_is_checked(monkeypatch):
+    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver.errors import EnvironmentMismatch
+
+    monkeypatch.setattr(_jaxlib, "installed_versions",
+                        lambda: {"jax": "0.9.0", "jaxlib": "0.9.0", "jax-cuda12-plugin": None})
+    with pytest.raises(EnvironmentMismatch) as e:
+        _jaxlib.check_versions()
+    assert "jax==0.9.0" in e.value.message and _jaxlib.PINNED_VERSION in e.value.hint
+
+
+def test_private_jax_apis_live_in_one_module():
+    import pathlib
+    import re
+
+    pkg = pathlib.Path(__file__).resolve().parent.parent / "mlirhlo_driver"
+    offenders = []
+    for path in pkg.glob("*.py"):
+        if path.name == "_jaxlib.py":
+            continue
+        text = "\n".join(ln for ln in path.read_text().splitlines() if not ln.lstrip().startswith("#"))
+        if re.search(r"jax\._src|jaxlib\._jax|jaxlib\._hlo|_mlir_libs\._|jax_plugins", text):
+            offenders.append(path.name)
+    assert offenders == []
+
+
+def test_nothing_imports_the_cli():
+    import pathlib
+
+    pkg = pathlib.Path(__file__).resolve().parent.parent / "mlirhlo_driver"
+    users = [p.name for p in pkg.glob("*.py") if p.name != "cli.py" and
+             ("from .cli" in p.read_text() or "import cli" in p.read_text())]
+    assert users == []

@@ -1,0 +1,555 @@
+"""XLA stages (xla_stages.py / xla_backend.py) through the CLI and the API.
+
+Each target is compiled once per test module (module-scoped fixtures): CPU,
+and device-less CUDA for a100_sxm_80 (sm_80) and h100_sxm (sm_90a) in one
+``--stage all`` run; everything else reads those dumps.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, REPO, assert_one_line_error, filecheck, run_subprocess
+from mlirhlo_driver import stages
+
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+STEM = "mlp_train_step"
+SPECS = {"a100_sxm_80": "sm_80", "h100_sxm": "sm_90a"}
+MLIRHLO = Path(sys.executable).parent / "mlirhlo"
+
+# The MLP's parameters: f32[32], f32[8], f32[16,32], f32[32,8], f32[4,16], s32[4].
+ARGUMENT_BYTES = 4 * (32 + 8 + 16 * 32 + 32 * 8 + 4 * 16 + 4)
+OUTPUT_DATA_BYTES = 4 * (32 + 8 + 16 * 32 + 32 * 8)
+# Its five dots (forward 4x16x32, 4x32x8; backward 4x8x32, 32x4x8, 16x4x32), 2 flops per MAC.
+DOT_FLOPS = 2 * (4 * 16 * 32 + 4 * 32 * 8 + 4 * 8 * 32 + 32 * 4 * 8 + 16 * 4 * 32)
+
+
+def _xla_tmpdirs() -> set[str]:
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "mlirhlo-xla-*")))
+
+
+def _main(argv: list[str]) -> int:
+    from mlirhlo_driver.cli import main
+
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
+@dataclass
+class DumpRun:
+    """One in-process ``opt --stage all --dump-dir`` run and what it left."""
+
+    directory: Path
+    code: int
+    compiles: list[str]           # module name per xla_backend.compile_module call
+    tmpdirs_before: set[str]
+    tmpdirs_after: set[str]
+    files: set[str] = field(default_factory=set)
+
+    def path(self, ext: str, spec: str | None = None) -> Path:
+        stem = f"{STEM}.{spec}" if spec else STEM
+        return self.directory / f"{stem}.{ext}"
+
+    def text(self, stage: str, platform: str, spec: str | None = None) -> str:
+        return self.path(stages.get(stage, platform).ext, spec).read_text()
+
+
+def _dump_all(tmp_path_factory, name: str, *opt_args: str) -> DumpRun:
+    from mlirhlo_driver import xla_backend
+
+    out = tmp_path_factory.mktemp(name)
+    compiles: list[str] = []
+    real = xla_backend.compile_module
+
+    def counting(module, module_name, options, **kw):
+        compiles.append(module_name)
+        return real(module, module_name, options, **kw)
+
+    before = _xla_tmpdirs()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("XLA_FLAGS", raising=False)
+        mp.setattr(xla_backend, "compile_module", counting)
+        code = _main(["opt", *opt_args, "--stage", "all", "--dump-dir", out, MLP])
+    run = DumpRun(out, code, compiles, before, _xla_tmpdirs())
+    run.files = set(os.listdir(out))
+    return run
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory) -> DumpRun:
+    return _dump_all(tmp_path_factory, "cpu", "--platform", "cpu")
+
+
+@pytest.fixture(scope="module")
+def cuda_run(tmp_path_factory) -> DumpRun:
+    return _dump_all(tmp_path_factory, "cuda", "--platform", "cuda", "--gpu-spec", ",".join(SPECS))
+
+
+@pytest.fixture(scope="module")
+def h100_api():
+    """``mlirhlo_driver.compile`` for h100_sxm: a second, independent CUDA compile."""
+    import mlirhlo_driver
+
+    return mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="h100_sxm")
+
+
+@pytest.fixture(scope="module")
+def cpu_api():
+    import mlirhlo_driver
+
+    return mlirhlo_driver.compile(str(MLP), platform="cpu")
+
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+# ------------------------------------------------------------ --stage all runs
+
+def test_cpu_stage_all_writes_every_stage_with_one_compile(cpu_run):
+    assert cpu_run.code == 0
+    expected = {s.filename(STEM) for s in stages.all_for("cpu")}
+    assert cpu_run.files == expected  # nothing else: no leftover .tmp files
+    assert "ptx" not in {s.name for s in stages.all_for("cpu")}
+    assert cpu_run.compiles == [STEM]
+    assert cpu_run.tmpdirs_after == cpu_run.tmpdirs_before
+
+
+def test_cuda_stage_all_several_specs(cuda_run):
+    assert cuda_run.code == 0
+    expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in stages.all_for("cuda")}
+    assert cuda_run.files == expected
+    # One compile per (module, spec), however many stages are written.
+    assert cuda_run.compiles == [STEM] * len(SPECS)
+    assert cuda_run.tmpdirs_after == cuda_run.tmpdirs_before
+    for spec, sm in SPECS.items():
+        targets = set(re.findall(r"^\.target (\S+)", cuda_run.text("ptx", "cuda", spec), re.M))
+        assert targets == {sm}, spec
+
+
+# ------------------------------------------------------------ stage contents: CPU
+
+def test_cpu_hlo(cpu_run, tmp_path):
+    hlo = cpu_run.text("hlo", "cpu")
+    filecheck(hlo, """\
+CHECK: HloModule jit_mlp_train_step, is_scheduled=true
+CHECK: fusion({{.*}}), kind=kLoop
+CHECK: ENTRY
+""", tmp_path)
+    kinds = set(re.findall(r"kind=(k\w+)", hlo))
+    assert {"kLoop", "kCustom"} <= kinds <= {"kLoop", "kInput", "kOutput", "kCustom"}
+
+
+def test_cpu_hlo_backend_is_scheduled_module(cpu_run):
+    text = cpu_run.text("hlo-backend", "cpu")
+    assert re.match(r"HloModule jit_mlp_train_step, is_scheduled=true", text)
+    assert re.search(r"^ENTRY ", text, re.M)
+    assert text.endswith("\n")
+
+
+def test_cpu_html_dot(cpu_run):
+    html = cpu_run.text("html", "cpu")
+    assert html.lstrip().startswith("<!DOCTYPE html>")
+    assert html.rstrip().endswith("</html>")
+    assert "<body>" in html
+    dot = cpu_run.text("dot", "cpu")
+    assert dot.startswith("digraph")
+    assert dot.rstrip().endswith("}")
+
+
+def test_cpu_buffer_assignment(cpu_run, tmp_path):
+    text = cpu_run.text("buffer-assignment", "cpu")
+    filecheck(text, """\
+CHECK: BufferAssignment:
+CHECK-NEXT: allocation 0: size {{[0-9]+}}
+""", tmp_path)
+    params = {int(p) for p in re.findall(r"^allocation \d+: size \d+, parameter (\d+)", text, re.M)}
+    assert params == set(range(6))
+
+
+def test_cpu_memory_usage(cpu_run):
+    usage = json.loads(cpu_run.text("memory-usage", "cpu"))
+    for key in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+                "alias_size_in_bytes", "generated_code_size_in_bytes"):
+        assert isinstance(usage[key], int), key
+    assert usage["argument_size_in_bytes"] == ARGUMENT_BYTES
+    assert usage["output_size_in_bytes"] >= OUTPUT_DATA_BYTES
+
+
+def test_cpu_cost(cpu_run):
+    cost = json.loads(cpu_run.text("cost", "cpu"))
+    assert cost["flops"] >= DOT_FLOPS > 0
+    # tanh over f32[4,32] and exp over f32[4,8] (log_softmax)
+    assert cost["transcendentals"] == 4 * 32 + 4 * 8
+    assert cost["bytes accessed"] > 0
+
+
+def test_cpu_llvm(cpu_run, tmp_path):
+    for stage in ("llvm-before-optimizations", "llvm"):
+        text = cpu_run.text(stage, "cpu")
+        filecheck(text, """\
+CHECK: ; ----- {{.*}}.ll -----
+CHECK: target triple = "{{.+}}"
+CHECK: define {{.*}}@{{[A-Za-z_]}}
+""", tmp_path)
+        assert "nvptx" not in text
+        assert len(re.findall(r"^define ", text, re.M)) >= 5
+    assert cpu_run.path("ir-with-opt.ll").read_text() == cpu_run.text("llvm-after-optimizations", "cpu")
+
+
+# ------------------------------------------------------------ stage contents: CUDA
+
+@pytest.mark.parametrize("spec", list(SPECS))
+def test_cuda_hlo(cuda_run, spec, tmp_path):
+    hlo = cuda_run.text("hlo", "cuda", spec)
+    filecheck(hlo, """\
+CHECK: HloModule jit_mlp_train_step, is_scheduled=true
+CHECK: ENTRY
+CHECK-DAG: kind=kLoop
+CHECK-DAG: kind=kInput
+CHECK-DAG: kind=kCustom
+""", tmp_path)
+    assert set(re.findall(r"kind=(k\w+)", hlo)) <= {"kLoop", "kInput", "kOutput", "kCustom"}
+    backend = cuda_run.text("hlo-backend", "cuda", spec)
+    assert backend.startswith("HloModule jit_mlp_train_step, is_scheduled=true")
+
+
+@pytest.mark.parametrize("spec", list(SPECS))
+def test_cuda_html_dot_buffers_memory(cuda_run, spec):
+    html = cuda_run.text("html", "cuda", spec)
+    assert html.lstrip().startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert cuda_run.text("dot", "cuda", spec).startswith("digraph")
+    assert re.search(r"^allocation \d+: size \d+", cuda_run.text("buffer-assignment", "cuda", spec), re.M)
+    usage = json.loads(cuda_run.text("memory-usage", "cuda", spec))
+    assert usage["argument_size_in_bytes"] == ARGUMENT_BYTES
+    assert usage["output_size_in_bytes"] >= OUTPUT_DATA_BYTES
+    assert "temp_size_in_bytes" in usage
+
+
+@pytest.mark.parametrize("spec", list(SPECS))
+def test_cuda_llvm(cuda_run, spec, tmp_path):
+    for stage in ("llvm-before-optimizations", "llvm"):
+        text = cuda_run.text(stage, "cuda", spec)
+        filecheck(text, """\
+CHECK: target triple = "nvptx64-nvidia-cuda"
+CHECK: define ptx_kernel void @{{[a-z_0-9]+}}(
+""", tmp_path)
+        assert "x86_64" not in text
+
+
+@pytest.mark.parametrize("spec, sm", list(SPECS.items()))
+def test_cuda_ptx(cuda_run, spec, sm, tmp_path):
+    ptx = cuda_run.text("ptx", "cuda", spec)
+    filecheck(ptx, f"""\
+CHECK: .version {{{{[0-9]+\\.[0-9]+}}}}
+CHECK-NEXT: .target {sm}
+CHECK-NEXT: .address_size 64
+CHECK: .visible .entry {{{{[a-z_0-9]+}}}}(
+""", tmp_path)
+    assert set(re.findall(r"^\.target (\S+)", ptx, re.M)) == {sm}
+    # Every kernel launched by the thunk sequence has a PTX entry, and vice versa.
+    entries = set(re.findall(r"^\.visible \.entry (\w+)\(", ptx, re.M))
+    thunks = cuda_run.text("thunk-sequence", "cuda", spec)
+    kernels = set(re.findall(r"^\d+: k\w*Kernel \[.*?\] (\w+) grid:", thunks, re.M))
+    assert kernels and entries == kernels
+
+
+@pytest.mark.parametrize("spec", list(SPECS))
+def test_cuda_thunk_sequence_and_autotune(cuda_run, spec):
+    thunks = cuda_run.text("thunk-sequence", "cuda", spec)
+    lines = [ln for ln in thunks.splitlines() if ln.strip()]
+    assert lines and all(re.match(r"^\d{3}: k\w+", ln) for ln in lines), thunks
+    assert any("Kernel" in ln.split()[1] for ln in lines)
+    assert re.search(r"^version: \d+", cuda_run.text("autotune-results", "cuda", spec), re.M)
+
+
+# ------------------------------------------------------------ platform / stage errors
+
+def test_ptx_on_cpu_names_cpu_stages(cli):
+    line = assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "ptx", MLP),
+                                 contains="stage 'ptx' does not exist for --platform cpu")
+    cpu_names = line.split("cpu stages: ", 1)[1]
+    assert "cost" in cpu_names and "hlo-backend" in cpu_names and "ptx" not in cpu_names
+
+
+def test_cost_on_cuda_names_cuda_stages(cli):
+    line = assert_one_line_error(
+        cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cost", MLP),
+        contains="stage 'cost' does not exist for --platform cuda")
+    cuda_names = line.split("cuda stages: ", 1)[1]
+    assert "ptx" in cuda_names and "thunk-sequence" in cuda_names and "cost" not in cuda_names
+
+
+def test_unknown_stage_did_you_mean(cli):
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "hlo-backnd", MLP),
+                          contains="unknown stage 'hlo-backnd' (did you mean 'hlo-backend'?)")
+
+
+def test_xla_stage_without_platform(cli):
+    assert_one_line_error(cli("opt", "--stage", "hlo", MLP), contains="give --platform cpu|cuda")
+
+
+def test_stage_all_needs_dump_dir(cli):
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "all", MLP),
+                          contains="--stage all needs --dump-dir")
+
+
+def _listed(out: str) -> list[str]:
+    return [ln.split()[0] for ln in out.splitlines() if ln.strip()]
+
+
+def test_list_stages_per_platform(cli):
+    r = cli("opt", "--list-stages", "--platform", "cpu")
+    assert r.code == 0
+    assert _listed(r.out) == [s.name for s in stages.available("cpu")]
+    assert "ptx" not in _listed(r.out) and "cost" in _listed(r.out)
+    r = cli("opt", "--list-stages", "--platform", "cuda")
+    assert r.code == 0 and r.err == ""  # no default-spec note for a listing
+    assert "ptx" in _listed(r.out) and "cost" not in _listed(r.out)
+
+
+def test_list_stages_without_platform_is_mlir_only_and_does_not_import_jax():
+    proc = run_subprocess(
+        "import sys\n"
+        "from mlirhlo_driver.cli import main\n"
+        "try:\n    main(['opt', '--list-stages'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('EXIT', code)\n"
+        "print('JAX', 'jax' in sys.modules, 'jaxlib' in sys.modules)\n")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-2:] == ["EXIT 0", "JAX False False"]
+    names = _listed("\n".join(lines[:-2]))
+    assert names == [s.name for s in stages.STAGES.values() if s.level == stages.MLIR]
+    assert "hlo" not in names and "ptx" not in names
+
+
+# ------------------------------------------------------------ spec selection
+
+def test_readme_target_config_filename_line(cli, monkeypatch):
+    monkeypatch.chdir(REPO)
+    r = cli("opt", "--platform=CUDA", "--stage=llvm",
+            "--xla_gpu_target_config_filename=gpu_specs/a100_pcie_80.txtpb",
+            "tests/data/mlp_train_step.before_optimizations.txt")
+    assert r.code == 0, r.err
+    assert r.err == ""
+    assert 'target triple = "nvptx64-nvidia-cuda"' in r.out
+    assert re.search(r"^define ptx_kernel void @\w+\(", r.out, re.M)
+
+
+def test_default_spec_note(cli, tmp_path):
+    out = tmp_path / "k.thunks"
+    r = cli("opt", "--platform", "cuda", "--stage", "thunk-sequence", "-o", out, MLP)
+    assert r.code == 0, r.err
+    assert r.err == "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)\n"
+    assert "Kernel" in out.read_text()
+
+
+# ------------------------------------------------------------ determinism
+
+CPU_TEXT = [s.name for s in stages.all_for("cpu") if not s.binary]
+CUDA_TEXT = [s.name for s in stages.all_for("cuda") if not s.binary]
+_GRAPH_IDS = pytest.mark.xfail(
+    strict=True, reason="XLA's dot/html renderer numbers nodes differently on every compile "
+                        "(node79 vs node73 in the hover CSS, a different compressed graph)")
+_KERNEL_ORDER = pytest.mark.xfail(
+    strict=True, reason="CUDA LLVM/PTX modules are joined in the order of XLA's dump counter "
+                        "(0.ir-no-opt.ll, 1.ptx, ...), which follows the parallel compile's completion "
+                        "order: the same kernels come out in a different order on each compile")
+
+
+def _marks(platform: str, stage: str):
+    if stage in ("dot", "html"):
+        return [_GRAPH_IDS]
+    if platform == "cuda" and stage in ("llvm-before-optimizations", "llvm", "ptx"):
+        return [_KERNEL_ORDER]
+    return []
+
+
+@pytest.mark.parametrize("platform, stage",
+                         [pytest.param("cpu", s, marks=_marks("cpu", s)) for s in CPU_TEXT]
+                         + [pytest.param("cuda", s, marks=_marks("cuda", s)) for s in CUDA_TEXT])
+def test_text_stages_are_deterministic(platform, stage, cpu_run, cuda_run, cpu_api, h100_api):
+    """The same module and flags give byte-identical output on a second compile."""
+    if platform == "cpu":
+        first, second = cpu_run.path(stages.get(stage, "cpu").ext).read_bytes(), cpu_api.stage(stage)
+    else:
+        first = cuda_run.path(stages.get(stage, "cuda").ext, "h100_sxm").read_bytes()
+        second = h100_api.stage(stage)
+    assert isinstance(second, str)
+    assert first == second.encode()
+
+
+def test_cuda_kernel_set_is_deterministic(cuda_run, h100_api):
+    """Whatever the order, both compiles produce the same PTX kernels."""
+    def chunks(text: str) -> list[str]:
+        return sorted(re.split(r"^// ----- \S+ -----\n", text, flags=re.M))
+
+    assert chunks(cuda_run.text("ptx", "cuda", "h100_sxm")) == chunks(h100_api.stage("ptx"))
+
+
+# ------------------------------------------------------------ -o is atomic
+
+def test_output_file_written(cli, tmp_path):
+    out = tmp_path / "sub" / "m.hlo"
+    r = cli("opt", "--platform", "cpu", "--stage", "hlo", "-o", out, MLP)
+    assert r.code == 0 and r.out == ""
+    assert out.read_text().startswith("HloModule jit_mlp_train_step, is_scheduled=true")
+    assert os.listdir(out.parent) == ["m.hlo"]
+
+
+def test_output_not_created_on_unknown_stage(cli, tmp_path):
+    out = tmp_path / "m.txt"
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "nosuch", "-o", out, MLP),
+                          contains="unknown stage 'nosuch'")
+    assert os.listdir(tmp_path) == []
+
+
+def test_output_not_created_on_bad_flag_value(cli, tmp_path):
+    out = tmp_path / "m.ll"
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "llvm",
+                              "--xla_cpu_enable_fast_math=3", "-o", out, MLP),
+                          contains="expected true or false")
+    assert os.listdir(tmp_path) == []
+
+
+def test_existing_output_kept_on_compile_error(cli, tmp_path):
+    """A compile failure (exit 1) leaves an existing -o file as it was."""
+    bad = tmp_path / "bad.pbtxt"
+    bad.write_text("garbage\n")
+    out = tmp_path / "m.ptx"
+    out.write_text("old\n")
+    r = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx",
+            "--autotune-results", bad, "-o", out, MLP)
+    assert r.code in (1, 2), r.err
+    assert "error:" in r.err
+    assert out.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["bad.pbtxt", "m.ptx"]
+
+
+# ------------------------------------------------------------ XLA pass selection
+
+@pytest.fixture(scope="module")
+def before_hlo() -> str:
+    import mlirhlo_driver
+
+    return mlirhlo_driver.load(str(MLP)).stage("hlo-before-optimizations")
+
+
+def _count(op: str, hlo: str) -> int:
+    return len(re.findall(rf" {op}\(", hlo))
+
+
+def test_after_pass_algsimp(cli, before_hlo):
+    r = cli("opt", "--platform", "cpu", "--after-pass", "algsimp", MLP)
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule jit_mlp_train_step")
+    assert r.out != before_hlo
+    # algsimp folds the backward pass's transposes into the dots
+    assert _count("transpose", before_hlo) > 0 and _count("transpose", r.out) == 0
+    assert _count("dot", r.out) == _count("dot", before_hlo) == 5
+    assert "is_scheduled=true" not in r.out and _count("fusion", r.out) == 0
+
+
+def test_after_pass_unknown(cli):
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--after-pass", "algsmp", MLP),
+                          contains="did you mean 'algsimp'?")
+
+
+def test_xla_passes_algsimp_only(cli, before_hlo):
+    r = cli("opt", "--platform", "cpu", "--xla-passes", "algsimp", MLP)
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule jit_mlp_train_step")
+    assert _count("transpose", before_hlo) > 0 and _count("transpose", r.out) == 0
+    assert _count("reshape", r.out) < _count("reshape", before_hlo)
+    # only algsimp (and the pipelines around it) ran: no fusion, no scheduling
+    assert _count("fusion", r.out) == 0 and "is_scheduled=true" not in r.out
+
+
+def test_xla_passes_unknown(cli):
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--xla-passes", "algsmp", MLP),
+                          contains="did you mean 'algsimp'?")
+
+
+def test_list_passes_cpu_has_simplification(cli):
+    r = cli("opt", "--list-passes", "--platform", "cpu")
+    assert r.code == 0
+    lines = r.out.splitlines()
+    i = lines.index("simplification:")
+    block = []
+    for ln in lines[i + 1:]:
+        if not ln.startswith("  "):
+            break
+        block.append(ln.strip())
+    assert "algsimp" in block
+
+
+# ------------------------------------------------------------ Python API
+
+def test_api_compile_ptx_and_write(h100_api, tmp_path):
+    ptx = h100_api.stage("ptx")
+    assert re.search(r"^\.target sm_90a$", ptx, re.M)
+    assert re.search(r"^\.visible \.entry \w+\(", ptx, re.M)
+    paths = h100_api.write(str(tmp_path))
+    assert {os.path.basename(p) for p in paths} == {s.filename(STEM) for s in stages.all_for("cuda")}
+    assert set(os.listdir(tmp_path)) == {os.path.basename(p) for p in paths}
+    assert (tmp_path / f"{STEM}.ptx").read_text() == ptx
+
+
+def test_api_compiles_once(monkeypatch):
+    import mlirhlo_driver
+    from mlirhlo_driver import xla_backend
+
+    calls = []
+    real = xla_backend.compile_module
+    monkeypatch.setattr(xla_backend, "compile_module",
+                        lambda *a, **kw: calls.append(a[1]) or real(*a, **kw))
+    c = mlirhlo_driver.compile(str(MLP), platform="cpu")
+    assert calls == []  # lazy
+    c.stage("hlo"), c.stage("cost"), c.stage("llvm")
+    assert calls == [STEM]
+
+
+# ------------------------------------------------------------ native noise on stderr
+
+def test_cuda_stage_all_stderr_is_only_the_driver(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([str(MLIRHLO), "opt", "--platform", "cuda", "--stage", "all",
+                           "--dump-dir", str(tmp_path), str(MLP)],
+                          capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)\n"
+    assert proc.stdout == ""
+    assert (tmp_path / f"{STEM}.ptx").is_file()
+
+
+def test_jaxlib_startup_is_quiet():
+    proc = run_subprocess("from mlirhlo_driver import _jaxlib; _jaxlib.jax(); _jaxlib.cuda_c_api()")
+    assert proc.returncode == 0
+    assert proc.stderr == ""
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "xla_backend.reference_module() calls _jaxlib.hlo_text_to_proto, which imports jaxlib._hlo "
+    "before _jaxlib.jax(); absl logging then runs at INFO and pjrt_api.cc/pjrt_client.cc/dump.cc "
+    "I-lines reach stderr"))
+def test_list_passes_cpu_stderr_is_quiet():
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([str(MLIRHLO), "opt", "--list-passes", "--platform", "cpu"],
+                          capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300)
+    assert proc.returncode == 0
+    assert "simplification:" in proc.stdout
+    assert proc.stderr == ""
