@@ -33,6 +33,12 @@ _NATIVE_NOISE = (
 
 _lock = threading.RLock()
 
+# XLA's INFO log lines (plugin found, device counts, dump paths) are queued and
+# can surface on stderr long after the call that logged them (at a fork, at
+# exit), past any fd-2 capture. Warnings and errors still show; a user's own
+# setting wins. Set before any jaxlib native library is loaded.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
 
 def installed_versions() -> dict[str, str | None]:
     """Installed versions of the pinned distributions, read without importing them."""

@@ -492,6 +492,93 @@ def convert(
         _fail(e)
 
 
+# ---------------------------------------------------------------------- ptx
+
+_LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"
+
+
+@app.command()
+def ptx(
+    input: Annotated[str, typer.Argument(help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'.")],
+    arch: Annotated[str, typer.Option("--arch", help="sm_XX[a] or X.Y[a], e.g. 9.0a or sm_80.")] = "sm_90a",
+    opt_level: Annotated[int, typer.Option("-O", "--opt-level", help="LLVM optimization level 0-3.")] = 3,
+    optimize: Annotated[bool, typer.Option(
+        "--optimize/--no-optimize",
+        help="Run LLVM's -O pipeline first (off for XLA's *.ir-with-opt.ll, already optimized).")] = True,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Output file (default stdout).")] = None,
+    print_after_all: Annotated[bool, typer.Option(
+        "--print-after-all", help="Print the IR after each LLVM pass (stderr).")] = False,
+    ir_dump_dir: Annotated[Optional[str], typer.Option(
+        "--ir-dump-dir", help="Write the IR after each LLVM pass here, one file per pass.")] = None,
+    libdevice: Annotated[Optional[str], typer.Option(
+        "--libdevice", help="libdevice.10.bc for IR calling __nv_* (default: CUDA_HOME).")] = None,
+) -> None:
+    """LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt).
+
+    Takes the LLVM IR XLA writes, including its newer float-constant syntax.
+    Several modules joined by '; ----- NAME -----' lines (the 'llvm' stages'
+    output) are compiled one by one.
+    """
+    import re
+
+    try:
+        from . import outputs
+        from . import ptx as ptx_backend
+
+        try:
+            text = Path(input).read_text()
+        except FileNotFoundError:
+            raise DriverError("no such file or directory", file=input) from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise DriverError(f"cannot read LLVM IR: {getattr(e, 'strerror', None) or e}", file=input) from None
+        if not text.strip():
+            raise DriverError("empty file", file=input)
+        parts = _split_llvm_modules(text)
+        dumps: list[tuple[str, str]] = []
+        want_dumps = print_after_all or ir_dump_dir is not None
+        out = []
+        for name, offset, body in parts:
+            try:
+                # Line numbers stay the file's: pad with the lines before this module.
+                code = ptx_backend.compile_to_ptx(
+                    "\n" * offset + body, arch, opt_level, filename=input, optimize=optimize,
+                    libdevice=libdevice,
+                    print_after_all=(lambda p, ir, n=name: dumps.append((f"{n}:{p}" if n else p, ir)))
+                    if want_dumps else None)
+            except DriverError:
+                raise
+            out.append((f"// ----- {name} -----\n" if name else "") + code)
+        if ir_dump_dir:
+            for i, (pass_name, ir) in enumerate(dumps):
+                safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
+                outputs.write_atomic(Path(ir_dump_dir) / f"{i:03d}-{safe}.ll", ir)
+        elif print_after_all:
+            for _, ir in dumps:
+                sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
+        result = "".join(out)
+        if output:
+            outputs.write_atomic(output, result)
+        else:
+            outputs.write_stdout(result)
+    except DriverError as e:
+        _fail(e)
+
+
+def _split_llvm_modules(text: str) -> list[tuple[str, int, str]]:
+    """(name, line offset, text) of each module; one unnamed part if not joined."""
+    import re
+
+    marks = list(re.finditer(_LLVM_MODULE_SEPARATOR, text, re.M))
+    if not marks:
+        return [("", 0, text)]
+    parts = []
+    for i, m in enumerate(marks):
+        start = m.end() + 1
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        parts.append((m.group(1), text.count("\n", 0, start), text[start:end]))
+    return parts
+
+
 # -------------------------------------------------------------------- specs
 
 specs_app = typer.Typer(help="GPU target specs for device-less CUDA compiles (gpu_specs/*.txtpb).",

@@ -1,0 +1,55 @@
+"""Start-up times of the CLI next to ``python -c "import jax"``, in one run.
+
+    python scripts/bench_startup.py [--repeats N]
+
+Each command runs N times in a fresh process; the median wall time is shown
+with its ratio to the bare jax import on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-c", "import sys; from mlirhlo_driver.cli import main; main(sys.argv[1:])"]
+
+COMMANDS = {
+    'python -c "import jax"': [sys.executable, "-c", "import jax"],
+    "mlirhlo --help": CLI + ["--help"],
+    "mlirhlo opt --help": CLI + ["opt", "--help"],
+    "mlirhlo passes --help": CLI + ["passes", "--help"],
+    "mlirhlo opt --list-stages": CLI + ["opt", "--list-stages"],
+    "mlirhlo specs list": CLI + ["specs", "list"],
+    "mlirhlo passes (cached)": CLI + ["passes"],
+    "mlirhlo opt sample.mlir (loads jax)": CLI + ["opt", str(REPO / "tests/data/erf_inv.mlir")],
+}
+
+
+def time_once(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=REPO)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    for cmd in COMMANDS.values():  # warm caches (pass catalog, OS page cache)
+        time_once(cmd)
+    results = {name: statistics.median(time_once(cmd) for _ in range(args.repeats))
+               for name, cmd in COMMANDS.items()}
+    base = results['python -c "import jax"']
+    width = max(map(len, results))
+    print(f"{'command':<{width}}  {'median s':>9}  {'vs import jax':>13}")
+    for name, t in results.items():
+        print(f"{name:<{width}}  {t:>9.3f}  {t / base:>12.2f}x")
+
+
+if __name__ == "__main__":
+    main()
