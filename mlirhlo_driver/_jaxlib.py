@@ -265,18 +265,31 @@ def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") ->
 
 
 def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
-    """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only)."""
+    """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only).
+
+    On failure the CompileError carries what XLA logged natively meanwhile
+    (``native_log``): some errors are explained only there.
+    """
     from jax._src.lib import xla_client
 
     client = devices[0].client
     device_list = xla_client.DeviceList(tuple(devices))
-    with filtered_native_stderr():
+    failure: Exception | None = None
+    with capture_fd2() as captured:
         try:
             if hasattr(client, "compile_and_load") and devices[0].platform == "cpu":
-                return client.compile_and_load(module, device_list, options)
-            return client.compile(module, executable_devices=device_list, compile_options=options)
+                executable = client.compile_and_load(module, device_list, options)
+            else:
+                executable = client.compile(module, executable_devices=device_list,
+                                            compile_options=options)
         except Exception as e:
-            raise CompileError(_strip_status(str(e))) from None
+            failure = e
+    if failure is not None:
+        err = CompileError(_strip_status(str(failure)))
+        err.native_log = captured.text
+        raise err from None
+    _replay_without_noise(captured.text)
+    return executable
 
 
 def _strip_status(message: str) -> str:

@@ -174,7 +174,9 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
     if autotune_results is not None:
         cli_flags["xla_gpu_load_autotune_results_from"] = autotune_results
     file_flags = xla_flags.from_file(debug_options_file) if debug_options_file else {}
-    flags = xla_flags.merge(file_flags, xla_flags.from_environment(), cli_flags)
+    # XLA_FLAGS may be set for other tools: it matters only when XLA compiles.
+    env_flags = xla_flags.from_environment() if platform is not None else {}
+    flags = xla_flags.merge(file_flags, env_flags, cli_flags)
     if flags:
         xla_flags.check_names(flags, xla_flags.known_names())
     path = flags.get("xla_gpu_load_autotune_results_from")
@@ -202,6 +204,8 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
             specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
     elif platform == "cpu" and gpu_spec is not None:
         raise DriverError("--gpu-spec is for --platform cuda")
+    if platform == "cpu" and "xla_gpu_load_autotune_results_from" in flags:
+        raise DriverError("autotune results are for --platform cuda")
     return _Target(platform, specs, tuple(sorted(flags.items())))
 
 
@@ -665,3 +669,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_USAGE)
         raise
     sys.exit(result if isinstance(result, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would not
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -29,6 +30,12 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_stdout(data: str | bytes) -> None:

@@ -102,6 +102,9 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
             if flag_error is not None:
                 raise flag_error from None
+            autotune_file = dict(options.xla_flags).get("xla_gpu_load_autotune_results_from")
+            if autotune_file and "autotune" in e.message.lower():
+                raise _autotune_error(str(autotune_file), getattr(e, "native_log", "")) from None
             if not keep_going:
                 raise
             error = e.message
@@ -123,6 +126,16 @@ def compile_module(module: Any, module_name: str, options: Any, *,
         except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
             art.cost = None
     return art
+
+
+def _autotune_error(path: str, native_log: str) -> Exception:
+    from .errors import FlagError
+
+    m = re.search(r"Error parsing text-format xla\.AutotuneResults: (\d+):(\d+): (.*)", native_log)
+    if m:
+        return FlagError(f"malformed autotune results: {m.group(3).strip()}", file=path,
+                         line=int(m.group(1)), col=int(m.group(2)))
+    return FlagError("malformed autotune results (not an AutotuneResults textproto)", file=path)
 
 
 def _read_dump(directory: str) -> dict[str, bytes]:

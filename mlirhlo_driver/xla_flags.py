@@ -78,31 +78,50 @@ def from_environment() -> dict[str, Any]:
     return flags
 
 
+_FIELD = re.compile(r"""\s*(xla_[A-Za-z0-9_]+)\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s#"']+)\s*[,;]?""")
+
+
 def from_file(path: str) -> dict[str, Any]:
-    """A DebugOptions textproto (``xla_name: value`` lines) or XLA_FLAGS-style lines."""
+    """A DebugOptions textproto (``xla_name: value`` fields) or XLA_FLAGS-style lines."""
     try:
         text = Path(path).read_text()
     except FileNotFoundError:
         raise FlagError("no such file", file=path) from None
-    except OSError as e:
-        raise FlagError(e.strerror or str(e), file=path) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FlagError(getattr(e, "strerror", None) or str(e), file=path) from None
     flags: dict[str, Any] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
-        stripped = line.split("#", 1)[0].strip()
-        if not stripped:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
             continue
         if stripped.startswith("--"):
-            got, rest = parse_flag_args(shlex.split(stripped))
+            try:
+                words = shlex.split(stripped, comments=True)
+            except ValueError as e:
+                raise FlagError(f"cannot parse: {e}", file=path, line=lineno,
+                                col=len(line) - len(line.lstrip()) + 1) from None
+            got, rest = parse_flag_args(words)
             if rest:
                 raise FlagError(f"not an XLA flag: '{rest[0]}'", file=path, line=lineno,
-                                col=line.index(rest[0]) + 1)
+                                col=max(line.find(rest[0]), 0) + 1)
             flags.update(got)
             continue
-        m = _TEXTPROTO_LINE.match(stripped)
-        if not m:
-            raise FlagError("expected 'xla_name: value' or '--xla_name=value'", file=path,
-                            line=lineno, col=len(line) - len(line.lstrip()) + 1)
-        flags[m.group(1)] = parse_value(m.group(2))
+        pos = 0
+        while pos < len(line):
+            if not line[pos:].strip() or line[pos:].lstrip().startswith("#"):
+                break
+            m = _FIELD.match(line, pos)
+            if not m:
+                col = pos + len(line[pos:]) - len(line[pos:].lstrip()) + 1
+                raise FlagError("expected 'xla_name: value' or '--xla_name=value'", file=path,
+                                line=lineno, col=col)
+            value = m.group(2)
+            if value[:1] in "\"'":
+                value = value[1:-1].encode().decode("unicode_escape")
+                flags[m.group(1)] = value
+            else:
+                flags[m.group(1)] = parse_value(value)
+            pos = m.end()
     return flags
 
 
@@ -132,7 +151,8 @@ def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
     """XLA's complaints about an override, as a FlagError (None if not about flags)."""
     m = _NO_SUCH.search(message)
     if m:
-        return FlagError(f"unknown XLA flag '--{m.group(1)}'", hint=did_you_mean(m.group(1), known))
+        name = m.group(1)  # XLA's word overrules our list (old names linger in the binary)
+        return FlagError(f"unknown XLA flag '--{name}'", hint=did_you_mean(name, known - {name}))
     m = _BAD_VALUE.search(message)
     if m:
         kind = {"int32": "an integer", "int64": "an integer", "bool": "true or false",

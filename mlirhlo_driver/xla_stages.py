@@ -7,6 +7,7 @@ Patterns below match dump keys after xla_backend has dropped XLA's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .stages import XLA, Stage, register
@@ -16,24 +17,40 @@ CPU_ONLY = frozenset({"cpu"})
 CUDA_ONLY = frozenset({"cuda"})
 
 
+_LL_DEFINE = r"^define [^@]*@\"?([\w.$-]+)"
+
+
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _joined(req: Any, pattern: str, stage: str, comment: str) -> str:
-    """Several files of one kind (one per LLVM module or kernel), in XLA's order.
+def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) -> str:
+    """Several files of one kind (one per LLVM module), in a stable order.
 
     Each starts with a ``<comment> ----- <name> -----`` line, so tools can split
-    them again (``mlirhlo ptx`` does).
+    them again (``mlirhlo ptx`` does). XLA numbers CUDA's files in the order
+    its parallel compile finishes, so sections are named after the first kernel
+    they define and sorted by that; empty files are left out.
     """
     art = req.artifacts()
     found = art.matching(pattern)
     if not found:
         art.one(pattern, stage)  # raises the "no output" error
-    if len(found) == 1:
-        return _text(found[0][1])
-    return "".join(f"{comment} ----- {key} -----\n{_text(data)}" + ("" if data.endswith(b"\n") else "\n")
-                   for key, data in found)
+    sections = []
+    for key, data in found:
+        text = _text(data)
+        if not text.strip():
+            continue
+        name = re.sub(pattern, "", key)
+        if not name or name.isdigit() or re.fullmatch(r"\d+\.?", name):
+            kernels = sorted(set(re.findall(kernel_rx, text, re.M)))
+            name = kernels[0] if kernels else "module"
+        sections.append((name, text))
+    sections.sort()
+    if len(sections) == 1:
+        return sections[0][1]
+    return "".join(f"{comment} ----- {name} -----\n{text}" + ("" if text.endswith("\n") else "\n")
+                   for name, text in sections)
 
 
 def _hlo(req: Any) -> str:
@@ -46,11 +63,15 @@ def _hlo_backend(req: Any) -> str:
 
 
 def _html(req: Any) -> str:
-    return _text(req.artifacts().one(_AFTER_OPT + r"\.html$", "html"))
+    from .graph_dumps import canonical_html
+
+    return canonical_html(_text(req.artifacts().one(_AFTER_OPT + r"\.html$", "html")))
 
 
 def _dot(req: Any) -> str:
-    return _text(req.artifacts().one(_AFTER_OPT + r"\.dot$", "dot"))
+    from .graph_dumps import canonical_dot
+
+    return canonical_dot(_text(req.artifacts().one(_AFTER_OPT + r"\.dot$", "dot")))
 
 
 def _buffer_assignment(req: Any) -> str:
@@ -71,15 +92,15 @@ def _cost(req: Any) -> str:
 
 
 def _llvm_before(req: Any) -> str:
-    return _joined(req, r"\.ir-no-opt\.ll$", "llvm-before-optimizations", ";")
+    return _joined(req, r"\.ir-no-opt\.ll$", "llvm-before-optimizations", ";", _LL_DEFINE)
 
 
 def _llvm_after(req: Any) -> str:
-    return _joined(req, r"\.ir-with-opt\.ll$", "llvm", ";")
+    return _joined(req, r"\.ir-with-opt\.ll$", "llvm", ";", _LL_DEFINE)
 
 
 def _ptx(req: Any) -> str:
-    return _joined(req, r"\.ptx$", "ptx", "//")
+    return _joined(req, r"\.ptx$", "ptx", "//", r"^\.(?:visible )?\.entry (\w+)")
 
 
 def _thunk_sequence(req: Any) -> str:

@@ -1,0 +1,492 @@
+"""XLA DebugOptions flags (xla_flags.py, xla_backend.flag_overrides) and `mlirhlo specs`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, REPO, assert_one_line_error
+from mlirhlo_driver import stages, xla_backend, xla_flags
+from mlirhlo_driver.errors import FlagError
+
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+MLIRHLO = Path(sys.executable).parent / "mlirhlo"
+# --xla_cpu_enable_fast_math=true puts fast-math flags on the CPU backend's float ops
+# (fsub/fmul/fadd "reassoc nsz contract"); without it no fsub/fmul carries nsz.
+_FAST = re.compile(r"= f(?:add|sub|mul) (?:\w+ )*nsz\b")
+
+
+def _is_fast(llvm_ir: str) -> bool:
+    return bool(_FAST.search(llvm_ir))
+
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+# ------------------------------------------------------------------ parse_value
+
+@pytest.mark.parametrize("text, value", [
+    ("true", True), ("FALSE", False), ("True", True),
+    ("3", 3), ("-2", -2), ("+4", 4), ("0", 0),
+    ("1.5", 1.5), (".5", 0.5), ("2.", 2.0), ("1e3", 1000.0), ("1e-3", 0.001),
+    ('"a b"', "a b"), ("'x'", "x"), ("abc", "abc"), ("", ""), ("0x10", "0x10"), (".*", ".*"),
+])
+def test_parse_value(text, value):
+    got = xla_flags.parse_value(text)
+    assert got == value and type(got) is type(value)
+
+
+# ------------------------------------------------------------------ parse_flag_args
+
+def test_parse_flag_args_separate_values():
+    flags, rest = xla_flags.parse_flag_args(
+        ["--xla_a=1", "in.hlo", "--xla_b", "2", "--xla_c", "--other", "--xla_d"])
+    assert flags == {"xla_a": 1, "xla_b": 2, "xla_c": True, "xla_d": True}
+    assert rest == ["in.hlo", "--other"]
+
+
+def test_parse_flag_args_command_line_form():
+    # With positional inputs around, a bare flag is a boolean, never eats the next word.
+    flags, rest = xla_flags.parse_flag_args(["--xla_b", "in.hlo", "--xla_a=x=y", "--xla_e="],
+                                            separate_values=False)
+    assert flags == {"xla_b": True, "xla_a": "x=y", "xla_e": ""}
+    assert rest == ["in.hlo"]
+
+
+def test_parse_flag_args_only_xla_names():
+    flags, rest = xla_flags.parse_flag_args(["--xla-a=1", "-xla_b=1", "--xlb_c=1", "--XLA_d=1"])
+    assert flags == {}
+    assert rest == ["--xla-a=1", "-xla_b=1", "--xlb_c=1", "--XLA_d=1"]
+
+
+def test_parse_flag_args_last_wins():
+    flags, _ = xla_flags.parse_flag_args(["--xla_a=1", "--xla_a=2"])
+    assert flags == {"xla_a": 2}
+
+
+# ------------------------------------------------------------------ from_file
+
+def test_from_file_textproto_and_flag_lines(tmp_path):
+    f = tmp_path / "opts.txt"
+    f.write_text("# DebugOptions\n"
+                 "xla_a: true\n"
+                 "  xla_b : 3  # trailing comment\n"
+                 "\n"
+                 "--xla_c=false --xla_d=\"s p\"\n"
+                 "xla_e: \"quoted\"\n"
+                 "xla_f: 0.25\n")
+    assert xla_flags.from_file(str(f)) == {
+        "xla_a": True, "xla_b": 3, "xla_c": False, "xla_d": "s p", "xla_e": "quoted", "xla_f": 0.25}
+
+
+@pytest.mark.parametrize("text, line, col, message", [
+    ("xla_a: 1\n  bogus line\n", 2, 3, "expected 'xla_name: value' or '--xla_name=value'"),
+    ("xla_a 1\n", 1, 1, "expected 'xla_name: value'"),
+    ("xla_a:\n", 1, 1, "expected 'xla_name: value'"),
+    ("xla_a { x: 1 }\n", 1, 1, "expected 'xla_name: value'"),
+    ("--xla_a=1 oops\n", 1, 11, "not an XLA flag: 'oops'"),
+    ("\n  --xla_a=1 --notxla\n", 2, 13, "not an XLA flag: '--notxla'"),
+])
+def test_from_file_errors_have_line_and_col(tmp_path, text, line, col, message):
+    f = tmp_path / "opts.txt"
+    f.write_text(text)
+    with pytest.raises(FlagError) as info:
+        xla_flags.from_file(str(f))
+    err = info.value
+    assert (err.file, err.line, err.col) == (str(f), line, col)
+    assert message in err.message
+    assert err.format().startswith(f"error: {f}:{line}:{col}: ")
+
+
+def test_from_file_missing(tmp_path):
+    with pytest.raises(FlagError) as info:
+        xla_flags.from_file(str(tmp_path / "nope.txt"))
+    assert info.value.format() == f"error: {tmp_path / 'nope.txt'}: no such file"
+
+
+def test_from_file_hash_inside_quotes(tmp_path):
+    f = tmp_path / "opts.txt"
+    f.write_text('xla_dump_hlo_pass_re: "a#b"  # the passes to dump\n')
+    assert xla_flags.from_file(str(f)) == {"xla_dump_hlo_pass_re": "a#b"}
+
+
+@pytest.mark.parametrize("line", ['--xla_dump_hlo_pass_re="a', '--xla_dump_hlo_pass_re="a#b"'])
+def test_from_file_unbalanced_quote_is_flag_error(tmp_path, line):
+    f = tmp_path / "opts.txt"
+    f.write_text("xla_cpu_enable_fast_math: true\n" + line + "\n")
+    try:
+        got = xla_flags.from_file(str(f))
+    except FlagError as e:
+        assert (e.file, e.line) == (str(f), 2)
+        return
+    assert got["xla_dump_hlo_pass_re"] == "a#b"
+
+
+def test_cli_debug_options_file_unbalanced_quote(cli, tmp_path):
+    f = tmp_path / "opts.txt"
+    f.write_text('--xla_dump_hlo_pass_re="a\n')
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--debug-options-file", f, MLP),
+                          contains=f"error: {f}:1:")
+
+
+def test_from_file_two_fields_on_a_line(tmp_path):
+    f = tmp_path / "opts.txt"
+    f.write_text("xla_a: 1 xla_b: 2\n")
+    try:
+        got = xla_flags.from_file(str(f))
+    except FlagError as e:  # rejecting the line with its position is fine too
+        assert (e.line, e.col) == (1, 10)
+        return
+    assert got == {"xla_a": 1, "xla_b": 2}
+
+
+# ------------------------------------------------------------------ from_environment
+
+@pytest.mark.parametrize("env, flags", [
+    ("", {}), ("   ", {}),
+    ("--xla_a=1 --xla_b", {"xla_a": 1, "xla_b": True}),
+    ("--xla_a='x y'  --xla_b=2.5", {"xla_a": "x y", "xla_b": 2.5}),
+    ("--xla_a=1 --some_other_flag=2", {"xla_a": 1}),
+])
+def test_from_environment(monkeypatch, env, flags):
+    monkeypatch.setenv("XLA_FLAGS", env)
+    assert xla_flags.from_environment() == flags
+
+
+def test_from_environment_unset():
+    assert xla_flags.from_environment() == {}
+
+
+@pytest.mark.parametrize("env, message", [
+    ("--xla_a=1 junk", "cannot parse XLA_FLAGS near 'junk'"),
+    ('--xla_a="unterminated', "cannot parse XLA_FLAGS: No closing quotation"),
+])
+def test_from_environment_errors(monkeypatch, env, message):
+    monkeypatch.setenv("XLA_FLAGS", env)
+    with pytest.raises(FlagError, match=re.escape(message)):
+        xla_flags.from_environment()
+
+
+# ------------------------------------------------------------------ merge / check_names
+
+def test_merge_precedence():
+    merged = xla_flags.merge({"xla_a": 1, "xla_b": 1, "xla_c": 1},
+                             {"xla_b": 2, "xla_c": 2, "xla_d": 2},
+                             {"xla_c": 3})
+    assert merged == {"xla_a": 1, "xla_b": 2, "xla_c": 3, "xla_d": 2}
+
+
+def test_merge_does_not_mutate():
+    file_flags = {"xla_a": 1}
+    xla_flags.merge(file_flags, {"xla_a": 2}, {"xla_a": 3})
+    assert file_flags == {"xla_a": 1}
+
+
+def test_check_names_hint():
+    known = {"xla_cpu_enable_fast_math", "xla_gpu_autotune_level"}
+    xla_flags.check_names({"xla_cpu_enable_fast_math": True}, known)
+    with pytest.raises(FlagError) as info:
+        xla_flags.check_names({"xla_cpu_enable_fast_mth": True}, known)
+    assert info.value.format() == ("error: unknown XLA flag '--xla_cpu_enable_fast_mth' "
+                                   "(did you mean 'xla_cpu_enable_fast_math'?)")
+    with pytest.raises(FlagError) as info:
+        xla_flags.check_names({"xla_zzzzzz": 1}, known)
+    assert info.value.hint == "see XLA's DebugOptions"
+    xla_flags.check_names({"xla_anything": 1}, set())  # nothing known: XLA decides
+
+
+def test_known_names_from_this_jaxlib():
+    names = xla_flags.known_names()
+    assert {"xla_cpu_enable_fast_math", "xla_gpu_autotune_level", "xla_dump_to",
+            "xla_backend_optimization_level"} <= names
+
+
+@pytest.mark.parametrize("message, formatted", [
+    ("INVALID_ARGUMENT: No such compile option: 'xla_fo'",
+     "error: unknown XLA flag '--xla_fo' (did you mean 'xla_foo'?)"),
+    ("While setting option xla_gpu_autotune_level, 'x' is not a valid int32 value",
+     "error: --xla_gpu_autotune_level=x: expected an integer"),
+    ("While setting option xla_cpu_enable_fast_math, '3' is not a valid bool value",
+     "error: --xla_cpu_enable_fast_math=3: expected true or false"),
+])
+def test_translate_compile_error(message, formatted):
+    assert xla_flags.translate_compile_error(message, {"xla_foo"}).format() == formatted
+
+
+def test_translate_compile_error_other():
+    assert xla_flags.translate_compile_error("Something else went wrong", {"xla_foo"}) is None
+
+
+# ------------------------------------------------------------------ flag_overrides
+
+def test_flag_overrides_cpu_defaults():
+    got = xla_backend.flag_overrides(stages.StageOptions(platform="cpu"))
+    assert got == [("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", True),
+                   ("xla_dump_hlo_as_text", True)]
+
+
+def test_flag_overrides_user_over_driver_defaults():
+    options = stages.StageOptions(platform="cuda", xla_flags=(
+        ("xla_dump_hlo_as_html", False), ("xla_gpu_autotune_level", 4),
+        ("xla_dump_to", "/somewhere"), ("xla_a", 1)))
+    got = xla_backend.flag_overrides(options)
+    assert got == [("xla_a", 1), ("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
+                   ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4)]
+    assert "xla_dump_to" not in dict(got)  # the driver owns the dump directory
+
+
+def test_flag_overrides_deviceless_cuda_default():
+    assert dict(xla_backend.flag_overrides(stages.StageOptions(platform="cuda")))[
+        "xla_gpu_autotune_level"] == 0
+    assert "xla_gpu_autotune_level" not in dict(
+        xla_backend.flag_overrides(stages.StageOptions(platform="cpu")))
+
+
+# ------------------------------------------------------------------ CLI: bad flags
+
+def test_cli_unknown_flag_did_you_mean(cli):
+    assert_one_line_error(
+        cli("opt", "--platform", "cpu", "--stage", "llvm", "--xla_cpu_enable_fast_mth=true", MLP),
+        contains="unknown XLA flag '--xla_cpu_enable_fast_mth' (did you mean 'xla_cpu_enable_fast_math'")
+
+
+def test_cli_wrong_type(cli):
+    assert_one_line_error(
+        cli("opt", "--platform", "cpu", "--stage", "llvm", "--xla_cpu_enable_fast_math=3", MLP),
+        contains="--xla_cpu_enable_fast_math=3: expected true or false")
+
+
+def test_cli_wrong_type_int(cli):
+    assert_one_line_error(
+        cli("opt", "--platform", "cpu", "--stage", "hlo", "--xla_backend_optimization_level=x", MLP),
+        contains="--xla_backend_optimization_level=x: expected an integer")
+
+
+def test_cli_rejected_flag_does_not_suggest_itself(cli):
+    r = cli("opt", "--platform", "cpu", "--stage", "hlo", "--xla_cpu_use_thunk_runtime=false", MLP)
+    line = assert_one_line_error(r, contains="unknown XLA flag '--xla_cpu_use_thunk_runtime'")
+    assert "'xla_cpu_use_thunk_runtime'" not in line
+
+
+def test_cli_flags_need_platform(cli):
+    assert_one_line_error(cli("opt", "--xla_cpu_enable_fast_math=true", MLP),
+                          contains="XLA flags need --platform cpu|cuda")
+
+
+@pytest.mark.parametrize("argv", [["opt", "--list-stages"], ["opt", "--stage", "stablehlo", MLP]])
+def test_environment_flags_do_not_break_mlir_stages(cli, monkeypatch, argv):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    r = cli(*argv)
+    assert r.code == 0, r.err
+    assert r.out
+
+
+# ------------------------------------------------------------------ CLI: flags change output
+
+@pytest.fixture(scope="module")
+def llvm_outputs(tmp_path_factory):
+    """CPU 'llvm' stage: default, fast math on, and -O0 for the backend."""
+    from mlirhlo_driver.cli import main
+
+    d = tmp_path_factory.mktemp("llvm")
+    out = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("XLA_FLAGS", raising=False)
+        for name, extra in (("default", []), ("fast", ["--xla_cpu_enable_fast_math=true"]),
+                            ("o0", ["--xla_backend_optimization_level=0"])):
+            path = d / f"{name}.ll"
+            with pytest.raises(SystemExit) as info:
+                main(["opt", "--platform", "cpu", "--stage", "llvm", *extra, "-o", str(path), str(MLP)])
+            assert info.value.code == 0
+            out[name] = path.read_text()
+    return out
+
+
+def test_fast_math_flag_changes_llvm(llvm_outputs):
+    assert not _is_fast(llvm_outputs["default"])
+    assert _is_fast(llvm_outputs["fast"])
+
+
+def test_backend_optimization_level_changes_llvm(llvm_outputs):
+    assert llvm_outputs["o0"] != llvm_outputs["default"]
+    assert not _is_fast(llvm_outputs["o0"])
+
+
+def _llvm(cli, tmp_path, *extra) -> str:
+    out = tmp_path / "out.ll"
+    if out.exists():
+        out.unlink()
+    r = cli("opt", "--platform", "cpu", "--stage", "llvm", *extra, "-o", out, MLP)
+    assert r.code == 0, r.err
+    return out.read_text()
+
+
+def test_precedence_file_env_cli(cli, monkeypatch, tmp_path, llvm_outputs):
+    """--debug-options-file < XLA_FLAGS < command line, seen in the compiled LLVM IR."""
+    opts = tmp_path / "debug_options.txtpb"
+    opts.write_text("# DebugOptions\nxla_cpu_enable_fast_math: true\n")
+    file_only = _llvm(cli, tmp_path, "--debug-options-file", opts)
+    assert _is_fast(file_only)
+    assert file_only == llvm_outputs["fast"]
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    env_over_file = _llvm(cli, tmp_path, "--debug-options-file", opts)
+    assert not _is_fast(env_over_file)
+    assert env_over_file == llvm_outputs["default"]
+
+    cli_over_both = _llvm(cli, tmp_path, "--debug-options-file", opts, "--xla_cpu_enable_fast_math=true")
+    assert _is_fast(cli_over_both)
+
+
+def test_debug_options_file_flag_lines(cli, tmp_path, llvm_outputs):
+    opts = tmp_path / "flags.txt"
+    opts.write_text("--xla_cpu_enable_fast_math=true\n")
+    assert _llvm(cli, tmp_path, "--debug-options-file", opts) == llvm_outputs["fast"]
+
+
+def test_debug_options_file_error(cli, tmp_path):
+    opts = tmp_path / "bad.txtpb"
+    opts.write_text("xla_cpu_enable_fast_math: true\nnot a flag\n")
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--debug-options-file", opts, MLP),
+                          contains=f"error: {opts}:2:1: expected 'xla_name: value'")
+
+
+def test_debug_options_file_missing(cli, tmp_path):
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--debug-options-file",
+                              tmp_path / "nope.txtpb", MLP),
+                          contains=f"{tmp_path / 'nope.txtpb'}: no such file")
+
+
+# ------------------------------------------------------------------ CLI: autotune results
+
+def test_autotune_results_missing_file(cli):
+    assert_one_line_error(cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx",
+                              "--autotune-results", "/missing/autotune.pbtxt", MLP),
+                          contains="error: /missing/autotune.pbtxt: no such autotune results file")
+
+
+@pytest.fixture(scope="module")
+def malformed_autotune_run(tmp_path_factory):
+    """A malformed --autotune-results file, in a fresh process.
+
+    XLA loads xla_gpu_load_autotune_results_from once per process: a second
+    compile in the same process (even with another file) does not read it
+    again and succeeds, so this cannot run in-process after other compiles.
+    """
+    d = tmp_path_factory.mktemp("autotune")
+    bad = d / "bad.pbtxt"
+    bad.write_text("garbage\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL", "TPU_SKIP_MDS_QUERY")}
+    proc = subprocess.run([str(MLIRHLO), "opt", "--platform", "cuda", "--gpu-spec", "h100_sxm",
+                           "--stage", "hlo", "--autotune-results", str(bad), "-o", str(d / "out.hlo"),
+                           str(MLP)], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300)
+    return bad, proc
+
+
+def test_autotune_results_malformed_file(malformed_autotune_run):
+    bad, proc = malformed_autotune_run
+    assert proc.returncode in (1, 2), proc.stderr
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("error: ")
+    assert "autotune results" in proc.stderr
+    assert not (bad.parent / "out.hlo").exists()
+
+
+def test_autotune_results_malformed_file_is_one_error_naming_it(malformed_autotune_run):
+    bad, proc = malformed_autotune_run
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {bad}")
+
+
+def test_autotune_results_round_trip(cli, tmp_path):
+    """What the autotune-results stage writes loads back."""
+    results = tmp_path / "autotune.pbtxt"
+    r = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "autotune-results",
+            "-o", results, MLP)
+    assert r.code == 0, r.err
+    assert re.search(r"^version: \d+", results.read_text(), re.M)
+    r = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx",
+            "--autotune-results", results, MLP)
+    assert r.code == 0, r.err
+    assert ".target sm_90a" in r.out
+
+
+# ------------------------------------------------------------------ specs
+
+def test_specs_list_table(cli):
+    r = cli("specs", "list")
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert lines[0].split() == ["name", "gpu", "cc", "target", "SMs", "memory", "bandwidth"]
+    rows = lines[1:]
+    assert len(rows) == 12
+    names = [row.split()[0] for row in rows]
+    assert names == sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
+    default = [row for row in rows if "(default)" in row]
+    assert len(default) == 1 and default[0].startswith("h100_sxm (default)")
+    assert re.search(r"\bsm_90a\b.*\b132\b.*80 GiB.*3350 GB/s", default[0])
+
+
+def test_specs_list_json(cli):
+    r = cli("specs", "list", "--json")
+    assert r.code == 0
+    rows = json.loads(r.out)
+    assert len(rows) == 12
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["a100_sxm_80"]["sm"] == "sm_80"
+    assert by_name["h100_sxm"]["compute_capability"] == "9.0a"
+    assert by_name["h100_sxm"]["sm_count"] == 132
+    assert set(by_name["t4"]) >= {"name", "path", "gpu", "compute_capability", "sm", "sm_count",
+                                  "memory_bytes", "memory_bandwidth", "clock_ghz"}
+
+
+def test_specs_show(cli):
+    r = cli("specs", "show", "h100_sxm")
+    assert r.code == 0 and r.err == ""
+    assert "# name: h100_sxm\n" in r.out
+    assert "# sm: sm_90a\n" in r.out
+    assert "# sm_count: 132\n" in r.out
+    assert re.search(r"^gpu_device_info \{$", r.out, re.M)
+    assert "core_count: 132" in r.out
+    # the textproto follows the summary unchanged
+    assert r.out.endswith((REPO / "gpu_specs" / "h100_sxm.txtpb").read_text().rstrip("\n") + "\n")
+
+
+def test_specs_show_unknown(cli):
+    assert_one_line_error(cli("specs", "show", "h100sxm"),
+                          contains="unknown GPU spec 'h100sxm' (did you mean 'h100_sxm'")
+
+
+def test_specs_check_ok(cli):
+    r = cli("specs", "check", REPO / "gpu_specs" / "a10.txtpb")
+    assert r.code == 0
+    assert r.out.strip().endswith("a10.txtpb: ok (NVIDIA A10, sm_86, 72 SMs)")
+
+
+def test_specs_check_bad_file(cli, tmp_path):
+    bad = tmp_path / "bad.txtpb"
+    bad.write_text('gpu_device_info {\n  core_count: "x"\n}\n')
+    line = assert_one_line_error(cli("specs", "check", bad))
+    assert re.fullmatch(rf"error: {re.escape(str(bad))}:2:15: field 'core_count' expects an integer.*", line)
+
+
+def test_specs_check_reports_each_bad_file(cli, tmp_path):
+    unclosed = tmp_path / "unclosed.txtpb"
+    unclosed.write_text("gpu_device_info {\n  core_count: 3\n")
+    r = cli("specs", "check", unclosed, REPO / "gpu_specs" / "t4.txtpb")
+    assert r.code == 2
+    assert "t4.txtpb: ok" in r.out
+    errors = r.err.splitlines()
+    assert len(errors) == 1
+    assert re.match(rf"error: {re.escape(str(unclosed))}:1:17: ", errors[0])
