@@ -274,7 +274,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         return LoadedModule(name, source, fmt, module, offset)
     if fmt in ("mlir", "bytecode"):
         payload: str | bytes = data if fmt == "bytecode" else _decode_text(data, source)
-        module = parse_mlir(payload, source, offset)
+        module = _mhlo_to_stablehlo(parse_mlir(payload, source, offset), source)
         return LoadedModule(name, source, fmt, module, offset,
                             payload if isinstance(payload, str) else None)
     raise InputError(f"unknown input format '{fmt}'", file=source)  # pragma: no cover
@@ -292,6 +292,36 @@ def parse_mlir(payload: str | bytes, source: str = "<input>", offset: int = 0) -
             return ir.Module.parse(payload)
     except Exception as e:
         raise _mlir_parse_error(e, source, offset, "malformed MLIR") from None
+
+
+def _mhlo_to_stablehlo(module: Any, source: str) -> Any:
+    """MHLO input becomes StableHLO, like every other input."""
+    from jaxlib.mlir import ir, passmanager
+
+    from .native_io import capture_fd2
+
+    found: list[str] = []
+
+    def visit(op: Any) -> Any:
+        if op.name.startswith("mhlo."):
+            found.append(op.name)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if not found:
+        return module
+    with module.context, capture_fd2() as captured:
+        try:
+            passmanager.PassManager.parse("builtin.module(hlo-legalize-to-stablehlo)").run(module.operation)
+            failed = None
+        except Exception as e:
+            failed = e
+    if failed is not None:
+        diags = getattr(failed, "error_diagnostics", None) or []
+        what = diags[0].message if diags else (captured.text.strip().splitlines() or ["failed"])[-1]
+        raise InputError(f"cannot legalize MHLO to StableHLO: {what}", file=source)
+    return module
 
 
 def _module_from_hlo_proto(proto: bytes, source: str) -> Any:

@@ -164,3 +164,9 @@ def test_usage_errors_are_one_line(cli):
     result = cli("convert")
     assert result.code == 2
     assert result.err.startswith("error: ") and len(result.err.strip().splitlines()) == 1
+
+
+def test_convert_a_directory(cli, tmp_path):
+    line = assert_one_line_error(cli("convert", DATA, "--to", "hlo", "-o", tmp_path / "x.hlo"))
+    assert line.startswith(f"error: {DATA}: expected one module, found ")
+    assert not (tmp_path / "x.hlo").exists()

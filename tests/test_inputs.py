@@ -130,3 +130,15 @@ def test_one_context_for_all_modules():
     b = inputs.load(str(DATA / "sharded_matmul.mlir"))[0].module
     assert a.context is b.context
     assert "sdy.sharding" in _ops(b)  # shardy dialect is registered
+
+
+def test_mhlo_input_becomes_stablehlo(tmp_path):
+    from mlirhlo_driver import emit
+
+    (src,) = inputs.load(str(DATA / "chlo_special.mlir"))
+    mhlo = tmp_path / "m.mlir"
+    mhlo.write_text(emit.mhlo_text(src.module))
+    assert "mhlo.constant" in mhlo.read_text()
+    (loaded,) = inputs.load(str(mhlo))
+    text = _ops(loaded.module)
+    assert "= mhlo." not in text and "stablehlo.constant" in text
