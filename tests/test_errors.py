@@ -167,6 +167,12 @@ def test_usage_errors_are_one_line(cli):
 
 
 def test_convert_a_directory(cli, tmp_path):
-    line = assert_one_line_error(cli("convert", DATA, "--to", "hlo", "-o", tmp_path / "x.hlo"))
-    assert line.startswith(f"error: {DATA}: expected one module, found ")
+    import shutil
+
+    d = tmp_path / "two"
+    d.mkdir()
+    shutil.copy(DATA / "erf_inv.mlir", d / "a.mlir")
+    shutil.copy(DATA / "softmax.vhlo", d / "b.vhlo")
+    line = assert_one_line_error(cli("convert", d, "--to", "hlo", "-o", tmp_path / "x.hlo"))
+    assert line == f"error: {d}: expected one module, found 2"
     assert not (tmp_path / "x.hlo").exists()
