@@ -17,7 +17,7 @@ import threading
 from importlib import metadata
 from typing import Any
 
-from .errors import CompileError, EnvironmentMismatch
+from .errors import CompileError, DriverError, EnvironmentMismatch
 from .native_io import capture_fd2
 
 # The one tested jax/jaxlib/jax-cuda12-plugin version (pyproject pins the same).
@@ -202,6 +202,7 @@ def hlo_proto_to_dot(proto: bytes) -> str:
 def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
                     env_overrides: list[tuple[str, Any]] | None = None,
                     dump_to: str | None = None) -> Any:
+    jax()  # first, so its import is quiet
     from jax._src.lib import xla_client
 
     opts = xla_client.CompileOptions()
@@ -216,6 +217,7 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
 
 def debug_options_fields() -> dict[str, Any]:
     """Name -> default value of every DebugOptions field this jaxlib's XLA knows."""
+    jax()  # first, so its import is quiet
     from jax._src.lib import xla_client
 
     dbg = xla_client.CompileOptions().executable_build_options.debug_options
@@ -238,6 +240,7 @@ def cuda_c_api() -> Any:
     """The CUDA PJRT plugin's C API, loaded without touching a GPU or driver."""
     jax()
     from jax._src import xla_bridge
+    jax()  # first, so its import is quiet
     from jax._src.lib import xla_client
 
     with _lock, filtered_native_stderr():
@@ -255,6 +258,7 @@ def cuda_c_api() -> Any:
 
 def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") -> list[Any]:
     """Compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU needed)."""
+    jax()  # first, so its import is quiet
     from jax._src.lib import xla_client
 
     c_api = cuda_c_api()
@@ -270,6 +274,7 @@ def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
     On failure the CompileError carries what XLA logged natively meanwhile
     (``native_log``): some errors are explained only there.
     """
+    jax()  # first, so its import is quiet
     from jax._src.lib import xla_client
 
     client = devices[0].client
@@ -305,3 +310,32 @@ def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
     with filtered_native_stderr():
         results = executable.execute_sharded(buffers)
     return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+
+
+class NoGpu(DriverError):
+    """--platform cuda execution without a usable NVIDIA GPU."""
+
+
+@functools.cache
+def cuda_devices() -> list[Any]:
+    """Real CUDA devices, for running (not just compiling). Raises NoGpu without one."""
+    jax()  # first, so its import is quiet
+    from jax._src.lib import xla_client
+
+    cuda_c_api()  # loading registers the plugin with xla_client
+    failure: Exception | None = None
+    with _lock, capture_fd2() as captured:
+        try:
+            client = xla_client.make_c_api_client("cuda", xla_client.generate_pjrt_gpu_plugin_options())
+            devices = list(client.devices())
+        except Exception as e:
+            failure = e
+    if failure is not None:
+        # Native log lines (cuInit failed ...) say no more than this message.
+        raise NoGpu("--platform cuda needs an NVIDIA GPU and driver to run on; none is usable here: "
+                    + _strip_status(str(failure)).splitlines()[0],
+                    hint="compile device-less with 'mlirhlo opt --platform cuda' instead") from None
+    _replay_without_noise(captured.text)
+    if not devices:
+        raise NoGpu("--platform cuda needs an NVIDIA GPU; the CUDA plugin found none")
+    return devices

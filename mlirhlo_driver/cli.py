@@ -496,6 +496,237 @@ def convert(
         _fail(e)
 
 
+# ---------------------------------------------------------------------- run
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    ctx: typer.Context,
+    inputs: InputsArg = None,
+    platform: Annotated[str, typer.Option("--platform", help="cpu, or cuda (needs a GPU).")] = "cpu",
+    reference: Annotated[str, typer.Option(
+        "--reference", help="interpreter (StableHLO reference interpreter), cpu (XLA CPU) or none.")] = "interpreter",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
+    zeros: Annotated[bool, typer.Option("--zeros", help="All-zero inputs.")] = False,
+    inputs_npz: Annotated[Optional[str], typer.Option(
+        "--inputs", help=".npz with one array per parameter (by name, argN, arr_N or position).")] = None,
+    large_float_range: Annotated[bool, typer.Option(
+        "--large-float-range", help="Random floats in +-1e4 instead of +-1.")] = False,
+    rtol: Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default per dtype).")] = None,
+    atol: Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance (default per dtype).")] = None,
+    iterations: Annotated[int, typer.Option("--iterations", help="Run N times; report the median.")] = 1,
+    print_literals: Annotated[bool, typer.Option("--print-literals", help="Print inputs' and outputs' values.")] = False,
+    save_outputs: Annotated[Optional[str], typer.Option("--save-outputs", help="Write outputs to this .npz.")] = None,
+    fold_constants: Annotated[bool, typer.Option(
+        "--fold-constants", help="Check files: keep their constant inputs (XLA folds the test).")] = False,
+    bisect: Annotated[bool, typer.Option(
+        "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", help="Worker processes; each module is isolated (0: run in this process).")] = 1,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Seconds per module (with --jobs).")] = None,
+    json_report: Annotated[Optional[str], typer.Option("--json", help="Write the report rows as JSON.")] = None,
+    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
+    split_input_file: Annotated[bool, typer.Option("--split-input-file")] = False,
+    args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
+) -> None:
+    """Compile with XLA, execute, and compare against a reference (run_hlo_module).
+
+    Exit code 0 when every module matches, 1 when some mismatch or fail, 2 for
+    bad usage or input. XLA dump directories contribute their
+    *before_optimizations* modules.
+    """
+    try:
+        from . import run as runner
+        from . import xla_flags
+
+        extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
+        inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
+        cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
+        if rest:
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
+        flags = xla_flags.merge({}, xla_flags.from_environment(), cli_flags)
+        if flags:
+            xla_flags.check_names(flags, xla_flags.known_names())
+        if not inputs:
+            raise DriverError("no input modules given", hint="mlirhlo run --help")
+        platform = platform.lower()
+        if platform not in stage_registry.PLATFORMS:
+            raise DriverError(f"unknown platform '{platform}'", hint="cpu or cuda")
+        if reference not in runner.REFERENCES:
+            from .errors import did_you_mean
+
+            raise DriverError(f"unknown reference '{reference}'",
+                              hint=did_you_mean(reference, runner.REFERENCES) or ", ".join(runner.REFERENCES))
+        if zeros and inputs_npz:
+            raise DriverError("give --zeros or --inputs, not both")
+        if iterations < 1 or jobs < 0:
+            raise DriverError("--iterations must be >= 1 and --jobs >= 0")
+        tasks = _run_tasks(inputs, input_format, split_input_file, args)
+        if inputs_npz and len(tasks) > 1:
+            raise DriverError("--inputs is for one module")
+        if platform == "cuda":
+            from . import _jaxlib
+
+            _jaxlib.cuda_devices()  # no GPU: a clear error now, not one per module
+        options = runner.RunOptions(
+            platform=platform, reference=reference, seed=seed, zeros=zeros, inputs_npz=inputs_npz,
+            large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,
+            fold_constants=fold_constants, bisect=bisect,
+            keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
+        reports = _execute_tasks(tasks, options, jobs, timeout)
+        _print_run_reports(reports, options, print_literals, extra_flags=extra)
+        if save_outputs:
+            _save_outputs(save_outputs, reports)
+        if json_report:
+            import json
+
+            from . import outputs
+
+            outputs.write_atomic(json_report, json.dumps([r.row() for r in reports], indent=2) + "\n")
+        if not all(r.passed for r in reports):
+            raise typer.Exit(EXIT_FAILURE)
+    except DriverError as e:
+        _fail(e)
+
+
+def _run_tasks(specs: list[str], input_format: str | None, split: bool, args: str | None) -> list[Any]:
+    from . import inputs as loader
+    from .run_pool import Task
+
+    tasks = []
+    for path in loader.expand_inputs(specs):
+        stem = loader.module_stem(path) if not loader.looks_like_jax_entry(path) else path.split(":")[-1]
+        chunks = 1
+        if split and Path(path).is_file():
+            chunks = max(1, len(loader.split_chunks(Path(path).read_text(errors="replace"))))
+        for i in range(chunks):
+            tasks.append(Task(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem, input_format, split,
+                              i, args))
+    return tasks
+
+
+def _execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | None) -> list[Any]:
+    from .run_pool import run_in_workers, run_task
+
+    progress = None
+    if len(tasks) > 1 and sys.stderr.isatty():
+        from rich.progress import Progress
+
+        progress = Progress(transient=True)
+        bar = progress.add_task("running modules", total=len(tasks))
+        progress.start()
+    try:
+        def done(_report: Any) -> None:
+            if progress is not None:
+                progress.advance(bar)
+
+        if jobs == 0:
+            reports = []
+            for t in tasks:
+                reports.append(run_task(t, options))
+                done(reports[-1])
+            return reports
+        return run_in_workers(tasks, options, jobs=jobs, timeout=timeout, on_done=done)
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
+def _reproducer(report: Any, options: Any, extra_flags: list[str]) -> str:
+    import shlex
+
+    parts = ["mlirhlo", "run", report.source, "--platform", options.platform,
+             "--reference", options.reference]
+    if options.zeros:
+        parts.append("--zeros")
+    elif options.inputs_npz:
+        parts += ["--inputs", options.inputs_npz]
+    elif options.seed:
+        parts += ["--seed", str(options.seed)]
+    for flag, value in (("--rtol", options.rtol), ("--atol", options.atol)):
+        if value is not None:
+            parts += [flag, str(value)]
+    if options.large_float_range:
+        parts.append("--large-float-range")
+    if options.fold_constants:
+        parts.append("--fold-constants")
+    parts += extra_flags
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _print_run_reports(reports: list[Any], options: Any, print_literals: bool, extra_flags: list[str]) -> None:
+    import numpy as np
+
+    for r in reports:
+        if not r.passed:
+            r.reproducer = _reproducer(r, options, extra_flags)
+        head = f"{r.name}: {r.status.upper()}"
+        if r.message:
+            head += f": {r.message}"
+        lines = [head]
+        if r.inputs_note:
+            lines.append(f"  inputs: {r.inputs_note}")
+        if r.compile_ms is not None:
+            timing = f"  compile {r.compile_ms:.1f} ms, run {r.run_ms:.3f} ms"
+            if options.iterations > 1:
+                timing += f" (median of {options.iterations})"
+            if r.reference_ms is not None:
+                timing += f", reference ({options.reference}) {r.reference_ms:.1f} ms"
+            lines.append(timing)
+        for c in r.checks:
+            lines.append(f"  {'PASS' if c.passed else 'FAIL'} {c.kind} at {c.location}"
+                         + (f": {c.message}" if c.message else ""))
+        for m in r.mismatches:
+            lines.extend("  " + ln for ln in m.describe().splitlines())
+        if r.bisect is not None:
+            b = r.bisect
+            lines.append(f"  bisect: first divergence at {b.location}: {b.op}")
+            if b.operand_shapes:
+                lines.append(f"    operands: {', '.join(b.operand_shapes)}")
+            lines.extend("    " + ln for ln in b.mismatch.describe().splitlines()[:3])
+        if print_literals and r.outputs is not None:
+            with np.printoptions(threshold=200, precision=6):
+                for i, o in enumerate(r.outputs):
+                    lines.append(f"  output {i} ({o.dtype}{list(o.shape)}): {np.array2string(o, separator=', ')}")
+                for i, o in enumerate(r.reference_outputs or []):
+                    lines.append(f"  reference {i}: {np.array2string(o, separator=', ')}")
+        if r.reproducer:
+            lines.append(f"  reproduce: {r.reproducer}")
+        typer.echo("\n".join(lines))
+    if len(reports) > 1:
+        _print_summary_table(reports)
+
+
+def _print_summary_table(reports: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{sum(r.passed for r in reports)}/{len(reports)} modules passed")
+    for col, justify in (("module", "left"), ("status", "left"), ("max error", "right"),
+                         ("compile ms", "right"), ("run ms", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in reports:
+        table.add_row(r.name, r.status, "" if r.max_error is None else f"{r.max_error:.3g}",
+                      "" if r.compile_ms is None else f"{r.compile_ms:.1f}",
+                      "" if r.run_ms is None else f"{r.run_ms:.3f}")
+    Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60)).print(table)
+
+
+def _save_outputs(path: str, reports: list[Any]) -> None:
+    import io
+
+    import numpy as np
+
+    from . import outputs
+
+    arrays = {}
+    for r in reports:
+        for i, o in enumerate(r.outputs or []):
+            arrays[f"{r.name}/out{i}" if len(reports) > 1 else f"out{i}"] = o
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    outputs.write_atomic(path, buf.getvalue())
+
+
 # ---------------------------------------------------------------------- ptx
 
 _LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"

@@ -121,6 +121,10 @@ def load(source: str, *, input_format: str | None = None, split_input_file: bool
     return [_load_one(data, fmt, source, stem, 0)]
 
 
+def looks_like_jax_entry(spec: str) -> bool:
+    return not Path(spec).exists() and bool(_JAX_ENTRY.match(spec))
+
+
 def split_chunks(text: str) -> list[tuple[str, int]]:
     """Chunks separated by ``// -----`` lines, each with its starting line offset."""
     chunks, start, offset = [], 0, 0
