@@ -306,10 +306,17 @@ def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
     import numpy as np
 
     jax_module = jax()
-    buffers = [jax_module.device_put(a, device) for a in arguments]
-    with filtered_native_stderr():
-        results = executable.execute_sharded(buffers)
-    return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+    try:
+        buffers = [jax_module.device_put(a, device) for a in arguments]
+        with filtered_native_stderr():
+            results = executable.execute_sharded(buffers)
+            return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+    except Exception as e:
+        raise ExecutionError(f"execution failed: {_strip_status(str(e))}") from None
+
+
+class ExecutionError(DriverError):
+    """XLA compiled the module but running it failed (out of memory, ...)."""
 
 
 class NoGpu(DriverError):

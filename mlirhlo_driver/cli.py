@@ -573,6 +573,9 @@ def run(
             fold_constants=fold_constants, bisect=bisect,
             keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
         reports = _execute_tasks(tasks, options, jobs, timeout)
+        if len(reports) == 1 and reports[0].status == "invalid":
+            sys.stderr.write(f"error: {reports[0].message}\n")  # bad input: one line, as everywhere
+            raise typer.Exit(EXIT_USAGE)
         _print_run_reports(reports, options, print_literals, extra_flags=extra)
         if save_outputs:
             _save_outputs(save_outputs, reports)
@@ -582,6 +585,8 @@ def run(
             from . import outputs
 
             outputs.write_atomic(json_report, json.dumps([r.row() for r in reports], indent=2) + "\n")
+        if any(r.status == "invalid" for r in reports):
+            raise typer.Exit(EXIT_USAGE)
         if not all(r.passed for r in reports):
             raise typer.Exit(EXIT_FAILURE)
     except DriverError as e:

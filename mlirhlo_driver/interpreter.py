@@ -32,6 +32,11 @@ def evaluate_in_process(bytecode: bytes, arrays: list[np.ndarray], carrier_types
     from .inputs import parse_mlir
 
     module = parse_mlir(bytecode, "<interpreter>")
+    text = module.operation.get_asm()
+    if "mhlo.topk(" in text:
+        # XLA's TopK imports as mhlo.topk, which CHLO spells chlo.top_k (same
+        # syntax and meaning); CHLO then legalizes to sort + slice.
+        module = parse_mlir(text.replace("mhlo.topk(", "chlo.top_k("), "<interpreter>")
     ctx = _jaxlib.ir_context()
     with ctx:
         passmanager.PassManager.parse(_PREPARE).run(module.operation)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CompileError, DriverError, InputError
+from .errors import CompileError, DriverError, InputError, PipelineError
 
 REFERENCES = ("interpreter", "cpu", "none")
 
@@ -90,7 +90,7 @@ class BisectResult:
 class ModuleReport:
     name: str
     source: str
-    status: str = "ok"                 # ok, mismatch, check-failed, failed, crashed, timeout, ran
+    status: str = "ok"                 # ok, ran, mismatch, check-failed, failed, invalid, crashed, timeout
     message: str = ""
     max_error: float | None = None
     compile_ms: float | None = None
@@ -138,7 +138,7 @@ _CARRIER_MLIR = {"int16": "i16", "int8": "i8"}
 
 
 def np_dtype(name: str) -> np.dtype:
-    if name in _CARRIER or name.startswith("float8"):
+    if name == "bfloat16" or name.startswith("float8"):
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, name))
@@ -599,6 +599,9 @@ def run_module(module: Any, name: str, source: str, options: RunOptions) -> Modu
             report.bisect = bisect(module, arrays, options)
             if report.bisect is not None and report.bisect.location.startswith("-:"):
                 report.bisect.location = source + report.bisect.location[1:]
+    except (InputError, PipelineError) as e:
+        report.status = "invalid"  # bad input, not a failure of the module: exit code 2
+        report.message = e.format().removeprefix("error: ")
     except DriverError as e:
         report.status = "failed"
         report.message = e.format().removeprefix("error: ")

@@ -43,7 +43,7 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
         loaded = inputs.load(task.source, input_format=task.input_format,
                              split_input_file=task.split_input_file, arg_specs=task.arg_specs)[task.chunk]
     except DriverError as e:
-        return ModuleReport(task.name, task.source, status="failed", message=e.format().removeprefix("error: "))
+        return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
     return run.run_module(loaded.module, task.name, task.source, options)
 
 

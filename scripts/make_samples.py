@@ -72,10 +72,61 @@ def main() -> None:
                       in_shardings=(NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P())))
     text = sharded.lower(jnp.zeros((8, 16)), jnp.zeros((16, 4))).as_text()
     (DATA / "sharded_matmul.mlir").write_text(text)
+    _jax_program_dumps(jax, jnp)
     print("wrote", sorted(p.name for p in DATA.iterdir()))
 
 
-def _xla_dump(name: str, fn, *args) -> None:
+def _jax_program_dumps(jax, jnp) -> None:
+    """XLA dumps of small real JAX programs, one dump directory, for `mlirhlo run`."""
+    out = DATA / "jax_dumps"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir()
+    k = jax.random.key(0)
+
+    def attention(q, kk, v):
+        s = jnp.einsum("bqd,bkd->bqk", q, kk) / jnp.sqrt(q.shape[-1])
+        return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(s, axis=-1), v)
+
+    def scan_cumulative(xs):
+        def step(carry, x):
+            carry = carry * 0.9 + jnp.tanh(x)
+            return carry, carry
+        return jax.lax.scan(step, jnp.zeros(xs.shape[1:]), xs)[1]
+
+    def sort_topk(x):
+        return jnp.sort(x, axis=-1), jax.lax.top_k(x, 3)[0]
+
+    def gather_scatter(table, idx, upd):
+        rows = table[idx]
+        return rows, table.at[idx].add(upd)
+
+    def conv(img, kern):
+        return jax.lax.conv_general_dilated(img, kern, (1, 1), "SAME",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def mlp_step(w1, w2, x, y):
+        def loss(ws):
+            return jnp.mean((jnp.tanh(x @ ws[0]) @ ws[1] - y) ** 2)
+        g = jax.grad(loss)((w1, w2))
+        return w1 - 0.1 * g[0], w2 - 0.1 * g[1]
+
+    programs = {
+        "attention": (attention, (jnp.zeros((2, 8, 16)),) * 3),
+        "scan": (scan_cumulative, (jnp.zeros((12, 4)),)),
+        "sort": (sort_topk, (jnp.zeros((4, 10)),)),
+        "gather_scatter": (gather_scatter, (jnp.zeros((10, 3)), jnp.zeros((5,), jnp.int32),
+                                            jnp.zeros((5, 3)))),
+        "conv": (conv, (jnp.zeros((1, 8, 8, 3)), jnp.zeros((3, 3, 3, 4)))),
+        "mlp_step": (mlp_step, (jnp.zeros((16, 32)), jnp.zeros((32, 4)), jnp.zeros((8, 16)),
+                                jnp.zeros((8, 4)))),
+    }
+    del k
+    for name, (fn, args) in programs.items():
+        _xla_dump(name, jax.jit(fn), *args, into=out)
+
+
+def _xla_dump(name: str, fn, *args, into: Path = DATA) -> None:
     """Compile on CPU with --xla_dump_to and keep XLA's before_optimizations text."""
     from jaxlib.mlir import ir
 
@@ -86,7 +137,10 @@ def _xla_dump(name: str, fn, *args) -> None:
         opts = _jaxlib.compile_options(dump_to=d)
         _jaxlib.compile_executable(module, _jaxlib.cpu_devices()[:1], opts)
         (found,) = glob.glob(os.path.join(d, "*.before_optimizations.txt"))
-        shutil.copy(found, DATA / f"{name}.before_optimizations.txt")
+        shutil.copy(found, into / f"module_{name}.before_optimizations.txt")
+        if into == DATA:
+            os.replace(into / f"module_{name}.before_optimizations.txt",
+                       into / f"{name}.before_optimizations.txt")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,239 @@
+"""mlirhlo run: execute with XLA and compare against a reference."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import DATA, assert_one_line_error
+from mlirhlo_driver import inputs, run
+
+RUN = DATA / "run"
+DUMPS = DATA / "jax_dumps"
+
+
+def _module(tmp_path, text, name="m.mlir"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_jax_program_dumps_against_the_interpreter_in_workers(cli, tmp_path):
+    report = tmp_path / "report.json"
+    result = cli("run", DUMPS, "--jobs", "2", "--json", report)
+    assert result.code == 0, result.out + result.err
+    rows = json.loads(report.read_text())
+    assert sorted(r["module"] for r in rows) == [
+        "module_attention", "module_conv", "module_gather_scatter", "module_mlp_step", "module_scan",
+        "module_sort"]
+    assert all(r["status"] == "ok" and r["compile_ms"] > 0 and r["max_error"] < 1e-4 for r in rows)
+    assert "6/6 modules passed" in result.out
+    for col in ("module", "status", "max error", "compile ms", "run ms"):
+        assert col in result.out
+
+
+def test_deliberately_broken_platform_is_flagged_and_bisected(cli):
+    src = RUN / "fast_min_max.mlir"
+    assert cli("run", src, "--jobs", "0").code == 0  # XLA's default keeps NaN semantics
+    result = cli("run", src, "--jobs", "0", "--xla_cpu_enable_fast_min_max=true", "--bisect")
+    assert result.code == 1
+    out = result.out
+    assert "fast_min_max: MISMATCH: output 0: 8/8 differ" in out
+    assert "output 0 (float32[8]): 8 of 8 elements differ" in out
+    assert "worst at [0]: got " in out and "expected nan" in out
+    assert f"bisect: first divergence at {src}:8:8: %3 = stablehlo.maximum %arg0, %2" in out
+    assert "reproduce: mlirhlo run " in out and "--xla_cpu_enable_fast_min_max=true" in out
+
+
+DTYPES = ["i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "bf16", "f32", "f64",
+          "complex<f32>", "complex<f64>", "f8E4M3FN", "f8E5M2"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reference", ["interpreter", "cpu"])
+def test_every_dtype(cli, tmp_path, dtype, reference):
+    t = f"tensor<3x4x{dtype}>"
+    op = "stablehlo.xor" if dtype == "i1" else "stablehlo.add"
+    text = (f"func.func @main(%a: {t}, %b: {t}) -> ({t}, {t}) {{\n"
+            f"  %0 = {op} %a, %b : {t}\n"
+            f"  %1 = stablehlo.reverse %a, dims = [1] : {t}\n"
+            f"  return %0, %1 : {t}, {t}\n}}\n")
+    src = _module(tmp_path, text)
+    result = cli("run", src, "--jobs", "0", "--reference", reference, "--print-literals")
+    assert result.code == 0, result.out + result.err
+    assert "m: OK" in result.out and "output 1" in result.out
+
+
+def test_tuples_and_multiple_results(cli, tmp_path):
+    hlo = _module(tmp_path, "HloModule t\n\nENTRY main {\n  a = f32[4] parameter(0)\n"
+                  "  b = s32[2] parameter(1)\n  n = f32[4] negate(a)\n"
+                  "  ROOT t = (f32[4], s32[2], f32[4]) tuple(n, b, a)\n}\n", "t.hlo")
+    out = tmp_path / "out.npz"
+    result = cli("run", hlo, "--jobs", "0", "--save-outputs", out)
+    assert result.code == 0, result.out
+    saved = np.load(out)
+    assert sorted(saved.keys()) == ["out0", "out1", "out2"]
+    np.testing.assert_array_equal(saved["out0"], -saved["out2"])
+
+
+def test_comparison_report_is_precise():
+    expected = np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)
+    actual = np.array([[1.0, 2.5], [3.0, np.nan]], np.float32)
+    mm = run.compare(actual, expected, 0, None, None)
+    assert (mm.count, mm.total, mm.worst_index) == (1, 4, (0, 1))
+    assert mm.max_abs == pytest.approx(0.5) and mm.max_rel == pytest.approx(0.25)
+    assert (mm.actual, mm.expected) == ("2.5", "2.0")
+    # NaN vs NaN and equal infinities match; NaN vs number does not
+    assert run.compare(np.array([np.inf, np.nan]), np.array([np.inf, np.nan]), 0, 0, 0).count == 0
+    assert run.compare(np.array([1.0]), np.array([np.nan]), 0, 0, 0).count == 1
+    # integers are exact whatever the tolerance
+    assert run.compare(np.array([3], np.int32), np.array([4], np.int32), 0, 1.0, 1.0).count == 1
+    # tolerances
+    assert run.compare(np.array([1.00001], np.float32), np.array([1.0], np.float32), 0, None, None).count == 0
+    assert run.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, None, None).count == 1
+    assert run.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, 0.1, 0.0).count == 0
+
+
+def test_inputs_are_safe_for_each_op(tmp_path):
+    text = ("func.func @main(%t: tensor<10x3xf32>, %i: tensor<5x1xi32>, %x: tensor<6xf32>, %s: tensor<i32>)"
+            " -> (tensor<5x3xf32>, tensor<6xf32>, tensor<2xf32>) {\n"
+            "  %g = \"stablehlo.gather\"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+            "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, "
+            "slice_sizes = array<i64: 1, 3>} : (tensor<10x3xf32>, tensor<5x1xi32>) -> tensor<5x3xf32>\n"
+            "  %l = stablehlo.log %x : tensor<6xf32>\n"
+            "  %d = stablehlo.dynamic_slice %x, %s, sizes = [2] : (tensor<6xf32>, tensor<i32>) -> tensor<2xf32>\n"
+            "  return %g, %l, %d : tensor<5x3xf32>, tensor<6xf32>, tensor<2xf32>\n}\n")
+    module = inputs.load(str(_module(tmp_path, text)))[0].module
+    for seed in range(20):
+        arrays, note = run.make_inputs(module, run.RunOptions(seed=seed))
+        t, i, x, s = arrays
+        assert i.min() >= 0 and i.max() <= 9          # row index into 10 rows
+        assert (x > 0).all()                          # fed to log
+        assert 0 <= int(s) <= 4                       # start of a 2-slice of 6
+    assert "index-constrained" in note and "positive-constrained" in note
+    wide, _ = run.make_inputs(module, run.RunOptions(large_float_range=True))
+    assert np.abs(wide[0]).max() > 100
+
+
+def test_seed_zeros_and_npz_inputs(cli, tmp_path):
+    src = DATA / "erf_inv.mlir"
+    a = tmp_path / "a.npz"
+    b = tmp_path / "b.npz"
+    assert cli("run", src, "--jobs", "0", "--seed", "3", "--save-outputs", a).code == 0
+    assert cli("run", src, "--jobs", "0", "--seed", "3", "--save-outputs", b).code == 0
+    np.testing.assert_array_equal(np.load(a)["out0"], np.load(b)["out0"])
+    z = cli("run", src, "--jobs", "0", "--zeros", "--print-literals")
+    assert z.code == 0 and "inputs: zeros" in z.out
+    given = tmp_path / "in.npz"
+    x = np.linspace(-0.5, 0.5, 8).astype(np.float32)
+    np.savez(given, arg0=x)
+    out = tmp_path / "out.npz"
+    assert cli("run", src, "--jobs", "0", "--inputs", given, "--save-outputs", out).code == 0
+    from scipy.special import erfinv
+
+    e = erfinv(x)
+    np.testing.assert_allclose(np.load(out)["out0"], (e + e) * (e + e), rtol=1e-5, atol=1e-6)
+    # by parameter name (HLO parameter names survive the import), in any order
+    mlp = DATA / "mlp_train_step.before_optimizations.txt"
+    params, _ = run.signature(inputs.load(str(mlp))[0].module)
+    assert params[0].name.startswith("Arg_")
+    arrays = {p.name: np.full(p.shape, 0.5, run.np_dtype(p.dtype)) for p in reversed(params)}
+    arrays[params[5].name] = np.array([0, 1, 2, 3], np.int32)
+    by_name = tmp_path / "named.npz"
+    np.savez(by_name, **arrays)
+    named_out = tmp_path / "named_out.npz"
+    assert cli("run", mlp, "--jobs", "0", "--inputs", by_name, "--save-outputs", named_out).code == 0
+    positional = tmp_path / "positional.npz"
+    np.savez(positional, *[arrays[p.name] for p in params])
+    pos_out = tmp_path / "pos_out.npz"
+    assert cli("run", mlp, "--jobs", "0", "--inputs", positional, "--save-outputs", pos_out).code == 0
+    for k in np.load(named_out).keys():
+        np.testing.assert_array_equal(np.load(named_out)[k], np.load(pos_out)[k])
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, arg0=np.zeros(3, np.float32))
+    line = assert_one_line_error(cli("run", src, "--jobs", "0", "--inputs", bad))
+    assert "has shape [3], parameter 0 needs [8]" in line
+
+
+def test_iterations_report_median(cli):
+    result = cli("run", DATA / "erf_inv.mlir", "--jobs", "0", "--iterations", "5", "--reference", "none")
+    assert result.code == 0
+    assert "(median of 5)" in result.out and "RAN" in result.out
+
+
+def test_crashing_module_is_isolated(cli, tmp_path, monkeypatch):
+    (tmp_path / "crasher.py").write_text(
+        "import ctypes\n\ndef boom(x):\n    ctypes.string_at(0)\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    report = tmp_path / "r.json"
+    result = cli("run", "crasher:boom", DATA / "erf_inv.mlir", "--args", "f32[8]", "--jobs", "2",
+                 "--json", report)
+    assert result.code == 1
+    rows = {r["module"]: r for r in json.loads(report.read_text())}
+    assert rows["boom"]["status"] == "crashed"
+    assert "SIGSEGV" in rows["boom"]["message"]
+    assert rows["boom"]["reproducer"].startswith("mlirhlo run crasher:boom")
+    assert rows["erf_inv"]["status"] == "ok"
+
+
+def test_interpreter_abort_is_that_modules_failure(cli, tmp_path):
+    rng = _module(tmp_path, "func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {\n"
+                  "  %s2, %v = stablehlo.rng_bit_generator %s, algorithm = DEFAULT : "
+                  "(tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)\n"
+                  "  return %v : tensor<4xui32>\n}\n", "rng.mlir")
+    result = cli("run", rng, DATA / "erf_inv.mlir", "--jobs", "1")
+    assert result.code == 1
+    assert "rng: FAILED: the StableHLO interpreter crashed:" in result.out
+    assert "1/2 modules passed" in result.out
+
+
+def test_hanging_module_times_out(cli, tmp_path):
+    hang = _module(tmp_path, "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n"
+                   "  %i = stablehlo.iota dim = 0 : tensor<1099511627776xf32>\n"
+                   "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+                   "  %s = stablehlo.reduce(%i init: %z) applies stablehlo.add across dimensions = [0]"
+                   " : (tensor<1099511627776xf32>, tensor<f32>) -> tensor<f32>\n"
+                   "  %r = stablehlo.add %s, %x : tensor<f32>\n  return %r : tensor<f32>\n}\n", "hang.mlir")
+    report = tmp_path / "r.json"
+    result = cli("run", hang, DATA / "erf_inv.mlir", "--jobs", "2", "--timeout", "8", "--reference", "none",
+                 "--json", report)
+    assert result.code == 1
+    rows = {r["module"]: r for r in json.loads(report.read_text())}
+    assert rows["hang"]["status"] == "timeout" and "8 s" in rows["hang"]["message"]
+    assert rows["erf_inv"]["status"] == "ran"
+
+
+def test_cuda_without_gpu_is_a_clear_error(cli):
+    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver.errors import DriverError
+
+    try:
+        _jaxlib.cuda_devices()
+        pytest.skip("a GPU is present: see test_cuda_run_matches_cpu")
+    except DriverError:
+        pass
+    line = assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--platform", "cuda"))
+    assert "--platform cuda needs an NVIDIA GPU" in line
+
+
+@pytest.mark.gpu
+def test_cuda_run_matches_cpu(cli):
+    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver.errors import DriverError
+
+    try:
+        _jaxlib.cuda_devices()
+    except DriverError:
+        pytest.skip("needs an NVIDIA GPU")
+    result = cli("run", DUMPS, "--platform", "cuda", "--reference", "cpu", "--jobs", "0")
+    assert result.code == 0, result.out
+
+
+def test_bad_usage(cli):
+    assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--reference", "interp"),
+                          contains="unknown reference 'interp'")
+    assert_one_line_error(cli("run"), contains="no input modules given")
+    assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--xla_nope=1"), contains="unknown XLA flag")
