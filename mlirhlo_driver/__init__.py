@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "load": "api", "load_all": "api", "Program": "api", "compile": "api", "Compiled": "api",
+    "register_pass": "python_passes",
     "DriverError": "errors", "InputError": "errors", "PipelineError": "errors",
     "PassFailure": "errors", "StageError": "errors", "CompileError": "errors",
     "SpecError": "errors",

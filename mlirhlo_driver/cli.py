@@ -110,6 +110,8 @@ def opt(
         "--xla-passes", help="Run XLA's pipeline with only these HLO passes; print the HLO after them.")] = None,
     after_pass: Annotated[Optional[str], typer.Option(
         "--after-pass", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
+    load_pass_plugin: Annotated[Optional[list[str]], typer.Option(
+        "--load-pass-plugin", help="A .py file registering Python passes (repeatable).")] = None,
 ) -> None:
     """Load modules, run a pass pipeline, and emit a stage (hlo-opt / mlir-opt).
 
@@ -117,6 +119,7 @@ def opt(
     XLA_FLAGS and --debug-options-file below it in precedence.
     """
     try:
+        _load_plugins(load_pass_plugin)
         # Unknown options (--xla_* flags) can land among the positional inputs.
         extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
         inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
@@ -131,7 +134,7 @@ def opt(
                 _print_xla_passes(target, inputs, input_format, args)
             return
         _run_opt(target=target, **{k: v for k, v in locals().items()
-                                    if k not in ("ctx", "target", "extra")})
+                                    if k not in ("ctx", "target", "extra", "load_pass_plugin")})
     except DriverError as e:
         _fail(e)
 
@@ -415,8 +418,13 @@ def _print_passes() -> None:
 
     catalog = passes.all_passes()
     width = max(len(n) for n in catalog)
-    typer.echo(f"# {len(catalog)} passes accepted by the installed jaxlib (name, anchor, description)")
-    for info in sorted(catalog.values(), key=lambda p: p.name):
+    native = [p for p in catalog.values() if p.origin != "python"]
+    written = [p for p in catalog.values() if p.origin == "python"]
+    typer.echo(f"# {len(native)} passes accepted by the installed jaxlib (name, anchor, description)")
+    for info in sorted(native, key=lambda p: p.name):
+        typer.echo(f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip())
+    typer.echo(f"\n# {len(written)} passes written in Python (built in, plugins, entry points)")
+    for info in sorted(written, key=lambda p: p.name):
         typer.echo(f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip())
     typer.echo("\n# named pipelines (--pipeline @NAME)")
     for named in pipeline.named_pipelines():
@@ -426,10 +434,21 @@ def _print_passes() -> None:
 
 # ------------------------------------------------------------------- passes
 
+def _load_plugins(files: list[str] | None) -> None:
+    from . import python_passes
+
+    for f in files or []:
+        python_passes.load_plugin(f)
+
+
 @app.command("passes")
-def passes_command() -> None:
-    """List every pass the installed jaxlib accepts, and the named pipelines."""
+def passes_command(
+    load_pass_plugin: Annotated[Optional[list[str]], typer.Option(
+        "--load-pass-plugin", help="A .py file registering Python passes (repeatable).")] = None,
+) -> None:
+    """List every pass the installed jaxlib accepts, Python passes, and the named pipelines."""
     try:
+        _load_plugins(load_pass_plugin)
         _print_passes()
     except DriverError as e:
         _fail(e)
@@ -817,6 +836,87 @@ def _split_llvm_modules(text: str) -> list[tuple[str, int, str]]:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         parts.append((m.group(1), text.count("\n", 0, start), text[start:end]))
     return parts
+
+
+# ----------------------------------------------------------- bench-pipeline
+
+@app.command("bench-pipeline", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_pipeline(
+    ctx: typer.Context,
+    input: Annotated[str, typer.Argument(help="The module to run the pipeline on.")],
+    pipeline_spec: Annotated[Optional[str], typer.Option("--pipeline", help="Textual pipeline or @NAME.")] = None,
+    passes: Annotated[Optional[str], typer.Option("--passes", help="hlo-opt style pass list.")] = None,
+    compare: Annotated[Optional[str], typer.Option(
+        "--compare", help="Another pipeline (spec, @NAME or pass list) run in turn with the first; prints the ratio.")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", help="Runs per pipeline (each on a fresh copy).")] = 10,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", help="Instead: time XLA's HLO pipeline on cpu|cuda (from per-pass dump timestamps).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option("--gpu-spec")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    load_pass_plugin: Annotated[Optional[list[str]], typer.Option("--load-pass-plugin")] = None,
+    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
+    args: Annotated[Optional[str], typer.Option("--args")] = None,
+) -> None:
+    """Run a pipeline N times; per-pass median and spread, and the total (hlo-opt + time, done properly)."""
+    try:
+        import json
+
+        from . import bench, pipeline
+        from .api import load
+
+        _load_plugins(load_pass_plugin)
+        if repeats < 1:
+            raise DriverError("--repeats must be >= 1")
+        program = load(input, input_format=input_format, args=args)
+        if platform is not None:
+            target = _resolve_target(platform, gpu_spec, list(ctx.args), None, None, needs_spec=True)
+            _, options = target.stage_options()[0]
+            rows, compiles = bench.bench_xla_pipeline(program.module, program.name, options, repeats)
+            if json_out:
+                typer.echo(json.dumps({"platform": platform, "source": "per-pass dump file timestamps",
+                                       "compile_ms": compiles, "passes": [
+                                           {"pipeline": r.pipeline, "ending_with": r.ending_with,
+                                            "times_ms": r.times_ms} for r in rows]}, indent=2))
+                return
+            import statistics
+
+            typer.echo(f"# XLA {platform} HLO pipeline, {repeats} compiles; times between per-pass dumps "
+                       "(XLA dumps after passes that change the module), from file timestamps")
+            typer.echo(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pipeline / ending with pass")
+            for r in rows:
+                typer.echo(f"{statistics.median(r.times_ms):>10.3f}  {min(r.times_ms):>8.3f}  "
+                           f"{max(r.times_ms):>8.3f}  {r.pipeline} / {r.ending_with}")
+            typer.echo(f"{statistics.median(compiles):>10.3f}  {min(compiles):>8.3f}  {max(compiles):>8.3f}  "
+                       "whole compile")
+            return
+        if ctx.args:
+            raise DriverError(f"no such option: {ctx.args[0]}")
+        roots = [pipeline.resolve(pipeline_spec, passes=passes)]
+        if roots[0] is None:
+            raise DriverError("give --pipeline or --passes")
+        if compare is not None:
+            other = compare if compare.startswith(("@", "builtin.module(")) else None
+            roots.append(pipeline.resolve(other) if other else pipeline.resolve(passes=compare))
+        results = bench.bench_pipelines(program.module, roots, repeats)
+        if json_out:
+            payload: dict[str, Any] = {"module": program.name, "runs": [r.to_dict() for r in results]}
+            if len(results) == 2:
+                payload["ratio"] = results[1].median_total_ms / results[0].median_total_ms
+            typer.echo(json.dumps(payload, indent=2))
+            return
+        for label, res in zip(("A", "B"), results):
+            typer.echo(f"# {label}: {res.spec}  ({repeats} runs, fresh copy each)")
+            typer.echo(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pass")
+            for p in res.passes:
+                lo, hi = p.spread_ms
+                typer.echo(f"{p.median_ms:>10.3f}  {lo:>8.3f}  {hi:>8.3f}  {'  ' * p.depth}{p.name}")
+            typer.echo(f"{res.median_total_ms:>10.3f}  {min(res.totals_ms):>8.3f}  "
+                       f"{max(res.totals_ms):>8.3f}  Total")
+        if len(results) == 2:
+            typer.echo(f"# B/A total (medians, runs interleaved A B A B): "
+                       f"{results[1].median_total_ms / results[0].median_total_ms:.3f}x")
+    except DriverError as e:
+        _fail(e)
 
 
 # -------------------------------------------------------------------- specs

@@ -278,6 +278,12 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         return LoadedModule(name, source, fmt, module, offset)
     if fmt in ("mlir", "bytecode"):
         payload: str | bytes = data if fmt == "bytecode" else _decode_text(data, source)
+        if isinstance(payload, str) and "check.expect" in payload:
+            # Self-checking tests: jaxlib has no `check` dialect, so its ops are
+            # rewritten line for line into `stablehlo.custom_call @check.*`.
+            from . import checks
+
+            payload = checks.preprocess_check_ops(payload, source, line_offset=offset)
         module = _mhlo_to_stablehlo(parse_mlir(payload, source, offset), source)
         return LoadedModule(name, source, fmt, module, offset,
                             payload if isinstance(payload, str) else None)

@@ -227,8 +227,13 @@ def _runs_nested_in_child(name: str) -> bool:
 
 
 def all_passes() -> dict[str, PassInfo]:
-    """Every pass a pipeline may name, by name."""
-    return {p.name: p for p in native_passes()}
+    """Every pass a pipeline may name, by name: jaxlib's and those written in Python."""
+    from . import python_passes
+
+    out = {p.name: p for p in native_passes()}
+    for p in python_passes.registered():
+        out[p.name] = PassInfo(p.name, p.anchor, p.description, "python")
+    return out
 
 
 if __name__ == "__main__":

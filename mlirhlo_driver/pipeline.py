@@ -353,7 +353,7 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
         ctx.enable_multithreading(not inst.prints_ir())
         try:
             with capture_fd2() as captured:
-                pm = passmanager.PassManager.parse(spec)
+                pm = build_pass_manager(root)
                 pm.enable_verifier(inst.verify_each)
                 if inst.prints_ir():
                     # In MLIR, after-change and after-failure only qualify after-printing.
@@ -384,6 +384,56 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
         raise _pass_failure(failure, root, original, module_name, reproducer_dir,
                             source_for_reproducer, result)
     return result
+
+
+def build_pass_manager(root: Nest) -> Any:
+    """A PassManager for ``root``; Python passes join the native ones in it.
+
+    With no Python pass this is ``PassManager.parse`` of the spec. Otherwise
+    the spec is added piece by piece: the bindings cannot nest a pass
+    manager, so a Python pass inside ``func.func(...)`` splits that group and
+    runs at module level over each function (function passes are independent
+    per function, so the result is the same).
+    """
+    from jaxlib.mlir import passmanager
+
+    from . import python_passes
+
+    names = {p.name for p in root.passes()}
+    py = {n: python_passes.get(n) for n in names}
+    py = {n: p for n, p in py.items() if p is not None}
+    if not py:
+        return passmanager.PassManager.parse(root.render())
+    pm = passmanager.PassManager("builtin.module")
+
+    def add_python(p: Any, per_function: bool) -> None:
+        run = python_passes.runner(p if not per_function or p.anchor == "func.func"
+                                   else python_passes.PythonPass(p.name, p.fn, "func.func", p.description,
+                                                                 p.origin))
+        pm.add(run, name=p.name, argument=p.name, description=p.description)
+
+    for item in root.items:
+        if isinstance(item, PassRef):
+            if item.name in py:
+                add_python(py[item.name], per_function=False)
+            else:
+                pm.add(item.render())
+            continue
+        pending: list[str] = []
+        for sub in item.items:
+            if isinstance(sub, PassRef) and sub.name in py:
+                if item.op != FUNC:
+                    raise PipelineError(f"Python pass '{sub.name}' can run at module level or under "
+                                        f"func.func, not under '{item.op}'", col=sub.col)
+                if pending:
+                    pm.add(f"{item.op}({','.join(pending)})")
+                    pending = []
+                add_python(py[sub.name], per_function=True)
+            else:
+                pending.append(sub.render())
+        if pending or not item.items:
+            pm.add(f"{item.op}({','.join(pending)})")
+    return pm
 
 
 def _module_asm(module: Any) -> str:
@@ -428,6 +478,8 @@ def _pass_failure(exc: Exception, root: Nest, original: str, module_name: str,
                   reproducer_dir: str | None, source: str | None, result: PipelineRun) -> PassFailure:
     failing = _find_failing_pass(root, original)
     diags = getattr(exc, "error_diagnostics", None) or []
+    if not diags and not type(exc).__name__.startswith("MLIR"):
+        return _python_pass_failure(exc, failing, root, original, module_name, reproducer_dir, source, result)
     lines: list[str] = []
     first_loc: tuple[int | None, int | None] = (None, None)
     for i, d in enumerate(diags):
@@ -446,6 +498,21 @@ def _pass_failure(exc: Exception, root: Nest, original: str, module_name: str,
     err = PassFailure(f"{what}: {first}", pass_name=failing, diagnostics="\n".join(lines),
                       reproducer=repro, file=source, line=first_loc[0], col=first_loc[1])
     err.run = result  # dumps printed before the failure still matter
+    return err
+
+
+def _python_pass_failure(exc: Exception, failing: str | None, root: Nest, original: str, module_name: str,
+                         reproducer_dir: str | None, source: str | None, result: PipelineRun) -> PassFailure:
+    """A Python pass raised: its name, the exception, where in the pass it was raised."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(
+        ("pipeline.py", "python_passes.py"))]
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    repro = write_reproducer(original, root.render(), module_name, reproducer_dir)
+    err = PassFailure(f"Python pass '{failing or '?'}' failed on module '{module_name}': "
+                      f"{type(exc).__name__}: {exc}{where}", pass_name=failing, reproducer=repro, file=source)
+    err.run = result
     return err
 
 
@@ -487,10 +554,9 @@ def _find_failing_pass(root: Nest, original: str) -> str | None:
     ctx = _jaxlib.ir_context()
     with ctx, capture_fd2():
         for n in range(1, len(flat) + 1):
-            spec = _prefix_spec(flat[:n])
             try:
                 module = ir.Module.parse(original)
-                passmanager.PassManager.parse(spec).run(module.operation)
+                build_pass_manager(parse_spec(_prefix_spec(flat[:n]))).run(module.operation)
             except Exception:
                 return flat[n - 1][1].name
     return None
@@ -514,10 +580,23 @@ def write_reproducer(module_asm: str, spec: str, module_name: str, directory: st
     fd, path = tempfile.mkstemp(prefix=f"mlirhlo-reproducer-{_safe(module_name)}-",
                                 suffix=".mlir", dir=directory)
     command = f"mlirhlo opt {shlex.quote(path)} --pipeline {shlex.quote(spec)}"
+    for plugin in _plugins_for(spec):
+        command += f" --load-pass-plugin {shlex.quote(plugin)}"
     with os.fdopen(fd, "w") as f:
         f.write(f"// Reproducer written by mlirhlo after a pass failure. Run it with:\n//   {command}\n")
         f.write(module_asm)
     return path
+
+
+def _plugins_for(spec: str) -> list[str]:
+    from . import python_passes
+
+    files = []
+    for ref in parse_spec(spec).passes():
+        p = python_passes.get(ref.name)
+        if p is not None and p.plugin_file() and p.plugin_file() not in files:
+            files.append(p.plugin_file())
+    return files
 
 
 def reproducer_command(path: str) -> str:

@@ -41,6 +41,7 @@ class XlaArtifacts:
     memory_stats: dict[str, int] = field(default_factory=dict)
     cost: dict[str, float] | None = None
     compile_error: str | None = None  # set when only the dumps written before a failure exist
+    mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
 
     def matching(self, pattern: str) -> list[tuple[str, bytes]]:
         rx = re.compile(pattern)
@@ -108,13 +109,14 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             if not keep_going:
                 raise
             error = e.message
-        files = _read_dump(workdir)
+        files, mtimes = _read_dump(workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     name = _hlo_module_name(files, executable)
     prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
     keyed = {prefix.sub("", k): v for k, v in files.items()}
-    art = XlaArtifacts(options.platform, name, keyed, compile_error=error)
+    art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
+                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()})
     if executable is not None:
         art.scheduled_hlo = executable.hlo_modules()[0].to_string()
         stats = executable.get_compiled_memory_stats()
@@ -138,14 +140,16 @@ def _autotune_error(path: str, native_log: str) -> Exception:
     return FlagError("malformed autotune results (not an AutotuneResults textproto)", file=path)
 
 
-def _read_dump(directory: str) -> dict[str, bytes]:
-    out = {}
+def _read_dump(directory: str) -> tuple[dict[str, bytes], dict[str, int]]:
+    out, mtimes = {}, {}
     for root, _, names in os.walk(directory):
         for n in names:
             path = os.path.join(root, n)
+            key = os.path.relpath(path, directory)
             with open(path, "rb") as f:
-                out[os.path.relpath(path, directory)] = f.read()
-    return out
+                out[key] = f.read()
+            mtimes[key] = os.stat(path).st_mtime_ns
+    return out, mtimes
 
 
 def _hlo_module_name(files: dict[str, bytes], executable: Any) -> str:

@@ -1,12 +1,16 @@
-// while (5 iterations of acc = 2 * acc + x), if on a runtime predicate,
+// while (5 iterations of acc = 2 * acc + x, the trip count a runtime
+// value so that XLA keeps the loop), if on a runtime predicate,
 // case with three branches, and iota along two dimensions.
 func.func @main() {
   %x = stablehlo.constant dense<[1.0, -0.5, 2.25, 0.125]> : tensor<4xf32>
   %zero = stablehlo.constant dense<0.0> : tensor<4xf32>
   %two = stablehlo.constant dense<2.0> : tensor<4xf32>
   %i0 = stablehlo.constant dense<0> : tensor<i32>
-  %n = stablehlo.constant dense<5> : tensor<i32>
-  %one = stablehlo.constant dense<1> : tensor<i32>
+  %limits = stablehlo.constant dense<[5, 1]> : tensor<2xi32>
+  %l0 = stablehlo.slice %limits [0:1] : (tensor<2xi32>) -> tensor<1xi32>
+  %l1 = stablehlo.slice %limits [1:2] : (tensor<2xi32>) -> tensor<1xi32>
+  %n = stablehlo.reshape %l0 : (tensor<1xi32>) -> tensor<i32>
+  %one = stablehlo.reshape %l1 : (tensor<1xi32>) -> tensor<i32>
   %w:2 = stablehlo.while(%i = %i0, %acc = %zero) : tensor<i32>, tensor<4xf32>
     cond {
       %lt = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>

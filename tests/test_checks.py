@@ -1,0 +1,517 @@
+"""Self-checking StableHLO modules (mlirhlo_driver.checks): the check dialect
+rewrite, module preparation for XLA, and the interpreter's check semantics."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from mlirhlo_driver import checks, inputs
+from mlirhlo_driver.checks import Check, evaluate_check, ulp_difference
+from mlirhlo_driver.errors import InputError
+
+DATA = Path(__file__).parent / "data" / "checks"
+FILES = sorted(p.name for p in DATA.glob("*.mlir"))
+
+# Ops XLA keeps in each file's optimized HLO once the inputs are parameters
+# (with the inputs left as constants, XLA folds them away).
+COMPUTED = {
+    "compare_select.mlir": ["compare", "select", "round-nearest-even", "clamp"],
+    "control_flow.mlir": ["while", "conditional", "iota"],
+    "convert.mlir": ["convert"],
+    "dot_conv.mlir": ["dot", "convolution"],
+    "elementwise_f32.mlir": ["exponential", "log", "tanh", "power", "rsqrt", "divide"],
+    "gather_scatter.mlir": ["gather", "scatter", "dynamic-slice", "dynamic-update-slice"],
+    "half_types.mlir": ["exponential", "tanh", "complex"],
+    "integer_ops.mlir": ["popcnt", "count-leading-zeros", "shift-right-arithmetic", "remainder"],
+    "reductions.mlir": ["reduce", "reduce-window"],
+    "shapes.mlir": ["pad", "concatenate", "reverse"],
+    "sort.mlir": ["sort"],
+    "testdata_softplus.mlir": ["log-plus-one", "exponential"],
+    "wide_types.mlir": ["atan2", "exponential", "shift-left"],
+}
+
+
+def load(name: str):
+    [loaded] = inputs.load(str(DATA / name))
+    return loaded.module
+
+
+def parse(text: str, source: str = "t.mlir"):
+    return inputs.parse_mlir(checks.preprocess_check_ops(text, source), source)
+
+
+def compile_cpu(module):
+    from mlirhlo_driver import _jaxlib
+
+    devices = _jaxlib.cpu_devices()[:1]
+    return _jaxlib.compile_executable(module, devices, _jaxlib.compile_options())
+
+
+def entry_block(module):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and \
+                str(op.operation.attributes["sym_name"]) == '"main"':
+            return op.operation.regions[0].blocks[0]
+    raise AssertionError("no @main")
+
+
+def run(plan, args=()):
+    return checks.run_cpu(plan, list(args))
+
+
+# ================================================================ preprocess
+
+DIALECT_SRC = """\
+func.func @main() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  check.expect_eq %a, %a : tensor<2xf32>
+  check.expect_eq_const %a, dense<[1.0, 2.0]> : tensor<2xf32>
+  check.expect_almost_eq %a, %a, tolerance = 1.0e-03 : f64 : tensor<2xf32>
+  check.expect_almost_eq_const %a, dense<[1.0, 2.0]> : tensor<2xf32>
+  check.expect_close %a, %a, max_ulp_difference = 2, min_ulp_difference = 1 : tensor<2xf32>, tensor<2xf32>
+  "check.expect_eq"(%a, %a) : (tensor<2xf32>, tensor<2xf32>) -> ()
+  check.expect_eq_const(%a, dense<[1.0, 2.0]> : tensor<2xf32>) : tensor<2xf32>
+  func.return
+}
+"""
+
+DIALECT_OUT = """\
+func.func @main() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  %check_expected_4_3 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32> stablehlo.custom_call @check.expect_eq(%a, %check_expected_4_3) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> () loc("-":4:3)
+  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {has_side_effect = true, tolerance = 0.001 : f64} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  %check_expected_6_3 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32> stablehlo.custom_call @check.expect_almost_eq(%a, %check_expected_6_3) {has_side_effect = true, tolerance = 0.0001 : f64} : (tensor<2xf32>, tensor<2xf32>) -> () loc("-":6:3)
+  stablehlo.custom_call @check.expect_close(%a, %a) {has_side_effect = true, max_ulp_difference = 2 : i64, min_ulp_difference = 1 : i64} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  %check_expected_9_3 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32> stablehlo.custom_call @check.expect_eq(%a, %check_expected_9_3) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> () loc("-":9:3)
+  func.return
+}
+"""
+
+
+def test_preprocess_rewrites_every_form_exactly():
+    assert checks.preprocess_check_ops(DIALECT_SRC, "t.mlir") == DIALECT_OUT
+
+
+def test_preprocess_keeps_lines_and_checks_keep_their_locations():
+    src = """\
+func.func @f() {
+  %a = stablehlo.constant dense<[1, 2, 3]> : tensor<3xi32>
+  // check.expect_eq in a comment, and a custom call: neither is rewritten
+  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<3xi32>, tensor<3xi32>) -> ()
+    check.expect_eq_const %a, dense<[1,
+                                    2,
+                                    3]> : tensor<3xi32>
+  %b = stablehlo.add %a, %a : tensor<3xi32>
+  "check.expect_almost_eq_const"(%a) <{value = dense<[1.0, 2.0]> : tensor<2xf32>,
+      tolerance = 5.0e-01 : f64}> : (tensor<3xi32>) -> ()
+  func.return
+}
+"""
+    out = checks.preprocess_check_ops(src, "t.mlir")
+    src_lines, out_lines = src.split("\n"), out.split("\n")
+    assert len(src_lines) == len(out_lines)
+    for i in (0, 1, 2, 3, 7, 10, 11):
+        assert src_lines[i] == out_lines[i], i
+    assert out_lines[4].startswith("    %check_expected_5_5 = stablehlo.constant dense<[1,")
+    assert out_lines[6].endswith('stablehlo.custom_call @check.expect_eq(%a, %check_expected_5_5) '
+                                 '{has_side_effect = true} : (tensor<3xi32>, tensor<3xi32>) -> () '
+                                 'loc("-":5:5)')
+    assert "tolerance = 0.5 : f64" in out_lines[8]
+    assert out_lines[9] == ""
+    assert checks.preprocess_check_ops("func.func @f() { return }", "x") == "func.func @f() { return }"
+
+
+def test_check_locations_point_at_the_original_ops():
+    src = """\
+func.func @main() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = stablehlo.exponential %a : tensor<2xf32>
+      check.expect_close %b, %b, max_ulp_difference = 0 : tensor<2xf32>, tensor<2xf32>
+  check.expect_almost_eq_const %b, dense<[2.7182817, 7.3890561]> : tensor<2xf32>
+  func.return
+}
+"""
+    plan = checks.prepare(parse(src), source="dir/t.mlir", line_offset=10)
+    assert [c.location for c in plan.checks] == ["dir/t.mlir:14:7", "dir/t.mlir:15:3"]
+    assert [c.kind for c in plan.checks] == ["expect_close", "expect_almost_eq"]
+    assert plan.checks[1].options == {"tolerance": 1e-4}
+    assert checks.prepare(parse(src)).checks[0].location == "4:7"  # no file known
+
+
+@pytest.mark.parametrize("line, message", [
+    ("  check.expect_close %a, %a : tensor<2xf32>, tensor<2xf32>",
+     "cannot rewrite check.expect_close: expected ', max_ulp_difference = N'"),
+    ('  check.expect_serialized_eq %a, probe_id = "p0" : tensor<2xf32>',
+     "cannot rewrite check.expect_serialized_eq: needs tensors that the interpreter's probe "
+     "instrumentation serialized (index.csv); only the interpreter runs it"),
+    ("  check.expect_frobnicated %a, %a : tensor<2xf32>",
+     "cannot rewrite check.expect_frobnicated: unknown check op"),
+    ("  %r = check.expect_eq %a, %a : tensor<2xf32>",
+     "cannot rewrite check.expect_eq: a check op has no results"),
+    ("  check.expect_eq_const %a, [1.0, 2.0] : tensor<2xf32>",
+     "cannot rewrite check.expect_eq_const: expected an elements attribute"),
+])
+def test_preprocess_errors_carry_line_and_column(line, message):
+    src = ("func.func @main() {\n  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>\n"
+           + line + "\n  func.return\n}\n")
+    with pytest.raises(InputError) as info:
+        checks.preprocess_check_ops(src, "bad.mlir", line_offset=4)
+    err = info.value
+    assert err.file == "bad.mlir" and err.line == 7
+    assert err.col is not None and err.col >= 3
+    assert err.message.startswith(message)
+    assert err.format().startswith(f"error: bad.mlir:7:{err.col}: cannot rewrite ")
+
+
+def test_preprocess_error_column_is_where_parsing_stopped():
+    src = "func.func @main() {\n  check.expect_eq %a %b : tensor<f32>\n}\n"
+    with pytest.raises(InputError) as info:
+        checks.preprocess_check_ops(src, "x.mlir")
+    assert (info.value.line, info.value.col) == (2, 21)
+    assert info.value.message == "cannot rewrite check.expect_eq: expected ','"
+
+
+def test_loader_rewrites_check_dialect_files(tmp_path):
+    path = tmp_path / "split.mlir"
+    path.write_text(
+        "func.func @first() {\n"
+        "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi32>\n"
+        "  %b = stablehlo.add %a, %a : tensor<2xi32>\n"
+        "  check.expect_eq_const %b, dense<[2, 4]> : tensor<2xi32>\n"
+        "  func.return\n"
+        "}\n"
+        "// -----\n"
+        "func.func @second() {\n"
+        "  %a = stablehlo.constant dense<[1.0, 4.0]> : tensor<2xf64>\n"
+        "  %b = stablehlo.sqrt %a : tensor<2xf64>\n"
+        "  check.expect_almost_eq_const %b, dense<[1.0, 2.5]> : tensor<2xf64>\n"
+        "  func.return\n"
+        "}\n")
+    loaded = inputs.load(str(path), split_input_file=True)
+    assert len(loaded) == 2
+    assert "stablehlo.custom_call @check.expect_eq" in loaded[0].source_text
+    results = []
+    for chunk in loaded:
+        plan = checks.prepare(chunk.module, source=chunk.source, line_offset=chunk.line_offset)
+        results += checks.evaluate(plan, run(plan))
+    assert [r.passed for r in results] == [True, False]
+    assert results[1].location == f"{path}:11:3"
+    assert results[1].message == ("1 of 2 elements outside tolerance 0.0001; worst at index [1]: "
+                                  "actual=2.0, expected=2.5, abs error=0.5, rel error=0.2")
+
+
+def test_loader_reports_rewrite_errors_at_file_lines(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text("func.func @a() {\n  func.return\n}\n// -----\nfunc.func @b() {\n"
+                    "  check.expect_close %x, %y : tensor<f32>, tensor<f32>\n}\n")
+    with pytest.raises(InputError) as info:
+        inputs.load(str(path), split_input_file=True)
+    assert (info.value.file, info.value.line) == (str(path), 6)
+
+
+# =================================================================== prepare
+
+@pytest.mark.parametrize("name", FILES)
+def test_data_file_passes_with_constants_as_parameters(name):
+    module = load(name)
+    before = str(module)
+    assert checks.has_checks(module)
+    plan = checks.prepare(module, source=name)
+    assert str(module) == before  # the input is not touched
+    assert not plan.folded and plan.parameters
+    assert not checks.has_checks(plan.module)
+    block = entry_block(plan.module)
+    assert len(block.arguments) == plan.num_original_params + len(plan.parameters)
+    for arg, value in zip(list(block.arguments)[plan.num_original_params:], plan.parameters):
+        assert list(value.shape) == list(arg.type.shape)
+    hlo = compile_cpu(plan.module).hlo_modules()[0].to_string()
+    for opcode in COMPUTED[name]:
+        assert re.search(rf" {re.escape(opcode)}\(", hlo), (opcode, name)
+    results = checks.evaluate(plan, run(plan))
+    assert results and len(results) == len(plan.checks)
+    assert all(r.passed for r in results), [r for r in results if not r.passed]
+    assert all(r.location.startswith(f"{name}:") for r in results)
+
+
+@pytest.mark.parametrize("name", ["elementwise_f32.mlir", "wide_types.mlir", "integer_ops.mlir",
+                                  "testdata_softplus.mlir"])
+def test_fold_constants_keeps_constants_and_xla_folds_them(name):
+    plan = checks.prepare(load(name), fold_constants=True)
+    assert plan.folded and plan.parameters == []
+    assert len(entry_block(plan.module).arguments) == 0
+    hlo = compile_cpu(plan.module).hlo_modules()[0].to_string()
+    assert not any(re.search(rf" {re.escape(op)}\(", hlo) for op in COMPUTED[name])
+    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+
+
+def test_testdata_form_inlines_inputs_and_expected():
+    plan = checks.prepare(load("testdata_softplus.mlir"))
+    text = str(plan.module)
+    assert "call @inputs" not in text and "call @expected" not in text
+    assert "func.func private @inputs" not in text  # unused now, removed
+    assert plan.num_original_results == 1
+    assert [c.kind for c in plan.checks] == ["expect_close", "expect_close", "expect_eq"]
+    assert plan.checks[0].actual_index == 0  # the checked value is @main's own result
+    assert plan.checks[0].options == {"max_ulp_difference": 3, "min_ulp_difference": 0}
+    assert [p.dtype for p in plan.parameters] == [np.float32, np.int32]
+
+
+def test_64_bit_parameters_keep_their_values():
+    plan = checks.prepare(load("wide_types.mlir"))
+    assert plan.x64
+    dtypes = [p.dtype for p in plan.parameters]
+    assert dtypes == [np.float64, np.float64, np.int64, np.int64, np.uint64,
+                      np.complex128, np.complex128]
+    assert plan.parameters[4][0] == np.uint64(18446744073709551615)
+    assert plan.parameters[3][0] == 3037000499
+    assert plan.parameters[5][0] == 1.5 + 2.0j
+    outs = run(plan)
+    assert outs[1].dtype == np.int64 and outs[1][0] == 3037000499 ** 2
+    assert all(r.passed for r in checks.evaluate(plan, outs))
+
+
+def test_parameter_values_for_every_dtype():
+    src = """\
+func.func @main() {
+  %0 = stablehlo.constant dense<[1.5, -2.0]> : tensor<2xbf16>
+  %1 = stablehlo.constant dense<[(1.5, 2.0), (3.0, -1.0)]> : tensor<2xcomplex<f32>>
+  %2 = stablehlo.constant dense<[0.5, 448.0]> : tensor<2xf8E4M3FN>
+  %3 = stablehlo.constant dense<[true, false]> : tensor<2xi1>
+  %4 = stablehlo.constant dense<[65535, 2]> : tensor<2xui16>
+  %5 = stablehlo.constant dense<[-128, 127]> : tensor<2xi8>
+  %6 = stablehlo.constant dense<[6.1e-05, 65504.0]> : tensor<2xf16>
+  %r0 = stablehlo.negate %0 : tensor<2xbf16>
+  %r1 = stablehlo.negate %1 : tensor<2xcomplex<f32>>
+  %r2 = stablehlo.convert %2 : (tensor<2xf8E4M3FN>) -> tensor<2xf32>
+  %r3 = stablehlo.not %3 : tensor<2xi1>
+  %r4 = stablehlo.not %4 : tensor<2xui16>
+  %r5 = stablehlo.negate %5 : tensor<2xi8>
+  %r6 = stablehlo.negate %6 : tensor<2xf16>
+  check.expect_eq_const %r0, dense<[-1.5, 2.0]> : tensor<2xbf16>
+  check.expect_eq_const %r1, dense<[(-1.5, -2.0), (-3.0, 1.0)]> : tensor<2xcomplex<f32>>
+  check.expect_eq_const %r2, dense<[0.5, 448.0]> : tensor<2xf32>
+  check.expect_eq_const %r3, dense<[false, true]> : tensor<2xi1>
+  check.expect_eq_const %r4, dense<[0, 65533]> : tensor<2xui16>
+  check.expect_eq_const %r5, dense<[-128, -127]> : tensor<2xi8>
+  check.expect_eq_const %r6, dense<[-6.1e-05, -65504.0]> : tensor<2xf16>
+  func.return
+}
+"""
+    plan = checks.prepare(parse(src))
+    p = plan.parameters
+    assert [a.dtype for a in p] == [ml_dtypes.bfloat16, np.complex64, ml_dtypes.float8_e4m3fn,
+                                    np.bool_, np.uint16, np.int8, np.float16]
+    assert p[1].tolist() == [1.5 + 2j, 3 - 1j] and p[2].astype(np.float32).tolist() == [0.5, 448.0]
+    assert p[4].tolist() == [65535, 2] and p[6][1] == np.float16(65504.0)
+    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+
+
+def test_original_arguments_come_first_and_results_are_deduplicated():
+    src = """\
+func.func @main(%x: tensor<3xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<3xf32> {jax.result_info = "y"}) {
+  %w = stablehlo.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %y = stablehlo.multiply %x, %w : tensor<3xf32>
+  %e = stablehlo.constant dense<[2.0, 4.0, 6.0]> : tensor<3xf32>
+  check.expect_eq %y, %e : tensor<3xf32>
+  check.expect_close %y, %e, max_ulp_difference = 0 : tensor<3xf32>, tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
+"""
+    plan = checks.prepare(parse(src))
+    assert plan.num_original_params == 1 and plan.num_original_results == 1
+    assert [a.tolist() for a in plan.parameters] == [[1.0, 2.0, 3.0]]
+    assert [(c.actual_index, c.expected_index) for c in plan.checks] == [(0, 1), (0, 1)]
+    text = str(plan.module)
+    assert '%arg0: tensor<3xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<3xf32>)' in text
+    assert '-> (tensor<3xf32> {jax.result_info = "y"}, tensor<3xf32>)' in text
+    outs = run(plan, [np.float32([2, 2, 2])])
+    assert len(outs) == 2 and all(r.passed for r in checks.evaluate(plan, outs))
+    results = checks.evaluate(plan, run(plan, [np.float32([2, 2, 3])]))
+    assert not results[0].passed
+    assert results[0].message == ("1 of 3 elements not equal; worst at index [2]: actual=9.0, "
+                                  "expected=6.0, abs error=3, rel error=0.5")
+    assert results[1].message == ("1 of 3 elements outside 0 ULP; worst at index [2]: actual=9.0, "
+                                  "expected=6.0, ULP difference=5242880")  # 0x41100000 - 0x40C00000
+
+
+def test_check_eq_custom_call_result_becomes_true():
+    src = """\
+func.func public @main() -> tensor<i1> {
+  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %1 = stablehlo.constant dense<[1.00001, 2.0]> : tensor<2xf32>
+  %2 = stablehlo.abs %0 : tensor<2xf32>
+  %3 = stablehlo.custom_call @check.eq(%2, %1) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+  return %3 : tensor<i1>
+}
+"""
+    plan = checks.prepare(parse(src))
+    assert [(c.kind, c.options) for c in plan.checks] == [("expect_almost_eq", {"tolerance": 1e-4})]
+    outs = run(plan)
+    assert outs[0].dtype == np.bool_ and bool(outs[0])
+    assert checks.evaluate(plan, outs)[0].passed
+
+
+def test_custom_call_options_from_attributes_and_backend_config():
+    src = """\
+func.func @main() {
+  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %1 = stablehlo.sine %0 : tensor<2xf32>
+  stablehlo.custom_call @check.expect_close(%1, %0) {has_side_effect = true, max_ulp_difference = 7 : i64} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  stablehlo.custom_call @check.expect_almost_eq(%1, %0) {has_side_effect = true, backend_config = "{\\"tolerance\\": 0.5}"} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  stablehlo.custom_call @check.expect_almost_eq(%1, %0) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  return
+}
+"""
+    plan = checks.prepare(parse(src))
+    assert [c.options for c in plan.checks] == [
+        {"max_ulp_difference": 7, "min_ulp_difference": 0}, {"tolerance": 0.5}, {"tolerance": 1e-3}]
+
+
+def test_entry_function_need_not_be_called_main():
+    src = ("func.func @sqrt_test() {\n  %a = stablehlo.constant dense<[4.0, 9.0]> : tensor<2xf32>\n"
+           "  %r = stablehlo.sqrt %a : tensor<2xf32>\n"
+           "  check.expect_eq_const %r, dense<[2.0, 3.0]> : tensor<2xf32>\n  func.return\n}\n")
+    plan = checks.prepare(parse(src))
+    assert "func.func @main(" in str(plan.module)
+    assert checks.evaluate(plan, run(plan))[0].passed
+
+
+def test_misplaced_or_unknown_checks_are_input_errors():
+    nested = """\
+func.func @main() {
+  %p = stablehlo.constant dense<true> : tensor<i1>
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %r = "stablehlo.if"(%p) ({
+    stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    stablehlo.return %a : tensor<2xf32>
+  }, {
+    stablehlo.return %a : tensor<2xf32>
+  }) : (tensor<i1>) -> tensor<2xf32>
+  return
+}
+"""
+    with pytest.raises(InputError) as info:
+        checks.prepare(parse(nested), source="n.mlir")
+    assert (info.value.line, info.value.col) == (5, 5)
+    unknown = nested.replace("check.expect_eq(%a, %a)", "check.expect_sameish(%a, %a)")
+    unknown = re.sub(r'  %r = "stablehlo.if".*?\) -> tensor<2xf32>\n', "", unknown, flags=re.S)
+    unknown = unknown.replace("  return\n", "  stablehlo.custom_call @check.expect_sameish(%a, %a) "
+                              "{has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()\n"
+                              "  return\n")
+    with pytest.raises(InputError, match="unknown check custom call 'check.expect_sameish'"):
+        checks.prepare(parse(unknown))
+
+
+def test_has_checks():
+    assert not checks.has_checks(parse("func.func @main() -> tensor<f32> {\n"
+                                       "  %0 = stablehlo.constant dense<1.0> : tensor<f32>\n"
+                                       "  return %0 : tensor<f32>\n}\n"))
+    assert checks.has_checks(parse(DIALECT_SRC))
+
+
+# ================================================================== evaluate
+
+def _eval(kind, actual, expected, **options):
+    return evaluate_check(Check(kind, 0, 1, options, "f.mlir:3:5"),
+                          [np.asarray(actual), np.asarray(expected)])
+
+
+def test_wrong_expected_value_fails_with_index_and_values():
+    src = (DATA / "shapes.mlir").read_text()
+    wrong = src.replace("dense<[[11, 12, 13, 14], [25, 26, 27, 28], [39, 40, 41, 42]]>",
+                        "dense<[[11, 12, 13, 14], [25, 26, 27, 28], [39, 40, 14, 42]]>")
+    assert wrong != src
+    plan = checks.prepare(parse(wrong, "shapes.mlir"), source="shapes.mlir")
+    results = checks.evaluate(plan, run(plan))
+    failed = [r for r in results if not r.passed]
+    assert len(failed) == 1 and len(results) == 8
+    assert failed[0].location == "shapes.mlir:8:3"
+    assert failed[0].message == ("1 of 12 elements not equal; worst at index [2, 2]: "
+                                 "actual=41, expected=14, abs error=27")
+
+
+def test_failure_messages_name_the_worst_element():
+    r = _eval("expect_eq", np.int32([[1, 2], [3, 4]]), np.int32([[1, 5], [3, -4]]))
+    assert not r.passed and r.location == "f.mlir:3:5"
+    assert r.message == "2 of 4 elements not equal; worst at index [1, 1]: actual=4, expected=-4, abs error=8"
+    r = _eval("expect_almost_eq", np.float32([1, 2, 3]), np.float32([1.5, 2, 3.25]), tolerance=0.1)
+    assert r.message == ("2 of 3 elements outside tolerance 0.1; worst at index [0]: actual=1.0, "
+                         "expected=1.5, abs error=0.5, rel error=0.333333")
+    r = _eval("expect_close", np.float32([1, 2]), np.float32([np.inf, 2]), max_ulp_difference=3)
+    assert r.message == ("1 of 2 elements outside 3 ULP; worst at index [0]: actual=1.0, "
+                         "expected=inf, ULP difference=inf")
+    r = _eval("expect_eq", np.uint64([2**64 - 1]), np.uint64([0]))
+    assert r.message.endswith("actual=18446744073709551615, expected=0, abs error=18446744073709551615")
+    r = _eval("expect_eq", np.bool_(True), np.bool_(False))
+    assert r.message == "1 of 1 element not equal; worst at index []: actual=true, expected=false, abs error=1"
+    r = _eval("expect_eq", np.float32([1, 2]), np.float64([1, 2]))
+    assert not r.passed and r.message == "actual is float32[2], expected float64[2]"
+    r = _eval("expect_close", np.float32([1, 2]), np.float32([1, 2]), max_ulp_difference=3)
+    assert r.passed and r.message == "2 elements ok, max ULP difference 0"
+
+
+def test_ulp_difference_arithmetic():
+    one = np.float32(1.0)
+    up = np.nextafter(one, np.float32(2))
+    assert ulp_difference(np.float32([1.0]), np.float32([up]))[0] == 1
+    assert ulp_difference(np.float64([1.0]), np.float64([np.nextafter(1.0, 0.0)]))[0] == 1
+    assert ulp_difference(np.float16([1.0]), np.float16([1.0009765625]))[0] == 1
+    bf = np.array([1.0, 1.0078125], ml_dtypes.bfloat16)
+    assert ulp_difference(bf[:1], bf[1:])[0] == 1
+    f8 = np.array([1.0, 1.125], ml_dtypes.float8_e4m3fn)
+    assert ulp_difference(f8[:1], f8[1:])[0] == 1
+    assert ulp_difference(np.float32([-0.0]), np.float32([0.0]))[0] == 0
+    tiny = np.float32(1e-45)  # the smallest subnormal
+    assert ulp_difference(np.float32([-tiny]), np.float32([tiny]))[0] == 2
+    assert ulp_difference(np.float32([-1.0]), np.float32([1.0]))[0] == 2 * 0x3F800000
+    assert ulp_difference(np.float32([np.nan]), np.float32([-np.nan]))[0] == 0
+    assert ulp_difference(np.float32([np.nan]), np.float32([1.0]))[0] == checks.MAX_ULP
+    assert ulp_difference(np.float32([np.inf]), np.float32([np.inf]))[0] == 0
+    big = np.finfo(np.float32).max
+    assert ulp_difference(np.float32([np.inf]), np.float32([big]))[0] == checks.MAX_ULP
+    assert ulp_difference(np.float32([-np.inf]), np.float32([np.inf]))[0] == checks.MAX_ULP
+    c = ulp_difference(np.complex64([1 + 1j]), np.complex64([complex(up, 1.0) + 0j]))
+    assert c[0] == 1
+    c = ulp_difference(np.complex128([1 + 1j]), np.complex128([1 + 2j]))
+    assert c[0] == 1 << 52
+
+
+def test_expect_close_bounds():
+    one, up = np.float32(1.0), np.nextafter(np.float32(1.0), np.float32(2))
+    assert _eval("expect_close", [one], [up], max_ulp_difference=1).passed
+    assert not _eval("expect_close", [one], [up], max_ulp_difference=0).passed
+    assert _eval("expect_close", [one], [up], max_ulp_difference=1, min_ulp_difference=1).passed
+    assert not _eval("expect_close", [one], [one], max_ulp_difference=1, min_ulp_difference=1).passed
+    assert _eval("expect_close", np.float32([np.nan, -0.0]), np.float32([np.nan, 0.0]),
+                 max_ulp_difference=0).passed
+    assert _eval("expect_close", np.int32([5]), np.int32([7]), max_ulp_difference=2).passed
+
+
+def test_expect_eq_is_ieee_equality():
+    assert _eval("expect_eq", np.float32([-0.0]), np.float32([0.0])).passed
+    assert not _eval("expect_eq", np.float32([np.nan]), np.float32([np.nan])).passed
+    assert _eval("expect_eq", np.complex64([1 - 0j]), np.complex64([1 + 0j])).passed
+    assert not _eval("expect_eq", np.int8([1]), np.int8([2])).passed
+
+
+def test_expect_almost_eq_follows_the_interpreter():
+    ok = lambda a, e, t=1e-4: _eval("expect_almost_eq", np.float32(a), np.float32(e), tolerance=t).passed  # noqa: E731
+    assert ok([np.nan], [np.nan])
+    assert not ok([np.nan], [1.0])
+    assert ok([np.inf], [np.inf]) and not ok([np.inf], [3e38], 1e40)
+    assert ok([0.0], [-0.0])
+    assert ok([0.0], [5e-5])          # zero and a small value of the same sign
+    assert not ok([0.0], [-5e-5])     # ... but not of the other sign
+    assert not ok([1e-5], [-1e-5])
+    assert ok([100.0], [100.0001])
+    assert not ok([100.0], [100.01])
+    assert _eval("expect_almost_eq", np.complex64([1 + 1j]), np.complex64([1 + 1.00001j])).passed
+    assert not _eval("expect_almost_eq", np.complex64([1 + 1j]), np.complex64([1 + 1.1j])).passed
+    assert _eval("expect_almost_eq", np.int32([3]), np.int32([4]), tolerance=1.0).passed

@@ -1,0 +1,72 @@
+"""mlirhlo ptx (XLA's ptx-opt) from the command line, on XLA's own LLVM IR."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import DATA, assert_one_line_error
+
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+
+
+@pytest.fixture(scope="module")
+def xla_outputs(tmp_path_factory):
+    """XLA's LLVM IR (both stages) and its PTX for the MLP step on H100, device-less."""
+    from mlirhlo_driver.cli import main
+
+    d = tmp_path_factory.mktemp("xla")
+    try:
+        main(["opt", str(MLP), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage",
+              "llvm-before-optimizations,llvm,ptx", "--dump-dir", str(d)])
+    except SystemExit as e:
+        assert e.code == 0
+    return {p.name.split(".", 1)[1]: p for p in d.iterdir()}
+
+
+def _kernels(ptx: str) -> set[str]:
+    return set(re.findall(r"^\.(?:visible )?\.entry (\w+)", ptx, re.M))
+
+
+def test_xla_llvm_ir_to_ptx_for_sm90a(cli, xla_outputs, tmp_path):
+    xla_ptx = xla_outputs["ptx"].read_text()
+    for stage, flags in (("ir-no-opt.ll", []), ("ir-with-opt.ll", ["--no-optimize"])):
+        out = tmp_path / f"{stage}.ptx"
+        result = cli("ptx", xla_outputs[stage], "--arch", "9.0a", "-O3", *flags, "-o", out)
+        assert result.code == 0, result.err
+        ours = out.read_text()
+        assert ".target sm_90a" in ours
+        assert _kernels(ours) == _kernels(xla_ptx), stage
+        # the joined file is split and compiled module by module, in the same order;
+        # XLA's module of constants has no kernel, hence no PTX of its own
+        sections = [n for n in re.findall(r"^// ----- (\S+) -----$", ours, re.M) if n not in ("constants", "module")]
+        assert sections == re.findall(r"^// ----- (\S+) -----$", xla_ptx, re.M)
+
+
+def test_print_after_all_and_ir_dump_dir(cli, xla_outputs, tmp_path):
+    src = tmp_path / "one.ll"
+    text = xla_outputs["ir-no-opt.ll"].read_text()
+    first = text.split("; ----- ")[1].split("\n", 1)[1]  # the first module alone
+    src.write_text(first)
+    result = cli("ptx", src, "--arch", "sm_80", "--print-after-all", "-o", tmp_path / "o.ptx")
+    assert result.code == 0
+    assert result.err.count("; *** IR Dump After ") > 10
+    d = tmp_path / "dumps"
+    assert cli("ptx", src, "--arch", "sm_80", "--ir-dump-dir", d, "-o", tmp_path / "o2.ptx").code == 0
+    files = sorted(p.name for p in d.iterdir())
+    assert len(files) > 10 and files[0].startswith("000-")
+    assert (tmp_path / "o.ptx").read_text() == (tmp_path / "o2.ptx").read_text()
+
+
+def test_ptx_errors(cli, tmp_path):
+    bad = tmp_path / "bad.ll"
+    bad.write_text("define void @f() {\n  ret i32 0\n}\n")
+    line = assert_one_line_error(cli("ptx", bad, "-o", tmp_path / "x.ptx"))
+    assert line == f"error: {bad}:2:7: value doesn't match function result type 'void'"
+    assert not (tmp_path / "x.ptx").exists()
+    good = tmp_path / "good.ll"
+    good.write_text("define void @f() {\n  ret void\n}\n")
+    line = assert_one_line_error(cli("ptx", good, "--arch", "sm_99"))
+    assert "unsupported NVPTX arch 'sm_99'" in line and "did you mean" in line
+    assert_one_line_error(cli("ptx", tmp_path / "none.ll"), contains="no such file")
