@@ -573,7 +573,7 @@ def _fmt(v: Any) -> str:
 
 # ------------------------------------------------------------------- running
 
-def run_module(module: Any, name: str, source: str, options: RunOptions) -> ModuleReport:
+def run_module(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0) -> ModuleReport:
     """Inputs, platform run, reference run, comparison; never raises for module failures."""
     from . import _jaxlib
 
@@ -582,7 +582,7 @@ def run_module(module: Any, name: str, source: str, options: RunOptions) -> Modu
         if _needs_x64(module):
             _jaxlib.enable_x64()
         if _has_checks(module):
-            return _run_checks(module, report, options)
+            return _run_checks(module, report, options, line_offset)
         arrays, report.inputs_note = make_inputs(module, options)
         outputs, report.compile_ms, report.run_ms = run_xla(
             module, arrays, options.platform, options.iterations, options.xla_flags)
@@ -654,10 +654,11 @@ def _compare_all(report: ModuleReport, outputs: list[np.ndarray], reference: lis
         report.message = "; ".join(f"output {m.output}: {m.count}/{m.total} differ" for m in report.mismatches)
 
 
-def _run_checks(module: Any, report: ModuleReport, options: RunOptions) -> ModuleReport:
+def _run_checks(module: Any, report: ModuleReport, options: RunOptions, line_offset: int) -> ModuleReport:
     from . import checks
 
-    plan = checks.prepare(module, fold_constants=options.fold_constants)
+    plan = checks.prepare(module, fold_constants=options.fold_constants, source=report.source,
+                          line_offset=line_offset)
     report.inputs_note = ("constants folded by XLA (--fold-constants)" if plan.folded
                           else f"{len(plan.parameters)} constants fed as runtime parameters")
     extra, note = [], ""

@@ -44,7 +44,7 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
                              split_input_file=task.split_input_file, arg_specs=task.arg_specs)[task.chunk]
     except DriverError as e:
         return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
-    return run.run_module(loaded.module, task.name, task.source, options)
+    return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset)
 
 
 def _worker(conn: Connection, options: RunOptions, log_path: str) -> None:  # pragma: no cover - child

@@ -18,6 +18,7 @@ CUDA_ONLY = frozenset({"cuda"})
 
 
 _LL_DEFINE = r"^define [^@]*@\"?([\w.$-]+)"
+_LL_KERNEL = r"^define ptx_kernel [^@]*@\"?([\w.$-]+)"
 
 
 def _text(data: bytes) -> str:
@@ -43,7 +44,9 @@ def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) ->
             continue
         name = re.sub(pattern, "", key)
         if not name or name.isdigit() or re.fullmatch(r"\d+\.?", name):
-            kernels = sorted(set(re.findall(kernel_rx, text, re.M)))
+            # Kernels name a section: GPU entry points first, other functions otherwise.
+            kernels = sorted(set(re.findall(_LL_KERNEL, text, re.M))) if kernel_rx == _LL_DEFINE else []
+            kernels = kernels or sorted(set(re.findall(kernel_rx, text, re.M)))
             name = kernels[0] if kernels else "module"
         sections.append((name, text))
     sections.sort()

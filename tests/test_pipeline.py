@@ -77,6 +77,8 @@ def test_pass_catalog_comes_from_jaxlib(cli, catalog):
 
     with _jaxlib.ir_context():
         for info in catalog.values():
+            if info.origin == "python":
+                continue  # run by the driver, not parsed by MLIR
             nested = info.name if info.anchor in ("any", "builtin.module") else f"{info.anchor}({info.name})"
             passmanager.PassManager.parse(f"builtin.module({nested})")
     listing = cli("passes")

@@ -237,3 +237,26 @@ def test_bad_usage(cli):
                           contains="unknown reference 'interp'")
     assert_one_line_error(cli("run"), contains="no input modules given")
     assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--xla_nope=1"), contains="unknown XLA flag")
+
+
+def test_self_checking_files_run_on_xla(cli, tmp_path):
+    result = cli("run", *sorted((DATA / "checks").glob("*.mlir")), "--jobs", "2")
+    assert result.code == 0, result.out
+    assert "13/13 modules passed" in result.out
+    assert "constants fed as runtime parameters" in result.out
+    folded = cli("run", DATA / "checks" / "wide_types.mlir", "--jobs", "0", "--fold-constants")
+    assert folded.code == 0 and "constants folded by XLA (--fold-constants)" in folded.out
+    # a wrong expectation fails, precisely
+    text = (DATA / "checks" / "integer_ops.mlir").read_text()
+    broken = tmp_path / "broken_checks.mlir"
+    import re
+
+    m = re.search(r"check\.expect_eq_const (%\w+), dense<\[(-?\d+)", text)
+    assert m, "integer_ops.mlir has an expect_eq_const with an integer list"
+    wrong = str(int(m.group(2)) + 1)
+    broken.write_text(text[:m.start(2)] + wrong + text[m.end(2):])
+    result = cli("run", broken, "--jobs", "0")
+    assert result.code == 1
+    assert "broken_checks: CHECK-FAILED" in result.out
+    fail = [ln for ln in result.out.splitlines() if ln.strip().startswith("FAIL")]
+    assert len(fail) == 1 and f"{broken}:" in fail[0] and f"expected={wrong}" in fail[0]
