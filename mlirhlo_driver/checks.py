@@ -167,9 +167,9 @@ def _string_end(text: str, i: int) -> int:
     return j
 
 
-def _prev_nonspace(text: str, i: int) -> str:
+def _prev_nonspace(text: str, i: int, spaces: str = " \t") -> str:
     j = i - 1
-    while j >= 0 and text[j] in " \t":
+    while j >= 0 and text[j] in spaces:
         j -= 1
     return text[j] if j >= 0 else ""
 
@@ -566,10 +566,7 @@ def _split_top(text: str) -> list[str]:
 
 
 def _prev_token_before(text: str, i: int) -> str:
-    j = i - 1
-    while j >= 0 and text[j] in " \t\r\n":
-        j -= 1
-    return text[j] if j >= 0 else ""
+    return _prev_nonspace(text, i, " \t\r\n")
 
 
 def _trailing_loc(text: str, i: int) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CompileError
+from .native_io import last_native_error
 
 _PREPARE = "builtin.module(func.func(chlo-legalize-to-stablehlo,stablehlo-legalize-deprecated-ops))"
 
@@ -90,7 +91,7 @@ class InterpreterServer:
                 status, payload = self._conn.recv()
             except (EOFError, OSError, BrokenPipeError):
                 self._proc.join(5)
-                message = _last_error(self._stderr.name)
+                message = last_native_error(self._stderr.name) or "no message"
                 self._proc = None
                 raise CompileError(f"the StableHLO interpreter crashed: {message}") from None
         if status != "ok":
@@ -110,18 +111,6 @@ class InterpreterServer:
             os.unlink(self._stderr.name)
         except OSError:
             pass
-
-
-def _last_error(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
-    except OSError:
-        return "no message"
-    for ln in reversed(lines):
-        if ln.startswith("LLVM ERROR:"):
-            return ln.removeprefix("LLVM ERROR:").strip().split(". ")[0]
-    return lines[-1] if lines else "no message"
 
 
 _server: InterpreterServer | None = None

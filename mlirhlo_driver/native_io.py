@@ -34,3 +34,23 @@ def capture_fd2() -> Iterator[Captured]:
             os.close(saved)
             sink.seek(0)
             result.text = sink.read().decode("utf-8", "replace")
+
+
+def last_native_error(log_path: str) -> str:
+    """The line of a native log that best says why a process died ("" if none).
+
+    LLVM fatal errors come first; then other error-looking lines; then the
+    last line.
+    """
+    try:
+        with open(log_path, errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    for ln in reversed(lines):
+        if ln.startswith("LLVM ERROR:"):
+            return ln.removeprefix("LLVM ERROR:").strip().split(". ")[0]
+    for ln in reversed(lines):
+        if "Check failed" in ln or "Fatal" in ln or "error" in ln.lower():
+            return ln[:300]
+    return lines[-1][:300] if lines else ""

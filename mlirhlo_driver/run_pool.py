@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from .native_io import last_native_error
 from .run import ModuleReport, RunOptions
 
 
@@ -167,17 +168,5 @@ def _death(code: int | None, log: str) -> str:
         what = f"worker killed by {name} (a crash in native code)"
     else:
         what = f"worker exited with status {code}"
-    last = _last_native_error(log)
+    last = last_native_error(log)
     return f"{what}: {last}" if last else what
-
-
-def _last_native_error(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
-    except OSError:
-        return ""
-    for ln in reversed(lines):
-        if "LLVM ERROR:" in ln or "Check failed" in ln or "Fatal" in ln or "error" in ln.lower():
-            return ln[:300]
-    return lines[-1][:300] if lines else ""
