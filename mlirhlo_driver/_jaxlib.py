@@ -346,3 +346,191 @@ def cuda_devices() -> list[Any]:
     if not devices:
         raise NoGpu("--platform cuda needs an NVIDIA GPU; the CUDA plugin found none")
     return devices
+
+
+# ------------------------------------------------------- SPMD and multi-process
+
+class DistributedError(DriverError):
+    """JAX's distributed runtime failed: a coordinator or process unreachable, a timeout."""
+
+
+def ensure_cpu_devices(count: int) -> None:
+    """At least ``count`` CPU devices: set before jax starts, or check the ones it has."""
+    global _cpu_device_count
+    if jax.cache_info().currsize:
+        have = len(jax().devices("cpu"))
+        if have < count:
+            raise DriverError(f"{count} CPU devices needed, but jax already started with {have}",
+                              hint="run in a fresh process")
+        return
+    _cpu_device_count = count
+
+
+def hlo_sharding(text: str | None = None, proto: Any = None) -> Any:
+    """An xla HloSharding from HLO's spelling (``{devices=[4,1]<=[4]}``) or an OpSharding.
+
+    Raises ValueError(XLA's message, 1-based column or None) for text it cannot
+    parse. Needs no backend: command-line shardings are checked before the
+    device count is fixed.
+    """
+    with _lock, filtered_native_stderr():
+        from jax._src.lib import xla_client
+
+    if proto is not None:
+        return xla_client.HloSharding.from_proto(proto)
+    try:
+        return xla_client.HloSharding.from_string(text)
+    except Exception as e:
+        message = _strip_status(str(e))
+        m = re.search(r"was parsing \d+:(\d+): error: (.*)", message)
+        if m:
+            raise ValueError(m.group(2).strip(), int(m.group(1))) from None
+        raise ValueError(message.splitlines()[0], None) from None
+
+
+def spmd_compile_options(*, num_replicas: int, num_partitions: int, device_ids: list[int],
+                         use_shardy: bool, run_backend_only: bool,
+                         env_overrides: list[tuple[str, Any]]) -> Any:
+    """CompileOptions for R replicas x P partitions on the given (logical order) device ids."""
+    import numpy as np
+    from jax._src.lib import xla_client
+
+    opts = compile_options(num_replicas=num_replicas, num_partitions=num_partitions,
+                           env_overrides=env_overrides)
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = num_partitions > 1  # XLA refuses partitions without it
+    build.use_shardy_partitioner = use_shardy
+    opts.device_assignment = xla_client.DeviceAssignment.create(
+        np.asarray(device_ids, dtype=np.int64).reshape(num_replicas, num_partitions))
+    if run_backend_only:
+        # ExecutableBuildOptions.run_backend_only has no Python setter. Serialized
+        # protos merge on parse: append CompileOptionsProto.executable_build_options
+        # (field 3) holding ExecutableBuildOptionsProto.run_backend_only (field 11) = true.
+        opts = xla_client.CompileOptions.ParseFromString(opts.SerializeAsString() + b"\x1a\x02\x58\x01")
+    return opts
+
+
+def executable_shardings(executable: Any) -> tuple[list[Any] | None, list[Any] | None]:
+    """(parameter, output) HloShardings XLA chose; None where it reports none (replicated)."""
+    def convert(ops: Any) -> list[Any] | None:
+        return None if ops is None else [None if o is None else hlo_sharding(proto=o) for o in ops]
+
+    return convert(executable.get_parameter_shardings()), convert(executable.get_output_shardings())
+
+
+def sharded_argument(shards: list[Any], devices: list[Any], all_devices: list[Any]) -> Any:
+    """One executable argument from per-device host arrays (``devices``: this process's).
+
+    execute_sharded only takes each device's buffer from the array; the
+    replicated sharding over every device is a carrier, so shards may differ
+    (device-id inputs, tiles).
+    """
+    jax_module = jax()
+    from jax._src import core
+    from jax._src.array import ArrayImpl
+    from jax._src.sharding_impls import GSPMDSharding
+
+    buffers = [jax_module.device_put(s, d) for s, d in zip(shards, devices)]
+    aval = core.ShapedArray(shards[0].shape, shards[0].dtype)
+    return ArrayImpl(aval, GSPMDSharding.get_replicated(all_devices), buffers, committed=True,
+                     _skip_checks=True)
+
+
+def execute_spmd(executable: Any, arguments: list[Any]) -> tuple[list[list[tuple[Any, Any]]], float]:
+    """Run on this process's devices: per output [(device, host array)], and the wall ms."""
+    import time
+
+    import numpy as np
+
+    try:
+        t0 = time.perf_counter()
+        results = executable.execute_sharded(arguments).disassemble_into_single_device_arrays()
+        for out in results:
+            for a in out:
+                a.block_until_ready()
+        ms = (time.perf_counter() - t0) * 1000
+        return [[(next(iter(a.devices())), np.asarray(a)) for a in out] for out in results], ms
+    except Exception as e:
+        raise ExecutionError(f"execution failed: {_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def local_device_order() -> list[Any]:
+    """This process's CPU devices first as jax numbers them; then all others (global order)."""
+    return sorted(jax().devices("cpu"), key=lambda d: (d.process_index, d.id))
+
+
+def distributed_initialize(coordinator: str, num_processes: int, process_id: int,
+                           local_device_count: int, timeout_s: int, heartbeat_s: int) -> None:
+    """Join a JAX distributed run on CPU (gloo collectives), then start the backend.
+
+    Must come before anything else starts jax. The runtime's own failures
+    (a peer that never registers, missed heartbeats) abort the process natively;
+    whoever started this process reports those (spmd.supervise).
+    """
+    global _cpu_device_count
+    with _lock:
+        check_versions()
+        with filtered_native_stderr():
+            import jax as jax_module
+        if not os.environ.get("JAX_PLATFORMS"):
+            jax_module.config.update("jax_platforms", "cpu")
+        jax_module.config.update("jax_cpu_collectives_implementation", "gloo")
+        # Its SIGTERM handler would keep a stopped process alive; nothing here is preemptible.
+        jax_module.config.update("jax_enable_preemption_service", False)
+        _cpu_device_count = local_device_count
+        try:
+            jax_module.distributed.initialize(
+                coordinator, num_processes, process_id, cluster_detection_method="deactivate",
+                initialization_timeout=timeout_s, heartbeat_timeout_seconds=heartbeat_s,
+                shutdown_timeout_seconds=timeout_s)
+        except Exception as e:
+            raise DistributedError(f"cannot join the distributed run at {coordinator}: "
+                                   f"{_strip_status(str(e)).splitlines()[0]}") from None
+    jax()
+
+
+def _distributed_client() -> Any:
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    if client is None:
+        raise DistributedError("not part of a distributed run")
+    return client
+
+
+def kv_set(key: str, value: bytes) -> None:
+    """Store bytes in the coordinator's key-value store."""
+    try:
+        _distributed_client().key_value_set_bytes(key, value)
+    except DistributedError:
+        raise
+    except Exception as e:
+        raise DistributedError(f"cannot reach the coordinator: {_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def kv_get(key: str, timeout_s: float) -> bytes | None:
+    """Bytes stored under ``key`` by any process, waiting up to ``timeout_s``; None on timeout."""
+    try:
+        return _distributed_client().blocking_key_value_get_bytes(key, max(1, int(timeout_s * 1000)))
+    except DistributedError:
+        raise
+    except Exception as e:
+        if "DEADLINE_EXCEEDED" in str(e):
+            return None
+        raise DistributedError(f"cannot reach the coordinator: {_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def distributed_shutdown() -> None:
+    """Leave the run; waits (bounded by the shutdown timeout) until every process leaves."""
+    import jax as jax_module
+
+    try:
+        jax_module.distributed.shutdown()
+    except Exception as e:
+        raise DistributedError(f"shutting down the distributed run failed: "
+                               f"{_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def is_native_noise(line: str) -> bool:
+    """A line jaxlib's native code prints that says nothing to a user (see _NATIVE_NOISE)."""
+    return any(p.match(line) for p in _NATIVE_NOISE)

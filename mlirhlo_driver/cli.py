@@ -751,6 +751,208 @@ def _save_outputs(path: str, reports: list[Any]) -> None:
     outputs.write_atomic(path, buf.getvalue())
 
 
+# ----------------------------------------------------------------- spmd-run
+
+@app.command("spmd-run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def spmd_run(
+    ctx: typer.Context,
+    input: Annotated[str, typer.Argument(help="The module (any input format, or package.module:function).")],
+    num_partitions: Annotated[int, typer.Option("--num-partitions", help="SPMD partitions.")] = 1,
+    num_replicas: Annotated[int, typer.Option("--num-replicas", help="Replicas.")] = 1,
+    partitioner: Annotated[Optional[str], typer.Option(
+        "--partitioner", help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
+    arg_sharding: Annotated[Optional[list[str]], typer.Option(
+        "--arg-sharding", help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
+                               "parameters without one are replicated.")] = None,
+    is_spmd_partitioned_module: Annotated[bool, typer.Option(
+        "--is-spmd-partitioned-module", help="The module is already partitioned (per-device shapes): "
+                                             "XLA does not partition it again.")] = False,
+    run_xla_backend_only: Annotated[bool, typer.Option(
+        "--run-xla-backend-only", help="Only XLA's backend compiles (an after-optimizations module).")] = False,
+    argument_mode: Annotated[Optional[str], typer.Option(
+        "--argument-mode", help="random (one set per replica), shared-random, zeros, or device-id "
+                                "(each device's part filled with its device id).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
+    inputs_npz: Annotated[Optional[str], typer.Option(
+        "--inputs", help=".npz with one global (unpartitioned) array per parameter.")] = None,
+    large_float_range: Annotated[bool, typer.Option(
+        "--large-float-range", help="Random floats in +-1e4 instead of +-1.")] = False,
+    rtol: Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default per dtype).")] = None,
+    atol: Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance (default per dtype).")] = None,
+    num_repeats: Annotated[int, typer.Option("--num-repeats", help="Run N times; print each time.")] = 1,
+    reference: Annotated[str, typer.Option(
+        "--reference", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
+    reference_module: Annotated[Optional[str], typer.Option(
+        "--reference-module", help="The unpartitioned computation to compare against "
+                                   "(for an already partitioned module).")] = None,
+    dump_output: Annotated[Optional[str], typer.Option(
+        "--dump-output", help="Write the gathered outputs to this .npz (out0, out1, ...).")] = None,
+    num_processes: Annotated[int, typer.Option(
+        "--num-processes", help="Processes in a distributed run (with --process-id, --coordinator).")] = 1,
+    process_id: Annotated[Optional[int], typer.Option(
+        "--process-id", help="This process's number, 0 to N-1; process 0 hosts the coordinator.")] = None,
+    coordinator: Annotated[Optional[str], typer.Option(
+        "--coordinator", help="HOST:PORT of process 0's coordinator.")] = None,
+    launch_local: Annotated[Optional[int], typer.Option(
+        "--launch-local", help="Start N processes on 127.0.0.1 and run across them.")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Seconds a distributed run may take before every process stops.")] = 300.0,
+    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
+    args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
+) -> None:
+    """Run a module SPMD-partitioned on many devices, in one or several processes (multihost_hlo_runner).
+
+    Outputs are gathered to full arrays and compared against the unpartitioned
+    module on one device. On CPU the driver creates the devices itself. Exit
+    code 0 when the outputs match, 1 on a mismatch or a failed run, 2 for bad
+    usage or input. Any --xla_NAME=VALUE flag applies to the compile.
+    """
+    from . import spmd
+
+    try:
+        options = _spmd_options(ctx, locals())
+        procs = launch_local or num_processes
+        if launch_local is not None:
+            if launch_local < 2:
+                raise DriverError("--launch-local needs at least 2 processes")
+            if num_processes != 1 or process_id is not None or coordinator is not None:
+                raise DriverError("give --launch-local N, or --num-processes/--process-id/--coordinator, not both")
+        elif num_processes > 1:
+            if process_id is None or coordinator is None:
+                raise DriverError("--num-processes needs --process-id and --coordinator HOST:PORT")
+            if not 0 <= process_id < num_processes:
+                raise DriverError(f"--process-id must be 0 to {num_processes - 1}")
+            if not _re_match(r"^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$", coordinator):
+                raise DriverError(f"malformed --coordinator '{coordinator}'", hint="HOST:PORT, e.g. 10.0.0.1:1234")
+        elif num_processes < 1:
+            raise DriverError("--num-processes must be >= 1")
+        elif process_id is not None or coordinator is not None:
+            raise DriverError("--process-id and --coordinator need --num-processes > 1")
+        if procs > 1 and options.num_devices % procs:
+            raise DriverError(f"{options.num_devices} devices cannot be split evenly over {procs} processes")
+        if timeout <= 0:
+            raise DriverError("--timeout must be > 0")
+        if procs == 1:
+            _spmd_in_process(input, input_format, args, options, arg_sharding, dump_output)
+            return
+        # The module is checked here first: a bad input is one error, not one per process.
+        _spmd_validate(input, input_format, args, options, arg_sharding)
+        if launch_local is not None:
+            address = f"127.0.0.1:{spmd.free_port()}"
+            cfgs = spmd.worker_configs(input, input_format, args, options, num_processes=launch_local,
+                                       process_ids=list(range(launch_local)), coordinator=address,
+                                       timeout=timeout, dump_output=dump_output)
+            sys.stderr.write(f"note: {launch_local} processes, coordinator {address}\n")
+
+            def started(pid: int, os_pid: int) -> None:
+                sys.stderr.write(f"note: process {pid} is pid {os_pid}\n")
+                sys.stderr.flush()
+
+            code = spmd.supervise(cfgs, prefixed=True, on_start=started)
+        else:
+            cfgs = spmd.worker_configs(input, input_format, args, options, num_processes=num_processes,
+                                       process_ids=[process_id or 0], coordinator=coordinator or "",
+                                       timeout=timeout, dump_output=dump_output)
+            code = spmd.supervise(cfgs, prefixed=False)
+        if code:
+            raise typer.Exit(code)
+    except DriverError as e:
+        _spmd_fail(e)
+
+
+def _re_match(pattern: str, text: str) -> bool:
+    import re
+
+    return re.match(pattern, text) is not None
+
+
+def _spmd_options(ctx: typer.Context, params: dict[str, Any]) -> Any:
+    """SpmdOptions from the command line; checks what needs no module (nor jax)."""
+    from . import spmd, xla_flags
+
+    flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
+    if rest:
+        raise DriverError(f"no such option: {rest[0].split('=')[0]}" if rest[0].startswith("-")
+                          else f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
+    flags = xla_flags.merge({}, xla_flags.from_environment(), flags)
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+    mode = params["argument_mode"]
+    if params["inputs_npz"] and mode is not None:
+        raise DriverError("give --inputs or --argument-mode, not both")
+    options = spmd.SpmdOptions(
+        num_partitions=params["num_partitions"], num_replicas=params["num_replicas"],
+        partitioner=params["partitioner"].lower() if params["partitioner"] else None,
+        is_spmd_partitioned_module=params["is_spmd_partitioned_module"],
+        run_xla_backend_only=params["run_xla_backend_only"], argument_mode=mode or "random",
+        seed=params["seed"], inputs_npz=params["inputs_npz"], large_float_range=params["large_float_range"],
+        rtol=params["rtol"], atol=params["atol"], num_repeats=params["num_repeats"],
+        reference=params["reference"], reference_module=params["reference_module"],
+        xla_flags=tuple(sorted(flags.items())))
+    spmd.check_options(options)
+    if params["arg_sharding"] and options.per_device_module:
+        raise DriverError("--arg-sharding is for modules that XLA partitions, not already partitioned ones")
+    if params["arg_sharding"] and options.num_partitions == 1:
+        raise DriverError("--arg-sharding needs --num-partitions > 1")
+    return options
+
+
+def _spmd_with_shardings(options: Any, specs: list[str] | None) -> Any:
+    from dataclasses import replace
+
+    from . import spmd
+
+    if not specs:
+        return options
+    return replace(options, arg_shardings=tuple(spmd.parse_arg_sharding(s) for s in specs))
+
+
+def _spmd_load(input: str, input_format: str | None, args: str | None) -> Any:
+    from . import inputs as loader
+
+    paths = loader.expand_inputs([input])
+    if len(paths) != 1:
+        raise DriverError(f"spmd-run takes one module; {input} gives {len(paths)}")
+    modules = loader.load(paths[0], input_format=input_format, arg_specs=args)
+    if len(modules) != 1:
+        raise DriverError("spmd-run takes one module", file=input)
+    return modules[0]
+
+
+def _spmd_validate(input: str, input_format: str | None, args: str | None, options: Any,
+                   arg_sharding: list[str] | None) -> None:
+    from . import spmd
+
+    options = _spmd_with_shardings(options, arg_sharding)
+    spmd.prepare(_spmd_load(input, input_format, args), options)
+
+
+def _spmd_in_process(input: str, input_format: str | None, args: str | None, options: Any,
+                     arg_sharding: list[str] | None, dump_output: str | None) -> None:
+    from . import _jaxlib, outputs, spmd
+
+    options = _spmd_with_shardings(options, arg_sharding)
+    # Before anything starts jax: the host devices exist only if asked for first.
+    _jaxlib.ensure_cpu_devices(options.num_devices)
+    loaded = _spmd_load(input, input_format, args)
+    report = spmd.run_in_process(loaded, options)
+    typer.echo(spmd.format_report(report))
+    if dump_output:
+        outputs.write_atomic(dump_output, spmd.outputs_npz(report))
+    if not report.report.passed:
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _spmd_fail(err: DriverError) -> None:
+    """Like _fail; a run that fails at run time (not bad input) exits 1."""
+    from . import _jaxlib
+
+    sys.stderr.write(err.format() + "\n")
+    sys.stderr.flush()
+    runtime = (CompileError, PassFailure, _jaxlib.DistributedError, _jaxlib.ExecutionError)
+    raise typer.Exit(EXIT_FAILURE if isinstance(err, runtime) else EXIT_USAGE)
+
+
 # ---------------------------------------------------------------------- ptx
 
 _LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"

@@ -1,0 +1,374 @@
+"""mlirhlo spmd-run: SPMD partitions, replicas, collectives and several processes.
+
+Runs that need several CPU devices use a fresh process each: the device count
+is fixed when jax starts. Every subprocess has a timeout, and multi-process
+runs use loopback only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import DATA, REPO, assert_one_line_error
+
+SPMD = DATA / "spmd"
+MATMUL_AR = SPMD / "matmul_allreduce.partitioned.hlo"
+MATMUL = SPMD / "matmul.hlo"
+COLLECTIVES = SPMD / "collectives.partitioned.hlo"
+MLP = SPMD / "mlp_step_4way.before_optimizations.txt"
+PARTITIONED = ["--num-partitions", "4", "--is-spmd-partitioned-module"]
+
+
+def spmd(*args: object, timeout: float = 120, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "mlirhlo_driver.cli", "spmd-run", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+def npz(path: Path, **arrays: np.ndarray) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def rand(seed: int, *shape: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
+
+
+# ------------------------------------------------------------ one process
+
+def test_partitioned_matmul_all_reduce_matches_reference_and_numpy(tmp_path):
+    x, w = rand(1, 8, 16), rand(2, 16, 6)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL,
+                     "--inputs", npz(tmp_path / "in.npz", arg0=x, arg1=w), "--dump-output", out))
+    assert "matmul_allreduce.partitioned: OK" in stdout
+    assert "parameter 0 x float32[8, 16]: {devices=[1,4]<=[4]}, [8, 4] per device" in stdout
+    assert f"reference: reference module {MATMUL} on 1 device" in stdout
+    np.testing.assert_allclose(np.load(out)["out0"], x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_every_collective_matches_numpy(tmp_path):
+    a, b = rand(3, 8, 3), rand(4, 4, 8)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(COLLECTIVES, *PARTITIONED, "--inputs", npz(tmp_path / "in.npz", arg0=a, arg1=b),
+                     "--dump-output", out))
+    assert "collectives.partitioned: RAN" in stdout  # no unpartitioned computation to compare with
+    check_collectives(np.load(out), a, b)
+
+
+def check_collectives(got, a: np.ndarray, b: np.ndarray) -> None:
+    np.testing.assert_allclose(got["out0"], a)                                    # all-gather
+    np.testing.assert_allclose(got["out1"], a.reshape(4, 2, 3).sum(0), rtol=1e-6)  # all-reduce
+    np.testing.assert_allclose(got["out2"], b.sum(0), rtol=1e-6)                   # reduce-scatter
+    np.testing.assert_allclose(got["out3"], b.reshape(4, 4, 2).transpose(1, 0, 2).reshape(4, 8))  # all-to-all
+    np.testing.assert_allclose(got["out4"], np.roll(a, 2, axis=0))                # collective-permute
+
+
+def test_device_id_inputs_show_where_data_went(tmp_path):
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(COLLECTIVES, *PARTITIONED, "--argument-mode", "device-id", "--dump-output", out))
+    assert "inputs: device-id" in stdout
+    got = np.load(out)
+    ids = np.repeat(np.arange(4.0), 2)[:, None] * np.ones((1, 3))
+    np.testing.assert_array_equal(got["out0"], ids)                     # all-gather of each device's id
+    np.testing.assert_array_equal(got["out4"], np.roll(ids, 2, axis=0))  # each id moved one device on
+
+
+def mlp_step(w1, b1, w2, b2, x, y, lr=0.1):
+    """The sample's training step, by hand in float64."""
+    h = np.tanh(x @ w1 + b1)
+    diff = h @ w2 + b2 - y
+    dout = 2 * diff / diff.size
+    dpre = (dout @ w2.T) * (1 - h ** 2)
+    grads = (x.T @ dpre, dpre.sum(0), h.T @ dout, dout.sum(0))
+    return [p - lr * g for p, g in zip((w1, b1, w2, b2), grads)] + [np.mean(diff ** 2)]
+
+
+def mlp_inputs(tmp_path: Path) -> tuple[Path, list[np.ndarray]]:
+    shapes = [(16, 32), (32,), (32, 8), (8,), (32, 16), (32, 8)]
+    arrays = [rand(10 + i, *s) for i, s in enumerate(shapes)]
+    return npz(tmp_path / "mlp.npz", **{f"arg{i}": a for i, a in enumerate(arrays)}), arrays
+
+
+def check_mlp(path: Path, arrays: list[np.ndarray]) -> None:
+    got = np.load(path)
+    want = mlp_step(*[a.astype(np.float64) for a in arrays])
+    for i, w in enumerate(want):
+        np.testing.assert_allclose(got[f"out{i}"], w, rtol=1e-4, atol=1e-5)
+
+
+def test_sharded_jax_mlp_step_on_four_devices(tmp_path):
+    inputs, arrays = mlp_inputs(tmp_path)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(MLP, "--num-partitions", "4", "--inputs", inputs, "--num-repeats", "3",
+                     "--dump-output", out))
+    assert "mlp_step_4way: OK" in stdout
+    assert "partitioner: shardy" in stdout
+    assert "parameter 4 x float32[32, 16]: {devices=[4,1]<=[4]}, [8, 16] per device" in stdout
+    assert "reference: the same module on 1 device" in stdout
+    assert re.search(r"run times \(ms\): [\d.]+, [\d.]+, [\d.]+\n", stdout)
+    assert float(re.search(r"max abs error (\S+)", stdout).group(1)) < 1e-5
+    check_mlp(out, arrays)
+
+
+HLO_SHARDED = """HloModule hlo_sharded
+
+ENTRY main {
+  x = f32[8,16] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[16,6] parameter(1), sharding={replicated}
+  d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = f32[8,6] tanh(d), sharding={devices=[4,1]<=[4]}
+}
+"""
+
+
+@pytest.mark.parametrize("name, partitioner", [("sharded_matmul.mlir", "shardy"), ("hlo_sharded.hlo", "gspmd")])
+def test_modules_keep_their_shardings(tmp_path, name, partitioner):
+    path = DATA / name if name.endswith(".mlir") else tmp_path / name
+    if not path.exists():
+        path.write_text(HLO_SHARDED)
+    stdout = ok(spmd(path, "--num-partitions", "4"))
+    assert f"partitioner: {partitioner}" in stdout and ": OK" in stdout
+    assert re.search(r"parameter 0 \S+ float32\[8, 16\]: \{devices=\[4,1\]<=\[4\]\}, \[2, 16\] per device", stdout)
+    assert re.search(r"output 0 float32\[8, \d\]: \{devices=\[4,1\]<=\[4\]\}, \[2, \d\] per device", stdout)
+
+
+def test_arg_sharding_partitions_an_unsharded_module_with_gspmd(tmp_path):
+    stdout = ok(spmd(MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[1,4]<=[4]",
+                     "--arg-sharding", "1={devices=[4,1]<=[4]}"))
+    assert "matmul: OK" in stdout and "partitioner: gspmd" in stdout
+    assert "parameter 1 w float32[16, 6]: {devices=[4,1]<=[4]}, [4, 6] per device" in stdout
+
+
+def test_a_jax_function_partitioned_from_the_command_line(tmp_path):
+    (tmp_path / "model.py").write_text("import jax.numpy as jnp\n\n"
+                                       "def f(x, w):\n    return jnp.tanh(x @ w).sum(axis=1)\n")
+    stdout = ok(spmd("model:f", "--args", "f32[8,4],f32[4,3]", "--num-partitions", "2",
+                     "--arg-sharding", "0=devices=[2,1]<=[2]", cwd=tmp_path))
+    assert "f: OK" in stdout
+    assert "parameter 0 x float32[8, 4]: {devices=[2,1]<=[2]}, [4, 4] per device" in stdout
+
+
+def test_replicas_get_their_own_inputs_and_talk_to_each_other(tmp_path):
+    stdout = ok(spmd(MATMUL, "--num-replicas", "2"))
+    assert "matmul: OK" in stdout and "devices: 2 (2 replicas x 1 partition)" in stdout
+    assert "random (seeds 0..1, one per replica)" in stdout
+    module = tmp_path / "cross_replica.hlo"
+    module.write_text("HloModule cross_replica, replica_count=2\n\n"
+                      "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
+                      "ENTRY main {\n  p = f32[3] parameter(0)\n"
+                      "  ROOT s = f32[3] all-reduce(p), replica_groups={{0,1}}, to_apply=add\n}\n")
+    out = tmp_path / "out.npz"
+    ok(spmd(module, "--num-replicas", "2", "--argument-mode", "device-id", "--reference", "none",
+            "--dump-output", out))
+    np.testing.assert_array_equal(np.load(out)["out0"], np.ones((2, 3)))  # 0 + 1 on both replicas
+
+
+def test_a_wrong_result_is_a_mismatch(tmp_path):
+    wrong = tmp_path / "wrong.hlo"
+    wrong.write_text(MATMUL.read_text().replace("ROOT d = f32[8,6] dot(x, w)", "d = f32[8,6] dot(x, w)")
+                     .replace("\n}", "\n  ROOT t = f32[8,6] tanh(d)\n}"))
+    proc = spmd(MATMUL_AR, *PARTITIONED, "--reference-module", wrong)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "matmul_allreduce.partitioned: MISMATCH: output 0:" in proc.stdout
+    assert "output 0 (float32[8, 6]):" in proc.stdout and "elements differ" in proc.stdout
+
+
+def test_backend_only_runs_a_module_without_fusions_and_explains_cpu_dumps(tmp_path, cli):
+    stdout = ok(spmd(MATMUL_AR, "--num-partitions", "4", "--run-xla-backend-only",
+                     "--reference-module", MATMUL))
+    assert "matmul_allreduce.partitioned: OK" in stdout
+    after = tmp_path / "matmul.after_optimizations.hlo"
+    assert cli("opt", MATMUL, "--platform", "cpu", "--stage", "hlo", "-o", after).code == 0
+    proc = spmd(after, "--run-xla-backend-only")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "Fusion must have backend config" in proc.stderr
+    assert "after-optimizations CPU dumps with fusions cannot run backend-only" in proc.stderr
+
+
+# ------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("args, message", [
+    (["--num-partitions", "2", "--num-replicas", "2"], "replicas and partitions together"),
+    (["--num-partitions", "4", "--arg-sharding", "0=devices=[4,1<=[4]"], "error: --arg-sharding:14: malformed sharding 'devices=[4,1<=[4]': expected ']'"),
+    (["--num-partitions", "4", "--arg-sharding", "devices=[4]"], "expected PARAM=SHARDING"),
+    (["--argument-mode", "devce-id"], "did you mean 'device-id'"),
+    (["--inputs", "x.npz", "--argument-mode", "zeros"], "give --inputs or --argument-mode"),
+    (["--launch-local", "2", "--process-id", "0"], "not both"),
+    (["--num-processes", "2", "--process-id", "0", "--coordinator", "nohost"], "malformed --coordinator"),
+    (["--num-processes", "2", "--process-id", "2", "--coordinator", "h:1"], "--process-id must be 0 to 1"),
+    (["--num-partitions", "3", "--launch-local", "2"], "3 devices cannot be split evenly over 2"),
+    (["--bogus"], "no such option: --bogus"),
+])
+def test_usage_errors_are_one_line(cli, args, message):
+    assert_one_line_error(cli("spmd-run", MATMUL, *args), contains=message)
+
+
+@pytest.mark.parametrize("args, message", [
+    ([SPMD / "missing.hlo"], "missing.hlo: no such file or directory"),
+    ([DATA / "sharded_matmul.mlir", "--num-partitions", "4", "--partitioner", "gspmd"],
+     "shardings are Shardy's (sdy); the GSPMD partitioner cannot read them (--partitioner shardy)"),
+    ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[4,1]<=[4]", "--partitioner", "shardy"],
+     "Shardy cannot import them in jaxlib 0.10.2 (--partitioner gspmd)"),
+    ([MATMUL_AR, "--num-partitions", "2", "--is-spmd-partitioned-module"],
+     "parameter 0: sharding {devices=[1,4]<=[4]} spans 4 devices, but there are 2 partitions"),
+    ([MATMUL_AR, *PARTITIONED, "--reference-module", DATA / "sharded_matmul.mlir"],
+     "the reference's parameters (float32[8, 16], float32[16, 4]) differ"),
+])
+def test_bad_modules_are_one_line_errors(args, message):
+    proc = spmd(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+    assert proc.stdout == ""
+
+
+# ------------------------------------------------------- several processes
+
+def test_mlp_step_across_two_local_processes(tmp_path):
+    inputs, arrays = mlp_inputs(tmp_path)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(MLP, "--num-partitions", "4", "--launch-local", "2", "--inputs", inputs,
+                     "--dump-output", out, "--timeout", "60", timeout=90))
+    assert "[1] process 1 of 2: devices 2 (replica 0, partition 2), 3 (replica 0, partition 3)" in stdout
+    assert "[0] mlp_step_4way: OK" in stdout and "[0]   gathered from 2 processes" in stdout
+    assert "[1] mlp_step_4way" not in stdout  # only process 0 gathers and compares
+    check_mlp(out, arrays)
+
+
+def test_collectives_and_all_reduce_matmul_across_two_local_processes(tmp_path):
+    a, b = rand(3, 8, 3), rand(4, 4, 8)
+    out = tmp_path / "out.npz"
+    ok(spmd(COLLECTIVES, *PARTITIONED, "--launch-local", "2", "--inputs",
+            npz(tmp_path / "in.npz", arg0=a, arg1=b), "--dump-output", out, "--timeout", "60", timeout=90))
+    check_collectives(np.load(out), a, b)
+    stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL, "--launch-local", "2",
+                     "--timeout", "60", timeout=90))
+    assert "[0] matmul_allreduce.partitioned: OK" in stdout
+
+
+def test_unreachable_coordinator_is_a_clear_error_within_the_timeout():
+    t0 = time.time()
+    proc = spmd(MATMUL_AR, *PARTITIONED, "--num-processes", "2", "--process-id", "1",
+                "--coordinator", f"127.0.0.1:{free_port()}", "--timeout", "3", timeout=60)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot reach the coordinator at 127.0.0.1:"), proc.stderr
+    assert time.time() - t0 < 15
+
+
+def test_a_process_that_never_joins_is_a_clear_error_within_the_timeout():
+    t0 = time.time()
+    proc = spmd(MATMUL_AR, *PARTITIONED, "--num-processes", "2", "--process-id", "0",
+                "--coordinator", f"127.0.0.1:{free_port()}", "--timeout", "3", timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: not all 2 processes joined the coordinator"), proc.stderr
+    assert "Traceback" not in proc.stderr and "Check failure" not in proc.stderr
+    assert time.time() - t0 < 15
+
+
+def long_run(*extra: str) -> list[str]:
+    """A run long enough to be interrupted mid-way."""
+    return [sys.executable, "-m", "mlirhlo_driver.cli", "spmd-run", str(MATMUL_AR), *PARTITIONED,
+            "--num-repeats", "1000000", *extra]
+
+
+def start_launch_local() -> tuple[subprocess.Popen, dict[int, int]]:
+    """A long --launch-local 2 run, once both processes have joined; and their pids."""
+    proc = subprocess.Popen(long_run("--launch-local", "2", "--timeout", "60"), cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pids: dict[int, int] = {}
+    while len(pids) < 2:
+        m = re.match(r"note: process (\d) is pid (\d+)", proc.stderr.readline())
+        if m:
+            pids[int(m.group(1))] = int(m.group(2))
+    assert "joined the run" in proc.stdout.readline()
+    return proc, pids
+
+
+def assert_gone(pids: dict[int, int]) -> None:
+    for pid in pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_launch_local_stops_everything_when_a_process_dies():
+    proc, pids = start_launch_local()
+    try:
+        os.kill(pids[1], signal.SIGKILL)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert err.strip().splitlines()[-1] == ("error: process 1: the process died (killed by SIGKILL); "
+                                            "stopped the other processes"), err
+    assert time.time() - t0 < 5
+    assert_gone(pids)
+
+
+def test_ctrl_c_stops_every_process():
+    proc, pids = start_launch_local()
+    try:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "error: interrupted; stopped every process", err
+    assert_gone(pids)
+
+
+def test_survivors_of_a_dead_process_report_it_within_the_timeout():
+    address = f"127.0.0.1:{free_port()}"
+    common = ("--num-processes", "2", "--coordinator", address, "--timeout", "20")
+    p0 = subprocess.Popen(long_run(*common, "--process-id", "0"), cwd=REPO, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p1 = subprocess.Popen(long_run(*common, "--process-id", "1"), cwd=REPO, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert "joined the run" in p0.stdout.readline()
+        assert "joined the run" in p1.stdout.readline()
+        time.sleep(0.5)
+        os.killpg(p1.pid, signal.SIGKILL)  # the process and its worker
+        t0 = time.time()
+        out, err = p0.communicate(timeout=40)
+    finally:
+        p0.kill()
+        p1.kill()
+    assert p0.returncode == 1
+    # Either its collective's connection resets at once, or the coordinator
+    # misses process 1's heartbeats; both say so in one line.
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "(it died or was killed)" in lines[0], err
+    assert time.time() - t0 < 20
+
+
+def test_launch_local_timeout_stops_every_process():
+    t0 = time.time()
+    proc = subprocess.run(long_run("--launch-local", "2", "--timeout", "6"), cwd=REPO, text=True,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 1
+    assert re.search(r"^error: timed out after 6 s \(--timeout\); processes 0, 1 still running",
+                     proc.stderr, re.M), proc.stderr
+    assert time.time() - t0 < 20
+
+
+def free_port() -> int:
+    from mlirhlo_driver.spmd import free_port as port
+
+    return port()
