@@ -105,17 +105,6 @@ def jax() -> Any:
         return jax_module
 
 
-def set_cpu_device_count(count: int) -> None:
-    """Host devices for SPMD runs on CPU; must come before jax is first used."""
-    global _cpu_device_count
-    if jax.cache_info().currsize:
-        have = len(jax().devices("cpu"))
-        if have != count:
-            raise CompileError(f"{count} CPU devices requested after jax started with {have}")
-        return
-    _cpu_device_count = count
-
-
 _cpu_device_count: int | None = None
 
 

@@ -25,7 +25,7 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 
 def main() -> None:
-    _jaxlib.set_cpu_device_count(4)
+    _jaxlib.ensure_cpu_devices(4)
     jax = _jaxlib.jax()
     import jax.numpy as jnp
     from jax import export
