@@ -517,6 +517,14 @@ def convert(
 
 # ---------------------------------------------------------------------- run
 
+# Options that run and spmd-run share, spelled once.
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")]
+LargeFloatRangeOption = Annotated[bool, typer.Option(
+    "--large-float-range", help="Random floats in +-1e4 instead of +-1.")]
+RtolOption = Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default per dtype).")]
+AtolOption = Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance (default per dtype).")]
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
@@ -524,14 +532,13 @@ def run(
     platform: Annotated[str, typer.Option("--platform", help="cpu, or cuda (needs a GPU).")] = "cpu",
     reference: Annotated[str, typer.Option(
         "--reference", help="interpreter (StableHLO reference interpreter), cpu (XLA CPU) or none.")] = "interpreter",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
+    seed: SeedOption = 0,
     zeros: Annotated[bool, typer.Option("--zeros", help="All-zero inputs.")] = False,
     inputs_npz: Annotated[Optional[str], typer.Option(
         "--inputs", help=".npz with one array per parameter (by name, argN, arr_N or position).")] = None,
-    large_float_range: Annotated[bool, typer.Option(
-        "--large-float-range", help="Random floats in +-1e4 instead of +-1.")] = False,
-    rtol: Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default per dtype).")] = None,
-    atol: Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance (default per dtype).")] = None,
+    large_float_range: LargeFloatRangeOption = False,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
     iterations: Annotated[int, typer.Option("--iterations", help="Run N times; report the median.")] = 1,
     print_literals: Annotated[bool, typer.Option("--print-literals", help="Print inputs' and outputs' values.")] = False,
     save_outputs: Annotated[Optional[str], typer.Option("--save-outputs", help="Write outputs to this .npz.")] = None,
@@ -772,13 +779,12 @@ def spmd_run(
     argument_mode: Annotated[Optional[str], typer.Option(
         "--argument-mode", help="random (one set per replica), shared-random, zeros, or device-id "
                                 "(each device's part filled with its device id).")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")] = 0,
+    seed: SeedOption = 0,
     inputs_npz: Annotated[Optional[str], typer.Option(
         "--inputs", help=".npz with one global (unpartitioned) array per parameter.")] = None,
-    large_float_range: Annotated[bool, typer.Option(
-        "--large-float-range", help="Random floats in +-1e4 instead of +-1.")] = False,
-    rtol: Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default per dtype).")] = None,
-    atol: Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance (default per dtype).")] = None,
+    large_float_range: LargeFloatRangeOption = False,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
     num_repeats: Annotated[int, typer.Option("--num-repeats", help="Run N times; print each time.")] = 1,
     reference: Annotated[str, typer.Option(
         "--reference", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
