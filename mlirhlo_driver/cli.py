@@ -640,15 +640,18 @@ def _execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | N
 
     progress = None
     if len(tasks) > 1 and sys.stderr.isatty():
+        from rich.console import Console
         from rich.progress import Progress
 
-        progress = Progress(transient=True)
+        progress = Progress(console=Console(stderr=True), transient=True)  # stdout is the report
         bar = progress.add_task("running modules", total=len(tasks))
         progress.start()
+        progress.refresh()  # drawn at once, not at the first timer tick
     try:
         def done(_report: Any) -> None:
             if progress is not None:
                 progress.advance(bar)
+                progress.refresh()
 
         if jobs == 0:
             reports = []

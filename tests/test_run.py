@@ -260,3 +260,40 @@ def test_self_checking_files_run_on_xla(cli, tmp_path):
     assert "broken_checks: CHECK-FAILED" in result.out
     fail = [ln for ln in result.out.splitlines() if ln.strip().startswith("FAIL")]
     assert len(fail) == 1 and f"{broken}:" in fail[0] and f"expected={wrong}" in fail[0]
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    import threading
+
+    master, slave = pty.openpty()
+    cmd = [sys.executable, "-m", "mlirhlo_driver.cli", "run", str(DATA / "erf_inv.mlir"),
+           str(DATA / "chlo_special.mlir"), "--jobs", "0", "--reference", "none"]
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read while it runs: a closed pty drops what was not read
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, timeout=300)
+    os.close(slave)
+    reader.join(10)
+    os.close(master)
+    seen = b"".join(chunks)
+    assert proc.returncode == 0
+    assert b"running modules" in seen            # drawn on the terminal (stderr)
+    assert b"running modules" not in proc.stdout  # never in the report itself
+    piped = subprocess.run(cmd, capture_output=True, timeout=300)
+    assert b"running modules" not in piped.stderr
