@@ -719,6 +719,8 @@ def _print_run_reports(reports: list[Any], options: Any, print_literals: bool, e
             lines.extend("    " + ln for ln in b.mismatch.describe().splitlines()[:3])
         if print_literals and r.outputs is not None:
             with np.printoptions(threshold=200, precision=6):
+                for i, a in enumerate(r.inputs or []):
+                    lines.append(f"  input {i} ({a.dtype}{list(a.shape)}): {np.array2string(a, separator=', ')}")
                 for i, o in enumerate(r.outputs):
                     lines.append(f"  output {i} ({o.dtype}{list(o.shape)}): {np.array2string(o, separator=', ')}")
                 for i, o in enumerate(r.reference_outputs or []):

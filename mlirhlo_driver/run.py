@@ -36,7 +36,7 @@ class RunOptions:
     iterations: int = 1
     fold_constants: bool = False
     bisect: bool = False
-    keep_outputs: bool = False         # return the arrays (print/save them)
+    keep_outputs: bool = False         # return the arrays, inputs too (print/save them)
     xla_flags: tuple[tuple[str, Any], ...] = ()
 
 
@@ -100,6 +100,7 @@ class ModuleReport:
     checks: list[CheckReport] = field(default_factory=list)
     bisect: BisectResult | None = None
     inputs_note: str = ""
+    inputs: list[Any] | None = None            # kept with keep_outputs, for --print-literals
     outputs: list[Any] | None = None
     reference_outputs: list[Any] | None = None
     reproducer: str = ""
@@ -587,7 +588,7 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
         outputs, report.compile_ms, report.run_ms = run_xla(
             module, arrays, options.platform, options.iterations, options.xla_flags)
         if options.keep_outputs:
-            report.outputs = outputs
+            report.inputs, report.outputs = arrays, outputs
         if options.reference == "none":
             report.status = "ran"
             return report

@@ -126,6 +126,8 @@ def test_seed_zeros_and_npz_inputs(cli, tmp_path):
     np.testing.assert_array_equal(np.load(a)["out0"], np.load(b)["out0"])
     z = cli("run", src, "--jobs", "0", "--zeros", "--print-literals")
     assert z.code == 0 and "inputs: zeros" in z.out
+    assert "input 0 (float32[8]): [0., 0., 0., 0., 0., 0., 0., 0.]" in z.out
+    assert "output 0 (float32[8]): [0., 0., 0., 0., 0., 0., 0., 0.]" in z.out
     given = tmp_path / "in.npz"
     x = np.linspace(-0.5, 0.5, 8).astype(np.float32)
     np.savez(given, arg0=x)
