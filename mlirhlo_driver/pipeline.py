@@ -337,8 +337,6 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
         module_name: str = "module", reproducer_dir: str | None = None,
         source_for_reproducer: str | None = None) -> PipelineRun:
     """Run ``root`` on ``module`` in place; raise PassFailure with a reproducer on failure."""
-    from jaxlib.mlir import passmanager
-
     from . import _jaxlib
     from .native_io import capture_fd2
 
@@ -536,7 +534,7 @@ def _format_diag(kind: str, loc: tuple[int | None, int | None], message: str, so
 
 def _find_failing_pass(root: Nest, original: str) -> str | None:
     """Re-run growing prefixes of the pipeline on the original module to name the culprit."""
-    from jaxlib.mlir import ir, passmanager
+    from jaxlib.mlir import ir
 
     from . import _jaxlib
     from .native_io import capture_fd2

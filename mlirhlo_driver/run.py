@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CompileError, DriverError, InputError, PipelineError
+from .errors import DriverError, InputError, PipelineError
 
 REFERENCES = ("interpreter", "cpu", "none")
 
@@ -356,11 +356,6 @@ def _inputs_from_npz(path: str, params: list[TensorSpec]) -> list[np.ndarray]:
 
 # ----------------------------------------------------------------- execution
 
-def _needs_x64(module: Any) -> bool:
-    text = module.operation.get_asm(large_elements_limit=1)
-    return bool(re.search(r"x(?:i64|ui64|f64|complex<f64>)>|<(?:i64|ui64|f64|complex<f64>)>", text))
-
-
 def _devices(platform: str) -> list[Any]:
     from . import _jaxlib
 
@@ -472,7 +467,6 @@ def _unwrap_value(lines: list[str], v: str, p: TensorSpec, carrier: str, tag: st
         return f"%{tag}"
     if p.dtype.startswith("complex"):
         part = TensorSpec(p.shape, p.element[8:-1], "").mlir()
-        n = len(p.shape)
         lines.append(f"%{tag}_re2 = stablehlo.slice {v} [{', '.join(['0:' + str(d) for d in p.shape] + ['0:1'])}]"
                      f" : ({carrier}) -> {TensorSpec(p.shape + (1,), p.element[8:-1], '').mlir()}")
         lines.append(f"%{tag}_im2 = stablehlo.slice {v} [{', '.join(['0:' + str(d) for d in p.shape] + ['1:2'])}]"
@@ -481,7 +475,6 @@ def _unwrap_value(lines: list[str], v: str, p: TensorSpec, carrier: str, tag: st
         lines.append(f"%{tag}_re = stablehlo.reshape %{tag}_re2 : ({one}) -> {part}")
         lines.append(f"%{tag}_im = stablehlo.reshape %{tag}_im2 : ({one}) -> {part}")
         lines.append(f"%{tag} = stablehlo.complex %{tag}_re, %{tag}_im : {p.mlir()}")
-        del n
         return f"%{tag}"
     return v
 
@@ -578,11 +571,13 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
     """Inputs, platform run, reference run, comparison; never raises for module failures."""
     from . import _jaxlib
 
+    from . import checks
+
     report = ModuleReport(name, source)
     try:
-        if _needs_x64(module):
+        if checks.needs_x64(module):
             _jaxlib.enable_x64()
-        if _has_checks(module):
+        if checks.has_checks(module):
             return _run_checks(module, report, options, line_offset)
         arrays, report.inputs_note = make_inputs(module, options)
         outputs, report.compile_ms, report.run_ms = run_xla(
@@ -607,22 +602,6 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
         report.status = "failed"
         report.message = e.format().removeprefix("error: ")
     return report
-
-
-def _has_checks(module: Any) -> bool:
-    from jaxlib.mlir import ir
-
-    found = []
-
-    def visit(op: Any) -> Any:
-        if op.name == "stablehlo.custom_call" and \
-                ir.StringAttr(op.attributes["call_target_name"]).value.startswith("check."):
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return bool(found)
 
 
 def _run_reference(module: Any, arrays: list[np.ndarray], options: RunOptions) -> tuple[list[np.ndarray], float]:

@@ -12,14 +12,15 @@ in-process (--jobs 0). Prints wall times and ratios.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_common import time_command  # noqa: E402
 
 BARE = r'''
 import glob, sys
@@ -67,10 +68,6 @@ def write_modules(directory: Path, count: int) -> None:
             f"func.func @main(%a: {t}, %b: {t}) -> {ret} {{\n{body}\n}}\n")
 
 
-def timed(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, cwd=REPO)
-    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -83,10 +80,10 @@ def main() -> None:
         cli = [sys.executable, "-c", "import sys; from mlirhlo_driver.cli import main; main(sys.argv[1:])",
                "run", d, "--reference", "none"]
         bare = [sys.executable, "-c", BARE, d]
-        timed(bare)  # warm the page cache
-        rows = [("bare jaxlib loop (1 process)", timed(bare)),
-                (f"mlirhlo run --jobs {args.jobs}", timed(cli + ["--jobs", str(args.jobs)])),
-                ("mlirhlo run --jobs 0 (in process)", timed(cli + ["--jobs", "0"]))]
+        time_command(bare, check=False)  # warm the page cache
+        rows = [("bare jaxlib loop (1 process)", time_command(bare, check=False)),
+                (f"mlirhlo run --jobs {args.jobs}", time_command(cli + ["--jobs", str(args.jobs)], check=False)),
+                ("mlirhlo run --jobs 0 (in process)", time_command(cli + ["--jobs", "0"], check=False))]
     base = rows[0][1]
     print(f"{args.modules} modules, CPU")
     for name, t in rows:

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_common import time_command  # noqa: E402
 
 BARE = r'''
 import glob, os, sys, tempfile
@@ -52,10 +54,6 @@ with tempfile.TemporaryDirectory() as d:
 '''
 
 
-def _time(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=REPO)
-    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -69,11 +67,11 @@ def main() -> None:
     cli = [sys.executable, "-c", "import sys; from mlirhlo_driver.cli import main; main(sys.argv[1:])",
            "opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec, "--stage", "ptx"]
     bare = [sys.executable, "-c", BARE, args.module, spec_path]
-    _time(cli), _time(bare)  # warm the page cache
+    time_command(cli), time_command(bare)  # warm the page cache
     cli_t, bare_t = [], []
     for _ in range(args.repeats):  # interleaved: A B A B, fair on a noisy machine
-        cli_t.append(_time(cli))
-        bare_t.append(_time(bare))
+        cli_t.append(time_command(cli))
+        bare_t.append(time_command(bare))
 
     from mlirhlo_driver import _jaxlib, api, gpu_specs, inputs
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_common import time_command  # noqa: E402
+
 CLI = [sys.executable, "-c", "import sys; from mlirhlo_driver.cli import main; main(sys.argv[1:])"]
 
 COMMANDS = {
@@ -30,10 +32,6 @@ COMMANDS = {
 }
 
 
-def time_once(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=REPO)
-    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -41,8 +39,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     for cmd in COMMANDS.values():  # warm caches (pass catalog, OS page cache)
-        time_once(cmd)
-    results = {name: statistics.median(time_once(cmd) for _ in range(args.repeats))
+        time_command(cmd)
+    results = {name: statistics.median(time_command(cmd) for _ in range(args.repeats))
                for name, cmd in COMMANDS.items()}
     base = results['python -c "import jax"']
     width = max(map(len, results))

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import DATA, assert_one_line_error, filecheck
+from conftest import DATA, filecheck
 from mlirhlo_driver import pipeline
 from mlirhlo_driver.errors import PipelineError
 from mlirhlo_driver.passes import all_passes
