@@ -14,14 +14,16 @@ import os
 import re
 import sys
 import threading
-from importlib import metadata
 from typing import Any
 
 from .errors import CompileError, DriverError, EnvironmentMismatch
 from .native_io import capture_fd2
 
-# The one tested jax/jaxlib/jax-cuda12-plugin version (pyproject pins the same).
-PINNED_VERSION = "0.10.2"
+# The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
+# the same (tests/test_versions.py checks). jax-cuda12-plugin must equal jaxlib exactly.
+SUPPORTED_MIN = "0.9.0"
+SUPPORTED_MAX = "0.10.2"
+PLUGIN_DIST = "jax-cuda12-plugin"
 
 # Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
 # They say nothing to a user compiling device-less, so they are dropped; any
@@ -29,6 +31,14 @@ PINNED_VERSION = "0.10.2"
 _NATIVE_NOISE = (
     re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"),
     re.compile(r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$"),
+    # absl INFO lines (plugin found, device counts): they escape TF_CPP_MIN_LOG_LEVEL
+    # when jaxlib's libraries were loaded before this module set it.
+    re.compile(r"^I\d{4} [\d:. ]+\d+ [\w.]+:\d+\] "),
+    # jaxlib 0.9's XLA warns at every device-less CUDA compile with a sort; 0.10.2 picks
+    # the same sort kernels device-less without a word. No GPU is the point here.
+    re.compile(r"^W\d{4} [\d:. ]+\d+ gpu_compiler\.cc:\d+\] Using fallback sort algorithm rather "
+               r"than SortRewriter, which will be slower at runtime\. To avoid this, compile with "
+               r"a GPU present\.$"),
 )
 
 _lock = threading.RLock()
@@ -40,10 +50,35 @@ _lock = threading.RLock()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
+def native_library_path(library: str) -> str | None:
+    """Path of ``jaxlib/libjax_common.so`` ("jaxlib") or the CUDA plugin's
+    ``xla_cuda_plugin.so`` ("cuda_plugin"), found without importing (or loading)
+    either; None when not installed. protos.py reads their protobuf descriptors."""
+    import importlib.util
+
+    if library == "jaxlib":
+        spec, rel = importlib.util.find_spec("jaxlib"), "libjax_common.so"
+    elif library == "cuda_plugin":
+        # A namespace package: finding it runs none of the plugin's code.
+        spec, rel = importlib.util.find_spec("jax_plugins"), os.path.join("xla_cuda12", "xla_cuda_plugin.so")
+    else:
+        raise ValueError(f"unknown native library {library!r}")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, rel)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
 def installed_versions() -> dict[str, str | None]:
-    """Installed versions of the pinned distributions, read without importing them."""
+    """Installed versions of jax, jaxlib and the CUDA plugin (None: not installed).
+
+    Read from package metadata, without importing them, so it costs no start-up.
+    """
+    from importlib import metadata  # here: its import costs ~20 ms, more than a cache hit
+
     out: dict[str, str | None] = {}
-    for dist in ("jax", "jaxlib", "jax-cuda12-plugin"):
+    for dist in ("jax", "jaxlib", PLUGIN_DIST):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -51,20 +86,88 @@ def installed_versions() -> dict[str, str | None]:
     return out
 
 
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The release numbers of a version: '0.9.0.1' -> (0, 9, 0, 1); '0.10.0rc1' -> (0, 10, 0)."""
+    parts = []
+    for piece in version.split("+")[0].split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() != len(piece):  # a pre/dev/post suffix ends the release part
+            break
+    return tuple(parts)
+
+
+def in_supported_range(version: str) -> bool:
+    return version_tuple(SUPPORTED_MIN) <= version_tuple(version) <= version_tuple(SUPPORTED_MAX)
+
+
+def jaxlib_at_least(version: str) -> bool:
+    """Whether the installed jaxlib is ``version`` or newer (per-version API choices key on this)."""
+    return version_tuple(_jaxlib_version()) >= version_tuple(version)
+
+
+@functools.cache
+def _jaxlib_version() -> str:
+    return installed_versions()["jaxlib"] or SUPPORTED_MAX
+
+
 def check_versions() -> None:
-    """Raise EnvironmentMismatch unless jax and jaxlib are the pinned version."""
+    """Raise EnvironmentMismatch unless jax and jaxlib are installed within the supported range.
+
+    The CUDA plugin is not checked here: CPU-only and MLIR-only work runs
+    without it (see check_cuda_plugin).
+    """
     found = installed_versions()
-    bad = {k: v for k, v in found.items() if k != "jax-cuda12-plugin" and v != PINNED_VERSION}
-    plugin = found["jax-cuda12-plugin"]
-    if plugin is not None and plugin != PINNED_VERSION:
-        bad["jax-cuda12-plugin"] = plugin
+    bad = {k: v for k, v in found.items()
+           if k != PLUGIN_DIST and (v is None or not in_supported_range(v))}
     if bad:
-        have = ", ".join(f"{k}=={v}" for k, v in bad.items())
+        have = ", ".join(f"{k} {v or 'not installed'}" for k, v in bad.items())
         raise EnvironmentMismatch(
-            f"mlirhlo-driver is tested with jax/jaxlib {PINNED_VERSION}, found {have}",
-            hint=f"pip install 'jax=={PINNED_VERSION}' 'jaxlib=={PINNED_VERSION}' "
-                 f"'jax-cuda12-plugin=={PINNED_VERSION}'",
+            f"mlirhlo-driver supports jax/jaxlib {SUPPORTED_MIN} to {SUPPORTED_MAX}, found {have}",
+            hint=f"pip install 'jax[cuda12-local]>={SUPPORTED_MIN},<={SUPPORTED_MAX}'",
         )
+
+
+def check_cuda_plugin() -> None:
+    """Raise EnvironmentMismatch unless jax-cuda12-plugin is installed at exactly jaxlib's version.
+
+    A plugin built for another jaxlib may load and then fail or crash inside a
+    compile, so CUDA work is refused up front with the one command that fixes it.
+    """
+    found = installed_versions()
+    jaxlib_version, plugin = found["jaxlib"], found[PLUGIN_DIST]
+    if plugin is not None and plugin == jaxlib_version:
+        return
+    found_plugin = (f"{PLUGIN_DIST} is not installed (jaxlib {jaxlib_version})" if plugin is None
+                    else f"{PLUGIN_DIST} {plugin} does not match jaxlib {jaxlib_version}")
+    raise EnvironmentMismatch(f"{found_plugin}; CUDA needs the plugin at jaxlib's exact version",
+                              hint=f"pip install {PLUGIN_DIST}=={jaxlib_version}")
+
+
+def version_lines() -> list[str]:
+    """``NAME VERSION`` for jax, jaxlib and the CUDA plugin, each with what is wrong, if
+    anything (unsupported, missing, not matching jaxlib). Imports nothing heavy."""
+    found = installed_versions()
+    lines = []
+    for dist in ("jax", "jaxlib"):
+        version = found[dist]
+        if version is None:
+            lines.append(f"{dist} not installed")
+        elif not in_supported_range(version):
+            lines.append(f"{dist} {version} (unsupported: {SUPPORTED_MIN} to {SUPPORTED_MAX} are)")
+        else:
+            lines.append(f"{dist} {version}")
+    plugin, jaxlib_version = found[PLUGIN_DIST], found["jaxlib"]
+    if plugin is None:
+        lines.append(f"{PLUGIN_DIST} not installed (CUDA needs {PLUGIN_DIST}=={jaxlib_version})")
+    elif plugin != jaxlib_version:
+        lines.append(f"{PLUGIN_DIST} {plugin} (does not match jaxlib {jaxlib_version}: "
+                     f"CUDA needs {PLUGIN_DIST}=={jaxlib_version})")
+    else:
+        lines.append(f"{PLUGIN_DIST} {plugin}")
+    return lines
 
 
 @contextlib.contextmanager
@@ -77,11 +180,34 @@ def filtered_native_stderr():
         _replay_without_noise(captured.text)
 
 
+# XLA logs every failed RET_CHECK with a stack trace when it makes the error
+# status; the status itself becomes the error line, so the log is redundant.
+_STATUS_LOG = re.compile(r"^E\d{4} [\d:. ]+\d+ status_macros\.cc:\d+\] ")
+
+
+def without_native_noise(text: str) -> list[str]:
+    """The lines of native output worth showing: no known noise, no status stack traces."""
+    kept, in_trace = [], False
+    for ln in text.splitlines():
+        if ln.strip() == "*** Begin stack trace ***":
+            in_trace = True
+        elif in_trace:
+            in_trace = ln.strip() != "*** End stack trace ***"
+        elif not (_STATUS_LOG.match(ln) or any(p.match(ln) for p in _NATIVE_NOISE)):
+            kept.append(ln)
+    return kept
+
+
 def _replay_without_noise(text: str) -> None:
-    kept = [ln for ln in text.splitlines() if not any(p.match(ln) for p in _NATIVE_NOISE)]
-    if kept:
+    kept = without_native_noise(text)
+    if any(ln.strip() for ln in kept):
         sys.stderr.write("\n".join(kept) + "\n")
         sys.stderr.flush()
+
+
+def replay_native_stderr(text: str) -> None:
+    """What a child's native code wrote, minus noise, on this process's stderr."""
+    _replay_without_noise(text)
 
 
 @functools.cache
@@ -93,16 +219,58 @@ def jax() -> Any:
     CUDA plugin is reached directly for device-less compiles (cuda_c_api()).
     """
     with _lock:
-        check_versions()
         with filtered_native_stderr():
-            import jax as jax_module
-
-            if not os.environ.get("JAX_PLATFORMS"):
-                jax_module.config.update("jax_platforms", "cpu")
+            jax_module = _import_jax()
             if _cpu_device_count is not None:
                 jax_module.config.update("jax_num_cpu_devices", _cpu_device_count)
             jax_module.devices()  # plugin discovery prints CUDA noise: start it while filtered
         return jax_module
+
+
+def _import_jax() -> Any:
+    """``import jax`` with CPU as its platform (unless the user set JAX_PLATFORMS), and
+    jax's discovery kept quiet about a CUDA plugin it cannot use here. Call under _lock."""
+    import warnings
+
+    check_versions()
+    found = installed_versions()
+    plugin_matches = found[PLUGIN_DIST] == found["jaxlib"]
+    force_cpu = not os.environ.get("JAX_PLATFORMS")
+    if force_cpu and plugin_matches and not jaxlib_at_least("0.9.2"):
+        # The CUDA plugin before 0.9.2 checks the CUDA runtime even when the platforms
+        # exclude CUDA, and logs a traceback without one; 0.9.2 and later skip that
+        # check for a CPU-only jax, as this does.
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    with warnings.catch_warnings():
+        if not plugin_matches:
+            # jaxlib warns that a plugin built for another jaxlib "will not be used";
+            # CUDA commands refuse to run with one-line advice (check_cuda_plugin).
+            warnings.filterwarnings("ignore", category=RuntimeWarning,
+                                    message=r"JAX plugin jax_cuda12_plugin version")
+        import jax as jax_module
+    if force_cpu:
+        jax_module.config.update("jax_platforms", "cpu")
+        if not plugin_matches:
+            _keep_plugin_out_of_discovery()
+    if _cuda_loaded_without_jax:
+        # The plugin is loaded already (cuda_c_api): discovery would load it again
+        # and log ALREADY_EXISTS. CPU jax does not need it.
+        _keep_plugin_out_of_discovery()
+    return jax_module
+
+
+def _keep_plugin_out_of_discovery() -> None:
+    """A CUDA plugin (jax_plugins.xla_cuda12) for another jaxlib stays unloaded.
+
+    jax's discovery would call its initialize(), which checks the CUDA runtime
+    (a logged traceback without one) and loads a library built against another
+    jaxlib. CPU work needs none of it; CUDA work is refused by check_cuda_plugin.
+    """
+    try:
+        import jax_plugins.xla_cuda12 as plugin
+    except Exception:  # absent, or too broken to import: discovery skips it as well
+        return
+    plugin.initialize = lambda: None
 
 
 _cpu_device_count: int | None = None
@@ -125,22 +293,105 @@ def _register_all_passes() -> None:
 
 @functools.cache
 def ir_context() -> Any:
-    """The process's MLIR context: every dialect and pass that jaxlib ships."""
-    jax()
+    """The process's MLIR context: every dialect and pass that jaxlib ships.
+
+    Built from jaxlib alone, as jax's ``make_ir_context`` builds it (jax
+    0.9.0-0.10.2: jax_mlir_ext's dialect registry, then sdy, mpmd, mhlo, chlo and
+    stablehlo registered), so MLIR-only work never imports jax (~0.5 s).
+    tests/test_startup.py checks it against the installed jax's context.
+    """
     with _lock, filtered_native_stderr():
-        from jax._src.interpreters import mlir as jax_mlir
+        from jaxlib.mlir import ir
+        # The native registration functions, which jaxlib.mlir.dialects.{sdy,mpmd,
+        # mhlo,chlo,stablehlo} re-export: those modules' generated op classes cost
+        # ~0.1 s to import, and code that builds ops imports them itself.
+        from jaxlib.mlir._mlir_libs import _chlo, _jax_mlir_ext, _mlirHlo, _sdy, _stablehlo
 
         _register_all_passes()
-        ctx = jax_mlir.make_ir_context()
+        registry = ir.DialectRegistry()
+        _jax_mlir_ext.register_dialects(registry)
+        ctx = _bare_context_class()()
+        ctx.append_dialect_registry(registry)
+        ctx.load_all_available_dialects()
+        _sdy.register_dialect(ctx)
+        try:
+            from jaxlib.mlir._mlir_libs import _sdyMpmd
+        except ImportError:  # a jaxlib without the MPMD dialect
+            _sdyMpmd = None
+        if _sdyMpmd is not None:
+            _sdyMpmd.register_dialect(ctx)
+        _mlirHlo.register_mhlo_dialect(ctx)
+        _chlo.register_dialect(ctx)
+        _stablehlo.register_dialect(ctx)
         ctx.allow_unregistered_dialects = False
         return ctx
 
 
+@functools.cache
+def _bare_context_class() -> Any:
+    from jaxlib.mlir import ir
+
+    class BareContext(ir.Context):
+        """ir.Context without every dialect linked into jaxlib loaded (as jax's JaxIrContext)."""
+
+        def __init__(self) -> None:
+            super(ir.Context, self).__init__()
+
+    return BareContext
+
+
+@functools.cache
+def _xla_client() -> Any:
+    """jaxlib's xla_client, imported quietly and without jax: jaxlib alone compiles."""
+    with _lock, filtered_native_stderr():
+        from jaxlib import xla_client
+
+    return xla_client
+
+
+def dense_elements_attr(array: Any, type_: Any) -> Any:
+    """An ir.DenseElementsAttr of a host array, of MLIR type ``type_`` (in a context).
+
+    For i1, jaxlib 0.10.2's bindings take one byte per element; 0.9's take the
+    bits packed, little-endian (measured with 0.9.0), and refuse the bytes.
+    """
+    import numpy as np
+    from jaxlib.mlir import ir
+
+    a = np.ascontiguousarray(array)
+    try:
+        return ir.DenseElementsAttr.get(a, type=type_)
+    except ValueError:
+        if a.dtype != np.bool_ or jaxlib_at_least("0.10.2"):
+            raise
+    return ir.DenseElementsAttr.get(np.packbits(a, axis=None, bitorder="little"), type=type_)
+
+
 # ---------------------------------------------------------------- HLO <-> MLIR
+
+def _hlo_lib_name() -> str:
+    """HloModule, hlo_module_from_text, hlo_module_to_dot_graph: their own module from
+    jaxlib 0.10.2; in jaxlib._jax before (checked: 0.9.0, 0.9.2, 0.10.0, 0.10.1)."""
+    return "jaxlib._hlo" if jaxlib_at_least("0.10.2") else "jaxlib._jax"
+
+
+def hlo_lib() -> Any:
+    """jaxlib's module holding HloModule and hlo_module_from_text (it moved in 0.10.2)."""
+    import importlib
+
+    return importlib.import_module(_hlo_lib_name())
+
+
+def __getattr__(name: str) -> Any:
+    # ISOLATED_PRELOAD depends on the installed jaxlib: computed on use, not at import.
+    if name == "ISOLATED_PRELOAD":
+        return tuple(dict.fromkeys((_hlo_lib_name(), "jaxlib._jax")))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def hlo_text_to_proto(text: str) -> bytes:
     """HLO text -> serialized HloModuleProto. Raises RuntimeError with XLA's message."""
-    from jaxlib import _hlo
+    _hlo = hlo_lib()
 
     try:
         return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
@@ -149,7 +400,7 @@ def hlo_text_to_proto(text: str) -> bytes:
 
 
 def hlo_proto_to_text(proto: bytes) -> str:
-    from jaxlib import _hlo
+    _hlo = hlo_lib()
 
     try:
         return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
@@ -158,7 +409,7 @@ def hlo_proto_to_text(proto: bytes) -> str:
 
 
 def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
-    jax()
+    _xla_client()  # first, so the native libraries load quietly
     from jaxlib import _jax
 
     try:
@@ -167,9 +418,36 @@ def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
         raise RuntimeError(str(e)) from None
 
 
+# Both steps can die natively (XLA CHECKs) on malformed input: isolate.call
+# runs them in a child. Neither needs jax started, which would cost more there
+# than the work itself.
+# ISOLATED_PRELOAD (module __getattr__ above): the modules those steps import.
+
+
+def hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:
+    """HLO text or HloModuleProto -> ("ok", proto, StableHLO bytecode), without starting jax.
+
+    For an isolated child (isolate.py). XLA's refusals come back as
+    ``("parse", message, b"")`` or ``("convert", message, b"")``.
+    """
+    from jaxlib import _jax
+
+    _hlo = hlo_lib()
+
+    if text is not None:
+        try:
+            proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        except Exception as e:
+            return ("parse", str(e), b"")
+    try:
+        return ("ok", proto, _jax.mlir.hlo_to_stablehlo(proto))
+    except Exception as e:
+        return ("convert", str(e), b"")
+
+
 def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
     """StableHLO (bytecode or text) -> HloModuleProto, the form XLA receives."""
-    jax()
+    _xla_client()  # first, so the native libraries load quietly
     from jaxlib import _jax
 
     try:
@@ -181,7 +459,7 @@ def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
 
 
 def hlo_proto_to_dot(proto: bytes) -> str:
-    from jaxlib import _hlo
+    _hlo = hlo_lib()
 
     return _hlo.hlo_module_to_dot_graph(_hlo.HloModule.from_serialized_hlo_module_proto(proto))
 
@@ -191,8 +469,7 @@ def hlo_proto_to_dot(proto: bytes) -> str:
 def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
                     env_overrides: list[tuple[str, Any]] | None = None,
                     dump_to: str | None = None) -> Any:
-    jax()  # first, so its import is quiet
-    from jax._src.lib import xla_client
+    xla_client = _xla_client()
 
     opts = xla_client.CompileOptions()
     opts.num_replicas = num_replicas
@@ -206,10 +483,12 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
 
 def debug_options_fields() -> dict[str, Any]:
     """Name -> default value of every DebugOptions field this jaxlib's XLA knows."""
-    jax()  # first, so its import is quiet
-    from jax._src.lib import xla_client
+    xla_client = _xla_client()
 
-    dbg = xla_client.CompileOptions().executable_build_options.debug_options
+    # Each object is kept alive: a field of a freed temporary segfaults.
+    options = xla_client.CompileOptions()
+    build = options.executable_build_options
+    dbg = build.debug_options
     out = {}
     for name in dir(dbg):
         if name.startswith("xla_"):
@@ -224,37 +503,137 @@ def cpu_devices() -> list[Any]:
     return list(jax().devices("cpu"))
 
 
-@functools.cache
 def cuda_c_api() -> Any:
-    """The CUDA PJRT plugin's C API, loaded without touching a GPU or driver."""
-    jax()
-    from jax._src import xla_bridge
-    jax()  # first, so its import is quiet
-    from jax._src.lib import xla_client
+    """The CUDA PJRT plugin's C API, loaded without touching a GPU or driver.
 
-    with _lock, filtered_native_stderr():
+    Raises EnvironmentMismatch, every call, unless the plugin matches jaxlib exactly.
+    """
+    check_cuda_plugin()
+    return _load_cuda_c_api()
+
+
+@functools.cache
+def _load_cuda_c_api() -> Any:
+    """Load the plugin as jax's discovery would (its initialize()), but without jax.
+
+    Where jax is imported already, its discovery loaded the plugin: that c_api
+    is reused (a second load fails with ALREADY_EXISTS). Otherwise the plugin is
+    loaded here, its custom-call and FFI targets registered with XLA as the
+    plugin's own initialize() does (a compile resolves them), and jax's later
+    discovery told to leave it alone (_cuda_loaded_without_jax).
+    """
+    global _cuda_loaded_without_jax
+    if "jax" in sys.modules:
+        jax()  # finishes discovery (quietly) if jax was imported elsewhere
+        from jax._src import xla_bridge
+
         factory = getattr(xla_bridge, "_backend_factories", {}).get("cuda")
         if factory is not None and getattr(factory, "c_api", None) is not None:
-            return factory.c_api  # jax's discovery loaded it already; loading twice fails
-        try:
-            import jax_plugins.xla_cuda12 as plugin
-        except ImportError:
-            raise CompileError(
-                "--platform cuda needs the CUDA PJRT plugin",
-                hint=f"pip install 'jax-cuda12-plugin=={PINNED_VERSION}'") from None
-        return xla_client.load_pjrt_plugin_dynamically("cuda", str(plugin._get_library_path()))
+            return factory.c_api
+    xla_client = _xla_client()
+    with _lock, filtered_native_stderr():
+        _started_native_threads()
+        c_api = xla_client.load_pjrt_plugin_dynamically("cuda", native_library_path("cuda_plugin"))
+        _cuda_loaded_without_jax = True
+        _register_cuda_targets(xla_client, c_api)
+        return c_api
+
+
+_cuda_loaded_without_jax = False
+_native_threads = False
+
+
+def _started_native_threads() -> None:
+    global _native_threads
+    _native_threads = True
+
+
+def native_threads_started() -> bool:
+    """Whether XLA (a plugin, a compile) may run native threads here without a jax
+    backend, which isolate.fork_is_safe cannot see through jax's bookkeeping."""
+    return _native_threads
+
+
+def _register_cuda_targets(xla_client: Any, c_api: Any) -> None:
+    """The CUDA plugin's custom-call/FFI targets and types, as jax_plugins.xla_cuda12's
+    initialize() registers them (jaxlib 0.9.0-0.10.2). Its Triton handler serves
+    jax's own Pallas lowering only, not XLA's compile, and is left out."""
+    try:
+        from jax_cuda12_plugin import cuda_plugin_extension as ext
+    except ImportError:
+        return  # the plugin's initialize() registers nothing then either
+    xla_client.register_custom_type_handler("CUDA", functools.partial(ext.register_custom_type, c_api))
+    xla_client.register_custom_call_handler(
+        "CUDA", functools.partial(ext.register_custom_call_target, c_api))
+    for name, value in ext.ffi_types().items():
+        xla_client.register_custom_type(name, value, platform="CUDA")
+    for name, value in ext.ffi_handlers().items():
+        xla_client.register_custom_call_target(name, value, platform="CUDA", api_version=1)
 
 
 def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") -> list[Any]:
     """Compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU needed)."""
-    jax()  # first, so its import is quiet
-    from jax._src.lib import xla_client
+    xla_client = _xla_client()
 
     c_api = cuda_c_api()
+    target_config_text = target_config_for_installed_xla(target_config_text)
     with _lock, filtered_native_stderr():
         topo = xla_client.make_c_api_device_topology(
             c_api, name, target_config=target_config_text, topology="1x1x1")
         return list(topo._make_compile_only_devices())
+
+
+@functools.lru_cache(maxsize=32)
+def target_config_for_installed_xla(text: str) -> str:
+    """A GpuTargetConfigProto textproto as the installed XLA's parser accepts it.
+
+    Unchanged where this jaxlib's schema knows every field. The shipped specs are
+    written for the newest supported jaxlib: 0.10.2's GpuDeviceInfoProto has fields
+    (driver_version, runtime_version, thread_dim_limit_x, ...) that 0.9.x lacks, and
+    XLA's text parser rejects unknown fields. Those are dropped: an XLA that lacks a
+    field cannot read it, so the compile is the one that XLA would do anyway. The
+    schema is the installed jaxlib's own (protos.py); the text was validated before.
+    """
+    from google.protobuf import text_format
+
+    from . import protos
+
+    cls = protos.message_class("stream_executor.GpuTargetConfigProto")
+    try:
+        text_format.Parse(text, cls(), descriptor_pool=protos.pool())
+        return text
+    except text_format.ParseError:
+        pass
+    msg = cls()
+    try:
+        text_format.Parse(text, msg, allow_unknown_field=True, descriptor_pool=protos.pool())
+    except text_format.ParseError:
+        return text  # not a schema difference: XLA reports it
+    info = msg.gpu_device_info
+    if "runtime_version" not in info.DESCRIPTOR.fields_by_name and not msg.HasField("runtime_version"):
+        # Before 0.10.0 XLA reads the CUDA runtime version (FP8 conversions in hardware,
+        # measured with 0.9.0) from the top-level RuntimeVersionProto instead.
+        m = re.search(r'runtime_version:\s*"(\d+)\.(\d+)(?:\.(\d+))?"', text)
+        if m:
+            msg.runtime_version.major, msg.runtime_version.minor = int(m.group(1)), int(m.group(2))
+            msg.runtime_version.patch = int(m.group(3) or 0)
+    cc = info.cuda_compute_capability.major if info.HasField("cuda_compute_capability") else 0
+    if ("compile_time_toolkit_version" not in info.DESCRIPTOR.fields_by_name and cc >= 10
+            and re.search(r"compile_time_toolkit_version:", text)):
+        _note_once(f"note: jaxlib {_jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
+                   f"CC {cc}.x kernels use 128-bit, not 256-bit, loads/stores (jaxlib 0.10.0+ has it)")
+    return text_format.MessageToString(msg)
+
+
+_noted: set[str] = set()
+
+
+def _note_once(line: str) -> None:
+    """A one-line note on stderr, once per process (a feature this jaxlib lacks)."""
+    if line not in _noted:
+        _noted.add(line)
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
@@ -263,8 +642,8 @@ def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
     On failure the CompileError carries what XLA logged natively meanwhile
     (``native_log``): some errors are explained only there.
     """
-    jax()  # first, so its import is quiet
-    from jax._src.lib import xla_client
+    xla_client = _xla_client()
+    _started_native_threads()  # XLA's compile thread pools
 
     client = devices[0].client
     device_list = xla_client.DeviceList(tuple(devices))
@@ -458,11 +837,8 @@ def distributed_initialize(coordinator: str, num_processes: int, process_id: int
     """
     global _cpu_device_count
     with _lock:
-        check_versions()
         with filtered_native_stderr():
-            import jax as jax_module
-        if not os.environ.get("JAX_PLATFORMS"):
-            jax_module.config.update("jax_platforms", "cpu")
+            jax_module = _import_jax()
         jax_module.config.update("jax_cpu_collectives_implementation", "gloo")
         # Its SIGTERM handler would keep a stopped process alive; nothing here is preemptible.
         jax_module.config.update("jax_enable_preemption_service", False)

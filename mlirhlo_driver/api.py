@@ -98,8 +98,9 @@ class Compiled:
     def platform(self) -> str:
         return self.request.options.platform  # type: ignore[return-value]
 
-    def stage(self, name: str) -> str | bytes:
-        """Output of one stage (MLIR-level or XLA); compiles at most once."""
+    def stage(self, name: str) -> str | bytes | dict[str, bytes]:
+        """Output of one stage (MLIR-level or XLA); compiles at most once.
+        Multi-file stages (``cubin``) give {kernel module: bytes}."""
         return self.request.produce(name)
 
     def stage_names(self) -> list[str]:
@@ -114,9 +115,10 @@ class Compiled:
         names = self.stage_names() if stages_to_write == "all" else list(stages_to_write)
         paths = []
         for name in names:
-            path = os.path.join(directory, stages.get(name, self.platform).filename(self.program.name))
-            write_atomic(path, self.stage(name))
-            paths.append(path)
+            for filename, data in stages.get(name, self.platform).files(self.program.name, self.stage(name)):
+                path = os.path.join(directory, filename)
+                write_atomic(path, data)
+                paths.append(path)
         return paths
 
 
@@ -141,4 +143,5 @@ def compile(module_or_path: Program | str, *, platform: str = "cpu", gpu_spec: s
     if flags:
         flags_mod.check_names(flags, flags_mod.known_names())
     options = stages.StageOptions(platform=platform, gpu_spec=spec, xla_flags=tuple(sorted(flags.items())))
-    return Compiled(program, stages.StageRequest(program.module, program.name, options))
+    return Compiled(program, stages.StageRequest(program.module, program.name, options,
+                                                 source=program.source))

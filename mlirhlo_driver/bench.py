@@ -10,9 +10,46 @@ dumps after a change) and the writing of the dump itself.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[Callable[[], None]]:
+    """Ctrl-C while benchmarking: stop between two runs, not inside one.
+
+    Python raises KeyboardInterrupt at whatever bytecode runs next, and during
+    a pipeline run that is often a finalizer run by the garbage collector,
+    which swallows it (the benchmark went on), or a Python pass, which leaves
+    MLIR's pass manager to print its raw timing report on the way out. So the
+    first Ctrl-C only sets a flag, and the returned ``check()`` raises
+    KeyboardInterrupt between runs; a second Ctrl-C interrupts at once.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    hits: list[int] = []
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        hits.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def check() -> None:
+        if hits:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -73,14 +110,17 @@ def bench_pipelines(module: Any, roots: list[Any], repeats: int, warmup: int = 1
     """Each pipeline ``repeats`` times, interleaved (A B A B ...) so that drift on
     a noisy machine hits all of them alike."""
     results = [PipelineBench(r.render(), [], []) for r in roots]
-    for _ in range(warmup):
-        for root in roots:
-            _one_run(module, root)
-    for _ in range(repeats):
-        for root, res in zip(roots, results):
-            rows, total = _one_run(module, root)
-            _accumulate(res.passes, rows)
-            res.totals_ms.append(total)
+    with interruptible() as check:
+        for _ in range(warmup):
+            for root in roots:
+                _one_run(module, root)
+                check()
+        for _ in range(repeats):
+            for root, res in zip(roots, results):
+                rows, total = _one_run(module, root)
+                check()
+                _accumulate(res.passes, rows)
+                res.totals_ms.append(total)
     return results
 
 
@@ -102,16 +142,25 @@ def bench_xla_pipeline(module: Any, name: str, options: Any, repeats: int) -> tu
     opts = replace(options, xla_flags=options.xla_flags + (("xla_dump_hlo_pass_re", ".*"),))
     rows: list[XlaPassTime] = []
     compiles: list[float] = []
-    for i in range(repeats):
-        t0 = time.perf_counter()
-        art = xla_backend.compile_module(module, name, opts)
-        compiles.append((time.perf_counter() - t0) * 1000)
-        dumps = xla_backend.pass_dumps(art)
-        times = [art.mtimes_ns[d.key] for d in dumps]
-        for k, d in enumerate(dumps[1:], 1):
-            delta = (times[k] - times[k - 1]) / 1e6
-            if i == 0:
-                rows.append(XlaPassTime(d.pipeline, d.after))
-            if k - 1 < len(rows):
-                rows[k - 1].times_ms.append(delta)
+    with interruptible() as check:
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            art = xla_backend.compile_module(module, name, opts)
+            check()
+            compiles.append((time.perf_counter() - t0) * 1000)
+            _add_dump_intervals(rows, art, i)
     return rows, compiles
+
+
+def _add_dump_intervals(rows: list[XlaPassTime], art: Any, i: int) -> None:
+    """Compile ``i``'s intervals between consecutive per-pass dumps, added to ``rows``."""
+    from . import xla_backend
+
+    dumps = xla_backend.pass_dumps(art)
+    times = [art.mtimes_ns[d.key] for d in dumps]
+    for k, d in enumerate(dumps[1:], 1):
+        delta = (times[k] - times[k - 1]) / 1e6
+        if i == 0:
+            rows.append(XlaPassTime(d.pipeline, d.after))
+        if k - 1 < len(rows):
+            rows[k - 1].times_ms.append(delta)

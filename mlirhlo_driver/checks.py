@@ -1044,12 +1044,48 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
                      folded=fold_constants, x64=x64)
 
 
-def _constant_values(consts: list[Any]) -> list[Any]:
-    """numpy values of constant ops, for every dtype: XLA CPU evaluates them.
+# Element types whose DenseElementsAttr numpy reads directly, with the dtype it must give.
+_HOST_READABLE = {"i1": "bool", "f16": "float16", "f32": "float32", "f64": "float64",
+                  **{f"{p}{w}": f"{'u' if p == 'ui' else ''}int{w}"
+                     for p in ("i", "si", "ui") for w in (8, 16, 32, 64)}}
 
-    ``numpy.array(DenseElementsAttr)`` raises for bf16 and aborts the process
-    for complex types; a module that returns the constants does not.
+
+def _host_value(op: Any) -> Any | None:
+    """The constant's value read from its attribute, or None where only XLA can read it."""
+    import numpy as np
+    from jaxlib.mlir import ir
+
+    want = _HOST_READABLE.get(_element_type(op.result.type) or "")
+    # numpy raises for bf16, the process dies for complex, and the bindings cannot even
+    # hand out a complex attribute: only the listed types go further.
+    if want is None:
+        return None
+    attr = op.attributes["value"]
+    if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)):
+        return None
+    value = np.array(attr)
+    if value.dtype != np.dtype(want) or list(value.shape) != list(ir.ShapedType(op.result.type).shape):
+        return None
+    return np.ascontiguousarray(value)
+
+
+def _constant_values(consts: list[Any]) -> list[Any]:
+    """numpy values of constant ops, for every dtype.
+
+    Ints, bools, f16, f32 and f64 are read from the attribute. The rest (bf16,
+    f8, complex, dense_resource) go through XLA CPU, in one module that returns
+    them all: ``numpy.array(DenseElementsAttr)`` raises for bf16 and aborts the
+    process for complex types.
     """
+    values = [_host_value(c) for c in consts]
+    rest = [c for c, v in zip(consts, values) if v is None]
+    if rest:
+        computed = iter(_compiled_constant_values(rest))
+        values = [next(computed) if v is None else v for v in values]
+    return values
+
+
+def _compiled_constant_values(consts: list[Any]) -> list[Any]:
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func
 

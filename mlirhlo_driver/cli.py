@@ -31,6 +31,36 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
+def _print_version(value: bool) -> None:
+    """--version: the driver and every tool version a bug report needs. Reads package
+    metadata and asks ptxas (cached), imports no jax: it must stay fast."""
+    if not value:
+        return
+    from importlib import metadata
+
+    from . import __version__, _jaxlib
+
+    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
+    ptxas, _, missing = _ptxas_in_use()
+    lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
+                 else f"ptxas none usable: {missing}")
+    try:
+        lines.append(f"llvmlite {metadata.version('llvmlite')}")
+    except metadata.PackageNotFoundError:
+        lines.append("llvmlite not installed")
+    typer.echo("\n".join(lines))
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the versions of the driver, jax, jaxlib, the CUDA plugin, ptxas and llvmlite.")] = False,
+) -> None:
+    pass
+
+
 def _fail(err: DriverError) -> None:
     lines = [err.format()]
     if isinstance(err, PassFailure):
@@ -67,7 +97,7 @@ def opt(
         "--print-pipeline", help="Print the textual pipeline that will run.")] = False,
     stage: Annotated[str, typer.Option(
         "--stage", help="Stage to emit (comma list allowed; 'all' with --dump-dir).")] = "stablehlo",
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Output file (default stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", "--o", help="Output file (default stdout).")] = None,
     dump_dir: Annotated[Optional[str], typer.Option(
         "--dump-dir", help="Write <module>.<stage>.<ext> files here.")] = None,
     list_stages: Annotated[bool, typer.Option("--list-stages", help="List the stages and exit.")] = False,
@@ -112,13 +142,32 @@ def opt(
         "--after-pass", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
     load_pass_plugin: Annotated[Optional[list[str]], typer.Option(
         "--load-pass-plugin", help="A .py file registering Python passes (repeatable).")] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")] = False,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", min=0, help="Worker processes, each module isolated (0: in this process).")] = 0,
+    fail_fast: Annotated[bool, typer.Option(
+        "--fail-fast", help="Stop at the first module that fails (default: report it and go on).")] = False,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")] = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", help="Run the modules on a Dask cluster (tcp://HOST:8786); needs --dump-dir.")] = None,
 ) -> None:
     """Load modules, run a pass pipeline, and emit a stage (hlo-opt / mlir-opt).
 
     Any --xla_NAME=VALUE DebugOptions flag applies to the XLA compile, with
-    XLA_FLAGS and --debug-options-file below it in precedence.
+    XLA_FLAGS and --debug-options-file below it in precedence. A repeated
+    command is answered from the stage cache, before jaxlib is loaded.
     """
     try:
+        from . import cache
+
+        cache_key = None if no_cache else cache.opt_key(
+            {k: v for k, v in locals().items() if k not in ("ctx", "no_cache", "cache")}, list(ctx.args))
+        hit = cache.lookup(cache_key) if cache_key else None
+        if hit is not None:
+            cache.replay(hit)
+            return
         _load_plugins(load_pass_plugin)
         # Unknown options (--xla_* flags) can land among the positional inputs.
         extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
@@ -133,8 +182,9 @@ def opt(
             if target.platform is not None:
                 _print_xla_passes(target, inputs, input_format, args)
             return
-        _run_opt(target=target, **{k: v for k, v in locals().items()
-                                    if k not in ("ctx", "target", "extra", "load_pass_plugin")})
+        with cache.recording(cache_key):
+            _run_opt(target=target, **{k: v for k, v in locals().items()
+                                        if k not in ("ctx", "target", "extra")})
     except DriverError as e:
         _fail(e)
 
@@ -144,6 +194,14 @@ class _Target:
     platform: str | None
     specs: list[Any]                   # GpuSpec per requested spec (cuda), else []
     xla_flags: tuple[tuple[str, Any], ...]
+    note: str = ""                     # said once the command is past validation (print_note)
+
+    def print_note(self) -> None:
+        """A note comes after every usage check, never right before an error line."""
+        if self.note:
+            sys.stderr.write(self.note + "\n")
+            sys.stderr.flush()
+            self.note = ""
 
     def stage_options(self, **kw: Any) -> list[tuple[str | None, stage_registry.StageOptions]]:
         """(spec name or None, options) for each compile target."""
@@ -195,13 +253,13 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
     elif flags:
         raise DriverError("XLA flags need --platform cpu|cuda")
     specs: list[Any] = []
+    note = ""
     if platform == "cuda" and needs_spec:
         from . import gpu_specs
 
         if gpu_spec is None:
             spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
-            sys.stderr.write(f"note: no --gpu-spec given: compiling for {spec.name} "
-                             f"({spec.gpu}, {spec.sm})\n")
+            note = f"note: no --gpu-spec given: compiling for {spec.name} ({spec.gpu}, {spec.sm})"
             specs = [spec]
         else:
             specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
@@ -209,7 +267,7 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
         raise DriverError("--gpu-spec is for --platform cuda")
     if platform == "cpu" and "xla_gpu_load_autotune_results_from" in flags:
         raise DriverError("autotune results are for --platform cuda")
-    return _Target(platform, specs, tuple(sorted(flags.items())))
+    return _Target(platform, specs, tuple(sorted(flags.items())), note)
 
 
 def opt_command_params() -> list[list[str]]:
@@ -226,11 +284,16 @@ def _run_opt(inputs: list[str] | None, pipeline_spec: str | None, passes: str | 
              print_ir_after_failure: bool, print_ir_module_scope: bool, ir_dump_dir: str | None,
              timing: bool, verify_each: bool, reproducer_dir: str | None,
              target_version: str | None, debug_info: bool, target: _Target,
-             xla_passes: str | None, after_pass: str | None, **_: Any) -> None:
-    from . import inputs as loader
-    from . import outputs, pipeline
+             xla_passes: str | None, after_pass: str | None, jobs: int = 0, fail_fast: bool = False,
+             timeout: float | None = None, scheduler: str | None = None,
+             load_pass_plugin: list[str] | None = None, **_: Any) -> None:
+    from . import batch, outputs, pipeline
 
     root = pipeline.resolve(pipeline_spec, passes=passes, pipeline_file=pipeline_file)
+    pipeline.check_print_ir_passes(print_ir_before or (), root, "--print-ir-before")
+    pipeline.check_print_ir_passes(print_ir_after or (), root, "--print-ir-after")
+    if reproducer_dir is not None:
+        pipeline.check_reproducer_dir(reproducer_dir)
     if print_pipeline:
         text = root.render() if root is not None else "builtin.module()"
         if not inputs:
@@ -248,62 +311,46 @@ def _run_opt(inputs: list[str] | None, pipeline_spec: str | None, passes: str | 
         raise DriverError("give either -o or --dump-dir, not both")
     if output and len(targets) > 1:
         raise DriverError("several GPU specs need --dump-dir, not -o")
-    modules = loader.load_inputs(inputs, input_format=input_format,
-                                 split_input_file=split_input_file, arg_specs=args)
-    if output and (len(modules) > 1 or len(stage_names) > 1):
+    if output:
+        outputs.check_output_path(output)  # before the work, not after it
+    if scheduler is not None and not dump_dir:
+        raise DriverError("--scheduler needs --dump-dir", hint="the cluster's results are written as files")
+    tasks = batch.tasks_for(inputs, split_input_file=split_input_file)
+    if output and (len(tasks) > 1 or len(stage_names) > 1):
         if len(stage_names) > 1:
             raise DriverError("several stages need --dump-dir, not -o")
         if any(stage_registry.get(s, target.platform).binary for s in stage_names):
             raise DriverError("several modules in a binary stage need --dump-dir, not -o")
+    if not (output or dump_dir) and len(tasks) * len(stage_names) * len(targets) > 1 and \
+            any(stage_registry.get(s, target.platform).binary for s in stage_names):
+        raise DriverError("several modules in a binary stage need --dump-dir or -o")
+    target.print_note()
     inst = pipeline.Instrumentation(
         print_ir_after_all=print_ir_after_all, print_ir_after_change=print_ir_after_change,
         print_ir_before=tuple(print_ir_before or ()), print_ir_after=tuple(print_ir_after or ()),
         print_ir_after_failure=print_ir_after_failure, print_ir_module_scope=print_ir_module_scope,
         timing=timing, verify_each=verify_each)
-
-    results: list[tuple[str, str, str | bytes]] = []  # (file stem, stage, data)
-    for loaded in modules:
-        if root is not None:
-            try:
-                run = pipeline.run(loaded.module, root, instrumentation=inst, module_name=loaded.name,
-                                   reproducer_dir=reproducer_dir, source_for_reproducer=loaded.source)
-            except PassFailure as failure:
-                _emit_run_output(getattr(failure, "run", None), loaded.name, ir_dump_dir, timing,
-                                 len(modules) > 1)
-                raise
-            _emit_run_output(run, loaded.name, ir_dump_dir, timing, len(modules) > 1)
-        for spec_name, options in targets:
-            stem = f"{loaded.name}.{spec_name}" if spec_name and len(targets) > 1 else loaded.name
-            if xla_passes or after_pass:
-                results.append((stem, "hlo", _xla_pass_hlo(loaded, options, xla_passes, after_pass)))
-                continue
-            request = stage_registry.StageRequest(loaded.module, loaded.name, options)
-            for name in stage_names:
-                results.append((stem, name, request.produce(name)))
-
-    # Everything is computed before anything is written: no partial output.
-    if dump_dir:
-        for module_name, name, data in results:
-            filename = stage_registry.get(name, target.platform).filename(module_name)
-            outputs.write_atomic(Path(dump_dir) / filename, data)
-        return
-    if output:
-        if len(results) == 1:
-            outputs.write_atomic(output, results[0][2])
-        else:
-            outputs.write_atomic(output, "// -----\n".join(_as_text(d) for _, _, d in results))
-        return
-    if len(results) == 1:
-        outputs.write_stdout(results[0][2])
-    else:
-        if any(isinstance(d, bytes) for _, _, d in results):
-            raise DriverError("several modules in a binary stage need --dump-dir or -o")
-        outputs.write_stdout("// -----\n".join(_as_text(d) for _, _, d in results))
-
-
-def _as_text(data: str | bytes) -> str:
-    text = data if isinstance(data, str) else data.decode()
-    return text if text.endswith("\n") else text + "\n"
+    job = batch.OptJob(
+        root=root, stage_names=tuple(stage_names), targets=tuple(targets), platform=target.platform,
+        instrumentation=inst, dump_dir=dump_dir, ir_dump_dir=ir_dump_dir, timing=timing,
+        several=len(tasks) > 1, reproducer_dir=reproducer_dir, xla_passes=xla_passes,
+        after_pass=after_pass, input_format=input_format, split_input_file=split_input_file,
+        arg_specs=args, plugins=tuple(load_pass_plugin or ()))
+    # Each module's outputs are written as it finishes; a failing one is a row (exit 1),
+    # unless it is the only module or --fail-fast stops at it.
+    writer = batch.Writer(output)
+    try:
+        rows = batch.run_batch(job, tasks, jobs=jobs, timeout=timeout, fail_fast=fail_fast,
+                               scheduler=scheduler, on_result=writer)
+    except batch.BatchStopped as stopped:
+        sys.stderr.write(stopped.result.error_text)
+        sys.stderr.flush()
+        raise typer.Exit(stopped.result.exit_code) from None
+    writer.finish()
+    if any(not r.ok for r in rows):
+        sys.stderr.write(batch.summary(rows))
+        sys.stderr.flush()
+        raise typer.Exit(EXIT_FAILURE)
 
 
 def _stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
@@ -315,60 +362,6 @@ def _stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[
     for name in names:
         stage_registry.get(name, platform)  # validate before any work
     return names
-
-
-def _emit_run_output(run: Any, module_name: str, ir_dump_dir: str | None, timing: bool,
-                     several: bool) -> None:
-    if run is None:
-        return
-    from . import outputs, pipeline
-
-    if run.other_output.strip():
-        sys.stderr.write(run.other_output)
-    if ir_dump_dir:
-        for i, dump in enumerate(run.dumps):
-            name = f"{i:03d}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
-            outputs.write_atomic(Path(ir_dump_dir) / module_name / name,
-                                 dump.header() + "\n" + dump.text)
-    else:
-        for dump in run.dumps:
-            sys.stderr.write(dump.header() + "\n" + dump.text + "\n")
-    if timing:
-        title = f"// timing: {module_name}\n" if several else ""
-        sys.stderr.write(title + pipeline.format_timing(run))
-    sys.stderr.flush()
-
-
-def _xla_pass_hlo(loaded: Any, options: stage_registry.StageOptions, xla_passes: str | None,
-                  after_pass: str | None) -> str:
-    from dataclasses import replace
-
-    from . import xla_backend
-
-    dump_all = (("xla_dump_hlo_pass_re", ".*"),)
-    if after_pass:
-        art = xla_backend.compile_module(loaded.module, loaded.name,
-                                         replace(options, xla_flags=options.xla_flags + dump_all))
-        return xla_backend.hlo_after_pass(art, after_pass)
-    enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
-    # A nested pass runs only if its enclosing pipelines are enabled too: learn
-    # the pipelines from a normal compile, then enable them all.
-    full = xla_backend.compile_module(loaded.module, loaded.name,
-                                      replace(options, xla_flags=options.xla_flags + dump_all))
-    known = xla_backend.passes_by_pipeline(full)
-    all_passes = {p for names in known.values() for p in names}
-    for p in enabled:
-        if p not in all_passes:
-            from .errors import did_you_mean
-
-            raise DriverError(f"XLA pass '{p}' is not in the {options.platform} pipeline for this module",
-                              hint=did_you_mean(p, all_passes) or "see --list-passes --platform")
-    only = ",".join(enabled + sorted(known))
-    art = xla_backend.compile_module(
-        loaded.module, loaded.name,
-        replace(options, xla_flags=options.xla_flags + dump_all + (("xla_enable_hlo_passes_only", only),)),
-        keep_going=True)
-    return xla_backend.hlo_after_only(art, enabled)
 
 
 def _print_xla_passes(target: _Target, inputs: list[str] | None, input_format: str | None,
@@ -391,7 +384,8 @@ def _print_xla_passes(target: _Target, inputs: list[str] | None, input_format: s
     grouped: dict[str, list[str]] = {}
     for loaded in modules:
         art = xla_backend.compile_module(
-            loaded.module, loaded.name,
+            stage_registry.module_for_xla(loaded.module, loaded.source, loaded.line_offset),
+            loaded.name,
             replace(options, xla_flags=options.xla_flags + (("xla_dump_hlo_pass_re", ".*"),)),
             keep_going=True)
         for pipe, names in xla_backend.passes_by_pipeline(art).items():
@@ -437,6 +431,7 @@ def _print_passes() -> None:
 def _load_plugins(files: list[str] | None) -> None:
     from . import python_passes
 
+    python_passes.unload_plugins()  # only this command's plugins (the CLI may run in-process)
     for f in files or []:
         python_passes.load_plugin(f)
 
@@ -468,7 +463,7 @@ _EXT_TO_FORMAT = {".hlo": "hlo", ".txt": "hlo", ".pb": "hlo-proto", ".pbtxt": "h
 @app.command()
 def convert(
     input: Annotated[str, typer.Argument(help="The module to convert (any input format).")],
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Output file (default stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", "--o", help="Output file (default stdout).")] = None,
     to: Annotated[Optional[str], typer.Option(
         "--to", help="hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo "
                      "(default: from -o's extension).")] = None,
@@ -484,6 +479,9 @@ def convert(
         from .api import load
         from .errors import did_you_mean
 
+        if emit_proto and to is not None and to != "hlo-proto":
+            raise DriverError(f"--emit-proto means --to hlo-proto; it conflicts with --to {to}",
+                              hint="give one of them")
         fmt = "hlo-proto" if emit_proto else to
         if fmt is None and output:
             fmt = _EXT_TO_FORMAT.get(Path(output).suffix)
@@ -493,6 +491,8 @@ def convert(
         if fmt not in CONVERT_FORMATS:
             raise DriverError(f"unknown format '{fmt}'",
                               hint=did_you_mean(fmt, CONVERT_FORMATS) or ", ".join(CONVERT_FORMATS))
+        if output:
+            outputs.check_output_path(output)
         program = load(input, input_format=input_format, args=args)
         module = program.module
         # HLO to HLO stays in HLO: a trip through StableHLO would rename computations.
@@ -517,12 +517,31 @@ def convert(
 
 # ---------------------------------------------------------------------- run
 
+def _non_negative(value: Optional[float]) -> Optional[float]:
+    """Option callback: a finite number >= 0 (NaN would pass every comparison)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value} is not a finite number >= 0")
+    return value
+
+
+def _positive(value: Optional[float]) -> Optional[float]:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a finite number > 0")
+    return value
+
+
 # Options that run and spmd-run share, spelled once.
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the random inputs.")]
+SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random inputs.")]
 LargeFloatRangeOption = Annotated[bool, typer.Option(
-    "--large-float-range", help="Random floats in +-1e4 instead of +-1.")]
-RtolOption = Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default per dtype).")]
-AtolOption = Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance (default per dtype).")]
+    "--large-float-range", "--use_large_float_range", help="Random floats in +-1e4 instead of +-1.")]
+RtolOption = Annotated[Optional[float], typer.Option(
+    "--rtol", "--rel_error_bound", callback=_non_negative, help="Relative tolerance (default per dtype).")]
+AtolOption = Annotated[Optional[float], typer.Option(
+    "--atol", "--abs_error_bound", callback=_non_negative, help="Absolute tolerance (default per dtype).")]
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -540,7 +559,7 @@ def run(
     rtol: RtolOption = None,
     atol: AtolOption = None,
     iterations: Annotated[int, typer.Option("--iterations", help="Run N times; report the median.")] = 1,
-    print_literals: Annotated[bool, typer.Option("--print-literals", help="Print inputs' and outputs' values.")] = False,
+    print_literals: Annotated[bool, typer.Option("--print-literals", "--print_literals", help="Print inputs' and outputs' values.")] = False,
     save_outputs: Annotated[Optional[str], typer.Option("--save-outputs", help="Write outputs to this .npz.")] = None,
     fold_constants: Annotated[bool, typer.Option(
         "--fold-constants", help="Check files: keep their constant inputs (XLA folds the test).")] = False,
@@ -548,7 +567,8 @@ def run(
         "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Worker processes; each module is isolated (0: run in this process).")] = 1,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Seconds per module (with --jobs).")] = None,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", callback=_positive, help="Seconds per module (with --jobs).")] = None,
     json_report: Annotated[Optional[str], typer.Option("--json", help="Write the report rows as JSON.")] = None,
     input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
     split_input_file: Annotated[bool, typer.Option("--split-input-file")] = False,
@@ -586,6 +606,11 @@ def run(
             raise DriverError("give --zeros or --inputs, not both")
         if iterations < 1 or jobs < 0:
             raise DriverError("--iterations must be >= 1 and --jobs >= 0")
+        from . import outputs as _outputs
+
+        for path in (json_report, save_outputs):
+            if path:
+                _outputs.check_output_path(path)
         tasks = _run_tasks(inputs, input_format, split_input_file, args)
         if inputs_npz and len(tasks) > 1:
             raise DriverError("--inputs is for one module")
@@ -602,7 +627,8 @@ def run(
         if len(reports) == 1 and reports[0].status == "invalid":
             sys.stderr.write(f"error: {reports[0].message}\n")  # bad input: one line, as everywhere
             raise typer.Exit(EXIT_USAGE)
-        _print_run_reports(reports, options, print_literals, extra_flags=extra)
+        _print_run_reports(reports, options, print_literals,
+                           extra_flags=extra + (["--split-input-file"] if split_input_file else []))
         if save_outputs:
             _save_outputs(save_outputs, reports)
         if json_report:
@@ -626,12 +652,15 @@ def _run_tasks(specs: list[str], input_format: str | None, split: bool, args: st
     tasks = []
     for path in loader.expand_inputs(specs):
         stem = loader.module_stem(path) if not loader.looks_like_jax_entry(path) else path.split(":")[-1]
+        # Workers have no stdin of their own: '-' is read here, once, and handed to them.
+        data = sys.stdin.buffer.read() if path == "-" else None
         chunks = 1
-        if split and Path(path).is_file():
-            chunks = max(1, len(loader.split_chunks(Path(path).read_text(errors="replace"))))
+        if split and (data is not None or Path(path).is_file()):
+            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
+            chunks = max(1, len(loader.split_chunks(text)))
         for i in range(chunks):
             tasks.append(Task(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem, input_format, split,
-                              i, args))
+                              i, args, data))
     return tasks
 
 
@@ -769,18 +798,18 @@ def _save_outputs(path: str, reports: list[Any]) -> None:
 def spmd_run(
     ctx: typer.Context,
     input: Annotated[str, typer.Argument(help="The module (any input format, or package.module:function).")],
-    num_partitions: Annotated[int, typer.Option("--num-partitions", help="SPMD partitions.")] = 1,
-    num_replicas: Annotated[int, typer.Option("--num-replicas", help="Replicas.")] = 1,
+    num_partitions: Annotated[int, typer.Option("--num-partitions", "--num_partitions", help="SPMD partitions.")] = 1,
+    num_replicas: Annotated[int, typer.Option("--num-replicas", "--num_replicas", help="Replicas.")] = 1,
     partitioner: Annotated[Optional[str], typer.Option(
         "--partitioner", help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
     arg_sharding: Annotated[Optional[list[str]], typer.Option(
         "--arg-sharding", help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
                                "parameters without one are replicated.")] = None,
     is_spmd_partitioned_module: Annotated[bool, typer.Option(
-        "--is-spmd-partitioned-module", help="The module is already partitioned (per-device shapes): "
+        "--is-spmd-partitioned-module", "--is_spmd_partitioned_module", help="The module is already partitioned (per-device shapes): "
                                              "XLA does not partition it again.")] = False,
     run_xla_backend_only: Annotated[bool, typer.Option(
-        "--run-xla-backend-only", help="Only XLA's backend compiles (an after-optimizations module).")] = False,
+        "--run-xla-backend-only", "--run_xla_backend_only", help="Only XLA's backend compiles (an after-optimizations module).")] = False,
     argument_mode: Annotated[Optional[str], typer.Option(
         "--argument-mode", help="random (one set per replica), shared-random, zeros, or device-id "
                                 "(each device's part filled with its device id).")] = None,
@@ -790,7 +819,7 @@ def spmd_run(
     large_float_range: LargeFloatRangeOption = False,
     rtol: RtolOption = None,
     atol: AtolOption = None,
-    num_repeats: Annotated[int, typer.Option("--num-repeats", help="Run N times; print each time.")] = 1,
+    num_repeats: Annotated[int, typer.Option("--num-repeats", "--num_repeats", help="Run N times; print each time.")] = 1,
     reference: Annotated[str, typer.Option(
         "--reference", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
     reference_module: Annotated[Optional[str], typer.Option(
@@ -803,11 +832,12 @@ def spmd_run(
     process_id: Annotated[Optional[int], typer.Option(
         "--process-id", help="This process's number, 0 to N-1; process 0 hosts the coordinator.")] = None,
     coordinator: Annotated[Optional[str], typer.Option(
-        "--coordinator", help="HOST:PORT of process 0's coordinator.")] = None,
+        "--coordinator", callback=_host_port, help="HOST:PORT of process 0's coordinator.")] = None,
     launch_local: Annotated[Optional[int], typer.Option(
         "--launch-local", help="Start N processes on 127.0.0.1 and run across them.")] = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", help="Seconds a distributed run may take before every process stops.")] = 300.0,
+        "--timeout", callback=_positive,
+        help="Seconds a distributed run may take before every process stops.")] = 300.0,
     input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
     args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
 ) -> None:
@@ -822,7 +852,12 @@ def spmd_run(
 
     try:
         options = _spmd_options(ctx, locals())
+        if dump_output:
+            from . import outputs
+
+            outputs.check_output_path(dump_output)
         procs = launch_local or num_processes
+        spmd.check_devices_per_process(options, procs)
         if launch_local is not None:
             if launch_local < 2:
                 raise DriverError("--launch-local needs at least 2 processes")
@@ -833,8 +868,6 @@ def spmd_run(
                 raise DriverError("--num-processes needs --process-id and --coordinator HOST:PORT")
             if not 0 <= process_id < num_processes:
                 raise DriverError(f"--process-id must be 0 to {num_processes - 1}")
-            if not _re_match(r"^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$", coordinator):
-                raise DriverError(f"malformed --coordinator '{coordinator}'", hint="HOST:PORT, e.g. 10.0.0.1:1234")
         elif num_processes < 1:
             raise DriverError("--num-processes must be >= 1")
         elif process_id is not None or coordinator is not None:
@@ -871,10 +904,18 @@ def spmd_run(
         _spmd_fail(e)
 
 
-def _re_match(pattern: str, text: str) -> bool:
+def _host_port(value: Optional[str]) -> Optional[str]:
+    """Option callback: HOST:PORT with a port a coordinator can listen on (1-65535)."""
     import re
 
-    return re.match(pattern, text) is not None
+    if value is None:
+        return value
+    m = re.match(r"^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]+):(\d{1,5})$", value)
+    if not m:
+        raise typer.BadParameter(f"'{value}' is not HOST:PORT, e.g. 10.0.0.1:1234")
+    if not 1 <= int(m.group(2)) <= 65535:
+        raise typer.BadParameter(f"port {int(m.group(2))} is not 1-65535")
+    return value
 
 
 def _spmd_options(ctx: typer.Context, params: dict[str, Any]) -> Any:
@@ -964,6 +1005,27 @@ def _spmd_fail(err: DriverError) -> None:
     raise typer.Exit(EXIT_FAILURE if isinstance(err, runtime) else EXIT_USAGE)
 
 
+# ---------------------------------------------------------------------- kernels
+
+@app.command("kernels")
+def kernels_command(
+    inputs: InputsArg = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
+    input_format: Annotated[Optional[str], typer.Option(
+        "--input-format", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo.")] = None,
+) -> None:
+    """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec."""
+    try:
+        from . import kernels, outputs
+
+        outputs.write_stdout(kernels.report(inputs or [], gpu_spec, input_format=input_format,
+                                            as_json=json_out))
+    except DriverError as e:
+        _fail(e)
+
+
 # ---------------------------------------------------------------------- ptx
 
 _LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"
@@ -971,25 +1033,29 @@ _LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"
 
 @app.command()
 def ptx(
-    input: Annotated[str, typer.Argument(help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'.")],
+    input: Annotated[str, typer.Argument(
+        help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'; - reads stdin.")],
     arch: Annotated[str, typer.Option("--arch", help="sm_XX[a] or X.Y[a], e.g. 9.0a or sm_80.")] = "sm_90a",
     opt_level: Annotated[int, typer.Option("-O", "--opt-level", help="LLVM optimization level 0-3.")] = 3,
     optimize: Annotated[bool, typer.Option(
         "--optimize/--no-optimize",
         help="Run LLVM's -O pipeline first (off for XLA's *.ir-with-opt.ll, already optimized).")] = True,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Output file (default stdout).")] = None,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", "--o", help="Output file (default stdout).")] = None,
     print_after_all: Annotated[bool, typer.Option(
         "--print-after-all", help="Print the IR after each LLVM pass (stderr).")] = False,
     ir_dump_dir: Annotated[Optional[str], typer.Option(
         "--ir-dump-dir", help="Write the IR after each LLVM pass here, one file per pass.")] = None,
     libdevice: Annotated[Optional[str], typer.Option(
         "--libdevice", help="libdevice.10.bc for IR calling __nv_* (default: CUDA_HOME).")] = None,
+    check_ptxas: Annotated[bool, typer.Option(
+        "--ptxas/--no-ptxas", help="Assemble each PTX module with ptxas for --arch to check it.")] = True,
 ) -> None:
     """LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt).
 
     Takes the LLVM IR XLA writes, including its newer float-constant syntax.
     Several modules joined by '; ----- NAME -----' lines (the 'llvm' stages'
-    output) are compiled one by one.
+    output) are compiled one by one, each in a child process (an LLVM fatal
+    error is reported, not fatal), and each PTX is assembled by ptxas for --arch.
     """
     import re
 
@@ -998,13 +1064,15 @@ def ptx(
         from . import ptx as ptx_backend
 
         try:
-            text = Path(input).read_text()
+            text = sys.stdin.read() if input == "-" else Path(input).read_text()
         except FileNotFoundError:
             raise DriverError("no such file or directory", file=input) from None
         except (OSError, UnicodeDecodeError) as e:
             raise DriverError(f"cannot read LLVM IR: {getattr(e, 'strerror', None) or e}", file=input) from None
         if not text.strip():
             raise DriverError("empty file", file=input)
+        if output:
+            outputs.check_output_path(output)
         parts = _split_llvm_modules(text)
         dumps: list[tuple[str, str]] = []
         want_dumps = print_after_all or ir_dump_dir is not None
@@ -1014,7 +1082,7 @@ def ptx(
                 # Line numbers stay the file's: pad with the lines before this module.
                 code = ptx_backend.compile_to_ptx(
                     "\n" * offset + body, arch, opt_level, filename=input, optimize=optimize,
-                    libdevice=libdevice,
+                    libdevice=libdevice, assemble=check_ptxas,
                     print_after_all=(lambda p, ir, n=name: dumps.append((f"{n}:{p}" if n else p, ir)))
                     if want_dumps else None)
             except DriverError:
@@ -1083,6 +1151,7 @@ def bench_pipeline(
         program = load(input, input_format=input_format, args=args)
         if platform is not None:
             target = _resolve_target(platform, gpu_spec, list(ctx.args), None, None, needs_spec=True)
+            target.print_note()
             _, options = target.stage_options()[0]
             rows, compiles = bench.bench_xla_pipeline(program.module, program.name, options, repeats)
             if json_out:
@@ -1143,25 +1212,59 @@ app.add_typer(specs_app, name="specs")
 def specs_list(
     json_out: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
 ) -> None:
-    """List the shipped GPU specs: name, GPU, compute capability, SMs, memory."""
+    """List the shipped GPU specs: name, GPU, compute capability, SMs, memory, and
+    whether the ptxas XLA will use (shown below the table) can target each."""
     try:
         from . import gpu_specs
 
         specs = gpu_specs.list_specs()
+        ptxas, others, missing = _ptxas_in_use()
         if json_out:
             import json
 
-            typer.echo(json.dumps([s.to_dict() for s in specs], indent=2))
+            rows_json = []
+            for s in specs:
+                row = s.to_dict()
+                row["ptxas"] = None if ptxas is None else {
+                    "path": ptxas.path, "version": ptxas.version_str, "source": ptxas.source,
+                    "can_target": ptxas.can_target(s.sm)}
+                rows_json.append(row)
+            typer.echo(json.dumps(rows_json, indent=2))
             return
-        header = ("name", "gpu", "cc", "target", "SMs", "memory", "bandwidth")
+        header = ("name", "gpu", "cc", "target", "SMs", "memory", "bandwidth", "ptxas")
         rows = [(s.name + (" (default)" if s.name == gpu_specs.DEFAULT_SPEC else ""), s.gpu,
                  s.compute_capability, s.sm, str(s.sm_count), f"{s.memory_bytes / 2**30:.0f} GiB",
-                 f"{s.memory_bandwidth / 1e9:.0f} GB/s") for s in specs]
+                 f"{s.memory_bandwidth / 1e9:.0f} GB/s",
+                 "ok" if ptxas is not None and ptxas.can_target(s.sm) else "no") for s in specs]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for r in [header, *rows]:
             typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if ptxas is None:
+            typer.echo(f"ptxas: none usable: {missing}")
+        else:
+            typer.echo(f"ptxas: {ptxas.version_str} {ptxas.path} ({ptxas.source}; "
+                       f"targets {ptxas.arch_range()})")
+        for p in others:
+            typer.echo(f"  not used: {p.version_str} {p.path} ({p.source}; targets {p.arch_range()})")
     except DriverError as e:
         _fail(e)
+
+
+def _ptxas_in_use() -> tuple[Any, list[Any], str]:
+    """(the ptxas XLA will run, the other ones found, why there is none)."""
+    from . import cuda_tools, xla_flags
+
+    try:  # the data dir a user set in XLA_FLAGS counts; a malformed XLA_FLAGS does not matter here
+        user_dir = xla_flags.from_environment().get(cuda_tools.DATA_DIR_FLAG) or None
+    except DriverError:
+        user_dir = None
+    try:
+        ptxas = cuda_tools.ptxas(cuda_tools.cuda_data_dir(user_dir)[0])
+    except DriverError as e:
+        return None, cuda_tools.all_ptxas(), e.format().removeprefix("error: ")
+    others = [p for p in cuda_tools.all_ptxas(user_dir) if p.path != ptxas.path
+              and p.version != ptxas.version]
+    return ptxas, others, ""
 
 
 @specs_app.command("show")
@@ -1179,7 +1282,7 @@ def specs_show(name: Annotated[str, typer.Argument(help="A shipped spec name or 
 
 
 @specs_app.command("check")
-def specs_check(files: Annotated[list[str], typer.Argument(help="Spec files to validate.")]) -> None:
+def specs_check(files: Annotated[list[str], typer.Argument(help="Spec files to validate (- reads stdin).")]) -> None:
     """Validate spec files before any compile; one error line per bad file."""
     from . import gpu_specs
 
@@ -1195,12 +1298,144 @@ def specs_check(files: Annotated[list[str], typer.Argument(help="Spec files to v
         raise typer.Exit(EXIT_USAGE)
 
 
+# -------------------------------------------------------------------- cache
+
+cache_app = typer.Typer(help="The stage cache that answers repeated 'opt' commands.",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info() -> None:
+    """Where the cache is, how many entries and bytes it holds, and its size cap."""
+    from . import cache
+
+    found = cache.info()
+    typer.echo(f"directory  {found['directory']}")
+    typer.echo(f"entries    {found['entries']}")
+    typer.echo(f"size       {found['bytes']} bytes")
+    typer.echo(f"max size   {found['max_bytes']} bytes (MLIRHLO_CACHE_MAX_BYTES; least recently used go first)")
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Remove every cached entry."""
+    from . import cache
+
+    typer.echo(f"removed {cache.clear()} entries from {cache.cache_dir()}")
+
+
 # ---------------------------------------------------------------------- main
 
+# Commands that leave nothing running once their outputs are written: the console
+# entry point ends them with os._exit, skipping interpreter teardown (~40 ms, more
+# with jaxlib loaded). run/spmd-run/bench-pipeline keep a normal exit: worker pools
+# and jax's distributed runtime clean up at exit.
+_FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache"})
+
+
+def _invoked_command(argv: list[str]) -> str | None:
+    """The sub-command argv names (the root takes only flags), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _app_for(name: str | None) -> typer.Typer:
+    """The app as typer would build it, but with only the invoked sub-command in full.
+
+    Typer evaluates the signature of every command it builds (string annotations,
+    ~40% of `opt --help`); a command not invoked only needs its name and help
+    line, for the root's listing and for "no such command" suggestions.
+    """
+    import copy
+
+    def command_name(info: Any) -> str:
+        return info.name or typer.main.get_command_name(info.callback.__name__)
+
+    names = [command_name(c) for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    view = copy.copy(app)
+    if name in names:
+        view.registered_commands = [c for c in app.registered_commands if command_name(c) == name]
+        view.registered_groups = [g for g in app.registered_groups if g.name == name]
+        return view
+
+    def listing_only(info: Any) -> Any:
+        stub_info = copy.copy(info)
+        stub_info.name = command_name(info)
+
+        def stub() -> None:
+            raise AssertionError("a listing-only command cannot run")
+
+        stub.__doc__ = info.callback.__doc__
+        stub_info.callback = stub
+        return stub_info
+
+    view.registered_commands = [listing_only(c) for c in app.registered_commands]
+    view.registered_groups = [copy.copy(g) for g in app.registered_groups]
+    for group in view.registered_groups:  # their sub-commands are not listed at the root
+        group.typer_instance = copy.copy(group.typer_instance)
+        group.typer_instance.registered_commands = [
+            listing_only(c) for c in group.typer_instance.registered_commands]
+    return view
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: usage errors become one ``error:`` line and exit 2."""
+    """Entry point: usage errors become one ``error:`` line and exit 2.
+
+    Called without ``argv`` (the console script) it is the whole process: after
+    the outputs are flushed it leaves with os._exit for the commands in
+    _FAST_EXIT. With ``argv`` (tests, embedding) it raises SystemExit as usual.
+    """
+    if argv is not None:
+        _main(argv)
+        return
+    import gc
+
+    argv = sys.argv[1:]
+    command = _invoked_command(argv)
+    if command not in _FAST_EXIT:
+        _main(argv)
+        return
+    # A short-lived process: what is imported stays for its whole life, so the
+    # collector need not walk it again (gc.freeze), and jaxlib's import would
+    # otherwise trigger full collections over a growing heap.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+    code: Any = 0
     try:
-        result = app(args=argv, standalone_mode=False)
+        _main(argv)
+    except SystemExit as e:
+        code = e.code
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = EXIT_FAILURE
+    if not isinstance(code, int):
+        if code is not None:
+            sys.stderr.write(f"{code}\n")
+        code = 0 if code is None else EXIT_FAILURE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # a reader that went away (| head) is not a failure of ours
+        pass
+    except OSError:
+        code = code or EXIT_FAILURE
+    import atexit
+    import os
+
+    # Exit handlers still run (the isolate helper is waited for, nothing is left
+    # behind); only the interpreter's teardown of every object is skipped.
+    atexit._run_exitfuncs()
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(code)
+
+
+def _main(argv: list[str]) -> None:
+    try:
+        result = _app_for(_invoked_command(argv))(args=argv, standalone_mode=False)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:

@@ -59,13 +59,25 @@ def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
     """A StableHLO portable artifact (VHLO bytecode), as jax.export writes."""
     from jaxlib.mlir.dialects import stablehlo
 
+    import re
+
+    from .native_io import capture_fd2
+
     version = resolve_vhlo_version(target_version)
-    with module.context:
+    failure = None
+    # The serializer prints its diagnostics (loc(...): error: ...) on fd 2.
+    with module.context, capture_fd2() as captured:
         try:
             return stablehlo.serialize_portable_artifact(clone(module), version)
         except Exception as e:
-            raise StageError(f"cannot serialize as a StableHLO {version} portable artifact: "
-                             f"{_first_line(e)}") from None
+            failure = e
+    found = re.findall(r"error: (.+)", captured.text)
+    detail = found[0].strip() if found else _first_line(failure)
+    chlo = sorted(set(re.findall(r"\bchlo\.[a-z_]+", module.operation.get_asm(large_elements_limit=1))))
+    hint = (f"the module has CHLO ops ({', '.join(chlo[:3])}), which VHLO cannot hold; "
+            "legalize them first: --pipeline @prepare-export") if chlo else None
+    raise StageError(f"cannot serialize as a StableHLO {version} portable artifact: {detail}",
+                     hint=hint)
 
 
 def mhlo_text(module: Any, *, debug_info: bool = False) -> str:
@@ -98,9 +110,7 @@ def stable_hlo_proto(proto: bytes) -> bytes:
     counter: the same module then always gives the same bytes."""
     from . import hlo_proto as codec
 
-    msg = codec.decode(proto, "HloModuleProto")
-    msg[:] = [(k, v) for k, v in msg if k != "id"]
-    return codec.encode(msg)
+    return codec.strip_module_id(proto)
 
 
 def hlo_text(module: Any) -> str:

@@ -81,8 +81,26 @@ class FlagError(DriverError):
     """An unknown or mistyped XLA DebugOptions flag."""
 
 
+class ToolchainError(DriverError):
+    """No usable CUDA tool (ptxas, libdevice, ...) for a device-less CUDA compile."""
+
+
 class EnvironmentMismatch(DriverError):
     """The installed jax/jaxlib does not match the version this driver pins."""
+
+
+class NativeCrash(DriverError):
+    """Native code (XLA, LLVM, MLIR) died on an input, in an isolated child (isolate.py).
+
+    ``status`` is the child's wait status (None if unknown), ``native_log``
+    what it wrote on fd 1/2 before dying.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, native_log: str = "",
+                 **kw) -> None:
+        super().__init__(message, **kw)
+        self.status = status
+        self.native_log = native_log
 
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -749,7 +750,7 @@ def load_spec(path: str | os.PathLike[str]) -> GpuSpec:
     file = str(path)
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = p.read_bytes() if file != "-" else sys.stdin.buffer.read()  # "-": stdin
     except FileNotFoundError:
         raise SpecError("no such file", file=file) from None
     except IsADirectoryError:
@@ -766,8 +767,29 @@ def load_spec(path: str | os.PathLike[str]) -> GpuSpec:
 
 
 def check_spec(path: str | os.PathLike[str]) -> GpuSpec:
-    """Validate a spec file; returns its summary or raises SpecError."""
-    return load_spec(path)
+    """Validate a spec file, and that some ptxas here can assemble for its sm
+    (XLA runs ptxas even device-less); returns its summary or raises SpecError."""
+    spec = load_spec(path)
+    _check_ptxas_target(spec)
+    return spec
+
+
+def _check_ptxas_target(spec: GpuSpec) -> None:
+    from . import cuda_tools
+
+    found = cuda_tools.all_ptxas()
+    if any(p.can_target(spec.sm) for p in found):
+        return
+    cc = parse_textproto(spec.text, str(spec.path)).value("gpu_device_info") \
+        .get("cuda_compute_capability")
+    if found:
+        have = "; ".join(f"ptxas {p.version_str} targets {p.arch_range()}" for p in found)
+        message = f"no ptxas here can target {spec.sm} (compute capability {spec.compute_capability}): {have}"
+        hint = f"pass --{cuda_tools.DATA_DIR_FLAG}=DIR for a CUDA toolkit whose ptxas targets {spec.sm}"
+    else:
+        message = f"no ptxas here to assemble {spec.sm} (XLA runs ptxas even device-less)"
+        hint = cuda_tools.FIX_HINT
+    raise SpecError(message, file=str(spec.path), line=cc.line, col=cc.col, hint=hint)
 
 
 def shipped_names() -> list[str]:

@@ -100,24 +100,47 @@ def load_inputs(specs: list[str], *, input_format: str | None = None,
 
 
 def load(source: str, *, input_format: str | None = None, split_input_file: bool = False,
-         arg_specs: str | None = None) -> list[LoadedModule]:
-    """Load one file (or JAX entry point) into one module, or several when split."""
+         arg_specs: str | None = None, chunk: int | None = None,
+         data: bytes | None = None) -> list[LoadedModule]:
+    """Load one file (or JAX entry point) into one module, or several when split.
+
+    ``chunk`` loads only that chunk of a split file (the others are not parsed,
+    so an error in one chunk is not reported for another). ``data`` is the
+    file's content when the caller has read it already (``-``: stdin, once).
+    """
     if input_format is not None and input_format not in INPUT_FORMATS:
         raise InputError(f"unknown input format '{input_format}'",
                          hint=did_you_mean(input_format, INPUT_FORMATS)
                          or "one of " + ", ".join(INPUT_FORMATS))
+    if input_format == "jax" and not _JAX_ENTRY.match(source):
+        what = "a file" if Path(source).exists() or source == "-" else "not package.module:function"
+        raise InputError(f"--input-format jax takes a JAX function as package.module:function; "
+                         f"this is {what}", file=source,
+                         hint="drop --input-format to load the file" if what == "a file" else None)
     if input_format == "jax" or (input_format is None and not Path(source).exists()
                                  and _JAX_ENTRY.match(source)):
         return [_load_jax_function(source, arg_specs)]
-    data = _read(source)
+    if data is None:
+        data = _read(source)
+    elif not data.strip():
+        raise InputError("empty file", file=source)
     fmt = input_format or detect_format(data, source)
+    if fmt in ("vhlo", "bytecode") and not data.startswith(_MLIR_BYTECODE_MAGIC):
+        # jaxlib would take MLIR text here too and hide the mismatch.
+        try:
+            found = detect_format(data, source)
+        except InputError:
+            found = None
+        raise InputError(f"--input-format {fmt} expects MLIR bytecode, but this is not bytecode",
+                         file=source, hint=f"it looks like {found}: --input-format {found}" if found else None)
     stem = module_stem(source)
     if split_input_file and fmt in ("hlo", "mlir", "hlo-pbtxt"):
         text = _decode_text(data, source)
         chunks = split_chunks(text)
-        return [_load_one(chunk.encode(), fmt, source, f"{stem}.{i}" if len(chunks) > 1 else stem,
-                          offset)
-                for i, (chunk, offset) in enumerate(chunks)]
+        wanted = range(len(chunks)) if chunk is None else [chunk]
+        return [_load_one(chunks[i][0].encode(), fmt, source, f"{stem}.{i}" if len(chunks) > 1 else stem,
+                          chunks[i][1])
+                for i in wanted]
     return [_load_one(data, fmt, source, stem, 0)]
 
 
@@ -177,6 +200,7 @@ def detect_format(data: bytes, source: str = "<input>") -> str:
         return "hlo-proto"
     text = _try_text(data)
     if text is None:
+        _raise_if_bad_utf8_text(data, source)
         raise InputError("not a module: binary data that is neither MLIR bytecode nor an HLO proto",
                          file=source)
     head = _first_code_line(text)
@@ -203,8 +227,28 @@ def _try_text(data: bytes) -> str | None:
 def _decode_text(data: bytes, source: str) -> str:
     text = _try_text(data)
     if text is None:
+        _raise_if_bad_utf8_text(data, source)
         raise InputError("expected a text file", file=source)
     return text
+
+
+def _raise_if_bad_utf8_text(data: bytes, source: str) -> None:
+    """Text with a few bytes that are not UTF-8 (a Latin-1 comment) is text, not
+    binary data: say where the first bad byte is."""
+    if b"\x00" in data[:4096]:
+        return
+    bad = data.decode("utf-8", "replace").count("\ufffd")
+    if bad > max(3, len(data) // 100):
+        return  # mostly undecodable: binary after all
+    try:
+        data.decode("utf-8")
+        return
+    except UnicodeDecodeError as e:
+        pos = e.start
+    line = data.count(b"\n", 0, pos) + 1
+    col = pos - (data.rfind(b"\n", 0, pos) + 1) + 1
+    raise InputError(f"byte 0x{data[pos]:02x} is not UTF-8; a text module must be UTF-8",
+                     file=source, line=line, col=col)
 
 
 def _first_code_line(text: str) -> str:
@@ -218,18 +262,16 @@ def _first_code_line(text: str) -> str:
 def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> LoadedModule:
     from . import _jaxlib
 
-    ctx = _jaxlib.ir_context()
     if fmt == "hlo":
         text = _decode_text(data, source)
-        try:
-            proto = _jaxlib.hlo_text_to_proto(text)
-        except RuntimeError as e:
-            raise _hlo_parse_error(str(e), source, offset) from None
+        check_nesting(text, source, offset)
+        # Before parse_mlir sets up the MLIR context: the isolation helper is
+        # then a cheap fork of this process.
+        raw, bytecode = _hlo_to_stablehlo(source, text=text, offset=offset)
         from .emit import stable_hlo_proto
 
-        proto = stable_hlo_proto(proto)
-        module = _module_from_hlo_proto(proto, source)
-        return LoadedModule(name, source, fmt, module, offset, text, proto)
+        module = parse_mlir(bytecode, source)
+        return LoadedModule(name, source, fmt, module, offset, text, stable_hlo_proto(raw))
     if fmt == "hlo-pbtxt":
         from . import hlo_proto
 
@@ -239,9 +281,9 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         try:
             msg = hlo_proto.parse_text(text, kind)
             if kind == "HloProto":
-                msg = msg.get("hlo_module")
-                if msg is None:
+                if not msg.HasField("hlo_module"):
                     raise InputError("HloProto text has no hlo_module", file=source)
+                msg = msg.hlo_module
         except InputError as e:
             e.file = source
             if e.line is not None:
@@ -263,6 +305,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
 
         from .native_io import capture_fd2
 
+        ctx = _jaxlib.ir_context()
         # The deserializer reports its diagnostics on fd 2 and raises a bare error.
         failed = False
         with capture_fd2() as captured:
@@ -296,12 +339,53 @@ def parse_mlir(payload: str | bytes, source: str = "<input>", offset: int = 0) -
 
     from . import _jaxlib
 
+    if isinstance(payload, str):
+        check_nesting(payload, source, offset)
     ctx = _jaxlib.ir_context()
     try:
         with ctx:
             return ir.Module.parse(payload)
     except Exception as e:
         raise _mlir_parse_error(e, source, offset, "malformed MLIR") from None
+
+
+# Brackets, types and regions nested deeper than this are refused before
+# parsing. Native code recurses once per level and overflows its stack
+# (SIGSEGV, nothing printed): MLIR's parser at 5,000 nested stablehlo.while or
+# 20,000 nested tuple<> types, XLA's CPU compile at 900 nested tuples. Real
+# modules nest a few dozen levels.
+MAX_NESTING = 256
+_BRACKETS = b"([{<)]}>"
+_NOT_BRACKET = bytes(b for b in range(256) if b not in _BRACKETS)
+
+
+def check_nesting(text: str, source: str = "<input>", offset: int = 0) -> None:
+    """InputError at the first place where ``text`` nests deeper than MAX_NESTING.
+
+    Counts ``( [ { <`` against their closers (``->`` excluded), ignoring
+    strings and comments: a cheap over-approximation that real modules stay
+    far below. A few ms per MB of text.
+    """
+    data = text.encode("utf-8", "surrogateescape").replace(b"->", b"  ")
+    # The brackets alone (C-speed translate), then depth by a cumulative sum.
+    marks = data.translate(None, _NOT_BRACKET)
+    if len(marks) <= MAX_NESTING:
+        return
+    import numpy as np
+
+    lut = np.zeros(256, np.int8)
+    lut[list(_BRACKETS[:4])] = 1
+    lut[list(_BRACKETS[4:])] = -1
+    if int(np.cumsum(lut[np.frombuffer(marks, np.uint8)], dtype=np.int32).max()) <= MAX_NESTING:
+        return
+    # Rare path: find where, in the whole text.
+    steps = lut[np.frombuffer(data, np.uint8)]
+    at = int(np.argmax(np.cumsum(steps, dtype=np.int32) > MAX_NESTING))
+    line = data.count(b"\n", 0, at) + 1
+    col = at - data.rfind(b"\n", 0, at)
+    raise InputError(f"nested more than {MAX_NESTING} levels deep (brackets, types or regions)",
+                     file=source, line=line + offset, col=col,
+                     hint="the parser recurses once per level; flatten the nesting")
 
 
 def _mhlo_to_stablehlo(module: Any, source: str) -> Any:
@@ -335,13 +419,35 @@ def _mhlo_to_stablehlo(module: Any, source: str) -> Any:
 
 
 def _module_from_hlo_proto(proto: bytes, source: str) -> Any:
-    from . import _jaxlib
-
-    try:
-        bytecode = _jaxlib.hlo_proto_to_stablehlo_bytecode(proto)
-    except RuntimeError as e:
-        raise InputError(f"XLA could not convert the HLO module to StableHLO: {e}", file=source) from None
+    _, bytecode = _hlo_to_stablehlo(source, proto=proto)
     return parse_mlir(bytecode, source)
+
+
+def _hlo_to_stablehlo(source: str, *, text: str | None = None, proto: bytes | None = None,
+                      offset: int = 0) -> tuple[bytes, bytes]:
+    """(HloModuleProto, StableHLO bytecode) of HLO text or a proto, made in a helper process.
+
+    XLA's parser and its HLO-to-MLIR import abort (CHECK failures, LLVM
+    fatal errors) on some malformed modules: a reshape that changes the
+    element count, a ``parameter(3)`` in a one-parameter computation, a
+    get-tuple-element of an array. In the helper (isolate.py) that death is
+    an InputError naming XLA's check, not the end of this process.
+    """
+    from . import _jaxlib, isolate
+    from .errors import NativeCrash
+
+    stage = "HLO parser" if text is not None else "HLO-to-StableHLO import"
+    try:
+        kind, got, bytecode = isolate.call(
+            _jaxlib.hlo_to_stablehlo_in_child, (text, proto), what=f"XLA's {stage}",
+            file=source, preload=_jaxlib.ISOLATED_PRELOAD, on_stderr=_jaxlib.replay_native_stderr)
+    except NativeCrash as e:
+        raise InputError(f"malformed HLO module: {e.message}", file=source) from None
+    if kind == "parse":
+        raise _hlo_parse_error(got, source, offset)
+    if kind == "convert":
+        raise InputError(f"XLA could not convert the HLO module to StableHLO: {got}", file=source)
+    return got, bytecode
 
 
 _LOC = re.compile(r'loc\("(?:[^"]*)":(\d+):(\d+)\)')
@@ -375,6 +481,10 @@ def _hlo_parse_error(message: str, source: str, offset: int) -> InputError:
     # specific one names the culprit ("instruction does not exist: p2").
     line, col = int(found[0][0]), int(found[0][1])
     messages = [m for (ln, c, m) in found if (int(ln), int(c)) == (line, col)]
+    # XLA also tries to read an operand as a nested instruction; when that fails
+    # too ("Unknown opcode: p0" for a missing ')'), its complaints are not the error.
+    real = [m for m in messages if not re.search(r"as a nested instruction|expects opcode but sees", m)]
+    messages = real or messages
     specific = [m for m in messages if re.search(r"does not exist|[Uu]nknown|not defined|expected", m)]
     best = (specific or messages)[0]
     best = best.rsplit("error: ", 1)[-1].strip()

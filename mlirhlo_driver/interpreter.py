@@ -41,8 +41,7 @@ def evaluate_in_process(bytecode: bytes, arrays: list[np.ndarray], carrier_types
     ctx = _jaxlib.ir_context()
     with ctx:
         passmanager.PassManager.parse(_PREPARE).run(module.operation)
-        attrs = [ir.DenseElementsAttr.get(np.ascontiguousarray(a), type=ir.Type.parse(t))
-                 for a, t in zip(arrays, carrier_types)]
+        attrs = [_jaxlib.dense_elements_attr(a, ir.Type.parse(t)) for a, t in zip(arrays, carrier_types)]
         return [np.array(a) for a in stablehlo.eval_module(module, attrs)]
 
 

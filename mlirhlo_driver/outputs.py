@@ -9,11 +9,20 @@ from pathlib import Path
 
 from .errors import DriverError
 
+# While cache.recording() runs: (kind, path, bytes) of every output written, so a
+# cache hit can write the same again. None otherwise.
+recorder: list[tuple[str, str | None, bytes]] | None = None
+
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write to a temp file beside ``path``, then rename it into place."""
+    """Write to a temp file beside ``path``, then rename it into place.
+
+    Any failure (a directory in the way, a full disk, a file-size limit) raises
+    DriverError naming ``path``, and leaves neither ``path`` nor the temp file.
+    """
     path = Path(path)
     payload = data.encode() if isinstance(data, str) else data
+    check_output_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -24,12 +33,28 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
             f.write(payload)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would not
         os.replace(tmp, path)
-    except BaseException:
+        if recorder is not None:
+            recorder.append(("file", str(path), payload))
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None
         raise
+
+
+def check_output_path(path: str | Path) -> None:
+    """Refuse an output path that cannot become a file, before any work is done."""
+    path = Path(path)
+    if path.is_dir():
+        raise DriverError("is a directory; expected an output file name", file=str(path))
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise DriverError(f"cannot write: {parent} is not a directory", file=str(path))
 
 
 def _umask() -> int:
@@ -45,6 +70,11 @@ def write_stdout(data: str | bytes) -> None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
+        if recorder is not None:
+            recorder.append(("stdout-bytes", None, data))
     else:
-        sys.stdout.write(data if data.endswith("\n") or not data else data + "\n")
+        text = data if data.endswith("\n") or not data else data + "\n"
+        sys.stdout.write(text)
         sys.stdout.flush()
+        if recorder is not None:
+            recorder.append(("stdout-text", None, text.encode("utf-8", "surrogateescape")))

@@ -23,7 +23,7 @@ import os
 import re
 import warnings
 from dataclasses import asdict, dataclass
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
 
 ANY = "any"  # op-agnostic: runs on whatever op its pass manager is nested on
@@ -122,9 +122,11 @@ def jaxlib_libraries() -> list[str]:
 
 def jaxlib_cache_key() -> str:
     h = hashlib.sha256()
-    try:
-        h.update(metadata.version("jaxlib").encode())
-    except metadata.PackageNotFoundError:
+    try:  # jaxlib's own version module: importlib.metadata would cost ~20 ms of start-up
+        from jaxlib import version as jaxlib_version
+
+        h.update(jaxlib_version.__version__.encode())
+    except ImportError:
         pass
     for lib in jaxlib_libraries():
         st = os.stat(lib)
@@ -232,6 +234,11 @@ def all_passes() -> dict[str, PassInfo]:
 
     out = {p.name: p for p in native_passes()}
     for p in python_passes.registered():
+        if p.name in out:  # plugin files are refused on load; this catches the other origins
+            from .errors import InputError
+
+            raise InputError(f"Python pass '{p.name}' (from {p.origin}) has the name of a native "
+                             "jaxlib pass; it cannot replace it", hint="give the Python pass another name")
         out[p.name] = PassInfo(p.name, p.anchor, p.description, "python")
     return out
 

@@ -61,12 +61,14 @@ class Nest:
 
 
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+MAX_PIPELINE_DEPTH = 64  # op nesting in real pipelines is a few levels
 
 
 class _Parser:
     def __init__(self, text: str, source: str, line: int, col_base: int) -> None:
         self.text, self.source, self.line, self.col_base = text, source, line, col_base
         self.pos = 0
+        self.depth = 0
 
     def error(self, message: str, pos: int | None = None, hint: str | None = None) -> PipelineError:
         at = self.pos if pos is None else pos
@@ -113,8 +115,12 @@ class _Parser:
         self.pos = m.end()
         self.skip_ws()
         if self.pos < len(self.text) and self.text[self.pos] == "(":
+            self.depth += 1
+            if self.depth > MAX_PIPELINE_DEPTH:  # the parser recurses per level
+                raise self.error(f"pipeline nested more than {MAX_PIPELINE_DEPTH} levels deep", start)
             self.pos += 1
             items = self.parse_list()
+            self.depth -= 1
             self.skip_ws()
             if self.pos >= len(self.text) or self.text[self.pos] != ")":
                 raise self.error(f"unbalanced parentheses: expected ')' to close '{name}(' "
@@ -159,6 +165,11 @@ def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = "--pipel
             if info is None:
                 raise PipelineError(f"unknown pass '{item.name}'", file=source, line=line,
                                     col=item.col, hint=did_you_mean(item.name, catalog))
+            # Python passes join the module-level PassManager (see build_pass_manager).
+            if info.origin == "python" and not (nest is root or (nest.op == FUNC and any(n is nest for n in root.items))):
+                raise PipelineError(f"Python pass '{item.name}' can run at module level or directly "
+                                    f"under func.func, not under '{nest.op}'", file=source, line=line,
+                                    col=item.col)
             if info.anchor == ANY or info.anchor == nest.op or nest.op == ANY:
                 continue
             nested = f"{MODULE}({info.anchor}({item.name}))" if info.anchor != MODULE else \
@@ -226,6 +237,9 @@ def read_pipeline_file(path: Path | str) -> NamedPipeline:
         raise PipelineError("no such pipeline file", file=str(path)) from None
     except OSError as e:
         raise PipelineError(e.strerror or str(e), file=str(path)) from None
+    except UnicodeDecodeError:
+        raise PipelineError("not a text file; a pipeline file holds a textual pipeline",
+                            file=str(path)) from None
     comments, body = [], []
     for line in text.splitlines():
         stripped = line.strip()
@@ -263,7 +277,9 @@ def resolve(spec: str | None = None, *, passes: str | None = None,
 
         catalog = all_passes()
     if passes is not None:
-        return from_pass_list(passes, catalog)
+        root = from_pass_list(passes, catalog)
+        check_options(root, catalog, source="--passes")
+        return root
     source = "--pipeline"
     if pipeline_file is not None or (spec is not None and spec.startswith("@")):
         named = read_pipeline_file(pipeline_file) if pipeline_file else resolve_named(spec[1:])
@@ -271,7 +287,78 @@ def resolve(spec: str | None = None, *, passes: str | None = None,
     assert spec is not None
     root = parse_spec(spec, source=source)
     validate(root, catalog, source=source)
+    check_options(root, catalog, source=source)
     return root
+
+
+def check_print_ir_passes(names: tuple[str, ...] | list[str], root: Nest | None, flag: str) -> None:
+    """``--print-ir-before/after NAME``: NAME must be a pass of the pipeline (or 'all').
+
+    MLIR would silently print nothing for a misspelled name.
+    """
+    from .passes import all_passes
+
+    wanted = [n for n in names if n != "all"]
+    if not wanted:
+        return
+    in_pipeline = [p.name for p in root.passes()] if root is not None else []
+    catalog = None
+    for name in wanted:
+        if name in in_pipeline:
+            continue
+        catalog = catalog if catalog is not None else all_passes()
+        if name not in catalog:
+            raise PipelineError(f"unknown pass '{name}'", file=flag,
+                                hint=did_you_mean(name, list(in_pipeline) + list(catalog)))
+        if root is None:
+            raise PipelineError(f"no pipeline runs, so no IR is printed around '{name}'", file=flag,
+                                hint="give --pipeline or --passes")
+        if any(p.endswith(("-pipeline", "fixed-point-pass")) for p in in_pipeline):
+            continue  # a composite pass runs passes the spec does not name
+        raise PipelineError(f"pass '{name}' is not in the pipeline", file=flag,
+                            hint=did_you_mean(name, in_pipeline)
+                            or "the pipeline runs: " + ", ".join(dict.fromkeys(in_pipeline)))
+
+
+def check_options(root: Nest, catalog: dict[str, PassInfo], *, source: str = "--pipeline",
+                  line: int = 1) -> None:
+    """Pass options (``name{key=value}``) that MLIR rejects, reported at their column.
+
+    Each native pass with options is parsed alone at its anchor; MLIR says what
+    is wrong partly in its exception and partly on fd 2.
+    """
+    refs = [r for r in root.passes() if r.options is not None and r.name in catalog]
+    for ref in refs:
+        if catalog[ref.name].origin == "python":
+            raise PipelineError(f"Python pass '{ref.name}' takes no options", file=source, line=line,
+                                col=ref.col + len(ref.name))
+    if not refs:
+        return  # no jaxlib needed
+    from . import _jaxlib
+    from .native_io import capture_fd2
+
+    ctx = _jaxlib.ir_context()  # before any jaxlib.mlir import: jax's own import is quiet then
+    from jaxlib.mlir import passmanager
+
+    for ref in refs:
+        anchor = catalog[ref.name].anchor
+        spec = f"{MODULE}({ref.render()})" if anchor in (ANY, MODULE) else f"{MODULE}({anchor}({ref.render()}))"
+        with ctx, capture_fd2() as captured:
+            try:
+                passmanager.PassManager.parse(spec)
+                error = None
+            except ValueError as e:
+                error = str(e)
+        if error is None:
+            continue
+        # LLVM prefixes its option errors with the program's name ("xla: for the ...").
+        lines = [re.sub(r"^[\w.-]*:\s*(?=for the -)", "",
+                        ln.strip().removeprefix("<Pass-Options-Parser>:").strip(" :"))
+                 for ln in (error + "\n" + captured.text).splitlines()]
+        detail = next((ln for ln in lines if ln and not ln.startswith("failed to add")),
+                      "options not accepted")
+        raise PipelineError(f"bad options for pass '{ref.name}': {detail}", file=source, line=line,
+                            col=ref.col + len(ref.name), hint=f"'mlirhlo passes' lists the passes")
 
 
 # ------------------------------------------------------------------- running
@@ -374,7 +461,8 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
                     failure = e
                 result.total_s = time.perf_counter() - t0
                 del pm
-                gc.collect()  # the timing report is printed when the PassManager dies
+                if inst.timing:  # printed when the PassManager dies; a full collection costs ~50 ms
+                    gc.collect()
         finally:
             ctx.enable_multithreading(True)
     _parse_native_output(captured.text, inst, result)
@@ -422,7 +510,7 @@ def build_pass_manager(root: Nest) -> Any:
             if isinstance(sub, PassRef) and sub.name in py:
                 if item.op != FUNC:
                     raise PipelineError(f"Python pass '{sub.name}' can run at module level or under "
-                                        f"func.func, not under '{item.op}'", col=sub.col)
+                                        f"func.func, not under '{item.op}'", file="--pipeline", col=sub.col)
                 if pending:
                     pm.add(f"{item.op}({','.join(pending)})")
                     pending = []
@@ -574,7 +662,7 @@ def _prefix_spec(items: list[tuple[list[str], PassRef]]) -> str:
 def write_reproducer(module_asm: str, spec: str, module_name: str, directory: str | None) -> str:
     """The input module plus the pipeline, runnable as one ``mlirhlo opt`` command."""
     directory = directory or tempfile.gettempdir()
-    os.makedirs(directory, exist_ok=True)
+    check_reproducer_dir(directory)
     fd, path = tempfile.mkstemp(prefix=f"mlirhlo-reproducer-{_safe(module_name)}-",
                                 suffix=".mlir", dir=directory)
     command = f"mlirhlo opt {shlex.quote(path)} --pipeline {shlex.quote(spec)}"
@@ -584,6 +672,18 @@ def write_reproducer(module_asm: str, spec: str, module_name: str, directory: st
         f.write(f"// Reproducer written by mlirhlo after a pass failure. Run it with:\n//   {command}\n")
         f.write(module_asm)
     return path
+
+
+def check_reproducer_dir(directory: str) -> None:
+    """Make ``directory`` (a --reproducer-dir) or raise PipelineError: checked before
+    the pipeline runs, so a failure is not reported as a traceback after it."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise PipelineError(f"cannot create the reproducer directory: {e.strerror or e}",
+                            file=directory) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PipelineError("the reproducer directory is not writable", file=directory)
 
 
 def _plugins_for(spec: str) -> list[str]:

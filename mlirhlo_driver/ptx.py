@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .errors import InputError, did_you_mean
+from .errors import InputError, ToolchainError, did_you_mean
 
-__all__ = ["normalize_llvm_ir", "compile_to_ptx", "supported_archs"]
+__all__ = ["normalize_llvm_ir", "compile_to_ptx", "check_with_ptxas", "supported_archs"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -482,12 +482,21 @@ def _link_libdevice(llvm, module, libdevice: str | None, filename: str) -> None:
         raise InputError(f"the IR calls libdevice ({', '.join(needed[:3])}"
                          f"{', ...' if len(needed) > 3 else ''}) but libdevice.10.bc was not found",
                          file=filename, hint="pass libdevice=PATH or set CUDA_HOME")
-    with open(path, "rb") as fh:
-        lib = llvm.parse_bitcode(fh.read())
+    try:
+        with open(path, "rb") as fh:
+            lib = llvm.parse_bitcode(fh.read())
+    except OSError as e:
+        raise InputError(f"cannot read libdevice: {e.strerror or e}", file=path) from None
+    except RuntimeError as e:
+        detail = " ".join(str(e).split())
+        raise InputError(f"not a libdevice bitcode file: {detail}", file=path) from None
     lib.triple = module.triple
     lib.data_layout = module.data_layout
     defined = {f.name for f in lib.functions if not f.is_declaration}
-    module.link_in(lib)
+    try:
+        module.link_in(lib)
+    except RuntimeError as e:
+        raise InputError(f"cannot link libdevice: {' '.join(str(e).split())}", file=path) from None
     for f in module.functions:
         if f.name in defined and not f.is_declaration:
             f.linkage = "internal"
@@ -518,6 +527,7 @@ def compile_to_ptx(
     ptx_version: int | str | None = None,
     libdevice: str | None = None,
     print_after_all: Callable[[str, str], None] | None = None,
+    assemble: bool = True,
 ) -> str:
     """Compile (XLA) LLVM IR text to PTX for ``arch`` with llvmlite's NVPTX backend.
 
@@ -540,13 +550,45 @@ def compile_to_ptx(
     with ``optimize=False``); codegen's machine passes are not IR passes.
     The options are process-wide LLVM state, so compiles are serialized.
 
+    The compile runs in a helper process (isolate.py), so LLVM's fatal
+    errors cannot end the caller. With ``assemble`` (default) the PTX is then
+    assembled by ptxas for ``arch`` (:func:`check_with_ptxas`).
+
     Raises InputError for an unknown arch, unparsable or invalid IR (parse
-    errors carry the line and column of the original text).
+    errors carry the line and column of the original text), IR that LLVM
+    dies on (an intrinsic the arch lacks: named, with the line of its first
+    call), or PTX that ptxas rejects; ToolchainError without a usable ptxas.
     """
     if opt_level not in (0, 1, 2, 3):
         raise InputError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
     cpu = _canonical_arch(arch)
     ptx = _ptx_feature(cpu, ptx_version)
+    from . import isolate
+    from .errors import NativeCrash
+
+    # LLVM's fatal errors ("LLVM ERROR: Cannot select: intrinsic ...", for an
+    # intrinsic the arch lacks) abort the process: codegen runs in a helper.
+    try:
+        code, dumps = isolate.call(
+            _compile_in_child, (llvm_ir, cpu, ptx, opt_level, filename, optimize, libdevice,
+                                print_after_all is not None),
+            what=f"LLVM's NVPTX backend ({cpu})", file=filename, preload=("llvmlite.binding",))
+    except NativeCrash as e:
+        raise _codegen_crash(e, llvm_ir, cpu, filename) from None
+    if print_after_all is not None:
+        for name, body in dumps:
+            print_after_all(name, body)
+    if assemble:
+        check_with_ptxas(code, cpu, filename)
+    return code
+
+
+def _compile_in_child(llvm_ir: str, cpu: str, ptx: int, opt_level: int, filename: str,
+                      optimize: bool, libdevice: str | None,
+                      want_dumps: bool) -> tuple[str, list[tuple[str, str]]]:
+    """compile_to_ptx's work, run by isolate.call: (PTX, [(pass, IR after it)])."""
+    dumps: list[tuple[str, str]] = []
+    collect = (lambda name, body: dumps.append((name, body))) if want_dumps else None
     with _lock:
         llvm = _llvm()
         module = _parse(llvm, llvm_ir, filename)
@@ -566,8 +608,74 @@ def compile_to_ptx(
             module.data_layout = str(tm.target_data)
         if optimize:
             _link_libdevice(llvm, module, libdevice, filename)
-            _optimize(llvm, tm, module, opt_level, print_after_all)
-        return tm.emit_assembly(module)
+            _optimize(llvm, tm, module, opt_level, collect)
+        return tm.emit_assembly(module), dumps
+
+
+_CANNOT_SELECT = re.compile(r"Cannot select: (?:intrinsic )?%?(llvm\.[\w.]+)")
+
+
+def _codegen_crash(e: Exception, llvm_ir: str, cpu: str, filename: str) -> InputError:
+    """An LLVM fatal error in codegen as one located InputError."""
+    m = _CANNOT_SELECT.search(e.message)
+    if m is None:
+        return InputError(e.message, file=filename)
+    name = m.group(1)
+    line = col = None
+    call = re.compile(r"\bcall\b.*@" + re.escape(name) + r"\(")
+    for number, text in enumerate(llvm_ir.split("\n"), start=1):
+        found = call.search(text)
+        if found:
+            line, col = number, text.index("@" + name) + 1
+            break
+    return InputError(f"intrinsic {name} is not available on {cpu}: LLVM cannot select it",
+                      file=filename, line=line, col=col,
+                      hint="compile for an arch that has it with --arch")
+
+
+_PTXAS_LINE = re.compile(r"^ptxas[^,\n]*, line (\d+); (?:error|fatal)\s*:\s*(.*)$", re.M)
+
+
+def check_with_ptxas(code: str, cpu: str, filename: str = "<input>") -> None:
+    """Assemble PTX with ptxas for ``cpu``, as XLA does with the PTX it emits.
+
+    Uses the ptxas that device-less compiles use (cuda_tools.ptxas: pip's
+    CUDA 12 copy unless configured otherwise). ToolchainError where there is
+    none or it cannot target ``cpu``; InputError naming the PTX line (and
+    quoting it) where ptxas rejects the PTX.
+    """
+    import subprocess
+
+    from . import cuda_tools
+
+    try:
+        tool = cuda_tools.ptxas()
+        tool.require(cpu)
+    except ToolchainError as e:
+        raise ToolchainError(f"cannot check the PTX with ptxas: {e.message}", file=filename,
+                             hint="--no-ptxas (assemble=False) skips the check") from None
+    with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as d:
+        src = os.path.join(d, "module.ptx")
+        with open(src, "w") as fh:
+            fh.write(code)
+        try:
+            proc = subprocess.run([tool.path, f"--gpu-name={cpu}", src, "-o", os.path.join(d, "m.cubin")],
+                                  capture_output=True, text=True, errors="replace", timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ToolchainError(f"cannot run {tool.describe()}: {e}") from None
+    if proc.returncode == 0:
+        return
+    out = proc.stderr + proc.stdout
+    m = _PTXAS_LINE.search(out)
+    version = tool.version_str
+    if m is None:
+        detail = " ".join(out.split())[:300] or f"exit status {proc.returncode}"
+        raise InputError(f"ptxas {version} rejected the PTX for {cpu}: {detail}", file=filename)
+    number = int(m.group(1))
+    lines = code.split("\n")
+    quoted = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+    raise InputError(f"ptxas {version} rejected the PTX for {cpu} at PTX line {number}: "
+                     f"{m.group(2).strip()}" + (f" [{quoted}]" if quoted else ""), file=filename)
 
 
 def _optimize(llvm, tm, module, opt_level: int,

@@ -52,6 +52,11 @@ class PythonPass:
 
 _registry: dict[str, PythonPass] = {}
 _current_origin = "python"
+_loading: set[str] = set()  # names registered by the plugin being loaded now
+
+
+class PassNameClash(ValueError):
+    """A pass name that is taken (by another Python pass or a native pass)."""
 
 
 def register_pass(name: str, *, anchor: str = "func.func", description: str = "") -> Callable:
@@ -63,6 +68,13 @@ def register_pass(name: str, *, anchor: str = "func.func", description: str = ""
 
     def decorate(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         doc = description or ((fn.__doc__ or "").strip().splitlines() or [""])[0]
+        # One name, one pass: a second registration is an error, not "the last one wins".
+        # Re-loading the same plugin file (same origin, another load) replaces its passes.
+        previous = _registry.get(name)
+        if name in _loading or (previous is not None and previous.origin != _current_origin):
+            where = "earlier in this file" if name in _loading else f"by {previous.origin}"
+            raise PassNameClash(f"pass '{name}' is already registered {where}")
+        _loading.add(name)
         _registry[name] = PythonPass(name, fn, anchor, doc, _current_origin)
         return fn
 
@@ -128,24 +140,55 @@ def load_plugin(path: str) -> list[str]:
         raise InputError("not a Python file", file=path)
     module = importlib.util.module_from_spec(spec)
     _current_origin = resolved
+    _loading.clear()
     try:
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
     except SyntaxError as e:
         raise InputError(f"syntax error in pass plugin: {e.msg}", file=path, line=e.lineno,
                          col=e.offset) from None
+    except PassNameClash as e:
+        _forget(resolved)
+        raise InputError(str(e), file=path, line=_plugin_line(e, resolved)) from None
     except Exception as e:
         line = _plugin_line(e, resolved)
         raise InputError(f"pass plugin failed to load: {type(e).__name__}: {e}", file=path,
                          line=line) from None
     finally:
         _current_origin = "python"
+        _loading.clear()
     added = sorted(set(_registry) - before) or sorted(
         n for n, p in _registry.items() if p.origin == resolved)
+    native = _native_names()
+    for name in added:
+        if name in native:
+            fn = _registry[name].fn
+            _forget(resolved)
+            line = getattr(getattr(fn, "__code__", None), "co_firstlineno", None)
+            raise InputError(f"pass '{name}' is a native jaxlib pass; a plugin cannot replace it",
+                             file=path, line=line, hint="give the Python pass another name")
     if not added:
         raise InputError("pass plugin registers no pass", file=path,
                          hint="decorate a function with @mlirhlo_driver.register_pass(...)")
     return added
+
+
+def unload_plugins() -> None:
+    """Forget every pass that plugin files registered (a command starts with only its own)."""
+    for name in [n for n, p in _registry.items() if p.plugin_file()]:
+        del _registry[name]
+
+
+def _forget(origin: str) -> None:
+    """Drop every pass a plugin registered (it failed to load: none of it is used)."""
+    for name in [n for n, p in _registry.items() if p.origin == origin]:
+        del _registry[name]
+
+
+def _native_names() -> set[str]:
+    from .passes import native_passes
+
+    return {p.name for p in native_passes()}
 
 
 def _plugin_line(e: BaseException, file: str) -> int | None:

@@ -188,7 +188,8 @@ def signature(module: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
     args = main.regions[0].blocks[0].arguments
     names = []
     for i, a in enumerate(args):
-        m = re.match(r'loc\("([^"]+)"', str(a.location))
+        # A name location, loc("x"), names the parameter; loc("file":1:2) does not.
+        m = re.match(r'loc\("([^"]+)"(?:\)|\()', str(a.location))
         names.append(m.group(1) if m else f"arg{i}")
     return ([tensor_spec(t, n) for t, n in zip(ftype.inputs, names)],
             [tensor_spec(t) for t in ftype.results])
@@ -322,35 +323,57 @@ def _random_array(rng: np.random.Generator, p: TensorSpec, constraint: tuple[str
 
 
 def _inputs_from_npz(path: str, params: list[TensorSpec]) -> list[np.ndarray]:
+    """One array per parameter, named after it (its name, ``argN``, or np.savez's ``arr_N``).
+
+    As strict as XLA: every array must match a parameter, with its shape and
+    dtype; nothing is converted. bf16/f8 arrays may come as same-width raw
+    integers (or numpy's void), since .npz cannot name those types.
+    """
+    import zipfile
+
     try:
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputError("no such file", file=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not an .npz file", file=path) from None
     except Exception as e:
         raise InputError(f"not a readable .npz file: {e}", file=path) from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise InputError("a single .npy array, not an .npz archive", file=path,
+                         hint="np.savez(path, arg0=...) writes one array per parameter")
     keys = list(data.keys())
+    used: set[str] = set()
     out = []
     for i, p in enumerate(params):
-        for key in (p.name, f"arg{i}", f"arr_{i}", str(i)):
-            if key in data:
-                break
-        else:
-            if len(keys) == len(params):
-                key = keys[i]  # same count: by position in the file
-            else:
-                raise InputError(f"no array for parameter {i} ({p.name}); keys: {', '.join(keys)}",
-                                 file=path, hint=f"name it '{p.name}' or 'arg{i}'")
-        arr = np.asarray(data[key])
+        names = [n for n in (p.name, f"arg{i}", f"arr_{i}") if n]
+        key = next((n for n in names if n in data), None)
+        if key is None:
+            accepted = " or ".join(f"'{n}'" for n in dict.fromkeys(names))
+            raise InputError(f"no array for parameter {i} ({p.name}); the file has: "
+                             f"{', '.join(keys) or 'no arrays'}", file=path, hint=f"name it {accepted}")
+        used.add(key)
+        try:
+            arr = np.asarray(data[key])
+        except (ValueError, OSError, zipfile.BadZipFile) as e:
+            raise InputError(f"array '{key}' cannot be read: {e}", file=path) from None
         want = np_dtype(p.dtype)
         if tuple(arr.shape) != p.shape:
-            raise InputError(f"array '{key}' has shape {list(arr.shape)}, parameter {i} needs "
+            raise InputError(f"array '{key}' has shape {list(arr.shape)}, parameter {i} ({p.name}) needs "
                              f"{list(p.shape)}", file=path)
         if arr.dtype != want:
-            if arr.dtype.itemsize == want.itemsize and arr.dtype.kind in "iuV":
+            raw_ok = p.dtype in _CARRIER and p.dtype != "float16"  # types .npz cannot name
+            if raw_ok and arr.dtype.itemsize == want.itemsize and arr.dtype.kind in "iuV":
                 arr = arr.view(want)  # bf16/f8 saved as raw integers
             else:
-                raise InputError(f"array '{key}' is {arr.dtype}, parameter {i} needs {want}", file=path)
+                raise InputError(f"array '{key}' is {arr.dtype}, parameter {i} ({p.name}) is {want}",
+                                 file=path, hint="save it with that dtype; nothing is converted")
         out.append(arr)
+    extra = [k for k in keys if k not in used]
+    if extra:
+        raise InputError(f"array{'s' if len(extra) > 1 else ''} {', '.join(repr(k) for k in extra)} "
+                         f"match{'' if len(extra) > 1 else 'es'} no parameter of @main "
+                         f"({', '.join(p.name for p in params)})", file=path)
     return out
 
 

@@ -43,6 +43,10 @@ from .errors import CompileError, DriverError, InputError
 ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
 PARTITIONERS = ("shardy", "gspmd")
 REFERENCES = ("cpu", "none")
+# Host (CPU) devices one process may create. jaxlib creates 2048 quickly, but at
+# 4096 XLA CPU fails with a misleading "multiprocess computations" error, and
+# beyond that a run grows without bound; 1024 covers any realistic sharding.
+MAX_HOST_DEVICES = 1024
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,19 @@ def check_options(o: SpmdOptions) -> None:
         raise DriverError(f"unknown partitioner '{o.partitioner}'", hint="shardy or gspmd")
     if o.reference not in REFERENCES:
         raise DriverError(f"unknown reference '{o.reference}'", hint="cpu or none")
+
+
+def check_devices_per_process(o: SpmdOptions, processes: int) -> None:
+    """Each of ``processes`` processes creates its share of the devices: at most MAX_HOST_DEVICES."""
+    processes = max(1, processes)
+    per_process = o.num_devices // processes
+    if per_process <= MAX_HOST_DEVICES:
+        return
+    need = f"{o.num_partitions} partitions x {o.num_replicas} replicas need {o.num_devices} devices"
+    if processes > 1:
+        need += f", {per_process} in each of {processes} processes"
+    raise DriverError(f"{need}; one process can create at most {MAX_HOST_DEVICES} CPU devices",
+                      hint="use fewer partitions or more processes")
 
 
 def parse_arg_sharding(spec: str) -> tuple[int, str]:
@@ -255,6 +272,58 @@ class Plan:
         return self.param_layouts is not None
 
 
+def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], options: SpmdOptions,
+                            source: str, sdy: bool) -> None:
+    """Shardings written for another device count than --num-partitions: one line naming
+    the flag, not XLA's verifier text after a compile."""
+    from . import _jaxlib
+
+    P = options.num_partitions
+    flagged = {i for i, _ in options.arg_shardings}
+    if sdy:
+        text = module.operation.get_asm(large_elements_limit=1)
+        for mesh in re.findall(r"#sdy\.mesh<\[([^\]]*)\]", text) + re.findall(r"sdy\.mesh @\S+ = <\[([^\]]*)\]", text):
+            axes = re.findall(r'([A-Za-z_]\w*?)(?:\\22|\\"|")?\s*=\s*(\d+)', mesh)
+            size = 1
+            for _, n in axes:
+                size *= int(n)
+            if size > 1 and size != P:
+                shown = ", ".join(f"{a}={n}" for a, n in axes)
+                raise InputError(f"the module's Shardy mesh [{shown}] has {size} devices, "
+                                 f"but --num-partitions is {P}", file=source,
+                                 hint=f"--num-partitions {size}")
+        return
+    args, res = _arg_result_attr(module, "mhlo.sharding")
+    for kind, texts, specs in (("parameter", args, params), ("output", res, results)):
+        for i, (text, spec) in enumerate(zip(texts, specs)):
+            if text is None:
+                continue
+            from_flag = kind == "parameter" and i in flagged
+            where = "--arg-sharding" if from_flag else source
+            try:
+                sharding = _jaxlib.hlo_sharding(text)
+            except ValueError as e:
+                raise InputError(f"{kind} {i}: malformed sharding '{text}': {e.args[0]}", file=where) from None
+            if sharding.tuple_elements() or sharding.is_replicated() or sharding.is_manual() \
+                    or sharding.is_unknown():
+                continue
+            devices = [int(d) for d in sharding.tile_assignment_devices()]
+            fix = f"give a sharding over {P} devices" if from_flag else f"--num-partitions {len(devices)}"
+            if sharding.is_maximal():
+                if devices and devices[0] >= P:
+                    raise InputError(f"{kind} {i}: sharding {text} names device {devices[0]}, but "
+                                     f"--num-partitions is {P}", file=where, hint=fix)
+                continue
+            if len(devices) != P:
+                raise InputError(f"{kind} {i}: sharding {text} is for {len(devices)} devices, but "
+                                 f"--num-partitions is {P}", file=where, hint=fix)
+            dims = len(sharding.tile_assignment_dimensions()) - len(sharding.subgroup_types()) \
+                - (1 if sharding.replicate_on_last_tile_dim() else 0)
+            if dims != len(spec.shape):
+                raise InputError(f"{kind} {i}: sharding {text} tiles {dims} dimensions, but the {kind} "
+                                 f"is {spec.mlir()} (rank {len(spec.shape)})", file=where)
+
+
 def _carries(module: Any) -> tuple[bool, bool]:
     """(Shardy shardings, HLO shardings) present in the module."""
     text = module.operation.get_asm(large_elements_limit=1)
@@ -380,6 +449,8 @@ def prepare(loaded: Any, options: SpmdOptions) -> Plan:
                              hint="--partitioner gspmd")
     params, results = signature(module)
     P = options.num_partitions
+    if partitioner is not None:
+        _check_sharding_devices(module, params, results, options, loaded.source, sdy)
     param_layouts = result_layouts = None
     if options.per_device_module:
         arg_text, res_text = _arg_result_attr(module, "mhlo.sharding")
@@ -972,7 +1043,8 @@ def explain_death(returncode: int, native: list[str], cfg: WorkerConfig) -> str:
         return (f"not all {cfg.num_processes} processes joined the coordinator at {cfg.coordinator} "
                 f"within {cfg.timeout:g} s")
     m = re.search(r"stopped sending heartbeats\):\s*([\d\s,]+)", text) or \
-        re.search(r"Task (\d+) heartbeat timeout", text)
+        re.search(r"Task (\d+) heartbeat timeout", text) or \
+        re.search(r"stopped sending heartbeats\):\s*/job:\w+/replica:\d+/task:(\d+)", text)  # jaxlib 0.9
     if m:
         ids = ", ".join(x for x in re.split(r"[\s,]+", m.group(1)) if x)
         return f"process {ids} stopped responding (it died or was killed)"
@@ -1072,7 +1144,11 @@ def supervise(cfgs: list[WorkerConfig], *, prefixed: bool,
     index, code = first_failure
     cfg, relay = cfgs[index], relays[index]
     others = "; stopped the other processes" if len(cfgs) > 1 else ""
-    if not message and (code < 0 or code > 2):  # died without saying why: the runtime killed it
+    # jaxlib 0.9's runtime ends a process whose peer died with exit code 1 (a QFATAL
+    # log line), not an abort: that is a death too, not a failure the worker reported.
+    terminated = code == 1 and any(ln.startswith("F") and "Terminating process" in ln
+                                   for ln in relay.native)
+    if not message and (code < 0 or code > 2 or terminated):  # died without saying why
         message = f"process {cfg.process_id}: {explain_death(code, relay.native, cfg)}"
     elif not message:  # it said why itself
         message = f"process {cfg.process_id} failed" if others else ""

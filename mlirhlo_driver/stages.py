@@ -40,12 +40,32 @@ class Stage:
     level: str                       # MLIR or XLA
     binary: bool
     description: str
-    produce: Callable[..., str | bytes] = field(repr=False)
+    produce: Callable[..., str | bytes | dict[str, bytes]] = field(repr=False)
     platforms: frozenset[str] = frozenset(PLATFORMS)
     alias_of: str | None = None      # another name for that stage (left out of 'all')
+    # A multi-file stage produces {part: data} (e.g. one cubin per kernel module),
+    # written as <module>.<part>.<ext>; see files().
+    multi: bool = False
 
-    def filename(self, module_name: str) -> str:
-        return f"{module_name}.{self.ext}"
+    def filename(self, module_name: str, part: str | None = None) -> str:
+        return f"{module_name}.{part}.{self.ext}" if part else f"{module_name}.{self.ext}"
+
+    def files(self, module_name: str, data: str | bytes | dict[str, bytes]) -> list[tuple[str, str | bytes]]:
+        """(file name, data) for what this stage produced for a module."""
+        if isinstance(data, dict):
+            return [(self.filename(module_name, part), d) for part, d in data.items()]
+        return [(self.filename(module_name), data)]
+
+
+def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | bytes:
+    """The one output of a stage, for -o or stdout; StageError if it made several files."""
+    if not isinstance(data, dict):
+        return data
+    if len(data) == 1:
+        return next(iter(data.values()))
+    raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
+                     "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
+                     + (", ..." if len(data) > 3 else ""))
 
 
 STAGES: dict[str, Stage] = {}
@@ -146,14 +166,42 @@ class StageRequest:
     module: Any
     module_name: str
     options: StageOptions
+    source: str | None = None  # the file, for errors in check ops (module_for_xla)
+    line_offset: int = 0       # the chunk's first line in it (--split-input-file)
     _artifacts: Any = field(default=None, repr=False)
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def derived(self, key: str, compute: Callable[[StageRequest], Any]) -> Any:
+        """``compute(self)`` once per request, for what several stages read (a cubin assembly)."""
+        if key not in self._derived:
+            self._derived[key] = compute(self)
+        return self._derived[key]
 
     def artifacts(self) -> Any:
         if self._artifacts is None:
             from . import xla_backend
 
-            self._artifacts = xla_backend.compile_module(self.module, self.module_name, self.options)
+            module = module_for_xla(self.module, self.source, self.line_offset)
+            self._artifacts = xla_backend.compile_module(module, self.module_name, self.options)
         return self._artifacts
 
-    def produce(self, name: str) -> str | bytes:
+    def produce(self, name: str) -> str | bytes | dict[str, bytes]:
+        """A stage's output; a dict {part: bytes} for multi-file stages (Stage.multi)."""
         return get(name, self.options.platform).produce(self)
+
+
+def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0) -> Any:
+    """The module XLA compiles for the XLA stages.
+
+    A self-checking module (``check.*`` custom calls, which no XLA backend
+    implements) is compiled as ``mlirhlo run`` executes it: ``checks.prepare``
+    takes the checks out, makes their operands results of ``@main`` and feeds
+    its non-splat constants as parameters, so XLA compiles the ops under test
+    instead of folding them away. Any other module is compiled as given. The
+    MLIR-level stages keep printing the module itself.
+    """
+    from . import checks
+
+    if not checks.has_checks(module):
+        return module
+    return checks.prepare(module, source=source, line_offset=line_offset).module

@@ -65,6 +65,11 @@ def flag_overrides(options: Any) -> list[tuple[str, Any]]:
     flags: dict[str, Any] = dict(_DUMP_FLAGS)
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)
+        if not dict(options.xla_flags).get("xla_gpu_cuda_data_dir"):
+            # XLA tries PATH before pip's ptxas; a CUDA 13 ptxas there cannot target sm_60/70.
+            from . import cuda_tools
+
+            flags["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
     flags.update(dict(options.xla_flags))
     flags.pop("xla_dump_to", None)  # the driver owns the dump directory
     return sorted(flags.items())
@@ -92,6 +97,13 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     """
     from . import _jaxlib, xla_flags
 
+    user_cuda_dir = str(dict(options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
+    if options.platform == "cuda" and options.gpu_spec is not None:
+        from . import cuda_tools
+
+        # XLA runs ptxas even device-less; a ptxas that cannot target the spec's sm
+        # fails deep inside XLA, so say so before loading anything.
+        cuda_tools.check_target(options.gpu_spec.sm, user_cuda_dir)
     devices = devices_for(options)
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
     try:
@@ -106,9 +118,19 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             autotune_file = dict(options.xla_flags).get("xla_gpu_load_autotune_results_from")
             if autotune_file and "autotune" in e.message.lower():
                 raise _autotune_error(str(autotune_file), getattr(e, "native_log", "")) from None
+            tool_error = None
+            if options.platform == "cuda":
+                from . import cuda_tools
+
+                # XLA's multi-line "no suitable ptxas" report, as one line.
+                tool_error = cuda_tools.translate_xla_error(
+                    e.message, getattr(e, "native_log", ""), user_cuda_dir,
+                    getattr(options.gpu_spec, "sm", None))
+                if tool_error is not None and not keep_going:
+                    raise tool_error from None
             if not keep_going:
                 raise
-            error = e.message
+            error = (tool_error or e).message
         files, mtimes = _read_dump(workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -153,12 +175,14 @@ def _read_dump(directory: str) -> tuple[dict[str, bytes], dict[str, int]]:
 
 
 def _hlo_module_name(files: dict[str, bytes], executable: Any) -> str:
-    if executable is not None:
-        return executable.hlo_modules()[0].name
+    # The dump's own spelling first: jaxlib 0.9's device-less CUDA executable reports
+    # the clone XLA compiled ("<name>-clone"), while the dump files use the name.
     for k in files:
         m = re.match(r"^module_\d+\.(.+)\.before_optimizations\.txt$", k)
         if m:
             return m.group(1)
+    if executable is not None:
+        return executable.hlo_modules()[0].name
     return ""
 
 

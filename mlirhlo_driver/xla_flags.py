@@ -141,6 +141,32 @@ def check_names(flags: dict[str, Any], known: set[str]) -> None:
         if name not in known:
             raise FlagError(f"unknown XLA flag '--{name}'",
                             hint=did_you_mean(name, known) or "see XLA's DebugOptions")
+    _check_bool_values(flags)
+
+
+def _check_bool_values(flags: dict[str, Any]) -> None:
+    """A bare ``--xla_name`` means true; for a field that is not a bool
+    (``--xla_dump_to`` with its value forgotten) that is a mistake, which XLA
+    would take silently (as the string or number "true")."""
+    bools = [n for n, v in flags.items() if isinstance(v, bool)]
+    if not bools:
+        return
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from . import hlo_proto
+
+    try:  # DebugOptions' schema, from jaxlib's own descriptors (no jax import)
+        fields = hlo_proto.message_class("DebugOptions").DESCRIPTOR.fields_by_name
+    except ValueError:
+        return  # XLA type-checks at compile time
+    numeric = {FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32,
+               FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE}
+    for name in bools:
+        field = fields.get(name)
+        if field is not None and field.type != FieldDescriptor.TYPE_BOOL:
+            kind = "a number" if field.type in numeric else "a value"
+            raise FlagError(f"--{name} needs {kind}, e.g. --{name}=VALUE",
+                            hint="a flag without '=' is a boolean set to true")
 
 
 _NO_SUCH = re.compile(r"No such compile option: '([^']+)'")

@@ -28,6 +28,8 @@ def _text(data: bytes) -> str:
 def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) -> str:
     """Several files of one kind (one per LLVM module), in a stable order.
 
+    (jaxlib 0.9's XLA writes a single, unnumbered file: the key is then ``ptx``.)
+
     Each starts with a ``<comment> ----- <name> -----`` line, so tools can split
     them again (``mlirhlo ptx`` does). XLA numbers CUDA's files in the order
     its parallel compile finishes, so sections are named after the first kernel
@@ -95,15 +97,59 @@ def _cost(req: Any) -> str:
 
 
 def _llvm_before(req: Any) -> str:
-    return _joined(req, r"\.ir-no-opt\.ll$", "llvm-before-optimizations", ";", _LL_DEFINE)
+    return _joined(req, r"(?:^|\.)ir-no-opt\.ll$", "llvm-before-optimizations", ";", _LL_DEFINE)
 
 
 def _llvm_after(req: Any) -> str:
-    return _joined(req, r"\.ir-with-opt\.ll$", "llvm", ";", _LL_DEFINE)
+    return _joined(req, r"(?:^|\.)ir-with-opt\.ll$", "llvm", ";", _LL_DEFINE)
+
+
+_PTX_FILE = r"(?:^|\.)ptx$"
 
 
 def _ptx(req: Any) -> str:
-    return _joined(req, r"\.ptx$", "ptx", "//", r"^\.(?:visible )?\.entry (\w+)")
+    return _joined(req, _PTX_FILE, "ptx", "//", r"^\.(?:visible )?\.entry (\w+)")
+
+
+def _assembly(req: Any) -> Any:
+    """XLA's PTX assembled as XLA assembles it, once per request (cubin, sass and kernels read it)."""
+    def compute(r: Any) -> Any:
+        from . import cuda_binaries
+
+        found = r.artifacts().matching(_PTX_FILE)
+        if not found:
+            r.artifacts().one(_PTX_FILE, "cubin")  # raises the "no output" error
+        return cuda_binaries.assemble(found, r.options.gpu_spec.sm, dict(r.options.xla_flags))
+
+    return req.derived("cuda-assembly", compute)
+
+
+def _cubin(req: Any) -> dict[str, bytes]:
+    return {m.name: m.cubin for m in _assembly(req).modules}
+
+
+def _sass(req: Any) -> str:
+    from . import cuda_binaries
+
+    asm = _assembly(req)
+    data_dir = str(dict(req.options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
+    sections = [(name, text) for name, text in cuda_binaries.disassemble(asm, data_dir) if text.strip()]
+    if len(sections) == 1:
+        return sections[0][1]
+    return "".join(f"// ----- {name} -----\n{text}" + ("" if text.endswith("\n") else "\n")
+                   for name, text in sections)
+
+
+def _kernel_rows(req: Any) -> list[Any]:
+    from . import kernels
+
+    return kernels.rows(_assembly(req), _thunk_sequence(req), req.options.gpu_spec)
+
+
+def _kernels(req: Any) -> str:
+    from . import kernels
+
+    return kernels.table_text(req.module_name, req.options.gpu_spec, _kernel_rows(req))
 
 
 def _thunk_sequence(req: Any) -> str:
@@ -130,6 +176,13 @@ register(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optim
 register(Stage("llvm-after-optimizations", "ir-with-opt.ll", XLA, False, "same as 'llvm'", _llvm_after,
                alias_of="llvm"))
 register(Stage("ptx", "ptx", XLA, False, "PTX for the spec's compute capability", _ptx, CUDA_ONLY))
+register(Stage("cubin", "cubin", XLA, True,
+               "the kernels assembled for the spec's sm by XLA's ptxas: one file per kernel module",
+               _cubin, CUDA_ONLY, multi=True))
+register(Stage("sass", "sass", XLA, False, "SASS: nvdisasm of the cubins", _sass, CUDA_ONLY))
+register(Stage("kernels", "kernels.txt", XLA, False,
+               "per kernel: registers, spills, shared/local memory, launch dims, occupancy",
+               _kernels, CUDA_ONLY))
 register(Stage("thunk-sequence", "thunk_sequence.txt", XLA, False, "the executable's thunk sequence",
                _thunk_sequence, CUDA_ONLY))
 register(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,

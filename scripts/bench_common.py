@@ -14,3 +14,68 @@ def time_command(cmd: list[str], *, check: bool = True) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check, cwd=REPO)
     return time.perf_counter() - t0
+
+
+def time_command_cpu(cmd: list[str], *, env: dict[str, str] | None = None,
+                     check: bool = True) -> tuple[float, float]:
+    """(wall s, CPU s) of one run of ``cmd`` from the repo root, output discarded.
+
+    CPU is user + system time of the process and the children it waited for:
+    on a loaded machine it is the steadier figure; wall includes waiting for a core.
+    """
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check,
+                   cwd=REPO, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bytecode_env(mode: str, prefix: str) -> dict[str, str]:
+    """The environment for a benchmark run, as a user's install has it.
+
+    ``installed``: Python writes and reads bytecode (under ``prefix``), as after a
+    regular ``pip install``, which compiles .pyc files. ``none``: no bytecode for
+    the editable checkout (PYTHONDONTWRITEBYTECODE, as in this project's dev setup).
+    """
+    import os
+
+    env = dict(os.environ)
+    if mode == "installed":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = prefix
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    return env
+
+
+def interleaved(commands: dict[str, list[str]], repeats: int, env: dict[str, str]
+                ) -> dict[str, list[tuple[float, float]]]:
+    """Each command ``repeats`` times, in turn (A B C A B C ...), after one warm-up round:
+    every command sees the same machine load. Name -> [(wall, cpu), ...]."""
+    for cmd in commands.values():
+        time_command_cpu(cmd, env=env)
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, cmd in commands.items():
+            runs[name].append(time_command_cpu(cmd, env=env))
+    return runs
+
+
+def medians(samples: list[tuple[float, float]]) -> tuple[float, float]:
+    import statistics
+
+    return statistics.median(w for w, _ in samples), statistics.median(c for _, c in samples)
+
+
+def pair_ratios(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> tuple[float, float, float, float]:
+    """Median wall ratio, median CPU ratio, and the CPU ratio's min and max, pair by pair."""
+    import statistics
+
+    wall = [x[0] / y[0] for x, y in zip(a, b)]
+    cpu = [x[1] / y[1] for x, y in zip(a, b)]
+    return statistics.median(wall), statistics.median(cpu), min(cpu), max(cpu)

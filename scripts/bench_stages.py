@@ -1,14 +1,17 @@
-"""`mlirhlo opt --stage ptx` against a bare-jaxlib script doing the same compile.
+"""`mlirhlo opt` against minimal jax/jaxlib scripts doing the same work, in one interleaved run.
 
-    python scripts/bench_stages.py [--repeats N] [--module FILE] [--gpu-spec NAME]
+    python scripts/bench_stages.py [--repeats N] [--bytecode installed|none] [--in-process]
 
-Two comparisons, in one run on the same machine:
-- end to end: the CLI as a user runs it, against a minimal script that loads
-  the HLO, compiles device-less for the same spec with a dump directory and
-  prints the PTX (both as fresh processes, so both pay jax's import);
-- in process: the driver's API (load + compile + read the ptx stage) against
-  the bare compile, after warm-up, to show the driver's own overhead.
-Prints medians and the driver/bare ratio.
+Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
+- `opt --stage ptx` (device-less CUDA, --no-cache) against a bare script that
+  imports jax, converts the HLO, compiles for the same spec and prints the PTX
+  (goal: <= 0.8x);
+- MLIR-only `opt` on a generated 2,000-op StableHLO module, at the default stage
+  and with `--passes canonicalize,cse`, against a bare jaxlib script that
+  parses, runs the same pipeline and prints (goal: <= 1.2x).
+Ratios are per pair, then the median; CPU (user + system) is the steadier figure
+on a loaded machine, wall is shown too. `--in-process` adds the driver's API
+against the bare compile in one warm process (its own overhead).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,9 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_common import time_command  # noqa: E402
+from bench_common import bytecode_env, interleaved, medians, pair_ratios  # noqa: E402
 
-BARE = r'''
+BARE_PTX = r'''
 import glob, os, sys, tempfile
 import jax
 jax.config.update("jax_platforms", "cpu")
@@ -53,26 +57,107 @@ with tempfile.TemporaryDirectory() as d:
         sys.stdout.write(open(p).read())
 '''
 
+BARE_MLIR = r'''
+import sys
+from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import stablehlo
+registry = ir.DialectRegistry()
+_jax_mlir_ext.register_dialects(registry)  # func, arith, ... as jax registers them
+ctx = ir.Context()
+ctx.append_dialect_registry(registry)
+ctx.load_all_available_dialects()
+stablehlo.register_dialect(ctx)
+with ctx:
+    module = ir.Module.parse(open(sys.argv[1]).read())
+    if len(sys.argv) > 2:
+        passmanager.PassManager.parse(sys.argv[2]).run(module.operation)
+    sys.stdout.write(str(module))
+'''
 
+
+def generated_module(ops: int) -> str:
+    """A StableHLO function of ``ops`` ops with work for canonicalize (x+0, x*1) and cse (repeats)."""
+    lines = ["func.func @main(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {",
+             "  %zero = stablehlo.constant dense<0.0> : tensor<16xf32>",
+             "  %one = stablehlo.constant dense<1.0> : tensor<16xf32>",
+             "  %v0 = stablehlo.add %a, %b : tensor<16xf32>"]
+    kinds = ["stablehlo.add {x}, %a", "stablehlo.multiply {x}, %one", "stablehlo.add {x}, %zero",
+             "stablehlo.subtract {x}, %b", "stablehlo.multiply {x}, %b", "stablehlo.maximum {x}, %a",
+             "stablehlo.add {p}, %a"]  # the last repeats the op before last: cse folds it
+    n = 3
+    i = 1
+    while n < ops - 1:
+        expr = kinds[i % len(kinds)].format(x=f"%v{i - 1}", p=f"%v{max(i - 2, 0)}")
+        lines.append(f"  %v{i} = {expr} : tensor<16xf32>")
+        i += 1
+        n += 1
+    lines.append(f"  return %v{i - 1} : tensor<16xf32>")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def cli_command() -> list[str]:
+    """The console script a user runs (its main() exits without interpreter teardown)."""
+    script = Path(sys.executable).parent / "mlirhlo"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; sys.argv[0] = 'mlirhlo'; "
+                                  "from mlirhlo_driver.cli import main; main()"]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--module", default=str(REPO / "tests/data/mlp_train_step.before_optimizations.txt"))
     parser.add_argument("--gpu-spec", default="h100_sxm")
+    parser.add_argument("--ops", type=int, default=2000)
+    parser.add_argument("--bytecode", choices=("installed", "none"), default="installed",
+                        help="installed: .pyc as a pip install has them; none: no bytecode (editable dev setup)")
+    parser.add_argument("--in-process", action="store_true")
     args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
+    env = bytecode_env(args.bytecode, str(work / "pycache"))
     spec_path = str(REPO / "gpu_specs" / f"{args.gpu_spec}.txtpb")
+    big = work / "ops2000.mlir"
+    big.write_text(generated_module(args.ops))
+    cli = cli_command()
+    import subprocess
 
-    cli = [sys.executable, "-c", "import sys; from mlirhlo_driver.cli import main; main(sys.argv[1:])",
-           "opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec, "--stage", "ptx"]
-    bare = [sys.executable, "-c", BARE, args.module, spec_path]
-    time_command(cli), time_command(bare)  # warm the page cache
-    cli_t, bare_t = [], []
-    for _ in range(args.repeats):  # interleaved: A B A B, fair on a noisy machine
-        cli_t.append(time_command(cli))
-        bare_t.append(time_command(bare))
+    pipeline = subprocess.run(cli + ["opt", "--passes", "canonicalize,cse", "--print-pipeline"],
+                              capture_output=True, text=True, check=True, env=env).stdout.strip()
+    commands = {
+        "opt --stage ptx": cli + ["opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec,
+                                  "--stage", "ptx", "--no-cache"],
+        "bare jax ptx": [sys.executable, "-c", BARE_PTX, args.module, spec_path],
+        "opt (MLIR-only)": cli + ["opt", str(big), "--no-cache"],
+        "bare jaxlib parse/print": [sys.executable, "-c", BARE_MLIR, str(big)],
+        "opt --passes canonicalize,cse": cli + ["opt", str(big), "--passes", "canonicalize,cse", "--no-cache"],
+        "bare jaxlib parse/pass/print": [sys.executable, "-c", BARE_MLIR, str(big), pipeline],
+    }
+    runs = interleaved(commands, args.repeats, env)
 
+    print(f"{args.repeats} interleaved rounds; bytecode: {args.bytecode}; module {Path(args.module).name}, "
+          f"spec {args.gpu_spec}; generated module: {args.ops} ops; pipeline {pipeline}")
+    print(f"{'command':<32}{'wall s':>8}{'CPU s':>8}")
+    for name, samples in runs.items():
+        wall, cpu = medians(samples)
+        print(f"{name:<32}{wall:>8.3f}{cpu:>8.3f}")
+    print(f"\n{'row':<48}{'wall':>7}{'CPU':>7}{'CPU min-max':>14}{'goal':>8}")
+    for name, a, b, goal in (("opt --stage ptx / bare jax script", "opt --stage ptx", "bare jax ptx", 0.8),
+                             ("opt MLIR-only / bare jaxlib script", "opt (MLIR-only)",
+                              "bare jaxlib parse/print", 1.2),
+                             ("opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse",
+                              "bare jaxlib parse/pass/print", 1.2)):
+        wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
+        print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
+
+    if args.in_process:
+        in_process(args)
+
+
+def in_process(args: argparse.Namespace) -> None:
     from mlirhlo_driver import _jaxlib, api, gpu_specs, inputs
 
     spec = gpu_specs.resolve_spec(args.gpu_spec)
@@ -81,7 +166,6 @@ def main() -> None:
     def bare_in_process() -> None:
         import glob
         import os
-        import tempfile
 
         module = inputs.parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(_jaxlib.hlo_text_to_proto(text)))
         devices = _jaxlib.cuda_compile_only_devices(spec.text)
@@ -99,13 +183,8 @@ def main() -> None:
     for _ in range(args.repeats):
         t0 = time.perf_counter(); driver_in_process(); drv_i.append(time.perf_counter() - t0)
         t0 = time.perf_counter(); bare_in_process(); bare_i.append(time.perf_counter() - t0)
-
-    rows = [("end to end (fresh process)", statistics.median(cli_t), statistics.median(bare_t)),
-            ("in process (warm)", statistics.median(drv_i), statistics.median(bare_i))]
-    print(f"module {Path(args.module).name}, spec {args.gpu_spec}, {args.repeats} repeats (medians)")
-    print(f"{'':<28}{'mlirhlo s':>10}{'bare s':>9}{'ratio':>8}")
-    for name, a, b in rows:
-        print(f"{name:<28}{a:>10.3f}{b:>9.3f}{a / b:>7.2f}x")
+    a, b = statistics.median(drv_i), statistics.median(bare_i)
+    print(f"\nin process (warm): driver {a:.3f} s, bare {b:.3f} s, {a / b:.2f}x")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,18 @@ DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_stage_cache(tmp_path_factory):
+    """The suite never reads or writes the user's stage cache (subprocesses inherit this)."""
+    saved = os.environ.get("MLIRHLO_CACHE_DIR")
+    os.environ["MLIRHLO_CACHE_DIR"] = str(tmp_path_factory.mktemp("stage-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("MLIRHLO_CACHE_DIR", None)
+    else:
+        os.environ["MLIRHLO_CACHE_DIR"] = saved
+
+
 @dataclass
 class CliResult:
     code: int
@@ -65,3 +77,17 @@ def filecheck(output: str, checks: str, tmp_path: Path) -> None:
     exe = Path(sys.executable).parent / "filecheck"
     proc = subprocess.run([str(exe), str(check_file)], input=output, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr + "\n--- output ---\n" + output
+
+
+def readline_within(stream, timeout: float = 120.0):
+    """One line from a child's pipe, or "" (b"" for a binary pipe) once ``timeout``
+    seconds pass: a child that dies or stalls early fails the test instead of hanging it."""
+    import threading
+
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if got:
+        return got[0]
+    return b"" if "b" in getattr(stream, "mode", "") else ""

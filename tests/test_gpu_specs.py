@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mlirhlo_driver import gpu_specs
+from conftest import filecheck
+from mlirhlo_driver import _jaxlib, gpu_specs
 from mlirhlo_driver.errors import CompileError, SpecError
 from mlirhlo_driver.gpu_specs import (
     DEFAULT_SPEC, SPEC_DIR, GpuSpec, check_spec, list_specs, load_spec, parse_spec,
@@ -34,6 +35,12 @@ EXPECTED = {
     "h100_sxm": ("9.0a", "sm_90a"),
     "h200": ("9.0a", "sm_90a"),
     "b200": ("10.0a", "sm_100a"),
+}
+
+# The CUDA stack jax-cuda12-plugin 0.10.2 was built with (see the spec comments).
+VERSION_FIELDS = {
+    "driver_version": "12.9.0", "runtime_version": "12.9.0",
+    "compile_time_toolkit_version": "12.9.0", "cub_version": "3.2.0",
 }
 
 # A valid spec whose line numbers the error tests below rely on.
@@ -82,7 +89,7 @@ def test_shipped_spec_validates(name):
     assert spec.name == name
     assert (spec.compute_capability, spec.sm) == EXPECTED[name]
     assert spec.text == (SPEC_DIR / f"{name}.txtpb").read_text()
-    assert spec.gpu and spec.sm_count > 0 and spec.memory_bytes >= 16 << 30
+    assert spec.gpu and spec.sm_count > 0 and spec.memory_bytes >= 14 << 30
     assert spec.memory_bandwidth > 10**11 and 1.0 < spec.clock_ghz < 2.5
     # Header comment names the GPU and its compute capability.
     header = spec.text.split("\n\n")[0]
@@ -90,6 +97,16 @@ def test_shipped_spec_validates(name):
     assert f"compute capability {spec.compute_capability}" in header
     root = parse_textproto(spec.text)
     assert root.get("dnn_version_info") is not None
+    info = root.value("gpu_device_info")
+    assert {f: info.value(f) for f in VERSION_FIELDS} == VERSION_FIELDS
+    # The unit tables are what this XLA fills in on a real GPU: CC 9.0 and 10.0 only.
+    has_units = spec.sm in ("sm_90a", "sm_100a")
+    assert (info.get("matrix_unit_description") is not None) == has_units
+    assert (info.get("scalar_unit_description") is not None) == has_units
+    # The comments name a source for every figure, the versions included.
+    for words in ("Figures:", "device_memory_size is the total the card reports",
+                  "cuda_runtime_build_version", "cub_version", "cudnn_build_version"):
+        assert words in spec.text, (name, words)
     d = spec.to_dict()
     assert d["name"] == name and d["sm"] == spec.sm and d["path"] == str(spec.path)
     assert "text" not in d
@@ -203,6 +220,17 @@ def test_missing_cuda_compute_capability():
     ("  threads_per_warp: 32\n", "", 2, "threads_per_warp"),
     ('platform_name: "CUDA"\n', "", 1, "platform_name"),
     ('device_description_str: "Test GPU"\n', "", 1, "device_description_str"),
+    # Every other required field of gpu_device_info, one at a time (16 in all with
+    # gpu_device_info and cuda_compute_capability, tested below and above).
+    ("  fpus_per_core: 64\n", "", 2, "fpus_per_core"),
+    ("  clock_rate_ghz: 1.41\n", "", 2, "clock_rate_ghz"),
+    ("  threads_per_block_limit: 1024\n", "", 2, "threads_per_block_limit"),
+    ("  block_dim_limit_x: 2147483647\n", "", 2, "block_dim_limit_x"),
+    ("  shared_memory_per_block: 49152\n", "", 2, "shared_memory_per_block"),
+    ("  shared_memory_per_block_optin: 166912\n", "", 2, "shared_memory_per_block_optin"),
+    ("  registers_per_block_limit: 65536\n", "", 2, "registers_per_block_limit"),
+    ("  device_memory_size: 85899345920\n", "", 2, "device_memory_size"),
+    ("  memory_bandwidth: 1935000000000\n", "", 2, "memory_bandwidth"),
 ])
 def test_missing_required(old, new, line, field):
     err = _spec_error(VALID.replace(old, new))
@@ -337,3 +365,100 @@ def test_every_spec_compiles_to_its_sm():
             ptx = [Path(p).read_text() for p in glob.glob(os.path.join(d, "*.ptx"))]
             targets = {t for p in ptx for t in re.findall(r"^\.target\s+(\w+)", p, re.M)}
             assert targets == {spec.sm}, (spec.name, targets)
+
+
+def test_versions_match_the_installed_plugin():
+    """The specs' CUDA versions are the ones the installed plugin was built with."""
+    import importlib
+
+    # jax-cuda12-plugin is a pinned dependency: missing, this fails rather than skips.
+    versions = importlib.import_module("jax_cuda12_plugin._versions")
+    cuda = versions.cuda_runtime_build_version()  # CUDART_VERSION: 1000 * major + 10 * minor
+    assert VERSION_FIELDS["runtime_version"] == f"{cuda // 1000}.{cuda % 1000 // 10}.0"
+    cudnn = versions.cudnn_build_version()  # 10000 * major + 100 * minor + patch
+    dnn = parse_textproto(load_spec(SPEC_DIR / "h100_sxm.txtpb").text).value("dnn_version_info")
+    assert (dnn.value("major"), dnn.value("minor"), dnn.value("patch")) == \
+        (cudnn // 10000, cudnn // 100 % 100, cudnn % 100)
+
+
+# ------------------------------------- what the version fields change in XLA's code
+
+# f32 -> f8e4m3fn: with runtime_version XLA's FP8 conversion pass targets PTX 8.x
+# and Hopper converts in hardware; without it, CUDA 0.0 gives software code.
+FP8_MODULE = """\
+func.func @main(%x: tensor<1024xf32>) -> tensor<1024xf8E4M3FN> {
+  %0 = stablehlo.convert %x : (tensor<1024xf32>) -> tensor<1024xf8E4M3FN>
+  return %0 : tensor<1024xf8E4M3FN>
+}
+"""
+
+# A narrow-type elementwise fusion: on CC 10.x with a 12.9+ toolkit XLA stores
+# 256 bits per thread (st.global.v8.b32), else 128 (v4).
+NARROW_MODULE = """\
+func.func @main(%a: tensor<1048576xbf16>, %b: tensor<1048576xbf16>) -> tensor<1048576xbf16> {
+  %0 = stablehlo.add %a, %b : tensor<1048576xbf16>
+  return %0 : tensor<1048576xbf16>
+}
+"""
+
+
+def _without(spec_name: str, field: str, directory: Path) -> Path:
+    """A copy of a shipped spec with one gpu_device_info field removed."""
+    text = (SPEC_DIR / f"{spec_name}.txtpb").read_text()
+    kept = [ln for ln in text.splitlines(keepends=True) if not ln.startswith(f"  {field}:")]
+    assert len(kept) == len(text.splitlines()) - 1
+    path = directory / f"{spec_name}_without_{field}.txtpb"
+    path.write_text("".join(kept))
+    return path
+
+
+@pytest.fixture(scope="module")
+def version_ptx(tmp_path_factory):
+    """PTX of the two modules for the shipped spec and for it without the field."""
+    import mlirhlo_driver as mhd
+
+    d = tmp_path_factory.mktemp("versions")
+    (d / "fp8.mlir").write_text(FP8_MODULE)
+    (d / "narrow.mlir").write_text(NARROW_MODULE)
+    fp8, narrow = mhd.load(str(d / "fp8.mlir")), mhd.load(str(d / "narrow.mlir"))
+
+    def ptx(program, spec) -> str:
+        return mhd.compile(program, platform="cuda", gpu_spec=str(spec)).stage("ptx")
+
+    return {
+        "fp8": ptx(fp8, "h100_sxm"),
+        "fp8-no-runtime": ptx(fp8, _without("h100_sxm", "runtime_version", d)),
+        "narrow": ptx(narrow, "b200"),
+        "narrow-no-toolkit": ptx(narrow, _without("b200", "compile_time_toolkit_version", d)),
+    }
+
+
+def test_fp8_conversion_is_hardware_on_h100(version_ptx, tmp_path):
+    filecheck(version_ptx["fp8"], """\
+CHECK: .target sm_90a
+CHECK: .entry
+CHECK: ld.global
+CHECK: cvt.rn.satfinite.e4m3x2.f32
+CHECK: st.global.b8
+""", tmp_path)
+    # The same spec without runtime_version: XLA converts in software.
+    filecheck(version_ptx["fp8-no-runtime"], """\
+CHECK: .target sm_90a
+CHECK-NOT: cvt.rn.satfinite.e4m3x2
+""", tmp_path)
+
+
+@pytest.mark.skipif(not _jaxlib.jaxlib_at_least("0.10.0"),
+                    reason="GpuDeviceInfoProto.compile_time_toolkit_version (256-bit loads/stores "
+                           "on CC 10.x) needs jaxlib 0.10.0+")
+def test_b200_narrow_fusion_stores_256_bits(version_ptx, tmp_path):
+    filecheck(version_ptx["narrow"], """\
+CHECK: .target sm_100a
+CHECK-NOT: st.global.v4
+CHECK: st.global.v8.b32
+""", tmp_path)
+    filecheck(version_ptx["narrow-no-toolkit"], """\
+CHECK: .target sm_100a
+CHECK-NOT: st.global.v8
+CHECK: st.global.v4.b32
+""", tmp_path)

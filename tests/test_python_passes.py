@@ -76,6 +76,30 @@ CHECK-NEXT: return %0
     assert re.search(r"\d+\.\d+%\s+double-to-add$", result.err, re.M)  # timing covers it
 
 
+def test_function_pass_visits_every_function(cli, plugin, tmp_path):
+    # The bindings run Python passes at module level; a func.func pass must
+    # still see each function, not only the first.
+    src = tmp_path / "two.mlir"
+    src.write_text(DOUBLE.replace("return %2", "%3 = call @helper(%2) : (tensor<4xf32>) -> tensor<4xf32>\n"
+                                                "  return %3") + """
+func.func private @helper(%y: tensor<4xf32>) -> tensor<4xf32> {
+  %two = stablehlo.constant dense<2.0> : tensor<4xf32>
+  %0 = stablehlo.multiply %y, %two : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+""")
+    result = cli("opt", src, "--load-pass-plugin", plugin, "--pipeline",
+                 "builtin.module(func.func(double-to-add))")
+    assert result.code == 0, result.err
+    filecheck(result.out, """
+CHECK-LABEL: func.func @main
+CHECK: stablehlo.add %arg0, %arg0
+CHECK-LABEL: func.func private @helper
+CHECK-NOT: stablehlo.multiply
+CHECK: stablehlo.add %arg0, %arg0
+""", tmp_path)
+
+
 def test_python_pass_in_pass_list(cli, plugin, tmp_path):
     src = tmp_path / "double.mlir"
     src.write_text(DOUBLE)

@@ -96,6 +96,14 @@ def test_comparison_report_is_precise():
     assert run.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, 0.1, 0.0).count == 0
 
 
+@pytest.mark.parametrize("dtype, unit", [("float64", 1.0), ("complex128", 1j)])
+def test_default_tolerance_of_wide_types_is_tight(dtype, unit):
+    # f64/c128 results are compared to ~1e-10 relative: a 1e-6 error is a mismatch.
+    want = np.array([1.0 + unit], dtype)
+    assert run.compare(want * (1 + 1e-6), want, 0, None, None).count == 1
+    assert run.compare(want * (1 + 1e-13), want, 0, None, None).count == 0
+
+
 def test_inputs_are_safe_for_each_op(tmp_path):
     text = ("func.func @main(%t: tensor<10x3xf32>, %i: tensor<5x1xi32>, %x: tensor<6xf32>, %s: tensor<i32>)"
             " -> (tensor<5x3xf32>, tensor<6xf32>, tensor<2xf32>) {\n"
@@ -156,13 +164,19 @@ def test_seed_zeros_and_npz_inputs(cli, tmp_path):
     bad = tmp_path / "bad.npz"
     np.savez(bad, arg0=np.zeros(3, np.float32))
     line = assert_one_line_error(cli("run", src, "--jobs", "0", "--inputs", bad))
-    assert "has shape [3], parameter 0 needs [8]" in line
+    assert "has shape [3], parameter 0 (" in line and "needs [8]" in line
 
 
-def test_iterations_report_median(cli):
+def test_iterations_report_median(cli, monkeypatch):
+    from mlirhlo_driver import _jaxlib
+
+    runs = []
+    real = _jaxlib.execute
+    monkeypatch.setattr(_jaxlib, "execute", lambda *a, **k: runs.append(1) or real(*a, **k))
     result = cli("run", DATA / "erf_inv.mlir", "--jobs", "0", "--iterations", "5", "--reference", "none")
     assert result.code == 0
     assert "(median of 5)" in result.out and "RAN" in result.out
+    assert len(runs) == 5  # five executions of one compile
 
 
 def test_crashing_module_is_isolated(cli, tmp_path, monkeypatch):
@@ -181,6 +195,36 @@ def test_crashing_module_is_isolated(cli, tmp_path, monkeypatch):
     assert rows["erf_inv"]["status"] == "ok"
 
 
+def test_a_crashed_worker_is_replaced(cli, tmp_path, monkeypatch):
+    # One worker, three modules, the first crashes it: the next two still run.
+    (tmp_path / "crasher.py").write_text(
+        "import ctypes\n\ndef boom(x):\n    ctypes.string_at(0)\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    report = tmp_path / "r.json"
+    result = cli("run", "crasher:boom", DATA / "erf_inv.mlir", DATA / "softmax.vhlo", "--args", "f32[8]",
+                 "--jobs", "1", "--reference", "cpu", "--json", report)
+    assert result.code == 1
+    rows = {r["module"]: r["status"] for r in json.loads(report.read_text())}
+    assert rows == {"boom": "crashed", "erf_inv": "ok", "softmax": "ok"}
+
+
+def test_expect_eq_compares_imaginary_parts(cli, tmp_path):
+    path = _module(tmp_path, """func.func @main() {
+  %a = stablehlo.constant dense<[(1.0, 2.0), (3.0, 4.0)]> : tensor<2xcomplex<f32>>
+  %b = stablehlo.constant dense<[(1.0, 2.0), (3.0, 5.0)]> : tensor<2xcomplex<f32>>
+  stablehlo.custom_call @check.expect_eq(%a, %b) {has_side_effect = true} : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> ()
+  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> ()
+  return
+}
+""", "cplx.mlir")
+    result = cli("run", path, "--jobs", "0")
+    assert result.code == 1, result.out + result.err
+    assert f"FAIL expect_eq at {path}:4:3: 1 of 2 elements not equal; worst at index [1]: " \
+           "actual=(3+4j), expected=(3+5j)" in result.out
+    assert f"PASS expect_eq at {path}:5:3: 2 elements ok" in result.out
+
+
 def test_interpreter_abort_is_that_modules_failure(cli, tmp_path):
     rng = _module(tmp_path, "func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {\n"
                   "  %s2, %v = stablehlo.rng_bit_generator %s, algorithm = DEFAULT : "
@@ -193,12 +237,22 @@ def test_interpreter_abort_is_that_modules_failure(cli, tmp_path):
 
 
 def test_hanging_module_times_out(cli, tmp_path):
+    # 2^62 loop trips. (A 2^40-element iota reduction hangs jaxlib 0.10.2's XLA, which
+    # fuses it, but jaxlib 0.9's allocates it and fails at once.)
     hang = _module(tmp_path, "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n"
-                   "  %i = stablehlo.iota dim = 0 : tensor<1099511627776xf32>\n"
-                   "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
-                   "  %s = stablehlo.reduce(%i init: %z) applies stablehlo.add across dimensions = [0]"
-                   " : (tensor<1099511627776xf32>, tensor<f32>) -> tensor<f32>\n"
-                   "  %r = stablehlo.add %s, %x : tensor<f32>\n  return %r : tensor<f32>\n}\n", "hang.mlir")
+                   "  %c0 = stablehlo.constant dense<0> : tensor<i64>\n"
+                   "  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i64>, tensor<f32>\n"
+                   "  cond {\n"
+                   "    %big = stablehlo.constant dense<4611686018427387904> : tensor<i64>\n"
+                   "    %lt = stablehlo.compare LT, %i, %big : (tensor<i64>, tensor<i64>) -> tensor<i1>\n"
+                   "    stablehlo.return %lt : tensor<i1>\n"
+                   "  } do {\n"
+                   "    %one = stablehlo.constant dense<1> : tensor<i64>\n"
+                   "    %n = stablehlo.add %i, %one : tensor<i64>\n"
+                   "    %w = stablehlo.sine %v : tensor<f32>\n"
+                   "    stablehlo.return %n, %w : tensor<i64>, tensor<f32>\n"
+                   "  }\n"
+                   "  return %r#1 : tensor<f32>\n}\n", "hang.mlir")
     report = tmp_path / "r.json"
     result = cli("run", hang, DATA / "erf_inv.mlir", "--jobs", "2", "--timeout", "8", "--reference", "none",
                  "--json", report)

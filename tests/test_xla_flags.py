@@ -238,8 +238,11 @@ def test_flag_overrides_user_over_driver_defaults():
         ("xla_dump_hlo_as_html", False), ("xla_gpu_autotune_level", 4),
         ("xla_dump_to", "/somewhere"), ("xla_a", 1)))
     got = xla_backend.flag_overrides(options)
+    from mlirhlo_driver import cuda_tools
+
     assert got == [("xla_a", 1), ("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
-                   ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4)]
+                   ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4),
+                   ("xla_gpu_cuda_data_dir", cuda_tools.cuda_data_dir()[0])]
     assert "xla_dump_to" not in dict(got)  # the driver owns the dump directory
 
 
@@ -283,10 +286,13 @@ def test_cli_flags_need_platform(cli):
 
 @pytest.mark.parametrize("argv", [["opt", "--list-stages"], ["opt", "--stage", "stablehlo", MLP]])
 def test_environment_flags_do_not_break_mlir_stages(cli, monkeypatch, argv):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    plain = cli(*argv)
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
     r = cli(*argv)
     assert r.code == 0, r.err
-    assert r.out
+    assert r.err == ""
+    assert r.out and r.out == plain.out  # XLA_FLAGS is for XLA: MLIR stages ignore it
 
 
 # ------------------------------------------------------------------ CLI: flags change output
@@ -409,17 +415,28 @@ def test_autotune_results_malformed_file_is_one_error_naming_it(malformed_autotu
     assert proc.stderr.startswith(f"error: {bad}")
 
 
-def test_autotune_results_round_trip(cli, tmp_path):
-    """What the autotune-results stage writes loads back."""
+def test_autotune_results_round_trip(cli, tmp_path, monkeypatch):
+    """What the autotune-results stage writes loads back, and reaches XLA's compile."""
     results = tmp_path / "autotune.pbtxt"
     r = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "autotune-results",
             "-o", results, MLP)
     assert r.code == 0, r.err
     assert re.search(r"^version: \d+", results.read_text(), re.M)
+    plain = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx", MLP)
+    seen = []
+    real = xla_backend.compile_module
+
+    def recording(module, name, options, **kw):
+        seen.append(dict(options.xla_flags))
+        return real(module, name, options, **kw)
+
+    monkeypatch.setattr(xla_backend, "compile_module", recording)
     r = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx",
             "--autotune-results", results, MLP)
     assert r.code == 0, r.err
-    assert ".target sm_90a" in r.out
+    assert seen and all(f.get("xla_gpu_load_autotune_results_from") == str(results) for f in seen)
+    # Device-less autotuning records no results, so loading them changes nothing.
+    assert ".target sm_90a" in r.out and r.out == plain.out
 
 
 # ------------------------------------------------------------------ specs
@@ -428,8 +445,8 @@ def test_specs_list_table(cli):
     r = cli("specs", "list")
     assert r.code == 0 and r.err == ""
     lines = r.out.splitlines()
-    assert lines[0].split() == ["name", "gpu", "cc", "target", "SMs", "memory", "bandwidth"]
-    rows = lines[1:]
+    assert lines[0].split() == ["name", "gpu", "cc", "target", "SMs", "memory", "bandwidth", "ptxas"]
+    rows = [ln for ln in lines[1:] if not ln.startswith(("ptxas:", "  not used:"))]
     assert len(rows) == 12
     names = [row.split()[0] for row in rows]
     assert names == sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))

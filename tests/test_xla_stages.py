@@ -240,6 +240,14 @@ CHECK: define {{.*}}@{{[A-Za-z_]}}
         assert "nvptx" not in text
         assert len(re.findall(r"^define ", text, re.M)) >= 5
     assert cpu_run.path("ir-with-opt.ll").read_text() == cpu_run.text("llvm-after-optimizations", "cpu")
+    _before_is_not_optimized(cpu_run.text("llvm-before-optimizations", "cpu"), cpu_run.text("llvm", "cpu"))
+
+
+def _before_is_not_optimized(before: str, after: str) -> None:
+    # LLVM's function-attrs pass adds `mustprogress`; XLA's emitters do not.
+    assert before != after
+    assert "mustprogress" not in before
+    assert "mustprogress" in after
 
 
 # ------------------------------------------------------------ stage contents: CUDA
@@ -280,6 +288,8 @@ CHECK: target triple = "nvptx64-nvidia-cuda"
 CHECK: define ptx_kernel void @{{[a-z_0-9]+}}(
 """, tmp_path)
         assert "x86_64" not in text
+    _before_is_not_optimized(cuda_run.text("llvm-before-optimizations", "cuda", spec),
+                             cuda_run.text("llvm", "cuda", spec))
 
 
 @pytest.mark.parametrize("spec, sm", list(SPECS.items()))

@@ -1,0 +1,367 @@
+"""``opt`` over many modules: one task per module, in this process or isolated workers.
+
+Promises:
+
+* Modules are loaded one at a time, inside their task, and each module's
+  files are written as soon as it finishes: memory does not grow with the
+  number of modules (text for ``-o`` is the exception: one file holds it all).
+* In a batch (more than one module, no ``fail_fast``) a module that fails -
+  bad input, a failing pass, a compile error, a crash or a hang in a worker -
+  becomes a :class:`OptResult` row with its error; the other modules are still
+  written. With one module, or ``fail_fast``, the first failure stops the
+  batch: in this process its :class:`~mlirhlo_driver.errors.DriverError` is
+  raised as it was; from a worker, :class:`BatchStopped` carries the row.
+* With ``jobs`` > 0 each module runs in a worker of the shared pool (pool.py),
+  and with ``scheduler`` on a Dask cluster (cluster.py); the results come back
+  to this process, which writes them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from . import stages as stage_registry
+from .errors import DriverError, InputError, PassFailure, PipelineError
+
+
+@dataclass(frozen=True)
+class OptJob:
+    """Everything a task needs besides its module (sent once to each worker)."""
+
+    root: Any                                  # pipeline.Nest, or None: no MLIR passes
+    stage_names: tuple[str, ...]
+    targets: tuple[tuple[str | None, stage_registry.StageOptions], ...]
+    platform: str | None
+    instrumentation: Any                       # pipeline.Instrumentation
+    dump_dir: str | None = None
+    ir_dump_dir: str | None = None
+    timing: bool = False
+    several: bool = False                      # more than one module: timing tables get titles
+    reproducer_dir: str | None = None
+    xla_passes: str | None = None
+    after_pass: str | None = None
+    input_format: str | None = None
+    split_input_file: bool = False
+    arg_specs: str | None = None
+    plugins: tuple[str, ...] = ()              # --load-pass-plugin files, loaded in each worker
+
+
+@dataclass(frozen=True)
+class OptTask:
+    index: int
+    source: str
+    name: str
+    chunk: int | None = None                   # the chunk of a split file
+    data: bytes | None = None                  # '-' (stdin), read once by the parent
+
+
+@dataclass
+class OptResult:
+    """One module's outcome; ``files`` and ``parts`` are dropped once written."""
+
+    index: int
+    name: str
+    source: str
+    status: str = "ok"                         # ok, invalid, failed, crashed, timeout
+    message: str = ""                          # the error, one line
+    error_text: str = ""                       # what the CLI prints for it alone (with diagnostics)
+    files: list[tuple[str, str | bytes]] = field(default_factory=list)   # (path, data)
+    parts: list[tuple[str, str, str | bytes]] = field(default_factory=list)  # (stem, stage, data)
+    stderr: str = ""
+    exception: BaseException | None = field(default=None, repr=False)    # in-process only
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.status == "invalid" else 1
+
+
+class BatchStopped(Exception):
+    """A single module, or ``fail_fast``, and this module failed in a worker."""
+
+    def __init__(self, result: OptResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def tasks_for(specs: list[str], *, split_input_file: bool) -> list[OptTask]:
+    """One task per module of the inputs: files are read only to count split chunks."""
+    from . import inputs as loader
+
+    tasks: list[OptTask] = []
+    for path in loader.expand_inputs(specs):
+        stem = path.split(":")[-1] if loader.looks_like_jax_entry(path) else loader.module_stem(path)
+        data = sys.stdin.buffer.read() if path == "-" else None
+        chunks = 1
+        if split_input_file and (data is not None or Path(path).is_file()):
+            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
+            chunks = max(1, len(loader.split_chunks(text)))
+        for i in range(chunks):
+            tasks.append(OptTask(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem,
+                                 i if split_input_file else None, data))
+    return tasks
+
+
+# ------------------------------------------------------------------ one module
+
+def process(job: OptJob, task: OptTask) -> OptResult:
+    """Load, run the pipeline, produce the stages; never raises for the module's failures."""
+    from . import inputs as loader
+
+    result = OptResult(task.index, task.name, task.source)
+    err: list[str] = []
+    try:
+        loaded = loader.load(task.source, input_format=job.input_format,
+                             split_input_file=job.split_input_file, arg_specs=job.arg_specs,
+                             chunk=task.chunk, data=task.data)[0]
+        if job.root is not None:
+            _run_pipeline(job, loaded, result, err)
+        for spec_name, options in job.targets:
+            stem = f"{loaded.name}.{spec_name}" if spec_name and len(job.targets) > 1 else loaded.name
+            if job.xla_passes or job.after_pass:
+                result.parts.append((stem, "hlo", xla_pass_hlo(loaded, options, job.xla_passes,
+                                                               job.after_pass)))
+                continue
+            request = stage_registry.StageRequest(loaded.module, loaded.name, options,
+                                                  source=loaded.source, line_offset=loaded.line_offset)
+            for name in job.stage_names:
+                data = request.produce(name)
+                if not job.dump_dir:  # a multi-file stage (cubin) must be one file here
+                    data = stage_registry.single_output(stage_registry.get(name, job.platform), data)
+                result.parts.append((stem, name, data))
+        if job.dump_dir:
+            result.files += [(str(Path(job.dump_dir) / filename), data)
+                             for stem, name, produced in result.parts
+                             for filename, data in stage_registry.get(name, job.platform).files(stem, produced)]
+            result.parts = []
+    except DriverError as e:
+        result.status = "invalid" if isinstance(e, (InputError, PipelineError)) else "failed"
+        result.message = e.format().removeprefix("error: ")
+        result.error_text = error_text(e)
+        if isinstance(e, PassFailure) and e.reproducer:
+            result.message += f" (reproducer: {e.reproducer})"
+        result.exception = e
+        result.parts = []
+        result.files = [f for f in result.files if job.ir_dump_dir and f[0].startswith(job.ir_dump_dir)]
+    result.stderr = "".join(err)
+    return result
+
+
+def error_text(err: DriverError) -> str:
+    """The lines the CLI prints for ``err``: the error, MLIR's diagnostics, the reproducer."""
+    lines = [err.format()]
+    if isinstance(err, PassFailure):
+        if err.diagnostics:
+            lines.append(err.diagnostics)
+        if err.reproducer:
+            from .pipeline import reproducer_command
+
+            lines.append(f"note: reproducer written to {err.reproducer}")
+            lines.append(f"note: reproduce with: {reproducer_command(err.reproducer)}")
+    return "\n".join(lines) + "\n"
+
+
+def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str]) -> None:
+    from . import pipeline
+
+    try:
+        run = pipeline.run(loaded.module, job.root, instrumentation=job.instrumentation,
+                           module_name=loaded.name, reproducer_dir=job.reproducer_dir,
+                           source_for_reproducer=loaded.source)
+    except PassFailure as failure:
+        _run_output(job, getattr(failure, "run", None), loaded.name, result, err)
+        raise
+    _run_output(job, run, loaded.name, result, err)
+
+
+def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err: list[str]) -> None:
+    """IR dumps (stderr, or files under ir_dump_dir), other pass output and timing."""
+    if run is None:
+        return
+    from . import pipeline
+
+    if run.other_output.strip():
+        err.append(run.other_output)
+    if job.ir_dump_dir:
+        for i, dump in enumerate(run.dumps):
+            name = f"{i:03d}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
+            result.files.append((str(Path(job.ir_dump_dir) / module_name / name),
+                                 dump.header() + "\n" + dump.text))
+    else:
+        for dump in run.dumps:
+            err.append(dump.header() + "\n" + dump.text + "\n")
+    if job.timing:
+        title = f"// timing: {module_name}\n" if job.several else ""
+        err.append(title + pipeline.format_timing(run))
+
+
+def xla_pass_hlo(loaded: Any, options: stage_registry.StageOptions, xla_passes: str | None,
+                 after_pass: str | None) -> str:
+    """The HLO after ``--after-pass NAME``, or after XLA's pipeline with only ``--xla-passes``."""
+    from . import xla_backend
+
+    module = stage_registry.module_for_xla(loaded.module, loaded.source, loaded.line_offset)
+    dump_all = (("xla_dump_hlo_pass_re", ".*"),)
+    if after_pass:
+        art = xla_backend.compile_module(module, loaded.name,
+                                         replace(options, xla_flags=options.xla_flags + dump_all))
+        return xla_backend.hlo_after_pass(art, after_pass)
+    enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
+    # A nested pass runs only if its enclosing pipelines are enabled too: learn
+    # the pipelines from a normal compile, then enable them all.
+    full = xla_backend.compile_module(module, loaded.name,
+                                      replace(options, xla_flags=options.xla_flags + dump_all))
+    known = xla_backend.passes_by_pipeline(full)
+    all_passes = {p for names in known.values() for p in names}
+    for p in enabled:
+        if p not in all_passes:
+            from .errors import did_you_mean
+
+            raise DriverError(f"XLA pass '{p}' is not in the {options.platform} pipeline for this module",
+                              hint=did_you_mean(p, all_passes) or "see --list-passes --platform")
+    only = ",".join(enabled + sorted(known))
+    art = xla_backend.compile_module(
+        module, loaded.name,
+        replace(options, xla_flags=options.xla_flags + dump_all + (("xla_enable_hlo_passes_only", only),)),
+        keep_going=True)
+    return xla_backend.hlo_after_only(art, enabled)
+
+
+# ------------------------------------------------------------- worker entries
+
+def worker_init(job: OptJob) -> None:
+    """Once per worker: the pass plugins, jaxlib's MLIR context, and the XLA client."""
+    from . import _jaxlib, python_passes
+
+    for plugin in job.plugins:
+        python_passes.load_plugin(plugin)
+    _jaxlib.ir_context()
+    if job.platform == "cpu":
+        _jaxlib.cpu_devices()
+
+
+def worker_task(job: OptJob, task: OptTask) -> OptResult:
+    result = process(job, task)
+    result.exception = None  # not sent: error_text and message say it all
+    return result
+
+
+# --------------------------------------------------------------------- driver
+
+def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: float | None = None,
+              fail_fast: bool = False, scheduler: str | None = None,
+              on_result: Callable[[OptResult], None]) -> list[OptResult]:
+    """Process every task; ``on_result`` gets each result as it finishes (it writes the
+    outputs). The rows come back in task order, without their data."""
+    stop_at_first = fail_fast or len(tasks) == 1
+    rows: dict[int, OptResult] = {}
+    for index, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler):
+        if not result.ok and stop_at_first:
+            sys.stderr.write(result.stderr)
+            for path, data in result.files:  # the IR dumps up to the failing pass
+                _write(path, data)
+            if result.exception is not None:
+                raise result.exception
+            raise BatchStopped(result)
+        on_result(result)
+        result.files, result.parts, result.exception = [], [], None
+        rows[index] = result
+    return [rows[i] for i in sorted(rows)]
+
+
+def _results(job: OptJob, tasks: Sequence[OptTask], *, jobs: int, timeout: float | None,
+             scheduler: str | None) -> Iterator[tuple[int, OptResult]]:
+    if jobs == 0 and scheduler is None:
+        for task in tasks:
+            yield task.index, process(job, task)
+        return
+    from . import pool
+
+    results = pool.imap_anywhere("mlirhlo_driver.batch:worker_task", job, tasks, jobs=jobs,
+                                 timeout=timeout, init="mlirhlo_driver.batch:worker_init",
+                                 scheduler=scheduler)
+    try:
+        for index, result in results:
+            if isinstance(result, pool.Lost):
+                task = tasks[index]
+                result = OptResult(index, task.name, task.source, status=result.status, message=result.message,
+                                   error_text=f"error: {task.source}: {result.message}\n")
+            yield index, result
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()  # --fail-fast: stop the other workers now
+
+
+def _write(path: str, data: str | bytes) -> None:
+    from . import outputs
+
+    outputs.write_atomic(path, data)
+
+
+class Writer:
+    """Writes each result as it arrives: files at once; stdout in task order, joined
+    by ``// -----`` lines; ``-o`` at the end (one file)."""
+
+    def __init__(self, output: str | None):
+        self.output = output
+        self._next = 0
+        self._waiting: dict[int, list[tuple[str, str, str | bytes]]] = {}
+        self._first = True
+        self._held: list[str | bytes] = []
+
+    def __call__(self, result: OptResult) -> None:
+        if result.stderr:
+            sys.stderr.write(result.stderr)
+            sys.stderr.flush()
+        for path, data in result.files:
+            _write(path, data)
+        self._waiting[result.index] = result.parts
+        while self._next in self._waiting:
+            self._emit(self._waiting.pop(self._next))
+            self._next += 1
+
+    def _emit(self, parts: list[tuple[str, str, str | bytes]]) -> None:
+        from . import outputs
+
+        for _, _, data in parts:
+            if self.output is not None:
+                self._held.append(data)
+            elif isinstance(data, bytes):
+                outputs.write_stdout(data)  # the one result (several binary ones are refused before)
+            else:
+                outputs.write_stdout(("" if self._first else "// -----\n") + as_text(data))
+            self._first = False
+
+    def finish(self) -> None:
+        """``-o``: the one file (a single result as it is, several joined)."""
+        if self.output is None or not self._held:
+            return
+        from . import outputs
+
+        if len(self._held) == 1:
+            outputs.write_atomic(self.output, self._held[0])
+        else:
+            outputs.write_atomic(self.output, "// -----\n".join(as_text(d) for d in self._held))
+
+
+def as_text(data: str | bytes) -> str:
+    text = data if isinstance(data, str) else data.decode()
+    return text if text.endswith("\n") else text + "\n"
+
+
+def summary(rows: Sequence[OptResult]) -> str:
+    """The closing summary: a count, then one row per failed module with its error."""
+    failed = [r for r in rows if not r.ok]
+    lines = [f"opt: {len(rows) - len(failed)}/{len(rows)} modules done, {len(failed)} failed"]
+    width = max((len(r.name) for r in failed), default=0)
+    for r in failed:
+        lines.append(f"  {r.name:<{width}}  {r.status.upper():<8} {r.message}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,355 @@
+"""Assemble XLA's PTX into cubins and disassemble them (the cubin/sass/kernels stages).
+
+A device-less compile writes no cubin file (the serialized executable holds
+one, compressed), so the kernels are assembled again from XLA's dumped PTX,
+with the ptxas XLA itself runs (``cuda_tools.ptxas``) and the options XLA
+passes it, one ptxas process per PTX file ("kernel module") as XLA does. See
+openxla/xla ``xla/stream_executor/cuda/subprocess_compilation.cc``,
+``CompileGpuAsmUsingPtxAs``: ``ptxas <ptx> -o <cubin> -arch=<sm> --warn-on-spills``,
+then ``AppendArgsFromOptions``: ``-O0`` when ``xla_gpu_disable_gpuasm_optimizations``
+is set, then the user's extra flags (``xla_gpu_ptx_compiler_extra_flags`` in
+this jaxlib). XLA adds ``-v`` when it logs; ``-v`` only reports resource usage
+and does not change the cubin, so it is always given here and its report is
+what the ``kernels`` stage reads.
+
+SASS comes from ``nvdisasm``. pip's ``nvidia-cuda-nvdisasm`` is CUDA 13, which
+reads cubins for sm_75 and newer only; an older nvdisasm (a CUDA 12 toolkit,
+or the one Triton bundles) is used for sm_60/sm_70 when one is found.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import StageError, ToolchainError
+
+# ELF e_machine of NVIDIA cubins (EM_CUDA).
+EM_CUDA = 190
+_ENTRY = re.compile(r"^\s*\.(?:visible\s+)?\.entry\s+([\w$]+)", re.M)
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ``ptxas -v`` reports for one kernel (entry function)."""
+
+    name: str
+    registers: int
+    stack_frame: int      # bytes per thread (local memory ptxas reserves)
+    spill_stores: int     # bytes
+    spill_loads: int      # bytes
+    shared: int           # static shared memory, bytes
+    barriers: int = 0
+
+    def to_dict(self) -> dict[str, int | str]:
+        return {"name": self.name, "registers": self.registers, "stack_frame": self.stack_frame,
+                "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
+                "shared": self.shared, "barriers": self.barriers}
+
+
+@dataclass
+class KernelModule:
+    """One of XLA's PTX files, assembled: named after the first kernel it defines."""
+
+    name: str
+    ptx_key: str
+    kernels: list[str]
+    ptx: str = field(repr=False)
+    cubin: bytes = field(repr=False)
+    log: str = field(repr=False)
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+
+
+@dataclass
+class Assembly:
+    """Every kernel module of one compile, assembled for one sm."""
+
+    sm: str
+    ptxas: Any  # cuda_tools.Ptxas
+    args: tuple[str, ...]  # the options after the PTX and output file
+    modules: list[KernelModule]
+
+    def resources(self) -> dict[str, KernelResources]:
+        out: dict[str, KernelResources] = {}
+        for m in self.modules:
+            out.update(m.resources)
+        return out
+
+
+def ptxas_options(sm: str, xla_flags: dict[str, Any]) -> list[str]:
+    """XLA's ptxas options for ``sm`` under these DebugOptions (see the module docstring)."""
+    args = [f"-arch={sm}", "--warn-on-spills"]
+    if _truthy(xla_flags.get("xla_gpu_disable_gpuasm_optimizations")):
+        args.append("-O0")
+    extra = xla_flags.get("xla_gpu_ptx_compiler_extra_flags")
+    if isinstance(extra, str):
+        args += extra.split()
+    elif extra:
+        args += [str(x) for x in extra]
+    return args
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).lower() in ("true", "1")
+
+
+def kernel_module_name(ptx: str, fallback: str) -> str:
+    """The first kernel (in name order) a PTX file defines, as the ``ptx`` stage names sections."""
+    kernels = sorted(set(_ENTRY.findall(ptx)))
+    return kernels[0] if kernels else fallback
+
+
+def assemble(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, Any]) -> Assembly:
+    """Assemble each non-empty PTX file with XLA's ptxas and options, side by side.
+
+    Raises ToolchainError when no ptxas can target ``sm``, StageError when
+    ptxas rejects a file (its first error line, with the file's kernel).
+    """
+    from . import cuda_tools
+
+    user_dir = str(xla_flags.get("xla_gpu_cuda_data_dir") or "") or None
+    tool = cuda_tools.check_target(sm, user_dir)
+    args = ptxas_options(sm, xla_flags) + ["-v"]
+    work = []
+    for key, data in ptx_files:
+        text = data.decode("utf-8", "replace")
+        if not text.strip():
+            continue  # XLA writes empty PTX for modules with no kernels
+        work.append((key, text))
+    modules: list[KernelModule] = []
+    with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
+        procs = []
+        for i, (key, text) in enumerate(work):
+            src, out = os.path.join(tmp, f"{i}.ptx"), os.path.join(tmp, f"{i}.cubin")
+            with open(src, "w") as f:
+                f.write(text)
+            # All at once: ptxas runs for milliseconds per file and the machine may have cores to spare.
+            procs.append(subprocess.Popen([tool.path, src, "-o", out, *args], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL))
+        for (key, text), proc, i in zip(work, procs, range(len(work))):
+            stdout, stderr = proc.communicate()
+            log = (stdout + stderr).decode("utf-8", "replace")
+            name = kernel_module_name(text, key)
+            if proc.returncode != 0:
+                first = next((ln for ln in log.splitlines() if "error" in ln or "fatal" in ln),
+                             log.strip().splitlines()[0] if log.strip() else f"exit {proc.returncode}")
+                raise StageError(f"ptxas {tool.version_str} failed on kernel module '{name}' "
+                                 f"for {sm}: {first.strip()}")
+            with open(os.path.join(tmp, f"{i}.cubin"), "rb") as f:
+                cubin = f.read()
+            modules.append(KernelModule(name, key, sorted(set(_ENTRY.findall(text))), text, cubin, log,
+                                        parse_ptxas_log(log)))
+    modules.sort(key=lambda m: m.name)
+    return Assembly(sm, tool, tuple(args), modules)
+
+
+# ``ptxas -v`` lines (CUDA 11.8 .. 13 spell them the same way):
+#   ptxas info    : Compiling entry function 'k' for 'sm_90a'
+#   ptxas info    : Function properties for k
+#       16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+#   ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem, 384 bytes cmem[0]
+_COMPILING = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for ([\w$.]+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+
+
+def parse_ptxas_log(log: str) -> dict[str, KernelResources]:
+    """Per-kernel resources from a ``ptxas -v`` report (entry functions only)."""
+    frames: dict[str, tuple[int, int, int]] = {}
+    used: dict[str, tuple[int, int, int]] = {}
+    entry = props = None
+    for line in log.splitlines():
+        m = _COMPILING.search(line)
+        if m:
+            entry = m.group(1)
+            continue
+        m = _PROPS.search(line)
+        if m:
+            props = m.group(1)
+            continue
+        m = _FRAME.search(line)
+        if m and props is not None:
+            frames[props] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            props = None
+            continue
+        m = _USED.search(line)
+        if m and entry is not None:
+            smem = _SMEM.search(line)
+            bars = _BARRIERS.search(line)
+            used[entry] = (int(m.group(1)), int(smem.group(1)) if smem else 0,
+                           int(bars.group(1)) if bars else 0)
+            entry = None
+    return {name: KernelResources(name, regs, *frames.get(name, (0, 0, 0)), smem, bars)
+            for name, (regs, smem, bars) in used.items()}
+
+
+# ------------------------------------------------------------------ ELF facts
+
+def elf_sm(cubin: bytes) -> int:
+    """The SM number (70, 90, 100, ...) a cubin's ELF header says it is for.
+
+    Raises StageError when the data is not a 64-bit little-endian CUDA ELF.
+    The header layout is the ELF standard's; NVIDIA keeps the SM in e_flags:
+    bits 0-7 in ELF ABI version 7 (what ptxas 12.9 writes up to sm_90a), bits 8-15
+    in version 8 (sm_100 and newer); measured on ptxas 12.9 cubins for every shipped sm.
+    """
+    import struct
+
+    if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
+        raise StageError("not a 64-bit little-endian ELF file")
+    machine, = struct.unpack_from("<H", cubin, 0x12)
+    if machine != EM_CUDA:
+        raise StageError(f"ELF e_machine is {machine}, not EM_CUDA ({EM_CUDA})")
+    flags, = struct.unpack_from("<I", cubin, 0x30)
+    return (flags >> 8) & 0xFF if cubin[8] >= 8 else flags & 0xFF
+
+
+# ------------------------------------------------------------------ nvdisasm
+
+@dataclass(frozen=True)
+class Nvdisasm:
+    path: str
+    version: tuple[int, ...]
+
+    @property
+    def version_str(self) -> str:
+        return ".".join(map(str, self.version))
+
+    def reads(self, sm: str) -> bool:
+        """Whether this nvdisasm disassembles cubins for ``sm`` (NVIDIA's release notes:
+        CUDA 13.0 dropped sm_50..sm_72 from the offline tools; sm_90 came in 11.8,
+        sm_100 in 12.8)."""
+        n = _sm_number(sm)
+        if self.version >= (13,) and n < 75:
+            return False
+        if n >= 100:
+            return self.version >= (12, 8)
+        if n >= 90:
+            return self.version >= (11, 8)
+        return True
+
+
+def _sm_number(sm: str) -> int:
+    m = re.match(r"sm_(\d+)", sm)
+    return int(m.group(1)) if m else 0
+
+
+def _nvdisasm_candidates(data_dir: str | None) -> list[str]:
+    """Every nvdisasm here, in the order tried: the CUDA data dir, pip's nvidia
+    packages, PATH, the system toolkits, then the CUDA 12 copy Triton bundles."""
+    from importlib import util
+
+    from . import cuda_tools
+
+    dirs = [os.path.join(data_dir, "bin")] if data_dir else []
+    for root in cuda_tools._nvidia_roots():
+        try:
+            dirs += [os.path.join(root, sub, "bin") for sub in sorted(os.listdir(root))]
+        except OSError:
+            pass
+    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    dirs += [os.path.join(d, "bin") for d in cuda_tools.SYSTEM_ROOTS]
+    try:
+        spec = util.find_spec("triton")  # finds, imports nothing
+    except (ImportError, ValueError):
+        spec = None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        dirs.append(os.path.join(root, "backends", "nvidia", "bin"))
+    out: list[str] = []
+    for d in dirs:
+        path = os.path.join(d, "nvdisasm")
+        real = os.path.realpath(path)
+        if os.path.isfile(path) and os.access(path, os.X_OK) and real not in out:
+            out.append(real)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _nvdisasm_version(path: str, mtime_ns: int) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, timeout=30).stdout.decode()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"release [\d.]+, V(\d+(?:\.\d+)+)", out)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
+    """The first nvdisasm here that reads ``sm`` cubins; ToolchainError if none does."""
+    found = []
+    for path in _nvdisasm_candidates(data_dir):
+        version = _nvdisasm_version(path, os.stat(path).st_mtime_ns)
+        if version is None:
+            continue
+        tool = Nvdisasm(path, version)
+        if tool.reads(sm):
+            return tool
+        found.append(tool)
+    if not found:
+        raise ToolchainError("no nvdisasm found (pip's nvidia/*/bin, PATH, /usr/local/cuda/bin)",
+                             hint="pip install nvidia-cuda-nvdisasm")
+    seen = ", ".join(f"{t.version_str} at {t.path}" for t in found)
+    raise ToolchainError(f"no nvdisasm here reads {sm} cubins (found {seen}); CUDA 13's nvdisasm "
+                         "dropped sm_50..sm_72",
+                         hint="put a CUDA 12 toolkit's bin/ on PATH, or pip install 'triton==3.3.1' "
+                              "(it bundles CUDA 12.8's nvdisasm)")
+
+
+_TEXT_SECTION = re.compile(r"^//-+ \.text\.([\w$.]+) +-+$", re.M)
+
+
+def disassemble(assembly: Assembly, data_dir: str | None = None) -> list[tuple[str, str]]:
+    """(kernel module, SASS text) for each kernel module, in the assembly's order.
+
+    nvdisasm spends about 0.25 s of CPU starting up, whatever it reads, so it
+    runs once: on one ELF holding every kernel, which ptxas makes from all the
+    PTX files in one process with the same options. Each kernel's code in it is
+    byte-identical to the per-module cubins' (ptxas assembles every entry on its
+    own; tests/test_cuda_stages.py checks it), so the SASS is theirs.
+    """
+    tool = nvdisasm_for(assembly.sm, data_dir)
+    if not assembly.modules:
+        return []
+    args = [a for a in assembly.args if a != "-v"]
+    with tempfile.TemporaryDirectory(prefix="mlirhlo-sass-") as tmp:
+        sources = []
+        for i, m in enumerate(assembly.modules):
+            sources.append(os.path.join(tmp, f"{i}.ptx"))
+            with open(sources[-1], "w") as f:
+                f.write(m.ptx)
+        combined = os.path.join(tmp, "all.cubin")
+        proc = subprocess.run([assembly.ptxas.path, *sources, "-o", combined, *args],
+                              capture_output=True, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            err = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip().splitlines()
+            raise StageError(f"ptxas {assembly.ptxas.version_str} failed on the kernels together "
+                             f"({assembly.sm}): {err[0] if err else f'exit {proc.returncode}'}")
+        # -c: code sections only (the ELF's data sections are not SASS).
+        proc = subprocess.run([tool.path, "-c", combined], capture_output=True, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise StageError(f"nvdisasm {tool.version_str} failed on {assembly.sm} cubins: "
+                         f"{err[0] if err else f'exit {proc.returncode}'}")
+    return split_by_module(proc.stdout.decode("utf-8", "replace"), assembly.modules)
+
+
+def split_by_module(text: str, modules: list[KernelModule]) -> list[tuple[str, str]]:
+    """nvdisasm's text of the combined ELF, cut at its ``.text.<kernel>`` banners and
+    regrouped per kernel module; each part keeps the ELF header lines."""
+    cuts = list(_TEXT_SECTION.finditer(text))
+    header = text[:cuts[0].start()] if cuts else text
+    by_kernel = {m.group(1): text[m.start():(cuts[i + 1].start() if i + 1 < len(cuts) else len(text))]
+                 for i, m in enumerate(cuts)}
+    out = []
+    for module in modules:
+        body = "".join(by_kernel.get(k, "") for k in module.kernels)
+        out.append((module.name, header + body))
+    return out

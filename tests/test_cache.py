@@ -1,0 +1,310 @@
+"""The stage cache (mlirhlo_driver/cache.py): its key, its entries, and what a hit prints."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, REPO, run_subprocess
+from mlirhlo_driver import cache
+
+SMALL = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  %1 = stablehlo.multiply %0, %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("MLIRHLO_CACHE_DIR", str(d))
+    monkeypatch.delenv("MLIRHLO_CACHE_MAX_BYTES", raising=False)
+    return d
+
+
+# ------------------------------------------------------------------ the key
+
+@pytest.fixture
+def key_inputs(tmp_path, monkeypatch):
+    """A module, a spec, a flags file, a plugin and autotune results, in tmp_path (the cwd)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    Path("m.mlir").write_text(SMALL)
+    shutil.copy(REPO / "gpu_specs" / "a100_pcie_80.txtpb", "spec.txtpb")
+    Path("flags.txt").write_text("xla_cpu_enable_fast_math: false\n")
+    Path("plugin.py").write_text("# a pass plugin\n")
+    Path("autotune.txt").write_text("version: 3\n")
+    Path("p.pipeline").write_text("// header\nbuiltin.module(cse)\n")
+    return tmp_path
+
+
+def _params(**changes):
+    params = dict(inputs=["m.mlir"], pipeline_spec=None, passes=None, pipeline_file=None,
+                  print_pipeline=False, stage="ptx", output=None, dump_dir=None, list_stages=False,
+                  list_passes=False, input_format=None, split_input_file=False, args=None,
+                  print_ir_after_all=False, print_ir_after_change=False, print_ir_before=None,
+                  print_ir_after=None, print_ir_after_failure=False, print_ir_module_scope=False,
+                  ir_dump_dir=None, timing=False, verify_each=True, reproducer_dir=None,
+                  target_version=None, debug_info=False, platform="cuda", gpu_spec="spec.txtpb",
+                  debug_options_file="flags.txt", autotune_results="autotune.txt",
+                  xla_passes=None, after_pass=None, load_pass_plugin=["plugin.py"])
+    params.update(changes)
+    return params
+
+
+def _key(params=None, extra=("--xla_gpu_autotune_level=0",)):
+    return cache.opt_key(params or _params(), list(extra))
+
+
+def _append(path):
+    return lambda: Path(path).write_text(Path(path).read_text() + "\n// changed\n")
+
+
+KEY_CHANGES = {
+    "input bytes": _append("m.mlir"),
+    "spec text": lambda: Path("spec.txtpb").write_text(Path("spec.txtpb").read_text().replace(
+        "core_count: 108", "core_count: 100")),
+    "debug options file": lambda: Path("flags.txt").write_text("xla_cpu_enable_fast_math: true\n"),
+    "plugin file": _append("plugin.py"),
+    "autotune results": lambda: Path("autotune.txt").write_text("version: 4\n"),
+    "XLA_FLAGS": lambda: os.environ.__setitem__("XLA_FLAGS", "--xla_gpu_autotune_level=1"),
+    "file named by XLA_FLAGS": None,  # set up in the test
+}
+
+
+@pytest.mark.parametrize("what", sorted(KEY_CHANGES))
+def test_each_input_changes_the_key(key_inputs, monkeypatch, what):
+    if what == "file named by XLA_FLAGS":
+        Path("dump.txt").write_text("a")
+        monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_load_autotune_results_from={key_inputs / 'dump.txt'}")
+        before = _key()
+        Path("dump.txt").write_text("b")
+    else:
+        monkeypatch.setenv("XLA_FLAGS", "")
+        before = _key()
+        KEY_CHANGES[what]()
+    assert before is not None
+    assert _key() != before
+
+
+@pytest.mark.parametrize("change", [
+    dict(stage="llvm"), dict(platform="cpu", gpu_spec=None), dict(gpu_spec="h100_sxm"),
+    dict(pipeline_spec="builtin.module(cse)"), dict(passes="canonicalize"),
+    dict(pipeline_file="p.pipeline"), dict(inputs=["./m.mlir"]), dict(output="o.ptx"),
+    dict(target_version="1.0.0"), dict(debug_info=True), dict(split_input_file=True),
+    dict(xla_passes="algsimp"), dict(load_pass_plugin=None), dict(dump_dir="d"),
+], ids=lambda c: ",".join(c))
+def test_each_option_changes_the_key(key_inputs, change):
+    assert _key(_params(**change)) != _key()
+
+
+def test_command_line_xla_flags_change_the_key(key_inputs):
+    assert _key(extra=["--xla_gpu_autotune_level=1"]) != _key()
+    assert _key(extra=[]) != _key()
+
+
+def test_versions_change_the_key(key_inputs, monkeypatch, tmp_path):
+    import mlirhlo_driver
+    from mlirhlo_driver import _jaxlib
+
+    before = _key()
+    monkeypatch.setattr(mlirhlo_driver, "__version__", "9.9.9")
+    assert _key() != before
+    monkeypatch.undo()
+    fake = tmp_path / "libjax_common.so"
+    fake.write_bytes(b"other jaxlib")
+    monkeypatch.setattr(_jaxlib, "native_library_path", lambda library: str(fake))
+    assert _key() != before
+
+
+def test_the_key_is_stable(key_inputs):
+    assert _key() == _key()
+
+
+@pytest.mark.parametrize("change", [
+    dict(timing=True), dict(print_ir_after_all=True), dict(print_ir_after=["cse"]),
+    dict(ir_dump_dir="d"), dict(inputs=["-"]), dict(inputs=["pkg.mod:fn"], args="f32[2]"),
+    dict(input_format="jax"), dict(list_stages=True), dict(inputs=["missing.mlir"]), dict(inputs=[]),
+], ids=lambda c: ",".join(c))
+def test_what_is_not_cached(key_inputs, change):
+    assert _key(_params(**change)) is None
+
+
+# ---------------------------------------------------------------- entries
+
+RECORDS = [("stderr", None, b"note: a note\n"), ("file", "out/a.ptx", b"\x00ptx\n"),
+           ("stdout-text", None, "text ü\n".encode())]
+
+
+def test_store_and_lookup_round_trip(cache_dir):
+    cache.store("ab" * 32, RECORDS)
+    assert cache.lookup("ab" * 32) == RECORDS
+    assert cache.lookup("cd" * 32) is None
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage"])
+def test_a_corrupt_entry_is_never_served_and_is_replaced(cache_dir, damage):
+    key = "ef" * 32
+    cache.store(key, RECORDS)
+    (path,) = cache_dir.rglob("*.entry")
+    blob = path.read_bytes()
+    damaged = {"truncate": blob[:-3], "flip": blob[:-2] + bytes([blob[-2] ^ 1]) + blob[-1:],
+               "empty": b"", "garbage": b"mlirhlo-cache 1\n" + b"0" * 64 + b"\n" + b"x" * 40}[damage]
+    path.write_bytes(damaged)
+    assert cache.lookup(key) is None
+    assert not path.exists()  # removed, so the next miss writes it again
+    cache.store(key, RECORDS)
+    assert cache.lookup(key) == RECORDS
+
+
+WRITER = """
+import sys
+from mlirhlo_driver import cache
+records = [("stdout-bytes", None, bytes([int(sys.argv[1])]) * 200_000)]
+for _ in range(30):
+    cache.store("12" * 32, records)
+    got = cache.lookup("12" * 32)
+    assert got is not None and len(got[0][2]) == 200_000 and len(set(got[0][2])) == 1, "torn entry"
+"""
+
+
+def test_concurrent_writers_of_one_key(cache_dir):
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(i)], cwd=REPO, stderr=subprocess.PIPE,
+                              env=dict(os.environ, MLIRHLO_CACHE_DIR=str(cache_dir)))
+             for i in range(4)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read().decode()
+    records = cache.lookup("12" * 32)
+    assert records is not None and len(records[0][2]) == 200_000
+    assert [p.name for p in cache_dir.rglob("*") if p.is_file()] == ["12" * 32 + ".entry"]  # no temp files
+
+
+def test_least_recently_used_entries_are_evicted(cache_dir, monkeypatch):
+    blob = [("stdout-bytes", None, b"x" * 1000)]
+    keys = [f"{i:02d}" * 32 for i in range(4)]
+    for i, key in enumerate(keys[:3]):
+        cache.store(key, blob)
+        os.utime(cache._entry_path(key), (1000 + i, 1000 + i))
+    assert cache.lookup(keys[0]) is not None  # used: now the most recent
+    monkeypatch.setenv("MLIRHLO_CACHE_MAX_BYTES", str(3 * 1200))
+    cache.store(keys[3], blob)
+    assert [cache.lookup(k) is not None for k in keys] == [True, False, True, True]
+
+
+# ------------------------------------------------------------ the command
+
+def _run_cli(cli, *args):
+    result = cli(*args)
+    return result.code, result.out, result.err
+
+
+@pytest.fixture(scope="module")
+def small_module(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mod") / "small.mlir"
+    path.write_text(SMALL)
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ["--platform", "cuda", "--stage", "ptx,llvm,thunk-sequence", "--dump-dir", "{out}"],
+    ["--platform", "cuda", "--stage", "ptx"],
+    ["--passes", "canonicalize,cse", "--print-pipeline", "-o", "{out}/m.mlir"],
+    ["--stage", "stablehlo-bytecode", "-o", "{out}/m.mlirbc"],
+], ids=["cuda-dump-dir", "cuda-stdout", "mlir-print-pipeline", "bytecode"])
+def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monkeypatch, small_module, args):
+    from mlirhlo_driver import cli as cli_module
+
+    def outputs(tag):
+        out = tmp_path / tag
+        result = cli("opt", small_module, *[a.format(out=out) for a in args])
+        files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*")} if out.exists() else {}
+        return result.code, result.out, result.err, files
+
+    miss = outputs("run")
+    assert miss[0] == 0, miss[2]
+    assert len(list(cache_dir.rglob("*.entry"))) == 1
+    shutil.rmtree(tmp_path / "run", ignore_errors=True)
+
+    def no_work(**_):
+        raise AssertionError("a cache hit compiled")
+
+    monkeypatch.setattr(cli_module, "_run_opt", no_work)
+    hit = outputs("run")
+    assert hit == miss
+    if "cuda" in args:
+        assert "note: no --gpu-spec given" in miss[2]
+
+
+def test_no_cache_neither_reads_nor_writes(cli, cache_dir, small_module, monkeypatch):
+    from mlirhlo_driver import cli as cli_module
+
+    first = cli("opt", small_module, "--no-cache")
+    assert first.code == 0 and "stablehlo.add" in first.out
+    assert not cache_dir.exists() or not list(cache_dir.rglob("*.entry"))
+    assert cli("opt", small_module).code == 0  # now cached
+    monkeypatch.setattr(cli_module, "_run_opt", lambda **_: sys.stdout.write("recomputed\n"))
+    assert cli("opt", small_module, "--no-cache").out == "recomputed\n"
+
+
+def test_failures_are_not_cached(cli, cache_dir, tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @main() {\n  %0 = stablehlo.bogus\n}\n")
+    assert cli("opt", bad).code == 2
+    assert not cache_dir.exists() or not list(cache_dir.rglob("*.entry"))
+
+
+def test_cache_info_and_clear(cli, cache_dir, small_module):
+    assert cli("opt", small_module).code == 0
+    info = cli("cache", "info")
+    assert info.code == 0
+    assert f"directory  {cache_dir}" in info.out and "entries    1" in info.out
+    cleared = cli("cache", "clear")
+    assert cleared.out == f"removed 1 entries from {cache_dir}\n"
+    assert "entries    0" in cli("cache", "info").out
+
+
+def test_cache_dir_defaults_to_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("MLIRHLO_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "mlirhlo-driver" / "stages"
+
+
+PROBE = """
+import sys
+from mlirhlo_driver.cli import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
+"""
+
+
+def test_a_hit_imports_no_jaxlib(cache_dir, small_module):
+    argv = ["opt", str(small_module), "--passes", "cse"]
+    env = {"MLIRHLO_CACHE_DIR": str(cache_dir)}
+    miss = run_subprocess(PROBE.format(argv=argv), env=env)
+    hit = run_subprocess(PROBE.format(argv=argv), env=env)
+    assert miss.returncode == hit.returncode == 0, miss.stderr
+    assert miss.stdout.splitlines()[-1] != "IMPORTED: []"
+    assert hit.stdout.splitlines()[-1] == "IMPORTED: []"
+    assert hit.stdout.splitlines()[:-1] == miss.stdout.splitlines()[:-1] and hit.stderr == miss.stderr
+
+
+def test_console_entry_exits_with_the_command_status(cache_dir, tmp_path):
+    """main() without argv leaves by os._exit: outputs still flushed, exit code kept."""
+    code = "import sys; sys.argv = ['mlirhlo'] + sys.argv[1:]; from mlirhlo_driver.cli import main; main()"
+    ok = subprocess.run([sys.executable, "-c", code, "opt", str(DATA / "erf_inv.mlir"), "--no-cache"],
+                        capture_output=True, text=True, cwd=REPO)
+    assert ok.returncode == 0 and "func.func" in ok.stdout and ok.stderr == ""
+    bad = subprocess.run([sys.executable, "-c", code, "opt", str(tmp_path / "missing.mlir")],
+                         capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stdout == ""

@@ -1,0 +1,270 @@
+"""The cubin, sass and kernels stages, and ``mlirhlo kernels`` (device-less CUDA).
+
+One compile of the MLP training step per spec (module-scoped). The kernel
+figures are checked against what ptxas -v and cuobjdump -res-usage say for the
+same PTX, and the occupancy against NVIDIA's formula recomputed here from the
+documented constants.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_one_line_error
+
+REPO = Path(__file__).resolve().parent.parent
+MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
+STEM = "mlp_train_step"
+
+
+@pytest.fixture(scope="module")
+def a100():
+    import mlirhlo_driver
+
+    return mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="a100_sxm_80")
+
+
+@pytest.fixture(scope="module")
+def h100():
+    import mlirhlo_driver
+
+    return mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="h100_sxm")
+
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+def _ptx_sections(compiled) -> dict[str, str]:
+    text = compiled.stage("ptx")
+    parts = re.split(r"^// ----- (\S+) -----\n", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def _text_sections(cubin: bytes) -> dict[str, bytes]:
+    """The .text.<kernel> sections of an ELF64 (the ELF standard's section table)."""
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_at = secs[shstrndx][4]
+    out = {}
+    for s in secs:
+        name = cubin[names_at + s[0]:cubin.index(b"\0", names_at + s[0])].decode()
+        if name.startswith(".text."):
+            out[name[6:]] = cubin[s[4]:s[4] + s[5]]
+    return out
+
+
+# ------------------------------------------------------------------ cubin
+
+@pytest.mark.parametrize("which, sm_number, flag", [("a100", 80, "EF_CUDA_SM80"), ("h100", 90, "EF_CUDA_SM90")])
+def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_number, flag):
+    from mlirhlo_driver import cuda_binaries
+
+    compiled = request.getfixturevalue(which)
+    cubins = compiled.stage("cubin")
+    # One file per kernel module, named as the ptx stage names its sections.
+    assert sorted(cubins) == sorted(_ptx_sections(compiled))
+    for name, data in cubins.items():
+        assert data[:4] == b"\x7fELF"
+        assert cuda_binaries.elf_sm(data) == sm_number, name
+        assert name in _text_sections(data)  # the module's first kernel is in it
+    sass = compiled.stage("sass")
+    assert f'@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS' in sass and flag in sass
+
+
+def test_cuobjdump_names_the_arch(h100, tmp_path):
+    from mlirhlo_driver import cuda_tools
+
+    exe = cuda_tools.find_tool("cuobjdump")
+    if exe is None:
+        pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
+    name, data = next(iter(h100.stage("cubin").items()))
+    path = tmp_path / "k.cubin"
+    path.write_bytes(data)
+    out = subprocess.run([exe, "-lelf", str(path)], capture_output=True, text=True).stdout
+    assert "sm_90a" in out, out
+
+
+def test_cubin_files_in_dump_dir_and_refused_with_o(cli, tmp_path):
+    r = cli("opt", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80", "--stage", "cubin,kernels",
+            "--dump-dir", tmp_path)
+    assert r.code == 0, r.err
+    cubins = sorted(p.name for p in tmp_path.glob("*.cubin"))
+    assert len(cubins) > 1 and f"{STEM}.gemm_fusion_dot.cubin" in cubins
+    assert (tmp_path / f"{STEM}.kernels.txt").is_file()
+    out = tmp_path / "one.cubin"
+    assert_one_line_error(cli("opt", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80",
+                              "--stage", "cubin", "-o", out), contains="use --dump-dir")
+    assert not out.exists()
+
+
+def test_list_stages_has_the_cuda_binary_stages(cli):
+    r = cli("opt", "--list-stages", "--platform", "cuda")
+    names = [ln.split()[0] for ln in r.out.splitlines() if ln.strip()]
+    assert names.index("ptx") < names.index("cubin") < names.index("sass") < names.index("kernels")
+    assert "cubin" not in cli("opt", "--list-stages", "--platform", "cpu").out
+
+
+# ------------------------------------------------------------------ sass
+
+def test_sass_has_every_kernel_and_sass_opcodes(a100, h100):
+    for compiled in (a100, h100):
+        sass = compiled.stage("sass")
+        kernels = sorted(k for text in _ptx_sections(compiled).values()
+                         for k in re.findall(r"^\.visible \.entry (\w+)", text, re.M))
+        for k in kernels:
+            assert re.search(rf"^//-+ \.text\.{k} ", sass, re.M), k
+        # SASS, not PTX: S2R reads special registers, EXIT ends a thread.
+        assert re.search(r"^\s+/\*[0-9a-f]{4}\*/\s+S2R R\d+, SR_TID\.X ;", sass, re.M)
+        assert re.search(r"^\s+/\*[0-9a-f]{4}\*/\s+EXIT ;", sass, re.M)
+
+
+def test_sass_from_combined_elf_is_the_per_module_code(a100):
+    """disassemble() reads one ELF of every kernel: each kernel's code must equal its module's cubin."""
+    from mlirhlo_driver import cuda_binaries, xla_stages
+
+    asm = xla_stages._assembly(a100.request)
+    combined = {}
+    with pytest.MonkeyPatch.context() as mp:
+        real_run = subprocess.run
+
+        def spy(cmd, *a, **kw):
+            proc = real_run(cmd, *a, **kw)
+            if "-o" in cmd:
+                combined.update(_text_sections(Path(cmd[cmd.index("-o") + 1]).read_bytes()))
+            return proc
+        mp.setattr(cuda_binaries.subprocess, "run", spy)
+        cuda_binaries.disassemble(asm)
+    per_module = {}
+    for m in asm.modules:
+        per_module.update(_text_sections(m.cubin))
+    assert combined.keys() == per_module.keys() and len(per_module) >= 10
+    assert all(combined[k] == per_module[k] for k in per_module)
+
+
+def test_stage_sass_v100(cli):
+    """V100 (sm_70): CUDA 13's nvdisasm dropped sm_70; a CUDA 12 one is used when present."""
+    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.errors import ToolchainError
+
+    r = cli("opt", MLP, "--platform", "cuda", "--gpu-spec", "v100", "--stage", "sass")
+    try:
+        cuda_binaries.nvdisasm_for("sm_70")
+    except ToolchainError:
+        assert_one_line_error(r, contains="no nvdisasm here reads sm_70 cubins")
+        return
+    assert r.code == 0, r.err
+    assert "EF_CUDA_SM70" in r.out and re.search(r"\bEXIT ;", r.out)
+
+
+# ------------------------------------------------------------------ kernels
+
+# NVIDIA's occupancy formula (cuda_occupancy.h, cudaOccMaxActiveBlocksPerMultiprocessor),
+# written out again from the documented constants, for the two specs checked below:
+# registers allocated per warp in units of 256, in 4 register-file partitions; shared
+# memory in units of 128 B plus 1 KiB reserved per block on CC 8.x/9.x; 32 resident
+# blocks per SM on CC 8.0 and 9.0; A100 SXM 65536 regs, 164 KiB smem, 2048 threads per
+# SM; H100 SXM 65536 regs, 228 KiB smem, 2048 threads per SM.
+HAND = {"a100": dict(regs=65536, smem=167936, warps=64, blocks=32),
+        "h100": dict(regs=65536, smem=233472, warps=64, blocks=32)}
+
+
+def _hand_occupancy(gpu: dict, threads: int, regs: int, smem_static: int, smem_dynamic: int) -> int:
+    warps = -(-threads // 32)
+    regs_per_warp = -(-regs * 32 // 256) * 256
+    by_regs = (gpu["regs"] // 4 // regs_per_warp) * 4 // warps
+    smem = -(-(smem_static + 1024 + smem_dynamic) // 128) * 128
+    by_smem = gpu["smem"] // smem
+    return min(gpu["warps"] // warps, gpu["blocks"], by_regs, by_smem) * warps
+
+
+def _ptxas_v(ptx: str, sm: str, tmp_path: Path) -> str:
+    from mlirhlo_driver import cuda_tools
+
+    src = tmp_path / "k.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run([cuda_tools.ptxas().path, str(src), "-o", str(tmp_path / "k.cubin"),
+                           f"-arch={sm}", "-v"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("which", ["a100", "h100"])
+@pytest.mark.parametrize("kernel", ["gemm_fusion_dot", "loop_subtract_fusion_1"])
+def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, kernel, tmp_path):
+    from mlirhlo_driver import cuda_tools, xla_stages
+
+    compiled = request.getfixturevalue(which)
+    row = next(r for r in xla_stages._kernel_rows(compiled.request) if r.kernel == kernel)
+    # registers/spills/stack as ptxas -v prints them for the kernel's PTX, assembled here
+    log = _ptxas_v(_ptx_sections(compiled)[row.module], compiled.request.options.gpu_spec.sm, tmp_path)
+    block = log[log.index(f"Function properties for {kernel}"):]
+    regs = int(re.search(r"Used (\d+) registers", block).group(1))
+    stack, st, ld = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                                       r"(\d+) bytes spill loads", block).groups())
+    assert (row.resources.registers, row.resources.stack_frame, row.resources.spill_stores,
+            row.resources.spill_loads) == (regs, stack, st, ld)
+    exe = cuda_tools.find_tool("cuobjdump")
+    if exe is not None:  # and the ELF's own record of them
+        res = subprocess.run([exe, "-res-usage", str(tmp_path / "k.cubin")], capture_output=True, text=True).stdout
+        m = re.search(rf"Function {kernel}:\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", res)
+        assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (regs, stack, row.resources.shared)
+    # launch dimensions: the thunk sequence's line for this kernel
+    line = re.search(rf"\] {kernel} grid: \[(\d+), (\d+), (\d+)\] threads: \[(\d+), (\d+), (\d+)\]"
+                     r"\s+shared_memory: (\d+) bytes", compiled.stage("thunk-sequence"))
+    g = [int(x) for x in line.groups()]
+    assert row.launch.grid == tuple(g[0:3]) and row.launch.block == tuple(g[3:6])
+    assert row.launch.shared_memory == g[6]
+    # theoretical occupancy, recomputed by hand
+    expected = _hand_occupancy(HAND[which], g[3] * g[4] * g[5], regs, row.resources.shared, g[6])
+    assert row.occupancy.warps_per_sm == expected and row.occupancy.max_warps == 64
+
+
+def test_occupancy_limiters():
+    """Each limiter bites where the formula says (A100 limits)."""
+    from mlirhlo_driver.kernels import SmLimits, occupancy
+
+    a100 = SmLimits((8, 0), 32, 2048, 1024, 65536, 65536, 167936, 49152, 166912)
+    assert occupancy(a100, 256, 32, 0, 0).limiter == "warps"          # 8 blocks x 8 warps
+    o = occupancy(a100, 256, 128, 0, 0)                                  # 4096 regs/warp: 4 warps/partition
+    assert (o.warps_per_sm, o.limiter) == (16, "registers")
+    o = occupancy(a100, 128, 16, 48 * 1024, 0)                           # 49 KiB + 1 KiB per block
+    assert (o.blocks_per_sm, o.limiter) == (3, "shared memory")
+    assert occupancy(a100, 32, 16, 0, 0).limiter == "blocks"             # 32 blocks of 1 warp
+    assert occupancy(a100, 1024, 255, 0, 0).warps_per_sm == 0            # 255 regs x 1024 > 64K
+
+
+def test_kernels_stage_text(a100):
+    text = a100.stage("kernels")
+    assert text.startswith(f"{STEM} on a100_sxm_80 (sm_80, 64 warps/SM)")
+    assert re.search(r"^\s*gemm_fusion_dot\s+\d+\s+0/0\s+0\s+1536\s+0\s+4 × 64\s+\d+\s+\d+/64 \(\d+%\)", text, re.M)
+
+
+def test_kernels_command_three_specs(cli):
+    specs = "a100_sxm_80,h100_sxm,t4"
+    r = cli("kernels", MLP, "--gpu-spec", specs)
+    assert r.code == 0, r.err
+    header = r.out.splitlines()[1]
+    assert [s for s in specs.split(",") if s in header] == specs.split(",")
+    assert re.search(r"^\s*loop_broadcast_fusion\s", r.out, re.M)
+    j = cli("kernels", MLP, "--gpu-spec", specs, "--json")
+    assert j.code == 0, j.err
+    data = json.loads(j.out)
+    assert [s["name"] for s in data["gpu_specs"]] == specs.split(",")
+    row = next(k for k in data["kernels"] if k["kernel"] == "loop_broadcast_fusion")
+    assert set(row["specs"]) == set(specs.split(","))
+    a = row["specs"]["a100_sxm_80"]
+    assert a["registers"] > 0 and a["block"][0] > 0 and 0 < a["occupancy"]["occupancy"] <= 1
+
+
+def test_kernels_command_bad_spec(cli):
+    assert_one_line_error(cli("kernels", MLP, "--gpu-spec", "a100_sxm_80,h99"), contains="h99")

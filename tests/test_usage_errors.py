@@ -1,0 +1,443 @@
+"""Everyday mistakes get one ``error:`` line and exit 2, not a traceback, a hang, a
+silently wrong answer or native noise (issue 12)."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import DATA, REPO, assert_one_line_error, readline_within
+
+SMALL = """func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+# LLVM IR calling libdevice, for the --libdevice checks.
+NV_IR = """target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+declare float @__nv_expf(float)
+
+define void @k(ptr %p) {
+  %x = load float, ptr %p
+  %y = call float @__nv_expf(float %x)
+  store float %y, ptr %p
+  ret void
+}
+"""
+MLIRHLO = [sys.executable, "-c", "from mlirhlo_driver.cli import main; main()"]
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.mlir"
+    path.write_text(SMALL)
+    return path
+
+
+def mlirhlo(*args, input: str | bytes | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The CLI in a fresh process (for stdin, signals, fd-2 noise)."""
+    return subprocess.run(MLIRHLO + [str(a) for a in args], capture_output=True,
+                          input=input.encode() if isinstance(input, str) else input,
+                          timeout=timeout, cwd=str(REPO))
+
+
+def one_line_error(proc: subprocess.CompletedProcess, contains: str = "") -> str:
+    err = proc.stderr.decode(errors="replace")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2, (proc.returncode, err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert contains in lines[0], lines[0]
+    assert proc.stdout == b""
+    return lines[0]
+
+
+# ------------------------------------------------------------ output paths
+
+@pytest.mark.parametrize("command", [
+    ["opt", "{small}", "-o", "{dir}"],
+    ["convert", "{small}", "--to", "hlo", "-o", "{dir}"],
+    ["ptx", "{ll}", "-o", "{dir}"],
+    ["run", "{small}", "--jobs", "0", "--json", "{dir}"],
+    ["run", "{small}", "--jobs", "0", "--save-outputs", "{dir}"],
+    ["spmd-run", "{small}", "--dump-output", "{dir}"],
+])
+def test_output_path_that_is_a_directory(cli, small, tmp_path, command):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    ll = tmp_path / "k.ll"
+    ll.write_text(NV_IR)
+    args = [a.format(small=small, dir=out_dir, ll=ll) for a in command]
+    assert_one_line_error(cli(*args), contains=f"{out_dir}: is a directory")
+    assert list(out_dir.iterdir()) == []
+
+
+def test_output_under_a_file(cli, small, tmp_path):
+    assert_one_line_error(cli("opt", small, "-o", small / "x.mlir"),
+                          contains=f"{small / 'x.mlir'}: cannot write: {small} is not a directory")
+
+
+def test_write_that_fails_midway_leaves_nothing(tmp_path):
+    # A file-size limit (1 KiB, set by the shell: no fork-time hook in this
+    # multithreaded process) makes the write fail with EFBIG after the first bytes.
+    out = tmp_path / "big.mlir"
+    command = " ".join(shlex.quote(str(a)) for a in [*MLIRHLO, "opt", DATA / "mlp_train_step.before_optimizations.txt",
+                                                      "-o", out])
+    proc = subprocess.run(["bash", "-c", f"ulimit -f 1 && exec {command}"], capture_output=True,
+                          timeout=300, cwd=str(REPO))
+    one_line_error(proc, f"{out}: cannot write: File too large")
+    assert list(tmp_path.iterdir()) == [], "no partial file, no temp file"
+
+
+# ------------------------------------------------------------ pipelines
+
+@pytest.mark.parametrize("args, message", [
+    (["--pipeline", "builtin.module(canonicalize{bogus=1})"],
+     "error: --pipeline:1:28: bad options for pass 'canonicalize': no such option bogus"),
+    (["--pipeline", "builtin.module(func.func(canonicalize{max-iterations=abc}))"],
+     "error: --pipeline:1:38: bad options for pass 'canonicalize': for the --max-iterations option: "
+     "'abc' value invalid"),
+    (["--passes", "cse,canonicalize{max-iterations=abc}"], "error: --passes:1:17: bad options"),
+    (["--passes", "cse,fold-involutions{x=1}"], "Python pass 'fold-involutions' takes no options"),
+    (["--passes", "cse", "--print-ir-before", "canonicalise"],
+     "error: --print-ir-before: unknown pass 'canonicalise' (did you mean 'canonicalize'?)"),
+    (["--passes", "cse", "--print-ir-after", "canonicalize"],
+     "error: --print-ir-after: pass 'canonicalize' is not in the pipeline (the pipeline runs: cse)"),
+    (["--print-ir-after", "cse"], "no pipeline runs"),
+    (["--pipeline", "builtin.module(" + "func.func(" * 100 + "cse" + ")" * 101],
+     "pipeline nested more than 64 levels deep"),
+    (["--pipeline", "builtin.module(func.func(stablehlo.while(fold-involutions)))"],
+     "error: --pipeline:1:42: Python pass 'fold-involutions' can run at module level or directly under "
+     "func.func, not under 'stablehlo.while'"),
+])
+def test_pipeline_mistakes(cli, small, args, message):
+    assert_one_line_error(cli("opt", small, *args), contains=message)
+
+
+def test_good_pass_options_still_run(cli, small):
+    result = cli("opt", small, "--passes", "canonicalize{max-iterations=3},cse", "--print-ir-after", "cse")
+    assert result.code == 0, result.err
+    assert "IR Dump After CSE" in result.err
+
+
+def test_binary_pipeline_file(cli, small, tmp_path):
+    bad = tmp_path / "bin.pipeline"
+    bad.write_bytes(bytes(range(256)))
+    assert_one_line_error(cli("opt", small, "--pipeline-file", bad),
+                          contains=f"error: {bad}: not a text file")
+
+
+def test_unusable_reproducer_dir(cli, small, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert_one_line_error(cli("opt", small, "--passes", "cse", "--reproducer-dir", blocker / "sub"),
+                          contains="cannot create the reproducer directory")
+
+
+# ----------------------------------------------------------- Python passes
+
+PLUGINS = {
+    "native.py": '''
+        import mlirhlo_driver
+
+        @mlirhlo_driver.register_pass("canonicalize")
+        def mine(op):
+            pass
+    ''',
+    "twice.py": '''
+        import mlirhlo_driver
+
+        @mlirhlo_driver.register_pass("my-pass")
+        def a(op):
+            pass
+
+        @mlirhlo_driver.register_pass("my-pass")
+        def b(op):
+            pass
+    ''',
+    "other.py": '''
+        import mlirhlo_driver
+
+        @mlirhlo_driver.register_pass("my-pass")
+        def a(op):
+            pass
+    ''',
+}
+
+
+@pytest.fixture
+def plugins(tmp_path):
+    for name, text in PLUGINS.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_plugin_cannot_replace_a_native_pass(cli, small, plugins):
+    path = plugins / "native.py"
+    assert_one_line_error(cli("opt", small, "--load-pass-plugin", path, "--passes", "canonicalize"),
+                          contains=f"error: {path}:4: pass 'canonicalize' is a native jaxlib pass")
+    # Refused, not half-registered: the native pass still runs afterwards.
+    result = cli("opt", small, "--passes", "canonicalize")
+    assert result.code == 0, result.err
+
+
+def test_a_pass_name_registered_twice(cli, small, plugins):
+    assert_one_line_error(cli("opt", small, "--load-pass-plugin", plugins / "twice.py", "--passes", "my-pass"),
+                          contains=f"{plugins / 'twice.py'}:8: pass 'my-pass' is already registered earlier")
+    assert_one_line_error(cli("opt", small, "--load-pass-plugin", plugins / "other.py",
+                              "--load-pass-plugin", plugins / "twice.py", "--passes", "my-pass"),
+                          contains=f"pass 'my-pass' is already registered by {plugins / 'other.py'}")
+    # The same file given twice is one registration.
+    result = cli("opt", small, "--load-pass-plugin", plugins / "other.py",
+                 "--load-pass-plugin", plugins / "other.py", "--passes", "my-pass")
+    assert result.code == 0, result.err
+
+
+# ------------------------------------------------------------ inputs
+
+@pytest.mark.parametrize("fmt", ["vhlo", "bytecode"])
+def test_bytecode_format_on_text(cli, small, fmt):
+    assert_one_line_error(cli("opt", small, "--input-format", fmt),
+                          contains=f"--input-format {fmt} expects MLIR bytecode, but this is not bytecode "
+                                   "(it looks like mlir: --input-format mlir)")
+
+
+def test_jax_format_on_a_file(cli, small):
+    assert_one_line_error(cli("opt", small, "--input-format", "jax", "--args", "f32[4]"),
+                          contains="--input-format jax takes a JAX function as package.module:function; "
+                                   "this is a file")
+
+
+def test_missing_paren_in_hlo(cli, tmp_path):
+    bad = tmp_path / "m.hlo"
+    bad.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n  ROOT a = f32[4] add(p0, p0\n}\n")
+    line = assert_one_line_error(cli("opt", bad))
+    assert line == f"error: {bad}:5:27: expects ')' at the end of operands"
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("latin.mlir", b"// caf\xe9\n" + SMALL.encode(), "1:7"),
+    ("latin.hlo", b"HloModule m // caf\xe9\nENTRY main {\n  ROOT p0 = f32[4] parameter(0)\n}\n", "1:19"),
+])
+def test_one_non_utf8_byte_is_not_binary_data(cli, tmp_path, name, text, where):
+    path = tmp_path / name
+    path.write_bytes(text)
+    assert_one_line_error(cli("opt", path),
+                          contains=f"error: {path}:{where}: byte 0xe9 is not UTF-8; a text module must be UTF-8")
+
+
+def test_malformed_proto_has_no_native_stack(cli, tmp_path):
+    from mlirhlo_driver import hlo_proto
+
+    good = tmp_path / "m.pb"
+    assert cli("convert", DATA / "chlo_special.mlir", "--to", "hlo-proto", "-o", good).code == 0
+    msg = hlo_proto.message_class("HloModuleProto")()
+    msg.ParseFromString(good.read_bytes())
+    msg.entry_computation_id = 999  # XLA: RET_CHECK failure ... entry != nullptr, with a stack
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(msg.SerializeToString())
+    line = assert_one_line_error(cli("opt", bad), contains=f"error: {bad}: ")
+    assert "RET_CHECK failure" in line
+
+
+def test_vhlo_of_chlo_suggests_prepare_export(cli, tmp_path):
+    result = cli("opt", DATA / "chlo_special.mlir", "--stage", "vhlo", "-o", tmp_path / "x.vhlo")
+    line = assert_one_line_error(result, contains="cannot serialize as a StableHLO")
+    assert "legalize them first: --pipeline @prepare-export" in line
+    assert "loc(" not in result.err
+
+
+def test_no_gpu_spec_note_before_an_error(cli, tmp_path):
+    assert_one_line_error(cli("opt", tmp_path / "missing.mlir", "--platform", "cuda", "--stage", "ptx"),
+                          contains="missing.mlir: no such file or directory")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--platform", "cpu", "--xla_dump_to", "--stage", "hlo"], "--xla_dump_to needs a value"),
+    (["--platform", "cpu", "--xla_gpu_autotune_level"], "--xla_gpu_autotune_level needs a number"),
+])
+def test_valueless_xla_flag(cli, small, args, message):
+    assert_one_line_error(cli("opt", small, *args), contains=message)
+
+
+def test_emit_proto_conflicts_with_to(cli, small):
+    assert_one_line_error(cli("convert", small, "--emit-proto", "--to", "stablehlo"),
+                          contains="--emit-proto means --to hlo-proto; it conflicts with --to stablehlo")
+
+
+def test_garbage_libdevice(cli, tmp_path):
+    ll = tmp_path / "k.ll"
+    ll.write_text(NV_IR)
+    garbage = tmp_path / "libdevice.10.bc"
+    garbage.write_bytes(b"\x01\x02" * 600)
+    assert_one_line_error(cli("ptx", ll, "--libdevice", garbage),
+                          contains=f"error: {garbage}: not a libdevice bitcode file")
+
+
+# ------------------------------------------------------------ stdin
+
+def test_ptx_and_specs_check_read_stdin():
+    proc = mlirhlo("ptx", "-", input=NV_IR)
+    assert proc.returncode == 0, proc.stderr
+    assert b".entry k" in proc.stdout or b".func k" in proc.stdout or b"k(" in proc.stdout
+    spec = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
+    proc = mlirhlo("specs", "check", "-", input=spec)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().startswith("-: ok (")
+
+
+def test_process_substitution_input(tmp_path):
+    # A pipe given as a path (bash's <(...)), read like a file.
+    hlo = tmp_path / "m.hlo"
+    hlo.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n  ROOT a = f32[4] add(p0, p0)\n}\n")
+    cmd = " ".join(shlex.quote(a) for a in MLIRHLO) + f" opt <(cat {shlex.quote(str(hlo))}) --stage hlo-before-optimizations"
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, timeout=300, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(b"HloModule")
+
+
+# ------------------------------------------------------------ noise
+
+def test_no_absl_info_lines_when_jaxlib_was_imported_first(tmp_path):
+    # jaxlib's libraries loaded before the driver set its log level used to
+    # leak "pjrt_api.cc ... GetPjrtApi was found" and device-count INFO lines.
+    small = tmp_path / "s.mlir"
+    small.write_text(SMALL)
+    code = ("import jaxlib.mlir.passmanager\nfrom mlirhlo_driver.cli import main\n"
+            f"main(['opt', {str(small)!r}, '--passes', 'canonicalize{{max-iterations=3}}'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_cuda_compile_prints_only_the_note(tmp_path):
+    proc = mlirhlo("opt", DATA / "chlo_special.mlir", "--platform", "cuda", "--stage", "ptx",
+                   "-o", tmp_path / "x.ptx")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode().splitlines() == [
+        "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)"]
+
+
+# ------------------------------------------------------------ Ctrl-C
+
+BENCH_WRAPPER = """
+import sys
+from mlirhlo_driver import bench
+from mlirhlo_driver.cli import main
+
+original = bench.bench_pipelines
+
+def announced(*args, **kwargs):
+    print("benchmarking", flush=True)   # the test's cue to press Ctrl-C
+    return original(*args, **kwargs)
+
+bench.bench_pipelines = announced
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("passes", ["canonicalize,cse", "canonicalize,fold-involutions,cse"],
+                         ids=["native", "python-pass"])
+def test_ctrl_c_stops_bench_pipeline(passes):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BENCH_WRAPPER, "bench-pipeline", str(DATA / "mlp_train_step.before_optimizations.txt"),
+         "--passes", passes, "--repeats", "1000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(REPO))
+    try:
+        assert readline_within(proc.stdout, 300) == b"benchmarking\n"
+        threading.Event().wait(1.0)  # well inside the runs
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err.decode(errors="replace")
+    text = err.decode(errors="replace")
+    assert "Traceback" not in text
+    assert "===---" not in text and "Execution time report" not in text  # MLIR's raw timing report
+    assert out == b""
+
+
+# ------------------------------------------------------------ run
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", "-1"], "-1"),
+    (["--rtol", "nan"], "nan is not a finite number >= 0"),
+    (["--atol", "-1e-3"], "-0.001 is not a finite number >= 0"),
+    (["--timeout", "-1"], "-1.0 is not a finite number > 0"),
+])
+def test_run_option_values(cli, small, args, message):
+    line = assert_one_line_error(cli("run", small, *args), contains=message)
+    assert line.startswith(f"error: Invalid value for '{args[0]}'"), line
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"arg0": np.array([1, "a", None, 2.0], dtype=object)}, "array 'arg0' cannot be read: Object arrays"),
+    ({"arg0": np.arange(4, dtype=np.int32)},
+     "array 'arg0' is int32, parameter 0 (arg0) is float32 (save it with that dtype; nothing is converted)"),
+    ({"foo": np.ones(4, np.float32)}, "no array for parameter 0 (arg0); the file has: foo"),
+    ({"arg0": np.ones(4, np.float32), "arg1": np.ones(3, np.float32)},
+     "array 'arg1' matches no parameter of @main (arg0)"),
+    ({"arg0": np.ones(5, np.float32)}, "array 'arg0' has shape [5], parameter 0 (arg0) needs [4]"),
+])
+def test_inputs_npz_is_strict(cli, small, tmp_path, arrays, message):
+    path = tmp_path / "in.npz"
+    np.savez(path, **arrays)
+    assert_one_line_error(cli("run", small, "--jobs", "0", "--inputs", path), contains=message)
+
+
+def test_inputs_npy_is_not_npz(cli, small, tmp_path):
+    path = tmp_path / "in.npy"
+    np.save(path, np.ones(4, np.float32))
+    assert_one_line_error(cli("run", small, "--jobs", "0", "--inputs", path),
+                          contains="a single .npy array, not an .npz archive")
+
+
+def test_inputs_by_position_and_name_still_work(cli, small, tmp_path):
+    for name, kwargs in (("pos.npz", {}), ("named.npz", {"arg0": None})):
+        path = tmp_path / name
+        x = np.arange(4, dtype=np.float32)
+        if kwargs:
+            np.savez(path, arg0=x)
+        else:
+            np.savez(path, x)  # arr_0
+        out = tmp_path / f"{name}.out.npz"
+        result = cli("run", small, "--jobs", "0", "--inputs", path, "--save-outputs", out)
+        assert result.code == 0, result.err
+        np.testing.assert_array_equal(np.load(out)["out0"], x + x)
+
+
+SPLIT = SMALL + "// -----\n" + SMALL.replace("stablehlo.add", "stablehlo.bogus") + "// -----\n" + \
+    SMALL.replace("stablehlo.add", "stablehlo.multiply")
+
+
+@pytest.mark.parametrize("jobs", ["0", "2"])
+def test_split_input_file_reports_each_chunk_alone(cli, tmp_path, jobs):
+    path = tmp_path / "split.mlir"
+    path.write_text(SPLIT)
+    result = cli("run", path, "--split-input-file", "--reference", "cpu", "--jobs", jobs)
+    assert result.code == 2, result.err  # one invalid module among several: bad input
+    assert "split.0: OK" in result.out
+    assert f"split.1: INVALID: {path}:7:8: custom op 'stablehlo.bogus' is unknown" in result.out
+    assert "split.2: OK" in result.out
+    assert "--split-input-file" in result.out  # the reproducer reruns the chunks
+
+
+def test_run_reads_the_users_stdin():
+    proc = mlirhlo("run", "-", "--reference", "cpu", input=SMALL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().startswith("-: OK")
+    proc = mlirhlo("run", "-", "--split-input-file", "--reference", "cpu", "--jobs", "2", input=SPLIT)
+    assert proc.returncode == 2, proc.stderr
+    out = proc.stdout.decode()
+    assert "-.0: OK" in out and "-.1: INVALID: -:7:8:" in out and "-.2: OK" in out

@@ -1,0 +1,396 @@
+"""The drop-in XLA tools: hlo-opt, run_hlo_module, multihost_hlo_runner, ptx-opt.
+
+Each ``test_doc_*`` runs one command line of XLA's tools documentation
+(docs/tools.md) verbatim, with tests/data/xla_tools standing in for its files
+(input.hlo, computation.hlo, /dump, input.ll, results.textpb).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, CliResult, assert_one_line_error
+
+BIN = Path(sys.executable).parent
+TOOLS = {"hlo-opt": "hlo_opt_main", "run_hlo_module": "run_hlo_module_main",
+         "multihost_hlo_runner": "multihost_main", "ptx-opt": "ptx_opt_main"}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("xla_tools")
+    for p in (DATA / "xla_tools").iterdir():
+        (shutil.copytree if p.is_dir() else shutil.copy)(p, d / p.name)
+    return d
+
+
+@pytest.fixture
+def tool(capfd, work):
+    """``tool("hlo-opt --platform=cpu input.hlo")``: the console script's main, in this process, in ``work``."""
+    from mlirhlo_driver import xla_tools
+
+    def run(line: str) -> CliResult:
+        name, *argv = line.split()
+        capfd.readouterr()
+        cwd = os.getcwd()
+        os.chdir(work)
+        try:
+            getattr(xla_tools, TOOLS[name])(argv)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 0
+        finally:
+            os.chdir(cwd)
+        out, err = capfd.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+def shell(line: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The line as a user types it, with the installed console scripts on PATH."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+# ------------------------------------------------------------- run_hlo_module
+
+def test_doc_run_hlo_module_against_interpreter(tool):
+    r = tool("run_hlo_module --platform=cpu --reference_platform=Interpreter computation.hlo")
+    assert r.code == 0, r.err
+    assert "computation: OK" in r.out and "reference (interpreter)" in r.out
+    assert "0/1 runs miscompared." in r.err
+
+
+def test_doc_run_hlo_module_dump_glob(tool, work):
+    r = tool(f"run_hlo_module {work}/dump/*before_optimizations*")
+    assert r.code == 0, r.err
+    assert "module_0001.jit_scale: OK" in r.out and "module_0002.jit_rowsum: OK" in r.out
+    assert "0/2 runs miscompared." in r.err  # the after_optimizations file is not picked up
+    assert "num_partitions=2: run here on one device; multihost_hlo_runner runs it partitioned" in r.err
+
+
+def test_run_hlo_module_cuda_without_gpu(tool):
+    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver.errors import DriverError
+
+    try:
+        _jaxlib.cuda_devices()
+        pytest.skip("a GPU is present")
+    except DriverError:
+        pass
+    assert_one_line_error(tool("run_hlo_module --platform=CUDA computation.hlo"), contains="GPU")
+
+
+def test_run_hlo_module_flags(tool):
+    r = tool("run_hlo_module --platform Host --reference_platform= --print_literals "
+             "--iterations=2 computation.hlo")
+    assert r.code == 0, r.err
+    assert "=== Iteration 2" in r.err and "output 0 (float32[8])" in r.out
+    assert "inputs: random (seed 0)" in r.out and "inputs: random (seed 1)" in r.out  # new inputs each time
+    assert "miscompared" not in r.err  # no reference, no comparison
+    assert_one_line_error(tool("run_hlo_module --platform=TPU computation.hlo"), contains="unknown platform")
+    raw = tool("run_hlo_module --reference_platform=CPU --run_test_hlo_passes=false input.hlo")
+    assert raw.code == 1  # without XLA's passes nothing expands the scatter for XLA:CPU
+    assert "`scatter` is not supported by XLA:CPU" in raw.out and "--xla_disable_all_hlo_passes=true" in raw.out
+
+
+# ------------------------------------------------------- multihost_hlo_runner
+
+def test_doc_multihost_dump_glob(work):
+    # A fresh process: the host devices are created before jax starts.
+    p = shell("multihost_hlo_runner /dump/*before_optimizations*".replace("/dump", str(work / "dump")), work)
+    assert p.returncode == 0, p.stderr
+    # num_partitions=2 from the second module's header, without a flag
+    assert "devices: 2 (1 replica x 2 partitions)" in p.stdout
+    assert "2/2 modules passed" in p.stdout
+
+
+def test_multihost_flags(work):
+    rowsum = "dump/module_0002.jit_rowsum.before_optimizations.txt"
+    p = shell(f"hlo_runner_main --norun --hlo_file={rowsum} && echo === && "
+              f"multihost_hlo_runner -num_partitions 2 --hlo_argument_mode=uninitialized --log_output {rowsum}",
+              work)
+    assert p.returncode == 0, p.stderr
+    compiled, ran = p.stdout.split("===\n")
+    assert compiled.startswith("module_0002.jit_rowsum: COMPILED (1 replica x 2 partitions,")
+    assert "inputs: zeros" in ran and "output 0 = [0., 0., 0., 0.]" in ran
+
+
+# -------------------------------------------------------------------- hlo-opt
+
+def test_doc_list_stages_cuda(tool):
+    r = tool("hlo-opt --platform=CUDA --list-stages")
+    assert r.code == 0, r.err
+    listed = r.out.split()
+    for stage in ("buffer-assignment", "hlo", "hlo-backend", "html", "llvm", "llvm-after-optimizations",
+                  "llvm-before-optimizations", "ptx"):
+        assert stage in listed
+    assert listed == sorted(listed)
+
+
+def test_doc_cpu_stage_hlo(tool):
+    r = tool("hlo-opt --platform=cpu --stage=hlo input.hlo")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule doc_input, is_scheduled=true")
+
+
+def test_doc_llvm_with_spec_from_xla_tree(tool):
+    r = tool("hlo-opt --platform=CUDA --stage=llvm "
+             "--xla_gpu_target_config_filename=/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb input.hlo")
+    assert r.code == 0, r.err
+    assert r.err.strip() == ("note: /xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb does not exist: "
+                             "using the shipped spec 'a100_pcie_80'")
+    assert 'target triple = "nvptx64-nvidia-cuda"' in r.out
+
+
+def test_doc_llvm_with_autotune_results(tool):
+    r = tool("hlo-opt --platform=CUDA --stage=llvm --xla_gpu_target_config_filename=gpu_specs/a100_pcie_80.txtpb "
+             "--xla_gpu_load_autotune_results_from=results.textpb input.hlo")
+    assert r.code == 0, r.err
+    assert 'target triple = "nvptx64-nvidia-cuda"' in r.out
+
+
+def _all_gathers_in_root(hlo: str) -> str:
+    root = next(ln for ln in hlo.splitlines() if "ROOT %tuple" in ln)
+    return root.split("tuple(")[1]
+
+
+def test_doc_passes_collective_cse(tool):
+    r = tool("hlo-opt --passes=schedule-aware-collective-cse input.hlo")
+    assert r.code == 0, r.err
+    assert "using 100" in r.err  # XLA runs the pass only with a threshold > 0
+    assert _all_gathers_in_root(r.out).startswith("%ag0.1, %ag0.1,")  # the second all-gather is CSE'd
+    assert "window={size=1024 pad=1023_0}" in r.out  # no other pass ran
+
+
+def test_doc_passes_collective_cse_threshold(tool):
+    r = tool("hlo-opt --passes=schedule-aware-collective-cse "
+             "--xla_gpu_experimental_collective_cse_distance_threshold=20 input.hlo")
+    assert r.code == 0, r.err
+    assert r.err == ""
+    assert _all_gathers_in_root(r.out).startswith("%ag0.1, %ag0.1,")
+
+
+def test_doc_list_passes(tool):
+    r = tool("hlo-opt --list-passes")
+    assert r.code == 0, r.err
+    cpu, cuda = r.out.split("# XLA HLO passes of the cuda")
+    assert cpu.startswith("# XLA HLO passes of the cpu pipeline")
+    for name in ("reduce-window-rewriter", "scatter_simplifier", "algsimp"):
+        assert f"  {name}\n" in cpu and f"  {name}\n" in cuda
+    assert "  schedule-aware-collective-cse (with --xla_gpu_experimental_collective_cse_distance_threshold > 0)" in cuda
+
+
+def test_doc_time_passes(work):
+    p = shell("time hlo-opt --passes=reduce-window-rewriter,scatter_simplifier "
+              "--xla_reduce_window_rewrite_base_length=128 input.hlo", work)
+    assert p.returncode == 0, p.stderr
+    assert "window={size=1x128" in p.stdout  # the scan is split at the base length asked for
+    assert "window={size=1024" not in p.stdout
+    assert "index_vector_dim=1" in p.stdout and "update_window_dims={1}" in p.stdout  # simplified scatter
+    assert _all_gathers_in_root(p.stdout).startswith("%ag0.1, %ag1.1,")  # collectives untouched
+    assert "real" in p.stderr
+
+
+def test_doc_emit_proto_and_back(tool, work):
+    r = tool("hlo-opt --emit-proto input.hlo")
+    assert r.code == 0, r.err
+    assert r.out.startswith("hlo_module {\n  name: \"doc_input\"")
+    (work / "emitted.pbtxt").write_text(r.out)
+    back = tool("hlo-opt emitted.pbtxt")
+    assert back.code == 0, back.err
+    assert back.out == tool("hlo-opt input.hlo").out
+
+
+@pytest.mark.parametrize("name", ["input.pbtxt", "input.pb"])
+def test_doc_proto_to_text(tool, name):
+    r = tool(f"hlo-opt {name}")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule computation, entry_computation_layout=")
+    assert "dot(" in r.out and "tanh(" in r.out
+
+
+def test_hlo_opt_output_and_flag_spellings(tool, work):
+    first = tool("hlo-opt --platform=cpu input.hlo")  # the default stage is hlo
+    assert first.code == 0, first.err
+    assert tool("hlo-opt -platform cpu -o - input.hlo").out == first.out
+    r = tool("hlo-opt input.hlo --o=out.hlo --platform=Host --stage hlo --xla_cpu_enable_fast_math=false")
+    assert r.code == 0 and r.out == ""
+    assert (work / "out.hlo").read_text() == first.out
+
+
+def test_hlo_opt_usage_errors(tool):
+    line = assert_one_line_error(tool("hlo-opt --platfrom=cpu input.hlo"))
+    assert line == "error: unknown flag '--platfrom' (did you mean '--platform'?)"
+    assert_one_line_error(tool("hlo-opt --platform=tpu input.hlo"), contains="unknown platform")
+    assert_one_line_error(tool("hlo-opt --xla_cpu_enable_fast_mth input.hlo"),
+                          contains="unknown XLA flag '--xla_cpu_enable_fast_mth'")
+    assert_one_line_error(tool("hlo-opt --passes=no-such-pass --platform=cpu input.hlo"),
+                          contains="did not run")
+
+
+@pytest.mark.parametrize("name", sorted(TOOLS))
+def test_help_and_version(tool, name):
+    from mlirhlo_driver import xla_tools
+
+    r = tool(f"{name} --help")
+    assert r.code == 0 and r.out.startswith(f"usage: {name} ")
+    flags = {"hlo-opt": xla_tools.HLO_OPT_FLAGS, "run_hlo_module": xla_tools.RUN_HLO_MODULE_FLAGS,
+             "multihost_hlo_runner": xla_tools.MULTIHOST_FLAGS, "ptx-opt": xla_tools.PTX_OPT_FLAGS}[name]
+    for f in flags:
+        assert f"--{f.name}" in r.out
+    assert "<" not in r.out  # metavariables are words, not Python types
+    v = tool(f"{name} --version")
+    assert v.code == 0 and v.out.startswith(name) and "mlirhlo-driver" in v.out
+
+
+# -------------------------------------------------------------------- ptx-opt
+
+def test_doc_ptx_opt(tool):
+    r = tool("ptx-opt --arch=9.0 input.ll")
+    assert r.code == 0, r.err
+    assert ".target sm_90\n" in r.out and ".entry scale(" in r.out
+
+
+def test_doc_ptx_opt_dump_llvmir(tool, work):
+    r = tool("ptx-opt --arch=9.0 --xla_dump_to=DIR --xla_gpu_dump_llvmir input.ll")
+    assert r.code == 0, r.err
+    assert r.out == tool("ptx-opt --arch=9.0 input.ll").out
+    dumps = sorted((work / "DIR").iterdir())
+    assert len(dumps) > 10 and dumps[0].name.startswith("input.0000.")
+    assert all("@scale" in p.read_text() for p in dumps)
+
+
+def test_ptx_opt_stdin(work):
+    p = shell("ptx-opt --arch=8.0 - < input.ll", work)
+    assert p.returncode == 0, p.stderr
+    assert ".target sm_80" in p.stdout
+
+
+# -------------------------------------------------------------- flag syntax
+
+def test_flag_syntax():
+    from mlirhlo_driver.xla_cli_flags import Flag, parse
+
+    flags = [Flag("o", "str", "-", ""), Flag("n", "int", 1, ""), Flag("list-stages", "bool", False, ""),
+             Flag("run", "bool", True, "")]
+    p = parse(["-o", "-", "--n", "3", "in.hlo", "--list_stages", "--norun", "--xla_gpu_dump_llvmir",
+               "x.ll", "--xla_dump_to", "DIR", "--noxla_cpu_enable_fast_math",
+               "--xla_reduce_window_rewrite_base_length=128", "--", "--not-a-flag"], flags)
+    assert (p["o"], p["n"], p["list-stages"], p["run"]) == ("-", 3, True, False)
+    assert p.positionals == ["in.hlo", "x.ll", "--not-a-flag"]
+    assert p.xla_flags == {"xla_gpu_dump_llvmir": True, "xla_dump_to": "DIR",
+                           "xla_cpu_enable_fast_math": False, "xla_reduce_window_rewrite_base_length": 128}
+    assert parse(["--run=false", "--list-stages=1", "--o=f"], flags).values == {
+        "o": "f", "n": 1, "list_stages": True, "run": False}
+
+
+def test_hlo_opt_xla_dump_to(tool, work):
+    r = tool("hlo-opt --platform=cpu --xla_dump_to=dumped input.hlo")
+    assert r.code == 0, r.err
+    names = {p.name for p in (work / "dumped").iterdir()}
+    for what in ("before_optimizations.txt", "cpu_after_optimizations.txt",
+                 "cpu_after_optimizations-buffer-assignment.txt", "debug_options"):
+        assert f"module_0001.doc_input.{what}" in names
+    assert_one_line_error(tool("hlo-opt --xla_dump_to=dumped input.hlo"), contains="needs an XLA compile")
+
+
+def test_hlo_opt_split_input_file(tool, work):
+    text = (work / "computation.hlo").read_text()
+    (work / "two.hlo").write_text(text + "// -----\n" + text.replace("HloModule computation", "HloModule second"))
+    r = tool("hlo-opt --split-input-file two.hlo")
+    assert r.code == 0, r.err
+    assert [ln.split(",")[0] for ln in r.out.splitlines() if ln.startswith("HloModule")] == [
+        "HloModule computation", "HloModule second"]
+
+
+def test_mlirhlo_accepts_xla_spellings(cli, work, tmp_path):
+    """mlirhlo's own commands take XLA's spellings of the same options as aliases."""
+    r = cli("run", work / "computation.hlo", "--reference", "cpu", "--jobs", "0", "--abs_error_bound=0.01",
+            "--rel_error_bound", "0.01", "--use_large_float_range", "--print_literals")
+    assert r.code == 0, r.err
+    assert "output 0 (float32[8])" in r.out
+    assert cli("opt", work / "computation.hlo", f"--o={tmp_path / 'c.mlir'}").code == 0
+    assert (tmp_path / "c.mlir").read_text().startswith("module @computation")
+    help_text = cli("spmd-run", "--help").out
+    for alias in ("--num_partitions", "--num_replicas", "--is_spmd_partitioned_module", "--num_repeats"):
+        assert alias in help_text
+
+
+def test_hlo_opt_passes_world(tool):
+    forced = tool("hlo-opt --passes=mlir:canonicalize computation.hlo")
+    assert forced.code == 0, forced.err
+    assert forced.out.startswith("module @computation")  # MLIR passes print StableHLO
+    only_mlir = tool("hlo-opt --passes=canonicalize computation.hlo")  # no XLA pass of that name
+    assert only_mlir.code == 0 and only_mlir.out == forced.out
+    assert "not in XLA's pipelines; run as MLIR passes" in only_mlir.err
+    assert_one_line_error(tool("hlo-opt --passes=xla:canonicalize --platform=cpu computation.hlo"),
+                          contains="cpu: canonicalize did not run")
+
+
+def test_run_hlo_module_literal_files(tool, work):
+    first = tool("run_hlo_module --reference_platform=CPU --output_literals_file=lits.pbtxt computation.hlo")
+    assert first.code == 0, first.err
+    text = (work / "lits.pbtxt").read_text()
+    assert text.startswith("iterations {\n  arguments {\n    shape {\n      element_type: F32")
+    assert "reference_result {" in text
+    again = tool("run_hlo_module --reference_platform=CPU --input_literals_file=lits.pbtxt "
+                 "--output_literals_file=lits.pb computation.hlo")
+    assert again.code == 0, again.err
+    assert "inputs: from lits.pbtxt" in again.out
+    from mlirhlo_driver import literals
+
+    # the same arguments came back, through the binary file this time
+    assert [a.tolist() for a in literals.read_iteration_arguments(str(work / "lits.pb"))[0]] == \
+        [a.tolist() for a in literals.read_iteration_arguments(str(work / "lits.pbtxt"))[0]]
+
+
+def test_literal_layouts_and_types():
+    import ml_dtypes
+    import numpy as np
+
+    from mlirhlo_driver import literals
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    lit = literals.from_array(a)
+    del lit.shape.layout.minor_to_major[:]
+    lit.shape.layout.minor_to_major.extend([0, 1])  # column-major: the data is a's transpose
+    lit.ClearField("f32s")
+    lit.f32s.extend(a.T.reshape(-1).tolist())
+    assert literals.to_array(lit).tolist() == a.tolist()
+    for x in (np.array([1.5, -2], dtype=ml_dtypes.bfloat16), np.array([[1 + 2j]], dtype=np.complex64),
+              np.array([True, False]), np.array([-3, 4], dtype=np.int8)):
+        back = literals.to_array(literals.from_array(x))
+        assert back.dtype == x.dtype and back.tolist() == x.tolist()
+
+
+def test_run_hlo_module_replays_snapshot(tool, work):
+    """An HloSnapshot from XLA's dump runs on the arguments it recorded (all ones, all 0.1)."""
+    r = tool(f"run_hlo_module --print_literals {work}/snapshot/module_0008.jit__lambda.snapshot.75718513.pb")
+    assert r.code == 0, r.err
+    assert "running module_0008.jit__lambda.before_optimizations.txt on the recorded arguments" in r.err
+    assert "output 0 (float32[3]): [2.656147, 2.656147, 2.656147]" in r.out  # the result XLA recorded
+
+
+def test_multihost_nodes(work):
+    """Two nodes: one command per host (--address, --task_id), and simulated on this machine."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rowsum = "dump/module_0002.jit_rowsum.before_optimizations.txt"
+    node = f"multihost_hlo_runner --num_nodes=2 --address=127.0.0.1:{port} {rowsum}"
+    p = shell(f"{node} --task_id=1 > task1.txt 2>&1 & {node} --task_id=0; r=$?; wait $!; echo rc=$r,$?", work)
+    assert p.stdout.rstrip().endswith("rc=0,0"), p.stdout + p.stderr + (work / "task1.txt").read_text()
+    assert "module_0002.jit_rowsum: OK" in p.stdout and "gathered from 2 processes" in p.stdout
+    mock = shell(f"multihost_hlo_runner --enable_mock_nccl --num_nodes=2 {rowsum}", work)
+    assert mock.returncode == 0, mock.stderr
+    assert "[0] module_0002.jit_rowsum: OK" in mock.stdout and "2 simulated nodes" in mock.stderr
