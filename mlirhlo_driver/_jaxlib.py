@@ -188,7 +188,7 @@ _STATUS_LOG = re.compile(r"^E\d{4} [\d:. ]+\d+ status_macros\.cc:\d+\] ")
 def without_native_noise(text: str) -> list[str]:
     """The lines of native output worth showing: no known noise, no status stack traces."""
     kept, in_trace = [], False
-    for ln in text.splitlines():
+    for ln in text.replace("\x00", "").splitlines():  # a log file rewritten past a truncation has NUL holes
         if ln.strip() == "*** Begin stack trace ***":
             in_trace = True
         elif in_trace:
@@ -549,9 +549,12 @@ def _started_native_threads() -> None:
 
 
 def native_threads_started() -> bool:
-    """Whether XLA (a plugin, a compile) may run native threads here without a jax
-    backend, which isolate.fork_is_safe cannot see through jax's bookkeeping."""
-    return _native_threads
+    """Whether XLA may run native threads in this process: the driver loaded a
+    plugin or compiled, or jax started a backend (isolate.fork_is_safe asks)."""
+    if _native_threads:
+        return True
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return bool(bridge is not None and getattr(bridge, "_backends", None))
 
 
 def _register_cuda_targets(xla_client: Any, c_api: Any) -> None:

@@ -245,6 +245,8 @@ def worker_init(job: OptJob) -> None:
     _jaxlib.ir_context()
     if job.platform == "cpu":
         _jaxlib.cpu_devices()
+    elif job.platform == "cuda":
+        _jaxlib.cuda_c_api()  # the plugin, loaded once; each compile reuses it
 
 
 def worker_task(job: OptJob, task: OptTask) -> OptResult:

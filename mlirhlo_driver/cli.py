@@ -145,7 +145,7 @@ def opt(
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")] = False,
     jobs: Annotated[int, typer.Option(
-        "--jobs", "-j", min=0, help="Worker processes, each module isolated (0: in this process).")] = 0,
+        "--jobs", "-j", help="Worker processes, each module isolated (0: in this process).")] = 0,
     fail_fast: Annotated[bool, typer.Option(
         "--fail-fast", help="Stop at the first module that fails (default: report it and go on).")] = False,
     timeout: Annotated[Optional[float], typer.Option(
@@ -263,6 +263,8 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
             specs = [spec]
         else:
             specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
+        # Fields filled in or left out of a spec: said with the other notes, after validation.
+        note = "\n".join([*([note] if note else []), *(n for s in specs for n in s.notes)])
     elif platform == "cpu" and gpu_spec is not None:
         raise DriverError("--gpu-spec is for --platform cuda")
     if platform == "cpu" and "xla_gpu_load_autotune_results_from" in flags:
@@ -313,6 +315,8 @@ def _run_opt(inputs: list[str] | None, pipeline_spec: str | None, passes: str | 
         raise DriverError("several GPU specs need --dump-dir, not -o")
     if output:
         outputs.check_output_path(output)  # before the work, not after it
+    if jobs < 0:
+        raise DriverError("--jobs must be >= 0")
     if scheduler is not None and not dump_dir:
         raise DriverError("--scheduler needs --dump-dir", hint="the cluster's results are written as files")
     tasks = batch.tasks_for(inputs, split_input_file=split_input_file)
@@ -568,7 +572,9 @@ def run(
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", help="Worker processes; each module is isolated (0: run in this process).")] = 1,
     timeout: Annotated[Optional[float], typer.Option(
-        "--timeout", callback=_positive, help="Seconds per module (with --jobs).")] = None,
+        "--timeout", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")] = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", help="Run the modules on a Dask cluster (tcp://HOST:8786) instead of local workers.")] = None,
     json_report: Annotated[Optional[str], typer.Option("--json", help="Write the report rows as JSON.")] = None,
     input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
     split_input_file: Annotated[bool, typer.Option("--split-input-file")] = False,
@@ -623,7 +629,7 @@ def run(
             large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,
             fold_constants=fold_constants, bisect=bisect,
             keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
-        reports = _execute_tasks(tasks, options, jobs, timeout)
+        reports = _execute_tasks(tasks, options, jobs, timeout, scheduler)
         if len(reports) == 1 and reports[0].status == "invalid":
             sys.stderr.write(f"error: {reports[0].message}\n")  # bad input: one line, as everywhere
             raise typer.Exit(EXIT_USAGE)
@@ -664,7 +670,8 @@ def _run_tasks(specs: list[str], input_format: str | None, split: bool, args: st
     return tasks
 
 
-def _execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | None) -> list[Any]:
+def _execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | None,
+                   scheduler: str | None = None) -> list[Any]:
     from .run_pool import run_in_workers, run_task
 
     progress = None
@@ -682,13 +689,13 @@ def _execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | N
                 progress.advance(bar)
                 progress.refresh()
 
-        if jobs == 0:
+        if jobs == 0 and scheduler is None:
             reports = []
             for t in tasks:
                 reports.append(run_task(t, options))
                 done(reports[-1])
             return reports
-        return run_in_workers(tasks, options, jobs=jobs, timeout=timeout, on_done=done)
+        return run_in_workers(tasks, options, jobs=jobs, timeout=timeout, on_done=done, scheduler=scheduler)
     finally:
         if progress is not None:
             progress.stop()
@@ -1009,7 +1016,8 @@ def _spmd_fail(err: DriverError) -> None:
 
 @app.command("kernels")
 def kernels_command(
-    inputs: InputsArg = None,
+    inputs: Annotated[Optional[list[str]], typer.Argument(
+        help="Files, globs or directories (an XLA dump directory: its modules).", show_default=False)] = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
         "--gpu-spec", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
@@ -1054,8 +1062,8 @@ def ptx(
 
     Takes the LLVM IR XLA writes, including its newer float-constant syntax.
     Several modules joined by '; ----- NAME -----' lines (the 'llvm' stages'
-    output) are compiled one by one, each in a child process (an LLVM fatal
-    error is reported, not fatal), and each PTX is assembled by ptxas for --arch.
+    output) are compiled one by one in a helper process (an LLVM fatal error
+    is reported, not fatal), and each PTX is assembled by ptxas for --arch.
     """
     import re
 
@@ -1077,17 +1085,21 @@ def ptx(
         dumps: list[tuple[str, str]] = []
         want_dumps = print_after_all or ir_dump_dir is not None
         out = []
+        compiled: list[tuple[str, str]] = []
         for name, offset, body in parts:
             try:
                 # Line numbers stay the file's: pad with the lines before this module.
                 code = ptx_backend.compile_to_ptx(
                     "\n" * offset + body, arch, opt_level, filename=input, optimize=optimize,
-                    libdevice=libdevice, assemble=check_ptxas,
+                    libdevice=libdevice, assemble=False,
                     print_after_all=(lambda p, ir, n=name: dumps.append((f"{n}:{p}" if n else p, ir)))
                     if want_dumps else None)
             except DriverError:
                 raise
+            compiled.append((name, code))
             out.append((f"// ----- {name} -----\n" if name else "") + code)
+        if check_ptxas:  # all modules at once: ptxas runs side by side
+            ptx_backend.check_all_with_ptxas(compiled, arch, input)
         if ir_dump_dir:
             for i, (pass_name, ir) in enumerate(dumps):
                 safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
@@ -1274,6 +1286,8 @@ def specs_show(name: Annotated[str, typer.Argument(help="A shipped spec name or 
         from . import gpu_specs
 
         spec = gpu_specs.resolve_spec(name)
+        for note in spec.notes:
+            sys.stderr.write(note + "\n")
         for key, value in spec.to_dict().items():
             typer.echo(f"# {key}: {value}")
         typer.echo(spec.text.rstrip("\n"))
@@ -1290,6 +1304,8 @@ def specs_check(files: Annotated[list[str], typer.Argument(help="Spec files to v
     for path in files:
         try:
             spec = gpu_specs.check_spec(path)
+            for note in spec.notes:
+                sys.stderr.write(note + "\n")
             typer.echo(f"{path}: ok ({spec.gpu}, {spec.sm}, {spec.sm_count} SMs)")
         except DriverError as e:
             sys.stderr.write(e.format() + "\n")
@@ -1335,8 +1351,14 @@ _FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache
 
 
 def _invoked_command(argv: list[str]) -> str | None:
-    """The sub-command argv names (the root takes only flags), or None."""
-    return next((a for a in argv if not a.startswith("-")), None)
+    """The sub-command argv names (the root takes only flags), or None (also for
+    the root's own --help, which lists every command)."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def _app_for(name: str | None) -> typer.Typer:
@@ -1405,6 +1427,9 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv)
     except SystemExit as e:
         code = e.code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        code = 130
     except BaseException:
         import traceback
 

@@ -3,14 +3,23 @@
 A device-less compile writes no cubin file (the serialized executable holds
 one, compressed), so the kernels are assembled again from XLA's dumped PTX,
 with the ptxas XLA itself runs (``cuda_tools.ptxas``) and the options XLA
-passes it, one ptxas process per PTX file ("kernel module") as XLA does. See
-openxla/xla ``xla/stream_executor/cuda/subprocess_compilation.cc``,
+passes it. See openxla/xla ``xla/stream_executor/cuda/subprocess_compilation.cc``,
 ``CompileGpuAsmUsingPtxAs``: ``ptxas <ptx> -o <cubin> -arch=<sm> --warn-on-spills``,
 then ``AppendArgsFromOptions``: ``-O0`` when ``xla_gpu_disable_gpuasm_optimizations``
 is set, then the user's extra flags (``xla_gpu_ptx_compiler_extra_flags`` in
 this jaxlib). XLA adds ``-v`` when it logs; ``-v`` only reports resource usage
-and does not change the cubin, so it is always given here and its report is
-what the ``kernels`` stage reads.
+and does not change the code.
+
+Two ways, each run at most once per (module, spec) and only when a stage needs it:
+- :meth:`Assembly.modules_assembled`: one ptxas per PTX file ("kernel module"),
+  as XLA runs it, with ``-v``: the ``cubin`` stage's files, and the per-kernel
+  resources of ``kernels`` (its report, and the ELF's shared-memory sections);
+- :meth:`Assembly.combined_elf`: one ptxas process over all PTX files, one ELF
+  holding every kernel, for ``sass``: nvdisasm spends about 0.25 s of CPU
+  starting up, so it runs once per compile, not once per file. ptxas assembles
+  each entry on its own: every kernel's code in it is byte-identical to that of
+  its module's cubin (tests/test_cuda_stages.py checks it). Its resource
+  figures are not used: shared-memory sections can differ there.
 
 SASS comes from ``nvdisasm``. pip's ``nvidia-cuda-nvdisasm`` is CUDA 13, which
 reads cubins for sm_75 and newer only; an older nvdisasm (a CUDA 12 toolkit,
@@ -24,7 +33,7 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import StageError, ToolchainError
@@ -36,49 +45,53 @@ _ENTRY = re.compile(r"^\s*\.(?:visible\s+)?\.entry\s+([\w$]+)", re.M)
 
 @dataclass(frozen=True)
 class KernelResources:
-    """What ``ptxas -v`` reports for one kernel (entry function)."""
+    """One kernel's resources: what ``ptxas -v`` reports, shared memory from its cubin."""
 
     name: str
     registers: int
     stack_frame: int      # bytes per thread (local memory ptxas reserves)
     spill_stores: int     # bytes
     spill_loads: int      # bytes
-    shared: int           # static shared memory, bytes
+    shared: int           # static shared memory, bytes (the cubin's .nv.shared.<kernel> section)
     barriers: int = 0
-
-    def to_dict(self) -> dict[str, int | str]:
-        return {"name": self.name, "registers": self.registers, "stack_frame": self.stack_frame,
-                "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
-                "shared": self.shared, "barriers": self.barriers}
 
 
 @dataclass
 class KernelModule:
-    """One of XLA's PTX files, assembled: named after the first kernel it defines."""
+    """One of XLA's PTX files: named after the first kernel it defines."""
 
     name: str
     ptx_key: str
     kernels: list[str]
     ptx: str = field(repr=False)
-    cubin: bytes = field(repr=False)
-    log: str = field(repr=False)
-    resources: dict[str, KernelResources] = field(default_factory=dict)
+    cubin: bytes = field(default=b"", repr=False)  # once assembled
+    log: str = field(default="", repr=False)
 
 
 @dataclass
 class Assembly:
-    """Every kernel module of one compile, assembled for one sm."""
+    """A compile's kernel modules and how XLA would assemble them for one sm."""
 
     sm: str
     ptxas: Any  # cuda_tools.Ptxas
-    args: tuple[str, ...]  # the options after the PTX and output file
+    args: tuple[str, ...]  # XLA's options (without -v)
     modules: list[KernelModule]
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+    _assembled: bool = field(default=False, repr=False)
+    _elf: bytes | None = field(default=None, repr=False)
 
-    def resources(self) -> dict[str, KernelResources]:
-        out: dict[str, KernelResources] = {}
-        for m in self.modules:
-            out.update(m.resources)
-        return out
+    def modules_assembled(self) -> list[KernelModule]:
+        """The modules with their cubins and resources (assembled on first call)."""
+        if not self._assembled:
+            _assemble_modules(self)
+            self._assembled = True
+        return self.modules
+
+    def combined_elf(self) -> bytes:
+        """One ELF of every kernel from one ptxas process (made on first call)."""
+        if self._elf is None:
+            self._elf = _assemble_combined(self)
+        return self._elf
 
 
 def ptxas_options(sm: str, xla_flags: dict[str, Any]) -> list[str]:
@@ -104,48 +117,78 @@ def kernel_module_name(ptx: str, fallback: str) -> str:
     return kernels[0] if kernels else fallback
 
 
-def assemble(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, Any]) -> Assembly:
-    """Assemble each non-empty PTX file with XLA's ptxas and options, side by side.
+def _first_error(log: str, code: int) -> str:
+    lines = log.strip().splitlines()
+    return next((ln for ln in lines if "error" in ln or "fatal" in ln), lines[0] if lines else f"exit {code}").strip()
 
-    Raises ToolchainError when no ptxas can target ``sm``, StageError when
-    ptxas rejects a file (its first error line, with the file's kernel).
+
+def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, Any]) -> Assembly:
+    """The non-empty PTX files, the ptxas XLA runs and XLA's options; nothing assembled yet.
+
+    Raises ToolchainError when no ptxas can target ``sm``.
     """
     from . import cuda_tools
 
     user_dir = str(xla_flags.get("xla_gpu_cuda_data_dir") or "") or None
     tool = cuda_tools.check_target(sm, user_dir)
-    args = ptxas_options(sm, xla_flags) + ["-v"]
-    work = []
+    modules = []
     for key, data in ptx_files:
         text = data.decode("utf-8", "replace")
-        if not text.strip():
-            continue  # XLA writes empty PTX for modules with no kernels
-        work.append((key, text))
-    modules: list[KernelModule] = []
+        if text.strip():  # XLA writes empty PTX for modules with no kernels
+            modules.append(KernelModule(kernel_module_name(text, key), key,
+                                        sorted(set(_ENTRY.findall(text))), text))
+    modules.sort(key=lambda m: m.name)
+    return Assembly(sm, tool, tuple(ptxas_options(sm, xla_flags)), modules)
+
+
+def _assemble_modules(asm: Assembly) -> None:
+    """One ptxas -v per module, side by side; fills cubin, log and resources."""
     with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
         procs = []
-        for i, (key, text) in enumerate(work):
-            src, out = os.path.join(tmp, f"{i}.ptx"), os.path.join(tmp, f"{i}.cubin")
+        for i, m in enumerate(asm.modules):
+            src = os.path.join(tmp, f"{i}.ptx")
             with open(src, "w") as f:
-                f.write(text)
-            # All at once: ptxas runs for milliseconds per file and the machine may have cores to spare.
-            procs.append(subprocess.Popen([tool.path, src, "-o", out, *args], stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL))
-        for (key, text), proc, i in zip(work, procs, range(len(work))):
+                f.write(m.ptx)
+            # All at once: each runs for milliseconds to a second, and cores may be free.
+            procs.append(subprocess.Popen([asm.ptxas.path, src, "-o", os.path.join(tmp, f"{i}.cubin"),
+                                           *asm.args, "-v"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          stdin=subprocess.DEVNULL))
+        for i, (m, proc) in enumerate(zip(asm.modules, procs)):
             stdout, stderr = proc.communicate()
-            log = (stdout + stderr).decode("utf-8", "replace")
-            name = kernel_module_name(text, key)
+            m.log = (stdout + stderr).decode("utf-8", "replace")
             if proc.returncode != 0:
-                first = next((ln for ln in log.splitlines() if "error" in ln or "fatal" in ln),
-                             log.strip().splitlines()[0] if log.strip() else f"exit {proc.returncode}")
-                raise StageError(f"ptxas {tool.version_str} failed on kernel module '{name}' "
-                                 f"for {sm}: {first.strip()}")
+                raise StageError(f"ptxas {asm.ptxas.version_str} failed on kernel module '{m.name}' "
+                                 f"for {asm.sm}: {_first_error(m.log, proc.returncode)}")
             with open(os.path.join(tmp, f"{i}.cubin"), "rb") as f:
-                cubin = f.read()
-            modules.append(KernelModule(name, key, sorted(set(_ENTRY.findall(text))), text, cubin, log,
-                                        parse_ptxas_log(log)))
-    modules.sort(key=lambda m: m.name)
-    return Assembly(sm, tool, tuple(args), modules)
+                m.cubin = f.read()
+            resources = parse_ptxas_log(m.log)
+            sizes = elf_section_sizes(m.cubin)
+            for k, r in resources.items():
+                # ptxas -v leaves out static shared memory it adds itself (1 KiB in some sm_90a
+                # Triton kernels); the ELF's .nv.shared.<kernel> section is what the driver
+                # reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's SHARED).
+                shared = sizes.get(f".nv.shared.{k}")
+                asm.resources[k] = replace(r, shared=shared) if shared is not None else r
+
+
+def _assemble_combined(asm: Assembly) -> bytes:
+    if not asm.modules:
+        return b""
+    with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
+        sources = []
+        for i, m in enumerate(asm.modules):
+            sources.append(os.path.join(tmp, f"{i}.ptx"))
+            with open(sources[-1], "w") as f:
+                f.write(m.ptx)
+        out = os.path.join(tmp, "all.cubin")
+        proc = subprocess.run([asm.ptxas.path, *sources, "-o", out, *asm.args], capture_output=True,
+                              stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            log = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+            raise StageError(f"ptxas {asm.ptxas.version_str} failed for {asm.sm}: "
+                             f"{_first_error(log, proc.returncode)}")
+        with open(out, "rb") as f:
+            return f.read()
 
 
 # ``ptxas -v`` lines (CUDA 11.8 .. 13 spell them the same way):
@@ -210,6 +253,25 @@ def elf_sm(cubin: bytes) -> int:
         raise StageError(f"ELF e_machine is {machine}, not EM_CUDA ({EM_CUDA})")
     flags, = struct.unpack_from("<I", cubin, 0x30)
     return (flags >> 8) & 0xFF if cubin[8] >= 8 else flags & 0xFF
+
+
+def elf_section_sizes(cubin: bytes) -> dict[str, int]:
+    """Section name -> size of an ELF64 little-endian file (the ELF standard's section
+    header table: e_shoff at 0x28, e_shentsize/e_shnum/e_shstrndx at 0x3A)."""
+    import struct
+
+    try:
+        shoff, = struct.unpack_from("<Q", cubin, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+        headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+        names_at = headers[shstrndx][4]
+        out = {}
+        for name_off, _type, _flags, _addr, _offset, size in headers:
+            start = names_at + name_off
+            out[cubin[start:cubin.index(b"\0", start)].decode("ascii", "replace")] = size
+        return out
+    except (struct.error, ValueError, IndexError):
+        raise StageError("ptxas wrote a cubin whose ELF section table cannot be read") from None
 
 
 # ------------------------------------------------------------------ nvdisasm
@@ -307,37 +369,22 @@ _TEXT_SECTION = re.compile(r"^//-+ \.text\.([\w$.]+) +-+$", re.M)
 
 
 def disassemble(assembly: Assembly, data_dir: str | None = None) -> list[tuple[str, str]]:
-    """(kernel module, SASS text) for each kernel module, in the assembly's order.
-
-    nvdisasm spends about 0.25 s of CPU starting up, whatever it reads, so it
-    runs once: on one ELF holding every kernel, which ptxas makes from all the
-    PTX files in one process with the same options. Each kernel's code in it is
-    byte-identical to the per-module cubins' (ptxas assembles every entry on its
-    own; tests/test_cuda_stages.py checks it), so the SASS is theirs.
-    """
+    """(kernel module, SASS text) for each kernel module: one nvdisasm on the assembly's ELF."""
     tool = nvdisasm_for(assembly.sm, data_dir)
     if not assembly.modules:
         return []
-    args = [a for a in assembly.args if a != "-v"]
     with tempfile.TemporaryDirectory(prefix="mlirhlo-sass-") as tmp:
-        sources = []
-        for i, m in enumerate(assembly.modules):
-            sources.append(os.path.join(tmp, f"{i}.ptx"))
-            with open(sources[-1], "w") as f:
-                f.write(m.ptx)
-        combined = os.path.join(tmp, "all.cubin")
-        proc = subprocess.run([assembly.ptxas.path, *sources, "-o", combined, *args],
-                              capture_output=True, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            err = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip().splitlines()
-            raise StageError(f"ptxas {assembly.ptxas.version_str} failed on the kernels together "
-                             f"({assembly.sm}): {err[0] if err else f'exit {proc.returncode}'}")
-        # -c: code sections only (the ELF's data sections are not SASS).
-        proc = subprocess.run([tool.path, "-c", combined], capture_output=True, stdin=subprocess.DEVNULL)
+        path = os.path.join(tmp, "all.cubin")
+        with open(path, "wb") as f:
+            f.write(assembly.combined_elf())
+        # -c: code sections only (the ELF's data sections are not SASS). -ndf: no dataflow
+        # analysis; nvdisasm 13 skips it on ptxas 12.9 cubins anyway (same text), yet spends
+        # a quarter of its time on it.
+        proc = subprocess.run([tool.path, "-c", "-ndf", path], capture_output=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        err = proc.stderr.decode("utf-8", "replace")
         raise StageError(f"nvdisasm {tool.version_str} failed on {assembly.sm} cubins: "
-                         f"{err[0] if err else f'exit {proc.returncode}'}")
+                         f"{_first_error(err, proc.returncode)}")
     return split_by_module(proc.stdout.decode("utf-8", "replace"), assembly.modules)
 
 

@@ -90,9 +90,9 @@ class EnvironmentMismatch(DriverError):
 
 
 class NativeCrash(DriverError):
-    """Native code (XLA, LLVM, MLIR) died on an input, in an isolated child (isolate.py).
+    """Native code (XLA, LLVM, MLIR) died on an input, in the helper process (isolate.py).
 
-    ``status`` is the child's wait status (None if unknown), ``native_log``
+    ``status`` is the helper's wait status (None if unknown), ``native_log``
     what it wrote on fd 1/2 before dying.
     """
 

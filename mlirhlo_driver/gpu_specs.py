@@ -2,32 +2,38 @@
 
 XLA compiles for CUDA without a GPU when it is handed a
 ``stream_executor.GpuTargetConfigProto`` in protobuf text format. The repo
-ships one such file per common GPU in ``gpu_specs/``; users may pass their own.
+ships one such file per common GPU in ``gpu_specs/``; users may pass their own,
+XLA's own (``xla/backends/gpu/target_config/specs/*.txtpb``) included.
 
-This module is pure Python (no jax/jaxlib import), so listing and checking
-specs stays fast. It holds:
+The schema is the installed jaxlib's own: the message class comes from the
+descriptors compiled into it (:mod:`protos`), and protobuf's ``text_format``
+parses the file. On top of that this module
 
-* a small protobuf text-format parser that records the line and column of
-  every field and reports malformed input as :class:`SpecError`;
-* a schema of the ``GpuTargetConfigProto`` messages as this jaxlib (0.10.2)
-  defines them (read from the descriptors compiled into its CUDA plugin), with
-  the fields XLA needs to compile marked required;
-* :class:`GpuSpec`, the validated summary of one file, and the functions that
-  list, load and resolve specs.
+* records where each field is written (protobuf's Python parser records no
+  positions), so that every error names the field's line and column;
+* rejects what XLA's C++ parser rejects but Python's accepts (invalid string
+  escapes such as ``\\q``);
+* checks the fields XLA needs to compile (:data:`REQUIRED`). Those that every
+  GPU of a compute capability reports alike (warp size, register and shared
+  memory limits, FP32 units per SM) are filled in when a spec lacks them, as
+  XLA reads them from the GPU (XLA's older spec files lack some), and say so in
+  :attr:`GpuSpec.notes`, for the caller to print;
+* summarises the file as a :class:`GpuSpec`, and lists, loads and resolves specs.
 
-The file text is passed to XLA unchanged; the parse here only validates it
-and extracts the summary.
+Importing it imports neither jax nor jaxlib; protobuf is imported on the first parse.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
+import struct
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from .errors import SpecError, did_you_mean
 from .resources import data_dir
@@ -36,469 +42,270 @@ from .resources import data_dir
 SPEC_DIR = data_dir("gpu_specs")
 SPEC_SUFFIX = ".txtpb"
 DEFAULT_SPEC = "h100_sxm"
+MESSAGE = "stream_executor.GpuTargetConfigProto"
 
 __all__ = [
-    "DEFAULT_SPEC", "SPEC_DIR", "SPEC_SUFFIX", "GpuSpec", "Message", "Field", "Ident",
-    "SCHEMA", "REQUIRED", "parse_textproto", "validate", "list_specs", "load_spec",
+    "DEFAULT_SPEC", "MESSAGE", "SPEC_DIR", "SPEC_SUFFIX", "GpuSpec", "ParsedSpec", "Pos",
+    "REQUIRED", "parse_textproto", "validate", "fill_values", "list_specs", "load_spec",
     "parse_spec", "resolve_spec", "check_spec", "shipped_names",
 ]
 
 
-# ------------------------------------------------------------------ parse tree
+# ---------------------------------------------------------------------- parsing
 
 @dataclass(frozen=True)
-class Ident:
-    """A bare identifier used as a value: an enum name, true/false, inf/nan."""
+class Pos:
+    """Where a field is written: its name, and its value (for a message: the brace)."""
 
-    name: str
-    negative: bool = False  # written as ``-inf``
-
-    def __str__(self) -> str:
-        return ("-" if self.negative else "") + self.name
-
-
-@dataclass
-class Field:
-    """One ``name: value`` or ``name { ... }`` occurrence, with its position."""
-
-    name: str
-    kind: str  # "int", "float", "string", "ident" or "message"
-    value: Union[int, float, str, Ident, "Message"]
-    line: int  # of the field name
-    col: int
-    value_line: int  # of the value (for a message: its opening brace)
-    value_col: int
-
-    def describe_value(self) -> str:
-        if self.kind == "string":
-            return "string " + _quote(self.value)  # type: ignore[arg-type]
-        if self.kind == "message":
-            return "a message"
-        if self.kind == "ident":
-            return f"identifier {self.value}"
-        return f"{'integer' if self.kind == 'int' else 'number'} {self.value}"
-
-
-@dataclass
-class Message:
-    """A message body: its fields in file order. The root has name ``""``."""
-
-    name: str
-    line: int  # of the field name that opens it (1, 1 for the root)
-    col: int
-    fields: list[Field]
-
-    def get(self, name: str) -> Field | None:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        return None
-
-    def value(self, name: str, default: Any = None) -> Any:
-        f = self.get(name)
-        return default if f is None else f.value
-
-
-# ------------------------------------------------------------------- tokenizer
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # "ident", "int", "float", "string", "punct", "eof"
-    text: str  # source text (for strings: the decoded value)
-    value: Any
     line: int
     col: int
-
-    def describe(self) -> str:
-        if self.kind == "eof":
-            return "end of file"
-        if self.kind == "string":
-            return "string " + _quote(self.value)
-        return f"'{self.text}'"
+    value_line: int
+    value_col: int
 
 
-_PUNCT = set("{}<>:;,[]-")
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DIGITS = "0123456789"
-_IDENT_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
-_NUMBER_RE = re.compile(
-    r"""(?P<hex>0[xX][0-9a-fA-F]+)
-      | (?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fF]?|\d+[eE][+-]?\d+[fF]?|\d+[fF])
-      | (?P<oct>0[0-7]+)
-      | (?P<dec>\d+)""",
-    re.VERBOSE | re.ASCII,
-)
-_SIMPLE_ESCAPES = {
-    "n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a",
-    "b": "\b", "f": "\f", "v": "\v", "?": "?",
-}
+@dataclass
+class ParsedSpec:
+    """A parsed spec file: the protobuf message and where its fields are written.
+
+    ``positions`` maps a field path (``("gpu_device_info", "core_count")``) to
+    its first occurrence; ``unknown`` lists fields the installed schema lacks,
+    as (path of the enclosing message, name, position, message type name).
+    Proto3 scalars have no presence, so ``positions`` also tells what is set.
+    """
+
+    message: Any
+    positions: dict[tuple[str, ...], Pos]
+    unknown: list[tuple[tuple[str, ...], str, Pos, str]]
+
+    def at(self, *path: str) -> Pos | None:
+        return self.positions.get(path)
 
 
-def _quote(s: str) -> str:
-    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{out}"'
+def _message_class() -> Any:
+    from . import protos
+
+    return protos.message_class(MESSAGE)
 
 
-class _Lexer:
+# XLA's C++ TextFormat accepts only these escapes (CUnescape); Python's text_format
+# also accepts others (``\q`` as "q"), which XLA would then refuse.
+_ESCAPE = re.compile(r"""\\(?:([abfnrtv\\?'"]|[0-7]{1,3}|[xX][0-9a-fA-F]{1,2}|u[0-9a-fA-F]{4}"""
+                     r"""|U[0-9a-fA-F]{8})|(.?))""", re.S)
+
+
+class _Walker:
+    """Records field positions in text that protobuf has parsed already, with
+    protobuf's own Tokenizer: a walk over names, ':' and braces, not a parser."""
+
     def __init__(self, text: str, file: str | None) -> None:
-        self.text = text
+        from google.protobuf import text_format
+
+        self.tok = text_format.Tokenizer(text.split("\n"))
         self.file = file
-        self.pos = 0
-        self.line = 1
-        self.col = 1
+        self.positions: dict[tuple[str, ...], Pos] = {}
+        self.unknown: list[tuple[tuple[str, ...], str, Pos, str]] = []
+
+    def here(self) -> tuple[int, int]:
+        e = self.tok.ParseError("")
+        return e.GetLine(), e.GetColumn()
 
     def error(self, message: str, line: int, col: int, hint: str | None = None) -> SpecError:
         return SpecError(message, file=self.file, line=line, col=col, hint=hint)
 
-    def _advance(self, n: int) -> None:
-        for ch in self.text[self.pos:self.pos + n]:
-            if ch == "\n":
-                self.line += 1
-                self.col = 1
-            else:
-                self.col += 1
-        self.pos += n
-
-    def tokens(self) -> list[_Tok]:
-        out: list[_Tok] = []
-        text = self.text
+    def body(self, desc: Any, path: tuple[str, ...], close: str | None) -> None:
+        tok = self.tok
+        seen: dict[str, Pos] = {}
+        oneofs: dict[str, str] = {}
         while True:
-            # whitespace and comments
-            while self.pos < len(text):
-                ch = text[self.pos]
-                if ch in " \t\r\n\f\v":
-                    self._advance(1)
-                elif ch == "#":
-                    end = text.find("\n", self.pos)
-                    self._advance((len(text) if end < 0 else end) - self.pos)
-                else:
-                    break
-            if self.pos >= len(text):
-                out.append(_Tok("eof", "", None, self.line, self.col))
-                return out
-            line, col, ch = self.line, self.col, text[self.pos]
-            if ch in "\"'":
-                value, length = self._string(line, col)
-                out.append(_Tok("string", text[self.pos:self.pos + length], value, line, col))
-                self._advance(length)
-            elif ch in _DIGITS or (ch == "." and text[self.pos + 1:self.pos + 2] in tuple(_DIGITS)):
-                out.append(self._number(line, col))
-            elif ch in _IDENT_START:
-                m = _IDENT_RE.match(text, self.pos)
-                assert m is not None
-                out.append(_Tok("ident", m.group(), m.group(), line, col))
-                self._advance(len(m.group()))
-            elif ch in _PUNCT:
-                out.append(_Tok("punct", ch, ch, line, col))
-                self._advance(1)
-            else:
-                raise self.error(f"unexpected character {ch!r}", line, col)
-
-    def _number(self, line: int, col: int) -> _Tok:
-        m = _NUMBER_RE.match(self.text, self.pos)
-        assert m is not None
-        raw = m.group()
-        end = m.end()
-        if end < len(self.text) and (self.text[end] in _IDENT_START or self.text[end] in _DIGITS
-                                     or self.text[end] == "."):
-            tail = _IDENT_RE.match(self.text, end)
-            bad = raw + (tail.group() if tail else self.text[end])
-            raise self.error(f"invalid number '{bad}'", line, col)
-        if m.group("float") is not None:
-            tok = _Tok("float", raw, float(raw.rstrip("fF")), line, col)
-        elif m.group("hex") is not None:
-            tok = _Tok("int", raw, int(raw, 16), line, col)
-        elif m.group("oct") is not None:
-            tok = _Tok("int", raw, int(raw, 8), line, col)
-        else:
-            if len(raw) > 1 and raw[0] == "0":
-                raise self.error(f"invalid number '{raw}' (a leading 0 means octal)", line, col)
-            tok = _Tok("int", raw, int(raw), line, col)
-        self._advance(len(raw))
-        return tok
-
-    def _string(self, line: int, col: int) -> tuple[str, int]:
-        """Decode the string literal at pos; returns (value, source length)."""
-        text = self.text
-        quote = text[self.pos]
-        i = self.pos + 1
-        out: list[str] = []
-        cur_line, cur_col = line, col + 1
-        while True:
-            if i >= len(text) or text[i] == "\n":
-                raise self.error("unterminated string", line, col,
-                                 hint=f"close it with {quote} on the same line")
-            ch = text[i]
-            if ch == quote:
-                return "".join(out), i + 1 - self.pos
-            if ch != "\\":
-                out.append(ch)
-                i += 1
-                cur_col += 1
-                continue
-            esc_col = cur_col
-            nxt = text[i + 1] if i + 1 < len(text) else ""
-            if nxt in _SIMPLE_ESCAPES:
-                out.append(_SIMPLE_ESCAPES[nxt])
-                n = 2
-            elif nxt and nxt in "01234567":
-                m = re.match(r"[0-7]{1,3}", text[i + 1:])
-                assert m is not None
-                out.append(chr(int(m.group(), 8) & 0xFF))
-                n = 1 + len(m.group())
-            elif nxt in ("x", "X"):
-                m = re.match(r"[0-9a-fA-F]{1,2}", text[i + 2:])
-                if not m:
-                    raise self.error("invalid escape '\\x' (expected hex digits)",
-                                     cur_line, esc_col)
-                out.append(chr(int(m.group(), 16)))
-                n = 2 + len(m.group())
-            elif nxt in ("u", "U"):
-                width = 4 if nxt == "u" else 8
-                digits = text[i + 2:i + 2 + width]
-                ok = re.fullmatch(r"[0-9a-fA-F]{%d}" % width, digits) is not None
-                if not ok or int(digits, 16) > 0x10FFFF:
-                    raise self.error(f"invalid escape '\\{nxt}{digits}'", cur_line, esc_col)
-                out.append(chr(int(digits, 16)))
-                n = 2 + width
-            elif nxt in ("", "\n"):
-                raise self.error("unterminated string", line, col,
-                                 hint=f"close it with {quote} on the same line")
-            else:
-                raise self.error(f"invalid escape '\\{nxt}' in string", cur_line, esc_col)
-            i += n
-            cur_col += n
-
-
-# ---------------------------------------------------------------------- parser
-
-class _Parser:
-    def __init__(self, text: str, file: str | None) -> None:
-        self.file = file
-        self.toks = _Lexer(text, file).tokens()
-        self.i = 0
-
-    def error(self, message: str, tok: _Tok, hint: str | None = None) -> SpecError:
-        return SpecError(message, file=self.file, line=tok.line, col=tok.col, hint=hint)
-
-    @property
-    def tok(self) -> _Tok:
-        return self.toks[self.i]
-
-    def next(self) -> _Tok:
-        tok = self.toks[self.i]
-        if tok.kind != "eof":
-            self.i += 1
-        return tok
-
-    def is_punct(self, chars: str) -> bool:
-        return self.tok.kind == "punct" and self.tok.text in chars
-
-    def parse(self) -> Message:
-        root = Message("", 1, 1, [])
-        self.body(root, None, None)
-        return root
-
-    def body(self, msg: Message, close: str | None, opener: _Tok | None) -> None:
-        """Fields up to ``close`` (or end of file for the root)."""
-        while True:
-            tok = self.tok
-            if close is not None and tok.kind == "punct" and tok.text == close:
-                self.next()
+            if close is None and tok.AtEnd():
                 return
-            if tok.kind == "eof":
-                if close is None:
-                    return
-                assert opener is not None
-                raise self.error(
-                    f"'{opener.text}' of '{msg.name}' is never closed "
-                    f"(expected '{close}' before end of file)", opener)
-            if tok.kind == "punct" and tok.text in "}>":
-                if close is None:
-                    raise self.error(f"unexpected '{tok.text}' (no message is open)", tok)
-                raise self.error(f"expected '{close}' to close '{msg.name}', got '{tok.text}'", tok)
-            if tok.kind != "ident":
-                raise self.error(f"expected a field name, got {tok.describe()}", tok)
-            self.field(msg)
-            if self.is_punct(",;"):
-                self.next()
+            if close is not None and tok.TryConsume(close):
+                return
+            line, col = self.here()
+            name = None
+            if tok.TryConsume("["):  # an extension or Any type URL: nothing of XLA's
+                while not tok.TryConsume("]"):
+                    tok.NextToken()
+            else:
+                name = tok.token
+                tok.NextToken()
+            fd = desc.fields_by_name.get(name) if desc is not None and name else None
+            tok.TryConsume(":")
+            vline, vcol = self.here()
+            pos = Pos(line, col, vline, vcol)
+            if name is not None:
+                if desc is not None and fd is None:
+                    self.unknown.append((path, name, pos, desc.full_name))
+                self.positions.setdefault(path + (name,), pos)
+            if fd is not None:
+                self.check_once(fd, pos, seen, oneofs)
+            if tok.token in ("{", "<"):
+                self.value(fd, path + (name or "?",))
+            elif tok.TryConsume("["):
+                if not tok.TryConsume("]"):
+                    while True:
+                        self.value(fd, path + (name or "?",))
+                        if tok.TryConsume("]"):
+                            break
+                        tok.Consume(",")
+            else:
+                self.value(fd, path)
+            if not tok.TryConsume(","):
+                tok.TryConsume(";")
 
-    def field(self, msg: Message) -> None:
-        name_tok = self.next()
-        name = name_tok.text
-        colon = False
-        if self.is_punct(":"):
-            self.next()
-            colon = True
-        if self.is_punct("{<"):
-            self.message_value(msg, name_tok)
-        elif colon and self.is_punct("["):
-            self.list_value(msg, name_tok)
-        elif colon:
-            self.scalar_value(msg, name_tok)
-        else:
-            raise self.error(f"expected ':' or '{{' after field name '{name}', "
-                             f"got {self.tok.describe()}", self.tok)
-
-    def message_value(self, msg: Message, name_tok: _Tok) -> None:
-        opener = self.next()
-        sub = Message(name_tok.text, name_tok.line, name_tok.col, [])
-        self.body(sub, "}" if opener.text == "{" else ">", opener)
-        msg.fields.append(Field(name_tok.text, "message", sub, name_tok.line, name_tok.col,
-                                opener.line, opener.col))
-
-    def list_value(self, msg: Message, name_tok: _Tok) -> None:
-        self.next()  # '['
-        if self.is_punct("]"):
-            self.next()
+    def value(self, fd: Any, path: tuple[str, ...]) -> None:
+        tok = self.tok
+        if tok.token in ("{", "<"):
+            close = "}" if tok.token == "{" else ">"
+            tok.NextToken()
+            self.body(fd.message_type if fd is not None else None, path, close)
             return
-        while True:
-            if self.is_punct("{<"):
-                self.message_value(msg, name_tok)
+        if tok.token[:1] in ("'", '"'):
+            while tok.token[:1] in ("'", '"'):  # adjacent literals concatenate
+                tok.NextToken()
+            return
+        if tok.token == "-":
+            tok.NextToken()
+        tok.NextToken()
+
+    def check_once(self, fd: Any, pos: Pos, seen: dict[str, Pos], oneofs: dict[str, str]) -> None:
+        """What protobuf's Merge lets pass and XLA's parser refuses: a singular
+        field set twice, two members of one oneof."""
+        from . import protos
+
+        repeated = protos._repeated(fd)
+        first = seen.get(fd.name)
+        if first is not None and not repeated:
+            raise self.error(f"field '{fd.name}' is set more than once (first at line "
+                             f"{first.line}, col {first.col})", pos.line, pos.col)
+        seen.setdefault(fd.name, pos)
+        group = fd.containing_oneof
+        if group is not None:
+            other = oneofs.setdefault(group.name, fd.name)
+            if other != fd.name:
+                raise self.error(f"'{fd.name}' and '{other}' (line {seen[other].line}) are both set; "
+                                 f"they are alternatives (oneof {group.name})", pos.line, pos.col)
+
+
+def _check_escapes(text: str, file: str | None) -> None:
+    """SpecError at the first string escape XLA's parser rejects (before protobuf,
+    which would take it, with a warning)."""
+    from google.protobuf import text_format
+
+    tok = text_format.Tokenizer(text.split("\n"))
+    try:
+        while not tok.AtEnd():
+            if tok.token[:1] in ("'", '"'):
+                for m in _ESCAPE.finditer(tok.token, 1, len(tok.token) - 1):
+                    if m.group(1) is None:
+                        e = tok.ParseError("")
+                        raise SpecError(f"invalid escape '{m.group()}' in string (XLA's parser "
+                                        "rejects it)", file=file, line=e.GetLine(),
+                                        col=e.GetColumn() + m.start())
+            tok.NextToken()
+    except text_format.ParseError:
+        return  # protobuf's parse reports it
+
+
+def _unclosed_brace(text: str) -> tuple[str, str, int, int] | None:
+    """The innermost '{' or '<' the text never closes, as (brace, field name, line, col)."""
+    from google.protobuf import text_format
+
+    tok = text_format.Tokenizer(text.split("\n"))
+    stack: list[tuple[str, str, int, int]] = []
+    prev = ""
+    try:
+        while not tok.AtEnd():
+            t = tok.token
+            if t in ("{", "<"):
+                e = tok.ParseError("")
+                stack.append((t, prev, e.GetLine(), e.GetColumn()))
+            elif t in ("}", ">") and stack:
+                stack.pop()
+            prev = t if t != ":" else prev
+            tok.NextToken()
+    except text_format.ParseError:
+        return None
+    return stack[-1] if stack else None
+
+
+# protobuf's wording -> the driver's, for the common type errors (others pass as they are).
+_PROTOBUF_WORDS = (
+    (re.compile(r"^couldn't parse integer: (.*)$", re.S), "expects an integer, got {0}"),
+    (re.compile(r"^couldn't parse float: (.*)$", re.S), "expects a number, got {0}"),
+    (re.compile(r"^expected string but found: '(.*)'$", re.S), "expects a quoted string, got {0}"),
+    (re.compile(r"^value out of range: (.*)$", re.S), "value {0} is out of range"),
+    (re.compile(r'^expected "\{"$'), "expects a message: {name} {{ ... }}"),
+)
+
+
+def _syntax_error(e: Any, text: str, file: str | None) -> SpecError:
+    """A SpecError for protobuf's ParseError: its line and column, its message
+    without the source line it quotes, named after the field where that is clear."""
+    from . import protos
+
+    line, col = e.GetLine(), e.GetColumn()
+    message = protos._error_text(str(e), text, line)
+    hint = protos._hint(protos._error_text(str(e), text, line, lower=False))
+    if line is not None and col is not None:
+        brace = _unclosed_brace(text)
+        if brace is not None and (brace[2], brace[3]) < (line, col):
+            b, name, bline, bcol = brace
+            close = "}" if b == "{" else ">"
+            return SpecError(f"'{b}' of '{name}' is never closed (expected '{close}' before end "
+                             f"of file)", file=file, line=bline, col=bcol)
+        lines = text.split("\n")
+        before = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""
+        m = re.search(r"([A-Za-z_]\w*)\s*:?\s*$", before)
+        if m:
+            name = m.group(1)
+            for pattern, words in _PROTOBUF_WORDS:
+                w = pattern.match(message)
+                if w:
+                    message = f"field '{name}' " + words.format(*w.groups(), name=name)
+                    break
             else:
-                self.scalar_value(msg, name_tok)
-            if self.is_punct(","):
-                self.next()
-                continue
-            if self.is_punct("]"):
-                self.next()
-                return
-            raise self.error(f"expected ',' or ']' in the list of '{name_tok.text}', "
-                             f"got {self.tok.describe()}", self.tok)
-
-    def scalar_value(self, msg: Message, name_tok: _Tok) -> None:
-        tok = self.next()
-        name = name_tok.text
-        if tok.kind == "punct" and tok.text == "-":
-            num = self.next()
-            if num.kind in ("int", "float"):
-                kind, value = num.kind, -num.value
-            elif num.kind == "ident" and num.text.lower() in ("inf", "infinity", "nan"):
-                kind, value = "ident", Ident(num.text, negative=True)
-            else:
-                raise self.error(f"expected a number after '-', got {num.describe()}", num)
-        elif tok.kind in ("int", "float"):
-            kind, value = tok.kind, tok.value
-        elif tok.kind == "string":
-            parts = [tok.value]
-            while self.tok.kind == "string":  # adjacent literals concatenate
-                parts.append(self.next().value)
-            kind, value = "string", "".join(parts)
-        elif tok.kind == "ident":
-            kind, value = "ident", Ident(tok.text)
-        else:
-            raise self.error(f"expected a value for '{name}', got {tok.describe()}", tok)
-        msg.fields.append(Field(name, kind, value, name_tok.line, name_tok.col, tok.line, tok.col))
+                if message == 'expected ":"':
+                    rest = lines[line - 1][col - 1:col]
+                    message = (f"field '{name}' takes a value ({name}: ...), not a message"
+                               if rest in ("{", "<") else f"expected ':' after field name '{name}'")
+    return SpecError(message, file=file, line=line, col=col, hint=hint)
 
 
-def parse_textproto(text: str, file: str | None = None) -> Message:
-    """Parse protobuf text format into a :class:`Message` tree (no schema check)."""
-    return _Parser(text, file).parse()
+def parse_textproto(text: str, file: str | None = None) -> ParsedSpec:
+    """Parse a spec's text into a GpuTargetConfigProto with field positions.
+
+    Syntax and type errors, invalid escapes, fields set twice and clashing
+    oneof members raise SpecError at their line:col. Fields the installed
+    schema lacks are skipped and listed in ``unknown`` (:func:`validate` decides).
+    """
+    from google.protobuf import text_format
+
+    from . import protos
+
+    if "\\" in text:
+        _check_escapes(text, file)
+    msg = _message_class()()
+    try:
+        # Merge: duplicates are reported by the walk, at the field's name.
+        text_format.Merge(text, msg, allow_unknown_field=True, descriptor_pool=protos.pool())
+        walker = _Walker(text, file)
+        walker.body(msg.DESCRIPTOR, (), None)
+    except text_format.ParseError as e:
+        if e.GetLine() is None:
+            # Skipping an unknown field's bad value, protobuf says where not: the
+            # strict parse stops at that field's name instead.
+            try:
+                text_format.Merge(text, _message_class()(), descriptor_pool=protos.pool())
+            except text_format.ParseError as strict:
+                e = strict
+        raise _syntax_error(e, text, file) from None
+    except RecursionError:
+        raise SpecError("spec nested too deeply", file=file) from None
+    return ParsedSpec(msg, walker.positions, walker.unknown)
 
 
-# ---------------------------------------------------------------------- schema
-
-@dataclass(frozen=True)
-class _F:
-    type: str  # "int32", "int64", "float", "string", "bool", "enum", "message", "opaque"
-    target: str | None = None  # message or enum name
-    repeated: bool = False
-    oneof: str | None = None
-
-
-_I32, _I64, _FLT, _STR, _BOOL = _F("int32"), _F("int64"), _F("float"), _F("string"), _F("bool")
-
-
-def _msg(name: str, **kw: Any) -> _F:
-    return _F("message", name, **kw)
-
-
-# The GpuTargetConfigProto subset as jaxlib 0.10.2 defines it
-# (xla/stream_executor/device_description.proto,
-# xla/stream_executor/cuda/cuda_compute_capability.proto,
-# xla/stream_executor/sycl/oneapi_compute_capability.proto,
-# xla/autotune_results.proto), read from the file descriptors compiled into
-# jax_plugins/xla_cuda12/xla_cuda_plugin.so. xla.AutotuneResult (the
-# autotuning payload) is accepted without a field check ("opaque").
-SCHEMA: dict[str, dict[str, _F]] = {
-    "GpuTargetConfigProto": {
-        "gpu_device_info": _msg("GpuDeviceInfoProto"),
-        "platform_name": _STR,
-        "dnn_version_info": _msg("DnnVersionInfoProto"),
-        "runtime_version": _msg("RuntimeVersionProto"),
-        "autotune_results": _msg("AutotuneResults"),
-        "device_description_str": _STR,
-    },
-    "GpuDeviceInfoProto": {
-        "device_vendor": _STR,
-        "platform_version": _STR,
-        "pci_bus_id": _STR,
-        "name": _STR,
-        "model_str": _STR,
-        "threads_per_block_limit": _I32,
-        "threads_per_warp": _I32,
-        "shared_memory_per_block": _I32,
-        "shared_memory_per_core": _I32,
-        "threads_per_core_limit": _I32,
-        "core_count": _I32,
-        "fpus_per_core": _I64,
-        "block_dim_limit_x": _I64,
-        "block_dim_limit_y": _I64,
-        "block_dim_limit_z": _I64,
-        "memory_bandwidth": _I64,
-        "l2_cache_size": _I64,
-        "clock_rate_ghz": _FLT,
-        "device_memory_size": _I64,
-        "shared_memory_per_block_optin": _I32,
-        "cuda_compute_capability": _msg("CudaComputeCapabilityProto", oneof="compute_capability"),
-        "rocm_compute_capability": _msg("RocmComputeCapabilityProto", oneof="compute_capability"),
-        "oneapi_compute_capability": _msg("OneAPIComputeCapabilityProto",
-                                          oneof="compute_capability"),
-        "registers_per_core_limit": _I64,
-        "registers_per_block_limit": _I64,
-        "scalar_unit_description": _msg("ExecutionUnitDescriptionProto"),
-        "matrix_unit_description": _msg("ExecutionUnitDescriptionProto"),
-        "driver_version": _STR,
-        "kernel_mode_driver_version": _STR,
-        "runtime_version": _STR,
-        "compile_time_toolkit_version": _STR,
-        "dnn_version": _STR,
-        "cub_version": _STR,
-        "device_interconnect_info": _msg("DeviceInterconnectInfoProto"),
-        "numa_node": _I32,
-        "thread_dim_limit_x": _I64,
-        "thread_dim_limit_y": _I64,
-        "thread_dim_limit_z": _I64,
-        "device_address_bits": _I64,
-        "pcie_bandwidth": _I64,
-        "ecc_enabled": _BOOL,
-    },
-    "CudaComputeCapabilityProto": {
-        "major": _I32,
-        "minor": _I32,
-        "feature_extension": _F("enum", "FeatureExtension"),
-    },
-    "RocmComputeCapabilityProto": {"gcn_arch_name": _STR},
-    "OneAPIComputeCapabilityProto": {"architecture": _STR, "variant": _STR},
-    "ExecutionUnitDescriptionProto": {
-        "rate_infos": _msg("RateInfosEntry", repeated=True),  # map<int32, RateInfoProto>
-    },
-    "RateInfosEntry": {"key": _I32, "value": _msg("RateInfoProto")},
-    "RateInfoProto": {"clock_rate_ghz": _FLT, "units_per_core": _I32, "ops_per_clock": _I32},
-    "DeviceInterconnectInfoProto": {"active_links": _I32, "cluster_uuid": _STR, "clique_id": _STR},
-    "DnnVersionInfoProto": {"major": _I32, "minor": _I32, "patch": _I32},
-    "RuntimeVersionProto": {"major": _I32, "minor": _I32, "patch": _I32},
-    "AutotuneResults": {"version": _I32, "results": _msg("AutotuneResultsEntry", repeated=True)},
-    "AutotuneResultsEntry": {
-        "device": _STR, "hlo": _STR, "result": _F("opaque", "xla.AutotuneResult"), "version": _I32,
-    },
-}
-
-ENUMS: dict[str, dict[str, int]] = {
-    "FeatureExtension": {
-        "UNSPECIFIED": 0, "NONE": 1, "ACCELERATED_FEATURES": 2, "FAMILY_COMPATIBLE_FEATURES": 3,
-    },
-}
+# ------------------------------------------------------------------ validation
 
 # Fields a spec must set. Measured with jaxlib 0.10.2 by deleting each field
 # from a working spec and compiling device-less:
@@ -525,156 +332,228 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     ),
     "CudaComputeCapabilityProto": ("major",),
 }
+_PATHS = {"GpuTargetConfigProto": (), "GpuDeviceInfoProto": ("gpu_device_info",),
+          "CudaComputeCapabilityProto": ("gpu_device_info", "cuda_compute_capability")}
 
-# Required numeric fields that must also be > 0.
-_POSITIVE = {
-    "GpuDeviceInfoProto": set(REQUIRED["GpuDeviceInfoProto"]) - {"cuda_compute_capability"},
-    "CudaComputeCapabilityProto": {"major"},
+# Required fields that every GPU of a compute capability reports alike: on a GPU
+# XLA reads them from the driver (CudaExecutor::CreateDeviceDescription:
+# cuDeviceGetAttribute, and GetFpusPerCore for fpus_per_core), so a spec that
+# lacks one gets that value. The others (SM count, clock, memory size and
+# bandwidth) differ between models of one compute capability: they cannot be filled.
+# Values: the CUDA C++ Programming Guide's "Technical Specifications per Compute
+# Capability" (the shipped specs agree: tests/test_gpu_specs.py checks).
+_SAME_ON_EVERY_GPU = {
+    "threads_per_warp": 32,
+    "threads_per_block_limit": 1024,
+    "block_dim_limit_x": 2**31 - 1,
+    "shared_memory_per_block": 48 << 10,
+    "registers_per_block_limit": 64 << 10,
+}
+# Maximum shared memory per block (opt-in), KiB, by compute capability.
+_OPTIN_KIB = {
+    (6, 0): 48, (6, 1): 48, (7, 0): 96, (7, 5): 64, (8, 0): 163, (8, 6): 99, (8, 7): 163,
+    (8, 9): 99, (9, 0): 227, (10, 0): 227, (10, 3): 227, (12, 0): 99,
 }
 
-_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
-_TYPE_WORDS = {
-    "int32": "an integer (int32)", "int64": "an integer (int64)", "float": "a number",
-    "string": "a quoted string", "bool": "true or false",
-}
+
+def _fpus_per_core(major: int, minor: int) -> int:
+    """FP32 units per SM as XLA's GetFpusPerCore gives them (cuda_core_info_table.cc):
+    64 on 6.0, 7.x and 8.0, 128 on every other CC XLA targets."""
+    return 64 if (major, minor) == (6, 0) or major == 7 or (major, minor) == (8, 0) else 128
 
 
-def _where(msg: Message, schema_name: str) -> str:
-    return schema_name if not msg.name else f"'{msg.name}' ({schema_name})"
+def fill_values(major: int, minor: int) -> dict[str, int]:
+    """The required GpuDeviceInfoProto fields a spec of compute capability
+    ``major.minor`` may leave out, with the values filled in; {} for a compute
+    capability with no known values."""
+    if (major, minor) not in _OPTIN_KIB:
+        return {}
+    return {**_SAME_ON_EVERY_GPU, "shared_memory_per_block_optin": _OPTIN_KIB[major, minor] << 10,
+            "fpus_per_core": _fpus_per_core(major, minor)}
 
 
-def validate(root: Message, file: str | None = None) -> None:
-    """Check a parsed spec against the GpuTargetConfigProto schema; raise SpecError."""
-    if not root.fields:
+# Fields of GpuDeviceInfoProto that XLA added after jaxlib 0.9.0, the oldest
+# supported: a spec for a newer XLA may set them. An XLA without a field cannot
+# read it, so it is left out of what XLA receives
+# (_jaxlib.target_config_for_installed_xla): the compile is the one that XLA
+# does anyway. Any other field the schema lacks is an error.
+# In jaxlib 0.10.0-0.10.2, not 0.9.x (their descriptors compared):
+_SINCE_0_10 = frozenset({
+    "device_vendor", "platform_version", "pci_bus_id", "name", "model_str", "driver_version",
+    "kernel_mode_driver_version", "runtime_version", "compile_time_toolkit_version",
+    "dnn_version", "cub_version", "device_interconnect_info", "numa_node", "thread_dim_limit_x",
+    "thread_dim_limit_y", "thread_dim_limit_z", "device_address_bits", "pcie_bandwidth",
+    "ecc_enabled",
+})
+# Newer than jaxlib 0.10.2: set in XLA's own specs
+# (openxla/xla xla/backends/gpu/target_config/specs/*.txtpb, 2026).
+_AFTER_0_10_2 = frozenset({
+    "mem_clock_ghz", "reserved_shared_memory_per_block", "max_blocks_per_multiprocessor",
+    "collective_memory_granularity", "data_caches",
+})
+
+
+def _where(path: tuple[str, ...], type_name: str) -> str:
+    short = type_name.rsplit(".", 1)[-1]
+    return short if not path else f"'{path[-1]}' ({short})"
+
+
+def validate(parsed: ParsedSpec, file: str | None = None) -> dict[str, int]:
+    """Check a parsed spec against what XLA needs; raise SpecError at the field.
+
+    Returns the required fields the spec lacks that are filled in from its
+    compute capability (:func:`fill_values`), name -> value, having set them
+    on ``parsed.message``.
+    """
+    msg = parsed.message
+    if not parsed.positions:
         raise SpecError("spec is empty (expected a GpuTargetConfigProto in text format)",
-                        file=file, line=1, col=1,
-                        hint=f"see the shipped specs in {SPEC_DIR}")
-    _check_message(root, "GpuTargetConfigProto", file)
-    _check_semantics(root, file)
+                        file=file, line=1, col=1, hint=f"see the shipped specs in {SPEC_DIR}")
+    _check_unknown(parsed, file)
+    info_fields = REQUIRED["GpuDeviceInfoProto"]
+    # The compute capability first: the values filled in depend on it.
+    _require(parsed, (), msg.DESCRIPTOR, REQUIRED["GpuTargetConfigProto"], file)
+    _require(parsed, ("gpu_device_info",), msg.gpu_device_info.DESCRIPTOR, info_fields[:1], file)
+    cc = msg.gpu_device_info.cuda_compute_capability
+    _require(parsed, _PATHS["CudaComputeCapabilityProto"], cc.DESCRIPTOR,
+             REQUIRED["CudaComputeCapabilityProto"], file)
+    fill = fill_values(cc.major, cc.minor)
+    filled = {name: fill[name] for name in info_fields
+              if parsed.at("gpu_device_info", name) is None and name in fill}
+    _require(parsed, ("gpu_device_info",), msg.gpu_device_info.DESCRIPTOR,
+             [n for n in info_fields if n not in filled], file,
+             hint=f"mlirhlo fills it in for the compute capabilities it knows, not {cc.major}.{cc.minor}")
+    for name, value in filled.items():
+        setattr(msg.gpu_device_info, name, value)
+    _check_semantics(parsed, file)
+    return filled
 
 
-def _check_message(msg: Message, schema_name: str, file: str | None) -> None:
-    schema = SCHEMA[schema_name]
-    seen: dict[str, Field] = {}
-    oneofs: dict[str, Field] = {}
-    for f in msg.fields:
-        spec = schema.get(f.name)
-        if spec is None:
-            hint = did_you_mean(f.name, schema)
-            if f.name in ("cuda_compute_capability", "rocm_compute_capability") and not msg.name:
-                hint = f"'{f.name}' belongs inside gpu_device_info {{ ... }}"
-            raise SpecError(f"unknown field '{f.name}' in {_where(msg, schema_name)}",
-                            file=file, line=f.line, col=f.col, hint=hint)
-        if not spec.repeated and f.name in seen:
-            first = seen[f.name]
-            raise SpecError(f"field '{f.name}' is set more than once "
-                            f"(first at line {first.line}, col {first.col})",
-                            file=file, line=f.line, col=f.col)
-        if spec.oneof is not None:
-            other = oneofs.get(spec.oneof)
-            if other is not None and other.name != f.name:
-                raise SpecError(f"'{f.name}' and '{other.name}' (line {other.line}) are both set; "
-                                f"they are alternatives (oneof {spec.oneof})",
-                                file=file, line=f.line, col=f.col)
-            oneofs[spec.oneof] = f
-        seen[f.name] = f
-        _check_value(f, spec, file)
-        if spec.type == "message":
-            assert isinstance(f.value, Message) and spec.target is not None
-            _check_message(f.value, spec.target, file)
-    for name in REQUIRED.get(schema_name, ()):
-        if name not in seen:
-            hint = None
-            if name == "cuda_compute_capability" and "rocm_compute_capability" in seen:
-                hint = "only CUDA targets are supported"
-            raise SpecError(f"missing required field '{name}' in {_where(msg, schema_name)}",
-                            file=file, line=msg.line, col=msg.col, hint=hint)
+def _require(parsed: ParsedSpec, path: tuple[str, ...], desc: Any, names: Any,
+             file: str | None, hint: str | None = None) -> None:
+    """SpecError for the first of ``names`` the message at ``path`` does not set,
+    at the name of that message (the root: 1:1)."""
+    for name in names:
+        if parsed.at(*path, name) is not None:
+            continue
+        why = None
+        if name == "cuda_compute_capability" and parsed.at(*path, "rocm_compute_capability"):
+            why = "only CUDA targets are supported"
+        elif hint is not None and (name in _SAME_ON_EVERY_GPU
+                                   or name in ("shared_memory_per_block_optin", "fpus_per_core")):
+            why = hint
+        at = parsed.at(*path) if path else None
+        raise SpecError(f"missing required field '{name}' in {_where(path, desc.full_name)}",
+                        file=file, line=at.line if at else 1, col=at.col if at else 1, hint=why)
 
 
-def _check_value(f: Field, spec: _F, file: str | None) -> None:
-    def bad(expected: str, hint: str | None = None) -> SpecError:
-        return SpecError(f"field '{f.name}' expects {expected}, got {f.describe_value()}",
-                         file=file, line=f.value_line, col=f.value_col, hint=hint)
+def _check_unknown(parsed: ParsedSpec, file: str | None) -> None:
+    from . import protos
 
-    if spec.type in ("message", "opaque"):
-        if f.kind != "message":
-            raise bad(f"a message: {f.name} {{ ... }}")
-        return
-    if f.kind == "message":
-        raise SpecError(f"field '{f.name}' takes {_TYPE_WORDS.get(spec.type, 'a value')}, "
-                        f"not a message", file=file, line=f.value_line, col=f.value_col)
-    if spec.type in _INT_RANGE:
-        if f.kind != "int":
-            raise bad(_TYPE_WORDS[spec.type])
-        lo, hi = _INT_RANGE[spec.type]
-        if not lo <= f.value <= hi:  # type: ignore[operator]
-            raise SpecError(f"field '{f.name}' value {f.value} is out of range for {spec.type}",
-                            file=file, line=f.value_line, col=f.value_col)
-    elif spec.type == "float":
-        value = f.value
-        if isinstance(value, (int, float)) and f.kind in ("int", "float"):
-            f.kind, f.value = "float", float(value)
-        elif isinstance(value, Ident) and value.name.lower() in ("inf", "infinity", "nan"):
-            f.kind, f.value = "float", float(str(value))
-        else:
-            raise bad(_TYPE_WORDS["float"])
-    elif spec.type == "string":
-        if f.kind != "string":
-            raise bad(_TYPE_WORDS["string"])
-    elif spec.type == "bool":
-        value = f.value
-        if isinstance(value, Ident) and str(value) in ("true", "True", "t", "false", "False", "f"):
-            f.kind, f.value = "bool", str(value) in ("true", "True", "t")
-        elif f.kind == "int" and value in (0, 1):
-            f.kind, f.value = "bool", bool(value)
-        else:
-            raise bad(_TYPE_WORDS["bool"])
-    elif spec.type == "enum":
-        assert spec.target is not None
-        values = ENUMS[spec.target]
-        if f.kind == "ident" and isinstance(f.value, Ident) and not f.value.negative \
-                and f.value.name in values:
-            return
-        if f.kind == "int" and f.value in values.values():
-            name = next(k for k, v in values.items() if v == f.value)
-            f.kind, f.value = "ident", Ident(name)
-            return
-        word = str(f.value) if f.kind in ("ident", "int") else None
-        hint = did_you_mean(word, values) if word else None
-        raise bad(f"one of {', '.join(values)}", hint=hint)
+    later = _SINCE_0_10 | _AFTER_0_10_2
+    for path, name, pos, type_name in parsed.unknown:
+        if path == ("gpu_device_info",) and name in later:
+            continue
+        desc = protos.pool().FindMessageTypeByName(type_name)
+        known = [*desc.fields_by_name, *(later if path == ("gpu_device_info",) else ())]
+        hint = did_you_mean(name, known)
+        if name in ("cuda_compute_capability", "rocm_compute_capability") and not path:
+            hint = f"'{name}' belongs inside gpu_device_info {{ ... }}"
+        raise SpecError(f"unknown field '{name}' in {_where(path, type_name)}",
+                        file=file, line=pos.line, col=pos.col, hint=hint)
 
 
-def _check_semantics(root: Message, file: str | None) -> None:
-    def fail(f: Field, message: str, hint: str | None = None) -> SpecError:
-        return SpecError(message, file=file, line=f.value_line, col=f.value_col, hint=hint)
+def _newer_fields(parsed: ParsedSpec) -> list[str]:
+    """Fields from an XLA newer than any this driver supports (left out for XLA)."""
+    return [name for path, name, _, _ in parsed.unknown
+            if path == ("gpu_device_info",) and name in _AFTER_0_10_2]
 
-    platform = root.get("platform_name")
-    assert platform is not None
-    if platform.value != "CUDA":
-        raise fail(platform, f"platform_name must be \"CUDA\", got {_quote(str(platform.value))}",
-                   hint="device-less compiles are supported for CUDA only")
-    info = root.value("gpu_device_info")
-    cc = info.value("cuda_compute_capability")
-    for msg, schema_name in ((info, "GpuDeviceInfoProto"), (cc, "CudaComputeCapabilityProto")):
-        for f in msg.fields:
-            if f.name in _POSITIVE[schema_name] and not f.value > 0:
-                raise fail(f, f"field '{f.name}' must be positive, got {f.value}")
-            if isinstance(f.value, float) and not math.isfinite(f.value):
-                raise fail(f, f"field '{f.name}' must be finite, got {f.value}")
-    major = cc.get("major")
-    ext = cc.get("feature_extension")
-    ext_name = ext.value.name if ext is not None else "UNSPECIFIED"
-    if ext is not None and ext_name == "ACCELERATED_FEATURES" and major.value < 9:
-        raise fail(ext, f"feature_extension ACCELERATED_FEATURES needs compute capability 9.0 "
-                        f"or newer, got major {major.value}")
-    if ext is not None and ext_name == "FAMILY_COMPATIBLE_FEATURES" and major.value < 10:
-        raise fail(ext, f"feature_extension FAMILY_COMPATIBLE_FEATURES needs compute capability "
-                        f"10.0 or newer, got major {major.value}")
-    if major.value == 11:
+
+def _check_semantics(parsed: ParsedSpec, file: str | None) -> None:
+    problem = _problem(parsed.message)
+    if problem is not None:
+        path, message, hint = problem
+        at = parsed.at(*path)
+        assert at is not None  # required fields are present, filled ones pass
+        raise SpecError(message, file=file, line=at.value_line, col=at.value_col, hint=hint)
+
+
+def _feature_extension(cc: Any) -> str:
+    return cc.DESCRIPTOR.fields_by_name["feature_extension"].enum_type.values_by_number[
+        cc.feature_extension].name
+
+
+def _problem(msg: Any) -> tuple[tuple[str, ...], str, str | None] | None:
+    """The first value XLA cannot compile with, as (field path, message, hint); None if none.
+    The required fields are set (or filled in) already."""
+    if msg.platform_name != "CUDA":
+        return (("platform_name",), f"platform_name must be \"CUDA\", got {_quote(msg.platform_name)}",
+                "device-less compiles are supported for CUDA only")
+    info, cc = msg.gpu_device_info, msg.gpu_device_info.cuda_compute_capability
+    cc_path = _PATHS["CudaComputeCapabilityProto"]
+    for path, m, names in ((("gpu_device_info",), info, REQUIRED["GpuDeviceInfoProto"][1:]),
+                           (cc_path, cc, REQUIRED["CudaComputeCapabilityProto"])):
+        for name in names:
+            value = getattr(m, name)
+            if not value > 0:
+                return path + (name,), f"field '{name}' must be positive, got {value}", None
+            if isinstance(value, float) and not math.isfinite(value):
+                return path + (name,), f"field '{name}' must be finite, got {value}", None
+    ext = _feature_extension(cc)
+    if ext == "ACCELERATED_FEATURES" and cc.major < 9:
+        return (cc_path + ("feature_extension",), "feature_extension ACCELERATED_FEATURES needs "
+                f"compute capability 9.0 or newer, got major {cc.major}", None)
+    if ext == "FAMILY_COMPATIBLE_FEATURES" and cc.major < 10:
+        return (cc_path + ("feature_extension",), "feature_extension FAMILY_COMPATIBLE_FEATURES "
+                f"needs compute capability 10.0 or newer, got major {cc.major}", None)
+    if cc.major == 11:
         # Measured: jaxlib 0.10.2's LLVM emits PTX 8.8, which cannot target
         # sm_110; XLA then aborts the whole process instead of returning.
-        raise fail(major, "compute capability 11.x is not supported by this jaxlib's XLA "
-                          "(PTX 8.8 cannot target sm_110; XLA aborts)")
+        return (cc_path + ("major",), "compute capability 11.x is not supported by this jaxlib's "
+                "XLA (PTX 8.8 cannot target sm_110; XLA aborts)", None)
+    return None
+
+
+def _parse_complete(text: str) -> Any:
+    """The message of a spec that needs nothing from the slow path, else None.
+
+    Most specs (all shipped ones) are complete and valid: protobuf's strict
+    parse (duplicates, oneofs and unknown fields are errors there) and value
+    checks settle them without recording positions. Anything else (an error to
+    locate, a field to fill in or to leave out, an escape to check) takes the
+    walk in :func:`parse_textproto`, which reaches the same verdict.
+    """
+    from google.protobuf import text_format
+
+    from . import protos
+
+    if "\\" in text:
+        return None
+    msg = _message_class()()
+    try:
+        text_format.Parse(text, msg, descriptor_pool=protos.pool())
+    except (text_format.ParseError, RecursionError):
+        return None
+    info = msg.gpu_device_info
+    if not (msg.HasField("gpu_device_info") and msg.device_description_str
+            and info.WhichOneof("compute_capability") == "cuda_compute_capability"
+            and _problem(msg) is None):
+        return None
+    return msg
+
+
+def _quote(s: str) -> str:
+    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{out}"'
+
+
+def _float32(value: float) -> float:
+    """The shortest decimal that is the same float32 (1.41, not 1.409999966621399)."""
+    for digits in range(1, 10):
+        short = float(f"{value:.{digits}g}")
+        if struct.unpack("<f", struct.pack("<f", short))[0] == value:
+            return short
+    return value
 
 
 # ------------------------------------------------------------------- GpuSpec
@@ -688,7 +567,7 @@ class GpuSpec:
 
     name: str  # file stem, e.g. "h100_sxm"
     path: Path
-    text: str  # the file text, passed to XLA unchanged
+    text: str  # what XLA receives: the file text, with any filled-in fields added
     gpu: str  # device_description_str
     compute_capability: str  # "9.0", or "9.0a" when feature_extension is set
     sm: str  # the PTX .target XLA emits, e.g. "sm_90a"
@@ -696,6 +575,12 @@ class GpuSpec:
     memory_bytes: int
     memory_bandwidth: int  # bytes/s
     clock_ghz: float
+    filled: tuple[tuple[str, int], ...] = ()  # required fields the file lacks, filled in
+    # One-line notes for the user (fields filled in or left out, a shipped spec used
+    # for a missing path); the caller prints them once its usage checks have passed.
+    notes: tuple[str, ...] = ()
+    proto: Any = field(default=None, compare=False, repr=False)  # the GpuTargetConfigProto
+    cc_at: Pos | None = field(default=None, compare=False, repr=False)  # in the file
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (everything but the text)."""
@@ -721,27 +606,62 @@ def _ptx_suffix(major: int, ext: str) -> str:
     return _EXT_SUFFIX.get(ext, "")
 
 
+def _with_fields(text: str, brace: Pos, fields: dict[str, int], cc: str) -> str:
+    """``text`` with ``fields`` written right after the brace that opens gpu_device_info."""
+    lines = text.split("\n")
+    i, col = brace.value_line - 1, brace.value_col
+    head, rest = lines[i][:col], lines[i][col:]
+    added = [f"  {k}: {v}  # filled in by mlirhlo: what every CC {cc} GPU reports"
+             for k, v in fields.items()]
+    lines[i:i + 1] = [head, *added] + ([rest] if rest.strip() else [])
+    return "\n".join(lines)
+
+
 def parse_spec(text: str, path: str | os.PathLike[str], name: str | None = None) -> GpuSpec:
-    """Validate spec text (read from ``path``) and summarise it."""
+    """Validate spec text (read from ``path``) and summarise it.
+
+    Required fields the text lacks but its compute capability determines are
+    filled in (GpuSpec.text holds them, GpuSpec.filled names them) and a note in
+    GpuSpec.notes says so; so does one about fields from an XLA newer than this one.
+    """
     file = str(path)
-    root = parse_textproto(text, file)
-    validate(root, file)
-    info = root.value("gpu_device_info")
-    cc = info.value("cuda_compute_capability")
-    major, minor = cc.value("major"), cc.value("minor", 0)
-    ext_val = cc.value("feature_extension")
-    ext = ext_val.name if ext_val is not None else "UNSPECIFIED"
+    msg = _parse_complete(text)
+    filled: dict[str, int] = {}
+    cc_at = None
+    notes = []
+    if msg is None:
+        parsed = parse_textproto(text, file)
+        filled = validate(parsed, file)
+        msg, cc_at = parsed.message, parsed.at("gpu_device_info", "cuda_compute_capability")
+        cc = msg.gpu_device_info.cuda_compute_capability
+        if filled:
+            where = f"{cc.major}.{cc.minor}"
+            text = _with_fields(text, parsed.at("gpu_device_info"), filled, where)  # type: ignore[arg-type]
+            notes.append(f"note: {file} lacks {', '.join(filled)}; filled in as every compute "
+                         f"capability {where} GPU reports: "
+                         f"{', '.join(f'{k}: {v}' for k, v in filled.items())}")
+        newer = _newer_fields(parsed)
+        if newer:
+            notes.append(f"note: {file}: {', '.join(newer)} (from a newer XLA) left out: this "
+                         f"jaxlib's XLA has no such fields")
+    info = msg.gpu_device_info
+    cc = info.cuda_compute_capability
+    ext = _feature_extension(cc)
     return GpuSpec(
         name=name if name is not None else Path(path).stem,
         path=Path(path),
         text=text,
-        gpu=root.value("device_description_str"),
-        compute_capability=f"{major}.{minor}{_EXT_SUFFIX.get(ext, '')}",
-        sm=f"sm_{major}{minor}{_ptx_suffix(major, ext)}",
-        sm_count=info.value("core_count"),
-        memory_bytes=info.value("device_memory_size"),
-        memory_bandwidth=info.value("memory_bandwidth"),
-        clock_ghz=info.value("clock_rate_ghz"),
+        gpu=msg.device_description_str,
+        compute_capability=f"{cc.major}.{cc.minor}{_EXT_SUFFIX.get(ext, '')}",
+        sm=f"sm_{cc.major}{cc.minor}{_ptx_suffix(cc.major, ext)}",
+        sm_count=info.core_count,
+        memory_bytes=info.device_memory_size,
+        memory_bandwidth=info.memory_bandwidth,
+        clock_ghz=_float32(info.clock_rate_ghz),
+        filled=tuple(filled.items()),
+        notes=tuple(notes),
+        proto=msg,
+        cc_at=cc_at,
     )
 
 
@@ -780,8 +700,6 @@ def _check_ptxas_target(spec: GpuSpec) -> None:
     found = cuda_tools.all_ptxas()
     if any(p.can_target(spec.sm) for p in found):
         return
-    cc = parse_textproto(spec.text, str(spec.path)).value("gpu_device_info") \
-        .get("cuda_compute_capability")
     if found:
         have = "; ".join(f"ptxas {p.version_str} targets {p.arch_range()}" for p in found)
         message = f"no ptxas here can target {spec.sm} (compute capability {spec.compute_capability}): {have}"
@@ -789,7 +707,11 @@ def _check_ptxas_target(spec: GpuSpec) -> None:
     else:
         message = f"no ptxas here to assemble {spec.sm} (XLA runs ptxas even device-less)"
         hint = cuda_tools.FIX_HINT
-    raise SpecError(message, file=str(spec.path), line=cc.line, col=cc.col, hint=hint)
+    at = spec.cc_at
+    if at is None and not spec.filled:  # parsed without positions: the text is the file's
+        at = parse_textproto(spec.text, str(spec.path)).at("gpu_device_info", "cuda_compute_capability")
+    raise SpecError(message, file=str(spec.path), line=at.line if at else None,
+                    col=at.col if at else None, hint=hint)
 
 
 def shipped_names() -> list[str]:
@@ -810,7 +732,12 @@ def _looks_like_path(arg: str) -> bool:
 
 
 def resolve_spec(name_or_path: str | os.PathLike[str]) -> GpuSpec:
-    """A shipped spec by name (``h100_sxm``) or a spec file by path."""
+    """A shipped spec by name (``h100_sxm``) or a spec file by path.
+
+    A path that does not exist but whose file name is a shipped spec's
+    (``/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb``, as XLA's documentation
+    writes it) gives that shipped spec, with a note in GpuSpec.notes.
+    """
     if isinstance(name_or_path, os.PathLike):
         return load_spec(name_or_path)
     arg = str(name_or_path)
@@ -821,7 +748,12 @@ def resolve_spec(name_or_path: str | os.PathLike[str]) -> GpuSpec:
         if Path(arg).is_file():
             return load_spec(arg)
         raise SpecError(f"unknown GPU spec '{arg}'", hint=_name_hint(arg, names))
-    return load_spec(os.path.expanduser(arg))
+    path = Path(os.path.expanduser(arg))
+    if arg != "-" and path.suffix == SPEC_SUFFIX and path.stem in names and not path.exists():
+        spec = load_spec(SPEC_DIR / path.name)
+        note = f"note: {arg} does not exist: using the shipped spec '{path.stem}'"
+        return dataclasses.replace(spec, notes=(note, *spec.notes))
+    return load_spec(path)
 
 
 def _name_hint(arg: str, names: list[str]) -> str | None:

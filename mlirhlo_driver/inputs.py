@@ -442,12 +442,40 @@ def _hlo_to_stablehlo(source: str, *, text: str | None = None, proto: bytes | No
             _jaxlib.hlo_to_stablehlo_in_child, (text, proto), what=f"XLA's {stage}",
             file=source, preload=_jaxlib.ISOLATED_PRELOAD, on_stderr=_jaxlib.replay_native_stderr)
     except NativeCrash as e:
-        raise InputError(f"malformed HLO module: {e.message}", file=source) from None
+        line, col = _locate_hlo_crash(e.message, text) if text is not None else (None, None)
+        raise InputError(f"malformed HLO module: {e.message}", file=source,
+                         line=None if line is None else line + offset, col=col) from None
     if kind == "parse":
         raise _hlo_parse_error(got, source, offset)
     if kind == "convert":
         raise InputError(f"XLA could not convert the HLO module to StableHLO: {got}", file=source)
     return got, bytecode
+
+
+def _locate_hlo_crash(message: str, text: str) -> tuple[int | None, int | None]:
+    """Where in HLO text the instruction an XLA CHECK names is, where it can be told.
+
+    XLA's CHECKs carry no position; two common ones name enough to find it:
+    ``invalid parameter number ... got N`` (the first ``parameter(N)``) and
+    ``shape: S operand: T`` (the first instruction of shape S on T).
+    """
+    m = re.search(r"invalid parameter number.*got (\d+)", message)
+    if m:
+        pattern = re.compile(rf"\bparameter\(\s*{m.group(1)}\s*\)")
+    else:
+        m = re.search(r"shape: (\S+) operand: (\S+)", message)
+        if not m:
+            return None, None
+        pattern = re.compile(rf"=\s*{re.escape(m.group(1))}(?:\{{[^}}]*\}})?\s+[\w-]+\(")
+    for number, line in enumerate(text.split("\n"), start=1):
+        found = pattern.search(line)
+        if found:
+            # the instruction's name: the first word on the line
+            start = len(line) - len(line.lstrip())
+            if line[start:].startswith("ROOT "):
+                start += 5
+            return number, start + 1
+    return None, None
 
 
 _LOC = re.compile(r'loc\("(?:[^"]*)":(\d+):(\d+)\)')

@@ -207,17 +207,15 @@ def fork_is_safe() -> bool:
     """True while this process may be forked: Linux, one Python thread, no XLA threads.
 
     XLA's clients, compiles and plugins start native thread pools that Python
-    cannot see: a jax backend shows in jax's bookkeeping, the driver's own
-    uses of jaxlib in ``_jaxlib.native_threads_started()``. Other native
-    threads seen here are fork-aware (OpenBLAS shuts its pool down at a fork).
+    cannot see; ``_jaxlib.native_threads_started()`` knows whether the driver
+    or jax started one. Other native threads seen here are fork-aware
+    (OpenBLAS shuts its pool down at a fork).
     """
     if not sys.platform.startswith("linux") or threading.active_count() != 1:
         return False
-    bridge = sys.modules.get("jax._src.xla_bridge")
-    if bridge is not None and getattr(bridge, "_backends", None):
-        return False
-    jaxlib_uses = sys.modules.get("mlirhlo_driver._jaxlib")
-    return not (jaxlib_uses is not None and jaxlib_uses.native_threads_started())
+    from . import _jaxlib  # light: it imports jaxlib only when used
+
+    return not _jaxlib.native_threads_started()
 
 
 def _start(preload: tuple[str, ...]) -> _Helper:
@@ -294,10 +292,11 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                 # It ended before this call (killed from outside, or it never
                 # started): a new one, once.
                 _helper = None
+                log = _read_log(helper.log.fileno())
                 status = helper.close()
                 if attempt:
-                    raise NativeCrash(_death_message("the isolation helper process", status,
-                                                     _read_log(helper.log.fileno())), file=file) from None
+                    raise NativeCrash(_death_message("the isolation helper process", status, log),
+                                      file=file, status=status, native_log=log) from None
                 continue
             reply = _recv(helper.rfd)
             if reply is not None:

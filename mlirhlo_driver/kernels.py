@@ -78,19 +78,18 @@ def sm_limits(spec: Any) -> SmLimits:
     """The occupancy-relevant limits of a gpu_specs.GpuSpec (read from its text)."""
     from .gpu_specs import parse_textproto
 
-    info = parse_textproto(spec.text, str(spec.path)).value("gpu_device_info")
-    cc = info.value("cuda_compute_capability")
-    smem_block = info.value("shared_memory_per_block", 0)
+    info = parse_textproto(spec.text, str(spec.path)).message.gpu_device_info
+    cc = info.cuda_compute_capability
     return SmLimits(
-        cc=(cc.value("major"), cc.value("minor", 0)),
-        warp_size=info.value("threads_per_warp", 32),
-        threads_per_sm=info.value("threads_per_core_limit"),
-        threads_per_block=info.value("threads_per_block_limit"),
-        regs_per_sm=info.value("registers_per_core_limit"),
-        regs_per_block=info.value("registers_per_block_limit"),
-        smem_per_sm=info.value("shared_memory_per_core"),
-        smem_per_block=smem_block,
-        smem_per_block_optin=info.value("shared_memory_per_block_optin", smem_block),
+        cc=(cc.major, cc.minor),
+        warp_size=info.threads_per_warp or 32,
+        threads_per_sm=info.threads_per_core_limit,
+        threads_per_block=info.threads_per_block_limit,
+        regs_per_sm=info.registers_per_core_limit,
+        regs_per_block=info.registers_per_block_limit,
+        smem_per_sm=info.shared_memory_per_core,
+        smem_per_block=info.shared_memory_per_block,
+        smem_per_block_optin=info.shared_memory_per_block_optin or info.shared_memory_per_block,
     )
 
 
@@ -217,9 +216,9 @@ def rows(assembly: Any, thunk_sequence: str, spec: Any) -> list[KernelRow]:
     limits = sm_limits(spec)
     launches = parse_launches(thunk_sequence)
     out = []
-    for module in assembly.modules:
+    for module in assembly.modules_assembled():
         for name in module.kernels:
-            res = module.resources.get(name)
+            res = assembly.resources.get(name)
             if res is None:
                 continue
             for launch in launches.get(name) or [None]:
@@ -280,11 +279,6 @@ def table_text(module_name: str, spec: Any, kernel_rows: list[KernelRow]) -> str
     return _render(t)
 
 
-def table_json(module_name: str, spec: Any, kernel_rows: list[KernelRow]) -> dict[str, Any]:
-    return {"module": module_name, "gpu_spec": spec.name, "sm": spec.sm,
-            "kernels": [r.to_dict() for r in kernel_rows]}
-
-
 # --------------------------------------------------- several specs side by side
 
 def side_by_side(per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]]) -> tuple[str, dict[str, Any]]:
@@ -314,8 +308,8 @@ def side_by_side(per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]]) 
         t.add_column("module")
     t.add_column("kernel")
     for spec, _ in per_spec:
-        for col in ("regs", "spill", "smem", "grid × block", "warps/SM"):
-            t.add_column(f"{spec.name}\n{col}", justify="right")
+        for i, col in enumerate(("regs", "spill", "smem", "grid × block", "warps/SM")):
+            t.add_column(f"{spec.name if i == 0 else ''}\n{col}", justify="right")
     js_rows = []
     for key in keys:
         row = [key[0]] if several_modules else []

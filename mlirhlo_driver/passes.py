@@ -122,12 +122,14 @@ def jaxlib_libraries() -> list[str]:
 
 def jaxlib_cache_key() -> str:
     h = hashlib.sha256()
-    try:  # jaxlib's own version module: importlib.metadata would cost ~20 ms of start-up
-        from jaxlib import version as jaxlib_version
-
-        h.update(jaxlib_version.__version__.encode())
-    except ImportError:
-        pass
+    # jaxlib's version.py, read: importlib.metadata would cost ~20 ms of start-up,
+    # and importing jaxlib is not needed to list the passes from the cache.
+    spec = util.find_spec("jaxlib")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            h.update(Path(root, "version.py").read_bytes())
+        except OSError:
+            pass
     for lib in jaxlib_libraries():
         st = os.stat(lib)
         h.update(f"{lib}:{st.st_size}:{st.st_mtime_ns}".encode())

@@ -24,7 +24,8 @@ from fractions import Fraction
 
 from .errors import InputError, ToolchainError, did_you_mean
 
-__all__ = ["normalize_llvm_ir", "compile_to_ptx", "check_with_ptxas", "supported_archs"]
+__all__ = ["normalize_llvm_ir", "compile_to_ptx", "check_with_ptxas", "check_all_with_ptxas",
+           "supported_archs"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -644,38 +645,61 @@ def check_with_ptxas(code: str, cpu: str, filename: str = "<input>") -> None:
     none or it cannot target ``cpu``; InputError naming the PTX line (and
     quoting it) where ptxas rejects the PTX.
     """
+    check_all_with_ptxas([("", code)], cpu, filename)
+
+
+def check_all_with_ptxas(modules: list[tuple[str, str]], cpu: str, filename: str = "<input>") -> None:
+    """:func:`check_with_ptxas` for several (name, PTX) modules, ptxas runs side by side.
+
+    ``cpu`` takes any spelling :func:`compile_to_ptx` takes. The first
+    rejected module (in order) is reported, by name when it has one.
+    """
     import subprocess
 
     from . import cuda_tools
 
+    cpu = _canonical_arch(cpu)
     try:
         tool = cuda_tools.ptxas()
         tool.require(cpu)
     except ToolchainError as e:
         raise ToolchainError(f"cannot check the PTX with ptxas: {e.message}", file=filename,
                              hint="--no-ptxas (assemble=False) skips the check") from None
+    jobs = max(1, os.cpu_count() or 1)
+    results: list[subprocess.CompletedProcess] = []
     with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as d:
-        src = os.path.join(d, "module.ptx")
-        with open(src, "w") as fh:
-            fh.write(code)
-        try:
-            proc = subprocess.run([tool.path, f"--gpu-name={cpu}", src, "-o", os.path.join(d, "m.cubin")],
-                                  capture_output=True, text=True, errors="replace", timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise ToolchainError(f"cannot run {tool.describe()}: {e}") from None
-    if proc.returncode == 0:
-        return
-    out = proc.stderr + proc.stdout
-    m = _PTXAS_LINE.search(out)
-    version = tool.version_str
+        for start in range(0, len(modules), jobs):
+            procs = []
+            for i, (_, code) in enumerate(modules[start:start + jobs], start=start):
+                src = os.path.join(d, f"m{i}.ptx")
+                with open(src, "w") as fh:
+                    fh.write(code)
+                try:
+                    procs.append(subprocess.Popen(
+                        [tool.path, f"--gpu-name={cpu}", src, "-o", os.path.join(d, f"m{i}.cubin")],
+                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+                except OSError as e:
+                    raise ToolchainError(f"cannot run {tool.describe()}: {e}", file=filename) from None
+            for p in procs:
+                out, _ = p.communicate()
+                results.append(subprocess.CompletedProcess(p.args, p.returncode,
+                                                           out.decode("utf-8", "replace")))
+    for (name, code), proc in zip(modules, results):
+        if proc.returncode != 0:
+            raise _ptxas_error(proc, code, cpu, name, tool.version_str, filename)
+
+
+def _ptxas_error(proc, code: str, cpu: str, name: str, version: str, filename: str) -> InputError:
+    of = f" of module {name}" if name else ""
+    m = _PTXAS_LINE.search(proc.stdout)
     if m is None:
-        detail = " ".join(out.split())[:300] or f"exit status {proc.returncode}"
-        raise InputError(f"ptxas {version} rejected the PTX for {cpu}: {detail}", file=filename)
+        detail = " ".join(proc.stdout.split())[:300] or f"exit status {proc.returncode}"
+        return InputError(f"ptxas {version} rejected the PTX{of} for {cpu}: {detail}", file=filename)
     number = int(m.group(1))
     lines = code.split("\n")
     quoted = lines[number - 1].strip() if 0 < number <= len(lines) else ""
-    raise InputError(f"ptxas {version} rejected the PTX for {cpu} at PTX line {number}: "
-                     f"{m.group(2).strip()}" + (f" [{quoted}]" if quoted else ""), file=filename)
+    return InputError(f"ptxas {version} rejected the PTX{of} for {cpu} at PTX line {number}: "
+                      f"{m.group(2).strip()}" + (f" [{quoted}]" if quoted else ""), file=filename)
 
 
 def _optimize(llvm, tm, module, opt_level: int,

@@ -1013,7 +1013,9 @@ class _Relay:
         native_block = False
         for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
-            if _jaxlib.is_native_noise(line) or line.startswith("[Gloo] ") or _STACK_LINE.match(line):
+            # gloo's retry log: "[Gloo] ..." in jaxlib 0.10.2, "[external/gloo/..." in 0.9.
+            if (_jaxlib.is_native_noise(line) or line.startswith(("[Gloo] ", "[external/gloo/"))
+                    or _STACK_LINE.match(line)):
                 continue
             if _ABSL_LINE.match(line):
                 native_block = True

@@ -112,20 +112,21 @@ def _ptx(req: Any) -> str:
 
 
 def _assembly(req: Any) -> Any:
-    """XLA's PTX assembled as XLA assembles it, once per request (cubin, sass and kernels read it)."""
+    """XLA's PTX and how XLA assembles it, once per request: cubin, sass and kernels
+    share it, and each ptxas run it makes (per module, or all together) happens once."""
     def compute(r: Any) -> Any:
         from . import cuda_binaries
 
         found = r.artifacts().matching(_PTX_FILE)
         if not found:
             r.artifacts().one(_PTX_FILE, "cubin")  # raises the "no output" error
-        return cuda_binaries.assemble(found, r.options.gpu_spec.sm, dict(r.options.xla_flags))
+        return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags))
 
     return req.derived("cuda-assembly", compute)
 
 
 def _cubin(req: Any) -> dict[str, bytes]:
-    return {m.name: m.cubin for m in _assembly(req).modules}
+    return {m.name: m.cubin for m in _assembly(req).modules_assembled()}
 
 
 def _sass(req: Any) -> str:

@@ -74,8 +74,12 @@ def _gpu_spec(path: str) -> Any:
     p = Path(path)
     if not p.exists() and p.stem in gpu_specs.shipped_names():
         sys.stderr.write(f"note: {path} does not exist: using the shipped spec '{p.stem}'\n")
-        return gpu_specs.resolve_spec(p.stem)
-    return gpu_specs.resolve_spec(path)
+        spec = gpu_specs.resolve_spec(p.stem)
+    else:
+        spec = gpu_specs.resolve_spec(path)
+    for note in spec.notes:  # fields XLA needs filled in, fields of a newer XLA left out
+        sys.stderr.write(note + "\n")
+    return spec
 
 
 def _autotune_file(path: str, keep: list[Any]) -> str:
@@ -235,7 +239,9 @@ def _hlo_opt(argv: list[str]) -> int:
             options = _stage_options(platform, spec, flags)
             stage_registry.get(stage, platform)  # validate before any compile
             requests = [stage_registry.StageRequest(m.module, m.name, options) for m in modules]
-            results = [r.produce(stage) for r in requests]
+            # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
+            results = [stage_registry.single_output(stage_registry.get(stage, platform), r.produce(stage))
+                       for r in requests]
             arts = [r.artifacts() for r in requests] if flags.get("xla_dump_to") else []
     if flags.get("xla_dump_to"):
         if not arts:

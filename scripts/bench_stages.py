@@ -9,6 +9,8 @@ Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
 - MLIR-only `opt` on a generated 2,000-op StableHLO module, at the default stage
   and with `--passes canonicalize,cse`, against a bare jaxlib script that
   parses, runs the same pipeline and prints (goal: <= 1.2x).
+- `opt --stage sass` and `--stage kernels` on a 10-module dump against `--stage
+  ptx` on it (goal: <= 1.3x).
 Ratios are per pair, then the median; CPU (user + system) is the steadier figure
 on a loaded machine, wall is shown too. `--in-process` adds the driver's API
 against the bare compile in one warm process (its own overhead).
@@ -97,6 +99,24 @@ def generated_module(ops: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Ten XLA dumps of JAX programs shipped with the tests: the 10-module dump for sass/kernels.
+DUMP_MODULES = [*sorted((REPO / "tests/data/jax_dumps").glob("*.before_optimizations.txt")),
+                REPO / "tests/data/mlp_train_step.before_optimizations.txt",
+                *sorted((REPO / "tests/data/xla_tools").glob("*/module_*.before_optimizations.txt"))]
+
+
+def ten_module_dump(directory: Path) -> Path:
+    """A directory holding the ten modules, named as XLA names its dump files."""
+    import shutil
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, path in enumerate(DUMP_MODULES[:10]):
+        stem = path.name.split(".before_optimizations")[0].split(".")[-1]
+        shutil.copy(path, directory / f"module_{i:04d}.{stem}.before_optimizations.txt")
+    assert len(list(directory.iterdir())) == 10, DUMP_MODULES
+    return directory
+
+
 def cli_command() -> list[str]:
     """The console script a user runs (its main() exits without interpreter teardown)."""
     script = Path(sys.executable).parent / "mlirhlo"
@@ -115,6 +135,8 @@ def main() -> None:
     parser.add_argument("--bytecode", choices=("installed", "none"), default="installed",
                         help="installed: .pyc as a pip install has them; none: no bytecode (editable dev setup)")
     parser.add_argument("--in-process", action="store_true")
+    parser.add_argument("--no-binary-stages", action="store_true",
+                        help="leave out the 10-module dump rows (--stage sass/kernels against ptx)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
@@ -136,6 +158,12 @@ def main() -> None:
         "opt --passes canonicalize,cse": cli + ["opt", str(big), "--passes", "canonicalize,cse", "--no-cache"],
         "bare jaxlib parse/pass/print": [sys.executable, "-c", BARE_MLIR, str(big), pipeline],
     }
+    if not args.no_binary_stages:
+        dump = ten_module_dump(work / "dump10")
+        for stage in ("ptx", "sass", "kernels"):
+            commands[f"opt 10-module dump --stage {stage}"] = cli + [
+                "opt", str(dump), "--platform", "cuda", "--gpu-spec", args.gpu_spec, "--stage", stage,
+                "--no-cache"]
     runs = interleaved(commands, args.repeats, env)
 
     print(f"{args.repeats} interleaved rounds; bytecode: {args.bytecode}; module {Path(args.module).name}, "
@@ -152,6 +180,12 @@ def main() -> None:
                               "bare jaxlib parse/pass/print", 1.2)):
         wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
         print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
+    for stage in ("sass", "kernels") if not args.no_binary_stages else ():
+        # nvdisasm (sass) and ptxas (both) run after XLA's compile, on the same PTX
+        wall, cpu, lo, hi = pair_ratios(runs[f"opt 10-module dump --stage {stage}"],
+                                        runs["opt 10-module dump --stage ptx"])
+        name = f"10-module dump: --stage {stage} / --stage ptx"
+        print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= 1.3x':>8}")
 
     if args.in_process:
         in_process(args)

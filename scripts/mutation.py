@@ -32,6 +32,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -257,12 +258,21 @@ def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] 
            *(["-x"] if stop_first else []), *[f"tests/{t}" for t in tests]]
     for d in deselect:
         cmd += ["--deselect", d]
+    proc = subprocess.Popen(cmd, cwd=copy, env=_env(copy), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=copy, env=_env(copy), capture_output=True, text=True, timeout=timeout,
-                              start_new_session=True)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        out = None
+    finally:
+        # The test run's own group: whatever a mutant (or a failing test) left running goes too.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    if out is None:
         return "timeout", ""
-    out = proc.stdout + proc.stderr
     status = {0: "passed", 1: "failed", 5: "no-tests"}.get(proc.returncode, "error")
     return status, out
 

@@ -109,6 +109,7 @@ class Case:
     contains: str = ""            # a fragment the error line must hold
     names_file: str | None = None  # the error must name this input file
     subprocess: bool = False      # may kill the process: run it in a child
+    timeout: float = 240          # (subprocess) seconds before it counts as a hang
 
 
 def C(id: str, *argv: str, files: dict | None = None, contains: str = "", names: str | None = None,
@@ -251,8 +252,8 @@ for name in ("unknown-op", "undefined-value", "verifier-shape"):
         file_case(f"run-mlir-{name}", RUN, f"{name}.mlir", BAD_MLIR[name]),
         file_case(f"spmd-mlir-{name}", SPMD, f"{name}.mlir", BAD_MLIR[name]),
         file_case(f"bench-mlir-{name}", BENCH, f"{name}.mlir", BAD_MLIR[name]))
-add(file_case("opt-mlir-split-bad-chunk", OPT, "split.mlir",
-              GOOD_MLIR + "// -----\n" + BAD_MLIR["unknown-op"], extra=["--split-input-file"]),
+add(file_case("opt-mlir-split-only-chunk-bad", OPT, "split.mlir",
+              "// -----\n" + BAD_MLIR["unknown-op"] + "// -----\n", extra=["--split-input-file"]),
     file_case("opt-mlir-stage-vhlo-chlo", ["opt", "{f}", "--stage", "vhlo", "-o", "{out}/x.vhlo"],
               "chlo.mlir", Path(MLIR).read_text()),
     # Native stack overflows in MLIR's parser: once SIGSEGV with nothing printed.
@@ -298,6 +299,19 @@ add(file_case("convert-vhlo-truncated", CONVERT, "t.vhlo", BAD_VHLO["truncated"]
 BAD_DIR = DATA / "bad"
 for name, cmd in (("bytecode_nonutf8_diagnostic.mlirbc", OPT), ("bytecode_nonutf8_diagnostic.mlirbc", CONVERT)):
     add(C(f"{cmd[0]}-fuzz-{name}", *[a.replace("{f}", str(BAD_DIR / name)) for a in cmd], names=name, sub=True))
+# More from the fuzz: a VHLO file `convert --to hlo` once answered with a Python traceback
+# ("Failed to deserialize HloModuleProto"), a VHLO and a bytecode file that once segfaulted,
+# and a 278-byte bytecode file that once kept the parser busy for good.
+add(C("convert-fuzz-vhlo-traceback", "convert", str(BAD_DIR / "vhlo_convert_traceback.vhlo"), "--to", "hlo",
+      "-o", "{out}/x.hlo", names="vhlo_convert_traceback.vhlo", sub=True),
+    C("opt-fuzz-vhlo-segv", "opt", str(BAD_DIR / "vhlo_segv.vhlo"), "-o", "{out}/x.mlir", names="vhlo_segv.vhlo",
+      sub=True),
+    C("opt-fuzz-hlo-proto-segv", "opt", str(BAD_DIR / "hlo_proto_segv.pb"), "--input-format", "hlo-proto",
+      "-o", "{out}/x.mlir", names="hlo_proto_segv.pb", sub=True),
+    C("convert-fuzz-bytecode-segv", "convert", str(BAD_DIR / "bytecode_segv.mlirbc"), "--to", "hlo",
+      "-o", "{out}/x.hlo", names="bytecode_segv.mlirbc", sub=True))
+CASES.append(Case("opt-fuzz-bytecode-hang", ["opt", str(BAD_DIR / "bytecode_hang.mlirbc"), "-o", "{out}/x.mlir"],
+                  {}, "", "bytecode_hang.mlirbc", True, timeout=60))
 # An HloModuleProto with element type 43: XLA logged an absl "E... shape.cc" line before the error.
 add(C("opt-fuzz-hlo-proto-bad-element-type", "opt", str(BAD_DIR / "hlo_proto_bad_element_type.pb"),
       "--input-format", "hlo-proto", "-o", "{out}/x.mlir", names="hlo_proto_bad_element_type.pb", sub=True))
@@ -416,6 +430,8 @@ BAD_LL = {
     "truncated": _LL[: len(_LL) // 2],
     "non-utf8": _LL.encode().replace(b"; Stands", b"; \xff Stands"),
     "bad-float-constant": _LL.replace("2.000000e+00", "0xZZ"),
+    # From the fuzz: once a RuntimeError traceback ("No available targets ... triple").
+    "bad-triple": _LL.replace("nvptx64-nvidia-cuda", "nvptx64Mnvidia-cuda"),
 }
 # Calls a libdevice function: --libdevice is read.
 NV_LL = ('target triple = "nvptx64-nvidia-cuda"\n'
@@ -630,7 +646,10 @@ def test_bad_input_native(tmp_path, case):
     argv, out, cwd = _materialize(case, tmp_path)
     env = dict(os.environ, TMPDIR=str(cwd))
     before = _listing(tmp_path / "in")
-    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=240, stdin=subprocess.DEVNULL)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], capture_output=True, text=True,
+                              cwd=cwd, env=env, timeout=case.timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hangs: no answer in {case.timeout:g} s")
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
     _check(case, CliResult(code, proc.stdout, proc.stderr), out, cwd, before)

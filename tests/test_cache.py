@@ -308,3 +308,20 @@ def test_console_entry_exits_with_the_command_status(cache_dir, tmp_path):
     bad = subprocess.run([sys.executable, "-c", code, "opt", str(tmp_path / "missing.mlir")],
                          capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stdout == ""
+
+
+# ------------------------------------------- start-up: the lazily built command
+
+@pytest.mark.parametrize("argv", [["--help"], ["opt", "--help"], ["specs", "--help"], ["cache", "--help"],
+                                  ["-h", "opt"]])
+def test_help_is_what_the_fully_built_app_prints(cli, capfd, argv):
+    """main() builds only the invoked sub-command (typer evaluates every signature it builds)."""
+    from mlirhlo_driver.cli import app
+
+    lazy = cli(*argv)
+    try:
+        app(args=argv, standalone_mode=False)
+    except SystemExit:
+        pass
+    full, _ = capfd.readouterr()
+    assert lazy.code == 0 and lazy.out == full and "Usage: " in full

@@ -1,4 +1,4 @@
-"""gpu_specs/: the shipped GpuTargetConfigProto files and their parser/validator."""
+"""gpu_specs/: the shipped GpuTargetConfigProto files, XLA's own, and their validation."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import filecheck
+from conftest import DATA, filecheck
 from mlirhlo_driver import _jaxlib, gpu_specs
 from mlirhlo_driver.errors import CompileError, SpecError
 from mlirhlo_driver.gpu_specs import (
-    DEFAULT_SPEC, SPEC_DIR, GpuSpec, check_spec, list_specs, load_spec, parse_spec,
-    parse_textproto, resolve_spec,
+    DEFAULT_SPEC, REQUIRED, SPEC_DIR, GpuSpec, check_spec, fill_values, list_specs, load_spec,
+    parse_spec, parse_textproto, resolve_spec,
 )
 
 # name -> (compute_capability, PTX .target XLA emits)
@@ -65,6 +65,8 @@ dnn_version_info { major: 9 minor: 8 patch: 0 }
 device_description_str: "Test GPU"
 """
 
+XLA_SPECS = DATA / "xla_specs"  # XLA's own files, verbatim (see its README.md)
+
 
 def _spec_error(text: str) -> SpecError:
     with pytest.raises(SpecError) as info:
@@ -88,25 +90,30 @@ def test_shipped_spec_validates(name):
     assert isinstance(spec, GpuSpec)
     assert spec.name == name
     assert (spec.compute_capability, spec.sm) == EXPECTED[name]
-    assert spec.text == (SPEC_DIR / f"{name}.txtpb").read_text()
+    assert spec.text == (SPEC_DIR / f"{name}.txtpb").read_text() and spec.filled == ()
     assert spec.gpu and spec.sm_count > 0 and spec.memory_bytes >= 14 << 30
     assert spec.memory_bandwidth > 10**11 and 1.0 < spec.clock_ghz < 2.5
     # Header comment names the GPU and its compute capability.
     header = spec.text.split("\n\n")[0]
     assert all(line.startswith("#") for line in header.splitlines())
     assert f"compute capability {spec.compute_capability}" in header
-    root = parse_textproto(spec.text)
-    assert root.get("dnn_version_info") is not None
-    info = root.value("gpu_device_info")
-    assert {f: info.value(f) for f in VERSION_FIELDS} == VERSION_FIELDS
+    assert spec.proto.HasField("dnn_version_info")
+    info = spec.proto.gpu_device_info
+    # jaxlib 0.9's schema has none of them (its XLA is handed the spec without them).
+    known = {f: v for f, v in VERSION_FIELDS.items() if f in info.DESCRIPTOR.fields_by_name}
+    assert {f: getattr(info, f) for f in known} == known
     # The unit tables are what this XLA fills in on a real GPU: CC 9.0 and 10.0 only.
     has_units = spec.sm in ("sm_90a", "sm_100a")
-    assert (info.get("matrix_unit_description") is not None) == has_units
-    assert (info.get("scalar_unit_description") is not None) == has_units
+    assert info.HasField("matrix_unit_description") == has_units
+    assert info.HasField("scalar_unit_description") == has_units
     # The comments name a source for every figure, the versions included.
     for words in ("Figures:", "device_memory_size is the total the card reports",
                   "cuda_runtime_build_version", "cub_version", "cudnn_build_version"):
         assert words in spec.text, (name, words)
+    # What a spec may leave out is what this real GPU reports (the fill table is right).
+    cc = info.cuda_compute_capability
+    fills = fill_values(cc.major, cc.minor)
+    assert fills and {k: getattr(info, k) for k in fills} == fills
     d = spec.to_dict()
     assert d["name"] == name and d["sm"] == spec.sm and d["path"] == str(spec.path)
     assert "text" not in d
@@ -129,17 +136,17 @@ def test_valid_minimal_spec():
     assert (spec.sm_count, spec.memory_bytes, spec.clock_ghz) == (108, 85899345920, 1.41)
 
 
-def test_parser_records_positions_and_syntax_variants():
-    root = parse_textproto('a: { b: -1.5e3f, c: 0x10; d: "x\\ty" \'z\' }  # c\n'
-                           "e < f: [1, 2] g: [{h: 1}, {h: 2}] >\n")
-    a = root.get("a")
-    assert (a.line, a.col, a.value_line, a.value_col) == (1, 1, 1, 4)
-    assert [(f.name, f.kind, f.value) for f in a.value.fields] == [
-        ("b", "float", -1500.0), ("c", "int", 16), ("d", "string", "x\tyz")]
-    assert (a.value.get("c").line, a.value.get("c").col) == (1, 18)
-    e = root.get("e").value
-    assert [f.value for f in e.fields if f.name == "f"] == [1, 2]
-    assert [f.value.value("h") for f in e.fields if f.name == "g"] == [1, 2]
+def test_positions_and_syntax_variants():
+    parsed = parse_textproto("gpu_device_info < core_count: 0x10; cuda_compute_capability: { major: 9 } >"
+                             "  # c\nplatform_name: 'CU' \"DA\",\n"
+                             "autotune_results { results: [{device: \"x\"}, {device: \"y\"}] }\n")
+    assert parsed.at("gpu_device_info") == gpu_specs.Pos(1, 1, 1, 17)
+    assert parsed.at("gpu_device_info", "core_count") == gpu_specs.Pos(1, 19, 1, 31)
+    assert parsed.at("gpu_device_info", "cuda_compute_capability", "major") == gpu_specs.Pos(1, 64, 1, 71)
+    assert parsed.at("platform_name") == gpu_specs.Pos(2, 1, 2, 16)
+    msg = parsed.message
+    assert (msg.gpu_device_info.core_count, msg.platform_name) == (16, "CUDA")
+    assert [r.device for r in msg.autotune_results.results] == ["x", "y"]
 
 
 def test_feature_extension_forms():
@@ -152,26 +159,31 @@ def test_feature_extension_forms():
     assert (s.compute_capability, s.sm) == ("9.0", "sm_90")
 
 
+def test_escapes_xla_accepts():
+    s = parse_spec(VALID.replace('"Test GPU"', r'"T\x41\101\u00e9\n\\q\""'), "t.txtpb")
+    assert s.gpu == 'TAAé\n\\q"'
+
+
 # ---------------------------------------------------------------- bad inputs
 
 @pytest.mark.parametrize("text, line, col, words", [
-    # unterminated string: at its opening quote
-    (VALID.replace('"Test GPU"', '"Test GPU'), 18, 25, "unterminated string"),
+    (VALID.replace('"Test GPU"', '"Test GPU'), 18, 25, "string missing ending quote"),
     # missing closing brace: at the '{' that is never closed
     (VALID.replace("patch: 0 }", "patch: 0"), 17, 18, "'{' of 'dnn_version_info' is never closed"),
     (VALID.replace("}\nplatform_name", "platform_name"), 2, 17, "'{' of 'gpu_device_info'"),
-    # unexpected tokens
-    (VALID.replace("core_count: 108", "core_count 108"), 8, 14, "expected ':' or '{'"),
-    (VALID.replace("core_count: 108", "core_count: }"), 8, 15, "expected a value for 'core_count'"),
-    (VALID + "}\n", 19, 1, "unexpected '}'"),
-    (VALID.replace("core_count: 108", "core_count: 108abc"), 8, 15, "invalid number '108abc'"),
-    (VALID.replace("core_count: 108", "core_count: $"), 8, 15, "unexpected character '$'"),
-    (VALID.replace('"Test GPU"', '"Test\\qGPU"'), 18, 30, "invalid escape"),
+    (VALID.replace("core_count: 108", "core_count 108"), 8, 14, "expected ':' after field name 'core_count'"),
+    (VALID.replace("core_count: 108", "core_count: }"), 8, 15, "field 'core_count' expects an integer"),
+    (VALID + "}\n", 19, 1, "got }"),
+    (VALID.replace("core_count: 108", "core_count: 108abc"), 8, 15, "got 108abc"),
+    (VALID.replace("core_count: 108", "core_count: 09"), 8, 15, "got 09"),
+    # XLA's C++ parser rejects escapes Python's text_format takes: at the backslash
+    (VALID.replace('"Test GPU"', '"Test\\qGPU"'), 18, 30, "invalid escape '\\q'"),
+    (VALID.replace('"Test GPU"', '"Test\\xGPU"'), 18, 30, "invalid escape '\\x'"),
 ])
 def test_syntax_errors(text, line, col, words):
     err = _spec_error(text)
     assert (err.line, err.col) == (line, col), err.format()
-    assert words in err.message
+    assert words in err.message, err.message
 
 
 def test_unknown_field_close_match():
@@ -185,22 +197,24 @@ def test_unknown_top_level_field():
     err = _spec_error(VALID + "platfrom_name: \"CUDA\"\n")
     assert (err.line, err.col) == (19, 1)
     assert "'platform_name'" in err.hint
+    err = _spec_error(VALID + "cuda_compute_capability { major: 8 }\n")
+    assert "belongs inside gpu_device_info" in err.hint
 
 
 @pytest.mark.parametrize("old, new, line, col, words", [
-    ("core_count: 108", 'core_count: "abc"', 8, 15, "expects an integer"),
+    ("core_count: 108", 'core_count: "abc"', 8, 15, "field 'core_count' expects an integer"),
     ("core_count: 108", "core_count: 10.8", 8, 15, "expects an integer"),
-    ("core_count: 108", "core_count: 4294967296", 8, 15, "out of range for int32"),
+    ("core_count: 108", "core_count: 4294967296", 8, 15, "out of range"),
     ("core_count: 108", "core_count { }", 8, 14, "not a message"),
     ("clock_rate_ghz: 1.41", 'clock_rate_ghz: "fast"', 12, 19, "expects a number"),
     ('"Test GPU"', "TestGPU", 18, 25, "expects a quoted string"),
-    ("minor: 0", "minor: 0 feature_extension: ACCELERATED", 3, 66, "one of"),
+    ("minor: 0", "minor: 0 feature_extension: ACCELERATED", 3, 66, "has no value named ACCELERATED"),
     ("dnn_version_info {", "dnn_version_info: 9 #", 17, 19, "expects a message"),
 ])
 def test_type_errors(old, new, line, col, words):
     err = _spec_error(VALID.replace(old, new))
     assert (err.line, err.col) == (line, col), err.format()
-    assert words in err.message
+    assert words in err.message, err.message
 
 
 def test_enum_hint():
@@ -208,39 +222,63 @@ def test_enum_hint():
     assert "'ACCELERATED_FEATURES'" in err.hint
 
 
-def test_missing_cuda_compute_capability():
-    err = _spec_error(VALID.replace("  cuda_compute_capability { major: 8 minor: 0 }\n", ""))
-    assert (err.line, err.col) == (2, 1)  # the enclosing gpu_device_info
-    assert "missing required field 'cuda_compute_capability'" in err.message
-
-
-@pytest.mark.parametrize("old, new, line, field", [
+# Required fields no compute capability determines: a spec without one is an error,
+# at the message that lacks it.
+NOT_FILLED = [
+    ("  cuda_compute_capability { major: 8 minor: 0 }\n", "", 2, "cuda_compute_capability"),
     ("major: 8 minor: 0", "minor: 0", 3, "major"),
     ("  core_count: 108\n", "", 2, "core_count"),
-    ("  threads_per_warp: 32\n", "", 2, "threads_per_warp"),
-    ('platform_name: "CUDA"\n', "", 1, "platform_name"),
-    ('device_description_str: "Test GPU"\n', "", 1, "device_description_str"),
-    # Every other required field of gpu_device_info, one at a time (16 in all with
-    # gpu_device_info and cuda_compute_capability, tested below and above).
-    ("  fpus_per_core: 64\n", "", 2, "fpus_per_core"),
     ("  clock_rate_ghz: 1.41\n", "", 2, "clock_rate_ghz"),
-    ("  threads_per_block_limit: 1024\n", "", 2, "threads_per_block_limit"),
-    ("  block_dim_limit_x: 2147483647\n", "", 2, "block_dim_limit_x"),
-    ("  shared_memory_per_block: 49152\n", "", 2, "shared_memory_per_block"),
-    ("  shared_memory_per_block_optin: 166912\n", "", 2, "shared_memory_per_block_optin"),
-    ("  registers_per_block_limit: 65536\n", "", 2, "registers_per_block_limit"),
     ("  device_memory_size: 85899345920\n", "", 2, "device_memory_size"),
     ("  memory_bandwidth: 1935000000000\n", "", 2, "memory_bandwidth"),
-])
+    ('platform_name: "CUDA"\n', "", 1, "platform_name"),
+    ('device_description_str: "Test GPU"\n', "", 1, "device_description_str"),
+]
+# Required fields every GPU of a compute capability reports alike: filled in.
+FILLED = {
+    "threads_per_warp": 32, "threads_per_block_limit": 1024, "block_dim_limit_x": 2147483647,
+    "shared_memory_per_block": 49152, "shared_memory_per_block_optin": 166912,
+    "registers_per_block_limit": 65536, "fpus_per_core": 64,
+}
+
+
+def test_every_required_field_is_tested():
+    tested = {f for *_, f in NOT_FILLED} | set(FILLED) | {"gpu_device_info"}
+    assert tested == {f for names in REQUIRED.values() for f in names}
+
+
+@pytest.mark.parametrize("old, new, line, field", NOT_FILLED)
 def test_missing_required(old, new, line, field):
     err = _spec_error(VALID.replace(old, new))
-    assert err.line == line and f"'{field}'" in err.message
+    assert err.line == line and f"missing required field '{field}'" in err.message, err.format()
 
 
 def test_missing_gpu_device_info():
     err = _spec_error('platform_name: "CUDA"\ndevice_description_str: "x"\n')
     assert (err.line, err.col) == (1, 1)
     assert "'gpu_device_info'" in err.message
+
+
+@pytest.mark.parametrize("field", sorted(FILLED))
+def test_missing_field_is_filled_from_the_compute_capability(field):
+    lines = [ln for ln in VALID.splitlines(keepends=True) if not ln.startswith(f"  {field}:")]
+    path = f"without_{field}.txtpb"
+    spec = parse_spec("".join(lines), path)
+    assert spec.filled == ((field, FILLED[field]),)
+    assert getattr(spec.proto.gpu_device_info, field) == FILLED[field]
+    # XLA receives the filled text; it parses to the same message.
+    assert parse_textproto(spec.text).message == spec.proto
+    assert spec.notes == (f"note: {path} lacks {field}; filled in as every compute "
+                          f"capability 8.0 GPU reports: {field}: {FILLED[field]}",)
+
+
+def test_missing_field_without_known_value_is_an_error():
+    text = VALID.replace("major: 8 minor: 0", "major: 7 minor: 2").replace(
+        "  registers_per_block_limit: 65536\n", "")
+    err = _spec_error(text)
+    assert (err.line, err.col) == (2, 1)
+    assert "missing required field 'registers_per_block_limit'" in err.message
+    assert "not 7.2" in err.hint
 
 
 @pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
@@ -254,6 +292,8 @@ def test_empty_file(text):
     ('"CUDA"', '"ROCM"', 16, 16, 'platform_name must be "CUDA"'),
     ("platform_name", 'platform_name: "CUDA"\nplatform_name', 17, 1, "set more than once"),
     ("core_count: 108", "core_count: 0", 8, 15, "must be positive"),
+    ("core_count: 108", "core_count: -108", 8, 15, "must be positive, got -108"),
+    ("clock_rate_ghz: 1.41", "clock_rate_ghz: inf", 12, 19, "must be finite"),
     ("major: 8 minor: 0", "major: 8 minor: 0 feature_extension: ACCELERATED_FEATURES",
      3, 66, "needs compute capability 9.0"),
     ("major: 8", "major: 11", 3, 36, "compute capability 11.x"),
@@ -264,6 +304,11 @@ def test_semantic_errors(old, new, line, col, words):
     err = _spec_error(VALID.replace(old, new))
     assert (err.line, err.col) == (line, col), err.format()
     assert words in err.message
+
+
+def test_deep_nesting_is_an_error():
+    err = _spec_error("gpu_device_info {" * 3000)
+    assert "nested too deeply" in err.message
 
 
 _TOKENS = st.sampled_from([
@@ -294,6 +339,69 @@ def test_fuzz_truncated_or_damaged(pos, n):
             assert e.line is not None and e.col is not None
 
 
+# ------------------------------------------------------- XLA's own spec files
+
+def test_newer_field_lists_match_the_installed_schema():
+    """The fields tolerated as 'from a newer XLA' are the ones this jaxlib's schema
+    has (0.10.x) or lacks (newer than 0.10.2): the lists are not guesses."""
+    fields = set(gpu_specs._message_class().DESCRIPTOR.fields_by_name["gpu_device_info"]
+                 .message_type.fields_by_name)
+    assert not gpu_specs._AFTER_0_10_2 & fields
+    if _jaxlib.jaxlib_at_least("0.10.0"):
+        assert gpu_specs._SINCE_0_10 <= fields
+    else:
+        assert not gpu_specs._SINCE_0_10 & fields
+
+
+def test_xla_spec_without_registers_per_block_limit():
+    spec = load_spec(XLA_SPECS / "a100_pcie_80.txtpb")
+    assert (spec.sm, spec.gpu, spec.sm_count) == ("sm_80", "A100 80GB", 108)
+    assert spec.filled == (("registers_per_block_limit", 65536),)
+    assert "  registers_per_block_limit: 65536  # filled in" in spec.text
+    assert len(spec.notes) == 1 and "lacks registers_per_block_limit" in spec.notes[0]
+
+
+def test_xla_spec_with_fields_from_a_newer_xla():
+    spec = load_spec(XLA_SPECS / "v100.txtpb")
+    assert (spec.sm, spec.sm_count, spec.filled) == ("sm_70", 80, ())
+    assert spec.text == (XLA_SPECS / "v100.txtpb").read_text()
+    assert spec.notes == (f"note: {XLA_SPECS / 'v100.txtpb'}: mem_clock_ghz, "
+                          "max_blocks_per_multiprocessor, collective_memory_granularity (from a newer "
+                          "XLA) left out: this jaxlib's XLA has no such fields",)
+    # Only those: a misspelt field next to them is still an error.
+    text = spec.text.replace("mem_clock_ghz", "mem_clock_gz")
+    err = _spec_error(text)
+    assert "unknown field 'mem_clock_gz'" in err.message
+
+
+def test_xla_spec_compiles_to_ptx(cli):
+    """``mlirhlo opt --stage ptx`` with XLA's a100_pcie_80.txtpb, which lacks a required field."""
+    spec = XLA_SPECS / "a100_pcie_80.txtpb"
+    r = cli("opt", "--platform", "cuda", "--stage", "ptx", "--gpu-spec", spec,
+            DATA / "mlp_train_step.before_optimizations.txt", "--no-cache")
+    assert r.code == 0, r.err
+    assert re.search(r"^\.target sm_80$", r.out, re.M) and ".entry" in r.out
+    assert r.err.count("note:") == 1 and "lacks registers_per_block_limit" in r.err
+
+
+def test_xla_spec_with_newer_fields_in_hlo_opt(tmp_path, capfd):
+    """hlo-opt's own command line with XLA's newest v100.txtpb."""
+    from mlirhlo_driver import xla_tools
+
+    spec = tmp_path / "v100.txtpb"
+    spec.write_text((XLA_SPECS / "v100.txtpb").read_text())
+    capfd.readouterr()
+    try:
+        xla_tools.hlo_opt_main(["--platform=CUDA", "--stage=llvm",
+                                f"--xla_gpu_target_config_filename={spec}",
+                                str(DATA / "xla_tools" / "input.hlo")])
+    except SystemExit as e:
+        assert not e.code
+    out, err = capfd.readouterr()
+    assert 'target triple = "nvptx64-nvidia-cuda"' in out
+    assert err.count("\n") == 1 and "(from a newer XLA) left out" in err
+
+
 # --------------------------------------------------------------- resolve_spec
 
 def test_resolve_spec_by_name_and_path(tmp_path):
@@ -305,6 +413,14 @@ def test_resolve_spec_by_name_and_path(tmp_path):
     assert (spec.name, spec.path, spec.gpu) == ("mine", mine, "Test GPU")
     assert resolve_spec(mine).name == "mine"
     assert load_spec(mine) == spec
+
+
+def test_resolve_spec_path_from_xla_tree():
+    """A path in XLA's source tree that is not here gives the shipped spec of that name."""
+    spec = resolve_spec("/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb")
+    assert spec.path == SPEC_DIR / "a100_pcie_80.txtpb"
+    assert spec.notes == ("note: /xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb does "
+                          "not exist: using the shipped spec 'a100_pcie_80'",)
 
 
 def test_resolve_spec_unknown_name():
@@ -376,9 +492,8 @@ def test_versions_match_the_installed_plugin():
     cuda = versions.cuda_runtime_build_version()  # CUDART_VERSION: 1000 * major + 10 * minor
     assert VERSION_FIELDS["runtime_version"] == f"{cuda // 1000}.{cuda % 1000 // 10}.0"
     cudnn = versions.cudnn_build_version()  # 10000 * major + 100 * minor + patch
-    dnn = parse_textproto(load_spec(SPEC_DIR / "h100_sxm.txtpb").text).value("dnn_version_info")
-    assert (dnn.value("major"), dnn.value("minor"), dnn.value("patch")) == \
-        (cudnn // 10000, cudnn // 100 % 100, cudnn % 100)
+    dnn = load_spec(SPEC_DIR / "h100_sxm.txtpb").proto.dnn_version_info
+    assert (dnn.major, dnn.minor, dnn.patch) == (cudnn // 10000, cudnn // 100 % 100, cudnn % 100)
 
 
 # ------------------------------------- what the version fields change in XLA's code

@@ -91,11 +91,12 @@ def _mlirhlo(*args: str) -> CliResult:
 # (id, file name, content, command, what the error line must say)
 CASES = [
     ("hlo-reshape-opt", "bad.hlo", RESHAPE_HLO, ["opt"],
-     "Check failed: operand->shape().is_unbounded_dynamic()"),
+     "bad.hlo:5:8: malformed HLO module: XLA's HLO parser aborted: Check failed: operand->shape()"),
     ("hlo-reshape-convert", "bad.hlo", RESHAPE_HLO, ["convert", "--to", "hlo"],
      "shape: f32[2,3] operand: f32[4]"),
     ("hlo-lone-parameter-opt", "p.hlo", LONE_PARAMETER_HLO, ["opt", "--platform", "cpu", "--stage", "hlo"],
-     "invalid parameter number. Expected [0, 1), got 3"),
+     "p.hlo:4:8: malformed HLO module: XLA's HLO parser aborted: Check failed: param_no >= 0 && "
+     "param_no < parameter_count; invalid parameter number. Expected [0, 1), got 3"),
     ("hlo-lone-parameter-convert", "p.hlo", LONE_PARAMETER_HLO, ["convert", "--to", "stablehlo"],
      "XLA's HLO parser aborted: Check failed: param_no"),
     ("pb-gte-on-array-opt", "g.pb", _gte_on_array_pb, ["opt"],

@@ -90,10 +90,11 @@ def test_missing_jaxlib_is_refused(monkeypatch):
     (None, "jax-cuda12-plugin is not installed (jaxlib 0.9.2)"),
 ])
 @pytest.mark.parametrize("argv", [
-    ["opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx"],
+    ["opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx", "--no-cache"],
     ["run", "--platform", "cuda"],
 ])
 def test_cuda_commands_need_the_matching_plugin(cli, monkeypatch, plugin, says, argv):
+    # (--no-cache: a cached stage needs no compile, so no plugin either.)
     _fake_versions(monkeypatch, plugin)
     line = assert_one_line_error(cli(*argv, SOFTMAX), code=2, contains=says)
     assert line.endswith("(pip install jax-cuda12-plugin==0.9.2)"), line
@@ -150,3 +151,21 @@ def test_version_does_not_import_jax():
         "print('CODE', code, sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))\n")
     assert proc.stdout.splitlines()[-1] == "CODE 0 []", proc.stdout + proc.stderr
     assert proc.stderr == ""
+
+
+# ------------------------------------------------- differences between releases
+
+def test_gpu_specs_reach_xla_in_the_installed_schema():
+    """0.10.2 gets the shipped text unchanged; an older jaxlib gets it without the fields
+    its GpuTargetConfigProto lacks, and the CUDA runtime version where it reads it."""
+    from mlirhlo_driver import _jaxlib, gpu_specs, protos
+
+    text = gpu_specs.resolve_spec("h100_sxm").text
+    fitted = _jaxlib.target_config_for_installed_xla(text)
+    spec = protos.parse_text(fitted, "stream_executor.GpuTargetConfigProto")  # XLA's own schema
+    info_fields = spec.gpu_device_info.DESCRIPTOR.fields_by_name
+    if "runtime_version" in info_fields:
+        assert fitted == text
+    else:
+        assert (spec.runtime_version.major, spec.runtime_version.minor) == (12, 9)
+    assert spec.gpu_device_info.cuda_compute_capability.major == 9

@@ -452,7 +452,8 @@ def test_specs_list_table(cli):
     assert names == sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
     default = [row for row in rows if "(default)" in row]
     assert len(default) == 1 and default[0].startswith("h100_sxm (default)")
-    assert re.search(r"\bsm_90a\b.*\b132\b.*80 GiB.*3350 GB/s", default[0])
+    # 79 GiB: device_memory_size is what an H100 80GB reports (84942979072 bytes), not 80 GiB.
+    assert re.search(r"\bsm_90a\b.*\b132\b.*79 GiB.*3350 GB/s", default[0])
 
 
 def test_specs_list_json(cli):

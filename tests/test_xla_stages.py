@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, REPO, assert_one_line_error, filecheck
-from mlirhlo_driver import stages
+from mlirhlo_driver import _jaxlib, stages
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 STEM = "mlp_train_step"
@@ -153,8 +153,11 @@ def test_cpu_stage_all_writes_every_stage_with_one_compile(cpu_run):
 
 def test_cuda_stage_all_several_specs(cuda_run):
     assert cuda_run.code == 0
-    expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in stages.all_for("cuda")}
-    assert cuda_run.files == expected
+    expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in stages.all_for("cuda") if not s.multi}
+    # multi-file stages (cubin: one file per kernel module) write <module>.<spec>.<part>.<ext>
+    multi = {f for f in cuda_run.files if re.fullmatch(rf"{STEM}\.({'|'.join(SPECS)})\.\w+\.cubin", f)}
+    assert cuda_run.files - multi == expected
+    assert {f.split(".")[1] for f in multi} == set(SPECS)
     # One compile per (module, spec), however many stages are written.
     assert cuda_run.compiles == [STEM] * len(SPECS)
     assert len(cuda_run.xla_tmpdirs) == len(SPECS)
@@ -182,7 +185,9 @@ CHECK: fusion({{.*}}), kind=kLoop
 CHECK: ROOT {{.*}} tuple(
 """, tmp_path)
     kinds = set(re.findall(r"kind=(k\w+)", hlo))
-    assert {"kLoop", "kCustom"} <= kinds <= {"kLoop", "kInput", "kOutput", "kCustom"}
+    # jaxlib 0.9's XLA CPU makes no kCustom (dot) fusions of this module.
+    assert {"kLoop", "kCustom"} - kinds <= (set() if _jaxlib.jaxlib_at_least("0.10.2") else {"kCustom"})
+    assert kinds <= {"kLoop", "kInput", "kOutput", "kCustom"}
 
 
 def test_cpu_hlo_backend_is_scheduled_module(cpu_run):
@@ -264,7 +269,9 @@ CHECK-DAG: kind=kCustom
 """, tmp_path)
     assert set(re.findall(r"kind=(k\w+)", hlo)) <= {"kLoop", "kInput", "kOutput", "kCustom"}
     backend = cuda_run.text("hlo-backend", "cuda", spec)
-    assert backend.startswith("HloModule jit_mlp_train_step, is_scheduled=true")
+    # jaxlib 0.9's device-less executable holds the clone XLA compiled.
+    clone = "" if _jaxlib.jaxlib_at_least("0.10.2") else "-clone"
+    assert backend.startswith(f"HloModule jit_mlp_train_step{clone}, is_scheduled=true")
 
 
 @pytest.mark.parametrize("spec", list(SPECS))
@@ -305,7 +312,9 @@ CHECK: .visible .entry {{{{[a-z_0-9]+}}}}(
     # Every kernel launched by the thunk sequence has a PTX entry, and vice versa.
     entries = set(re.findall(r"^\.visible \.entry (\w+)\(", ptx, re.M))
     thunks = cuda_run.text("thunk-sequence", "cuda", spec)
-    kernels = set(re.findall(r"^\d+: k\w*Kernel \[.*?\] (\w+) grid:", thunks, re.M))
+    kernels = set(re.findall(r"^\d+: k\w*Kernel \[.*?\] (\w+) grid:", thunks, re.M)
+                  # jaxlib 0.9: "001: kKernel\t, kernel = NAME, launch dimensions = ..."
+                  + re.findall(r"^\d+: k\w*Kernel\s*, kernel = (\w+),", thunks, re.M))
     assert kernels and entries == kernels
 
 
@@ -528,7 +537,8 @@ def test_api_compile_ptx_and_write(h100_api, tmp_path):
     assert re.search(r"^\.target sm_90a$", ptx, re.M)
     assert re.search(r"^\.visible \.entry \w+\(", ptx, re.M)
     paths = h100_api.write(str(tmp_path))
-    assert {os.path.basename(p) for p in paths} == {s.filename(STEM) for s in stages.all_for("cuda")}
+    assert {os.path.basename(p) for p in paths} == {
+        f for s in stages.all_for("cuda") for f, _ in s.files(STEM, h100_api.stage(s.name))}
     assert set(os.listdir(tmp_path)) == {os.path.basename(p) for p in paths}
     assert (tmp_path / f"{STEM}.ptx").read_text() == ptx
 
