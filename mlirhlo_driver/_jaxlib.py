@@ -41,6 +41,13 @@ _NATIVE_NOISE = (
                r"a GPU present\.$"),
 )
 
+# Logged on the way to an error status that becomes the error line anyway: a string
+# field with invalid UTF-8 (protobuf), an element type a fuzzed proto made up.
+_NATIVE_NOISE += (
+    re.compile(r"^E\d{4} [\d:. ]+\d+ wire_format_lite\.cc:\d+\] String field '[\w.]+' contains invalid UTF-8"),
+    re.compile(r"^E\d{4} [\d:. ]+\d+ shape\.cc:\d+\] Unsupported element type: \d+$"),
+)
+
 _lock = threading.RLock()
 
 # XLA's INFO log lines (plugin found, device counts, dump paths) are queued and
@@ -402,10 +409,17 @@ def hlo_text_to_proto(text: str) -> bytes:
 def hlo_proto_to_text(proto: bytes) -> str:
     _hlo = hlo_lib()
 
+    from .native_io import capture_fd2
+
     try:
-        return _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+        # XLA logs why the proto is bad (an absl E line) and returns the same as a
+        # status: on failure the status alone becomes the one error line.
+        with capture_fd2() as captured:
+            text = _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
     except Exception as e:
         raise RuntimeError(str(e)) from None
+    _replay_without_noise(captured.text)
+    return text
 
 
 def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
@@ -451,11 +465,12 @@ def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
     from jaxlib import _jax
 
     try:
-        comp = _jax.mlir.mlir_module_to_xla_computation(module_bytecode, use_tuple_args=False,
-                                                        return_tuple=False)
+        with filtered_native_stderr():  # protobuf's invalid-UTF-8 complaint precedes the error
+            comp = _jax.mlir.mlir_module_to_xla_computation(module_bytecode, use_tuple_args=False,
+                                                            return_tuple=False)
+            return comp.as_serialized_hlo_module_proto()
     except Exception as e:
         raise RuntimeError(str(e)) from None
-    return comp.as_serialized_hlo_module_proto()
 
 
 def hlo_proto_to_dot(proto: bytes) -> str:

@@ -142,6 +142,8 @@ def process(job: OptJob, task: OptTask) -> OptResult:
                              for filename, data in stage_registry.get(name, job.platform).files(stem, produced)]
             result.parts = []
     except DriverError as e:
+        if e.file is None and task.source != "-":
+            e.file = task.source  # a stage's error is about this module: say which file
         result.status = "invalid" if isinstance(e, (InputError, PipelineError)) else "failed"
         result.message = e.format().removeprefix("error: ")
         result.error_text = error_text(e)

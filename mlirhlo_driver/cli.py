@@ -510,7 +510,12 @@ def convert(
             "vhlo": lambda: emit.vhlo_artifact(module, target_version=target_version),
             "mhlo": lambda: emit.mhlo_text(module),
         }
-        data = producers[fmt]()
+        try:
+            data = producers[fmt]()
+        except DriverError as e:
+            if e.file is None and input != "-":
+                e.file = input  # the conversion failed on this file: say so
+            raise
         if output:
             outputs.write_atomic(output, data)
         else:
@@ -651,152 +656,10 @@ def run(
         _fail(e)
 
 
-def _run_tasks(specs: list[str], input_format: str | None, split: bool, args: str | None) -> list[Any]:
-    from . import inputs as loader
-    from .run_pool import Task
-
-    tasks = []
-    for path in loader.expand_inputs(specs):
-        stem = loader.module_stem(path) if not loader.looks_like_jax_entry(path) else path.split(":")[-1]
-        # Workers have no stdin of their own: '-' is read here, once, and handed to them.
-        data = sys.stdin.buffer.read() if path == "-" else None
-        chunks = 1
-        if split and (data is not None or Path(path).is_file()):
-            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
-            chunks = max(1, len(loader.split_chunks(text)))
-        for i in range(chunks):
-            tasks.append(Task(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem, input_format, split,
-                              i, args, data))
-    return tasks
-
-
-def _execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | None,
-                   scheduler: str | None = None) -> list[Any]:
-    from .run_pool import run_in_workers, run_task
-
-    progress = None
-    if len(tasks) > 1 and sys.stderr.isatty():
-        from rich.console import Console
-        from rich.progress import Progress
-
-        progress = Progress(console=Console(stderr=True), transient=True)  # stdout is the report
-        bar = progress.add_task("running modules", total=len(tasks))
-        progress.start()
-        progress.refresh()  # drawn at once, not at the first timer tick
-    try:
-        def done(_report: Any) -> None:
-            if progress is not None:
-                progress.advance(bar)
-                progress.refresh()
-
-        if jobs == 0 and scheduler is None:
-            reports = []
-            for t in tasks:
-                reports.append(run_task(t, options))
-                done(reports[-1])
-            return reports
-        return run_in_workers(tasks, options, jobs=jobs, timeout=timeout, on_done=done, scheduler=scheduler)
-    finally:
-        if progress is not None:
-            progress.stop()
-
-
-def _reproducer(report: Any, options: Any, extra_flags: list[str]) -> str:
-    import shlex
-
-    parts = ["mlirhlo", "run", report.source, "--platform", options.platform,
-             "--reference", options.reference]
-    if options.zeros:
-        parts.append("--zeros")
-    elif options.inputs_npz:
-        parts += ["--inputs", options.inputs_npz]
-    elif options.seed:
-        parts += ["--seed", str(options.seed)]
-    for flag, value in (("--rtol", options.rtol), ("--atol", options.atol)):
-        if value is not None:
-            parts += [flag, str(value)]
-    if options.large_float_range:
-        parts.append("--large-float-range")
-    if options.fold_constants:
-        parts.append("--fold-constants")
-    parts += extra_flags
-    return " ".join(shlex.quote(p) for p in parts)
-
-
-def _print_run_reports(reports: list[Any], options: Any, print_literals: bool, extra_flags: list[str]) -> None:
-    import numpy as np
-
-    for r in reports:
-        if not r.passed:
-            r.reproducer = _reproducer(r, options, extra_flags)
-        head = f"{r.name}: {r.status.upper()}"
-        if r.message:
-            head += f": {r.message}"
-        lines = [head]
-        if r.inputs_note:
-            lines.append(f"  inputs: {r.inputs_note}")
-        if r.compile_ms is not None:
-            timing = f"  compile {r.compile_ms:.1f} ms, run {r.run_ms:.3f} ms"
-            if options.iterations > 1:
-                timing += f" (median of {options.iterations})"
-            if r.reference_ms is not None:
-                timing += f", reference ({options.reference}) {r.reference_ms:.1f} ms"
-            lines.append(timing)
-        for c in r.checks:
-            lines.append(f"  {'PASS' if c.passed else 'FAIL'} {c.kind} at {c.location}"
-                         + (f": {c.message}" if c.message else ""))
-        for m in r.mismatches:
-            lines.extend("  " + ln for ln in m.describe().splitlines())
-        if r.bisect is not None:
-            b = r.bisect
-            lines.append(f"  bisect: first divergence at {b.location}: {b.op}")
-            if b.operand_shapes:
-                lines.append(f"    operands: {', '.join(b.operand_shapes)}")
-            lines.extend("    " + ln for ln in b.mismatch.describe().splitlines()[:3])
-        if print_literals and r.outputs is not None:
-            with np.printoptions(threshold=200, precision=6):
-                for i, a in enumerate(r.inputs or []):
-                    lines.append(f"  input {i} ({a.dtype}{list(a.shape)}): {np.array2string(a, separator=', ')}")
-                for i, o in enumerate(r.outputs):
-                    lines.append(f"  output {i} ({o.dtype}{list(o.shape)}): {np.array2string(o, separator=', ')}")
-                for i, o in enumerate(r.reference_outputs or []):
-                    lines.append(f"  reference {i}: {np.array2string(o, separator=', ')}")
-        if r.reproducer:
-            lines.append(f"  reproduce: {r.reproducer}")
-        typer.echo("\n".join(lines))
-    if len(reports) > 1:
-        _print_summary_table(reports)
-
-
-def _print_summary_table(reports: list[Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{sum(r.passed for r in reports)}/{len(reports)} modules passed")
-    for col, justify in (("module", "left"), ("status", "left"), ("max error", "right"),
-                         ("compile ms", "right"), ("run ms", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for r in reports:
-        table.add_row(r.name, r.status, "" if r.max_error is None else f"{r.max_error:.3g}",
-                      "" if r.compile_ms is None else f"{r.compile_ms:.1f}",
-                      "" if r.run_ms is None else f"{r.run_ms:.3f}")
-    Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60)).print(table)
-
-
-def _save_outputs(path: str, reports: list[Any]) -> None:
-    import io
-
-    import numpy as np
-
-    from . import outputs
-
-    arrays = {}
-    for r in reports:
-        for i, o in enumerate(r.outputs or []):
-            arrays[f"{r.name}/out{i}" if len(reports) > 1 else f"out{i}"] = o
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    outputs.write_atomic(path, buf.getvalue())
+from .run_report import execute_tasks as _execute_tasks  # noqa: E402  (library; xla_tools shares it)
+from .run_report import print_run_reports as _print_run_reports  # noqa: E402
+from .run_report import run_tasks as _run_tasks  # noqa: E402
+from .run_report import save_outputs as _save_outputs  # noqa: E402
 
 
 # ----------------------------------------------------------------- spmd-run
@@ -1036,7 +899,6 @@ def kernels_command(
 
 # ---------------------------------------------------------------------- ptx
 
-_LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"
 
 
 @app.command()
@@ -1081,7 +943,7 @@ def ptx(
             raise DriverError("empty file", file=input)
         if output:
             outputs.check_output_path(output)
-        parts = _split_llvm_modules(text)
+        parts = ptx_backend.split_llvm_modules(text)
         dumps: list[tuple[str, str]] = []
         want_dumps = print_after_all or ir_dump_dir is not None
         out = []
@@ -1114,21 +976,6 @@ def ptx(
             outputs.write_stdout(result)
     except DriverError as e:
         _fail(e)
-
-
-def _split_llvm_modules(text: str) -> list[tuple[str, int, str]]:
-    """(name, line offset, text) of each module; one unnamed part if not joined."""
-    import re
-
-    marks = list(re.finditer(_LLVM_MODULE_SEPARATOR, text, re.M))
-    if not marks:
-        return [("", 0, text)]
-    parts = []
-    for i, m in enumerate(marks):
-        start = m.end() + 1
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        parts.append((m.group(1), text.count("\n", 0, start), text[start:end]))
-    return parts
 
 
 # ----------------------------------------------------------- bench-pipeline

@@ -124,7 +124,10 @@ def hlo_pbtxt(module: Any) -> str:
 def hlo_text_from_proto(proto: bytes) -> str:
     from . import _jaxlib
 
-    return _jaxlib.hlo_proto_to_text(proto)
+    try:
+        return _jaxlib.hlo_proto_to_text(proto)
+    except RuntimeError as e:  # XLA rejects the proto (e.g. invalid UTF-8 in a string field)
+        raise StageError(f"XLA cannot read this module as HLO: {_first_line(e)}") from None
 
 
 def hlo_pbtxt_from_proto(proto: bytes) -> str:

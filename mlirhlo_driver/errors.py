@@ -8,6 +8,9 @@ plus an optional hint such as a close-match suggestion.
 from __future__ import annotations
 
 import difflib
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 from collections.abc import Iterable
 
 
@@ -40,7 +43,9 @@ class DriverError(Exception):
         text = f"error: {loc}: {self.message}" if loc else f"error: {self.message}"
         if self.hint:
             text += f" ({self.hint})"
-        return text
+        # Messages can quote the input (an op name from a fuzzed artifact): control
+        # characters there must not break the one-line contract or the terminal.
+        return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
     def __str__(self) -> str:  # pragma: no cover - used in tracebacks only
         return self.format()

@@ -576,6 +576,9 @@ def compile_to_ptx(
             what=f"LLVM's NVPTX backend ({cpu})", file=filename, preload=("llvmlite.binding",))
     except NativeCrash as e:
         raise _codegen_crash(e, llvm_ir, cpu, filename) from None
+    except RuntimeError as e:  # llvmlite: "No available targets are compatible with triple ..."
+        raise InputError(str(e).strip().splitlines()[0], file=filename,
+                         hint=f"the IR must target {TRIPLE}") from None
     if print_after_all is not None:
         for name, body in dumps:
             print_after_all(name, body)
@@ -728,3 +731,22 @@ def _optimize(llvm, tm, module, opt_level: int,
             print_after_all(name, body)
     finally:
         shutil.rmtree(dump_dir, ignore_errors=True)
+
+
+# The '; ----- NAME -----' lines the llvm stages put between XLA's LLVM modules.
+LLVM_MODULE_SEPARATOR = r"^; ----- (\S+) -----$"
+
+
+def split_llvm_modules(text: str) -> list[tuple[str, int, str]]:
+    """(name, line offset, text) of each module; one unnamed part if not joined."""
+    import re
+
+    marks = list(re.finditer(LLVM_MODULE_SEPARATOR, text, re.M))
+    if not marks:
+        return [("", 0, text)]
+    parts = []
+    for i, m in enumerate(marks):
+        start = m.end() + 1
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        parts.append((m.group(1), text.count("\n", 0, start), text[start:end]))
+    return parts

@@ -90,6 +90,7 @@ def from_file(path: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as e:
         raise FlagError(getattr(e, "strerror", None) or str(e), file=path) from None
     flags: dict[str, Any] = {}
+    positions: dict[str, tuple[int, int]] = {}  # field -> (line, col), to place later errors
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -121,7 +122,14 @@ def from_file(path: str) -> dict[str, Any]:
                 flags[m.group(1)] = value
             else:
                 flags[m.group(1)] = parse_value(value)
+            positions[m.group(1)] = (lineno, m.start(1) + 1)
             pos = m.end()
+    try:
+        check_names(flags, known_names())
+    except FlagError as e:
+        name = next((n for n in positions if f"--{n}" in e.message), None)
+        line, col = positions.get(name, (None, None)) if name else (None, None)
+        raise FlagError(e.message, file=path, line=line, col=col, hint=e.hint) from None
     return flags
 
 

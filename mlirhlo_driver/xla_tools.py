@@ -530,8 +530,8 @@ def _run_hlo_module(argv: list[str]) -> int:
     p = parse(argv, RUN_HLO_MODULE_FLAGS)
     if _help_or_version(p, "run_hlo_module", "[FLAGS] FILE...", _RUN_DESCRIPTION, RUN_HLO_MODULE_FLAGS):
         return 0
-    from . import cli
     from . import run as runner
+    from . import run_report
 
     flags = _debug_flags(p, p["debug_options_file"])
     if flags:
@@ -567,7 +567,7 @@ def _run_hlo_module(argv: list[str]) -> int:
         if snap is not None:
             snapshots[snap[0]] = snap[1]
         paths.append(snap[0] if snap else path)
-    tasks = cli._run_tasks(paths, _input_format(p["input_format"], "input_format"), False, None)
+    tasks = run_report.run_tasks(paths, _input_format(p["input_format"], "input_format"), False, None)
     for t in tasks:
         replicas, partitions = _header_counts(t.source)
         if (replicas or 1) > 1 or (partitions or 1) > 1:
@@ -601,10 +601,10 @@ def _run_hlo_module(argv: list[str]) -> int:
         # As XLA: each iteration draws new inputs, or takes that iteration's literals.
         inputs_npz = _npz(literal_args[min(it, len(literal_args) - 1)], keep) if literal_args else None
         opts = replace(options, seed=it, inputs_npz=inputs_npz)
-        reports = cli._execute_tasks([t for t in tasks if t.source not in snapshots], opts, 1, None)
+        reports = run_report.execute_tasks([t for t in tasks if t.source not in snapshots], opts, 1, None)
         for t in tasks:
             if t.source in snapshots:  # replayed with the arguments the snapshot recorded
-                reports += cli._execute_tasks([t], replace(opts, inputs_npz=snapshots[t.source]), 1, None)
+                reports += run_report.execute_tasks([t], replace(opts, inputs_npz=snapshots[t.source]), 1, None)
         for r in reports if inputs_npz else []:
             r.inputs_note = (r.inputs_note or "").replace(inputs_npz, p["input_literals_file"])
         if len(reports) == 1 and reports[0].status == "invalid":
@@ -612,7 +612,7 @@ def _run_hlo_module(argv: list[str]) -> int:
         if reports[0].outputs is not None:
             r = reports[0]
             recorded.append((list(r.inputs or []), list(r.outputs), r.reference_outputs))
-        cli._print_run_reports(reports, opts, p["print_literals"], extra_flags=xla_words)
+        run_report.print_run_reports(reports, opts, p["print_literals"], extra_flags=xla_words)
         runs += reports
     if p["output_literals_file"] and recorded:
         from . import literals, outputs
@@ -889,7 +889,7 @@ def _ptx_opt(argv: list[str]) -> int:
     p = parse(argv, PTX_OPT_FLAGS)
     if _help_or_version(p, "ptx-opt", "[FLAGS] FILE", _PTX_DESCRIPTION, PTX_OPT_FLAGS):
         return 0
-    from . import cli, outputs
+    from . import outputs
     from . import ptx as ptx_backend
 
     extra = dict(p.xla_flags)
@@ -914,7 +914,7 @@ def _ptx_opt(argv: list[str]) -> int:
     dumps: list[tuple[str, str]] = []
     collect = bool(dump_to and dump_llvmir)
     out = []
-    for name, offset, body in cli._split_llvm_modules(text):
+    for name, offset, body in ptx_backend.split_llvm_modules(text):
         code = ptx_backend.compile_to_ptx(
             "\n" * offset + body, p["arch"], 3, filename=source,
             print_after_all=(lambda pass_name, ir, n=name: dumps.append((f"{n}.{pass_name}" if n else pass_name, ir)))

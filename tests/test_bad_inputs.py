@@ -618,6 +618,33 @@ def _listing(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
 
 
+# Still broken (issue 12, open): native crashes in MLIR bytecode / VHLO / HLO-proto
+# readers that are not isolated yet, and one flag-file error that loses its file.
+# strict: the day one is fixed, its xfail fails and must be removed.
+KNOWN_BROKEN = {
+    "opt-debug-options-file-malformed": "a bool field's bad value is reported against the module, not the file",
+    "opt-fuzz-bytecode_nonutf8_diagnostic.mlirbc": "nanobind aborts on a non-UTF-8 MLIR diagnostic",
+    "convert-fuzz-bytecode_nonutf8_diagnostic.mlirbc": "nanobind aborts on a non-UTF-8 MLIR diagnostic",
+    "opt-fuzz-vhlo-segv": "VHLO deserialization segfaults; not isolated yet",
+    "opt-fuzz-hlo-proto-segv": "HLO proto import segfaults; not isolated yet",
+    "convert-fuzz-bytecode-segv": "MLIR bytecode reader segfaults; not isolated yet",
+}
+# A hang costs its whole timeout in CI: not run until bytecode reading is isolated with a deadline.
+NOT_RUN = {"opt-fuzz-bytecode-hang": "MLIR bytecode reader loops forever on this input"}
+
+
+def _params(cases):
+    out = []
+    for c in cases:
+        marks = []
+        if c.id in KNOWN_BROKEN:
+            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN[c.id]))
+        if c.id in NOT_RUN:
+            marks.append(pytest.mark.xfail(run=False, reason=NOT_RUN[c.id]))
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
+
+
 IN_PROCESS = [c for c in CASES if not c.subprocess]
 NATIVE = [c for c in CASES if c.subprocess]
 
@@ -631,7 +658,7 @@ def test_corpus_size_and_ids():
             "bench-pipeline"} <= commands
 
 
-@pytest.mark.parametrize("case", IN_PROCESS, ids=[c.id for c in IN_PROCESS])
+@pytest.mark.parametrize("case", _params(IN_PROCESS))
 def test_bad_input(cli, tmp_path, monkeypatch, case):
     argv, out, cwd = _materialize(case, tmp_path)
     monkeypatch.chdir(cwd)
@@ -640,7 +667,7 @@ def test_bad_input(cli, tmp_path, monkeypatch, case):
     _check(case, cli(*argv), out, cwd, before)
 
 
-@pytest.mark.parametrize("case", NATIVE, ids=[c.id for c in NATIVE])
+@pytest.mark.parametrize("case", _params(NATIVE))
 def test_bad_input_native(tmp_path, case):
     """Inputs that once killed the process: run as a fresh ``mlirhlo`` would."""
     argv, out, cwd = _materialize(case, tmp_path)

@@ -1,0 +1,160 @@
+"""Run's task list and report printing, shared by ``mlirhlo run`` and ``run_hlo_module``.
+
+The front-ends only parse arguments; turning inputs into tasks, running them
+(in process, in workers or on a cluster) and printing the per-module report and
+summary table live here so both front-ends behave the same.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def run_tasks(specs: list[str], input_format: str | None, split: bool, args: str | None) -> list[Any]:
+    from . import inputs as loader
+    from .run_pool import Task
+
+    tasks = []
+    for path in loader.expand_inputs(specs):
+        stem = loader.module_stem(path) if not loader.looks_like_jax_entry(path) else path.split(":")[-1]
+        # Workers have no stdin of their own: '-' is read here, once, and handed to them.
+        data = sys.stdin.buffer.read() if path == "-" else None
+        chunks = 1
+        if split and (data is not None or Path(path).is_file()):
+            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
+            chunks = max(1, len(loader.split_chunks(text)))
+        for i in range(chunks):
+            tasks.append(Task(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem, input_format, split,
+                              i, args, data))
+    return tasks
+
+
+def execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | None,
+                   scheduler: str | None = None) -> list[Any]:
+    from .run_pool import run_in_workers, run_task
+
+    progress = None
+    if len(tasks) > 1 and sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import Progress
+
+        progress = Progress(console=Console(stderr=True), transient=True)  # stdout is the report
+        bar = progress.add_task("running modules", total=len(tasks))
+        progress.start()
+        progress.refresh()  # drawn at once, not at the first timer tick
+    try:
+        def done(_report: Any) -> None:
+            if progress is not None:
+                progress.advance(bar)
+                progress.refresh()
+
+        if jobs == 0 and scheduler is None:
+            reports = []
+            for t in tasks:
+                reports.append(run_task(t, options))
+                done(reports[-1])
+            return reports
+        return run_in_workers(tasks, options, jobs=jobs, timeout=timeout, on_done=done, scheduler=scheduler)
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
+def reproducer(report: Any, options: Any, extra_flags: list[str]) -> str:
+    import shlex
+
+    parts = ["mlirhlo", "run", report.source, "--platform", options.platform,
+             "--reference", options.reference]
+    if options.zeros:
+        parts.append("--zeros")
+    elif options.inputs_npz:
+        parts += ["--inputs", options.inputs_npz]
+    elif options.seed:
+        parts += ["--seed", str(options.seed)]
+    for flag, value in (("--rtol", options.rtol), ("--atol", options.atol)):
+        if value is not None:
+            parts += [flag, str(value)]
+    if options.large_float_range:
+        parts.append("--large-float-range")
+    if options.fold_constants:
+        parts.append("--fold-constants")
+    parts += extra_flags
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def print_run_reports(reports: list[Any], options: Any, print_literals: bool, extra_flags: list[str]) -> None:
+    import numpy as np
+
+    for r in reports:
+        if not r.passed:
+            r.reproducer = reproducer(r, options, extra_flags)
+        head = f"{r.name}: {r.status.upper()}"
+        if r.message:
+            head += f": {r.message}"
+        lines = [head]
+        if r.inputs_note:
+            lines.append(f"  inputs: {r.inputs_note}")
+        if r.compile_ms is not None:
+            timing = f"  compile {r.compile_ms:.1f} ms, run {r.run_ms:.3f} ms"
+            if options.iterations > 1:
+                timing += f" (median of {options.iterations})"
+            if r.reference_ms is not None:
+                timing += f", reference ({options.reference}) {r.reference_ms:.1f} ms"
+            lines.append(timing)
+        for c in r.checks:
+            lines.append(f"  {'PASS' if c.passed else 'FAIL'} {c.kind} at {c.location}"
+                         + (f": {c.message}" if c.message else ""))
+        for m in r.mismatches:
+            lines.extend("  " + ln for ln in m.describe().splitlines())
+        if r.bisect is not None:
+            b = r.bisect
+            lines.append(f"  bisect: first divergence at {b.location}: {b.op}")
+            if b.operand_shapes:
+                lines.append(f"    operands: {', '.join(b.operand_shapes)}")
+            lines.extend("    " + ln for ln in b.mismatch.describe().splitlines()[:3])
+        if print_literals and r.outputs is not None:
+            with np.printoptions(threshold=200, precision=6):
+                for i, a in enumerate(r.inputs or []):
+                    lines.append(f"  input {i} ({a.dtype}{list(a.shape)}): {np.array2string(a, separator=', ')}")
+                for i, o in enumerate(r.outputs):
+                    lines.append(f"  output {i} ({o.dtype}{list(o.shape)}): {np.array2string(o, separator=', ')}")
+                for i, o in enumerate(r.reference_outputs or []):
+                    lines.append(f"  reference {i}: {np.array2string(o, separator=', ')}")
+        if r.reproducer:
+            lines.append(f"  reproduce: {r.reproducer}")
+        sys.stdout.write("\n".join(lines) + "\n")
+    if len(reports) > 1:
+        print_summary_table(reports)
+
+
+def print_summary_table(reports: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{sum(r.passed for r in reports)}/{len(reports)} modules passed")
+    for col, justify in (("module", "left"), ("status", "left"), ("max error", "right"),
+                         ("compile ms", "right"), ("run ms", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in reports:
+        table.add_row(r.name, r.status, "" if r.max_error is None else f"{r.max_error:.3g}",
+                      "" if r.compile_ms is None else f"{r.compile_ms:.1f}",
+                      "" if r.run_ms is None else f"{r.run_ms:.3f}")
+    Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60)).print(table)
+
+
+def save_outputs(path: str, reports: list[Any]) -> None:
+    import io
+
+    import numpy as np
+
+    from . import outputs
+
+    arrays = {}
+    for r in reports:
+        for i, o in enumerate(r.outputs or []):
+            arrays[f"{r.name}/out{i}" if len(reports) > 1 else f"out{i}"] = o
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    outputs.write_atomic(path, buf.getvalue())
