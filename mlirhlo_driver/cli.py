@@ -62,16 +62,9 @@ def _root(
 
 
 def _fail(err: DriverError) -> None:
-    lines = [err.format()]
-    if isinstance(err, PassFailure):
-        if err.diagnostics:
-            lines.append(err.diagnostics)
-        if err.reproducer:
-            lines.append(f"note: reproducer written to {err.reproducer}")
-            from .pipeline import reproducer_command
+    from .batch import error_text
 
-            lines.append(f"note: reproduce with: {reproducer_command(err.reproducer)}")
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(error_text(err))
     sys.stderr.flush()
     raise typer.Exit(EXIT_FAILURE if isinstance(err, (PassFailure, CompileError)) else EXIT_USAGE)
 
@@ -234,7 +227,7 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
         platform = platform or "cuda"
     if autotune_results is not None:
         cli_flags["xla_gpu_load_autotune_results_from"] = autotune_results
-    file_flags = xla_flags.from_file(debug_options_file) if debug_options_file else {}
+    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
     # XLA_FLAGS may be set for other tools: it matters only when XLA compiles.
     env_flags = xla_flags.from_environment() if platform is not None else {}
     flags = xla_flags.merge(file_flags, env_flags, cli_flags)

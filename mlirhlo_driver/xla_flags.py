@@ -124,11 +124,22 @@ def from_file(path: str) -> dict[str, Any]:
                 flags[m.group(1)] = parse_value(value)
             positions[m.group(1)] = (lineno, m.start(1) + 1)
             pos = m.end()
+    _positions[path] = positions
+    return flags
+
+
+_positions: dict[str, dict[str, tuple[int, int]]] = {}  # file -> field -> (line, col)
+
+
+def from_file_checked(path: str) -> dict[str, Any]:
+    """:func:`from_file`, then the names checked against this XLA: an unknown
+    field is reported at its place in the file, not against the module."""
+    flags = from_file(path)
     try:
         check_names(flags, known_names())
     except FlagError as e:
-        name = next((n for n in positions if f"--{n}" in e.message), None)
-        line, col = positions.get(name, (None, None)) if name else (None, None)
+        name = next((n for n in _positions.get(path, {}) if f"--{n}" in e.message), None)
+        line, col = _positions[path][name] if name else (None, None)
         raise FlagError(e.message, file=path, line=line, col=col, hint=e.hint) from None
     return flags
 

@@ -58,7 +58,7 @@ def _debug_flags(parsed: Any, options_file: str) -> dict[str, Any]:
     """DebugOptions: --debug_options_file, then XLA_FLAGS, then the command line."""
     from . import xla_flags
 
-    file_flags = xla_flags.from_file(options_file) if options_file else {}
+    file_flags = xla_flags.from_file_checked(options_file) if options_file else {}
     return xla_flags.merge(file_flags, xla_flags.from_environment(), dict(parsed.xla_flags))
 
 
