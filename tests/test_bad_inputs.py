@@ -614,6 +614,12 @@ def _check(case: Case, result: CliResult, out: Path, cwd: Path, inputs_before: l
     assert _listing(out.parent / "in") == inputs_before, "the input directory changed" + detail
 
 
+def _tmpdir(tmp_path: Path) -> Path:
+    d = tmp_path / "tmpdir"
+    d.mkdir(exist_ok=True)
+    return d
+
+
 def _listing(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
 
@@ -662,7 +668,9 @@ def test_corpus_size_and_ids():
 def test_bad_input(cli, tmp_path, monkeypatch, case):
     argv, out, cwd = _materialize(case, tmp_path)
     monkeypatch.chdir(cwd)
-    monkeypatch.setenv("TMPDIR", str(cwd))
+    # Native code (MLIR's location snapshots) may keep temp files in TMPDIR a moment
+    # after a command; they are not its output, so TMPDIR is kept apart from cwd.
+    monkeypatch.setenv("TMPDIR", str(_tmpdir(tmp_path)))
     before = _listing(tmp_path / "in")
     _check(case, cli(*argv), out, cwd, before)
 
@@ -671,7 +679,7 @@ def test_bad_input(cli, tmp_path, monkeypatch, case):
 def test_bad_input_native(tmp_path, case):
     """Inputs that once killed the process: run as a fresh ``mlirhlo`` would."""
     argv, out, cwd = _materialize(case, tmp_path)
-    env = dict(os.environ, TMPDIR=str(cwd))
+    env = dict(os.environ, TMPDIR=str(_tmpdir(tmp_path)))
     before = _listing(tmp_path / "in")
     try:
         proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], capture_output=True, text=True,
