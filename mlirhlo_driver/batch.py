@@ -95,18 +95,9 @@ def tasks_for(specs: list[str], *, split_input_file: bool) -> list[OptTask]:
     """One task per module of the inputs: files are read only to count split chunks."""
     from . import inputs as loader
 
-    tasks: list[OptTask] = []
-    for path in loader.expand_inputs(specs):
-        stem = path.split(":")[-1] if loader.looks_like_jax_entry(path) else loader.module_stem(path)
-        data = sys.stdin.buffer.read() if path == "-" else None
-        chunks = 1
-        if split_input_file and (data is not None or Path(path).is_file()):
-            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
-            chunks = max(1, len(loader.split_chunks(text)))
-        for i in range(chunks):
-            tasks.append(OptTask(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem,
-                                 i if split_input_file else None, data))
-    return tasks
+    return [OptTask(i, path, name, chunk if split_input_file else None, data)
+            for i, (path, name, chunk, _, data) in
+            enumerate(loader.module_units(specs, split_input_file=split_input_file))]
 
 
 # ------------------------------------------------------------------ one module

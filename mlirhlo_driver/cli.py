@@ -926,14 +926,7 @@ def ptx(
         from . import outputs
         from . import ptx as ptx_backend
 
-        try:
-            text = sys.stdin.read() if input == "-" else Path(input).read_text()
-        except FileNotFoundError:
-            raise DriverError("no such file or directory", file=input) from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise DriverError(f"cannot read LLVM IR: {getattr(e, 'strerror', None) or e}", file=input) from None
-        if not text.strip():
-            raise DriverError("empty file", file=input)
+        text = ptx_backend.read_llvm_ir(input)
         if output:
             outputs.check_output_path(output)
         parts = ptx_backend.split_llvm_modules(text)

@@ -144,6 +144,25 @@ def load(source: str, *, input_format: str | None = None, split_input_file: bool
     return [_load_one(data, fmt, source, stem, 0)]
 
 
+def module_units(specs: list[str], *, split_input_file: bool) -> list[tuple[str, str, int, bool, bytes | None]]:
+    """``(source, name, chunk, split, data)`` for each module the inputs hold.
+
+    Files are read only to count the chunks of a split file. ``-`` is read here,
+    once: workers have no stdin of their own, so its bytes travel as ``data``.
+    """
+    units = []
+    for path in expand_inputs(specs):
+        stem = path.split(":")[-1] if looks_like_jax_entry(path) else module_stem(path)
+        data = sys.stdin.buffer.read() if path == "-" else None
+        chunks = 1
+        if split_input_file and (data is not None or Path(path).is_file()):
+            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
+            chunks = max(1, len(split_chunks(text)))
+        for i in range(chunks):
+            units.append((path, f"{stem}.{i}" if chunks > 1 else stem, i, chunks > 1, data))
+    return units
+
+
 def looks_like_jax_entry(spec: str) -> bool:
     return not Path(spec).exists() and bool(_JAX_ENTRY.match(spec))
 

@@ -476,16 +476,22 @@ def records(data: bytes, start: int = 0, end: int | None = None) -> list[tuple[i
     pos = start
     while pos < end:
         at = pos
-        tag, pos = _read_varint(data, pos, end)
-        if tag >> 3 == 0:
-            raise _Malformed("field number 0", at)
-        if tag & 7 == _GROUP_END:
-            raise _Malformed("end-group tag without a group", at)
-        if tag & 7 > _FIXED32:
-            raise _Malformed(f"invalid wire type {tag & 7}", at)
+        tag, pos = _read_tag(data, pos, end)
         pos = _skip(data, pos, tag, end)
         out.append((tag >> 3, tag & 7, at, pos))
     return out
+
+
+def _read_tag(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """A record's tag and the position after it; _Malformed for tags no encoder writes."""
+    tag, after = _read_varint(data, pos, end)
+    if tag >> 3 == 0:
+        raise _Malformed("field number 0", pos)
+    if tag & 7 == _GROUP_END:
+        raise _Malformed("end-group tag without a group", pos)
+    if tag & 7 > _FIXED32:
+        raise _Malformed(f"invalid wire type {tag & 7}", pos)
+    return tag, after
 
 
 def len_value(data: bytes, start: int, end: int) -> bytes:
@@ -522,13 +528,7 @@ def _locate_error(data: bytes, desc: Any) -> str:
         while pos < end:
             at = pos
             try:
-                tag, pos = _read_varint(data, pos, end)
-                if tag >> 3 == 0:
-                    raise _Malformed("field number 0", at)
-                if tag & 7 == _GROUP_END:
-                    raise _Malformed("end-group tag without a group", at)
-                if tag & 7 > _FIXED32:
-                    raise _Malformed(f"invalid wire type {tag & 7}", at)
+                tag, pos = _read_tag(data, pos, end)
                 nxt = _skip(data, pos, tag, end)
             except _Malformed as e:
                 raise ValueError(f"{e}" + (f" (in {path})" if path else "")) from None

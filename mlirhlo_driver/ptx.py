@@ -750,3 +750,19 @@ def split_llvm_modules(text: str) -> list[tuple[str, int, str]]:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
         parts.append((m.group(1), text.count("\n", 0, start), text[start:end]))
     return parts
+
+
+def read_llvm_ir(source: str) -> str:
+    """The LLVM IR text of a file, or of stdin for ``-``; InputError if unreadable or empty."""
+    import sys
+    from pathlib import Path
+
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    except FileNotFoundError:
+        raise InputError("no such file or directory", file=source) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read LLVM IR: {getattr(e, 'strerror', None) or e}", file=source) from None
+    if not text.strip():
+        raise InputError("empty input" if source == "-" else "empty file", file=source)
+    return text

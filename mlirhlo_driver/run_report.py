@@ -8,7 +8,6 @@ summary table live here so both front-ends behave the same.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -16,19 +15,8 @@ def run_tasks(specs: list[str], input_format: str | None, split: bool, args: str
     from . import inputs as loader
     from .run_pool import Task
 
-    tasks = []
-    for path in loader.expand_inputs(specs):
-        stem = loader.module_stem(path) if not loader.looks_like_jax_entry(path) else path.split(":")[-1]
-        # Workers have no stdin of their own: '-' is read here, once, and handed to them.
-        data = sys.stdin.buffer.read() if path == "-" else None
-        chunks = 1
-        if split and (data is not None or Path(path).is_file()):
-            text = data.decode(errors="replace") if data is not None else Path(path).read_text(errors="replace")
-            chunks = max(1, len(loader.split_chunks(text)))
-        for i in range(chunks):
-            tasks.append(Task(len(tasks), path, f"{stem}.{i}" if chunks > 1 else stem, input_format, split,
-                              i, args, data))
-    return tasks
+    return [Task(i, path, name, input_format, split, chunk, args, data)
+            for i, (path, name, chunk, _, data) in enumerate(loader.module_units(specs, split_input_file=split))]
 
 
 def execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | None,

@@ -901,14 +901,7 @@ def _ptx_opt(argv: list[str]) -> int:
     if len(p.positionals) != 1:
         raise DriverError("give one LLVM IR file ('-' for stdin)", hint="ptx-opt --arch=9.0 FILE")
     source = p.positionals[0]
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    except FileNotFoundError:
-        raise DriverError("no such file or directory", file=source) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DriverError(f"cannot read LLVM IR: {getattr(e, 'strerror', None) or e}", file=source) from None
-    if not text.strip():
-        raise DriverError("empty input", file=source)
+    text = ptx_backend.read_llvm_ir(source)
     if p["o"] not in ("", "-"):
         outputs.check_output_path(p["o"])
     dumps: list[tuple[str, str]] = []
