@@ -437,6 +437,12 @@ def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
 # than the work itself.
 # ISOLATED_PRELOAD (module __getattr__ above): the modules those steps import.
 
+# What ir_context() imports, for isolate.call's preload: imported in this process
+# before the helper is forked, they are not loaded a second time there.
+MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
+    "ir", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
+    "_mlir_libs._stablehlo", "_mlir_libs._mlirGPUPasses", "_mlir_libs._mlirSparseTensorPasses"))
+
 
 def hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:
     """HLO text or HloModuleProto -> ("ok", proto, StableHLO bytecode), without starting jax.
@@ -660,6 +666,10 @@ def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
     On failure the CompileError carries what XLA logged natively meanwhile
     (``native_log``): some errors are explained only there.
     """
+    if hasattr(module, "operation"):  # an ir.Module: refuse what would kill the process
+        from .native_guards import refuse_constant_division_by_zero
+
+        refuse_constant_division_by_zero(module)
     xla_client = _xla_client()
     _started_native_threads()  # XLA's compile thread pools
 

@@ -53,6 +53,10 @@ class Program:
         """The module at an MLIR-level stage, or at an XLA stage with ``platform=``."""
         return stages.StageRequest(self.module, self.name, stages.StageOptions(**options)).produce(name)
 
+    def convert(self, fmt: str, *, target_version: str | None = None) -> str | bytes:
+        """The module in ``fmt`` (one of :data:`CONVERT_FORMATS`); see :func:`convert`."""
+        return convert(self, fmt, target_version=target_version)
+
     def as_text(self, dialect: str = "stablehlo") -> str:
         """Text of the module: ``stablehlo``, ``mhlo`` or ``hlo``."""
         stage = {"stablehlo": "stablehlo", "mhlo": "mhlo", "hlo": "hlo-before-optimizations"}.get(dialect)
@@ -61,6 +65,42 @@ class Program:
         out = self.stage(stage)
         assert isinstance(out, str)
         return out
+
+
+# Formats a module converts to (``mlirhlo convert --to``, hlo-opt's output).
+CONVERT_FORMATS = ("hlo", "hlo-proto", "hlo-pbtxt", "stablehlo", "bytecode", "vhlo", "mhlo")
+
+
+def convert(loaded: Any, fmt: str, *, target_version: str | None = None) -> str | bytes:
+    """``loaded`` (a Program or inputs.LoadedModule: ``.module``, ``.hlo_proto``) in ``fmt``.
+
+    HLO read as HLO stays HLO (its proto is printed, not a trip through
+    StableHLO, which would rename computations). ``target_version``: the VHLO
+    version of a ``vhlo`` artifact.
+    """
+    from . import emit
+
+    module, proto = loaded.module, loaded.hlo_proto
+    producers = {
+        "hlo": lambda: emit.hlo_text_from_proto(proto) if proto else emit.hlo_text(module),
+        "hlo-proto": lambda: proto if proto else emit.hlo_proto(module),
+        "hlo-pbtxt": lambda: emit.hlo_pbtxt_from_proto(proto) if proto else emit.hlo_pbtxt(module),
+        "stablehlo": lambda: emit.stablehlo_text(module),
+        "bytecode": lambda: emit.bytecode(module),
+        "vhlo": lambda: emit.vhlo_artifact(module, target_version=target_version),
+        "mhlo": lambda: emit.mhlo_text(module),
+    }
+    check_format(fmt)
+    return producers[fmt]()
+
+
+def check_format(fmt: str) -> None:
+    """DriverError unless ``fmt`` is one of :data:`CONVERT_FORMATS` (with close matches)."""
+    from .errors import DriverError, did_you_mean
+
+    if fmt not in CONVERT_FORMATS:
+        raise DriverError(f"unknown format '{fmt}'",
+                          hint=did_you_mean(fmt, CONVERT_FORMATS) or ", ".join(CONVERT_FORMATS))
 
 
 def load_all(sources: str | list[str], *, input_format: str | None = None,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -198,33 +198,13 @@ def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err:
 def xla_pass_hlo(loaded: Any, options: stage_registry.StageOptions, xla_passes: str | None,
                  after_pass: str | None) -> str:
     """The HLO after ``--after-pass NAME``, or after XLA's pipeline with only ``--xla-passes``."""
-    from . import xla_backend
+    from . import xla_passes as xla_pass_runner
 
     module = stage_registry.module_for_xla(loaded.module, loaded.source, loaded.line_offset)
-    dump_all = (("xla_dump_hlo_pass_re", ".*"),)
     if after_pass:
-        art = xla_backend.compile_module(module, loaded.name,
-                                         replace(options, xla_flags=options.xla_flags + dump_all))
-        return xla_backend.hlo_after_pass(art, after_pass)
+        return xla_pass_runner.hlo_after_pass(module, loaded.name, options, after_pass)
     enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
-    # A nested pass runs only if its enclosing pipelines are enabled too: learn
-    # the pipelines from a normal compile, then enable them all.
-    full = xla_backend.compile_module(module, loaded.name,
-                                      replace(options, xla_flags=options.xla_flags + dump_all))
-    known = xla_backend.passes_by_pipeline(full)
-    all_passes = {p for names in known.values() for p in names}
-    for p in enabled:
-        if p not in all_passes:
-            from .errors import did_you_mean
-
-            raise DriverError(f"XLA pass '{p}' is not in the {options.platform} pipeline for this module",
-                              hint=did_you_mean(p, all_passes) or "see --list-passes --platform")
-    only = ",".join(enabled + sorted(known))
-    art = xla_backend.compile_module(
-        module, loaded.name,
-        replace(options, xla_flags=options.xla_flags + dump_all + (("xla_enable_hlo_passes_only", only),)),
-        keep_going=True)
-    return xla_backend.hlo_after_only(art, enabled)
+    return xla_pass_runner.hlo_after_passes(module, loaded.name, enabled, [options])
 
 
 # ------------------------------------------------------------- worker entries
@@ -352,6 +332,14 @@ def as_text(data: str | bytes) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def exit_code(rows: Sequence[OptResult]) -> int:
+    """The command's exit status, as ``run`` decides it: 2 when any module is
+    bad input (invalid), else 1 when any failed otherwise, else 0."""
+    if any(r.status == "invalid" for r in rows):
+        return 2
+    return 0 if all(r.ok for r in rows) else 1
+
+
 def summary(rows: Sequence[OptResult]) -> str:
     """The closing summary: a count, then one row per failed module with its error."""
     failed = [r for r in rows if not r.ok]
@@ -360,3 +348,121 @@ def summary(rows: Sequence[OptResult]) -> str:
     for r in failed:
         lines.append(f"  {r.name:<{width}}  {r.status.upper():<8} {r.message}")
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ the opt command
+
+@dataclass
+class OptOptions:
+    """What ``mlirhlo opt`` is asked to do, front-end free (its options by their names)."""
+
+    inputs: list[str] = field(default_factory=list)
+    pipeline_spec: str | None = None           # textual pipeline or @NAME
+    passes: str | None = None                  # hlo-opt style comma list
+    pipeline_file: str | None = None
+    print_pipeline: bool = False
+    stage: str = "stablehlo"                   # comma list, or 'all' (with dump_dir)
+    output: str | None = None                  # None: stdout
+    dump_dir: str | None = None
+    input_format: str | None = None
+    split_input_file: bool = False
+    args: str | None = None                    # argument specs of a JAX function
+    print_ir_after_all: bool = False
+    print_ir_after_change: bool = False
+    print_ir_before: tuple[str, ...] = ()
+    print_ir_after: tuple[str, ...] = ()
+    print_ir_after_failure: bool = False
+    print_ir_module_scope: bool = False
+    ir_dump_dir: str | None = None
+    timing: bool = False
+    verify_each: bool = True
+    reproducer_dir: str | None = None
+    target_version: str | None = None
+    debug_info: bool = False
+    xla_passes: str | None = None
+    after_pass: str | None = None
+    jobs: int = 0
+    fail_fast: bool = False
+    timeout: float | None = None
+    scheduler: str | None = None
+    load_pass_plugin: tuple[str, ...] = ()
+
+
+def stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
+    """The stage names ``stage`` asks for ('all', or a comma list), each checked."""
+    from .errors import StageError
+
+    if stage == "all":
+        if not dump_dir:
+            raise StageError("--stage all needs --dump-dir")
+        return [s.name for s in stage_registry.all_for(platform)]
+    names = [s.strip() for s in stage.split(",") if s.strip()]
+    for name in names:
+        stage_registry.get(name, platform)  # validate before any work
+    return names
+
+
+def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
+    """Check ``o`` against ``target`` (targets.Target), then load, transform and emit every
+    module, writing each one's outputs as it finishes. Returns the rows (a failed module
+    in a batch is a row); with one module or ``fail_fast`` the failure is raised
+    (its DriverError, or :class:`BatchStopped` from a worker). Usage errors raise
+    before any module is touched."""
+    from . import outputs, pipeline
+
+    root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file)
+    pipeline.check_print_ir_passes(o.print_ir_before, root, "--print-ir-before")
+    pipeline.check_print_ir_passes(o.print_ir_after, root, "--print-ir-after")
+    if o.reproducer_dir is not None:
+        pipeline.check_reproducer_dir(o.reproducer_dir)
+    if o.print_pipeline:
+        text = root.render() if root is not None else "builtin.module()"
+        if not o.inputs:
+            outputs.write_stdout(text)
+            return []
+        sys.stderr.write(text + "\n")
+    if not o.inputs:
+        raise DriverError("no input modules given", hint="mlirhlo opt --help")
+
+    targets = target.stage_options(target_version=o.target_version, debug_info=o.debug_info)
+    if (o.xla_passes or o.after_pass) and target.platform is None:
+        raise DriverError("--xla-passes and --after-pass need --platform cpu|cuda")
+    stage_names = ["hlo"] if (o.xla_passes or o.after_pass) else stage_list(o.stage, target.platform, o.dump_dir)
+    if o.output and o.dump_dir:
+        raise DriverError("give either -o or --dump-dir, not both")
+    if o.output and len(targets) > 1:
+        raise DriverError("several GPU specs need --dump-dir, not -o")
+    if o.output:
+        outputs.check_output_path(o.output)  # before the work, not after it
+    if o.jobs < 0:
+        raise DriverError("--jobs must be >= 0")
+    if o.scheduler is not None and not o.dump_dir:
+        raise DriverError("--scheduler needs --dump-dir", hint="the cluster's results are written as files")
+    tasks = tasks_for(o.inputs, split_input_file=o.split_input_file)
+    binary = any(stage_registry.get(s, target.platform).binary for s in stage_names)
+    if o.output and (len(tasks) > 1 or len(stage_names) > 1):
+        if len(stage_names) > 1:
+            raise DriverError("several stages need --dump-dir, not -o")
+        if binary:
+            raise DriverError("several modules in a binary stage need --dump-dir, not -o")
+    if not (o.output or o.dump_dir) and len(tasks) * len(stage_names) * len(targets) > 1 and binary:
+        raise DriverError("several modules in a binary stage need --dump-dir or -o")
+    target.print_note()
+    inst = pipeline.Instrumentation(
+        print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,
+        print_ir_before=tuple(o.print_ir_before), print_ir_after=tuple(o.print_ir_after),
+        print_ir_after_failure=o.print_ir_after_failure, print_ir_module_scope=o.print_ir_module_scope,
+        timing=o.timing, verify_each=o.verify_each)
+    job = OptJob(
+        root=root, stage_names=tuple(stage_names), targets=tuple(targets), platform=target.platform,
+        instrumentation=inst, dump_dir=o.dump_dir, ir_dump_dir=o.ir_dump_dir, timing=o.timing,
+        several=len(tasks) > 1, reproducer_dir=o.reproducer_dir, xla_passes=o.xla_passes,
+        after_pass=o.after_pass, input_format=o.input_format, split_input_file=o.split_input_file,
+        arg_specs=o.args, plugins=tuple(o.load_pass_plugin))
+    # Each module's outputs are written as it finishes; a failing one is a row,
+    # unless it is the only module or fail_fast stops at it.
+    writer = Writer(o.output)
+    rows = run_batch(job, tasks, jobs=o.jobs, timeout=o.timeout, fail_fast=o.fail_fast,
+                     scheduler=o.scheduler, on_result=writer)
+    writer.finish()
+    return rows

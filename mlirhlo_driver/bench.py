@@ -93,10 +93,31 @@ def _one_run(module: Any, root: Any) -> tuple[list[Any], float]:
     from . import emit, pipeline
 
     copy = emit.clone(module)
-    result = pipeline.run(copy, root, instrumentation=pipeline.Instrumentation(timing=True))
+    try:
+        result = pipeline.run(copy, root, instrumentation=pipeline.Instrumentation(timing=True))
+    except KeyboardInterrupt as e:
+        _drop_quietly(e)
+        raise KeyboardInterrupt from None
     rows = [r for r in result.timing if r.name not in ("Total",)]
     total = next((r.wall_s for r in result.timing if r.name == "Total"), result.total_s)
     return rows, total * 1000
+
+
+def _drop_quietly(e: BaseException) -> None:
+    """Free what an interrupted run left alive, with fd 2 captured and discarded.
+
+    A Ctrl-C inside a run (the second one, see interruptible()) leaves its
+    PassManager alive in the traceback's frames; MLIR prints its raw timing
+    report when the PassManager dies, which would follow the error line.
+    """
+    import gc
+
+    from .native_io import capture_fd2
+
+    with capture_fd2():
+        e.__traceback__ = None
+        del e
+        gc.collect()
 
 
 def _accumulate(stats: list[PassStat], rows: list[Any]) -> None:

@@ -28,7 +28,6 @@ What is promised:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sys
 from collections.abc import Iterator
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = 1
-MAGIC = b"mlirhlo-cache 1\n"
+MAGIC = b"mlirhlo-cache 2\n"
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _SUFFIX = ".entry"
 # Environment variables an output can depend on (logging level: what stderr shows).
@@ -68,6 +67,8 @@ class _Hasher:
     """A SHA-256 over labelled, length-prefixed parts (no two inputs collide by concatenation)."""
 
     def __init__(self) -> None:
+        import hashlib
+
         self._h = hashlib.sha256(b"mlirhlo-driver opt cache %d\n" % FORMAT)
 
     def add(self, label: str, data: bytes | str | None) -> None:
@@ -153,6 +154,12 @@ def opt_key(params: dict[str, Any], extra: list[str]) -> str | None:
         for spec in (params.get("gpu_spec") or "").split(","):
             if spec.strip() and os.path.isfile(spec.strip()):
                 h.add_file("spec-file", spec.strip())
+    if str(params.get("platform") or "").lower() == "cuda" or params.get("gpu_spec"):
+        from .cuda_binaries import tool_paths
+
+        # The ptxas XLA runs and the nvdisasm 'sass' runs: which ones, and which builds.
+        for path in tool_paths():
+            h.add_stat("cuda-tool", path)
     return h.hexdigest()
 
 
@@ -185,7 +192,7 @@ def _add_flag_value(h: _Hasher, value: str) -> None:
     if os.path.isfile(value):
         h.add_file("flag-file:" + value, value)
     elif os.path.isdir(value):
-        for rel in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas"):
+        for rel in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas", "bin/nvdisasm"):
             h.add_stat("flag-dir", os.path.join(value, rel))
 
 
@@ -220,13 +227,9 @@ def _add_environment(h: _Hasher) -> None:
 
 
 def _add_entry_points(h: _Hasher) -> None:
-    from importlib.metadata import entry_points
+    from .python_passes import entry_point_specs
 
-    from .python_passes import ENTRY_POINT_GROUP
-
-    eps = sorted((ep.name, ep.value, getattr(ep.dist, "version", None) or "")
-                 for ep in entry_points(group=ENTRY_POINT_GROUP))
-    h.add("entry-points", repr(eps))
+    h.add("entry-points", repr([tuple(e) for e in entry_point_specs()]))
 
 
 # ------------------------------------------------------------------ entries
@@ -235,31 +238,35 @@ def _entry_path(key: str) -> Path:
     return cache_dir() / key[:2] / (key + _SUFFIX)
 
 
-def _encode(records: list[tuple[str, str | None, bytes]]) -> bytes:
-    header = "\n".join(f"{kind}\t{len(data)}\t{path or ''}" for kind, path, data in records)
-    header = header.encode("utf-8", "surrogateescape")
-    body = len(header).to_bytes(8, "little") + header + b"".join(d for _, _, d in records)
-    return MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+# An entry: MAGIC, the records' data one after another, the header (a line
+# "kind<TAB>size<TAB>path" per record), the header's length (8 bytes), and the
+# SHA-256 (hex) of all that. Data comes first so that an entry is written as the
+# command runs (_Spool): nothing of it is held in memory until the end.
+_TRAILER = 8 + 64
 
 
 def _decode(blob: bytes) -> list[tuple[str, str | None, bytes]] | None:
     """The records of an entry, or None for anything not exactly as written."""
-    if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + 65 + 8:
+    import hashlib
+
+    if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + _TRAILER:
         return None
-    digest, body = blob[len(MAGIC):len(MAGIC) + 64], blob[len(MAGIC) + 65:]
-    if hashlib.sha256(body).hexdigest().encode() != digest:
+    if hashlib.sha256(blob[:-64]).hexdigest().encode() != blob[-64:]:
         return None
     try:
-        n = int.from_bytes(body[:8], "little")
-        header = body[8:8 + n].decode("utf-8", "surrogateescape")
-        offset, records = 8 + n, []
+        n = int.from_bytes(blob[-_TRAILER:-64], "little")
+        end = len(blob) - _TRAILER - n
+        if end < len(MAGIC):
+            return None
+        header = blob[end:-_TRAILER].decode("utf-8", "surrogateescape")
+        offset, records = len(MAGIC), []
         for line in header.split("\n") if header else []:
             kind, size, path = line.split("\t", 2)
-            records.append((kind, path or None, body[offset:offset + int(size)]))
+            records.append((kind, path or None, blob[offset:offset + int(size)]))
             offset += int(size)
     except ValueError:
         return None
-    return records if offset == len(body) else None
+    return records if offset == end else None
 
 
 def lookup(key: str) -> list[tuple[str, str | None, bytes]] | None:
@@ -279,31 +286,92 @@ def lookup(key: str) -> list[tuple[str, str | None, bytes]] | None:
     return records
 
 
-def store(key: str, records: list[tuple[str, str | None, bytes]]) -> None:
-    """Write an entry atomically, then evict old entries above the size cap.
+class _Spool:
+    """An entry being written as the command runs: each record's data goes to a
+    temp file in the cache directory at once (only its kind, size and path stay
+    in memory), and :meth:`commit` renames the finished entry into place.
 
     A cache that cannot be written (read-only, full) is skipped silently: it
     must never make a command fail.
     """
-    import tempfile
 
-    if any("\n" in (p or "") for _, p, _ in records):
-        return  # the entry header is line-based
-    path = _entry_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+    def __init__(self, key: str) -> None:
+        import hashlib
+        import tempfile
+
+        self.key = key
+        self._hash = hashlib.sha256()
+        self._header: list[str] = []
+        self._file: Any = None
+        self._tmp: str | None = None
+        self.path = _entry_path(key)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_encode(records))
-            os.replace(tmp, path)
-        except BaseException:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, self._tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.path.parent)
+            self._file = os.fdopen(fd, "wb")
+            self._write(MAGIC)
+            self._file.flush()
+        except OSError:
+            self.abort()
+
+    @property
+    def written(self) -> int:
+        """Bytes of the entry on disk so far (0 once aborted)."""
+        return self._file.tell() if self._file is not None else 0
+
+    def _write(self, data: bytes) -> None:
+        self._file.write(data)
+        self._hash.update(data)
+
+    def append(self, record: tuple[str, str | None, bytes]) -> None:
+        kind, path, data = record
+        if self._file is None:
+            return
+        if "\n" in (path or ""):
+            self.abort()  # the header is line-based: such an output is not cached
+            return
+        try:
+            self._write(data)
+            self._file.flush()  # on disk now, not in a buffer that grows with the batch
+        except OSError:
+            self.abort()
+            return
+        self._header.append(f"{kind}\t{len(data)}\t{path or ''}")
+
+    def commit(self) -> None:
+        """Finish the entry and put it in place, then evict old entries above the cap."""
+        if self._file is None:
+            return
+        header = "\n".join(self._header).encode("utf-8", "surrogateescape")
+        try:
+            self._write(header + len(header).to_bytes(8, "little"))
+            self._file.write(self._hash.hexdigest().encode())
+            self._file.close()
+            self._file = None
+            os.replace(self._tmp, self.path)
+        except OSError:
+            self.abort()
+            return
+        evict(max_bytes())
+
+    def abort(self) -> None:
+        """Drop the partial entry (a failed command, or a cache that cannot be written)."""
+        if self._file is not None:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-    except OSError:
-        return
-    evict(max_bytes())
+                self._file.close()
+            self._file = None
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._tmp = None
+
+
+def store(key: str, records: list[tuple[str, str | None, bytes]]) -> None:
+    """Write an entry for ``records`` atomically, then evict old entries above the size cap."""
+    spool = _Spool(key)
+    for record in records:
+        spool.append(record)
+    spool.commit()
 
 
 def _entries() -> list[tuple[float, int, Path]]:
@@ -364,7 +432,7 @@ def clear() -> int:
 class _Tee:
     """sys.stderr as the command sees it: written through, and recorded."""
 
-    def __init__(self, stream: Any, records: list[tuple[str, str | None, bytes]]) -> None:
+    def __init__(self, stream: Any, records: Any) -> None:  # anything with append((kind, path, data))
         self._stream, self._records = stream, records
 
     def write(self, text: str) -> int:
@@ -376,23 +444,34 @@ class _Tee:
 
 
 @contextlib.contextmanager
-def recording(key: str | None) -> Iterator[None]:
-    """Within the block, what ``opt`` writes is recorded; stored if the block succeeds."""
+def recording(key: str | None) -> Iterator[_Spool | None]:
+    """Within the block, what ``opt`` writes is recorded; stored if the block succeeds.
+
+    Each output goes into the entry's file as it is written (a batch's modules
+    one by one), so memory does not grow with the number of modules; the entry
+    becomes visible, complete, only when the block succeeds. Yields the spool
+    (None when nothing is recorded).
+    """
     if key is None:
-        yield
+        yield None
         return
     from . import outputs
 
-    records: list[tuple[str, str | None, bytes]] = []
+    spool = _Spool(key)
     saved_stderr, saved_record = sys.stderr, outputs.recorder
-    sys.stderr = _Tee(saved_stderr, records)  # type: ignore[assignment]
-    outputs.recorder = records
+    sys.stderr = _Tee(saved_stderr, spool)  # type: ignore[assignment]
+    outputs.recorder = spool  # type: ignore[assignment]
+    ok = False
     try:
-        yield
+        yield spool
+        ok = True
     finally:
         sys.stderr = saved_stderr
         outputs.recorder = saved_record
-    store(key, records)
+        if ok:
+            spool.commit()
+        else:
+            spool.abort()
 
 
 def replay(records: list[tuple[str, str | None, bytes]]) -> None:

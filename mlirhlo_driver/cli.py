@@ -8,14 +8,13 @@ module (a pass or a compile). Nothing heavy is imported at start-up.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from . import stages as stage_registry
-from .errors import CompileError, DriverError, PassFailure, StageError
+from .errors import CompileError, DriverError, PassFailure
 
 app = typer.Typer(
     name="mlirhlo",
@@ -38,10 +37,10 @@ def _print_version(value: bool) -> None:
         return
     from importlib import metadata
 
-    from . import __version__, _jaxlib
+    from . import __version__, _jaxlib, targets
 
     lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
-    ptxas, _, missing = _ptxas_in_use()
+    ptxas, _, missing = targets.ptxas_in_use()
     lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
                  else f"ptxas none usable: {missing}")
     try:
@@ -71,8 +70,17 @@ def _fail(err: DriverError) -> None:
 
 # ----------------------------------------------------------------------- opt
 
+# Options several commands share, spelled once.
+OutputOption = Annotated[Optional[str], typer.Option(
+    "-o", "--output", "--o", metavar="FILE", help="Output file (default stdout).")]
+InputFormatOption = Annotated[Optional[str], typer.Option(
+    "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo, jax.")]
+ArgsOption = Annotated[Optional[str], typer.Option(
+    "--args", metavar="SPECS", help="Argument specs for a JAX function, e.g. 'f32[8,128],i32[8]'.")]
+LoadPluginOption = Annotated[Optional[list[str]], typer.Option(
+    "--load-pass-plugin", metavar="FILE", help="A .py file registering Python passes (repeatable).")]
 InputsArg = Annotated[Optional[list[str]], typer.Argument(
-    help="Files, globs, directories, or package.module:function (with --args).", show_default=False)]
+    metavar="FILE...", help="Files, globs, directories, or package.module:function (with --args).", show_default=False)]
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -80,71 +88,75 @@ def opt(
     ctx: typer.Context,
     inputs: InputsArg = None,
     pipeline_spec: Annotated[Optional[str], typer.Option(
-        "--pipeline", help="MLIR textual pipeline, e.g. 'builtin.module(func.func(canonicalize),cse)', "
+        "--pipeline", metavar="PIPELINE",
+        help="MLIR textual pipeline, e.g. 'builtin.module(func.func(canonicalize),cse)', "
                            "or @NAME for pipelines/NAME.pipeline.")] = None,
     passes: Annotated[Optional[str], typer.Option(
-        "--passes", help="hlo-opt style comma list; each pass is nested at its anchor.")] = None,
+        "--passes", metavar="LIST", help="hlo-opt style comma list; each pass is nested at its anchor.")] = None,
     pipeline_file: Annotated[Optional[str], typer.Option(
-        "--pipeline-file", help="A pipeline file (header comment + textual pipeline).")] = None,
+        "--pipeline-file", metavar="FILE", help="A pipeline file (header comment + textual pipeline).")] = None,
     print_pipeline: Annotated[bool, typer.Option(
         "--print-pipeline", help="Print the textual pipeline that will run.")] = False,
     stage: Annotated[str, typer.Option(
-        "--stage", help="Stage to emit (comma list allowed; 'all' with --dump-dir).")] = "stablehlo",
-    output: Annotated[Optional[str], typer.Option("-o", "--output", "--o", help="Output file (default stdout).")] = None,
+        "--stage", metavar="STAGE", help="Stage to emit (comma list allowed; 'all' with --dump-dir).")] = "stablehlo",
+    output: OutputOption = None,
     dump_dir: Annotated[Optional[str], typer.Option(
-        "--dump-dir", help="Write <module>.<stage>.<ext> files here.")] = None,
+        "--dump-dir", metavar="DIR", help="Write <module>.<stage>.<ext> files here.")] = None,
     list_stages: Annotated[bool, typer.Option("--list-stages", help="List the stages and exit.")] = False,
     list_passes: Annotated[bool, typer.Option("--list-passes", help="List passes and pipelines and exit.")] = False,
-    input_format: Annotated[Optional[str], typer.Option(
-        "--input-format", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo, jax.")] = None,
-    split_input_file: Annotated[bool, typer.Option(
-        "--split-input-file", help="Split inputs on '// -----' lines; each chunk is a module.")] = False,
-    args: Annotated[Optional[str], typer.Option(
-        "--args", help="Argument specs for a JAX function, e.g. 'f32[8,128],i32[8]'.")] = None,
-    print_ir_after_all: Annotated[bool, typer.Option("--print-ir-after-all")] = False,
-    print_ir_after_change: Annotated[bool, typer.Option("--print-ir-after-change")] = False,
+    input_format: InputFormatOption = None,
+    split_input_file: SplitInputFileOption = False,
+    args: ArgsOption = None,
+    print_ir_after_all: Annotated[bool, typer.Option(
+        "--print-ir-after-all", help="Print the IR after every pass.")] = False,
+    print_ir_after_change: Annotated[bool, typer.Option(
+        "--print-ir-after-change", help="Print the IR after each pass that changed it.")] = False,
     print_ir_before: Annotated[Optional[list[str]], typer.Option(
-        "--print-ir-before", help="Print IR before this pass (repeatable; 'all').")] = None,
+        "--print-ir-before", metavar="PASS", help="Print IR before this pass (repeatable; 'all').")] = None,
     print_ir_after: Annotated[Optional[list[str]], typer.Option(
-        "--print-ir-after", help="Print IR after this pass (repeatable; 'all').")] = None,
-    print_ir_after_failure: Annotated[bool, typer.Option("--print-ir-after-failure")] = False,
-    print_ir_module_scope: Annotated[bool, typer.Option("--print-ir-module-scope")] = False,
+        "--print-ir-after", metavar="PASS", help="Print IR after this pass (repeatable; 'all').")] = None,
+    print_ir_after_failure: Annotated[bool, typer.Option(
+        "--print-ir-after-failure", help="Print the IR after a pass that failed.")] = False,
+    print_ir_module_scope: Annotated[bool, typer.Option(
+        "--print-ir-module-scope", help="Print the whole module, not only the pass's anchor op.")] = False,
     ir_dump_dir: Annotated[Optional[str], typer.Option(
-        "--ir-dump-dir", help="Write printed IR here, one file per pass, instead of stderr.")] = None,
+        "--ir-dump-dir", metavar="DIR", help="Write printed IR here, one file per pass, instead of stderr.")] = None,
     timing: Annotated[bool, typer.Option("--timing", help="Per-pass wall times as a table.")] = False,
     verify_each: Annotated[bool, typer.Option(
         "--verify-each/--no-verify-each", help="Verify the IR after each pass.")] = True,
     reproducer_dir: Annotated[Optional[str], typer.Option(
-        "--reproducer-dir", help="Where a failing pass's reproducer goes (default: temp dir).")] = None,
+        "--reproducer-dir", metavar="DIR", help="Where a failing pass's reproducer goes (default: temp dir).")] = None,
     target_version: Annotated[Optional[str], typer.Option(
-        "--target-version", help="VHLO version for --stage vhlo: current, minimum or X.Y.Z.")] = None,
+        "--target-version", metavar="VERSION",
+        help="VHLO version for --stage vhlo: current, minimum or X.Y.Z.")] = None,
     debug_info: Annotated[bool, typer.Option(
         "--mlir-print-debuginfo", help="Print MLIR locations.")] = False,
     platform: Annotated[Optional[str], typer.Option(
-        "--platform", help="Compile with XLA for cpu or cuda (device-less) to reach XLA stages.")] = None,
+        "--platform", metavar="NAME",
+        help="Compile with XLA for cpu or cuda (device-less) to reach XLA stages.")] = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
-        "--gpu-spec", help="GPU target: a name from 'mlirhlo specs list' or a .txtpb path; "
+        "--gpu-spec", metavar="SPEC", help="GPU target: a name from 'mlirhlo specs list' or a .txtpb path; "
                            "comma list for several (default: " + "h100_sxm" + ").")] = None,
     debug_options_file: Annotated[Optional[str], typer.Option(
-        "--debug-options-file", help="DebugOptions textproto ('xla_name: value' lines).")] = None,
+        "--debug-options-file", metavar="FILE", help="DebugOptions textproto ('xla_name: value' lines).")] = None,
     autotune_results: Annotated[Optional[str], typer.Option(
-        "--autotune-results", help="Load autotuning results (xla_gpu_load_autotune_results_from).")] = None,
+        "--autotune-results", metavar="FILE",
+        help="Load autotuning results (xla_gpu_load_autotune_results_from).")] = None,
     xla_passes: Annotated[Optional[str], typer.Option(
-        "--xla-passes", help="Run XLA's pipeline with only these HLO passes; print the HLO after them.")] = None,
+        "--xla-passes", metavar="LIST",
+        help="Run XLA's pipeline with only these HLO passes; print the HLO after them.")] = None,
     after_pass: Annotated[Optional[str], typer.Option(
-        "--after-pass", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
-    load_pass_plugin: Annotated[Optional[list[str]], typer.Option(
-        "--load-pass-plugin", help="A .py file registering Python passes (repeatable).")] = None,
+        "--after-pass", metavar="PASS", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
+    load_pass_plugin: LoadPluginOption = None,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")] = False,
-    jobs: Annotated[int, typer.Option(
-        "--jobs", "-j", help="Worker processes, each module isolated (0: in this process).")] = 0,
+    jobs: JobsOption = 0,
     fail_fast: Annotated[bool, typer.Option(
         "--fail-fast", help="Stop at the first module that fails (default: report it and go on).")] = False,
-    timeout: Annotated[Optional[float], typer.Option(
-        "--timeout", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")] = None,
+    timeout: TimeoutOption = None,
     scheduler: Annotated[Optional[str], typer.Option(
-        "--scheduler", help="Run the modules on a Dask cluster (tcp://HOST:8786); needs --dump-dir.")] = None,
+        "--scheduler", metavar="URL",
+        help="Run the modules on a Dask cluster (tcp://HOST:8786); needs --dump-dir.")] = None,
 ) -> None:
     """Load modules, run a pass pipeline, and emit a stage (hlo-opt / mlir-opt).
 
@@ -161,55 +173,40 @@ def opt(
         if hit is not None:
             cache.replay(hit)
             return
-        _load_plugins(load_pass_plugin)
+        from . import listings
+
+        listings.load_plugins(load_pass_plugin)
         # Unknown options (--xla_* flags) can land among the positional inputs.
         extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
         inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
         target = _resolve_target(platform, gpu_spec, extra, debug_options_file,
                                  autotune_results, needs_spec=not (list_stages or list_passes))
+        if list_stages or list_passes:
+            target.print_note()  # a named spec's own notes (no spec is needed to list)
         if list_stages:
-            _print_stages(target.platform)
+            typer.echo(listings.stage_table(target.platform), nl=False)
             return
         if list_passes:
-            _print_passes()
+            typer.echo(listings.pass_catalog(), nl=False)
             if target.platform is not None:
-                _print_xla_passes(target, inputs, input_format, args)
+                from . import inputs as loader
+                from . import xla_passes
+
+                modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args) if inputs else None
+                typer.echo("\n" + xla_passes.listing([target.options_for(target.platform)], modules), nl=False)
             return
         with cache.recording(cache_key):
-            _run_opt(target=target, **{k: v for k, v in locals().items()
-                                        if k not in ("ctx", "target", "extra")})
+            _run_opt(target=target, params=locals())
     except DriverError as e:
         _fail(e)
 
 
-@dataclass
-class _Target:
-    platform: str | None
-    specs: list[Any]                   # GpuSpec per requested spec (cuda), else []
-    xla_flags: tuple[tuple[str, Any], ...]
-    note: str = ""                     # said once the command is past validation (print_note)
-
-    def print_note(self) -> None:
-        """A note comes after every usage check, never right before an error line."""
-        if self.note:
-            sys.stderr.write(self.note + "\n")
-            sys.stderr.flush()
-            self.note = ""
-
-    def stage_options(self, **kw: Any) -> list[tuple[str | None, stage_registry.StageOptions]]:
-        """(spec name or None, options) for each compile target."""
-        if self.platform == "cuda":
-            return [(s.name, stage_registry.StageOptions(platform="cuda", gpu_spec=s,
-                                                         xla_flags=self.xla_flags, **kw))
-                    for s in self.specs]
-        return [(None, stage_registry.StageOptions(platform=self.platform, xla_flags=self.xla_flags, **kw))]
-
-
 def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
                     debug_options_file: str | None, autotune_results: str | None,
-                    needs_spec: bool) -> _Target:
-    from . import xla_flags
-    from .errors import FlagError, did_you_mean
+                    needs_spec: bool) -> Any:
+    """targets.resolve from opt's words: the --xla_* flags among them; any other is an error."""
+    from . import targets, xla_flags
+    from .errors import did_you_mean
 
     cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
     for word in rest:
@@ -218,51 +215,9 @@ def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str]
             raise DriverError(f"no such option: {word.split('=')[0]}",
                               hint=did_you_mean(word.split("=")[0], known))
         raise DriverError(f"unexpected argument '{word}'")
-    # hlo-opt's spelling of the GPU target is a flag, but it is ours to handle.
-    config_file = cli_flags.pop("xla_gpu_target_config_filename", None)
-    if config_file is not None:
-        if gpu_spec is not None:
-            raise DriverError("give --gpu-spec or --xla_gpu_target_config_filename, not both")
-        gpu_spec = str(config_file)
-        platform = platform or "cuda"
-    if autotune_results is not None:
-        cli_flags["xla_gpu_load_autotune_results_from"] = autotune_results
-    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
-    # XLA_FLAGS may be set for other tools: it matters only when XLA compiles.
-    env_flags = xla_flags.from_environment() if platform is not None else {}
-    flags = xla_flags.merge(file_flags, env_flags, cli_flags)
-    if flags:
-        xla_flags.check_names(flags, xla_flags.known_names())
-    path = flags.get("xla_gpu_load_autotune_results_from")
-    if path is not None and not Path(str(path)).is_file():
-        raise FlagError("no such autotune results file", file=str(path))
-    if platform is not None:
-        platform = platform.lower()
-        if platform not in stage_registry.PLATFORMS:
-            raise DriverError(f"unknown platform '{platform}'",
-                              hint="one of " + ", ".join(stage_registry.PLATFORMS))
-    elif gpu_spec is not None:
-        raise DriverError("--gpu-spec needs --platform cuda")
-    elif flags:
-        raise DriverError("XLA flags need --platform cpu|cuda")
-    specs: list[Any] = []
-    note = ""
-    if platform == "cuda" and needs_spec:
-        from . import gpu_specs
-
-        if gpu_spec is None:
-            spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
-            note = f"note: no --gpu-spec given: compiling for {spec.name} ({spec.gpu}, {spec.sm})"
-            specs = [spec]
-        else:
-            specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
-        # Fields filled in or left out of a spec: said with the other notes, after validation.
-        note = "\n".join([*([note] if note else []), *(n for s in specs for n in s.notes)])
-    elif platform == "cpu" and gpu_spec is not None:
-        raise DriverError("--gpu-spec is for --platform cuda")
-    if platform == "cpu" and "xla_gpu_load_autotune_results_from" in flags:
-        raise DriverError("autotune results are for --platform cuda")
-    return _Target(platform, specs, tuple(sorted(flags.items())), note)
+    return targets.resolve(platform, gpu_spec=gpu_spec, cli_flags=cli_flags,
+                           debug_options_file=debug_options_file, autotune_results=autotune_results,
+                           needs_spec=needs_spec)
 
 
 def opt_command_params() -> list[list[str]]:
@@ -271,210 +226,67 @@ def opt_command_params() -> list[list[str]]:
     return [list(p.opts) + list(p.secondary_opts) for p in sub.params]
 
 
-def _run_opt(inputs: list[str] | None, pipeline_spec: str | None, passes: str | None,
-             pipeline_file: str | None, print_pipeline: bool, stage: str, output: str | None,
-             dump_dir: str | None, input_format: str | None, split_input_file: bool,
-             args: str | None, print_ir_after_all: bool, print_ir_after_change: bool,
-             print_ir_before: list[str] | None, print_ir_after: list[str] | None,
-             print_ir_after_failure: bool, print_ir_module_scope: bool, ir_dump_dir: str | None,
-             timing: bool, verify_each: bool, reproducer_dir: str | None,
-             target_version: str | None, debug_info: bool, target: _Target,
-             xla_passes: str | None, after_pass: str | None, jobs: int = 0, fail_fast: bool = False,
-             timeout: float | None = None, scheduler: str | None = None,
-             load_pass_plugin: list[str] | None = None, **_: Any) -> None:
-    from . import batch, outputs, pipeline
+def _run_opt(target: Any, params: dict[str, Any]) -> None:
+    """opt's options by name (the command's parameters) -> batch.run_opt; failures -> exits."""
+    import dataclasses
 
-    root = pipeline.resolve(pipeline_spec, passes=passes, pipeline_file=pipeline_file)
-    pipeline.check_print_ir_passes(print_ir_before or (), root, "--print-ir-before")
-    pipeline.check_print_ir_passes(print_ir_after or (), root, "--print-ir-after")
-    if reproducer_dir is not None:
-        pipeline.check_reproducer_dir(reproducer_dir)
-    if print_pipeline:
-        text = root.render() if root is not None else "builtin.module()"
-        if not inputs:
-            outputs.write_stdout(text)
-            return
-        sys.stderr.write(text + "\n")
-    if not inputs:
-        raise DriverError("no input modules given", hint="mlirhlo opt --help")
+    from . import batch
 
-    targets = target.stage_options(target_version=target_version, debug_info=debug_info)
-    if (xla_passes or after_pass) and target.platform is None:
-        raise DriverError("--xla-passes and --after-pass need --platform cpu|cuda")
-    stage_names = ["hlo"] if (xla_passes or after_pass) else _stage_list(stage, target.platform, dump_dir)
-    if output and dump_dir:
-        raise DriverError("give either -o or --dump-dir, not both")
-    if output and len(targets) > 1:
-        raise DriverError("several GPU specs need --dump-dir, not -o")
-    if output:
-        outputs.check_output_path(output)  # before the work, not after it
-    if jobs < 0:
-        raise DriverError("--jobs must be >= 0")
-    if scheduler is not None and not dump_dir:
-        raise DriverError("--scheduler needs --dump-dir", hint="the cluster's results are written as files")
-    tasks = batch.tasks_for(inputs, split_input_file=split_input_file)
-    if output and (len(tasks) > 1 or len(stage_names) > 1):
-        if len(stage_names) > 1:
-            raise DriverError("several stages need --dump-dir, not -o")
-        if any(stage_registry.get(s, target.platform).binary for s in stage_names):
-            raise DriverError("several modules in a binary stage need --dump-dir, not -o")
-    if not (output or dump_dir) and len(tasks) * len(stage_names) * len(targets) > 1 and \
-            any(stage_registry.get(s, target.platform).binary for s in stage_names):
-        raise DriverError("several modules in a binary stage need --dump-dir or -o")
-    target.print_note()
-    inst = pipeline.Instrumentation(
-        print_ir_after_all=print_ir_after_all, print_ir_after_change=print_ir_after_change,
-        print_ir_before=tuple(print_ir_before or ()), print_ir_after=tuple(print_ir_after or ()),
-        print_ir_after_failure=print_ir_after_failure, print_ir_module_scope=print_ir_module_scope,
-        timing=timing, verify_each=verify_each)
-    job = batch.OptJob(
-        root=root, stage_names=tuple(stage_names), targets=tuple(targets), platform=target.platform,
-        instrumentation=inst, dump_dir=dump_dir, ir_dump_dir=ir_dump_dir, timing=timing,
-        several=len(tasks) > 1, reproducer_dir=reproducer_dir, xla_passes=xla_passes,
-        after_pass=after_pass, input_format=input_format, split_input_file=split_input_file,
-        arg_specs=args, plugins=tuple(load_pass_plugin or ()))
-    # Each module's outputs are written as it finishes; a failing one is a row (exit 1),
-    # unless it is the only module or --fail-fast stops at it.
-    writer = batch.Writer(output)
+    names = {f.name for f in dataclasses.fields(batch.OptOptions)}
+    options = batch.OptOptions(**{k: (tuple(v) if isinstance(v, list) and k != "inputs" else v)
+                                  for k, v in params.items() if k in names and v is not None})
     try:
-        rows = batch.run_batch(job, tasks, jobs=jobs, timeout=timeout, fail_fast=fail_fast,
-                               scheduler=scheduler, on_result=writer)
+        rows = batch.run_opt(options, target)
     except batch.BatchStopped as stopped:
         sys.stderr.write(stopped.result.error_text)
         sys.stderr.flush()
         raise typer.Exit(stopped.result.exit_code) from None
-    writer.finish()
     if any(not r.ok for r in rows):
         sys.stderr.write(batch.summary(rows))
         sys.stderr.flush()
-        raise typer.Exit(EXIT_FAILURE)
-
-
-def _stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
-    if stage == "all":
-        if not dump_dir:
-            raise StageError("--stage all needs --dump-dir")
-        return [s.name for s in stage_registry.all_for(platform)]
-    names = [s.strip() for s in stage.split(",") if s.strip()]
-    for name in names:
-        stage_registry.get(name, platform)  # validate before any work
-    return names
-
-
-def _print_xla_passes(target: _Target, inputs: list[str] | None, input_format: str | None,
-                      args: str | None) -> None:
-    from dataclasses import replace
-
-    from . import inputs as loader
-    from . import xla_backend
-
-    if inputs:
-        modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args)
-    else:
-        modules = [loader.LoadedModule("reference", "<built-in>", "hlo",
-                                       xla_backend.reference_module())]
-    if target.platform == "cuda" and not target.specs:
-        from . import gpu_specs
-
-        target.specs = [gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)]
-    _, options = target.stage_options()[0]
-    grouped: dict[str, list[str]] = {}
-    for loaded in modules:
-        art = xla_backend.compile_module(
-            stage_registry.module_for_xla(loaded.module, loaded.source, loaded.line_offset),
-            loaded.name,
-            replace(options, xla_flags=options.xla_flags + (("xla_dump_hlo_pass_re", ".*"),)),
-            keep_going=True)
-        for pipe, names in xla_backend.passes_by_pipeline(art).items():
-            have = grouped.setdefault(pipe, [])
-            have.extend(n for n in names if n not in have)
-    source = "the given modules" if inputs else "a reference module"
-    typer.echo(f"\n# XLA HLO passes seen in the {target.platform} pipeline for {source}, by pipeline")
-    for pipe, names in grouped.items():
-        typer.echo(f"{pipe}:")
-        for n in names:
-            typer.echo(f"  {n}")
-
-
-def _print_stages(platform: str | None) -> None:
-    rows = [(s.name, s.ext, s.level, s.description) for s in stage_registry.available(platform)]
-    width = max(len(r[0]) for r in rows)
-    ext_width = max(len(r[1]) for r in rows) + 1
-    for name, ext, level, description in rows:
-        typer.echo(f"{name:<{width}}  {'.' + ext:<{ext_width}}  {level:<4}  {description}")
-
-
-def _print_passes() -> None:
-    from . import passes, pipeline
-
-    catalog = passes.all_passes()
-    width = max(len(n) for n in catalog)
-    native = [p for p in catalog.values() if p.origin != "python"]
-    written = [p for p in catalog.values() if p.origin == "python"]
-    typer.echo(f"# {len(native)} passes accepted by the installed jaxlib (name, anchor, description)")
-    for info in sorted(native, key=lambda p: p.name):
-        typer.echo(f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip())
-    typer.echo(f"\n# {len(written)} passes written in Python (built in, plugins, entry points)")
-    for info in sorted(written, key=lambda p: p.name):
-        typer.echo(f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip())
-    typer.echo("\n# named pipelines (--pipeline @NAME)")
-    for named in pipeline.named_pipelines():
-        typer.echo(f"@{named.name:<{width - 1}}  {named.summary}")
-        typer.echo(f"{'':<{width}}  {named.spec}")
+        raise typer.Exit(batch.exit_code(rows))
 
 
 # ------------------------------------------------------------------- passes
 
-def _load_plugins(files: list[str] | None) -> None:
-    from . import python_passes
-
-    python_passes.unload_plugins()  # only this command's plugins (the CLI may run in-process)
-    for f in files or []:
-        python_passes.load_plugin(f)
-
-
 @app.command("passes")
 def passes_command(
-    load_pass_plugin: Annotated[Optional[list[str]], typer.Option(
-        "--load-pass-plugin", help="A .py file registering Python passes (repeatable).")] = None,
+    load_pass_plugin: LoadPluginOption = None,
 ) -> None:
     """List every pass the installed jaxlib accepts, Python passes, and the named pipelines."""
     try:
-        _load_plugins(load_pass_plugin)
-        _print_passes()
+        from . import listings
+
+        listings.load_plugins(load_pass_plugin)
+        typer.echo(listings.pass_catalog(), nl=False)
     except DriverError as e:
         _fail(e)
 
 
 # ------------------------------------------------------------------ convert
 
-CONVERT_FORMATS = {
-    # format -> (stage-like producer name, default extension)
-    "hlo": "hlo-text", "hlo-proto": "hlo-proto", "hlo-pbtxt": "hlo-pbtxt",
-    "stablehlo": "stablehlo", "bytecode": "bytecode", "vhlo": "vhlo", "mhlo": "mhlo",
-}
 _EXT_TO_FORMAT = {".hlo": "hlo", ".txt": "hlo", ".pb": "hlo-proto", ".pbtxt": "hlo-pbtxt",
                   ".mlir": "stablehlo", ".mlirbc": "bytecode", ".vhlo": "vhlo"}
 
 
 @app.command()
 def convert(
-    input: Annotated[str, typer.Argument(help="The module to convert (any input format).")],
-    output: Annotated[Optional[str], typer.Option("-o", "--output", "--o", help="Output file (default stdout).")] = None,
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module to convert (any input format).")],
+    output: OutputOption = None,
     to: Annotated[Optional[str], typer.Option(
-        "--to", help="hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo "
+        "--to", metavar="FORMAT", help="hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo "
                      "(default: from -o's extension).")] = None,
     emit_proto: Annotated[bool, typer.Option(
         "--emit-proto", help="As in hlo-opt: emit a binary HloModuleProto (same as --to hlo-proto).")] = False,
-    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
-    args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
-    target_version: Annotated[Optional[str], typer.Option("--target-version")] = None,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+    target_version: Annotated[Optional[str], typer.Option(
+        "--target-version", metavar="VERSION", help="VHLO version for --to vhlo: current, minimum or X.Y.Z.")] = None,
 ) -> None:
     """Convert between HLO text/proto, StableHLO text/bytecode and VHLO artifacts."""
     try:
-        from . import emit, outputs
-        from .api import load
-        from .errors import did_you_mean
+        from . import outputs
+        from .api import CONVERT_FORMATS, check_format, load
 
         if emit_proto and to is not None and to != "hlo-proto":
             raise DriverError(f"--emit-proto means --to hlo-proto; it conflicts with --to {to}",
@@ -485,26 +297,12 @@ def convert(
         if fmt is None:
             raise DriverError("give --to FORMAT (or an -o file with a known extension)",
                               hint="formats: " + ", ".join(CONVERT_FORMATS))
-        if fmt not in CONVERT_FORMATS:
-            raise DriverError(f"unknown format '{fmt}'",
-                              hint=did_you_mean(fmt, CONVERT_FORMATS) or ", ".join(CONVERT_FORMATS))
+        check_format(fmt)
         if output:
             outputs.check_output_path(output)
         program = load(input, input_format=input_format, args=args)
-        module = program.module
-        # HLO to HLO stays in HLO: a trip through StableHLO would rename computations.
-        proto = program.hlo_proto
-        producers = {
-            "hlo": lambda: emit.hlo_text_from_proto(proto) if proto else emit.hlo_text(module),
-            "hlo-proto": lambda: proto if proto else emit.hlo_proto(module),
-            "hlo-pbtxt": lambda: emit.hlo_pbtxt_from_proto(proto) if proto else emit.hlo_pbtxt(module),
-            "stablehlo": lambda: emit.stablehlo_text(module),
-            "bytecode": lambda: emit.bytecode(module),
-            "vhlo": lambda: emit.vhlo_artifact(module, target_version=target_version),
-            "mhlo": lambda: emit.mhlo_text(module),
-        }
         try:
-            data = producers[fmt]()
+            data = program.convert(fmt, target_version=target_version)
         except DriverError as e:
             if e.file is None and input != "-":
                 e.file = input  # the conversion failed on this file: say so
@@ -536,47 +334,59 @@ def _positive(value: Optional[float]) -> Optional[float]:
     return value
 
 
+# Options that opt and run share, spelled once.
+JobsOption = Annotated[int, typer.Option(
+    "--jobs", "-j", metavar="N", help="Worker processes; each module is isolated (0: run in this process).")]
+TimeoutOption = Annotated[Optional[float], typer.Option(
+    "--timeout", metavar="SECONDS", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")]
+SplitInputFileOption = Annotated[bool, typer.Option(
+    "--split-input-file", help="Split inputs on '// -----' lines; each chunk is a module.")]
+
 # Options that run and spmd-run share, spelled once.
-SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of the random inputs.")]
+SeedOption = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random inputs.")]
 LargeFloatRangeOption = Annotated[bool, typer.Option(
     "--large-float-range", "--use_large_float_range", help="Random floats in +-1e4 instead of +-1.")]
 RtolOption = Annotated[Optional[float], typer.Option(
-    "--rtol", "--rel_error_bound", callback=_non_negative, help="Relative tolerance (default per dtype).")]
+    "--rtol", "--rel_error_bound", metavar="X", callback=_non_negative, help="Relative tolerance (default per dtype).")]
 AtolOption = Annotated[Optional[float], typer.Option(
-    "--atol", "--abs_error_bound", callback=_non_negative, help="Absolute tolerance (default per dtype).")]
+    "--atol", "--abs_error_bound", metavar="X", callback=_non_negative, help="Absolute tolerance (default per dtype).")]
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(
     ctx: typer.Context,
     inputs: InputsArg = None,
-    platform: Annotated[str, typer.Option("--platform", help="cpu, or cuda (needs a GPU).")] = "cpu",
+    platform: Annotated[str, typer.Option("--platform", metavar="NAME", help="cpu, or cuda (needs a GPU).")] = "cpu",
     reference: Annotated[str, typer.Option(
-        "--reference", help="interpreter (StableHLO reference interpreter), cpu (XLA CPU) or none.")] = "interpreter",
+        "--reference", "--reference_platform", metavar="NAME",
+        help="interpreter (StableHLO reference interpreter; also XLA's Interpreter, default), cpu (XLA CPU; "
+             "also CPU, Host) or none.")] = "interpreter",
     seed: SeedOption = 0,
     zeros: Annotated[bool, typer.Option("--zeros", help="All-zero inputs.")] = False,
     inputs_npz: Annotated[Optional[str], typer.Option(
-        "--inputs", help=".npz with one array per parameter (by name, argN, arr_N or position).")] = None,
+        "--inputs", metavar="FILE",
+        help=".npz with one array per parameter (by name, argN, arr_N or position).")] = None,
     large_float_range: LargeFloatRangeOption = False,
     rtol: RtolOption = None,
     atol: AtolOption = None,
-    iterations: Annotated[int, typer.Option("--iterations", help="Run N times; report the median.")] = 1,
+    iterations: Annotated[int, typer.Option("--iterations", metavar="N", help="Run N times; report the median.")] = 1,
     print_literals: Annotated[bool, typer.Option("--print-literals", "--print_literals", help="Print inputs' and outputs' values.")] = False,
-    save_outputs: Annotated[Optional[str], typer.Option("--save-outputs", help="Write outputs to this .npz.")] = None,
+    save_outputs: Annotated[Optional[str], typer.Option(
+        "--save-outputs", metavar="FILE", help="Write outputs to this .npz.")] = None,
     fold_constants: Annotated[bool, typer.Option(
         "--fold-constants", help="Check files: keep their constant inputs (XLA folds the test).")] = False,
     bisect: Annotated[bool, typer.Option(
         "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
-    jobs: Annotated[int, typer.Option(
-        "--jobs", "-j", help="Worker processes; each module is isolated (0: run in this process).")] = 1,
-    timeout: Annotated[Optional[float], typer.Option(
-        "--timeout", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")] = None,
+    jobs: JobsOption = 1,
+    timeout: TimeoutOption = None,
     scheduler: Annotated[Optional[str], typer.Option(
-        "--scheduler", help="Run the modules on a Dask cluster (tcp://HOST:8786) instead of local workers.")] = None,
-    json_report: Annotated[Optional[str], typer.Option("--json", help="Write the report rows as JSON.")] = None,
-    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
-    split_input_file: Annotated[bool, typer.Option("--split-input-file")] = False,
-    args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
+        "--scheduler", metavar="URL",
+        help="Run the modules on a Dask cluster (tcp://HOST:8786) instead of local workers.")] = None,
+    json_report: Annotated[Optional[str], typer.Option(
+        "--json", metavar="FILE", help="Write the report rows as JSON.")] = None,
+    input_format: InputFormatOption = None,
+    split_input_file: SplitInputFileOption = False,
+    args: ArgsOption = None,
 ) -> None:
     """Compile with XLA, execute, and compare against a reference (run_hlo_module).
 
@@ -601,6 +411,8 @@ def run(
         platform = platform.lower()
         if platform not in stage_registry.PLATFORMS:
             raise DriverError(f"unknown platform '{platform}'", hint="cpu or cuda")
+        # XLA's run_hlo_module spellings: Interpreter, default, CPU, Host, '' (none).
+        reference = {"default": "interpreter", "host": "cpu", "": "none"}.get(reference.lower(), reference.lower())
         if reference not in runner.REFERENCES:
             from .errors import did_you_mean
 
@@ -660,13 +472,17 @@ from .run_report import save_outputs as _save_outputs  # noqa: E402
 @app.command("spmd-run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def spmd_run(
     ctx: typer.Context,
-    input: Annotated[str, typer.Argument(help="The module (any input format, or package.module:function).")],
-    num_partitions: Annotated[int, typer.Option("--num-partitions", "--num_partitions", help="SPMD partitions.")] = 1,
-    num_replicas: Annotated[int, typer.Option("--num-replicas", "--num_replicas", help="Replicas.")] = 1,
+    input: Annotated[str, typer.Argument(
+        metavar="FILE", help="The module (any input format, or package.module:function).")],
+    num_partitions: Annotated[int, typer.Option(
+        "--num-partitions", "--num_partitions", metavar="N", help="SPMD partitions.")] = 1,
+    num_replicas: Annotated[int, typer.Option("--num-replicas", "--num_replicas", metavar="N", help="Replicas.")] = 1,
     partitioner: Annotated[Optional[str], typer.Option(
-        "--partitioner", help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
+        "--partitioner", metavar="NAME",
+        help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
     arg_sharding: Annotated[Optional[list[str]], typer.Option(
-        "--arg-sharding", help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
+        "--arg-sharding", metavar="PARAM=SHARDING",
+        help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
                                "parameters without one are replicated.")] = None,
     is_spmd_partitioned_module: Annotated[bool, typer.Option(
         "--is-spmd-partitioned-module", "--is_spmd_partitioned_module", help="The module is already partitioned (per-device shapes): "
@@ -674,35 +490,37 @@ def spmd_run(
     run_xla_backend_only: Annotated[bool, typer.Option(
         "--run-xla-backend-only", "--run_xla_backend_only", help="Only XLA's backend compiles (an after-optimizations module).")] = False,
     argument_mode: Annotated[Optional[str], typer.Option(
-        "--argument-mode", help="random (one set per replica), shared-random, zeros, or device-id "
+        "--argument-mode", metavar="MODE", help="random (one set per replica), shared-random, zeros, or device-id "
                                 "(each device's part filled with its device id).")] = None,
     seed: SeedOption = 0,
     inputs_npz: Annotated[Optional[str], typer.Option(
-        "--inputs", help=".npz with one global (unpartitioned) array per parameter.")] = None,
+        "--inputs", metavar="FILE", help=".npz with one global (unpartitioned) array per parameter.")] = None,
     large_float_range: LargeFloatRangeOption = False,
     rtol: RtolOption = None,
     atol: AtolOption = None,
-    num_repeats: Annotated[int, typer.Option("--num-repeats", "--num_repeats", help="Run N times; print each time.")] = 1,
+    num_repeats: Annotated[int, typer.Option(
+        "--num-repeats", "--num_repeats", metavar="N", help="Run N times; print each time.")] = 1,
     reference: Annotated[str, typer.Option(
-        "--reference", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
+        "--reference", metavar="NAME", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
     reference_module: Annotated[Optional[str], typer.Option(
-        "--reference-module", help="The unpartitioned computation to compare against "
+        "--reference-module", metavar="FILE", help="The unpartitioned computation to compare against "
                                    "(for an already partitioned module).")] = None,
     dump_output: Annotated[Optional[str], typer.Option(
-        "--dump-output", help="Write the gathered outputs to this .npz (out0, out1, ...).")] = None,
+        "--dump-output", metavar="FILE", help="Write the gathered outputs to this .npz (out0, out1, ...).")] = None,
     num_processes: Annotated[int, typer.Option(
-        "--num-processes", help="Processes in a distributed run (with --process-id, --coordinator).")] = 1,
+        "--num-processes", metavar="N", help="Processes in a distributed run (with --process-id, --coordinator).")] = 1,
     process_id: Annotated[Optional[int], typer.Option(
-        "--process-id", help="This process's number, 0 to N-1; process 0 hosts the coordinator.")] = None,
+        "--process-id", metavar="N", help="This process's number, 0 to N-1; process 0 hosts the coordinator.")] = None,
     coordinator: Annotated[Optional[str], typer.Option(
-        "--coordinator", callback=_host_port, help="HOST:PORT of process 0's coordinator.")] = None,
+        "--coordinator", metavar="HOST:PORT",
+        callback=_host_port, help="HOST:PORT of process 0's coordinator.")] = None,
     launch_local: Annotated[Optional[int], typer.Option(
-        "--launch-local", help="Start N processes on 127.0.0.1 and run across them.")] = None,
+        "--launch-local", metavar="N", help="Start N processes on 127.0.0.1 and run across them.")] = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", callback=_positive,
+        "--timeout", metavar="SECONDS", callback=_positive,
         help="Seconds a distributed run may take before every process stops.")] = 300.0,
-    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
-    args: Annotated[Optional[str], typer.Option("--args", help="Argument specs for a JAX function.")] = None,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
 ) -> None:
     """Run a module SPMD-partitioned on many devices, in one or several processes (multihost_hlo_runner).
 
@@ -711,56 +529,23 @@ def spmd_run(
     code 0 when the outputs match, 1 on a mismatch or a failed run, 2 for bad
     usage or input. Any --xla_NAME=VALUE flag applies to the compile.
     """
-    from . import spmd
+    from . import spmd_launch, xla_flags
 
     try:
-        options = _spmd_options(ctx, locals())
-        if dump_output:
-            from . import outputs
-
-            outputs.check_output_path(dump_output)
-        procs = launch_local or num_processes
-        spmd.check_devices_per_process(options, procs)
-        if launch_local is not None:
-            if launch_local < 2:
-                raise DriverError("--launch-local needs at least 2 processes")
-            if num_processes != 1 or process_id is not None or coordinator is not None:
-                raise DriverError("give --launch-local N, or --num-processes/--process-id/--coordinator, not both")
-        elif num_processes > 1:
-            if process_id is None or coordinator is None:
-                raise DriverError("--num-processes needs --process-id and --coordinator HOST:PORT")
-            if not 0 <= process_id < num_processes:
-                raise DriverError(f"--process-id must be 0 to {num_processes - 1}")
-        elif num_processes < 1:
-            raise DriverError("--num-processes must be >= 1")
-        elif process_id is not None or coordinator is not None:
-            raise DriverError("--process-id and --coordinator need --num-processes > 1")
-        if procs > 1 and options.num_devices % procs:
-            raise DriverError(f"{options.num_devices} devices cannot be split evenly over {procs} processes")
-        if timeout <= 0:
-            raise DriverError("--timeout must be > 0")
-        if procs == 1:
-            _spmd_in_process(input, input_format, args, options, arg_sharding, dump_output)
-            return
-        # The module is checked here first: a bad input is one error, not one per process.
-        _spmd_validate(input, input_format, args, options, arg_sharding)
-        if launch_local is not None:
-            address = f"127.0.0.1:{spmd.free_port()}"
-            cfgs = spmd.worker_configs(input, input_format, args, options, num_processes=launch_local,
-                                       process_ids=list(range(launch_local)), coordinator=address,
-                                       timeout=timeout, dump_output=dump_output)
-            sys.stderr.write(f"note: {launch_local} processes, coordinator {address}\n")
-
-            def started(pid: int, os_pid: int) -> None:
-                sys.stderr.write(f"note: process {pid} is pid {os_pid}\n")
-                sys.stderr.flush()
-
-            code = spmd.supervise(cfgs, prefixed=True, on_start=started)
-        else:
-            cfgs = spmd.worker_configs(input, input_format, args, options, num_processes=num_processes,
-                                       process_ids=[process_id or 0], coordinator=coordinator or "",
-                                       timeout=timeout, dump_output=dump_output)
-            code = spmd.supervise(cfgs, prefixed=False)
+        flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
+        if rest:
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}" if rest[0].startswith("-")
+                              else f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
+        options = spmd_launch.spmd_options(
+            flags, argument_mode=argument_mode, inputs_npz=inputs_npz, partitioner=partitioner,
+            arg_sharding=tuple(arg_sharding or ()), num_partitions=num_partitions, num_replicas=num_replicas,
+            is_spmd_partitioned_module=is_spmd_partitioned_module, run_xla_backend_only=run_xla_backend_only,
+            seed=seed, large_float_range=large_float_range, rtol=rtol, atol=atol, num_repeats=num_repeats,
+            reference=reference, reference_module=reference_module)
+        code = spmd_launch.run(spmd_launch.SpmdLaunch(
+            input, input_format=input_format, args=args, arg_sharding=tuple(arg_sharding or ()),
+            dump_output=dump_output, num_processes=num_processes, process_id=process_id, coordinator=coordinator,
+            launch_local=launch_local, timeout=timeout), options)
         if code:
             raise typer.Exit(code)
     except DriverError as e:
@@ -768,94 +553,15 @@ def spmd_run(
 
 
 def _host_port(value: Optional[str]) -> Optional[str]:
-    """Option callback: HOST:PORT with a port a coordinator can listen on (1-65535)."""
-    import re
+    """Option callback: spmd_launch.check_host_port's refusal as a usage error."""
+    from . import spmd_launch
 
-    if value is None:
-        return value
-    m = re.match(r"^(\[[0-9a-fA-F:.]+\]|[^:\s\[\]]+):(\d{1,5})$", value)
-    if not m:
-        raise typer.BadParameter(f"'{value}' is not HOST:PORT, e.g. 10.0.0.1:1234")
-    if not 1 <= int(m.group(2)) <= 65535:
-        raise typer.BadParameter(f"port {int(m.group(2))} is not 1-65535")
+    if value is not None:
+        try:
+            spmd_launch.check_host_port(value)
+        except DriverError as e:
+            raise typer.BadParameter(e.message) from None
     return value
-
-
-def _spmd_options(ctx: typer.Context, params: dict[str, Any]) -> Any:
-    """SpmdOptions from the command line; checks what needs no module (nor jax)."""
-    from . import spmd, xla_flags
-
-    flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
-    if rest:
-        raise DriverError(f"no such option: {rest[0].split('=')[0]}" if rest[0].startswith("-")
-                          else f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
-    flags = xla_flags.merge({}, xla_flags.from_environment(), flags)
-    if flags:
-        xla_flags.check_names(flags, xla_flags.known_names())
-    mode = params["argument_mode"]
-    if params["inputs_npz"] and mode is not None:
-        raise DriverError("give --inputs or --argument-mode, not both")
-    options = spmd.SpmdOptions(
-        num_partitions=params["num_partitions"], num_replicas=params["num_replicas"],
-        partitioner=params["partitioner"].lower() if params["partitioner"] else None,
-        is_spmd_partitioned_module=params["is_spmd_partitioned_module"],
-        run_xla_backend_only=params["run_xla_backend_only"], argument_mode=mode or "random",
-        seed=params["seed"], inputs_npz=params["inputs_npz"], large_float_range=params["large_float_range"],
-        rtol=params["rtol"], atol=params["atol"], num_repeats=params["num_repeats"],
-        reference=params["reference"], reference_module=params["reference_module"],
-        xla_flags=tuple(sorted(flags.items())))
-    spmd.check_options(options)
-    if params["arg_sharding"] and options.per_device_module:
-        raise DriverError("--arg-sharding is for modules that XLA partitions, not already partitioned ones")
-    if params["arg_sharding"] and options.num_partitions == 1:
-        raise DriverError("--arg-sharding needs --num-partitions > 1")
-    return options
-
-
-def _spmd_with_shardings(options: Any, specs: list[str] | None) -> Any:
-    from dataclasses import replace
-
-    from . import spmd
-
-    if not specs:
-        return options
-    return replace(options, arg_shardings=tuple(spmd.parse_arg_sharding(s) for s in specs))
-
-
-def _spmd_load(input: str, input_format: str | None, args: str | None) -> Any:
-    from . import inputs as loader
-
-    paths = loader.expand_inputs([input])
-    if len(paths) != 1:
-        raise DriverError(f"spmd-run takes one module; {input} gives {len(paths)}")
-    modules = loader.load(paths[0], input_format=input_format, arg_specs=args)
-    if len(modules) != 1:
-        raise DriverError("spmd-run takes one module", file=input)
-    return modules[0]
-
-
-def _spmd_validate(input: str, input_format: str | None, args: str | None, options: Any,
-                   arg_sharding: list[str] | None) -> None:
-    from . import spmd
-
-    options = _spmd_with_shardings(options, arg_sharding)
-    spmd.prepare(_spmd_load(input, input_format, args), options)
-
-
-def _spmd_in_process(input: str, input_format: str | None, args: str | None, options: Any,
-                     arg_sharding: list[str] | None, dump_output: str | None) -> None:
-    from . import _jaxlib, outputs, spmd
-
-    options = _spmd_with_shardings(options, arg_sharding)
-    # Before anything starts jax: the host devices exist only if asked for first.
-    _jaxlib.ensure_cpu_devices(options.num_devices)
-    loaded = _spmd_load(input, input_format, args)
-    report = spmd.run_in_process(loaded, options)
-    typer.echo(spmd.format_report(report))
-    if dump_output:
-        outputs.write_atomic(dump_output, spmd.outputs_npz(report))
-    if not report.report.passed:
-        raise typer.Exit(EXIT_FAILURE)
 
 
 def _spmd_fail(err: DriverError) -> None:
@@ -873,12 +579,13 @@ def _spmd_fail(err: DriverError) -> None:
 @app.command("kernels")
 def kernels_command(
     inputs: Annotated[Optional[list[str]], typer.Argument(
-        help="Files, globs or directories (an XLA dump directory: its modules).", show_default=False)] = None,
+        metavar="FILE...", help="Files, globs or directories (an XLA dump directory: its modules).",
+        show_default=False)] = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
-        "--gpu-spec", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
+        "--gpu-spec", metavar="SPEC", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
     input_format: Annotated[Optional[str], typer.Option(
-        "--input-format", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo.")] = None,
+        "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo.")] = None,
 ) -> None:
     """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec."""
     try:
@@ -897,19 +604,20 @@ def kernels_command(
 @app.command()
 def ptx(
     input: Annotated[str, typer.Argument(
-        help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'; - reads stdin.")],
-    arch: Annotated[str, typer.Option("--arch", help="sm_XX[a] or X.Y[a], e.g. 9.0a or sm_80.")] = "sm_90a",
-    opt_level: Annotated[int, typer.Option("-O", "--opt-level", help="LLVM optimization level 0-3.")] = 3,
+        metavar="FILE", help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'; - reads stdin.")],
+    arch: Annotated[str, typer.Option(
+        "--arch", metavar="ARCH", help="sm_XX[a] or X.Y[a], e.g. 9.0a or sm_80.")] = "sm_90a",
+    opt_level: Annotated[int, typer.Option("-O", "--opt-level", metavar="N", help="LLVM optimization level 0-3.")] = 3,
     optimize: Annotated[bool, typer.Option(
         "--optimize/--no-optimize",
         help="Run LLVM's -O pipeline first (off for XLA's *.ir-with-opt.ll, already optimized).")] = True,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", "--o", help="Output file (default stdout).")] = None,
+    output: OutputOption = None,
     print_after_all: Annotated[bool, typer.Option(
         "--print-after-all", help="Print the IR after each LLVM pass (stderr).")] = False,
     ir_dump_dir: Annotated[Optional[str], typer.Option(
-        "--ir-dump-dir", help="Write the IR after each LLVM pass here, one file per pass.")] = None,
+        "--ir-dump-dir", metavar="DIR", help="Write the IR after each LLVM pass here, one file per pass.")] = None,
     libdevice: Annotated[Optional[str], typer.Option(
-        "--libdevice", help="libdevice.10.bc for IR calling __nv_* (default: CUDA_HOME).")] = None,
+        "--libdevice", metavar="FILE", help="libdevice.10.bc for IR calling __nv_* (default: CUDA_HOME).")] = None,
     check_ptxas: Annotated[bool, typer.Option(
         "--ptxas/--no-ptxas", help="Assemble each PTX module with ptxas for --arch to check it.")] = True,
 ) -> None:
@@ -929,25 +637,10 @@ def ptx(
         text = ptx_backend.read_llvm_ir(input)
         if output:
             outputs.check_output_path(output)
-        parts = ptx_backend.split_llvm_modules(text)
-        dumps: list[tuple[str, str]] = []
-        want_dumps = print_after_all or ir_dump_dir is not None
-        out = []
-        compiled: list[tuple[str, str]] = []
-        for name, offset, body in parts:
-            try:
-                # Line numbers stay the file's: pad with the lines before this module.
-                code = ptx_backend.compile_to_ptx(
-                    "\n" * offset + body, arch, opt_level, filename=input, optimize=optimize,
-                    libdevice=libdevice, assemble=False,
-                    print_after_all=(lambda p, ir, n=name: dumps.append((f"{n}:{p}" if n else p, ir)))
-                    if want_dumps else None)
-            except DriverError:
-                raise
-            compiled.append((name, code))
-            out.append((f"// ----- {name} -----\n" if name else "") + code)
-        if check_ptxas:  # all modules at once: ptxas runs side by side
-            ptx_backend.check_all_with_ptxas(compiled, arch, input)
+        compiled = ptx_backend.compile_llvm_ir(text, input, ptx_backend.PtxOptions(
+            arch=arch, opt_level=opt_level, optimize=optimize, libdevice=libdevice, check_ptxas=check_ptxas,
+            dump_passes=print_after_all or ir_dump_dir is not None))
+        dumps = [(f"{n}:{p}" if n else p, ir) for n, p, ir in compiled.dumps]
         if ir_dump_dir:
             for i, (pass_name, ir) in enumerate(dumps):
                 safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
@@ -955,11 +648,10 @@ def ptx(
         elif print_after_all:
             for _, ir in dumps:
                 sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
-        result = "".join(out)
         if output:
-            outputs.write_atomic(output, result)
+            outputs.write_atomic(output, compiled.text)
         else:
-            outputs.write_stdout(result)
+            outputs.write_stdout(compiled.text)
     except DriverError as e:
         _fail(e)
 
@@ -969,28 +661,33 @@ def ptx(
 @app.command("bench-pipeline", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def bench_pipeline(
     ctx: typer.Context,
-    input: Annotated[str, typer.Argument(help="The module to run the pipeline on.")],
-    pipeline_spec: Annotated[Optional[str], typer.Option("--pipeline", help="Textual pipeline or @NAME.")] = None,
-    passes: Annotated[Optional[str], typer.Option("--passes", help="hlo-opt style pass list.")] = None,
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module to run the pipeline on.")],
+    pipeline_spec: Annotated[Optional[str], typer.Option(
+        "--pipeline", metavar="PIPELINE", help="Textual pipeline or @NAME.")] = None,
+    passes: Annotated[Optional[str], typer.Option("--passes", metavar="LIST", help="hlo-opt style pass list.")] = None,
     compare: Annotated[Optional[str], typer.Option(
-        "--compare", help="Another pipeline (spec, @NAME or pass list) run in turn with the first; prints the ratio.")] = None,
-    repeats: Annotated[int, typer.Option("--repeats", help="Runs per pipeline (each on a fresh copy).")] = 10,
+        "--compare", metavar="PIPELINE",
+        help="Another pipeline (spec, @NAME or pass list) run in turn with the first; prints the ratio.")] = None,
+    repeats: Annotated[int, typer.Option(
+        "--repeats", metavar="N", help="Runs per pipeline (each on a fresh copy).")] = 10,
     platform: Annotated[Optional[str], typer.Option(
-        "--platform", help="Instead: time XLA's HLO pipeline on cpu|cuda (from per-pass dump timestamps).")] = None,
-    gpu_spec: Annotated[Optional[str], typer.Option("--gpu-spec")] = None,
+        "--platform", metavar="NAME",
+        help="Instead: time XLA's HLO pipeline on cpu|cuda (from per-pass dump timestamps).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="SPEC", help="GPU spec for --platform cuda (default: h100_sxm).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
-    load_pass_plugin: Annotated[Optional[list[str]], typer.Option("--load-pass-plugin")] = None,
-    input_format: Annotated[Optional[str], typer.Option("--input-format")] = None,
-    args: Annotated[Optional[str], typer.Option("--args")] = None,
+    load_pass_plugin: LoadPluginOption = None,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
 ) -> None:
     """Run a pipeline N times; per-pass median and spread, and the total (hlo-opt + time, done properly)."""
     try:
         import json
 
-        from . import bench, pipeline
+        from . import bench, listings, pipeline
         from .api import load
 
-        _load_plugins(load_pass_plugin)
+        listings.load_plugins(load_pass_plugin)
         if repeats < 1:
             raise DriverError("--repeats must be >= 1")
         program = load(input, input_format=input_format, args=args)
@@ -1044,6 +741,10 @@ def bench_pipeline(
                        f"{results[1].median_total_ms / results[0].median_total_ms:.3f}x")
     except DriverError as e:
         _fail(e)
+    except KeyboardInterrupt:
+        # Caught here: typer would turn it into a silent exit 130.
+        sys.stderr.write("error: interrupted\n")
+        raise typer.Exit(130) from None
 
 
 # -------------------------------------------------------------------- specs
@@ -1060,60 +761,16 @@ def specs_list(
     """List the shipped GPU specs: name, GPU, compute capability, SMs, memory, and
     whether the ptxas XLA will use (shown below the table) can target each."""
     try:
-        from . import gpu_specs
+        from . import listings
 
-        specs = gpu_specs.list_specs()
-        ptxas, others, missing = _ptxas_in_use()
-        if json_out:
-            import json
-
-            rows_json = []
-            for s in specs:
-                row = s.to_dict()
-                row["ptxas"] = None if ptxas is None else {
-                    "path": ptxas.path, "version": ptxas.version_str, "source": ptxas.source,
-                    "can_target": ptxas.can_target(s.sm)}
-                rows_json.append(row)
-            typer.echo(json.dumps(rows_json, indent=2))
-            return
-        header = ("name", "gpu", "cc", "target", "SMs", "memory", "bandwidth", "ptxas")
-        rows = [(s.name + (" (default)" if s.name == gpu_specs.DEFAULT_SPEC else ""), s.gpu,
-                 s.compute_capability, s.sm, str(s.sm_count), f"{s.memory_bytes / 2**30:.0f} GiB",
-                 f"{s.memory_bandwidth / 1e9:.0f} GB/s",
-                 "ok" if ptxas is not None and ptxas.can_target(s.sm) else "no") for s in specs]
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        for r in [header, *rows]:
-            typer.echo("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        if ptxas is None:
-            typer.echo(f"ptxas: none usable: {missing}")
-        else:
-            typer.echo(f"ptxas: {ptxas.version_str} {ptxas.path} ({ptxas.source}; "
-                       f"targets {ptxas.arch_range()})")
-        for p in others:
-            typer.echo(f"  not used: {p.version_str} {p.path} ({p.source}; targets {p.arch_range()})")
+        typer.echo(listings.spec_table(as_json=json_out), nl=False)
     except DriverError as e:
         _fail(e)
 
 
-def _ptxas_in_use() -> tuple[Any, list[Any], str]:
-    """(the ptxas XLA will run, the other ones found, why there is none)."""
-    from . import cuda_tools, xla_flags
-
-    try:  # the data dir a user set in XLA_FLAGS counts; a malformed XLA_FLAGS does not matter here
-        user_dir = xla_flags.from_environment().get(cuda_tools.DATA_DIR_FLAG) or None
-    except DriverError:
-        user_dir = None
-    try:
-        ptxas = cuda_tools.ptxas(cuda_tools.cuda_data_dir(user_dir)[0])
-    except DriverError as e:
-        return None, cuda_tools.all_ptxas(), e.format().removeprefix("error: ")
-    others = [p for p in cuda_tools.all_ptxas(user_dir) if p.path != ptxas.path
-              and p.version != ptxas.version]
-    return ptxas, others, ""
-
-
 @specs_app.command("show")
-def specs_show(name: Annotated[str, typer.Argument(help="A shipped spec name or a .txtpb path.")]) -> None:
+def specs_show(name: Annotated[str, typer.Argument(
+        metavar="SPEC", help="A shipped spec name or a .txtpb path.")]) -> None:
     """Print a spec's summary and its textproto."""
     try:
         from . import gpu_specs
@@ -1129,7 +786,8 @@ def specs_show(name: Annotated[str, typer.Argument(help="A shipped spec name or 
 
 
 @specs_app.command("check")
-def specs_check(files: Annotated[list[str], typer.Argument(help="Spec files to validate (- reads stdin).")]) -> None:
+def specs_check(files: Annotated[list[str], typer.Argument(
+        metavar="FILE...", help="Spec files to validate (- reads stdin).")]) -> None:
     """Validate spec files before any compile; one error line per bad file."""
     from . import gpu_specs
 
@@ -1244,7 +902,13 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv)
         return
     import gc
+    import os
 
+    # numpy, which jaxlib's MLIR bindings import, starts OpenBLAS with a thread per
+    # core that busy-waits for BLAS calls the driver never makes: ~25% of a short
+    # command's CPU, taken from the other core (or another worker). One thread,
+    # unless the user set it (workers and helper processes inherit it).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = sys.argv[1:]
     command = _invoked_command(argv)
     if command not in _FAST_EXIT:
@@ -1279,7 +943,6 @@ def main(argv: list[str] | None = None) -> None:
     except OSError:
         code = code or EXIT_FAILURE
     import atexit
-    import os
 
     # Exit handlers still run (the isolate helper is waited for, nothing is left
     # behind); only the interpreter's teardown of every object is skipped.

@@ -1,29 +1,29 @@
-"""Assemble XLA's PTX into cubins and disassemble them (the cubin/sass/kernels stages).
+"""XLA's cubins, their disassembly and per-kernel resources (the cubin/sass/kernels stages).
 
-A device-less compile writes no cubin file (the serialized executable holds
-one, compressed), so the kernels are assembled again from XLA's dumped PTX,
-with the ptxas XLA itself runs (``cuda_tools.ptxas``) and the options XLA
-passes it. See openxla/xla ``xla/stream_executor/cuda/subprocess_compilation.cc``,
+The cubins come from the compile itself: the driver points XLA's kernel cache
+(``xla_gpu_kernel_cache_file``) into the compile's dump directory, and XLA
+writes there, per kernel, the cubin of its kernel module as XLA's own ptxas made
+it (``xla.gpu.CompilationCacheProto``). Kernel modules that XLA does not cache
+(sort kernels, modules with no kernel) are assembled again from XLA's dumped
+PTX with the ptxas XLA runs (``cuda_tools.ptxas``) and the options XLA passes
+it: openxla/xla ``xla/stream_executor/cuda/subprocess_compilation.cc``,
 ``CompileGpuAsmUsingPtxAs``: ``ptxas <ptx> -o <cubin> -arch=<sm> --warn-on-spills``,
 then ``AppendArgsFromOptions``: ``-O0`` when ``xla_gpu_disable_gpuasm_optimizations``
 is set, then the user's extra flags (``xla_gpu_ptx_compiler_extra_flags`` in
-this jaxlib). XLA adds ``-v`` when it logs; ``-v`` only reports resource usage
-and does not change the code.
+this jaxlib). Both give the same bytes (tests/test_cuda_stages.py checks it).
 
-Two ways, each run at most once per (module, spec) and only when a stage needs it:
-- :meth:`Assembly.modules_assembled`: one ptxas per PTX file ("kernel module"),
-  as XLA runs it, with ``-v``: the ``cubin`` stage's files, and the per-kernel
-  resources of ``kernels`` (its report, and the ELF's shared-memory sections);
-- :meth:`Assembly.combined_elf`: one ptxas process over all PTX files, one ELF
-  holding every kernel, for ``sass``: nvdisasm spends about 0.25 s of CPU
-  starting up, so it runs once per compile, not once per file. ptxas assembles
-  each entry on its own: every kernel's code in it is byte-identical to that of
-  its module's cubin (tests/test_cuda_stages.py checks it). Its resource
-  figures are not used: shared-memory sections can differ there.
+``sass`` and ``kernels`` share one more ptxas process, over all PTX files with
+``-v`` (:meth:`Assembly.combined_elf`): one ELF holding every kernel, so that
+nvdisasm, which spends about 0.25 s of CPU starting up, runs once per compile,
+and one ``-v`` report of every kernel's registers, stack frame, spills and
+barriers. ptxas assembles each entry on its own: every kernel's code and figures
+there equal those of its own module (tests check it); ``-v`` only reports and
+does not change the code. Static shared memory is read from each module's own
+cubin instead, as its sections can differ in the combined ELF.
 
 SASS comes from ``nvdisasm``. pip's ``nvidia-cuda-nvdisasm`` is CUDA 13, which
-reads cubins for sm_75 and newer only; an older nvdisasm (a CUDA 12 toolkit,
-or the one Triton bundles) is used for sm_60/sm_70 when one is found.
+reads cubins for sm_75 and newer only; for sm_60/sm_70 the CUDA 12.8 copy that
+Triton 3.3..3.6 bundles (a dependency on Linux), or a CUDA 12 toolkit's, is used.
 """
 
 from __future__ import annotations
@@ -70,28 +70,54 @@ class KernelModule:
 
 @dataclass
 class Assembly:
-    """A compile's kernel modules and how XLA would assemble them for one sm."""
+    """A compile's kernel modules, XLA's cubins of them, and how XLA assembles them for one sm."""
 
     sm: str
     ptxas: Any  # cuda_tools.Ptxas
     args: tuple[str, ...]  # XLA's options (without -v)
     modules: list[KernelModule]
-    resources: dict[str, KernelResources] = field(default_factory=dict)
+    xla_cubins: dict[str, bytes] = field(default_factory=dict, repr=False)  # kernel -> its module's cubin
     _assembled: bool = field(default=False, repr=False)
-    _elf: bytes | None = field(default=None, repr=False)
+    _combined: tuple[bytes, str] | None = field(default=None, repr=False)
+    _resources: dict[str, KernelResources] | None = field(default=None, repr=False)
 
     def modules_assembled(self) -> list[KernelModule]:
-        """The modules with their cubins and resources (assembled on first call)."""
+        """The modules with their cubins: XLA's own where its kernel cache holds them,
+        the others assembled here as XLA does (on first call)."""
         if not self._assembled:
-            _assemble_modules(self)
+            missing = [m for m in self.modules if not _take_xla_cubin(m, self.xla_cubins, self.sm)]
+            _assemble_modules(self, missing)
             self._assembled = True
         return self.modules
 
     def combined_elf(self) -> bytes:
         """One ELF of every kernel from one ptxas process (made on first call)."""
-        if self._elf is None:
-            self._elf = _assemble_combined(self)
-        return self._elf
+        return self._combined_run()[0]
+
+    @property
+    def resources(self) -> dict[str, KernelResources]:
+        """Each kernel's resources: the combined run's ``-v`` report, with static shared
+        memory from its own module's cubin."""
+        if self._resources is None:
+            self._resources = {}
+            report = parse_ptxas_log(self._combined_run()[1])
+            for m in self.modules_assembled():
+                sizes = elf_section_sizes(m.cubin)
+                for k in m.kernels:
+                    r = report.get(k)
+                    if r is None:
+                        continue
+                    # ptxas -v leaves out static shared memory it adds itself (1 KiB in some
+                    # sm_90a Triton kernels); the ELF's .nv.shared.<kernel> section is what the
+                    # driver reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's
+                    # SHARED). No section: ptxas -v's figure (0 in every case seen).
+                    self._resources[k] = replace(r, shared=sizes.get(f".nv.shared.{k}", r.shared))
+        return self._resources
+
+    def _combined_run(self) -> tuple[bytes, str]:
+        if self._combined is None:
+            self._combined = _assemble_combined(self)
+        return self._combined
 
 
 def ptxas_options(sm: str, xla_flags: dict[str, Any]) -> list[str]:
@@ -122,8 +148,45 @@ def _first_error(log: str, code: int) -> str:
     return next((ln for ln in lines if "error" in ln or "fatal" in ln), lines[0] if lines else f"exit {code}").strip()
 
 
-def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, Any]) -> Assembly:
-    """The non-empty PTX files, the ptxas XLA runs and XLA's options; nothing assembled yet.
+def xla_cubins(kernel_cache: bytes | None) -> dict[str, bytes]:
+    """Kernel name -> the cubin of its kernel module, from the kernel cache file XLA wrote
+    (``xla.gpu.CompilationCacheProto``: entries keyed by kernel name, each with its
+    module's ``binary``). Empty when there is none, or it cannot be read: the
+    modules are then assembled here."""
+    if not kernel_cache:
+        return {}
+    from google.protobuf.message import DecodeError
+
+    from . import protos
+    from .errors import DriverError
+
+    try:
+        cache = protos.message_class("xla.gpu.CompilationCacheProto").FromString(kernel_cache)
+    except (KeyError, DecodeError, DriverError):
+        return {}
+    return {name: entry.binary for name, entry in cache.entries.items() if entry.binary}
+
+
+def _take_xla_cubin(module: KernelModule, cubins: dict[str, bytes], sm: str) -> bool:
+    """Give ``module`` XLA's cubin if the cache has one ELF for all its kernels, for ``sm``."""
+    found = {cubins.get(k) for k in module.kernels}
+    if len(found) != 1 or None in found:
+        return False
+    cubin = found.pop()
+    try:
+        sections = elf_section_sizes(cubin)
+        if elf_sm(cubin) != _sm_number(sm) or any(f".text.{k}" not in sections for k in module.kernels):
+            return False
+    except StageError:
+        return False
+    module.cubin = cubin
+    return True
+
+
+def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, Any],
+            kernel_cache: bytes | None = None) -> Assembly:
+    """The non-empty PTX files, the ptxas XLA runs, XLA's options and XLA's cubins
+    (from ``kernel_cache``, the file XLA's kernel cache wrote); nothing assembled yet.
 
     Raises ToolchainError when no ptxas can target ``sm``.
     """
@@ -138,22 +201,24 @@ def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, An
             modules.append(KernelModule(kernel_module_name(text, key), key,
                                         sorted(set(_ENTRY.findall(text))), text))
     modules.sort(key=lambda m: m.name)
-    return Assembly(sm, tool, tuple(ptxas_options(sm, xla_flags)), modules)
+    return Assembly(sm, tool, tuple(ptxas_options(sm, xla_flags)), modules, xla_cubins(kernel_cache))
 
 
-def _assemble_modules(asm: Assembly) -> None:
-    """One ptxas -v per module, side by side; fills cubin, log and resources."""
+def _assemble_modules(asm: Assembly, modules: list[KernelModule]) -> None:
+    """One ptxas per module, as XLA runs it, side by side; fills cubin and log."""
+    if not modules:
+        return
     with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
         procs = []
-        for i, m in enumerate(asm.modules):
+        for i, m in enumerate(modules):
             src = os.path.join(tmp, f"{i}.ptx")
             with open(src, "w") as f:
                 f.write(m.ptx)
             # All at once: each runs for milliseconds to a second, and cores may be free.
             procs.append(subprocess.Popen([asm.ptxas.path, src, "-o", os.path.join(tmp, f"{i}.cubin"),
-                                           *asm.args, "-v"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                           *asm.args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           stdin=subprocess.DEVNULL))
-        for i, (m, proc) in enumerate(zip(asm.modules, procs)):
+        for i, (m, proc) in enumerate(zip(modules, procs)):
             stdout, stderr = proc.communicate()
             m.log = (stdout + stderr).decode("utf-8", "replace")
             if proc.returncode != 0:
@@ -161,19 +226,12 @@ def _assemble_modules(asm: Assembly) -> None:
                                  f"for {asm.sm}: {_first_error(m.log, proc.returncode)}")
             with open(os.path.join(tmp, f"{i}.cubin"), "rb") as f:
                 m.cubin = f.read()
-            resources = parse_ptxas_log(m.log)
-            sizes = elf_section_sizes(m.cubin)
-            for k, r in resources.items():
-                # ptxas -v leaves out static shared memory it adds itself (1 KiB in some sm_90a
-                # Triton kernels); the ELF's .nv.shared.<kernel> section is what the driver
-                # reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's SHARED).
-                shared = sizes.get(f".nv.shared.{k}")
-                asm.resources[k] = replace(r, shared=shared) if shared is not None else r
 
 
-def _assemble_combined(asm: Assembly) -> bytes:
+def _assemble_combined(asm: Assembly) -> tuple[bytes, str]:
+    """(ELF, ``-v`` report) of one ptxas process over every module's PTX."""
     if not asm.modules:
-        return b""
+        return b"", ""
     with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
         sources = []
         for i, m in enumerate(asm.modules):
@@ -181,14 +239,14 @@ def _assemble_combined(asm: Assembly) -> bytes:
             with open(sources[-1], "w") as f:
                 f.write(m.ptx)
         out = os.path.join(tmp, "all.cubin")
-        proc = subprocess.run([asm.ptxas.path, *sources, "-o", out, *asm.args], capture_output=True,
+        proc = subprocess.run([asm.ptxas.path, *sources, "-o", out, *asm.args, "-v"], capture_output=True,
                               stdin=subprocess.DEVNULL)
+        log = (proc.stdout + proc.stderr).decode("utf-8", "replace")
         if proc.returncode != 0:
-            log = (proc.stdout + proc.stderr).decode("utf-8", "replace")
             raise StageError(f"ptxas {asm.ptxas.version_str} failed for {asm.sm}: "
                              f"{_first_error(log, proc.returncode)}")
         with open(out, "rb") as f:
-            return f.read()
+            return f.read(), log
 
 
 # ``ptxas -v`` lines (CUDA 11.8 .. 13 spell them the same way):
@@ -304,11 +362,35 @@ def _sm_number(sm: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+# Triton's wheels bundle an nvdisasm: CUDA 12.8's in 3.3..3.6, the only pip copy that
+# reads sm_60/sm_70 cubins (pip's nvidia-cuda-nvdisasm is CUDA 13); a dependency on Linux.
+TRITON_REQUIREMENT = "triton>=3.3,<3.7"
+
+
+def _triton_bin_dirs() -> list[str]:
+    """triton/backends/nvidia/bin of an installed triton (found, never imported)."""
+    from importlib import util
+
+    try:
+        spec = util.find_spec("triton")
+    except (ImportError, ValueError):
+        return []
+    roots = (spec.submodule_search_locations or []) if spec else []
+    return [os.path.join(root, "backends", "nvidia", "bin") for root in roots]
+
+
+def _nvdisasm_searched(data_dir: str | None) -> list[str]:
+    """Where nvdisasm is looked for, in order (for error messages)."""
+    from . import cuda_tools
+
+    places = [os.path.join(data_dir, "bin")] if data_dir else []
+    places += ["pip's nvidia/*/bin", "PATH", *(os.path.join(d, "bin") for d in cuda_tools.SYSTEM_ROOTS)]
+    return places + (_triton_bin_dirs() or ["triton/backends/nvidia/bin (triton not installed)"])
+
+
 def _nvdisasm_candidates(data_dir: str | None) -> list[str]:
     """Every nvdisasm here, in the order tried: the CUDA data dir, pip's nvidia
     packages, PATH, the system toolkits, then the CUDA 12 copy Triton bundles."""
-    from importlib import util
-
     from . import cuda_tools
 
     dirs = [os.path.join(data_dir, "bin")] if data_dir else []
@@ -319,12 +401,7 @@ def _nvdisasm_candidates(data_dir: str | None) -> list[str]:
             pass
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     dirs += [os.path.join(d, "bin") for d in cuda_tools.SYSTEM_ROOTS]
-    try:
-        spec = util.find_spec("triton")  # finds, imports nothing
-    except (ImportError, ValueError):
-        spec = None
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        dirs.append(os.path.join(root, "backends", "nvidia", "bin"))
+    dirs += _triton_bin_dirs()
     out: list[str] = []
     for d in dirs:
         path = os.path.join(d, "nvdisasm")
@@ -332,6 +409,16 @@ def _nvdisasm_candidates(data_dir: str | None) -> list[str]:
         if os.path.isfile(path) and os.access(path, os.X_OK) and real not in out:
             out.append(real)
     return out
+
+
+def tool_paths(data_dir: str | None = None) -> list[str]:
+    """Every ptxas and nvdisasm the CUDA stages may run here, in the order tried: what
+    the stage cache key fingerprints (by stat; no process is started)."""
+    from . import cuda_tools
+
+    ptxas = [path for path, _ in cuda_tools._candidates(data_dir or cuda_tools.pip_cuda_dir())
+             if os.path.isfile(path)]
+    return ptxas + _nvdisasm_candidates(data_dir)
 
 
 @functools.lru_cache(maxsize=None)
@@ -355,14 +442,15 @@ def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
         if tool.reads(sm):
             return tool
         found.append(tool)
+    searched = ", ".join(_nvdisasm_searched(data_dir))
     if not found:
-        raise ToolchainError("no nvdisasm found (pip's nvidia/*/bin, PATH, /usr/local/cuda/bin)",
+        raise ToolchainError(f"no nvdisasm found; searched {searched}",
                              hint="pip install nvidia-cuda-nvdisasm")
     seen = ", ".join(f"{t.version_str} at {t.path}" for t in found)
-    raise ToolchainError(f"no nvdisasm here reads {sm} cubins (found {seen}); CUDA 13's nvdisasm "
-                         "dropped sm_50..sm_72",
-                         hint="put a CUDA 12 toolkit's bin/ on PATH, or pip install 'triton==3.3.1' "
-                              "(it bundles CUDA 12.8's nvdisasm)")
+    raise ToolchainError(f"no nvdisasm here reads {sm} cubins (CUDA 13's dropped sm_50..sm_72): "
+                         f"found {seen}; searched {searched}",
+                         hint=f"pip install '{TRITON_REQUIREMENT}', which bundles CUDA 12.8's nvdisasm, "
+                              "or put a CUDA 12 toolkit's bin/ on PATH")
 
 
 _TEXT_SECTION = re.compile(r"^//-+ \.text\.([\w$.]+) +-+$", re.M)

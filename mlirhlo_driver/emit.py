@@ -97,7 +97,9 @@ def mhlo_text(module: Any, *, debug_info: bool = False) -> str:
 def hlo_proto(module: Any) -> bytes:
     """The HloModuleProto XLA receives for this module."""
     from . import _jaxlib
+    from .native_guards import refuse_constant_division_by_zero
 
+    refuse_constant_division_by_zero(module)
     try:
         proto = _jaxlib.stablehlo_to_hlo_proto(bytecode(module))
     except RuntimeError as e:

@@ -98,14 +98,16 @@ class NativeCrash(DriverError):
     """Native code (XLA, LLVM, MLIR) died on an input, in the helper process (isolate.py).
 
     ``status`` is the helper's wait status (None if unknown), ``native_log``
-    what it wrote on fd 1/2 before dying.
+    what it wrote on fd 1/2 before dying; ``timed_out``: it was killed for
+    running past its deadline.
     """
 
     def __init__(self, message: str, *, status: int | None = None, native_log: str = "",
-                 **kw) -> None:
+                 timed_out: bool = False, **kw) -> None:
         super().__init__(message, **kw)
         self.status = status
         self.native_log = native_log
+        self.timed_out = timed_out
 
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str | None:

@@ -582,6 +582,11 @@ class GpuSpec:
     proto: Any = field(default=None, compare=False, repr=False)  # the GpuTargetConfigProto
     cc_at: Pos | None = field(default=None, compare=False, repr=False)  # in the file
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Batch workers receive specs pickled; the message's class lives in a private
+        # descriptor pool that pickle cannot name, and the worker reads only the text.
+        return {**self.__dict__, "proto": None}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (everything but the text)."""
         return {

@@ -212,10 +212,9 @@ def detect_format(data: bytes, source: str = "<input>") -> str:
     if data.startswith(_MLIR_BYTECODE_MAGIC):
         # Portable artifacts record the StableHLO version as the bytecode producer.
         return "vhlo" if data[5:16] == b"StableHLO_v" else "bytecode"
-    from . import hlo_proto
-
     # Before the text check: a small proto can be valid UTF-8 without NUL bytes.
-    if data.startswith(b"\x1f\x8b") or hlo_proto.looks_like_hlo_proto(data):
+    # Both messages start with field 1 (byte 0x0A); other data skips protobuf's import.
+    if data.startswith(b"\x1f\x8b") or (data.startswith(b"\x0a") and _looks_like_hlo_proto(data)):
         return "hlo-proto"
     text = _try_text(data)
     if text is None:
@@ -232,6 +231,12 @@ def detect_format(data: bytes, source: str = "<input>") -> str:
     if source.endswith((".hlo",)) or (source.endswith(".txt") and "ENTRY" in text):
         return "hlo"
     return "mlir"
+
+
+def _looks_like_hlo_proto(data: bytes) -> bool:
+    from . import hlo_proto
+
+    return hlo_proto.looks_like_hlo_proto(data) is not None
 
 
 def _try_text(data: bytes) -> str | None:
@@ -320,25 +325,11 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset,
                             hlo_proto=proto)
     if fmt == "vhlo":
-        from jaxlib.mlir.dialects import stablehlo
-
-        from .native_io import capture_fd2
-
-        ctx = _jaxlib.ir_context()
-        # The deserializer reports its diagnostics on fd 2 and raises a bare error.
-        failed = False
-        with capture_fd2() as captured:
-            try:
-                with ctx:
-                    module = stablehlo.deserialize_portable_artifact(ctx, data)
-            except Exception:
-                failed = True
-        if failed:
-            found = re.findall(r"error: (.+)", captured.text)
-            detail = found[0].strip() if found else "cannot deserialize"
-            raise InputError(f"malformed StableHLO portable artifact: {detail}", file=source)
-        return LoadedModule(name, source, fmt, module, offset)
+        _read_isolated(fmt, data, source)
+        return LoadedModule(name, source, fmt, _deserialize_vhlo(data, source), offset)
     if fmt in ("mlir", "bytecode"):
+        if fmt == "bytecode":
+            _read_isolated(fmt, data, source)
         payload: str | bytes = data if fmt == "bytecode" else _decode_text(data, source)
         if isinstance(payload, str) and "check.expect" in payload:
             # Self-checking tests: jaxlib has no `check` dialect, so its ops are
@@ -346,10 +337,105 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
             from . import checks
 
             payload = checks.preprocess_check_ops(payload, source, line_offset=offset)
-        module = _mhlo_to_stablehlo(parse_mlir(payload, source, offset), source)
+        module = parse_mlir(payload, source, offset)
+        # No MHLO op without the dialect's name in the text (or bytecode's string table).
+        if ("mhlo." in payload) if isinstance(payload, str) else (b"mhlo" in payload):
+            module = _mhlo_to_stablehlo(module, source)
         return LoadedModule(name, source, fmt, module, offset,
                             payload if isinstance(payload, str) else None)
     raise InputError(f"unknown input format '{fmt}'", file=source)  # pragma: no cover
+
+
+def _deserialize_vhlo(data: bytes, source: str) -> Any:
+    """A StableHLO portable artifact as a module in the driver's context."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    from . import _jaxlib
+    from .native_io import capture_fd2
+
+    ctx = _jaxlib.ir_context()
+    # The deserializer reports its diagnostics on fd 2 and raises a bare error.
+    failed = False
+    with capture_fd2() as captured:
+        try:
+            with ctx:
+                module = stablehlo.deserialize_portable_artifact(ctx, data)
+        except Exception:
+            failed = True
+    if failed:
+        found = re.findall(r"error: (.+)", captured.text)
+        detail = found[0].strip() if found else "cannot deserialize"
+        raise InputError(f"malformed StableHLO portable artifact: {detail}", file=source)
+    return module
+
+
+# Seconds an isolated read (MLIR bytecode, VHLO, HLO text or proto import) may
+# take before it counts as a hang: MLIR's bytecode reader loops forever on
+# some corrupt files. Real modules read in well under a second per MB.
+READ_TIMEOUT_ENV = "MLIRHLO_READ_TIMEOUT"
+DEFAULT_READ_TIMEOUT = 60.0
+_READ_WHAT = {"bytecode": ("MLIR's bytecode reader", "malformed MLIR bytecode"),
+              "vhlo": ("the StableHLO artifact reader", "malformed StableHLO portable artifact")}
+
+
+def read_timeout() -> float:
+    """The read deadline: ``$MLIRHLO_READ_TIMEOUT`` seconds, else DEFAULT_READ_TIMEOUT."""
+    raw = os.environ.get(READ_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_READ_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise InputError(f"{READ_TIMEOUT_ENV} must be a positive number of seconds, not '{raw}'")
+    return value
+
+
+def _read_in_child(fmt: str, data: bytes, source: str) -> None:
+    """For the isolation helper: read ``data`` as the loader will, keep nothing."""
+    if fmt == "vhlo":
+        _deserialize_vhlo(data, source)
+    else:
+        parse_mlir(data, source)
+
+
+def _discard(text: str) -> None:
+    """The helper's output on a trial read: the real read prints it again."""
+
+
+def _read_isolated(fmt: str, data: bytes, source: str) -> None:
+    """Read bytecode or VHLO once in the isolation helper, under read_timeout().
+
+    MLIR's bytecode reader segfaults, aborts (nanobind, on a diagnostic that is
+    not UTF-8) or loops forever on some corrupt files; the same read in the
+    helper turns that into an InputError, and its parse errors come back as
+    they would here. Only a read that succeeded there is repeated in this
+    process, where it cannot die (same library, same bytes): a parse of
+    twice the cost, which for bytecode is small next to the start-up.
+    """
+    from . import isolate
+    from .errors import NativeCrash
+
+    from . import _jaxlib
+
+    what, label = _READ_WHAT[fmt]
+    timeout = read_timeout()
+    try:
+        # Imported here before the helper is forked (this process needs them next).
+        preload = _jaxlib.MLIR_PRELOAD + (("jaxlib.mlir.dialects.stablehlo",) if fmt == "vhlo" else ())
+        isolate.call(_read_in_child, (fmt, data, source), what=what, file=source, timeout=timeout,
+                     on_stderr=_discard, preload=preload)
+    except NativeCrash as e:
+        raise InputError(f"{label}: {_crash_words(e)}", file=source,
+                         hint=f"set {READ_TIMEOUT_ENV} to allow longer" if e.timed_out else None) from None
+
+
+def _crash_words(e: Any) -> str:
+    """A NativeCrash's message, with nanobind's abort on undecodable text made plain."""
+    if "str_from_cstr_and_size" in (e.native_log or ""):
+        return e.message.split(":")[0] + " on a diagnostic that is not UTF-8 text"
+    return e.message
 
 
 def parse_mlir(payload: str | bytes, source: str = "<input>", offset: int = 0) -> Any:
@@ -456,19 +542,39 @@ def _hlo_to_stablehlo(source: str, *, text: str | None = None, proto: bytes | No
     from .errors import NativeCrash
 
     stage = "HLO parser" if text is not None else "HLO-to-StableHLO import"
+    timeout = read_timeout()
     try:
         kind, got, bytecode = isolate.call(
-            _jaxlib.hlo_to_stablehlo_in_child, (text, proto), what=f"XLA's {stage}",
-            file=source, preload=_jaxlib.ISOLATED_PRELOAD, on_stderr=_jaxlib.replay_native_stderr)
+            _hlo_to_stablehlo_in_child, (text, proto), what=f"XLA's {stage}", file=source,
+            preload=_jaxlib.ISOLATED_PRELOAD + _jaxlib.MLIR_PRELOAD, on_stderr=_jaxlib.replay_native_stderr,
+            timeout=timeout)
     except NativeCrash as e:
         line, col = _locate_hlo_crash(e.message, text) if text is not None else (None, None)
         raise InputError(f"malformed HLO module: {e.message}", file=source,
-                         line=None if line is None else line + offset, col=col) from None
+                         line=None if line is None else line + offset, col=col,
+                         hint=f"set {READ_TIMEOUT_ENV} to allow longer" if e.timed_out else None) from None
     if kind == "parse":
         raise _hlo_parse_error(got, source, offset)
     if kind == "convert":
         raise InputError(f"XLA could not convert the HLO module to StableHLO: {got}", file=source)
     return got, bytecode
+
+
+def _hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:
+    """_jaxlib.hlo_to_stablehlo_in_child, and a trial parse of the StableHLO it made.
+
+    XLA's import of a malformed proto can produce bytecode whose parse
+    segfaults; parsed here first, in the helper, it cannot kill the caller.
+    """
+    from . import _jaxlib
+
+    kind, got, bytecode = _jaxlib.hlo_to_stablehlo_in_child(text, proto)
+    if kind == "ok":
+        try:
+            parse_mlir(bytecode, "<XLA's StableHLO>")
+        except InputError as e:
+            return ("convert", f"its StableHLO does not parse: {e.message}", b"")
+    return kind, got, bytecode
 
 
 def _locate_hlo_crash(message: str, text: str) -> tuple[int | None, int | None]:

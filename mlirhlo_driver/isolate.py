@@ -136,7 +136,10 @@ def _serve(rfd: int, wfd: int, logfd: int) -> None:
         if request is None:
             os._exit(0)
         fn, args, kwargs, preload = request
+        # fd 1 and 2 share logfd's offset: without the seek, the next call's
+        # output would land after a hole of NUL bytes as long as the last one's.
         os.ftruncate(logfd, 0)
+        os.lseek(logfd, 0, os.SEEK_SET)
         try:
             for name in preload:
                 _preload(name)
@@ -266,12 +269,14 @@ atexit.register(shutdown)
 
 def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None = None, *,
          what: str = "native code", file: str | None = None, preload: Iterable[str] = (),
-         on_stderr: Callable[[str], None] | None = None) -> Any:
+         on_stderr: Callable[[str], None] | None = None, timeout: float | None = None) -> Any:
     """``fn(*args, **kwargs)`` in the helper process; its result, or its exception re-raised.
 
     Raises NativeCrash (``"{what} aborted: {reason}"``, located at ``file``)
-    when the helper dies instead of returning. ``preload``: modules
-    (``module``) the helper imports, or warm-up functions
+    when the helper dies instead of returning. ``timeout``: seconds the call
+    (preloads included) may take; past it the helper is killed and
+    NativeCrash says ``"{what} did not finish in N s"`` (``timed_out`` set).
+    ``preload``: modules (``module``) the helper imports, or warm-up functions
     (``module:function``) it calls, once, before the call, so later calls
     find them ready. ``on_stderr`` gets what the helper wrote on fd 1/2
     during a successful call.
@@ -298,6 +303,13 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                     raise NativeCrash(_death_message("the isolation helper process", status, log),
                                       file=file, status=status, native_log=log) from None
                 continue
+            if timeout is not None and not _wait_readable(helper.rfd, timeout):
+                _helper = None
+                _kill(helper)
+                log = _read_log(helper.log.fileno())
+                status = helper.close()
+                raise NativeCrash(f"{what} did not finish in {timeout:g} s", file=file, status=status,
+                                  native_log=log, timed_out=True)
             reply = _recv(helper.rfd)
             if reply is not None:
                 break
@@ -314,6 +326,22 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
     if result == "raised":
         raise value
     return value
+
+
+def _wait_readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has data (or EOF) within ``timeout`` seconds."""
+    import selectors
+
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        return bool(sel.select(max(timeout, 0.0)))
+
+
+def _kill(helper: _Helper) -> None:
+    try:
+        os.kill(helper.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _to_stderr(text: str) -> None:

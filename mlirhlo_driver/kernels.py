@@ -1,9 +1,9 @@
 """Per-kernel resources, launch dimensions and theoretical occupancy (``kernels``).
 
 For each kernel of a CUDA compile:
-- registers per thread, spill stores/loads, static shared memory and stack
-  frame (local memory), from ``ptxas -v`` on XLA's PTX assembled as XLA does
-  (``cuda_binaries.assemble``);
+- registers per thread, spill stores/loads and stack frame (local memory), from
+  ``ptxas -v`` on XLA's PTX with XLA's options, and static shared memory from the
+  kernel's cubin (``cuda_binaries.Assembly.resources``);
 - the launch dimensions XLA chose and the dynamic shared memory it asks for,
   from the thunk sequence (``thunk_sequence.txt``);
 - theoretical occupancy on the spec: blocks and warps per SM, computed with

@@ -181,3 +181,73 @@ def literals_file(iterations: list[tuple[list[np.ndarray], list[np.ndarray] | No
     if path.endswith((".pbtxt", ".txt", ".textproto")):
         return protos.to_text(msg)
     return protos.serialize(msg)
+
+
+def set_zero(lit: Any, type_name: str) -> None:
+    """Fill a scalar LiteralProto of PrimitiveType ``type_name`` with zero."""
+    if type_name not in _TYPES:
+        raise InputError(f"literals of type {type_name} are not supported here")
+    field_name, dtype_name, as_bytes = _TYPES[type_name]
+    zero = np.zeros((), _np_dtype(dtype_name))
+    if as_bytes:
+        setattr(lit, field_name, zero.astype(zero.dtype.newbyteorder("<")).tobytes())
+    elif zero.dtype.kind == "c":
+        getattr(lit, field_name).extend([0.0, 0.0])
+    else:
+        getattr(lit, field_name).append(zero.item())
+
+
+# XLA's primitive type names, as its shapes print them (f32[2,3]).
+_SHAPE_NAMES = {"bool": "pred", "int8": "s8", "uint8": "u8", "int16": "s16", "uint16": "u16",
+                "int32": "s32", "uint32": "u32", "int64": "s64", "uint64": "u64", "float16": "f16",
+                "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
+                "complex128": "c128", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2"}
+
+
+def _element_text(v: Any, dtype: np.dtype) -> str:
+    """One element as XLA prints it: shortest of 6/9 (f32) or 15/17 (f64)
+    significant digits that reads back to the same value (RoundTripFpToString)."""
+    if dtype.kind == "b":
+        return "true" if v else "false"
+    if dtype.kind in "iu":
+        return str(int(v))
+    if dtype.kind == "c":
+        part = np.float32 if dtype == np.complex64 else np.float64
+        return f"({_element_text(part(v.real), np.dtype(part))}, {_element_text(part(v.imag), np.dtype(part))})"
+    x = float(v)
+    if np.isnan(x):
+        return "nan" if not np.signbit(x) else "-nan"
+    if np.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    short, long = (15, 17) if dtype == np.float64 else (6, 9)
+    text = f"{x:.{short}g}"
+    same = float(np.array(text, dtype=np.float64 if dtype == np.float64 else np.float32)) == \
+        float(np.array(x, dtype=np.float64 if dtype == np.float64 else np.float32))
+    return text if same else f"{x:.{long}g}"
+
+
+def literal_text(a: np.ndarray) -> str:
+    """An array as XLA's ``Literal::ToString`` prints it: ``f32[2,3] {...}``."""
+    dims = ",".join(str(d) for d in a.shape)
+    head = f"{_SHAPE_NAMES.get(a.dtype.name, a.dtype.name)}[{dims}]"
+    if a.ndim == 0:
+        return f"{head} {_element_text(a.item() if a.dtype.kind != 'V' else a, a.dtype)}"
+    if a.dtype.kind == "V" or a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        values = a.astype(np.float32)
+        fmt = np.dtype(np.float32)
+    else:
+        values, fmt = a, a.dtype
+    if a.ndim == 1:
+        return f"{head} {{{', '.join(_element_text(v, fmt) for v in values)}}}"
+
+    def block(x: np.ndarray, depth: int, index: tuple[int, ...]) -> str:
+        if x.ndim == 1:
+            return "{ " + ", ".join(_element_text(v, fmt) for v in x) + " }"
+        if x.ndim == 2 and depth == 0:
+            rows = ",\n".join("  " + block(r, depth + 1, index + (i,)) for i, r in enumerate(x))
+            return "{\n" + rows + "\n}"
+        inner = ",\n".join(block(r, depth + 1, index + (i,)) for i, r in enumerate(x))
+        label = f" /*i{len(index) - 1}={index[-1]}*/" if index else ""
+        return "{" + label + "\n" + inner + "\n}"
+
+    return f"{head} {block(values, 0, ())}"

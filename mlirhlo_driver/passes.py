@@ -16,12 +16,8 @@ The scan takes seconds, so its result is cached per jaxlib build under
 
 from __future__ import annotations
 
-import glob
-import hashlib
-import json
 import os
 import re
-import warnings
 from dataclasses import asdict, dataclass
 from importlib import util
 from pathlib import Path
@@ -113,6 +109,8 @@ def cache_dir() -> Path:
 
 
 def jaxlib_libraries() -> list[str]:
+    import glob
+
     spec = util.find_spec("jaxlib")
     if spec is None or not spec.submodule_search_locations:
         return []
@@ -121,6 +119,8 @@ def jaxlib_libraries() -> list[str]:
 
 
 def jaxlib_cache_key() -> str:
+    import hashlib
+
     h = hashlib.sha256()
     # jaxlib's version.py, read: importlib.metadata would cost ~20 ms of start-up,
     # and importing jaxlib is not needed to list the passes from the cache.
@@ -138,6 +138,8 @@ def jaxlib_cache_key() -> str:
 
 def native_passes() -> list[PassInfo]:
     """Every pass jaxlib accepts, from the cache or a fresh scan."""
+    import json
+
     path = cache_dir() / f"passes-{jaxlib_cache_key()}.json"
     try:
         rows = json.loads(path.read_text())
@@ -158,6 +160,7 @@ def native_passes() -> list[PassInfo]:
 def _scan_in_subprocess() -> list[PassInfo]:
     # The scan parses thousands of strings and forks; native code logs freely
     # while doing so. A child process keeps all of that away from the user.
+    import json
     import subprocess
     import sys
 
@@ -208,11 +211,19 @@ def _runs_nested_in_child(name: str) -> bool:
     function also catches op-agnostic passes that need a symbol table
     (symbol-dce): for placement they are module passes.
     """
+    import warnings
+
     from jaxlib.mlir import ir, passmanager
 
     from . import _jaxlib
 
+    import shutil
+    import tempfile
+
     ctx = _jaxlib.ir_context()
+    # Some passes write files: snapshot-op-locations keeps an mlir_snapshot-*.tmp.mlir
+    # in TMPDIR. The child's TMPDIR and cwd are a scratch dir, removed after it.
+    scratch = tempfile.mkdtemp(prefix="mlirhlo-pass-probe-")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # fork with threads: the child only parses
         pid = os.fork()
@@ -220,6 +231,8 @@ def _runs_nested_in_child(name: str) -> bool:
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)
+            os.environ["TMPDIR"] = scratch
+            os.chdir(scratch)
             with ctx:
                 pm = passmanager.PassManager.parse(f"builtin.module(func.func({name}))")
                 pm.run(ir.Module.parse("func.func @f() { return }").operation)
@@ -227,6 +240,7 @@ def _runs_nested_in_child(name: str) -> bool:
         except BaseException:
             os._exit(1)
     _, status = os.waitpid(pid, 0)
+    shutil.rmtree(scratch, ignore_errors=True)
     return os.waitstatus_to_exitcode(status) == 0
 
 
@@ -246,4 +260,6 @@ def all_passes() -> dict[str, PassInfo]:
 
 
 if __name__ == "__main__":
+    import json
+
     print(json.dumps([asdict(p) for p in scan_native_passes()]))

@@ -14,13 +14,8 @@ the spec, unknown passes get close-match hints, and a module pass nested under
 
 from __future__ import annotations
 
-import gc
-import io
 import os
 import re
-import shlex
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -424,13 +419,16 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
         module_name: str = "module", reproducer_dir: str | None = None,
         source_for_reproducer: str | None = None) -> PipelineRun:
     """Run ``root`` on ``module`` in place; raise PassFailure with a reproducer on failure."""
+    import gc
+    import time
+
     from . import _jaxlib
     from .native_io import capture_fd2
 
     inst = instrumentation or Instrumentation()
     spec = root.render()
     ctx = _jaxlib.ir_context()
-    original = _module_asm(module)  # for the reproducer, before the pipeline touches it
+    original = _snapshot(module)  # for the reproducer, before the pipeline touches it
     result = PipelineRun(spec)
     failure: Exception | None = None
     with ctx:
@@ -467,7 +465,7 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
             ctx.enable_multithreading(True)
     _parse_native_output(captured.text, inst, result)
     if failure is not None:
-        raise _pass_failure(failure, root, original, module_name, reproducer_dir,
+        raise _pass_failure(failure, root, _snapshot_text(original), module_name, reproducer_dir,
                             source_for_reproducer, result)
     return result
 
@@ -524,6 +522,31 @@ def build_pass_manager(root: Nest) -> Any:
 
 def _module_asm(module: Any) -> str:
     return module.operation.get_asm(enable_debug_info=True)
+
+
+def _snapshot(module: Any) -> bytes | str:
+    """The module before the pipeline, kept cheaply: MLIR bytecode (locations
+    included) is written ~10x faster than the text, which only a failure needs."""
+    import io
+
+    buf = io.BytesIO()
+    try:
+        module.operation.write_bytecode(buf)
+    except Exception:  # a module the bytecode writer refuses: its text, up front
+        return _module_asm(module)
+    return buf.getvalue()
+
+
+def _snapshot_text(snapshot: bytes | str) -> str:
+    """The snapshot as text with locations, as the reproducer holds it."""
+    if isinstance(snapshot, str):
+        return snapshot
+    from jaxlib.mlir import ir
+
+    from . import _jaxlib
+
+    with _jaxlib.ir_context():
+        return _module_asm(ir.Module.parse(snapshot))
 
 
 def _parse_native_output(text: str, inst: Instrumentation, result: PipelineRun) -> None:
@@ -661,6 +684,9 @@ def _prefix_spec(items: list[tuple[list[str], PassRef]]) -> str:
 
 def write_reproducer(module_asm: str, spec: str, module_name: str, directory: str | None) -> str:
     """The input module plus the pipeline, runnable as one ``mlirhlo opt`` command."""
+    import shlex
+    import tempfile
+
     directory = directory or tempfile.gettempdir()
     check_reproducer_dir(directory)
     fd, path = tempfile.mkstemp(prefix=f"mlirhlo-reproducer-{_safe(module_name)}-",
@@ -709,6 +735,8 @@ def _safe(name: str) -> str:
 
 def format_timing(run_result: PipelineRun) -> str:
     """Per-pass wall times as a plain-text table (MLIR's report, re-laid out)."""
+    import io
+
     buf = io.StringIO()
     buf.write(f"{'wall ms':>10}  {'%':>6}  pass\n")
     for row in run_result.timing:

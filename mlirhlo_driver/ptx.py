@@ -766,3 +766,43 @@ def read_llvm_ir(source: str) -> str:
     if not text.strip():
         raise InputError("empty input" if source == "-" else "empty file", file=source)
     return text
+
+
+@dataclass(frozen=True)
+class PtxOptions:
+    """What ``mlirhlo ptx`` and XLA's ``ptx-opt`` ask of :func:`compile_llvm_ir`."""
+
+    arch: str = "sm_90a"
+    opt_level: int = 3
+    optimize: bool = True          # LLVM's -O pipeline first (off for XLA's already optimized IR)
+    libdevice: str | None = None
+    check_ptxas: bool = True       # assemble each PTX module with ptxas for arch
+    dump_passes: bool = False      # keep the IR after each LLVM pass (PtxResult.dumps)
+
+
+@dataclass
+class PtxResult:
+    text: str                                   # the PTX; several modules joined by '// ----- NAME -----'
+    modules: list[tuple[str, str]]              # (module name or '', PTX) per module
+    dumps: list[tuple[str, str, str]]           # (module name or '', pass name, IR after it)
+
+
+def compile_llvm_ir(text: str, source: str, options: PtxOptions) -> PtxResult:
+    """PTX for LLVM IR text read from ``source`` (for error locations).
+
+    Several modules joined by '; ----- NAME -----' lines (the 'llvm' stages'
+    output) are compiled one by one, each keeping the file's line numbers;
+    with ``check_ptxas`` all are then assembled by ptxas side by side.
+    """
+    dumps: list[tuple[str, str, str]] = []
+    out, compiled = [], []
+    for name, offset, body in split_llvm_modules(text):
+        code = compile_to_ptx(
+            "\n" * offset + body, options.arch, options.opt_level, filename=source,
+            optimize=options.optimize, libdevice=options.libdevice, assemble=False,
+            print_after_all=(lambda p, ir, n=name: dumps.append((n, p, ir))) if options.dump_passes else None)
+        compiled.append((name, code))
+        out.append((f"// ----- {name} -----\n" if name else "") + code)
+    if options.check_ptxas:
+        check_all_with_ptxas(compiled, options.arch, source)
+    return PtxResult("".join(out), compiled, dumps)

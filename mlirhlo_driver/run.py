@@ -38,6 +38,7 @@ class RunOptions:
     bisect: bool = False
     keep_outputs: bool = False         # return the arrays, inputs too (print/save them)
     xla_flags: tuple[tuple[str, Any], ...] = ()
+    reference_xla_flags: tuple[tuple[str, Any], ...] = ()   # for a CPU reference's compile
 
 
 @dataclass
@@ -161,7 +162,10 @@ class TensorSpec:
 def tensor_spec(mlir_type: Any, name: str = "") -> TensorSpec:
     from jaxlib.mlir import ir
 
-    t = ir.RankedTensorType(mlir_type)
+    try:
+        t = ir.RankedTensorType(mlir_type)
+    except ValueError:  # tokens, tuples: nothing run can make or compare
+        raise InputError(f"cannot run a module with a {mlir_type} parameter or result") from None
     if not t.has_static_shape:
         raise InputError(f"cannot run a module with dynamic shapes ({t}); "
                          "refine them first (--pipeline @refine-shapes)")
@@ -620,6 +624,8 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
                 report.bisect.location = source + report.bisect.location[1:]
     except (InputError, PipelineError) as e:
         report.status = "invalid"  # bad input, not a failure of the module: exit code 2
+        if e.file is None and e.line is not None:
+            e.file = source  # a position in this module's text: say which file
         report.message = e.format().removeprefix("error: ")
     except DriverError as e:
         report.status = "failed"
@@ -631,7 +637,7 @@ def _run_reference(module: Any, arrays: list[np.ndarray], options: RunOptions) -
     if options.reference == "interpreter":
         return run_interpreter(module, arrays)
     if options.reference == "cpu":
-        outs, _, ms = run_xla(module, arrays, "cpu")
+        outs, _, ms = run_xla(module, arrays, "cpu", 1, options.reference_xla_flags)
         return outs, ms
     raise InputError(f"unknown reference '{options.reference}'", hint=", ".join(REFERENCES))
 

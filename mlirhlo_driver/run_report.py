@@ -50,6 +50,42 @@ def execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | No
             progress.stop()
 
 
+def execute_isolated(tasks: list[Any], options: Any) -> list[Any]:
+    """``run_hlo_module --isolate_instructions``: every instruction of each
+    task's entry computation run as its own module (hlo_decompose.py), on the
+    platform and the reference, one report each, named after the instruction
+    (``FILE:instruction`` when there are several files). Runs in this process;
+    the reference interpreter has a process of its own."""
+    from . import emit, hlo_decompose, run
+    from . import inputs as loader
+    from .errors import DriverError
+    from .run import ModuleReport
+
+    reports: list[Any] = []
+    for task in tasks:
+        try:
+            m = loader.load(task.source, input_format=task.input_format, data=task.data)[0]
+            proto = m.hlo_proto or emit.hlo_proto(m.module)
+            parts = hlo_decompose.isolate_instructions(proto)
+        except DriverError as e:
+            reports.append(ModuleReport(task.name, task.source, status="invalid",
+                                        message=e.format().removeprefix("error: ")))
+            continue
+        for name, part in parts:
+            label = f"{task.name}:{name}" if len(tasks) > 1 else name
+            try:
+                lm = loader.load(label, input_format="hlo-proto", data=part)[0]
+            except DriverError as e:
+                reports.append(ModuleReport(label, task.source, status="failed",
+                                            message=e.format().removeprefix("error: ")))
+                continue
+            r = run.run_module(lm.module, label, task.source, options)
+            if r.status == "invalid":  # e.g. a token operand: the instruction cannot run alone
+                r.status = "failed"
+            reports.append(r)
+    return reports
+
+
 def reproducer(report: Any, options: Any, extra_flags: list[str]) -> str:
     import shlex
 
@@ -76,7 +112,7 @@ def print_run_reports(reports: list[Any], options: Any, print_literals: bool, ex
     import numpy as np
 
     for r in reports:
-        if not r.passed:
+        if not r.passed and not r.reproducer:  # a front-end may have set its own
             r.reproducer = reproducer(r, options, extra_flags)
         head = f"{r.name}: {r.status.upper()}"
         if r.message:

@@ -67,6 +67,7 @@ class SpmdOptions:
     reference: str = "cpu"
     reference_module: str | None = None
     xla_flags: tuple[tuple[str, Any], ...] = ()
+    device_ids: tuple[int, ...] = ()        # logical device -> device id (a given device assignment)
 
     @property
     def num_devices(self) -> int:
@@ -617,7 +618,8 @@ def device_arguments(plan: Plan, compiled: Compiled, inputs: Inputs, options: Sp
     out = []
     for spec, lay in zip(plan.params, compiled.param_layouts):
         if inputs.per_replica is None:
-            out.append(np.full(lay.shard_shape, logical).astype(np_dtype(spec.dtype)))
+            # XLA fills with the device's id (the same as ``logical`` unless a device assignment reorders them)
+            out.append(np.full(lay.shard_shape, compiled.devices[logical].id).astype(np_dtype(spec.dtype)))
         else:
             out.append(lay.shard(inputs.per_replica[r][len(out)], p))
     return out
@@ -683,6 +685,7 @@ class SpmdReport:
     run_times: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     outputs: list[list[np.ndarray]] = field(default_factory=list)   # per replica
+    device_outputs: dict[int, list[np.ndarray]] = field(default_factory=dict)  # device id -> its output shards
 
 
 def finish(plan: Plan, compiled: Compiled, inputs: Inputs, outputs: list[list[np.ndarray]],
@@ -751,7 +754,8 @@ def _device_id_globals(plan: Plan, compiled: Compiled, options: SpmdOptions) -> 
     for r in range(options.num_replicas):
         arrays = []
         for spec, lay in zip(plan.params, compiled.param_layouts):
-            parts = {p: np.full(lay.shard_shape, r * P + p).astype(np_dtype(spec.dtype)) for p in range(P)}
+            parts = {p: np.full(lay.shard_shape, compiled.devices[r * P + p].id).astype(np_dtype(spec.dtype))
+                     for p in range(P)}
             arrays.append(gather(lay, parts)[0])
         out.append(arrays)
     return out
@@ -762,14 +766,26 @@ def run_in_process(loaded: Any, options: SpmdOptions) -> SpmdReport:
     from . import _jaxlib
 
     plan = prepare(loaded, options)
-    devices = _jaxlib.local_device_order()[: options.num_devices]
+    order = _jaxlib.local_device_order()
+    if options.device_ids:
+        by_id = {d.id: d for d in order}
+        missing = sorted(set(options.device_ids) - set(by_id))
+        if missing:
+            raise DriverError(f"the device assignment names device {missing[0]}, which this process lacks")
+        devices = [by_id[i] for i in options.device_ids]
+    else:
+        devices = order[: options.num_devices]
     if len(devices) < options.num_devices:
         raise DriverError(f"{options.num_devices} devices needed, {len(devices)} available")
     compiled = compile_plan(plan, options, devices)
     inputs = make_inputs(plan, options)
     execution = execute(plan, compiled, inputs, options)
     outputs, problems = gather_outputs(plan, compiled, execution.shards, options)
-    return finish(plan, compiled, inputs, outputs, problems, execution.run_ms, options)
+    report = finish(plan, compiled, inputs, outputs, problems, execution.run_ms, options)
+    n_out = len(compiled.result_layouts)
+    report.device_outputs = {d.id: [execution.shards[(i, k)] for i in range(n_out)]
+                             for k, d in enumerate(devices)}
+    return report
 
 
 def outputs_npz(report: SpmdReport) -> bytes:

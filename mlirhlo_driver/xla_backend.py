@@ -26,6 +26,9 @@ _DUMP_FLAGS = (
     ("xla_dump_hlo_as_html", True),
     ("xla_dump_hlo_as_dot", True),
 )
+# XLA's kernel cache file (a CompilationCacheProto), written into the dump directory.
+KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
+KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
 # Without a GPU there is nothing to autotune on: XLA must pick kernels heuristically.
 _DEVICELESS_CUDA_DEFAULTS = (("xla_gpu_autotune_level", 0),)
 
@@ -107,7 +110,12 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     devices = devices_for(options)
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
     try:
-        opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=flag_overrides(options))
+        overrides = flag_overrides(options)
+        if options.platform == "cuda" and not dict(options.xla_flags).get(KERNEL_CACHE_FLAG):
+            # XLA writes the cubins it assembled there, one per kernel module: the cubin,
+            # sass and kernels stages read them instead of running ptxas again (same output).
+            overrides = sorted([*overrides, (KERNEL_CACHE_FLAG, os.path.join(workdir, KERNEL_CACHE_FILE))])
+        opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=overrides)
         executable, error = None, None
         try:
             executable = _jaxlib.compile_executable(module, devices, opts)
@@ -255,9 +263,10 @@ def to_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
-# A small module that exercises XLA's common pipelines (dot, reduce, transpose,
-# elementwise): what --list-passes --platform compiles when given no input.
-REFERENCE_HLO = """HloModule reference
+# What --list-passes compiles when given no input. XLA dumps only the passes that
+# ran and changed a module, so it holds the ops many passes look for: dot, reduce,
+# transpose, elementwise, collectives (two partitions), reduce-window, scatter.
+REFERENCE_HLO = """HloModule reference, num_partitions=2
 
 add {
   a = f32[] parameter(0)
@@ -274,7 +283,15 @@ ENTRY main {
   zero = f32[] constant(0)
   sum = f32[16] reduce(tt, zero), dimensions={1}, to_apply=add
   b = f32[16,32] broadcast(sum), dimensions={0}
-  ROOT out = f32[16,32] subtract(tt, b)
+  centered = f32[16,32] subtract(tt, b)
+  ag0 = f32[32,32] all-gather(centered), dimensions={0}, replica_groups={{0,1}}, channel_id=1, use_global_device_ids=true
+  ag1 = f32[32,32] all-gather(centered), dimensions={0}, replica_groups={{0,1}}, channel_id=2, use_global_device_ids=true
+  v = f32[1024] parameter(2)
+  cumsum = f32[1024] reduce-window(v, zero), window={size=1024 pad=1023_0}, to_apply=add
+  idx = s32[3] parameter(3)
+  upd = f32[3] parameter(4)
+  scattered = f32[1024] scatter(cumsum, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  ROOT out = (f32[32,32], f32[32,32], f32[1024]) tuple(ag0, ag1, scattered)
 }
 """
 

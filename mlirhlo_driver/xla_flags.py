@@ -106,6 +106,10 @@ def from_file(path: str) -> dict[str, Any]:
                 raise FlagError(f"not an XLA flag: '{rest[0]}'", file=path, line=lineno,
                                 col=max(line.find(rest[0]), 0) + 1)
             flags.update(got)
+            for name in got:
+                at = line.find(f"--{name}")
+                value_at = line.find("=", at)
+                positions[name] = (lineno, at + 1, (value_at + 1 if value_at >= 0 else at) + 1)
             continue
         pos = 0
         while pos < len(line):
@@ -122,26 +126,67 @@ def from_file(path: str) -> dict[str, Any]:
                 flags[m.group(1)] = value
             else:
                 flags[m.group(1)] = parse_value(value)
-            positions[m.group(1)] = (lineno, m.start(1) + 1)
+            positions[m.group(1)] = (lineno, m.start(1) + 1, m.start(2) + 1)
             pos = m.end()
     _positions[path] = positions
     return flags
 
 
-_positions: dict[str, dict[str, tuple[int, int]]] = {}  # file -> field -> (line, col)
+# file -> field -> (line, column of the name, column of the value)
+_positions: dict[str, dict[str, tuple[int, int, int]]] = {}
 
 
 def from_file_checked(path: str) -> dict[str, Any]:
-    """:func:`from_file`, then the names checked against this XLA: an unknown
-    field is reported at its place in the file, not against the module."""
+    """:func:`from_file`, then the names and value types checked against this
+    XLA: an unknown field, or a value of the wrong type (``maybe`` for a bool),
+    is reported at its place in the file, not later against the module."""
     flags = from_file(path)
     try:
         check_names(flags, known_names())
+        check_value_types(flags)
     except FlagError as e:
-        name = next((n for n in _positions.get(path, {}) if f"--{n}" in e.message), None)
-        line, col = _positions[path][name] if name else (None, None)
+        named = [n for n in _positions.get(path, {}) if re.search(rf"--{n}(?![A-Za-z0-9_])", e.message)]
+        if not named:
+            raise FlagError(e.message, file=path, hint=e.hint) from None
+        line, name_col, value_col = _positions[path][named[0]]
+        col = value_col if getattr(e, "bad_value", False) else name_col
         raise FlagError(e.message, file=path, line=line, col=col, hint=e.hint) from None
     return flags
+
+
+def check_value_types(flags: dict[str, Any]) -> None:
+    """FlagError (``bad_value`` set) for a value XLA would refuse for its field's
+    type, in XLA's words (see translate_compile_error); fields this jaxlib's
+    DebugOptions schema lacks are left to XLA."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from . import hlo_proto
+
+    try:
+        fields = hlo_proto.message_class("DebugOptions").DESCRIPTOR.fields_by_name
+    except ValueError:
+        return
+    ints = {FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32,
+            FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64}
+    floats = {FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE}
+    for name, value in flags.items():
+        field = fields.get(name)
+        if field is None or (field.is_repeated if hasattr(field, "is_repeated")  # protobuf >= 5.29
+                             else field.label == field.LABEL_REPEATED):
+            continue
+        if field.type == FieldDescriptor.TYPE_BOOL:
+            ok, kind = isinstance(value, bool), "true or false"
+        elif field.type in ints:
+            ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+        elif field.type in floats:
+            ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        else:
+            continue
+        if not ok:
+            shown = str(value).lower() if isinstance(value, bool) else value
+            error = FlagError(f"--{name}={shown}: expected {kind}")
+            error.bad_value = True
+            raise error
 
 
 def merge(file_flags: dict[str, Any], env_flags: dict[str, Any],

@@ -115,12 +115,13 @@ def _assembly(req: Any) -> Any:
     """XLA's PTX and how XLA assembles it, once per request: cubin, sass and kernels
     share it, and each ptxas run it makes (per module, or all together) happens once."""
     def compute(r: Any) -> Any:
-        from . import cuda_binaries
+        from . import cuda_binaries, xla_backend
 
         found = r.artifacts().matching(_PTX_FILE)
         if not found:
             r.artifacts().one(_PTX_FILE, "cubin")  # raises the "no output" error
-        return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags))
+        return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags),
+                                     r.artifacts().files.get(xla_backend.KERNEL_CACHE_FILE))
 
     return req.derived("cuda-assembly", compute)
 

@@ -62,56 +62,6 @@ def _debug_flags(parsed: Any, options_file: str) -> dict[str, Any]:
     return xla_flags.merge(file_flags, xla_flags.from_environment(), dict(parsed.xla_flags))
 
 
-def _gpu_spec(path: str) -> Any:
-    """``--xla_gpu_target_config_filename``: a spec file, or a shipped one of that name.
-
-    XLA's documentation names ``/xla/tools/hlo_opt/gpu_specs/NAME.txtpb``, a
-    path in XLA's source tree: where that path does not exist but NAME is a
-    shipped spec, the shipped one is used, with a note.
-    """
-    from . import gpu_specs
-
-    p = Path(path)
-    if not p.exists() and p.stem in gpu_specs.shipped_names():
-        sys.stderr.write(f"note: {path} does not exist: using the shipped spec '{p.stem}'\n")
-        spec = gpu_specs.resolve_spec(p.stem)
-    else:
-        spec = gpu_specs.resolve_spec(path)
-    for note in spec.notes:  # fields XLA needs filled in, fields of a newer XLA left out
-        sys.stderr.write(note + "\n")
-    return spec
-
-
-def _autotune_file(path: str, keep: list[Any]) -> str:
-    """An autotune results file XLA reads by its content, whatever its extension.
-
-    XLA picks text or binary from the extension (.txt/.textproto/.prototxt/.pbtxt
-    are text); ``results.textpb`` from XLA's own documentation would be read
-    as binary. A copy with the extension matching the content is passed on.
-    """
-    import tempfile
-
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise FlagError("no such autotune results file", file=path) from None
-    except OSError as e:
-        raise FlagError(e.strerror or str(e), file=path) from None
-    try:
-        text = data.decode()
-        is_text = not any(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07")
-    except UnicodeDecodeError:
-        is_text = False
-    suffix = ".pbtxt" if is_text else ".pb"
-    if path.endswith((".txt", ".textproto", ".prototxt", ".pbtxt") if is_text else (".pb",)):
-        return path
-    tmp = tempfile.NamedTemporaryFile(prefix="mlirhlo-autotune-", suffix=suffix)
-    tmp.write(data)
-    tmp.flush()
-    keep.append(tmp)  # removed when the command ends
-    return tmp.name
-
-
 _INPUT_FORMATS = {"hlo": "hlo", "txt": "hlo", "text": "hlo", "pb": "hlo-proto", "proto_binary": "hlo-proto",
                   "pbtxt": "hlo-pbtxt", "proto_text": "hlo-pbtxt", "stablehlo": "mlir", "mhlo": "mlir",
                   "mlir": "mlir", "bytecode": "bytecode", "vhlo": "vhlo"}
@@ -176,28 +126,16 @@ def _hlo_opt(argv: list[str]) -> int:
     if _help_or_version(p, "hlo-opt", "[FLAGS] FILE...", _HLO_OPT_DESCRIPTION, HLO_OPT_FLAGS):
         return 0
     from . import stages as stage_registry
+    from . import targets, xla_passes
 
-    flags = _debug_flags(p, p["debug_options_file"])
-    platform = xla_platform(p["platform"]) if p["platform"] else None
-    if platform == "interpreter":
-        raise DriverError("--platform=Interpreter: jaxlib has no XLA interpreter backend",
-                          hint="use CPU or CUDA; run_hlo_module's reference is the StableHLO interpreter")
-    keep: list[Any] = []
-    spec = None
-    config = flags.pop("xla_gpu_target_config_filename", None)
-    if config:
-        spec = _gpu_spec(str(config))
-        if platform is None:
-            platform = "cuda"
-        elif platform != "cuda":
-            raise DriverError("--xla_gpu_target_config_filename is for --platform=CUDA")
-    autotune = flags.get("xla_gpu_load_autotune_results_from")
-    if autotune:
-        flags["xla_gpu_load_autotune_results_from"] = _autotune_file(str(autotune), keep)
-    if flags:
-        from . import xla_flags
-
-        xla_flags.check_names(flags, xla_flags.known_names())
+    # A stage compile says which GPU it compiles for; listings and --passes need no spec.
+    stage_compile = not (p["list_stages"] or p["list_passes"] or p["passes"] or p["emit_proto"])
+    target = targets.resolve(p["platform"] or None, cli_flags=dict(p.xla_flags),
+                             debug_options_file=p["debug_options_file"] or None, needs_spec=stage_compile,
+                             xla_tool=True, spec_flag="--xla_gpu_target_config_filename")
+    platform, flags = target.platform, dict(target.xla_flags)
+    # Without --platform, --passes and --list-passes try the CPU pipeline, then the CUDA one.
+    candidates = [target.options_for(platform)] if platform else [target.options_for(pl) for pl in ("cpu", "cuda")]
 
     if p["list_stages"]:
         # Without a platform only the module itself can be printed, as XLA's transforms provider.
@@ -205,7 +143,8 @@ def _hlo_opt(argv: list[str]) -> int:
         sys.stdout.write("\n".join(names) + "\n")
         return 0
     if p["list_passes"]:
-        sys.stdout.write(list_xla_passes(platform, spec, flags))
+        target.print_note()
+        sys.stdout.write(xla_passes.listing(candidates))
         return 0
     if not p.positionals:
         raise DriverError("no input file given", hint="hlo-opt [FLAGS] FILE; see --help")
@@ -219,13 +158,14 @@ def _hlo_opt(argv: list[str]) -> int:
 
     modules = loader.load_inputs(p.positionals, input_format=_input_format(p["format"], "format"),
                                  split_input_file=p["split_input_file"])
+    target.print_note()
     results: list[str | bytes] = []
     arts: list[Any] = []  # XLA compiles, for --xla_dump_to
     if p["emit_proto"]:
         results = [hlo_proto_text(m) for m in modules]
     elif p["passes"]:
         for m in modules:
-            results.append(run_passes(m, p["passes"], platform, spec, flags, arts))
+            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts))
     else:
         stage = p["stage"]
         if platform is None:
@@ -234,9 +174,11 @@ def _hlo_opt(argv: list[str]) -> int:
                 results = [stage_registry.StageRequest(m.module, m.name, stage_registry.StageOptions())
                            .produce(stage) for m in modules]
             else:
-                results = [_hlo_text(m) for m in modules]
+                from .api import convert
+
+                results = [convert(m, "hlo") for m in modules]
         else:
-            options = _stage_options(platform, spec, flags)
+            _, options = target.stage_options()[0]
             stage_registry.get(stage, platform)  # validate before any compile
             requests = [stage_registry.StageRequest(m.module, m.name, options) for m in modules]
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
@@ -257,31 +199,12 @@ def _hlo_opt(argv: list[str]) -> int:
     return 0
 
 
-def _stage_options(platform: str, spec: Any, flags: dict[str, Any]) -> Any:
-    from . import stages as stage_registry
-
-    if platform == "cuda" and spec is None:
-        from . import gpu_specs
-
-        spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
-        sys.stderr.write(f"note: no --xla_gpu_target_config_filename: compiling for {spec.name} "
-                         f"({spec.gpu}, {spec.sm})\n")
-    return stage_registry.StageOptions(platform=platform, gpu_spec=spec,
-                                       xla_flags=tuple(sorted(flags.items())))
-
-
-def _hlo_text(m: Any) -> str:
-    from . import emit
-
-    return emit.hlo_text_from_proto(m.hlo_proto) if m.hlo_proto else emit.hlo_text(m.module)
-
-
 def hlo_proto_text(m: Any) -> str:
     """The module as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto."""
-    from . import emit
     from . import hlo_proto as codec
+    from .api import convert
 
-    proto = m.hlo_proto or emit.hlo_proto(m.module)
+    proto = convert(m, "hlo-proto")
     wrapper = codec.message_class("HloProto")()
     wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
     return codec.to_text(wrapper)
@@ -300,192 +223,6 @@ def write_xla_dump(directory: str, art: Any, number: int) -> None:
         name = re.sub(r"^module_\d+\.", f"module_{number:04d}.", key) if key.startswith("module_") \
             else f"module_{number:04d}.{art.hlo_module_name}.{key}"
         outputs.write_atomic(Path(directory) / name, data)
-
-
-# -------------------------------------------------------------- XLA passes
-
-# Passes XLA adds to its pipeline only when a flag asks for them.
-_GATED_PASSES = {
-    # gpu_compiler.cc: added when the distance threshold is > 0 (XLA's default is 0).
-    "schedule-aware-collective-cse": ("xla_gpu_experimental_collective_cse_distance_threshold", 100),
-}
-
-
-def _split_pass_names(spec: str) -> tuple[list[str], list[str]]:
-    """(XLA names, MLIR names) from ``--passes``; unprefixed names are XLA's."""
-    xla, mlir = [], []
-    for raw in (s.strip() for s in spec.split(",")):
-        if not raw:
-            continue
-        if raw.startswith("mlir:"):
-            mlir.append(raw[5:])
-        elif raw.startswith("xla:"):
-            xla.append(raw[4:])
-        else:
-            xla.append(raw)
-    return xla, mlir
-
-
-def run_passes(m: Any, spec: str, platform: str | None, gpu_spec: Any, flags: dict[str, Any],
-               arts: list[Any] | None = None) -> str:
-    """``hlo-opt --passes``: XLA's HLO passes on the module, printed as HLO.
-
-    jaxlib runs XLA passes only inside a platform's pipeline: the pipeline of
-    ``platform`` is used, or, without one, the CPU pipeline and then the
-    device-less CUDA one, the first that runs every named pass. Names only
-    MLIR knows (or ``mlir:NAME``) run as MLIR passes instead.
-    """
-    xla_names, mlir_names = _split_pass_names(spec)
-    if xla_names and mlir_names:
-        raise DriverError("--passes mixes XLA and MLIR passes: run them in two steps",
-                          hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
-    if xla_names:
-        try:
-            return xla_passes_hlo(m, xla_names, platform, gpu_spec, flags, arts)
-        except DriverError:
-            # Names XLA's pipelines do not run but MLIR has resolve to MLIR
-            # (unless forced with xla:); XLA's error stands otherwise.
-            from . import passes as mlir_passes
-
-            catalog = mlir_passes.all_passes()
-            if any(raw.strip().startswith("xla:") for raw in spec.split(",")) \
-                    or not all(n in catalog for n in xla_names):
-                raise
-            sys.stderr.write(f"note: {', '.join(xla_names)}: not in XLA's pipelines; run as MLIR passes\n")
-            mlir_names = xla_names
-    from . import emit, pipeline
-
-    root = pipeline.resolve(None, passes=",".join(mlir_names))
-    pipeline.run(m.module, root, module_name=m.name, source_for_reproducer=m.source)
-    return emit.stablehlo_text(m.module)
-
-
-def xla_passes_hlo(m: Any, names: list[str], platform: str | None, gpu_spec: Any,
-                   flags: dict[str, Any], arts: list[Any] | None = None) -> str:
-    """HLO after XLA's passes ``names``, run alone in the first pipeline that has
-    them all; the compile that ran them is appended to ``arts``."""
-    from dataclasses import replace
-
-    from . import xla_backend
-
-    flags = dict(flags)
-    for n in names:
-        gate = _GATED_PASSES.get(n)
-        if gate and not flags.get(gate[0]):
-            sys.stderr.write(f"note: XLA adds {n} to its pipeline only with --{gate[0]} > 0: "
-                             f"using {gate[1]}\n")
-            flags[gate[0]] = gate[1]
-    tried: list[str] = []
-    platforms = [platform] if platform else ["cpu", "cuda"]
-    dump_all = (("xla_dump_hlo_pass_re", ".*"),)
-    for plat in platforms:
-        options = _stage_options_quiet(plat, gpu_spec, flags)
-        full = xla_backend.compile_module(m.module, m.name, replace(options, xla_flags=options.xla_flags + dump_all),
-                                          keep_going=True)
-        known = xla_backend.passes_by_pipeline(full)
-        seen = {p for ps in known.values() for p in ps}
-        missing = [n for n in names if n not in seen]
-        label = plat if plat == "cpu" else f"{plat} ({options.gpu_spec.name})"
-        if missing:
-            tried.append(f"{label}: {', '.join(missing)} did not run")
-            continue
-        # A pass runs only if its enclosing pipelines are enabled too. Enabling just
-        # the pipelines that hold the passes keeps other passes from running; a
-        # pipeline nested in another one needs them all enabled.
-        holding = sorted(pipe for pipe, ps in known.items() if any(n in ps for n in names))
-        for pipes in (holding, sorted(known)):
-            only = ",".join(names + pipes)
-            art = xla_backend.compile_module(
-                m.module, m.name,
-                replace(options, xla_flags=options.xla_flags + dump_all + (("xla_enable_hlo_passes_only", only),)),
-                keep_going=True)
-            ran = {d.pipeline for d in xla_backend.pass_dumps(art)}
-            if all(pipe in ran for pipe in holding):
-                break
-        if arts is not None:
-            arts.append(art)
-        return xla_backend.hlo_after_only(art, names)
-    raise DriverError("XLA passes not run: " + "; ".join(tried),
-                      hint="jaxlib runs XLA passes only inside a platform pipeline, and only where the "
-                           "module gives them work; see hlo-opt --list-passes")
-
-
-def _stage_options_quiet(platform: str, spec: Any, flags: dict[str, Any]) -> Any:
-    from . import gpu_specs
-    from . import stages as stage_registry
-
-    if platform == "cuda" and spec is None:
-        spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
-    return stage_registry.StageOptions(platform=platform, gpu_spec=spec if platform == "cuda" else None,
-                                       xla_flags=tuple(sorted(flags.items())))
-
-
-# What --list-passes compiles: XLA lists the passes that ran and changed it, so
-# it holds the ops many passes look for (dot, reduce, transpose, collectives,
-# reduce-window, scatter).
-_LIST_PASSES_HLO = """HloModule reference, num_partitions=2
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-
-ENTRY main {
-  x = f32[32,64] parameter(0)
-  w = f32[64,16] parameter(1)
-  dot = f32[32,16] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  t = f32[32,16] tanh(dot)
-  tt = f32[16,32] transpose(t), dimensions={1,0}
-  zero = f32[] constant(0)
-  sum = f32[16] reduce(tt, zero), dimensions={1}, to_apply=add
-  b = f32[16,32] broadcast(sum), dimensions={0}
-  centered = f32[16,32] subtract(tt, b)
-  ag0 = f32[32,32] all-gather(centered), dimensions={0}, replica_groups={{0,1}}, channel_id=1, use_global_device_ids=true
-  ag1 = f32[32,32] all-gather(centered), dimensions={0}, replica_groups={{0,1}}, channel_id=2, use_global_device_ids=true
-  v = f32[1024] parameter(2)
-  cumsum = f32[1024] reduce-window(v, zero), window={size=1024 pad=1023_0}, to_apply=add
-  idx = s32[3] parameter(3)
-  upd = f32[3] parameter(4)
-  scattered = f32[1024] scatter(cumsum, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-  ROOT out = (f32[32,32], f32[32,32], f32[1024]) tuple(ag0, ag1, scattered)
-}
-"""
-
-
-def list_xla_passes(platform: str | None, spec: Any, flags: dict[str, Any]) -> str:
-    """XLA's HLO pass names, per pipeline, for each platform's pipeline.
-
-    Read from XLA's per-pass dumps of a reference module: jaxlib has no pass
-    registry, so a pass that never changes that module may be missing.
-    """
-    from dataclasses import replace
-
-    from . import xla_backend
-    from .inputs import LoadedModule
-
-    from . import _jaxlib
-    from .inputs import parse_mlir
-
-    proto = _jaxlib.hlo_text_to_proto(_LIST_PASSES_HLO)
-    ref = LoadedModule("reference", "<built-in>", "hlo",
-                       parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<reference>"))
-    lines = []
-    for plat in [platform] if platform else ["cpu", "cuda"]:
-        options = _stage_options_quiet(plat, spec, flags)
-        art = xla_backend.compile_module(
-            ref.module, ref.name, replace(options, xla_flags=options.xla_flags + (("xla_dump_hlo_pass_re", ".*"),)),
-            keep_going=True)
-        label = plat if plat == "cpu" else f"{plat} ({options.gpu_spec.name})"
-        lines.append(f"# XLA HLO passes of the {label} pipeline (--platform={plat.upper()}), by pipeline")
-        for pipe, names in xla_backend.passes_by_pipeline(art).items():
-            if names:
-                lines.append(f"{pipe}:")
-                lines.extend(f"  {n}" for n in names)
-                if plat == "cuda" and pipe == "collective-optimizations":
-                    lines.extend(f"  {n} (with --{flag} > 0)" for n, (flag, _) in _GATED_PASSES.items())
-        lines.append("")
-    return "\n".join(lines)
 
 
 # ============================================================== run_hlo_module
@@ -511,6 +248,14 @@ RUN_HLO_MODULE_FLAGS = [
          "on its iteration i's arguments (the last ones when it has fewer).", "FILE"),
     Flag("output_literals_file", "str", "", "Write the arguments, result and reference result as a "
          "RunHloModuleLiterals file (text for .pbtxt/.txt, else binary).", "FILE"),
+    Flag("run_reference_hlo_passes", "bool", True, "Run XLA's HLO passes for a CPU reference; false sets "
+         "--xla_disable_all_hlo_passes for its compile. The StableHLO interpreter runs no HLO passes."),
+    Flag("random_init_input_literals", "bool", True, "Random inputs; false gives zeros (XLA then has no "
+         "random engine, and its fake literals are created zeroed)."),
+    Flag("force_fake_data", "bool", False, "Run an HloSnapshot on random inputs, not the arguments it "
+         "recorded."),
+    Flag("isolate_instructions", "bool", False, "Run each instruction of the entry computation as a "
+         "module of its own (operands become parameters) and compare them one by one."),
 ]
 
 _RUN_DESCRIPTION = """
@@ -526,8 +271,34 @@ def run_hlo_module_main(argv: list[str] | None = None) -> None:
     _entry("run_hlo_module", _run_hlo_module, argv)
 
 
+def _refuse_different_random_seeds(argv: list[str]) -> list[str]:
+    """``--different_random_seeds``: XLA gives each iteration's HloModuleConfig
+    a new seed (what ``rng`` ops draw from). jaxlib's compile options carry no
+    such seed (ExecutableBuildOptionsProto has none), so ``true`` is refused;
+    ``false``, XLA's default, is what always happens here and is accepted."""
+    import re
+
+    out = []
+    for word in argv:
+        if word == "--":
+            out += argv[len(out):]
+            break
+        m = re.fullmatch(r"--?(no)?different[_-]random[_-]seeds(?:=(.*))?", word)
+        if not m:
+            out.append(word)
+            continue
+        value = "false" if m.group(1) else (m.group(2) or "true").lower()
+        if value in ("true", "1"):
+            raise DriverError("--different_random_seeds: jaxlib cannot set the HloModuleConfig seed that "
+                              "XLA varies per iteration (its compile options have no seed field)",
+                              hint="each iteration already gets new random inputs")
+        if value not in ("false", "0"):
+            raise FlagError(f"--different_random_seeds={m.group(2)}: expected true or false")
+    return out
+
+
 def _run_hlo_module(argv: list[str]) -> int:
-    p = parse(argv, RUN_HLO_MODULE_FLAGS)
+    p = parse(_refuse_different_random_seeds(argv), RUN_HLO_MODULE_FLAGS)
     if _help_or_version(p, "run_hlo_module", "[FLAGS] FILE...", _RUN_DESCRIPTION, RUN_HLO_MODULE_FLAGS):
         return 0
     from . import run as runner
@@ -549,6 +320,20 @@ def _run_hlo_module(argv: list[str]) -> int:
                                           else xla_platform(ref, "reference_platform"))
     if reference == "cuda":
         raise DriverError("--reference_platform=CUDA is not supported here", hint="Interpreter or CPU")
+    # XLA's reference compile skips its HLO passes when asked; the StableHLO
+    # interpreter evaluates the module as given, so there is nothing to skip.
+    reference_flags = {} if p["run_reference_hlo_passes"] else {"xla_disable_all_hlo_passes": True}
+    if reference_flags and reference == "interpreter":
+        sys.stderr.write("note: --run_reference_hlo_passes=false: the StableHLO interpreter runs no HLO "
+                         "passes either way\n")
+    if p["isolate_instructions"] and (p["input_literals_file"] or p["output_literals_file"]):
+        # XLA: "Cannot run decomposed module if input literals are provided."
+        raise DriverError("--isolate_instructions takes no --input_literals_file or --output_literals_file: "
+                          "each instruction runs on inputs of its own")
+    if p["isolate_instructions"] and (p["run_test_hlo_passes"] or
+                                      (p["run_reference_hlo_passes"] and reference == "cpu")):
+        sys.stderr.write("note: --isolate_instructions with HLO passes: XLA suggests isolating an optimized "
+                         "module (hlo-opt) with --run_test_hlo_passes=false\n")
     inputs = ([p["input_module"]] if p["input_module"] else []) + p.positionals
     if not inputs:
         raise DriverError("no input module given", hint="run_hlo_module [FLAGS] FILE; see --help")
@@ -564,8 +349,10 @@ def _run_hlo_module(argv: list[str]) -> int:
 
     for path in loader.expand_inputs(inputs):
         snap = _snapshot_module(path, keep)
-        if snap is not None:
+        if snap is not None and not (p["force_fake_data"] or p["isolate_instructions"]):
             snapshots[snap[0]] = snap[1]
+        elif snap is not None:
+            sys.stderr.write(f"note: {path}: ignoring the snapshot's recorded arguments; using fake data\n")
         paths.append(snap[0] if snap else path)
     tasks = run_report.run_tasks(paths, _input_format(p["input_format"], "input_format"), False, None)
     for t in tasks:
@@ -590,7 +377,8 @@ def _run_hlo_module(argv: list[str]) -> int:
         platform=platform, reference=reference, large_float_range=p["use_large_float_range"],
         rtol=p["rel_error_bound"], atol=p["abs_error_bound"],
         keep_outputs=p["print_literals"] or bool(p["output_literals_file"]),
-        xla_flags=tuple(sorted(flags.items())))
+        zeros=not p["random_init_input_literals"],
+        xla_flags=tuple(sorted(flags.items())), reference_xla_flags=tuple(sorted(reference_flags.items())))
     xla_words = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(flags.items())]
     runs: list[Any] = []
     recorded = []  # (arguments, result, reference result) per iteration, for --output_literals_file
@@ -601,10 +389,24 @@ def _run_hlo_module(argv: list[str]) -> int:
         # As XLA: each iteration draws new inputs, or takes that iteration's literals.
         inputs_npz = _npz(literal_args[min(it, len(literal_args) - 1)], keep) if literal_args else None
         opts = replace(options, seed=it, inputs_npz=inputs_npz)
+        if p["isolate_instructions"]:
+            reports = run_report.execute_isolated(tasks, opts)
+            import shlex
+
+            for r in reports:  # the isolated module has no file of its own: this command line again
+                r.reproducer = "" if r.passed else " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
+            run_report.print_run_reports(reports, opts, p["print_literals"], extra_flags=xla_words)
+            runs += reports
+            continue
         reports = run_report.execute_tasks([t for t in tasks if t.source not in snapshots], opts, 1, None)
         for t in tasks:
             if t.source in snapshots:  # replayed with the arguments the snapshot recorded
                 reports += run_report.execute_tasks([t], replace(opts, inputs_npz=snapshots[t.source]), 1, None)
+        if reference_flags:  # mlirhlo run cannot express a reference without HLO passes
+            import shlex
+
+            for r in reports:
+                r.reproducer = "" if r.passed else " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
         for r in reports if inputs_npz else []:
             r.inputs_note = (r.inputs_note or "").replace(inputs_npz, p["input_literals_file"])
         if len(reports) == 1 and reports[0].status == "invalid":
@@ -724,6 +526,16 @@ MULTIHOST_FLAGS = [
     Flag("log_output", "bool", False, "Print the output values."),
     Flag("debug_options_file", "str", "", "DebugOptions textproto; below XLA_FLAGS and the command line.",
          "FILE"),
+    Flag("dump_output_literal_to", "str", "", "Write each device's outputs as XLA literal text: PATH.txt "
+         "gives PATH.task_T.device_D.literal_L.txt (one input module).", "FILE"),
+    Flag("while_execution_count", "int", -1, "If > 0, every while loop runs exactly N iterations (a "
+         "counter joins its state; its own condition is dropped), as XLA's control-flow flattening.", "N"),
+    Flag("remove_infeed_outfeed", "bool", True, "Replace infeed with zeros and outfeed with its token "
+         "before compiling; with false a module that has them is refused (nothing feeds them here)."),
+    Flag("execution_options_path", "str", "", "An xla.ExecutionOptions proto (text or binary): its "
+         "num_replicas, num_partitions, device_assignment and debug_options are used.", "FILE"),
+    Flag("profile_execution", "bool", False, "Print each run's time as '## Execution time, file=F "
+         "repeat=R duration=Nns' (wall time of the execution; jaxlib gives no device profile)."),
 ]
 
 _MULTIHOST_DESCRIPTION = """
@@ -797,6 +609,112 @@ def _compile_only(loaded: Any, options: Any) -> str:
             f"{(time.perf_counter() - start) * 1e3:.1f} ms); not run (--run=false)")
 
 
+def _execution_options(path: str) -> Any:
+    """``--execution_options_path``: an xla.ExecutionOptions, text or binary as XLA's
+    ReadTextOrBinaryProto reads it."""
+    from . import protos
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise FlagError(e.strerror or str(e), file=path) from None
+    cls = protos.message_class("xla.ExecutionOptions")
+    try:
+        text = data.decode()
+        if not any(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07"):
+            return protos.parse_text(text, "xla.ExecutionOptions", file=path)
+    except UnicodeDecodeError:
+        pass
+    return protos.decode(data, "xla.ExecutionOptions", file=path)
+
+
+def _execution_debug_flags(eo: Any, path: str) -> dict[str, Any]:
+    """The DebugOptions fields an ExecutionOptions sets, as per-compile flags
+    (XLA drops its xla_dump_to)."""
+    from .protos import _repeated
+
+    out: dict[str, Any] = {}
+    for fd, value in eo.debug_options.ListFields():
+        if fd.name == "xla_dump_to":
+            continue
+        if fd.type == fd.TYPE_ENUM and not _repeated(fd):
+            value = fd.enum_type.values_by_number[value].name
+        elif _repeated(fd) or fd.type == fd.TYPE_MESSAGE:
+            raise FlagError(f"debug_options.{fd.name}: list and message fields cannot be passed to a "
+                            "jaxlib compile (per-compile options take scalars)", file=path)
+        out[fd.name] = value
+    return out
+
+
+def _device_ids(eo: Any, replicas: int, partitions: int, path: str) -> tuple[int, ...]:
+    """Logical device (replica * partitions + partition) -> device id, from the
+    ExecutionOptions' DeviceAssignmentProto (computation = partition)."""
+    da = eo.device_assignment
+    if not eo.HasField("device_assignment"):
+        return ()
+    if (da.replica_count, da.computation_count) != (replicas, partitions) or \
+            len(da.computation_devices) != partitions or \
+            any(len(c.replica_device_ids) != replicas for c in da.computation_devices):
+        raise DriverError(f"device_assignment is {da.replica_count} replicas x {da.computation_count} "
+                          f"computations; the run has {replicas} x {partitions}", file=path)
+    ids = tuple(da.computation_devices[p].replica_device_ids[r] for r in range(replicas) for p in range(partitions))
+    if len(set(ids)) != len(ids):
+        raise DriverError("device_assignment names a device twice", file=path)
+    return ids
+
+
+def _dump_output_literals(report: Any, path: str, task_id: int) -> list[str]:
+    """``--dump_output_literal_to``: XLA's FunctionalHloRunner::DumpOutput naming
+    (the path split at '.', ``task_N``, ``device_D``, ``literal_L`` inserted
+    before the last part, which must be ``txt``), each file one literal's text."""
+    from . import literals, outputs
+
+    words = path.split(".")
+    suffix, stem = words[-1], words[:-1]
+    written = []
+    for device, arrays in sorted(report.device_outputs.items()):
+        for i, a in enumerate(arrays):
+            name = ".".join(stem + [f"task_{task_id}", f"device_{device}", f"literal_{i}", suffix])
+            outputs.write_atomic(name, literals.literal_text(a) + "\n")
+            written.append(name)
+    return written
+
+
+def _preprocess(loaded: Any, remove: bool, while_count: int, path: str) -> Any:
+    """XLA's runner preprocessing on the HLO: infeed/outfeed replaced (its
+    default) or refused, while loops flattened to ``while_count`` iterations."""
+    from . import emit, hlo_decompose
+    from . import inputs as loader
+
+    if loaded.hlo_proto is None and while_count <= 0 and not any(
+            w in emit.stablehlo_text(loaded.module) for w in ("stablehlo.infeed", "stablehlo.outfeed")):
+        return loaded
+    proto = loaded.hlo_proto or emit.hlo_proto(loaded.module)
+    changed = False
+    if hlo_decompose.has_infeed_outfeed(proto):
+        if not remove:
+            raise DriverError("the module has infeed/outfeed, which nothing feeds in this process",
+                              file=path, hint="--remove_infeed_outfeed=true (XLA's default) replaces them")
+        proto, count = hlo_decompose.remove_infeed_outfeed(proto)
+        sys.stderr.write(f"note: {path}: {count} infeed/outfeed replaced (infeed gives zeros)\n")
+        changed = True
+    if while_count > 0:
+        try:
+            proto, count = hlo_decompose.flatten_while_loops(proto, while_count)
+        except DriverError as e:
+            e.file = path
+            raise
+        if count:
+            sys.stderr.write(f"note: {path}: {count} while loop{'s' if count > 1 else ''} set to run "
+                             f"{while_count} iteration{'s' if while_count > 1 else ''}\n")
+            changed = True
+    if not changed:
+        return loaded
+    fresh = loader.load(loaded.name, input_format="hlo-proto", data=proto)[0]
+    fresh.source = loaded.source
+    return fresh
+
+
 def _multihost(argv: list[str]) -> int:
     p = parse(argv, MULTIHOST_FLAGS)
     if _help_or_version(p, "multihost_hlo_runner", "[FLAGS] FILE...", _MULTIHOST_DESCRIPTION, MULTIHOST_FLAGS):
@@ -824,40 +742,82 @@ def _multihost(argv: list[str]) -> int:
     if not inputs:
         raise DriverError("no input module given", hint="multihost_hlo_runner [FLAGS] FILE; see --help")
     paths = loader.expand_inputs(inputs)
-    fmt = _input_format(p["input_format"], "input_format")
+    snapshot = p["input_format"].lower() == "snapshot_proto_binary"
+    fmt = None if snapshot else _input_format(p["input_format"], "input_format")
+    dump_to = p["dump_output_literal_to"]
+    if dump_to:
+        # XLA: "Can only dump output literal when single input file is specified"; its path must end in .txt.
+        if len(paths) != 1:
+            raise DriverError("--dump_output_literal_to is for one input module")
+        if not dump_to.endswith(".txt"):
+            raise DriverError(f"--dump_output_literal_to={dump_to}: the name must end in .txt (XLA writes "
+                              "literal text)")
+    execution, eo_path = None, p["execution_options_path"]
+    if eo_path:
+        execution = _execution_options(eo_path)
+        flags = {**_execution_debug_flags(execution, eo_path), **flags}  # the command line wins
     base = spmd.SpmdOptions(is_spmd_partitioned_module=p["is_spmd_partitioned_module"],
                             run_xla_backend_only=p["run_xla_backend_only"],
                             argument_mode=_ARGUMENT_MODES[p["hlo_argument_mode"]],
                             num_repeats=p["num_repeats"], xla_flags=tuple(sorted(flags.items())))
+    keep: list[Any] = []
     plans = []
     for path in paths:
-        rep, part = _header_counts(path)
-        options = replace(base,
-                          num_replicas=p["num_replicas"] if p["num_replicas"] > 0 else (rep or 1),
-                          num_partitions=p["num_partitions"] if p["num_partitions"] > 0 else (part or 1))
+        module_path, npz = path, None
+        if snapshot:  # XLA's HloSnapshot: the module and the arguments it recorded
+            snap = _snapshot_module(path, keep)
+            if snap is None:
+                raise DriverError("not an HloSnapshot (binary)", file=path,
+                                  hint="--input_format=text, proto_text or proto_binary for a module")
+            module_path, npz = snap
+        rep, part = _header_counts(module_path)
+        if p["num_replicas"] > 0 and p["num_partitions"] > 0:
+            counts = (p["num_replicas"], p["num_partitions"])
+        elif execution is not None:  # as XLA: ExecutionOptions unless both counts are given
+            counts = (execution.num_replicas or 1, execution.num_partitions or 1)
+        else:
+            counts = (p["num_replicas"] if p["num_replicas"] > 0 else (rep or 1),
+                      p["num_partitions"] if p["num_partitions"] > 0 else (part or 1))
+        options = replace(base, num_replicas=counts[0], num_partitions=counts[1], inputs_npz=npz,
+                          device_ids=_device_ids(execution, *counts, eo_path) if execution is not None else ())
         spmd.check_options(options)
-        plans.append((path, options))
+        plans.append((module_path, options))
     if nodes > 1:
+        given = [f"--{n}" for n in ("dump_output_literal_to", "profile_execution", "while_execution_count",
+                                     "execution_options_path", "input_format") if p.was_given(n)
+                 and (n != "input_format" or snapshot)]
+        if given:
+            raise DriverError(f"{', '.join(given)}: for a run on one node here", hint="drop --num_nodes")
         return _multihost_processes(p, plans, fmt)
     # Host devices exist only if asked for before jax starts: the most any module needs.
-    _jaxlib.ensure_cpu_devices(max(o.num_devices for _, o in plans))
+    _jaxlib.ensure_cpu_devices(max(max(o.num_devices, max(o.device_ids, default=-1) + 1) for _, o in plans))
     failed = 0
     for path, options in plans:
         modules = loader.load(path, input_format=fmt)
         if len(modules) != 1:
             raise DriverError("one module per file", file=path)
+        module = _preprocess(modules[0], p["remove_infeed_outfeed"], p["while_execution_count"], path)
         try:
             if not p["run"]:
-                sys.stdout.write(_compile_only(modules[0], options) + "\n")
+                sys.stdout.write(_compile_only(module, options) + "\n")
                 continue
-            report = spmd.run_in_process(modules[0], options)
+            report = spmd.run_in_process(module, options)
         except (CompileError, _jaxlib.ExecutionError) as e:
             sys.stdout.write(f"{path}: FAILED: {e.message}\n")
             failed += 1
             continue
         if len(plans) > 1:
             sys.stdout.write(f"== {path}\n")
+        if options.inputs_npz:  # a snapshot's recorded arguments, not a file the user gave
+            report.report.inputs_note = "the arguments the HloSnapshot recorded"
         sys.stdout.write(spmd.format_report(report, values=p["log_output"]).rstrip("\n") + "\n")
+        if p["profile_execution"]:
+            for i, ms in enumerate(report.run_times):
+                sys.stdout.write(f"## Execution time, file={path} repeat={i} duration={round(ms * 1e6)}ns\n")
+        if dump_to:
+            written = _dump_output_literals(report, dump_to, p["task_id"])
+            sys.stderr.write(f"note: {len(written)} output literals written: {written[0]} ...\n"
+                             if len(written) > 1 else f"note: output literal written: {written[0]}\n")
         failed += not report.report.passed
     if len(plans) > 1:
         sys.stdout.write(f"{len(plans) - failed}/{len(plans)} modules passed\n")
@@ -904,19 +864,14 @@ def _ptx_opt(argv: list[str]) -> int:
     text = ptx_backend.read_llvm_ir(source)
     if p["o"] not in ("", "-"):
         outputs.check_output_path(p["o"])
-    dumps: list[tuple[str, str]] = []
     collect = bool(dump_to and dump_llvmir)
-    out = []
-    for name, offset, body in ptx_backend.split_llvm_modules(text):
-        code = ptx_backend.compile_to_ptx(
-            "\n" * offset + body, p["arch"], 3, filename=source,
-            print_after_all=(lambda pass_name, ir, n=name: dumps.append((f"{n}.{pass_name}" if n else pass_name, ir)))
-            if collect else None)
-        out.append((f"// ----- {name} -----\n" if name else "") + code)
+    # As XLA's ptx-opt: no ptxas check, LLVM's -O3 first.
+    compiled = ptx_backend.compile_llvm_ir(text, source, ptx_backend.PtxOptions(
+        arch=p["arch"], opt_level=3, check_ptxas=False, dump_passes=collect))
     if collect:
         stem = Path(source).stem if source != "-" else "stdin"
-        for i, (pass_name, ir) in enumerate(dumps):
-            safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
+        for i, (name, pass_name, ir) in enumerate(compiled.dumps):
+            safe = re.sub(r"[^\w.-]+", "_", f"{name}.{pass_name}" if name else pass_name)[:80]
             outputs.write_atomic(Path(str(dump_to)) / f"{stem}.{i:04d}.{safe}.ll", ir)
-    _emit(p["o"], "".join(out))
+    _emit(p["o"], compiled.text)
     return 0

@@ -1,6 +1,7 @@
 """`mlirhlo opt` against minimal jax/jaxlib scripts doing the same work, in one interleaved run.
 
     python scripts/bench_stages.py [--repeats N] [--bytecode installed|none] [--in-process]
+                                   [--no-binary-stages | --only-binary-stages] [--gpu-spec NAME]
 
 Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
 - `opt --stage ptx` (device-less CUDA, --no-cache) against a bare script that
@@ -137,7 +138,11 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true")
     parser.add_argument("--no-binary-stages", action="store_true",
                         help="leave out the 10-module dump rows (--stage sass/kernels against ptx)")
+    parser.add_argument("--only-binary-stages", action="store_true",
+                        help="only the 10-module dump rows (--stage ptx, cubin, sass, kernels)")
     args = parser.parse_args()
+    if args.only_binary_stages and (args.no_binary_stages or args.in_process):
+        parser.error("--only-binary-stages leaves out the other rows")
 
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
     env = bytecode_env(args.bytecode, str(work / "pycache"))
@@ -149,7 +154,8 @@ def main() -> None:
 
     pipeline = subprocess.run(cli + ["opt", "--passes", "canonicalize,cse", "--print-pipeline"],
                               capture_output=True, text=True, check=True, env=env).stdout.strip()
-    commands = {
+    binary_stages = ("ptx", "cubin", "sass", "kernels")
+    commands = {} if args.only_binary_stages else {
         "opt --stage ptx": cli + ["opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec,
                                   "--stage", "ptx", "--no-cache"],
         "bare jax ptx": [sys.executable, "-c", BARE_PTX, args.module, spec_path],
@@ -160,10 +166,11 @@ def main() -> None:
     }
     if not args.no_binary_stages:
         dump = ten_module_dump(work / "dump10")
-        for stage in ("ptx", "sass", "kernels"):
+        for stage in binary_stages:
+            # --dump-dir: cubin gives several files per module (the same for every row)
             commands[f"opt 10-module dump --stage {stage}"] = cli + [
                 "opt", str(dump), "--platform", "cuda", "--gpu-spec", args.gpu_spec, "--stage", stage,
-                "--no-cache"]
+                "--no-cache", "--dump-dir", str(work / f"out-{stage}")]
     runs = interleaved(commands, args.repeats, env)
 
     print(f"{args.repeats} interleaved rounds; bytecode: {args.bytecode}; module {Path(args.module).name}, "
@@ -173,19 +180,21 @@ def main() -> None:
         wall, cpu = medians(samples)
         print(f"{name:<32}{wall:>8.3f}{cpu:>8.3f}")
     print(f"\n{'row':<48}{'wall':>7}{'CPU':>7}{'CPU min-max':>14}{'goal':>8}")
-    for name, a, b, goal in (("opt --stage ptx / bare jax script", "opt --stage ptx", "bare jax ptx", 0.8),
+    for name, a, b, goal in () if args.only_binary_stages else (
+                            ("opt --stage ptx / bare jax script", "opt --stage ptx", "bare jax ptx", 0.8),
                              ("opt MLIR-only / bare jaxlib script", "opt (MLIR-only)",
                               "bare jaxlib parse/print", 1.2),
                              ("opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse",
                               "bare jaxlib parse/pass/print", 1.2)):
         wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
         print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
-    for stage in ("sass", "kernels") if not args.no_binary_stages else ():
-        # nvdisasm (sass) and ptxas (both) run after XLA's compile, on the same PTX
+    for stage in binary_stages[1:] if not args.no_binary_stages else ():
+        # cubin: XLA's own; sass: one more ptxas and one nvdisasm per module; kernels: that ptxas
         wall, cpu, lo, hi = pair_ratios(runs[f"opt 10-module dump --stage {stage}"],
                                         runs["opt 10-module dump --stage ptx"])
         name = f"10-module dump: --stage {stage} / --stage ptx"
-        print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= 1.3x':>8}")
+        goal = "" if stage == "cubin" else "<= 1.3x"
+        print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{goal:>8}")
 
     if args.in_process:
         in_process(args)

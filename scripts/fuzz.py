@@ -29,7 +29,9 @@ def main() -> int:
     ap.add_argument("n", type=int, help="number of mutated cases")
     ap.add_argument("--seed", type=int, default=0, help="run seed; case i of seed S is always the same")
     ap.add_argument("--jobs", "-j", type=int, default=2, help="cases run at once")
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a case counts as a hang")
+    ap.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds before a case counts as a hang; the driver's own read deadline "
+                         "(MLIRHLO_READ_TIMEOUT) is a third of it")
     ap.add_argument("--kinds", help="comma list of input kinds (default all): " + ",".join(fuzz_harness.KINDS))
     ap.add_argument("--failures", default="fuzz-failures", help="where failing inputs are saved")
     ap.add_argument("--json", help="also write the report as JSON here")

@@ -91,3 +91,20 @@ def readline_within(stream, timeout: float = 120.0):
     if got:
         return got[0]
     return b"" if "b" in getattr(stream, "mode", "") else ""
+
+
+ADD_MODULE = """\
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def add_mlir_file(tmp_path_factory) -> Path:
+    """A one-op StableHLO module (x + x on f32[4]) in a file of its own."""
+    path = tmp_path_factory.mktemp("add") / "add.mlir"
+    path.write_text(ADD_MODULE)
+    return path
+

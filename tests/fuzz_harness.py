@@ -245,13 +245,22 @@ def preload() -> None:
     from jax._src.lib import xla_client  # noqa: F401
 
 
-def _child(argv: list[str], workdir: Path) -> None:
+def read_timeout_env(timeout: float) -> dict[str, str]:
+    """The driver's read deadline for a case with this hang timeout: well inside it,
+    so that a reader that loops forever is the driver's error, not the harness's kill."""
+    from mlirhlo_driver.inputs import READ_TIMEOUT_ENV
+
+    return {READ_TIMEOUT_ENV: f"{max(1.0, timeout / 3):g}"}
+
+
+def _child(argv: list[str], workdir: Path, timeout: float = 60.0) -> None:
     """In the forked child: become an ``mlirhlo`` process running ``argv``; never returns."""
     code = 70
     try:
         os.setpgid(0, 0)
         os.chdir(workdir)
         os.environ["TMPDIR"] = str(workdir / "tmp")
+        os.environ.update(read_timeout_env(timeout))
         tempfile.tempdir = None
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -331,7 +340,7 @@ class Runner:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(argv, workdir)
+            _child(argv, workdir, self.timeout)
         try:
             os.setpgid(pid, pid)
         except OSError:
@@ -414,7 +423,7 @@ def recheck(argv: list[str], cwd: Path, timeout: float) -> Result:
     try:
         proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], cwd=cwd, capture_output=True,
                               text=True, errors="replace", timeout=timeout, stdin=subprocess.DEVNULL,
-                              start_new_session=True)
+                              start_new_session=True, env={**os.environ, **read_timeout_env(timeout)})
     except subprocess.TimeoutExpired as e:
         return Result("hang", None, None, str(e.stdout or ""), str(e.stderr or ""), time.monotonic() - started, argv)
     code = proc.returncode

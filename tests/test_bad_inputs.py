@@ -110,6 +110,7 @@ class Case:
     names_file: str | None = None  # the error must name this input file
     subprocess: bool = False      # may kill the process: run it in a child
     timeout: float = 240          # (subprocess) seconds before it counts as a hang
+    env: dict[str, str] = field(default_factory=dict)  # (subprocess) extra environment
 
 
 def C(id: str, *argv: str, files: dict | None = None, contains: str = "", names: str | None = None,
@@ -186,6 +187,19 @@ NATIVE_HLO = {
 for name, text in NATIVE_HLO.items():
     add(file_case(f"opt-hlo-{name}", OPT, f"{name}.hlo", text, sub=True))
     add(file_case(f"convert-hlo-{name}", CONVERT, f"{name}.hlo", text, sub=True))
+
+# An integer division of two constants by zero: jaxlib's StableHLO -> HLO conversion folds it
+# and once died with SIGFPE (whole process, no message) in opt, convert and run.
+DIV_ZERO = ("func.func @main() -> tensor<2xui32> {\n"
+            "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xui32>\n"
+            "  %b = stablehlo.constant dense<[3, 0]> : tensor<2xui32>\n"
+            "  %c = stablehlo.remainder %a, %b : tensor<2xui32>\n"
+            "  return %c : tensor<2xui32>\n}\n")
+for cid, cmd in (("opt-cpu", OPT + ["--platform", "cpu", "--stage", "hlo"]), ("convert", CONVERT),
+                 ("opt-cuda", OPT + ["--platform", "cuda", "--gpu-spec", "a100_sxm_80", "--stage", "ptx"]),
+                 ("run", RUN)):
+    add(file_case(f"{cid}-constant-division-by-zero", cmd, "div0.mlir", DIV_ZERO, sub=True,
+                  contains="div0.mlir:4:8: stablehlo.remainder of two constants with a zero divisor"))
 
 # --- HLO proto, binary ----------------------------------------------------------------------
 _PB = Path(PB).read_bytes()
@@ -298,20 +312,28 @@ add(file_case("convert-vhlo-truncated", CONVERT, "t.vhlo", BAD_VHLO["truncated"]
 # whose error names an op with control characters (once: one message broken over 4 lines).
 BAD_DIR = DATA / "bad"
 for name, cmd in (("bytecode_nonutf8_diagnostic.mlirbc", OPT), ("bytecode_nonutf8_diagnostic.mlirbc", CONVERT)):
-    add(C(f"{cmd[0]}-fuzz-{name}", *[a.replace("{f}", str(BAD_DIR / name)) for a in cmd], names=name, sub=True))
+    add(C(f"{cmd[0]}-fuzz-{name}", *[a.replace("{f}", str(BAD_DIR / name)) for a in cmd], names=name, sub=True,
+          contains="malformed MLIR bytecode"))
 # More from the fuzz: a VHLO file `convert --to hlo` once answered with a Python traceback
 # ("Failed to deserialize HloModuleProto"), a VHLO and a bytecode file that once segfaulted,
 # and a 278-byte bytecode file that once kept the parser busy for good.
 add(C("convert-fuzz-vhlo-traceback", "convert", str(BAD_DIR / "vhlo_convert_traceback.vhlo"), "--to", "hlo",
       "-o", "{out}/x.hlo", names="vhlo_convert_traceback.vhlo", sub=True),
     C("opt-fuzz-vhlo-segv", "opt", str(BAD_DIR / "vhlo_segv.vhlo"), "-o", "{out}/x.mlir", names="vhlo_segv.vhlo",
-      sub=True),
+      sub=True, contains="malformed StableHLO portable artifact"),
     C("opt-fuzz-hlo-proto-segv", "opt", str(BAD_DIR / "hlo_proto_segv.pb"), "--input-format", "hlo-proto",
-      "-o", "{out}/x.mlir", names="hlo_proto_segv.pb", sub=True),
+      "-o", "{out}/x.mlir", names="hlo_proto_segv.pb", sub=True, contains="malformed HLO module"),
     C("convert-fuzz-bytecode-segv", "convert", str(BAD_DIR / "bytecode_segv.mlirbc"), "--to", "hlo",
-      "-o", "{out}/x.hlo", names="bytecode_segv.mlirbc", sub=True))
+      "-o", "{out}/x.hlo", names="bytecode_segv.mlirbc", sub=True, contains="malformed MLIR bytecode"))
+# The reader's deadline is set low (MLIRHLO_READ_TIMEOUT): the case costs ~2 s, not the default 60 s.
 CASES.append(Case("opt-fuzz-bytecode-hang", ["opt", str(BAD_DIR / "bytecode_hang.mlirbc"), "-o", "{out}/x.mlir"],
-                  {}, "", "bytecode_hang.mlirbc", True, timeout=60))
+                  {}, "did not finish in 2 s", "bytecode_hang.mlirbc", True, timeout=60,
+                  env={"MLIRHLO_READ_TIMEOUT": "2"}))
+# A VHLO file the artifact reader never finishes (the 10k fuzz of issue 12's first round).
+CASES.append(Case("convert-fuzz-vhlo-hang", ["convert", str(BAD_DIR / "vhlo_hang.vhlo"), "--to", "hlo",
+                                             "-o", "{out}/x.hlo"],
+                  {}, "did not finish in 2 s", "vhlo_hang.vhlo", True, timeout=60,
+                  env={"MLIRHLO_READ_TIMEOUT": "2"}))
 # An HloModuleProto with element type 43: XLA logged an absl "E... shape.cc" line before the error.
 add(C("opt-fuzz-hlo-proto-bad-element-type", "opt", str(BAD_DIR / "hlo_proto_bad_element_type.pb"),
       "--input-format", "hlo-proto", "-o", "{out}/x.mlir", names="hlo_proto_bad_element_type.pb", sub=True))
@@ -474,7 +496,11 @@ add(C("opt-unknown-stage", "opt", MLIR, "--stage", "stablehl", "-o", "{out}/x.ml
       "--debug-options-file", "{in}/none.txt", "-o", "{out}/x.hlo"),
     file_case("opt-debug-options-file-malformed", ["opt", MLIR, "--platform", "cpu", "--stage", "hlo",
                                                    "--debug-options-file", "{f}", "-o", "{out}/x.hlo"],
-              "dbg.txt", "xla_cpu_enable_fast_math: {\n"),
+              "dbg.txt", "xla_cpu_enable_fast_math: {\n", contains="dbg.txt:1:27: "),
+    file_case("opt-debug-options-file-bad-int", ["opt", MLIR, "--platform", "cpu", "--stage", "hlo",
+                                                 "--debug-options-file", "{f}", "-o", "{out}/x.hlo"],
+              "dbg3.txt", "# flags\n--xla_cpu_parallel_codegen_split_count=abc\n",
+              contains="dbg3.txt:2:40: --xla_cpu_parallel_codegen_split_count=abc: expected an integer"),
     file_case("opt-debug-options-file-unknown", ["opt", MLIR, "--platform", "cpu", "--stage", "hlo",
                                                  "--debug-options-file", "{f}", "-o", "{out}/x.hlo"],
               "dbg2.txt", "xla_no_such_option: true\n"),
@@ -624,19 +650,10 @@ def _listing(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
 
 
-# Still broken (issue 12, open): native crashes in MLIR bytecode / VHLO / HLO-proto
-# readers that are not isolated yet, and one flag-file error that loses its file.
-# strict: the day one is fixed, its xfail fails and must be removed.
-KNOWN_BROKEN = {
-    "opt-debug-options-file-malformed": "a bool field's bad value is reported against the module, not the file",
-    "opt-fuzz-bytecode_nonutf8_diagnostic.mlirbc": "nanobind aborts on a non-UTF-8 MLIR diagnostic",
-    "convert-fuzz-bytecode_nonutf8_diagnostic.mlirbc": "nanobind aborts on a non-UTF-8 MLIR diagnostic",
-    "opt-fuzz-vhlo-segv": "VHLO deserialization segfaults; not isolated yet",
-    "opt-fuzz-hlo-proto-segv": "HLO proto import segfaults; not isolated yet",
-    "convert-fuzz-bytecode-segv": "MLIR bytecode reader segfaults; not isolated yet",
-}
-# A hang costs its whole timeout in CI: not run until bytecode reading is isolated with a deadline.
-NOT_RUN = {"opt-fuzz-bytecode-hang": "MLIR bytecode reader loops forever on this input"}
+# Cases still broken, as strict xfails (the day one is fixed, its xfail fails and must
+# be removed), and cases not run at all (a hang would cost its whole timeout): none today.
+KNOWN_BROKEN: dict[str, str] = {}
+NOT_RUN: dict[str, str] = {}
 
 
 def _params(cases):
@@ -679,7 +696,7 @@ def test_bad_input(cli, tmp_path, monkeypatch, case):
 def test_bad_input_native(tmp_path, case):
     """Inputs that once killed the process: run as a fresh ``mlirhlo`` would."""
     argv, out, cwd = _materialize(case, tmp_path)
-    env = dict(os.environ, TMPDIR=str(_tmpdir(tmp_path)))
+    env = dict(os.environ, TMPDIR=str(_tmpdir(tmp_path)), **case.env)
     before = _listing(tmp_path / "in")
     try:
         proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], capture_output=True, text=True,

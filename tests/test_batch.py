@@ -38,7 +38,7 @@ def test_a_crash_and_a_bad_module_are_rows_and_the_others_are_written(cli, batch
     out = batch_dir / "out"
     result = cli("opt", "m1.mlir", "bad.mlir", "crasher:boom", "m2.mlir", "--args", "f32[8]",
                  "--dump-dir", out, "--jobs", "2", "--no-cache")
-    assert result.code == 1, result.err
+    assert result.code == 2, result.err  # one module is bad input: exit 2, as `run` does
     assert "opt: 2/4 modules done, 2 failed" in result.err
     assert _rows(result.err) == {"bad": "INVALID", "boom": "CRASHED"}
     assert "bad.mlir:1:17: " in result.err
@@ -51,7 +51,7 @@ def test_a_crash_and_a_bad_module_are_rows_and_the_others_are_written(cli, batch
 def test_in_process_batch_reports_the_bad_module_and_writes_the_rest(cli, batch_dir):
     out = batch_dir / "out"
     result = cli("opt", "m1.mlir", "bad.mlir", "m2.mlir", "--dump-dir", out, "--no-cache")
-    assert result.code == 1
+    assert result.code == 2, result.err  # bad input among several modules: 2, as `run` exits
     assert _rows(result.err) == {"bad": "INVALID"}
     assert sorted(p.name for p in out.iterdir()) == ["m1.stablehlo.mlir", "m2.stablehlo.mlir"]
 
@@ -123,3 +123,26 @@ def test_pool_workers_start_without_the_cli(monkeypatch):
     assert "mlirhlo_driver" in results[0]
     # Only what the task function needs: no CLI (typer, click, rich), no jax before a task asks.
     assert not [m for m in results[0] if m.startswith(("mlirhlo_driver.cli", "typer", "click", "rich", "jax"))]
+
+
+def test_exit_code_follows_run_bad_input_first():
+    """2 when any module is bad input (as `run` exits), 1 for other failures, 0 when all are done."""
+    from mlirhlo_driver.batch import OptResult, exit_code
+
+    def rows(*statuses):
+        return [OptResult(i, f"m{i}", f"m{i}.mlir", status=s) for i, s in enumerate(statuses)]
+
+    assert exit_code(rows("ok", "ok")) == 0
+    assert exit_code(rows("ok", "crashed", "failed", "timeout")) == 1
+    assert exit_code(rows("crashed", "invalid", "ok")) == 2
+
+
+def test_cuda_batch_in_workers_compiles_each_module(cli, batch_dir):
+    """The GPU spec travels to the workers (its proto message cannot be pickled)."""
+    out = batch_dir / "out"
+    result = cli("opt", "m1.mlir", "m2.mlir", "--platform", "cuda", "--gpu-spec", "a100_sxm_80",
+                 "--stage", "ptx", "--dump-dir", out, "--jobs", "1", "--no-cache")
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    assert sorted(p.name for p in out.iterdir()) == ["m1.ptx", "m2.ptx"]
+    assert ".target sm_80" in (out / "m2.ptx").read_text()

@@ -124,6 +124,24 @@ def test_versions_change_the_key(key_inputs, monkeypatch, tmp_path):
     assert _key() != before
 
 
+@pytest.mark.parametrize("tool", ["nvdisasm", "ptxas"])
+def test_the_cuda_tools_in_use_change_the_key(key_inputs, monkeypatch, tmp_path, tool):
+    """A new nvdisasm or ptxas where the CUDA stages look (here: first on PATH), or that
+    binary rebuilt, changes the key; a CPU-only command does not look at them."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    before, cpu_before = _key(), _key(_params(platform="cpu", gpu_spec=None))
+    exe = bin_dir / tool
+    exe.write_bytes(b"\x7fELF one build")
+    exe.chmod(0o755)
+    added = _key()
+    assert added != before
+    exe.write_bytes(b"\x7fELF another build")
+    assert _key() != added
+    assert _key(_params(platform="cpu", gpu_spec=None)) == cpu_before
+
+
 def test_the_key_is_stable(key_inputs):
     assert _key() == _key()
 
@@ -196,6 +214,49 @@ def test_least_recently_used_entries_are_evicted(cache_dir, monkeypatch):
     monkeypatch.setenv("MLIRHLO_CACHE_MAX_BYTES", str(3 * 1200))
     cache.store(keys[3], blob)
     assert [cache.lookup(k) is not None for k in keys] == [True, False, True, True]
+
+
+def test_an_entry_is_written_module_by_module(cli, cache_dir, tmp_path, monkeypatch):
+    """A batch's outputs go to the entry's file as each module finishes, not into
+    memory until the end: when a module starts, every earlier module's files are
+    on disk in the (not yet visible) entry, and the spool holds no data."""
+    from mlirhlo_driver import batch, outputs
+
+    sources = []
+    for i in range(4):
+        path = tmp_path / f"m{i}.mlir"
+        path.write_text(SMALL.replace("@main", f"@main{i}"))
+        sources.append(path)
+    seen = []
+    process = batch.process
+
+    def watched(job, task):
+        spool = outputs.recorder
+        on_disk = os.path.getsize(spool._tmp)
+        assert on_disk == spool.written  # flushed, nothing buffered
+        assert not list(cache_dir.rglob("*.entry"))  # committed only at the end
+        seen.append((task.index, on_disk))
+        return process(job, task)
+
+    monkeypatch.setattr(batch, "process", watched)
+    result = cli("opt", *sources, "--dump-dir", tmp_path / "out")
+    assert result.code == 0, result.err
+    sizes = [size for _, size in sorted(seen)]
+    assert len(sizes) == 4 and all(b > a for a, b in zip(sizes, sizes[1:])), sizes
+    (entry,) = cache_dir.rglob("*.entry")
+    records = cache.lookup(entry.stem)
+    assert [Path(p).name for kind, p, _ in records if kind == "file"] == \
+        [f"m{i}.stablehlo.mlir" for i in range(4)]
+    assert not [p for p in cache_dir.rglob("*.tmp")]
+
+
+def test_a_failed_command_leaves_no_partial_entry(cli, cache_dir, tmp_path):
+    good, bad = tmp_path / "good.mlir", tmp_path / "bad.mlir"
+    good.write_text(SMALL)
+    bad.write_text("func.func @main() {\n  %0 = stablehlo.bogus\n}\n")
+    assert cli("opt", good, bad, "--dump-dir", tmp_path / "out").code != 0
+    assert (tmp_path / "out" / "good.stablehlo.mlir").exists()  # the good module is still written
+    assert not [p for p in cache_dir.rglob("*") if p.is_file()]
 
 
 # ------------------------------------------------------------ the command

@@ -88,3 +88,69 @@ func.func private @helper(%x: tensor<2xf32>) -> tensor<2xf32> {
     r = cli("opt", "--platform", "cuda", "--gpu-spec", "b200", "--stage", "ptx", bad)
     line = assert_one_line_error(r, contains="a check must be a top-level op of @main")
     assert line.startswith(f"error: {bad}:7:")
+
+
+def test_constant_integer_division_by_zero_compiles(tmp_path):
+    # Both operands constant: jaxlib's StableHLO->HLO conversion folds the
+    # division and dies with SIGFPE on the zero divisor. The interpret tests
+    # (divide.mlir, remainder.mlir) do this on purpose; prepare feeds such
+    # constants as parameters, so the kernel divides at run time. In a
+    # subprocess: a regression kills that process, not the test run.
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    src = tmp_path / "div0.mlir"
+    src.write_text("""\
+func.func @div_by_zero() {
+  %lhs = stablehlo.constant dense<5> : tensor<ui32>
+  %rhs = stablehlo.constant dense<0> : tensor<ui32>
+  %q = stablehlo.divide %lhs, %rhs : tensor<ui32>
+  %r = stablehlo.remainder %lhs, %rhs : tensor<ui32>
+  check.expect_eq_const %q, dense<4294967295> : tensor<ui32>
+  check.expect_eq_const %r, dense<5> : tensor<ui32>
+  func.return
+}
+""")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-c", "from mlirhlo_driver.cli import main; main()", "opt", str(src),
+         "--platform", "cuda", "--gpu-spec", "p100", "--stage", "hlo,ptx", "--dump-dir", str(out),
+         "--no-cache"], capture_output=True, text=True, cwd=str(REPO), timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    filecheck((out / "div0.hlo").read_text(), """\
+CHECK: entry_computation_layout={(u32[], u32[])->(u32[], u32[], u32[], u32[])}
+CHECK-DAG: divide(
+CHECK-DAG: remainder(
+""", tmp_path)
+    assert re.search(r"^\.target\s+sm_60\b", (out / "div0.ptx").read_text(), re.M)
+
+
+def test_generic_check_with_differing_operand_types(cli, tmp_path):
+    # The generic form spells each operand's type: a dynamic result checked
+    # against a static constant keeps both (it used to take the first for
+    # both, and the parser refused the module). Shape refinement then makes
+    # the iota static, as the interpreter does before running.
+    src = tmp_path / "dyn.mlir"
+    src.write_text("""\
+func.func @dynamic_iota() {
+  %shape = stablehlo.constant dense<[2, 3]> : tensor<2xi64>
+  %0 = stablehlo.dynamic_iota %shape, dim = 1 : (tensor<2xi64>) -> tensor<?x?xi32>
+  %expected = stablehlo.constant dense<[[0, 1, 2], [0, 1, 2]]> : tensor<2x3xi32>
+  "check.expect_eq"(%0, %expected) : (tensor<?x?xi32>, tensor<2x3xi32>) -> ()
+  func.return
+}
+""")
+    r = cli("opt", src)
+    assert r.code == 0, r.err
+    assert "(tensor<?x?xi32>, tensor<2x3xi32>) -> ()" in r.out
+    out = tmp_path / "out"
+    r = cli("opt", src, "--passes", "stablehlo-refine-shapes,stablehlo-canonicalize-dynamism",
+            "--platform", "cuda", "--gpu-spec", "b200", "--stage", "hlo,ptx", "--dump-dir", out)
+    assert r.code == 0, r.err
+    filecheck((out / "dyn.hlo").read_text(), """\
+CHECK: entry_computation_layout={()->(s32[2,3]{1,0}, s32[2,3]{1,0})}
+CHECK: iota(), iota_dimension=1
+""", tmp_path)
+    assert re.search(r"^\.target\s+sm_100a\b", (out / "dyn.ptx").read_text(), re.M)

@@ -142,6 +142,40 @@ def test_one_ptxas_run_gives_the_per_module_code(request, which):
     assert all(combined[k] == per_module[k] for k in per_module)
 
 
+def test_cubins_are_xlas_own_and_ptxas_remakes_them(a100):
+    """The cubin stage hands out the cubins XLA assembled in the same compile (its kernel
+    cache file); assembling XLA's PTX again with XLA's ptxas and options, as the driver
+    does for modules XLA does not cache, gives the same bytes."""
+    from mlirhlo_driver import cuda_binaries, xla_stages
+
+    asm = xla_stages._assembly(a100.request)
+    cubins = {m.name: m.cubin for m in asm.modules_assembled()}
+    assert len(asm.xla_cubins) >= 10 and len(cubins) >= 10
+    assert all(asm.xla_cubins[k] == m.cubin for m in asm.modules for k in m.kernels)
+    ptx = a100.request.artifacts().matching(xla_stages._PTX_FILE)
+    again = cuda_binaries.prepare(ptx, asm.sm, {}, kernel_cache=None)
+    assert not again.xla_cubins
+    assert {m.name: m.cubin for m in again.modules_assembled()} == cubins
+
+
+def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path):
+    from mlirhlo_driver import cuda_binaries, cuda_tools
+    from mlirhlo_driver.errors import ToolchainError
+
+    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "none"),))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    try:
+        tool = cuda_binaries.nvdisasm_for("sm_70")
+    except ToolchainError as e:
+        text = e.format()
+    else:
+        pytest.skip(f"a CUDA 12 nvdisasm is installed outside triton: {tool.path}")
+    assert "\n" not in text and "no nvdisasm here reads sm_70 cubins" in text
+    assert f"searched pip's nvidia/*/bin, PATH, {tmp_path / 'none' / 'bin'}" in text
+    assert "triton not installed" in text and "pip install 'triton>=3.3,<3.7'" in text
+
+
 def test_stage_sass_v100(cli):
     """V100 (sm_70): CUDA 13's nvdisasm dropped sm_70; a CUDA 12 one is used when present."""
     from mlirhlo_driver import cuda_binaries

@@ -7,12 +7,14 @@ root and ``unshare`` and are skipped otherwise (CI runs as root).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -129,18 +131,22 @@ def test_specs_list_names_the_ptxas_in_use(cli):
 
 # ------------------------------------------------- no CUDA toolkit, for real
 
+SITE = os.path.realpath(sysconfig.get_paths()["purelib"])  # pip's packages: kept visible
+
+
 def _system_toolkits() -> tuple[list[str], list[str]]:
-    """(toolkit directories, ptxas files on PATH) outside pip, found now."""
-    pip = cuda_tools.pip_cuda_dir() or "\0"
+    """(toolkit directories, ptxas/nvdisasm files on PATH) outside pip, found now."""
     files, dirs = [], set()
     for d in os.environ.get("PATH", "").split(os.pathsep):
-        f = os.path.join(d, "ptxas") if d else ""
-        if f and os.path.isfile(f) and not os.path.realpath(f).startswith(os.path.realpath(pip)):
+        for tool in ("ptxas", "nvdisasm") if d else ():
+            f = os.path.join(d, tool)
+            if not os.path.isfile(f) or os.path.realpath(f).startswith(SITE):
+                continue
             files.append(f)  # hidden file by file: its bin/ may be /usr/bin or /usr/local/bin
             with open(f, "rb") as fh:
                 head = fh.read(4096)
             if head.startswith(b"#!"):  # a wrapper script names the real binary
-                roots = [m.group(1).decode() for m in re.finditer(rb"(/[^\s\"']+)/bin/ptxas", head)]
+                roots = [m.group(1).decode() for m in re.finditer(rb"(/[^\s\"']+)/bin/" + tool.encode(), head)]
             else:
                 roots = [os.path.dirname(os.path.dirname(os.path.realpath(f)))]
             # A toolkit directory (it has nvvm/) is hidden whole, libdevice included.
@@ -183,11 +189,13 @@ def bare(tmp_path_factory):
                               text=True, cwd=REPO, timeout=300)
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
-    # The namespace really is bare: the locator finds only pip's ptxas there.
-    seen = run([sys.executable, "-c", "from mlirhlo_driver import cuda_tools as c; "
-                                      "print([p.path for p in c.all_ptxas()])"])
+    # The namespace really is bare: the locators find only pip's ptxas and pip's nvdisasms there.
+    seen = run([sys.executable, "-c", "from mlirhlo_driver import cuda_tools as c, cuda_binaries as b; "
+                                      "print([p.path for p in c.all_ptxas()]); print(b._nvdisasm_candidates(None))"])
     assert seen.code == 0, seen.err
-    assert seen.out.strip() == repr([os.path.join(cuda_tools.pip_cuda_dir(), "bin", "ptxas")])
+    ptxas, nvdisasms = seen.out.splitlines()
+    assert ptxas == repr([os.path.join(cuda_tools.pip_cuda_dir(), "bin", "ptxas")])
+    assert eval(nvdisasms) and all(p.startswith(SITE) for p in eval(nvdisasms)), nvdisasms
     return run
 
 
@@ -201,6 +209,59 @@ def test_main_job_without_a_cuda_toolkit(bare, spec, target, tmp_path):
     assert r.code == 0, r.err
     assert r.err == ""
     filecheck(r.out, f"CHECK: .target {target}\nCHECK: .visible .entry\n", tmp_path)
+
+
+# SASS as only Volta spells it: memory operations carry .SYS (Ampere's nvdisasm output drops it).
+V100_SASS = """\
+CHECK: // ----- input_reduce_fusion -----
+CHECK-NEXT: .headerflags @"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM70 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM70)"
+CHECK: .text.input_reduce_fusion:
+CHECK: S2R R{{[0-9]+}}, SR_TID.X ;
+CHECK: LDG.E.CONSTANT.SYS R{{[0-9]+}}, [R{{[0-9]+}}] ;
+CHECK: SHFL.DOWN PT, R{{[0-9]+}}, R{{[0-9]+}}, 0x4, 0x1f ;
+CHECK: STG.E.SYS [R{{[0-9]+}}], R{{[0-9]+}} ;
+CHECK: EXIT ;
+CHECK: // ----- loop_broadcast_fusion -----
+CHECK-NOT: EF_CUDA_SM80
+"""
+
+
+def test_sass_v100_without_a_cuda_toolkit(bare, tmp_path):
+    """pip alone: CUDA 13's nvdisasm refuses sm_70 cubins; Triton's bundled CUDA 12.8 one reads them."""
+    r = bare([*MLIRHLO, "opt", "--platform=CUDA", "--stage=sass", "--gpu-spec", "v100", "--no-cache", str(MLP)])
+    assert r.code == 0, r.err
+    assert r.err == ""
+    filecheck(r.out, V100_SASS, tmp_path)
+
+
+def test_stage_all_p100_without_a_cuda_toolkit(bare, tmp_path):
+    from mlirhlo_driver import cuda_binaries
+
+    out = tmp_path / "out"
+    r = bare([*MLIRHLO, "opt", "--platform=CUDA", "--stage=all", "--gpu-spec", "p100", "--no-cache",
+              "--dump-dir", str(out), str(MLP)])
+    assert r.code == 0, r.err
+    stem = MLP.name.split(".")[0]
+    cubins = sorted(out.glob("*.cubin"))
+    assert len(cubins) > 1 and all(cuda_binaries.elf_sm(p.read_bytes()) == 60 for p in cubins)
+    sass = (out / f"{stem}.sass").read_text()
+    assert "EF_CUDA_SM60" in sass and re.search(r"\bLDG\.E\.CI R\d+, \[R\d+\]", sass)  # Pascal's spelling
+    filecheck((out / f"{stem}.ptx").read_text(), "CHECK: .target sm_60\n", tmp_path)
+    assert re.search(r"^\s*loop_broadcast_fusion\s+\d+\s+0/0\s", (out / f"{stem}.kernels.txt").read_text(), re.M)
+
+
+def test_kernels_three_specs_without_a_cuda_toolkit(bare):
+    specs = ["p100", "v100", "h100_sxm"]
+    r = bare([*MLIRHLO, "kernels", str(MLP), "--gpu-spec", ",".join(specs), "--json"])
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert [s["name"] for s in data["gpu_specs"]] == specs
+    row = next(k for k in data["kernels"] if k["kernel"] == "loop_broadcast_fusion")
+    assert set(row["specs"]) == set(specs)
+    for spec in specs:
+        figures = row["specs"][spec]
+        assert figures["registers"] > 0 and figures["block"][0] > 0, (spec, figures)
+        assert 0 < figures["occupancy"]["occupancy"] <= 1, (spec, figures)
 
 
 def test_no_usable_ptxas_is_one_error_line(bare, tmp_path):

@@ -53,7 +53,7 @@ def test_opt_on_the_cluster_gives_the_local_rows_and_files(cli, inputs, schedule
     local = cli("opt", "m1.mlir", "bad.mlir", "m2.mlir", "--dump-dir", inputs / "local", "--no-cache")
     remote = cli("opt", "m1.mlir", "bad.mlir", "crasher:boom", "m2.mlir", "--args", "f32[8]", "--no-cache",
                  "--dump-dir", inputs / "remote", "--scheduler", scheduler, "--timeout", "120")
-    assert remote.code == local.code == 1, remote.err
+    assert remote.code == local.code == 2, remote.err  # bad input among the modules: 2, as `run`
     assert _rows(local.err) == {"bad": "INVALID"}
     assert _rows(remote.err) == {"bad": "INVALID", "boom": "CRASHED"}
     assert "bad.mlir:1:17: " in remote.err and "SIGSEGV" in remote.err

@@ -184,3 +184,79 @@ def test_native_reason_picks_the_telling_line():
                                            "invalid parameter number. Expected [0, 1), got 3")
     assert isolate.native_reason("x\nLLVM ERROR: out of memory\n") == "out of memory"
     assert isolate.native_reason("    @ 0x1 abc::Fatal\n") == ""
+
+
+def test_isolate_output_of_each_call_is_its_own():
+    """The helper's log is emptied between calls: no NUL-filled hole where the last call's text was."""
+    seen: list[str] = []
+    for value in (1, 2, 3):
+        assert isolate.call(_write_fd2_and_return, (value,), on_stderr=seen.append) == value * 2
+    assert seen == ["native chatter\n"] * 3
+
+
+def _sleep(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def test_isolate_deadline_kills_a_call_that_does_not_finish():
+    with pytest.raises(NativeCrash) as ei:
+        isolate.call(_sleep, (600,), what="the reader", file="m.mlirbc", timeout=0.5)
+    assert ei.value.timed_out
+    assert ei.value.format() == "error: m.mlirbc: the reader did not finish in 0.5 s"
+    # The killed helper is replaced; a call within its deadline returns.
+    assert isolate.call(_sleep, (0,), timeout=60) == 0
+
+
+def test_read_timeout_comes_from_the_environment(monkeypatch):
+    from mlirhlo_driver import inputs
+
+    monkeypatch.delenv(inputs.READ_TIMEOUT_ENV, raising=False)
+    assert inputs.read_timeout() == inputs.DEFAULT_READ_TIMEOUT
+    monkeypatch.setenv(inputs.READ_TIMEOUT_ENV, "2.5")
+    assert inputs.read_timeout() == 2.5
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        monkeypatch.setenv(inputs.READ_TIMEOUT_ENV, bad)
+        with pytest.raises(InputError, match="MLIRHLO_READ_TIMEOUT must be a positive number"):
+            inputs.read_timeout()
+
+
+SLOW_PLUGIN = '''
+import os
+import time
+
+import mlirhlo_driver
+
+
+@mlirhlo_driver.register_pass("mark-and-wait", anchor="builtin.module", description="test: marks a run")
+def mark_and_wait(module_op):
+    open(os.environ["MARK_FILE"], "a").close()
+    time.sleep(0.2)
+'''
+
+
+def test_ctrl_c_in_bench_pipeline_is_one_error_line(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) stops a benchmark of
+    native and Python passes: exit 130, one error line, no MLIR timing report."""
+    import time
+
+    (tmp_path / "plug.py").write_text(SLOW_PLUGIN)
+    mark = tmp_path / "ran"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlirhlo_driver.cli", "bench-pipeline", str(REPO / "tests" / "data" / "erf_inv.mlir"),
+         "--load-pass-plugin", str(tmp_path / "plug.py"), "--passes", "canonicalize,mark-and-wait,cse",
+         "--repeats", "100000"],
+        cwd=tmp_path, env=dict(os.environ, MARK_FILE=str(mark)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    try:
+        while not mark.exists() and proc.poll() is None:  # the benchmark is running
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert_one_line_error(CliResult(proc.returncode, out, err), code=130, contains="interrupted")

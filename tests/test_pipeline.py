@@ -314,3 +314,59 @@ def test_program_api_is_pure():
     legal = prog.optimize("@legalize-chlo")
     assert prog.as_text() == before  # the original is untouched
     assert "chlo." not in legal.as_text() and "chlo." in before
+
+
+def test_reproducer_holds_the_module_as_it_was_before_the_pipeline(cli, tmp_path):
+    """The module is kept (as bytecode) before the passes change it in place; the
+    reproducer is its text with the original locations."""
+    src = tmp_path / "m.mlir"
+    src.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                   "  %zero = stablehlo.constant dense<0.0> : tensor<4xf32>\n"
+                   "  %0 = stablehlo.add %a, %zero : tensor<4xf32>\n"
+                   "  %1 = chlo.erf %0 : tensor<4xf32> -> tensor<4xf32>\n"
+                   "  return %1 : tensor<4xf32>\n}\n")
+    result = cli("opt", src, "--passes", "canonicalize,stablehlo-legalize-to-vhlo", "--reproducer-dir", tmp_path)
+    assert result.code == 1, result.err
+    repro = re.search(r"^note: reproducer written to (\S+)$", result.err, re.M).group(1)
+    text = open(repro).read()
+    assert "stablehlo.add" in text  # canonicalize folded it away in the module that failed
+    assert '":3:8)' in text  # the add's location in the input
+    assert "pass 'stablehlo-legalize-to-vhlo' failed" in result.err
+
+
+@pytest.fixture
+def entry_point_cache(tmp_path, monkeypatch):
+    """A private catalogue cache directory and a fresh sys.path entry holding packages."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def test_entry_point_scan_is_cached(entry_point_cache, monkeypatch):
+    import importlib.metadata
+
+    from mlirhlo_driver import python_passes
+
+    first = python_passes.entry_point_specs()
+
+    def no_scan(**_):
+        raise AssertionError("entry points scanned again")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", no_scan)
+    assert python_passes.entry_point_specs() == first
+
+
+def test_entry_point_cache_sees_an_install(entry_point_cache):
+    from mlirhlo_driver import python_passes
+
+    assert ("late", "late_passes", "2.0") not in python_passes.entry_point_specs()
+    dist = entry_point_cache / "late_passes-2.0.dist-info"  # what pip writes: the directory changes
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: late-passes\nVersion: 2.0\n")
+    (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nlate = late_passes\n")
+    assert ("late", "late_passes", "2.0") in python_passes.entry_point_specs()
+    (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nlater = late_passes\n")  # edited in place
+    specs = python_passes.entry_point_specs()
+    assert ("later", "late_passes", "2.0") in specs and ("late", "late_passes", "2.0") not in specs

@@ -30,6 +30,28 @@ def test_listing_commands_do_not_import_jax(argv):
     assert proc.stderr == ""
 
 
+XLA_PROBE = """
+import sys
+from mlirhlo_driver import xla_tools
+try:
+    getattr(xla_tools, {main!r})({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir", "typer") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("main", ["hlo_opt_main", "run_hlo_module_main", "multihost_main", "ptx_opt_main"])
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_xla_front_ends_help_and_version_import_nothing_heavy(main, flag):
+    """The XLA-named front-ends parse without typer, and --help/--version reach no jaxlib."""
+    proc = run_subprocess(XLA_PROBE.format(main=main, argv=[flag]))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []", proc.stdout
+    assert proc.stderr == ""
+
+
 def test_passes_listing_from_cache_does_not_import_jax():
     run_subprocess(PROBE.format(argv=["passes"]))  # builds the cache if needed
     proc = run_subprocess(PROBE.format(argv=["passes"]))

@@ -394,3 +394,156 @@ def test_multihost_nodes(work):
     mock = shell(f"multihost_hlo_runner --enable_mock_nccl --num_nodes=2 {rowsum}", work)
     assert mock.returncode == 0, mock.stderr
     assert "[0] module_0002.jit_rowsum: OK" in mock.stdout and "2 simulated nodes" in mock.stderr
+
+
+# ------------------------------------- run_hlo_module / multihost: the rest of XLA's flags
+
+_SCATTER_HLO = """HloModule scat
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  v = f32[8] parameter(0)
+  idx = s32[3,1] parameter(1)
+  upd = f32[3] parameter(2)
+  ROOT r = f32[8] scatter(v, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+}
+"""
+
+_LOOP_HLO = """HloModule loop
+
+body {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  v = f32[4] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  v2 = f32[4] add(v, v)
+  ROOT t = (s32[], f32[4]) tuple(i2, v2)
+}
+
+cond {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  ten = s32[] constant(10)
+  ROOT lt = pred[] compare(i, ten), direction=LT
+}
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[4]) tuple(zero, x)
+  w = (s32[], f32[4]) while(init), condition=cond, body=body
+  ROOT iterations = s32[] get-tuple-element(w), index=0
+}
+"""
+
+_FEED_HLO = """HloModule feed
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  tok = token[] after-all()
+  feed = (f32[4], token[]) infeed(tok)
+  d = f32[4] get-tuple-element(feed), index=0
+  s = f32[4] add(x, d)
+  t2 = token[] get-tuple-element(feed), index=1
+  o = token[] outfeed(s, t2), outfeed_shape=f32[4]
+  ROOT r = f32[4] add(d, d)
+}
+"""
+
+
+def test_run_hlo_module_isolate_instructions(tool):
+    """Each entry instruction runs alone: dot and tanh differ from the interpreter in the last
+    bits (caught with zero error bounds), the reduce matches exactly; each is named."""
+    r = tool("run_hlo_module --isolate_instructions --abs_error_bound=0 --rel_error_bound=0 computation.hlo")
+    assert r.code == 1, r.err
+    import re
+
+    rows = re.findall(r"^(\w+): ([A-Z]+)", r.out, re.M)  # one report per instruction, in program order
+    assert rows == [("dot", "MISMATCH"), ("t", "MISMATCH"), ("sum", "OK")]
+    assert "1/3 modules passed" in r.out and "2/3 runs miscompared." in r.err
+    assert "reproduce: run_hlo_module --isolate_instructions --abs_error_bound=0" in r.out
+    assert_one_line_error(tool("run_hlo_module --isolate_instructions --input_literals_file=x.pb computation.hlo"),
+                          contains="--isolate_instructions takes no --input_literals_file")
+
+
+def test_run_hlo_module_reference_hlo_passes(tool, work):
+    (work / "scatter.hlo").write_text(_SCATTER_HLO)
+    ok = tool("run_hlo_module --reference_platform=CPU scatter.hlo")
+    assert ok.code == 0, ok.out + ok.err
+    raw = tool("run_hlo_module --reference_platform=CPU --run_reference_hlo_passes=false scatter.hlo")
+    assert raw.code == 1  # the reference compile, without XLA's passes, has nothing to expand the scatter
+    assert raw.out.startswith("scatter: FAILED: HLO opcode `scatter` is not supported by XLA:CPU")
+    assert "  compile " in raw.out  # the test platform compiled and ran; the reference did not
+    assert "reproduce: run_hlo_module --reference_platform=CPU --run_reference_hlo_passes=false" in raw.out
+
+
+def test_run_hlo_module_input_flags(tool, work):
+    zeros = tool("run_hlo_module --random_init_input_literals=false --print_literals --reference_platform= "
+                 "computation.hlo")
+    assert zeros.code == 0, zeros.err
+    assert "inputs: zeros" in zeros.out and "output 0 (float32[8]): [0., 0., 0., 0., 0., 0., 0., 0.]" in zeros.out
+    line = assert_one_line_error(tool("run_hlo_module --different_random_seeds computation.hlo"))
+    assert "jaxlib cannot set the HloModuleConfig seed" in line
+    snap = f"{work}/snapshot/module_0008.jit__lambda.snapshot.75718513.pb"
+    fake = tool(f"run_hlo_module --nodifferent_random_seeds --force_fake_data --print_literals {snap}")
+    assert fake.code == 0, fake.err
+    assert "ignoring the snapshot's recorded arguments; using fake data" in fake.err
+    assert "inputs: random (seed 0)" in fake.out and "2.656147, 2.656147" not in fake.out
+
+
+def test_mlirhlo_run_reference_spelling(cli, work):
+    r = cli("run", work / "computation.hlo", "--reference", "Interpreter", "--jobs", "0")
+    assert r.code == 0, r.err
+    assert "reference (interpreter)" in r.out
+
+
+def test_multihost_runner_options(work):
+    """ExecutionOptions (a swapped device assignment), output literals per device, profiles,
+    snapshots, while-loop flattening and infeed removal, in one fresh process each."""
+    (work / "loop.hlo").write_text(_LOOP_HLO)
+    (work / "feed.hlo").write_text(_FEED_HLO)
+    (work / "eo.pbtxt").write_text(
+        "num_replicas: 1\nnum_partitions: 2\ndevice_assignment {\n  replica_count: 1\n  computation_count: 2\n"
+        "  computation_devices { replica_device_ids: 1 }\n  computation_devices { replica_device_ids: 0 }\n}\n"
+        "debug_options { xla_cpu_enable_fast_math: false }\n")
+    rowsum = "dump/module_0002.jit_rowsum.before_optimizations.txt"
+    snap = "snapshot/module_0008.jit__lambda.snapshot.75718513.pb"
+    p = shell(f"multihost_hlo_runner --execution_options_path=eo.pbtxt --hlo_argument_mode=use_device_id_as_input "
+              f"--dump_output_literal_to=lits/out.txt --profile_execution --num_repeats=2 {rowsum} && echo === && "
+              f"multihost_hlo_runner --input_format=snapshot_proto_binary --log_output {snap} && echo === && "
+              f"multihost_hlo_runner --while_execution_count=3 --log_output loop.hlo && echo === && "
+              "multihost_hlo_runner --log_output loop.hlo && echo === && "
+              "multihost_hlo_runner --log_output feed.hlo && echo === && "
+              "multihost_hlo_runner --remove_infeed_outfeed=false feed.hlo", work)
+    assert p.returncode == 2, p.stdout + p.stderr
+    eo, snapshot, flat, loop, feed, _ = p.stdout.split("===\n")
+    # partition 0 (rows 0-1) ran on device 1, so its rows hold 1s: each sums to 6
+    for d in (0, 1):
+        assert (work / f"lits/out.task_0.device_{d}.literal_0.txt").read_text() == "f32[4] {6, 6, 0, 0}\n"
+    assert eo.count(f"## Execution time, file={rowsum} repeat=") == 2 and "repeat=1 duration=" in eo
+    assert "inputs: the arguments the HloSnapshot recorded" in snapshot
+    assert "output 0 = [2.65615, 2.65615, 2.65615]" in snapshot
+    assert "output 0 = 3" in flat and "output 0 = 10" in loop
+    assert "1 while loop set to run 3 iterations" in p.stderr
+    assert "output 0 = [0., 0., 0., 0.]" in feed and "2 infeed/outfeed replaced" in p.stderr
+    assert p.stderr.rstrip().splitlines()[-1].startswith("error: feed.hlo: the module has infeed/outfeed")
+
+
+def test_literal_text():
+    """XLA's Literal::ToString forms, as --dump_output_literal_to writes them."""
+    import numpy as np
+
+    from mlirhlo_driver import literals
+
+    assert literals.literal_text(np.float32(1.5).reshape(())) == "f32[] 1.5"
+    assert literals.literal_text(np.array([0.1, 2, -3e-8], np.float32)) == "f32[3] {0.1, 2, -3e-08}"
+    assert literals.literal_text(np.array([1 / 3], np.float32)) == "f32[1] {0.333333343}"  # 6 digits do not round-trip
+    assert literals.literal_text(np.array([True, False])) == "pred[2] {true, false}"
+    assert literals.literal_text(np.arange(6, dtype=np.int32).reshape(2, 3)) == \
+        "s32[2,3] {\n  { 0, 1, 2 },\n  { 3, 4, 5 }\n}"

@@ -1,0 +1,83 @@
+"""The text of the listing commands (``--list-stages``, ``--list-passes``,
+``mlirhlo passes``), built by the library so every front-end prints the same
+thing. Functions return text; nothing here imports jax, and the stage table
+needs no jaxlib either (the start-up tests hold it to that).
+"""
+
+from __future__ import annotations
+
+from . import stages as stage_registry
+
+
+def stage_table(platform: str | None) -> str:
+    """One row per stage available for ``platform``: name, extension, level, description."""
+    rows = [(s.name, s.ext, s.level, s.description) for s in stage_registry.available(platform)]
+    width = max(len(r[0]) for r in rows)
+    ext_width = max(len(r[1]) for r in rows) + 1
+    return "".join(f"{name:<{width}}  {'.' + ext:<{ext_width}}  {level:<4}  {description}\n"
+                   for name, ext, level, description in rows)
+
+
+def pass_catalog() -> str:
+    """Every MLIR pass the installed jaxlib accepts, the Python passes, and the named
+    pipelines, as sections with ``#`` headers."""
+    from . import passes, pipeline
+
+    catalog = passes.all_passes()
+    width = max(len(n) for n in catalog)
+    native = [p for p in catalog.values() if p.origin != "python"]
+    written = [p for p in catalog.values() if p.origin == "python"]
+    lines = [f"# {len(native)} passes accepted by the installed jaxlib (name, anchor, description)"]
+    lines += [f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip()
+              for info in sorted(native, key=lambda p: p.name)]
+    lines.append(f"\n# {len(written)} passes written in Python (built in, plugins, entry points)")
+    lines += [f"{info.name:<{width}}  {info.anchor:<15} {info.description}".rstrip()
+              for info in sorted(written, key=lambda p: p.name)]
+    lines.append("\n# named pipelines (--pipeline @NAME)")
+    for named in pipeline.named_pipelines():
+        lines.append(f"@{named.name:<{width - 1}}  {named.summary}")
+        lines.append(f"{'':<{width}}  {named.spec}")
+    return "\n".join(lines) + "\n"
+
+
+def load_plugins(files: list[str] | tuple[str, ...] | None) -> None:
+    """Exactly these pass plugin files loaded (others unloaded: a front-end may run in-process)."""
+    from . import python_passes
+
+    python_passes.unload_plugins()
+    for f in files or []:
+        python_passes.load_plugin(f)
+
+
+def spec_table(*, as_json: bool = False) -> str:
+    """The shipped GPU specs (name, GPU, compute capability, SMs, memory) and whether
+    the ptxas XLA will use can target each; that ptxas (and the others found) below.
+    ``as_json``: one object per spec, with its ptxas verdict."""
+    from . import gpu_specs, targets
+
+    specs = gpu_specs.list_specs()
+    ptxas, others, missing = targets.ptxas_in_use()
+    if as_json:
+        import json
+
+        rows_json = []
+        for s in specs:
+            row = s.to_dict()
+            row["ptxas"] = None if ptxas is None else {
+                "path": ptxas.path, "version": ptxas.version_str, "source": ptxas.source,
+                "can_target": ptxas.can_target(s.sm)}
+            rows_json.append(row)
+        return json.dumps(rows_json, indent=2) + "\n"
+    header = ("name", "gpu", "cc", "target", "SMs", "memory", "bandwidth", "ptxas")
+    rows = [(s.name + (" (default)" if s.name == gpu_specs.DEFAULT_SPEC else ""), s.gpu,
+             s.compute_capability, s.sm, str(s.sm_count), f"{s.memory_bytes / 2**30:.0f} GiB",
+             f"{s.memory_bandwidth / 1e9:.0f} GB/s",
+             "ok" if ptxas is not None and ptxas.can_target(s.sm) else "no") for s in specs]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    if ptxas is None:
+        lines.append(f"ptxas: none usable: {missing}")
+    else:
+        lines.append(f"ptxas: {ptxas.version_str} {ptxas.path} ({ptxas.source}; targets {ptxas.arch_range()})")
+    lines += [f"  not used: {p.version_str} {p.path} ({p.source}; targets {p.arch_range()})" for p in others]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,198 @@
+"""Compile targets: platform, GPU specs and XLA DebugOptions, resolved once for
+every front-end (``mlirhlo opt``/``bench-pipeline`` and XLA's ``hlo-opt``).
+
+Promises:
+
+* :func:`resolve` checks everything it is given before anything compiles and
+  raises typed errors (errors.py); it prints nothing. What the user should be
+  told (a default GPU spec, fields filled into a spec) is kept in
+  :attr:`Target.note` and said by :meth:`Target.print_note` once the caller's
+  own checks have passed, never right before an error line.
+* Platform names take XLA's spellings too (``CPU``, ``Host``, ``GPU``, ``CUDA``).
+* DebugOptions come from ``--debug-options-file`` < ``XLA_FLAGS`` < the
+  command line, and are checked against this jaxlib's XLA by name.
+* Nothing here imports jax or jaxlib.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import stages as stage_registry
+from .errors import DriverError, FlagError
+
+TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
+AUTOTUNE_FLAG = "xla_gpu_load_autotune_results_from"
+
+
+@dataclass
+class Target:
+    platform: str | None                   # cpu, cuda, or None: no XLA compile asked for
+    specs: list[Any]                       # GpuSpec per requested spec (cuda), else []
+    xla_flags: tuple[tuple[str, Any], ...]
+    note: str = ""                         # said once the command is past validation (print_note)
+    # Temporary files the flags name (an autotune file copied to the extension XLA
+    # reads by): they live as long as the target.
+    keep: list[Any] = field(default_factory=list, repr=False)
+
+    def print_note(self) -> None:
+        """A note comes after every usage check, never right before an error line."""
+        if self.note:
+            sys.stderr.write(self.note + "\n")
+            sys.stderr.flush()
+            self.note = ""
+
+    def stage_options(self, **kw: Any) -> list[tuple[str | None, stage_registry.StageOptions]]:
+        """(spec name or None, options) for each compile target."""
+        if self.platform == "cuda":
+            return [(s.name, stage_registry.StageOptions(platform="cuda", gpu_spec=s,
+                                                         xla_flags=self.xla_flags, **kw))
+                    for s in self.specs]
+        return [(None, stage_registry.StageOptions(platform=self.platform, xla_flags=self.xla_flags, **kw))]
+
+    def options_for(self, platform: str) -> stage_registry.StageOptions:
+        """Options to compile for ``platform`` (this target's, or another pipeline a
+        tool tries): the first requested spec for CUDA, else the default one, quietly."""
+        spec = None
+        if platform == "cuda":
+            from . import gpu_specs
+
+            spec = self.specs[0] if self.specs else gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
+        return stage_registry.StageOptions(platform=platform, gpu_spec=spec, xla_flags=self.xla_flags)
+
+
+def platform_name(name: str, flag: str = "platform") -> str:
+    """``cpu`` or ``cuda`` from any of XLA's spellings; XLA's interpreter is refused."""
+    from .xla_cli_flags import platform
+
+    got = platform(name, flag)
+    if got == "interpreter":
+        raise DriverError(f"--{flag}={name}: jaxlib has no XLA interpreter backend",
+                          hint="use CPU or CUDA; run_hlo_module's reference is the StableHLO interpreter")
+    return got
+
+
+def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dict[str, Any] | None = None,
+            debug_options_file: str | None = None, autotune_results: str | None = None,
+            needs_spec: bool = True, xla_tool: bool = False, spec_flag: str = "--gpu-spec") -> Target:
+    """The target of a command.
+
+    ``gpu_spec`` is a comma list of spec names or files (gpu_specs.resolve_spec);
+    ``--xla_gpu_target_config_filename`` names one too. ``needs_spec``: the command
+    compiles, so a CUDA target gets the default spec (with a note) if none is named;
+    listings need none. ``xla_tool``: XLA's tools' conventions, where a command may compile without
+    ``--platform`` (hlo-opt ``--passes`` picks a pipeline): ``XLA_FLAGS`` is always read,
+    and flags need no platform. ``spec_flag`` names the spec option in the default-spec note.
+    """
+    from . import xla_flags
+
+    flags_given = dict(cli_flags or {})
+    notes: list[str] = []
+    config_file = flags_given.pop(TARGET_CONFIG_FLAG, None)
+    spec_from_flag = config_file is not None
+    if config_file is not None:
+        if gpu_spec is not None:
+            raise DriverError("give --gpu-spec or --xla_gpu_target_config_filename, not both")
+        gpu_spec = str(config_file)
+    if platform is not None:
+        platform = platform_name(platform)
+    elif config_file is not None:
+        platform = "cuda"
+    if autotune_results is not None:
+        flags_given[AUTOTUNE_FLAG] = autotune_results
+    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
+    # XLA_FLAGS may be set for other tools: it matters only when XLA compiles.
+    env_flags = xla_flags.from_environment() if platform is not None or xla_tool else {}
+    flags = xla_flags.merge(file_flags, env_flags, flags_given)
+    if TARGET_CONFIG_FLAG in flags:  # from the file or XLA_FLAGS: the spec, as on the command line
+        named = str(flags.pop(TARGET_CONFIG_FLAG))
+        if gpu_spec is None:
+            gpu_spec, platform, spec_from_flag = named, platform or "cuda", True
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+    if platform is None and not xla_tool:
+        if gpu_spec is not None:
+            raise DriverError("--gpu-spec needs --platform cuda")
+        if flags:
+            raise DriverError("XLA flags need --platform cpu|cuda")
+    if platform == "cpu" and gpu_spec is not None:
+        raise DriverError("--gpu-spec is for --platform cuda" if not spec_from_flag
+                          else "--xla_gpu_target_config_filename is for --platform=CUDA")
+    target = Target(platform, [], (), "")
+    path = flags.get(AUTOTUNE_FLAG)
+    if path is not None:
+        if platform == "cpu" and not xla_tool:
+            raise DriverError("autotune results are for --platform cuda")
+        flags[AUTOTUNE_FLAG] = autotune_file(str(path), target.keep)
+    if platform == "cuda" and needs_spec:
+        from . import gpu_specs
+
+        if gpu_spec is None:
+            spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
+            notes.append(f"note: no {spec_flag} given: compiling for {spec.name} ({spec.gpu}, {spec.sm})")
+            target.specs = [spec]
+        else:
+            target.specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
+        # Fields filled in or left out of a spec: said with the other notes, after validation.
+        notes += [n for s in target.specs for n in s.notes]
+    elif platform == "cuda" and gpu_spec is not None:  # a listing: the spec is still checked
+        from . import gpu_specs
+
+        target.specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
+        notes += [n for s in target.specs for n in s.notes]
+    target.xla_flags = tuple(sorted(flags.items()))
+    target.note = "\n".join(notes)
+    return target
+
+
+def autotune_file(path: str, keep: list[Any]) -> str:
+    """An autotune results file XLA reads by its content, whatever its extension.
+
+    XLA picks text or binary from the extension (.txt/.textproto/.prototxt/.pbtxt
+    are text); ``results.textpb`` from XLA's own documentation would be read
+    as binary. A copy with the extension matching the content is passed on
+    (kept alive in ``keep``).
+    """
+    import tempfile
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FlagError("no such autotune results file", file=path) from None
+    except IsADirectoryError:
+        raise FlagError("no such autotune results file", file=path) from None
+    except OSError as e:
+        raise FlagError(e.strerror or str(e), file=path) from None
+    try:
+        text = data.decode()
+        is_text = not any(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07")
+    except UnicodeDecodeError:
+        is_text = False
+    suffix = ".pbtxt" if is_text else ".pb"
+    if path.endswith((".txt", ".textproto", ".prototxt", ".pbtxt") if is_text else (".pb",)):
+        return path
+    tmp = tempfile.NamedTemporaryFile(prefix="mlirhlo-autotune-", suffix=suffix)
+    tmp.write(data)
+    tmp.flush()
+    keep.append(tmp)  # removed when the target goes
+    return tmp.name
+
+
+def ptxas_in_use() -> tuple[Any, list[Any], str]:
+    """(the ptxas XLA will run for CUDA targets, the other ones found, why there is none)."""
+    from . import cuda_tools, xla_flags
+
+    try:  # the data dir a user set in XLA_FLAGS counts; a malformed XLA_FLAGS does not matter here
+        user_dir = xla_flags.from_environment().get(cuda_tools.DATA_DIR_FLAG) or None
+    except DriverError:
+        user_dir = None
+    try:
+        ptxas = cuda_tools.ptxas(cuda_tools.cuda_data_dir(user_dir)[0])
+    except DriverError as e:
+        return None, cuda_tools.all_ptxas(), e.format().removeprefix("error: ")
+    others = [p for p in cuda_tools.all_ptxas(user_dir) if p.path != ptxas.path
+              and p.version != ptxas.version]
+    return ptxas, others, ""

@@ -1,0 +1,108 @@
+"""Help text of every front-end: every option has help, metavariables are words
+(FILE, NAME, N, SECONDS, HOST:PORT), never Python types; every console script
+has --version."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+# What typer/click print for an option without a metavar of its own.
+PYTHON_TYPES = re.compile(r"<(str|int|float|list|path|bool|text|integer|choice|tuple)\b|\bTEXT\b|\bINTEGER\b|\bFLOAT\b")
+
+
+def _commands() -> list[tuple[list[str], object]]:
+    """(path, click command) of every ``mlirhlo`` command and sub-command, groups included."""
+    import typer
+
+    from mlirhlo_driver import cli
+
+    found = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        found.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, path + [name])
+
+    walk(typer.main.get_command(cli.app), [])
+    return found
+
+
+COMMANDS = _commands()
+
+
+def test_every_command_is_scanned():
+    names = {" ".join(path) for path, _ in COMMANDS}
+    assert {"", "opt", "run", "spmd-run", "ptx", "convert", "passes", "kernels", "bench-pipeline",
+            "specs", "specs list", "specs show", "specs check", "cache", "cache info"} <= names
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p) or "mlirhlo")
+def test_mlirhlo_help_has_words_and_help_for_every_option(cli, path):
+    cmd = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]
+    r = cli(*path, "--help")
+    assert r.code == 0, r.err
+    assert not PYTHON_TYPES.search(r.out), PYTHON_TYPES.search(r.out).group(0)
+    for param in cmd.params:
+        if param.param_type_name != "option" or param.hidden:
+            continue
+        assert (param.help or "").strip(), f"mlirhlo {' '.join(path)} {param.opts[0]}: no help text"
+        assert param.opts[0] in r.out
+        if not param.is_flag:  # a value: its metavariable is an upper-case word
+            assert param.metavar and re.fullmatch(r"[A-Z][A-Z0-9_:=.\[\],]*", param.metavar), \
+                (param.opts[0], param.metavar)
+    for param in cmd.params:
+        if param.param_type_name == "argument":
+            assert param.metavar and param.metavar.rstrip(".").isupper(), (param.name, param.metavar)
+
+
+XLA_TOOLS = {"hlo-opt": ("hlo_opt_main", "HLO_OPT_FLAGS"),
+             "run_hlo_module": ("run_hlo_module_main", "RUN_HLO_MODULE_FLAGS"),
+             "multihost_hlo_runner": ("multihost_main", "MULTIHOST_FLAGS"),
+             "ptx-opt": ("ptx_opt_main", "PTX_OPT_FLAGS")}
+
+
+@pytest.mark.parametrize("name", sorted(XLA_TOOLS))
+def test_xla_front_end_help(capfd, name):
+    from mlirhlo_driver import xla_tools
+
+    main, flags_name = XLA_TOOLS[name]
+    with pytest.raises(SystemExit) as e:
+        getattr(xla_tools, main)(["--help"])
+    out = capfd.readouterr().out
+    assert e.value.code == 0
+    assert not PYTHON_TYPES.search(out) and "<" not in out
+    for flag in getattr(xla_tools, flags_name):
+        assert flag.help.strip(), f"{name} --{flag.name}: no help text"
+        if flag.kind == "bool":
+            assert f"--{flag.name}" in out
+        else:
+            assert re.fullmatch(r"[A-Z][A-Z0-9_:.]*", flag.metavar), (flag.name, flag.metavar)
+            assert f"--{flag.name}={flag.metavar}" in out or f"--{flag.name} {flag.metavar}" in out, flag.name
+
+
+def _console_scripts() -> list[str]:
+    with open(REPO / "pyproject.toml", "rb") as f:
+        return sorted(tomllib.load(f)["project"]["scripts"])
+
+
+def test_console_scripts_are_the_front_ends():
+    assert set(_console_scripts()) == {"mlirhlo", "hlo_runner_main", *XLA_TOOLS}
+
+
+@pytest.mark.parametrize("script", _console_scripts())
+def test_every_console_script_has_version(script):
+    exe = BIN / script
+    if not exe.exists():
+        pytest.skip(f"{script} is not installed in this environment (pip install -e .)")
+    proc = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "mlirhlo-driver" in proc.stdout.splitlines()[0]
+    assert proc.stderr == ""
