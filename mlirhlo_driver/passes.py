@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from importlib import util
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 ANY = "any"  # op-agnostic: runs on whatever op its pass manager is nested on
@@ -141,11 +142,9 @@ def native_passes() -> list[PassInfo]:
     import json
 
     path = cache_dir() / f"passes-{jaxlib_cache_key()}.json"
-    try:
-        rows = json.loads(path.read_text())
-        return [PassInfo(**row) for row in rows]
-    except (OSError, ValueError, TypeError):
-        pass
+    cached = _cached_native_passes(path)
+    if cached is not None:
+        return cached
     found = _scan_in_subprocess()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +154,39 @@ def native_passes() -> list[PassInfo]:
     except OSError:
         pass  # a read-only home only costs a rescan next time
     return found
+
+
+def _cached_native_passes(path: Path | None = None) -> list[PassInfo] | None:
+    """The catalogue a previous scan left, or None."""
+    import json
+
+    path = path or cache_dir() / f"passes-{jaxlib_cache_key()}.json"
+    try:
+        return [PassInfo(**row) for row in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def probe_pass(name: str) -> PassInfo | None:
+    """The PassInfo of one name, as the full scan would record it, or None when jaxlib
+    has no such pass: a parse, and for an op-agnostic pass one forked run."""
+    from jaxlib.mlir import passmanager
+
+    from . import _jaxlib
+    from .native_io import capture_fd2
+
+    if not _CANDIDATE.fullmatch(name.encode()):
+        return None
+    with _jaxlib.ir_context(), capture_fd2():
+        try:
+            passmanager.PassManager.parse(f"builtin.module({name})")
+            anchor = ANY if _runs_nested_in_child(name) else MODULE
+        except ValueError as e:
+            m = _RESTRICTED.search(str(e))
+            if not m:
+                return None
+            anchor = m.group(1)
+    return PassInfo(name, anchor, DESCRIPTIONS.get(name, ""))
 
 
 def _scan_in_subprocess() -> list[PassInfo]:
@@ -244,19 +276,60 @@ def _runs_nested_in_child(name: str) -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
-def all_passes() -> dict[str, PassInfo]:
-    """Every pass a pipeline may name, by name: jaxlib's and those written in Python."""
+def all_passes() -> Mapping[str, PassInfo]:
+    """Every pass a pipeline may name, by name: jaxlib's and those written in Python.
+
+    Looking a name up probes that one pass (a few ms) until the full catalogue is
+    cached; iterating (listings, did-you-mean hints) scans all of jaxlib once
+    (seconds, then cached). So the first ``--passes a,b`` in a new environment
+    costs two probes, not the scan.
+    """
     from . import python_passes
 
-    out = {p.name: p for p in native_passes()}
+    cached = _cached_native_passes()
+    full = {p.name: p for p in cached} if cached is not None else None
+    written: dict[str, PassInfo] = {}
     for p in python_passes.registered():
-        if p.name in out:  # plugin files are refused on load; this catches the other origins
+        native = full.get(p.name) if full is not None else probe_pass(p.name)
+        if native is not None:  # plugin files are refused on load; this catches the other origins
             from .errors import InputError
 
             raise InputError(f"Python pass '{p.name}' (from {p.origin}) has the name of a native "
                              "jaxlib pass; it cannot replace it", hint="give the Python pass another name")
-        out[p.name] = PassInfo(p.name, p.anchor, p.description, "python")
-    return out
+        written[p.name] = PassInfo(p.name, p.anchor, p.description, "python")
+    return _Catalog(full, written)
+
+
+class _Catalog(Mapping):
+    """Native passes probed name by name until something needs them all."""
+
+    def __init__(self, full: dict[str, PassInfo] | None, written: dict[str, PassInfo]) -> None:
+        self._full = full
+        self._written = written
+        self._probed: dict[str, PassInfo | None] = {}
+
+    def _everything(self) -> dict[str, PassInfo]:
+        if self._full is None:
+            self._full = {p.name: p for p in native_passes()}
+        return {**self._full, **self._written}
+
+    def __getitem__(self, name: str) -> PassInfo:
+        if name in self._written:
+            return self._written[name]
+        if self._full is not None:
+            return self._full[name]
+        if name not in self._probed:
+            self._probed[name] = probe_pass(name)
+        info = self._probed[name]
+        if info is None:
+            raise KeyError(name)
+        return info
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._everything())
+
+    def __len__(self) -> int:
+        return len(self._everything())
 
 
 if __name__ == "__main__":

@@ -116,12 +116,20 @@ def run(launch: SpmdLaunch, options: Any) -> int:
         return _in_process(launch, options)
     # The module is checked here first: a bad input is one error, not one per process.
     spmd.prepare(load_one(launch.source, launch.input_format, launch.args), options)
+    return launch_processes(launch, options)
+
+
+def launch_processes(launch: SpmdLaunch, options: Any, *, what: str = "processes") -> int:
+    """Start ``launch.launch_local`` processes on 127.0.0.1, or this host's one process of
+    ``launch.num_processes``, and relay them (spmd.supervise). ``what`` names them in the note."""
+    from . import spmd
+
     if launch.launch_local is not None:
         address = f"127.0.0.1:{spmd.free_port()}"
         cfgs = spmd.worker_configs(launch.source, launch.input_format, launch.args, options,
                                    num_processes=launch.launch_local, process_ids=list(range(launch.launch_local)),
                                    coordinator=address, timeout=launch.timeout, dump_output=launch.dump_output)
-        sys.stderr.write(f"note: {launch.launch_local} processes, coordinator {address}\n")
+        sys.stderr.write(f"note: {launch.launch_local} {what}, coordinator {address}\n")
 
         def started(pid: int, os_pid: int) -> None:
             sys.stderr.write(f"note: process {pid} is pid {os_pid}\n")

@@ -584,16 +584,14 @@ def _multihost_processes(p: Any, plans: list[tuple[str, Any]], fmt: str | None) 
     spmd.check_devices_per_process(options, nodes)
     modules = loader.load(path, input_format=fmt)
     spmd.prepare(modules[0], options)  # a bad module is one error here, not one per process
+    from .spmd_launch import SpmdLaunch, launch_processes
+
     if p["enable_mock_nccl"]:
-        address = f"127.0.0.1:{spmd.free_port()}"
-        cfgs = spmd.worker_configs(path, fmt, None, options, num_processes=nodes,
-                                   process_ids=list(range(nodes)), coordinator=address,
-                                   timeout=300.0, dump_output=None)
-        sys.stderr.write(f"note: {nodes} simulated nodes: processes on 127.0.0.1, coordinator {address}\n")
-        return spmd.supervise(cfgs, prefixed=True)
-    cfgs = spmd.worker_configs(path, fmt, None, options, num_processes=nodes, process_ids=[p["task_id"]],
-                               coordinator=p["address"], timeout=300.0, dump_output=None)
-    return spmd.supervise(cfgs, prefixed=False)
+        launch = SpmdLaunch(source=path, input_format=fmt, launch_local=nodes)
+        return launch_processes(launch, options, what="simulated nodes (processes on 127.0.0.1)")
+    launch = SpmdLaunch(source=path, input_format=fmt, num_processes=nodes, process_id=p["task_id"],
+                        coordinator=p["address"])
+    return launch_processes(launch, options)
 
 
 def _compile_only(loaded: Any, options: Any) -> str:

@@ -370,3 +370,26 @@ def test_entry_point_cache_sees_an_install(entry_point_cache):
     (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nlater = late_passes\n")  # edited in place
     specs = python_passes.entry_point_specs()
     assert ("later", "late_passes", "2.0") in specs and ("late", "late_passes", "2.0") not in specs
+
+
+def test_first_passes_in_a_new_environment_probes_only_the_named_passes(tmp_path):
+    """No pass catalogue yet (a new environment): `--passes` probes the passes it names
+    instead of scanning all of jaxlib (seconds); a did-you-mean hint still gets the scan."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    module = tmp_path / "m.mlir"
+    module.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  %1 = stablehlo.add %a, %a : tensor<4xf32>\n"
+                      "  %2 = stablehlo.multiply %0, %1 : tensor<4xf32>\n  return %2 : tensor<4xf32>\n}\n")
+    cmd = [sys.executable, "-m", "mlirhlo_driver.cli", "opt", str(module), "--no-cache"]
+    ok = subprocess.run(cmd + ["--passes", "canonicalize,cse"], env=env, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.count("stablehlo.add") == 1  # cse merged the two adds
+    catalogue = list((tmp_path / "cache" / "mlirhlo-driver").glob("passes-*.json"))
+    assert catalogue == []  # no full scan happened
+    bad = subprocess.run(cmd + ["--passes", "canonicalise"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "did you mean 'canonicalize'" in bad.stderr
+    assert list((tmp_path / "cache" / "mlirhlo-driver").glob("passes-*.json"))  # scanned once, kept
