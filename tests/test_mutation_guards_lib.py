@@ -367,3 +367,26 @@ def test_xla_pipeline_bench_with_more_dumps_in_a_later_compile(monkeypatch):
     monkeypatch.setattr(xla_backend, "pass_dumps", lambda a: next(runs))
     rows, _ = bench.bench_xla_pipeline(object(), "m", stages.StageOptions(platform="cpu"), repeats=2)
     assert [(r.ending_with, r.times_ms) for r in rows] == [("pass1", [1.0, 1.0])]
+
+
+def test_error_text_without_an_error_line_is_its_last_line():
+    from mlirhlo_driver.emit import _first_line
+
+    assert _first_line(RuntimeError("first\n\nsecond\n")) == "second"
+    assert _first_line(RuntimeError("noise\nerror: the reason\nmore")) == "the reason"
+    assert _first_line(RuntimeError("")) == "RuntimeError"
+
+
+def test_line_col_after_a_newline_at_offset_zero():
+    from mlirhlo_driver.checks import _line_col
+
+    assert _line_col("\nab", 2) == (2, 2)
+    assert _line_col("ab\ncd", 4) == (2, 2)
+
+
+def test_a_fixed32_field_inside_a_group_is_skipped():
+    from mlirhlo_driver import protos
+
+    # field 1 as a group holding field 2 (fixed32), then the group's end tag
+    data = bytes([0x0B, 0x15, 1, 2, 3, 4, 0x0C])
+    assert protos._skip(data, 1, 0x0B, len(data), 0) == len(data)
