@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .checks import _LOCATION  # an op's loc("file":line:col), as the check rewriter reads it
 from .errors import InputError
 
 _DIVISION_OPS = ("stablehlo.divide", "stablehlo.remainder", "mhlo.divide", "mhlo.remainder")
 _CONSTANT_OPS = ("stablehlo.constant", "mhlo.constant")
 _INT_TENSOR = re.compile(r"tensor<(?:[^<>]*x)?(?:ui|si|i)\d+>")
-_LOCATION = re.compile(r'loc\("([^"]*)":(\d+):(\d+)')
 
 
 def _constant_of(value: Any) -> Any:

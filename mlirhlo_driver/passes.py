@@ -170,22 +170,27 @@ def _cached_native_passes(path: Path | None = None) -> list[PassInfo] | None:
 def probe_pass(name: str) -> PassInfo | None:
     """The PassInfo of one name, as the full scan would record it, or None when jaxlib
     has no such pass: a parse, and for an op-agnostic pass one forked run."""
-    from jaxlib.mlir import passmanager
-
     from . import _jaxlib
     from .native_io import capture_fd2
 
     if not _CANDIDATE.fullmatch(name.encode()):
         return None
     with _jaxlib.ir_context(), capture_fd2():
-        try:
-            passmanager.PassManager.parse(f"builtin.module({name})")
-            anchor = ANY if _runs_nested_in_child(name) else MODULE
-        except ValueError as e:
-            m = _RESTRICTED.search(str(e))
-            if not m:
-                return None
-            anchor = m.group(1)
+        return _pass_info(name)
+
+
+def _pass_info(name: str) -> PassInfo | None:
+    """PassInfo of ``name``, or None if it is not a pass (in an active MLIR context)."""
+    from jaxlib.mlir import passmanager
+
+    try:
+        passmanager.PassManager.parse(f"builtin.module({name})")
+        anchor = ANY if _runs_nested_in_child(name) else MODULE
+    except ValueError as e:
+        m = _RESTRICTED.search(str(e))
+        if not m:
+            return None
+        anchor = m.group(1)
     return PassInfo(name, anchor, DESCRIPTIONS.get(name, ""))
 
 
@@ -207,8 +212,6 @@ def _scan_in_subprocess() -> list[PassInfo]:
 
 
 def scan_native_passes() -> list[PassInfo]:
-    from jaxlib.mlir import passmanager
-
     from . import _jaxlib
     from .native_io import capture_fd2
 
@@ -220,20 +223,9 @@ def scan_native_passes() -> list[PassInfo]:
         for piece in data.split(b"\0"):
             if 3 <= len(piece) <= 64 and _CANDIDATE.fullmatch(piece):
                 candidates.add(piece.decode())
-    found: list[PassInfo] = []
     # Parsing thousands of non-pass strings makes native code log; none of it is news.
     with ctx, capture_fd2():
-        for name in sorted(candidates):
-            try:
-                passmanager.PassManager.parse(f"builtin.module({name})")
-                anchor = ANY if _runs_nested_in_child(name) else MODULE
-            except ValueError as e:
-                m = _RESTRICTED.search(str(e))
-                if not m:
-                    continue  # not a pass
-                anchor = m.group(1)
-            found.append(PassInfo(name, anchor, DESCRIPTIONS.get(name, "")))
-    return found
+        return [info for info in map(_pass_info, sorted(candidates)) if info is not None]
 
 
 def _runs_nested_in_child(name: str) -> bool:
