@@ -5,6 +5,9 @@ Promises:
 * Modules are loaded one at a time, inside their task, and each module's
   files are written as soon as it finishes: memory does not grow with the
   number of modules (text for ``-o`` is the exception: one file holds it all).
+  A module with a stage that finishes in groups (``sass``, see
+  :class:`~mlirhlo_driver.stages.Deferred`) is held until its group of at most
+  ``group_size`` modules is done, then written; its output is the same as alone.
 * In a batch (more than one module, no ``fail_fast``) a module that fails -
   bad input, a failing pass, a compile error, a crash or a hang in a worker -
   becomes a :class:`OptResult` row with its error; the other modules are still
@@ -48,6 +51,7 @@ class OptJob:
     split_input_file: bool = False
     arg_specs: str | None = None
     plugins: tuple[str, ...] = ()              # --load-pass-plugin files, loaded in each worker
+    defer: bool = False                        # stages may finish in groups (stages.Deferred), in run_batch
 
 
 @dataclass(frozen=True)
@@ -120,31 +124,77 @@ def process(job: OptJob, task: OptTask) -> OptResult:
                 result.parts.append((stem, "hlo", xla_pass_hlo(loaded, options, job.xla_passes,
                                                                job.after_pass)))
                 continue
-            request = stage_registry.StageRequest(loaded.module, loaded.name, options,
-                                                  source=loaded.source, line_offset=loaded.line_offset)
+            request = stage_registry.StageRequest(loaded.module, loaded.name, options, source=loaded.source,
+                                                  line_offset=loaded.line_offset, defer=job.defer)
             for name in job.stage_names:
-                data = request.produce(name)
-                if not job.dump_dir:  # a multi-file stage (cubin) must be one file here
-                    data = stage_registry.single_output(stage_registry.get(name, job.platform), data)
-                result.parts.append((stem, name, data))
-        if job.dump_dir:
-            result.files += [(str(Path(job.dump_dir) / filename), data)
-                             for stem, name, produced in result.parts
-                             for filename, data in stage_registry.get(name, job.platform).files(stem, produced)]
-            result.parts = []
+                result.parts.append((stem, name, request.produce(name)))
+        if not pending(result):
+            finalize(job, result)
     except DriverError as e:
-        if e.file is None and task.source != "-":
-            e.file = task.source  # a stage's error is about this module: say which file
-        result.status = "invalid" if isinstance(e, (InputError, PipelineError)) else "failed"
-        result.message = e.format().removeprefix("error: ")
-        result.error_text = error_text(e)
-        if isinstance(e, PassFailure) and e.reproducer:
-            result.message += f" (reproducer: {e.reproducer})"
-        result.exception = e
-        result.parts = []
-        result.files = [f for f in result.files if job.ir_dump_dir and f[0].startswith(job.ir_dump_dir)]
+        fail(job, result, e)
     result.stderr = "".join(err)
     return result
+
+
+def pending(result: OptResult) -> bool:
+    """Whether some of the result's stages are still to be finished (stages.Deferred)."""
+    return any(isinstance(data, stage_registry.Deferred) for _, _, data in result.parts)
+
+
+def finalize(job: OptJob, result: OptResult) -> None:
+    """The produced stages as what is written: files under dump_dir, or one output
+    per stage (a multi-file stage, cubin, must then have one file)."""
+    if job.dump_dir:
+        result.files += [(str(Path(job.dump_dir) / filename), data)
+                         for stem, name, produced in result.parts
+                         for filename, data in stage_registry.get(name, job.platform).files(stem, produced)]
+        result.parts = []
+    else:
+        result.parts = [(stem, name, stage_registry.single_output(stage_registry.get(name, job.platform), data))
+                        for stem, name, data in result.parts]
+
+
+def fail(job: OptJob, result: OptResult, e: DriverError) -> None:
+    """Make ``result`` the row of a module that failed with ``e``; nothing of it is written
+    but the IR dumps up to the failure."""
+    if e.file is None and result.source != "-":
+        e.file = result.source  # a stage's error is about this module: say which file
+    result.status = "invalid" if isinstance(e, (InputError, PipelineError)) else "failed"
+    result.message = e.format().removeprefix("error: ")
+    result.error_text = error_text(e)
+    if isinstance(e, PassFailure) and e.reproducer:
+        result.message += f" (reproducer: {e.reproducer})"
+    result.exception = e
+    result.parts = []
+    result.files = [f for f in result.files if job.ir_dump_dir and f[0].startswith(job.ir_dump_dir)]
+
+
+def finish_pending(job: OptJob, results: Sequence[OptResult]) -> None:
+    """Finish the deferred stages of ``results`` together, by kind and at most
+    ``group_size`` at a time (one tool run each); a stage that fails fails its module."""
+    slots: dict[type, list[tuple[OptResult, int]]] = {}
+    for result in results:
+        for i, (_, _, data) in enumerate(result.parts):
+            if isinstance(data, stage_registry.Deferred):
+                slots.setdefault(type(data), []).append((result, i))
+    failed: dict[int, DriverError] = {}
+    for kind, where in slots.items():
+        for start in range(0, len(where), kind.group_size):
+            chunk = where[start:start + kind.group_size]
+            finished = kind.finish_all([r.parts[i][2] for r, i in chunk])  # type: ignore[misc]
+            for (r, i), out in zip(chunk, finished):
+                if isinstance(out, DriverError):
+                    failed.setdefault(id(r), out)
+                else:
+                    stem, name, _ = r.parts[i]
+                    r.parts[i] = (stem, name, out)
+    for result in results:
+        try:
+            if id(result) in failed:
+                raise failed[id(result)]
+            finalize(job, result)
+        except DriverError as e:
+            fail(job, result, e)
 
 
 def error_text(err: DriverError) -> str:
@@ -237,8 +287,11 @@ def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: 
     outputs). The rows come back in task order, without their data."""
     stop_at_first = fail_fast or len(tasks) == 1
     rows: dict[int, OptResult] = {}
-    for index, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler):
+    held: list[OptResult] = []  # done but for their deferred stages (SASS), finished in groups
+
+    def deliver(result: OptResult) -> None:
         if not result.ok and stop_at_first:
+            flush()  # the modules before it are written, as they would have been
             sys.stderr.write(result.stderr)
             for path, data in result.files:  # the IR dumps up to the failing pass
                 _write(path, data)
@@ -247,7 +300,23 @@ def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: 
             raise BatchStopped(result)
         on_result(result)
         result.files, result.parts, result.exception = [], [], None
-        rows[index] = result
+        rows[result.index] = result
+
+    def flush() -> None:
+        group = held[:]
+        held.clear()
+        finish_pending(job, group)
+        for result in group:
+            deliver(result)
+
+    for _, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler):
+        if result.ok and pending(result):
+            held.append(result)
+            if len(held) >= stage_registry.Deferred.group_size:
+                flush()
+            continue
+        deliver(result)
+    flush()
     return [rows[i] for i in sorted(rows)]
 
 
@@ -458,7 +527,9 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
         instrumentation=inst, dump_dir=o.dump_dir, ir_dump_dir=o.ir_dump_dir, timing=o.timing,
         several=len(tasks) > 1, reproducer_dir=o.reproducer_dir, xla_passes=o.xla_passes,
         after_pass=o.after_pass, input_format=o.input_format, split_input_file=o.split_input_file,
-        arg_specs=o.args, plugins=tuple(o.load_pass_plugin))
+        arg_specs=o.args, plugins=tuple(o.load_pass_plugin),
+        # On a cluster each worker finishes its own: this machine may lack the tools.
+        defer=o.scheduler is None)
     # Each module's outputs are written as it finishes; a failing one is a row,
     # unless it is the only module or fail_fast stops at it.
     writer = Writer(o.output)

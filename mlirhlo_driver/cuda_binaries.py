@@ -12,14 +12,13 @@ then ``AppendArgsFromOptions``: ``-O0`` when ``xla_gpu_disable_gpuasm_optimizati
 is set, then the user's extra flags (``xla_gpu_ptx_compiler_extra_flags`` in
 this jaxlib). Both give the same bytes (tests/test_cuda_stages.py checks it).
 
-``sass`` and ``kernels`` share one more ptxas process, over all PTX files with
-``-v`` (:meth:`Assembly.combined_elf`): one ELF holding every kernel, so that
-nvdisasm, which spends about 0.25 s of CPU starting up, runs once per compile,
-and one ``-v`` report of every kernel's registers, stack frame, spills and
-barriers. ptxas assembles each entry on its own: every kernel's code and figures
-there equal those of its own module (tests check it); ``-v`` only reports and
-does not change the code. Static shared memory is read from each module's own
-cubin instead, as its sections can differ in the combined ELF.
+``sass`` and ``kernels`` assemble XLA's PTX once more, for a group of compiles
+at a time (:func:`assemble_many`): one ptxas run with ``-v``, whose report gives
+every kernel's registers, stack frame, spills and barriers (``-v`` only
+reports), into one ELF that one nvdisasm disassembles. nvdisasm spends about
+0.2 s of CPU starting up and reads one ELF, so a batch runs it once per group,
+not once per kernel module. Static shared memory is read from each module's own
+cubin (:meth:`Assembly.shared_sizes`).
 
 SASS comes from ``nvdisasm``. pip's ``nvidia-cuda-nvdisasm`` is CUDA 13, which
 reads cubins for sm_75 and newer only; for sm_60/sm_70 the CUDA 12.8 copy that
@@ -36,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import StageError, ToolchainError
+from .errors import DriverError, StageError, ToolchainError
 
 # ELF e_machine of NVIDIA cubins (EM_CUDA).
 EM_CUDA = 190
@@ -78,8 +77,6 @@ class Assembly:
     modules: list[KernelModule]
     xla_cubins: dict[str, bytes] = field(default_factory=dict, repr=False)  # kernel -> its module's cubin
     _assembled: bool = field(default=False, repr=False)
-    _combined: tuple[bytes, str] | None = field(default=None, repr=False)
-    _resources: dict[str, KernelResources] | None = field(default=None, repr=False)
 
     def modules_assembled(self) -> list[KernelModule]:
         """The modules with their cubins: XLA's own where its kernel cache holds them,
@@ -90,34 +87,14 @@ class Assembly:
             self._assembled = True
         return self.modules
 
-    def combined_elf(self) -> bytes:
-        """One ELF of every kernel from one ptxas process (made on first call)."""
-        return self._combined_run()[0]
-
-    @property
-    def resources(self) -> dict[str, KernelResources]:
-        """Each kernel's resources: the combined run's ``-v`` report, with static shared
-        memory from its own module's cubin."""
-        if self._resources is None:
-            self._resources = {}
-            report = parse_ptxas_log(self._combined_run()[1])
-            for m in self.modules_assembled():
-                sizes = elf_section_sizes(m.cubin)
-                for k in m.kernels:
-                    r = report.get(k)
-                    if r is None:
-                        continue
-                    # ptxas -v leaves out static shared memory it adds itself (1 KiB in some
-                    # sm_90a Triton kernels); the ELF's .nv.shared.<kernel> section is what the
-                    # driver reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's
-                    # SHARED). No section: ptxas -v's figure (0 in every case seen).
-                    self._resources[k] = replace(r, shared=sizes.get(f".nv.shared.{k}", r.shared))
-        return self._resources
-
-    def _combined_run(self) -> tuple[bytes, str]:
-        if self._combined is None:
-            self._combined = _assemble_combined(self)
-        return self._combined
+    def shared_sizes(self) -> dict[str, int]:
+        """Kernel -> the size of its ``.nv.shared.<kernel>`` section in its module's cubin
+        (kernels with no static shared memory have none)."""
+        out = {}
+        for m in self.modules_assembled():
+            sizes = elf_section_sizes(m.cubin)
+            out.update({k: sizes[f".nv.shared.{k}"] for k in m.kernels if f".nv.shared.{k}" in sizes})
+        return out
 
 
 def ptxas_options(sm: str, xla_flags: dict[str, Any]) -> list[str]:
@@ -205,48 +182,38 @@ def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, An
 
 
 def _assemble_modules(asm: Assembly, modules: list[KernelModule]) -> None:
-    """One ptxas per module, as XLA runs it, side by side; fills cubin and log."""
+    """Assemble ``modules`` as XLA does; fills their cubin and log."""
+    for m, (cubin, log) in zip(modules, _run_ptxas_each(asm, modules)):
+        m.cubin, m.log = cubin, log
+
+
+def _run_ptxas_each(asm: Assembly, modules: list[KernelModule]) -> list[tuple[bytes, str]]:
+    """(cubin, ptxas output) of each module: one ptxas per module with XLA's options,
+    all started at once: each runs for milliseconds to a second, and cores may be free."""
     if not modules:
-        return
+        return []
+    out = []
     with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
         procs = []
         for i, m in enumerate(modules):
             src = os.path.join(tmp, f"{i}.ptx")
             with open(src, "w") as f:
                 f.write(m.ptx)
-            # All at once: each runs for milliseconds to a second, and cores may be free.
             procs.append(subprocess.Popen([asm.ptxas.path, src, "-o", os.path.join(tmp, f"{i}.cubin"),
                                            *asm.args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           stdin=subprocess.DEVNULL))
         for i, (m, proc) in enumerate(zip(modules, procs)):
             stdout, stderr = proc.communicate()
-            m.log = (stdout + stderr).decode("utf-8", "replace")
+            log = (stdout + stderr).decode("utf-8", "replace")
             if proc.returncode != 0:
+                for other in procs:
+                    other.kill()
+                    other.wait()
                 raise StageError(f"ptxas {asm.ptxas.version_str} failed on kernel module '{m.name}' "
-                                 f"for {asm.sm}: {_first_error(m.log, proc.returncode)}")
+                                 f"for {asm.sm}: {_first_error(log, proc.returncode)}")
             with open(os.path.join(tmp, f"{i}.cubin"), "rb") as f:
-                m.cubin = f.read()
-
-
-def _assemble_combined(asm: Assembly) -> tuple[bytes, str]:
-    """(ELF, ``-v`` report) of one ptxas process over every module's PTX."""
-    if not asm.modules:
-        return b"", ""
-    with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
-        sources = []
-        for i, m in enumerate(asm.modules):
-            sources.append(os.path.join(tmp, f"{i}.ptx"))
-            with open(sources[-1], "w") as f:
-                f.write(m.ptx)
-        out = os.path.join(tmp, "all.cubin")
-        proc = subprocess.run([asm.ptxas.path, *sources, "-o", out, *asm.args, "-v"], capture_output=True,
-                              stdin=subprocess.DEVNULL)
-        log = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        if proc.returncode != 0:
-            raise StageError(f"ptxas {asm.ptxas.version_str} failed for {asm.sm}: "
-                             f"{_first_error(log, proc.returncode)}")
-        with open(out, "rb") as f:
-            return f.read(), log
+                out.append((f.read(), log))
+    return out
 
 
 # ``ptxas -v`` lines (CUDA 11.8 .. 13 spell them the same way):
@@ -453,38 +420,228 @@ def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
                               "or put a CUDA 12 toolkit's bin/ on PATH")
 
 
-_TEXT_SECTION = re.compile(r"^//-+ \.text\.([\w$.]+) +-+$", re.M)
+@dataclass(frozen=True)
+class PtxJob:
+    """One compile's kernel modules as PTX and how XLA assembles them, picklable (a
+    batch worker makes it; the batch's process may finish it with others)."""
+
+    sm: str
+    ptxas: str                     # the ptxas XLA runs (path)
+    ptxas_version: str
+    args: tuple[str, ...]          # XLA's ptxas options
+    data_dir: str | None           # the user's xla_gpu_cuda_data_dir, where nvdisasm is looked for first
+    modules: tuple[tuple[str, tuple[str, ...], str], ...] = ()  # (kernel module, its kernels, PTX)
 
 
-def disassemble(assembly: Assembly, data_dir: str | None = None) -> list[tuple[str, str]]:
-    """(kernel module, SASS text) for each kernel module: one nvdisasm on the assembly's ELF."""
-    tool = nvdisasm_for(assembly.sm, data_dir)
-    if not assembly.modules:
+def ptx_job(assembly: Assembly, data_dir: str | None = None) -> PtxJob:
+    return PtxJob(assembly.sm, assembly.ptxas.path, assembly.ptxas.version_str, assembly.args, data_dir,
+                  tuple((m.name, tuple(m.kernels), m.ptx) for m in assembly.modules))
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """What a job got from its group's run."""
+
+    resources: dict[str, KernelResources]     # kernel -> ptxas -v's figures (shared: -v's own)
+    sass: list[tuple[str, str]] | DriverError | None = None  # (kernel module, SASS text), when asked
+
+
+def assemble_many(jobs: list[PtxJob], *, disassemble: bool) -> list[GroupResult | DriverError]:
+    """Each job's ``ptxas -v`` figures and, with ``disassemble``, its SASS, or the error
+    it failed with: one ptxas run, and one nvdisasm, for all jobs that share an sm and tools.
+
+    nvdisasm spends ~0.2 s of CPU on start-up (sm_90a; 0.07 s for sm_60) and reads
+    one ELF, and XLA's cubins are one ELF per kernel module; ptxas costs ~10 ms a
+    process. So the PTX of every job is assembled again by one ptxas run, with
+    XLA's options and ``-v`` (which only reports), into one ELF; a job's
+    module-level names get a prefix first (``__mlirhlo<j>_``), as different
+    compiles reuse kernel names. ptxas assembles each entry on its own, and a name
+    does not change its code (tests compare it with XLA's cubins). The SASS text
+    is then made independent of the group (:func:`_canonical`). When a group's
+    ptxas fails, each of its jobs is tried alone, so the error is the failing
+    module's. No usable nvdisasm fails only the SASS (``GroupResult.sass``).
+    """
+    out: list[GroupResult | DriverError | None] = [None] * len(jobs)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    tools: dict[int, Nvdisasm | DriverError | None] = {}
+    for i, job in enumerate(jobs):
+        if not job.modules:
+            out[i] = GroupResult({}, [] if disassemble else None)
+            continue
+        tools[i] = None
+        if disassemble:
+            try:
+                tools[i] = nvdisasm_for(job.sm, job.data_dir)
+            except ToolchainError as e:
+                tools[i] = e
+        # A name already holding the prefix could be renamed into another: such jobs go alone.
+        alone = any(_PREFIX in ptx for _, _, ptx in job.modules)
+        tool_key = tools[i] if not isinstance(tools[i], DriverError) else str(tools[i])
+        key = (job.sm, job.ptxas, job.args, tool_key, i if alone else None)
+        groups.setdefault(key, []).append(i)
+    for members in groups.values():
+        group = [jobs[i] for i in members]
+        tool = tools[members[0]]
+        try:
+            results: list[GroupResult | DriverError] = list(_run_group(group, tool))
+        except StageError as e:
+            if len(members) == 1:
+                results = [e]
+            else:
+                results = []
+                for job in group:
+                    try:
+                        results.append(_run_group([job], tool)[0])
+                    except StageError as alone_error:
+                        results.append(alone_error)
+        for i, result in zip(members, results):
+            out[i] = result
+    return out  # type: ignore[return-value]
+
+
+_PREFIX = "__mlirhlo"
+_IDENT = r"(?<![\w$%])[A-Za-z_$%][\w$%]*"
+# Module-scope names a PTX file defines (PTX ISA: "Identifiers", "State Spaces"):
+# kernels and functions, and variables declared at column 0 (LLVM indents the ones
+# inside functions). Registers, labels and parameters are local to their function.
+_PTX_FUNCTION = re.compile(rf"^[ \t]*(?:\.(?:visible|extern|weak|common)\s+)*"
+                           rf"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?({_IDENT})", re.M)
+_PTX_VARIABLE = re.compile(rf"^(?:\.(?:visible|extern|weak|common)\s+)*"
+                           rf"\.(?:global|const|shared|tex|texref|surfref|samplerref)\b[^;{{}}=]*?"
+                           rf"({_IDENT})\s*(?:\[[^\]]*\]\s*)*(?:=|;)", re.M)
+
+
+def _renamed(ptx: str, prefix: str) -> str:
+    """``ptx`` with each module-scope name it defines prefixed, wherever it appears."""
+    names = set(_PTX_FUNCTION.findall(ptx)) | set(_PTX_VARIABLE.findall(ptx))
+    if not prefix or not names:
+        return ptx
+    pattern = re.compile(r"(?<![\w$%])(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                         + r")(?![\w$%])")
+    return pattern.sub(lambda m: prefix + m.group(1), ptx)
+
+
+def group_prefixes(count: int) -> list[str]:
+    """The name prefix of each job in a group of ``count`` (none when alone)."""
+    return [f"{_PREFIX}{j}_" if count > 1 else "" for j in range(count)]
+
+
+def assemble_group(jobs: list[PtxJob]) -> tuple[bytes, str]:
+    """One ELF of every job's kernels (job j's names prefixed: :func:`group_prefixes`) and
+    its ``-v`` report, from one ptxas run with the first job's tool and options (a
+    group shares them)."""
+    first = jobs[0]
+    with tempfile.TemporaryDirectory(prefix="mlirhlo-ptxas-") as tmp:
+        sources = []
+        for j, (job, prefix) in enumerate(zip(jobs, group_prefixes(len(jobs)))):
+            for k, (_, _, ptx) in enumerate(job.modules):
+                sources.append(os.path.join(tmp, f"{j}_{k}.ptx"))
+                with open(sources[-1], "w") as f:
+                    f.write(_renamed(ptx, prefix))
+        elf = os.path.join(tmp, "all.cubin")
+        proc = subprocess.run([first.ptxas, *sources, "-o", elf, *first.args, "-v", *_threads(first)],
+                              capture_output=True, stdin=subprocess.DEVNULL)
+        log = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        if proc.returncode != 0:
+            raise StageError(f"ptxas {first.ptxas_version} failed for {first.sm}: "
+                             f"{_first_error(log, proc.returncode)}")
+        with open(elf, "rb") as f:
+            return f.read(), log
+
+
+def _threads(job: PtxJob) -> list[str]:
+    """ptxas's own threads over the group's functions (``--split-compile``, in ptxas 12.8,
+    12.9 and 13.0 here): the same code (tests compare it with XLA's cubins), in less time."""
+    try:
+        version = tuple(int(x) for x in job.ptxas_version.split(".")[:2])
+    except ValueError:
         return []
+    if version < (12, 8):
+        return []
+    return ["--split-compile", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)]
+
+
+def _run_group(jobs: list[PtxJob], tool: Nvdisasm | DriverError | None) -> list[GroupResult]:
+    """One ptxas run over every job's PTX; with a tool, one nvdisasm of its ELF; cut per job."""
+    elf, log = assemble_group(jobs)
+    report = parse_ptxas_log(log)
+    prefixes = group_prefixes(len(jobs))
+    resources = []
+    for job, prefix in zip(jobs, prefixes):
+        mine = {}
+        for _, kernels, _ in job.modules:
+            for k in kernels:
+                if prefix + k in report:
+                    mine[k] = replace(report[prefix + k], name=k)
+        resources.append(mine)
+    if tool is None or isinstance(tool, DriverError):
+        return [GroupResult(r, tool) for r in resources]
+    try:
+        sass = _disassemble(elf, jobs, prefixes, tool)
+    except StageError as e:
+        return [GroupResult(r, e) for r in resources]
+    return [GroupResult(r, s) for r, s in zip(resources, sass)]
+
+
+def _disassemble(elf: bytes, jobs: list[PtxJob], prefixes: list[str], tool: Nvdisasm) -> list[list[tuple[str, str]]]:
     with tempfile.TemporaryDirectory(prefix="mlirhlo-sass-") as tmp:
         path = os.path.join(tmp, "all.cubin")
         with open(path, "wb") as f:
-            f.write(assembly.combined_elf())
+            f.write(elf)
         # -c: code sections only (the ELF's data sections are not SASS). -ndf: no dataflow
         # analysis; nvdisasm 13 skips it on ptxas 12.9 cubins anyway (same text), yet spends
         # a quarter of its time on it.
         proc = subprocess.run([tool.path, "-c", "-ndf", path], capture_output=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace")
-        raise StageError(f"nvdisasm {tool.version_str} failed on {assembly.sm} cubins: "
+        raise StageError(f"nvdisasm {tool.version_str} failed on {jobs[0].sm} cubins: "
                          f"{_first_error(err, proc.returncode)}")
-    return split_by_module(proc.stdout.decode("utf-8", "replace"), assembly.modules)
-
-
-def split_by_module(text: str, modules: list[KernelModule]) -> list[tuple[str, str]]:
-    """nvdisasm's text of the combined ELF, cut at its ``.text.<kernel>`` banners and
-    regrouped per kernel module; each part keeps the ELF header lines."""
-    cuts = list(_TEXT_SECTION.finditer(text))
-    header = text[:cuts[0].start()] if cuts else text
-    by_kernel = {m.group(1): text[m.start():(cuts[i + 1].start() if i + 1 < len(cuts) else len(text))]
-                 for i, m in enumerate(cuts)}
+    header, sections = _text_sections(proc.stdout.decode("utf-8", "replace"))
     out = []
-    for module in modules:
-        body = "".join(by_kernel.get(k, "") for k in module.kernels)
-        out.append((module.name, header + body))
+    for job, prefix in zip(jobs, prefixes):
+        parts = []
+        for name, kernels, _ in job.modules:
+            missing = [k for k in kernels if prefix + k not in sections]
+            if missing:
+                raise StageError(f"nvdisasm {tool.version_str} printed no code for kernel '{missing[0]}'")
+            parts.append((name, header + "".join(sections[prefix + k] for k in kernels)))
+        out.append(_canonical(parts, prefix))
+    return out
+
+
+_BANNER = re.compile(r"^//-+ (\S+) +-+$", re.M)
+
+
+def _text_sections(text: str) -> tuple[str, dict[str, str]]:
+    """nvdisasm's text cut at its section banners: the ELF header lines, and kernel ->
+    its ``.text.<kernel>`` section. Other sections (the SYMBOLS list of the whole ELF)
+    are left out: they belong to no one kernel."""
+    cuts = list(_BANNER.finditer(text))
+    header = text[:cuts[0].start()] if cuts else text
+    sections = {}
+    for i, m in enumerate(cuts):
+        if m.group(1).startswith(".text."):
+            sections[m.group(1)[len(".text."):]] = text[m.start():(cuts[i + 1].start() if i + 1 < len(cuts) else len(text))]
+    return header, sections
+
+
+_LABEL = re.compile(r"\.L_x_\d+\b")
+
+
+def _canonical(parts: list[tuple[str, str]], prefix: str) -> list[tuple[str, str]]:
+    """One compile's SASS as it reads whatever else was in the ELF: the name prefix
+    removed, banners unpadded (nvdisasm pads names to the ELF's longest), and labels
+    (numbered ELF-wide by nvdisasm) numbered in order of appearance, across the
+    compile's kernel modules so that each label stays unique in its file."""
+    numbers: dict[str, str] = {}
+
+    def number(m: re.Match[str]) -> str:
+        return numbers.setdefault(m.group(0), f".L_x_{len(numbers)}")
+
+    out = []
+    for name, text in parts:
+        if prefix:
+            text = text.replace(prefix, "")
+        text = _BANNER.sub(lambda m: f"//{'-' * 21} {m.group(1)} {'-' * 26}", text)
+        out.append((name, _LABEL.sub(number, text)))
     return out

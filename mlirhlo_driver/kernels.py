@@ -3,7 +3,7 @@
 For each kernel of a CUDA compile:
 - registers per thread, spill stores/loads and stack frame (local memory), from
   ``ptxas -v`` on XLA's PTX with XLA's options, and static shared memory from the
-  kernel's cubin (``cuda_binaries.Assembly.resources``);
+  kernel's cubin (``cuda_binaries.assemble_many``, ``Assembly.shared_sizes``);
 - the launch dimensions XLA chose and the dynamic shared memory it asks for,
   from the thunk sequence (``thunk_sequence.txt``);
 - theoretical occupancy on the spec: blocks and warps per SM, computed with
@@ -19,6 +19,7 @@ Capability" (:data:`ARCH`).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -76,9 +77,15 @@ class SmLimits:
 
 def sm_limits(spec: Any) -> SmLimits:
     """The occupancy-relevant limits of a gpu_specs.GpuSpec (read from its text)."""
+    return _sm_limits(spec.text, str(spec.path))
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_limits(text: str, path: str) -> SmLimits:
+    # Once per spec text: the checked parse costs ~10 ms, and every module's table reads it.
     from .gpu_specs import parse_textproto
 
-    info = parse_textproto(spec.text, str(spec.path)).message.gpu_device_info
+    info = parse_textproto(text, path).message.gpu_device_info
     cc = info.cuda_compute_capability
     return SmLimits(
         cc=(cc.major, cc.minor),
@@ -211,20 +218,22 @@ class KernelRow:
         }
 
 
-def rows(assembly: Any, thunk_sequence: str, spec: Any) -> list[KernelRow]:
-    """One row per (kernel, distinct launch); kernels XLA never launches directly get one row."""
+def rows(modules: list[tuple[str, list[str]]], resources: dict[str, Any], thunk_sequence: str,
+         spec: Any) -> list[KernelRow]:
+    """One row per (kernel, distinct launch); kernels XLA never launches directly get one row.
+    ``modules``: (kernel module, its kernels); ``resources``: kernel -> KernelResources."""
     limits = sm_limits(spec)
     launches = parse_launches(thunk_sequence)
     out = []
-    for module in assembly.modules_assembled():
-        for name in module.kernels:
-            res = assembly.resources.get(name)
+    for module_name, kernel_names in modules:
+        for name in kernel_names:
+            res = resources.get(name)
             if res is None:
                 continue
             for launch in launches.get(name) or [None]:
                 occ = None if launch is None else occupancy(
                     limits, launch.threads, res.registers, res.shared, launch.shared_memory)
-                out.append(KernelRow(module.name, name, res, launch, occ))
+                out.append(KernelRow(module_name, name, res, launch, occ))
     out.sort(key=lambda r: r.kernel)
     return out
 
@@ -350,15 +359,21 @@ def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None
     specs = [specs_mod.resolve_spec(n) for n in names]
     if not inputs:
         raise DriverError("no input modules given", hint="mlirhlo kernels --help")
+    from .xla_stages import _pending_kernels, kernel_rows_many
+
     modules = loader.load_inputs(inputs, input_format=input_format)
-    per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]] = [(s, []) for s in specs]
+    pending = []
     for loaded in modules:
-        for spec, out in per_spec:
+        for j, spec in enumerate(specs):
             options = stages.StageOptions(platform="cuda", gpu_spec=spec)
             req = stages.StageRequest(loaded.module, loaded.name, options, source=loaded.source,
                                       line_offset=loaded.line_offset)
-            from .xla_stages import _kernel_rows
-
-            out.append((loaded.name, _kernel_rows(req)))
+            pending.append((loaded.name, j, _pending_kernels(req)))
+    # One ptxas -v run per spec for all the modules.
+    per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]] = [(s, []) for s in specs]
+    for (name, j, _), found in zip(pending, kernel_rows_many([p for _, _, p in pending])):
+        if isinstance(found, DriverError):
+            raise found
+        per_spec[j][1].append((name, found))
     text, data = side_by_side(per_spec)
     return json.dumps(data, indent=2) + "\n" if as_json else text

@@ -11,11 +11,12 @@ functions import what they need when called.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import StageError, did_you_mean
+from .errors import DriverError, StageError, did_you_mean
 
 PLATFORMS = ("cpu", "cuda")
 MLIR = "mlir"  # computed from the module alone
@@ -66,6 +67,31 @@ def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | b
     raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
                      "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
                      + (", ..." if len(data) > 3 else ""))
+
+
+class Deferred(abc.ABC):
+    """A stage output that is finished later, together with others of its kind.
+
+    A stage returns one when its last step is a tool whose start-up costs more
+    than its work on one module (``sass``: nvdisasm spends ~0.2 s of CPU
+    starting, whatever the input). A batch (batch.py) holds up to
+    :attr:`group_size` of them and finishes them with one run of the tool; a
+    lone request finishes its own at once (:meth:`StageRequest.produce`).
+    What a module gets must not depend on which others it was finished with.
+    """
+
+    group_size = 16
+
+    @classmethod
+    @abc.abstractmethod
+    def finish_all(cls, items: list[Deferred]) -> list[str | bytes | DriverError]:
+        """Each item's output, or the DriverError that item failed with, in order."""
+
+    def finish(self) -> str | bytes:
+        out = type(self).finish_all([self])[0]
+        if isinstance(out, DriverError):
+            raise out
+        return out
 
 
 STAGES: dict[str, Stage] = {}
@@ -168,6 +194,7 @@ class StageRequest:
     options: StageOptions
     source: str | None = None  # the file, for errors in check ops (module_for_xla)
     line_offset: int = 0       # the chunk's first line in it (--split-input-file)
+    defer: bool = False        # produce() may return a Deferred: the caller finishes it
     _artifacts: Any = field(default=None, repr=False)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -185,9 +212,13 @@ class StageRequest:
             self._artifacts = xla_backend.compile_module(module, self.module_name, self.options)
         return self._artifacts
 
-    def produce(self, name: str) -> str | bytes | dict[str, bytes]:
-        """A stage's output; a dict {part: bytes} for multi-file stages (Stage.multi)."""
-        return get(name, self.options.platform).produce(self)
+    def produce(self, name: str) -> str | bytes | dict[str, bytes] | Deferred:
+        """A stage's output; a dict {part: bytes} for multi-file stages (Stage.multi).
+        With ``defer``, a :class:`Deferred` for stages that finish in groups."""
+        out = get(name, self.options.platform).produce(self)
+        if isinstance(out, Deferred) and not self.defer:
+            out = out.finish()
+        return out
 
 
 def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0) -> Any:

@@ -8,9 +8,10 @@ Patterns below match dump keys after xla_backend has dropped XLA's
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
-from .stages import XLA, Stage, register
+from .stages import XLA, Deferred, Stage, register
 
 _AFTER_OPT = r"(?:^|_)(?:cpu|gpu)_after_optimizations"
 CPU_ONLY = frozenset({"cpu"})
@@ -130,28 +131,120 @@ def _cubin(req: Any) -> dict[str, bytes]:
     return {m.name: m.cubin for m in _assembly(req).modules_assembled()}
 
 
-def _sass(req: Any) -> str:
+def _ptx_job(req: Any) -> Any:
+    """The compile's PTX and XLA's ptxas options, as the group runs take them (once per request)."""
+    def compute(r: Any) -> Any:
+        from . import cuda_binaries
+
+        data_dir = str(dict(r.options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
+        return cuda_binaries.ptx_job(_assembly(r), data_dir)
+
+    return req.derived("cuda-ptx-job", compute)
+
+
+class PendingBinary(Deferred):
+    """One compile's ``sass`` or ``kernels``, finished with others of a batch: one
+    ptxas ``-v`` run per group, and one nvdisasm when SASS is asked
+    (cuda_binaries.assemble_many). Both stages of one compile share its job, so
+    ``--stage sass,kernels`` assembles it once."""
+
+    def __init__(self, job: Any, kernels: tuple[str, Any, str, dict[str, int]] | None = None):
+        self.job = job
+        # kernels: (module name, GPU spec, thunk sequence, kernel -> static shared memory); None: sass
+        self.kernels = kernels
+
+    @classmethod
+    def finish_all(cls, items: list[Deferred]) -> list[Any]:
+        from .errors import DriverError
+
+        done = _assemble([item for item in items if isinstance(item, PendingBinary)])
+        out: list[Any] = []
+        for item in items:
+            result = done[id(item.job)]  # type: ignore[attr-defined]
+            if isinstance(result, DriverError):
+                out.append(result)
+            elif item.kernels is None:  # type: ignore[attr-defined]
+                out.append(result.sass if isinstance(result.sass, DriverError) else _sass_text(result.sass))
+            else:
+                out.append(_kernels_text(item, result))  # type: ignore[arg-type]
+        return out
+
+    def rows(self, result: Any) -> list[Any]:
+        from . import kernels
+
+        assert self.kernels is not None
+        _, spec, thunk_sequence, shared = self.kernels
+        # ptxas -v leaves out static shared memory it adds itself (1 KiB in some sm_90a
+        # Triton kernels); the .nv.shared.<kernel> section of the kernel's own cubin is what
+        # the driver reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's
+        # SHARED). No section: ptxas -v's figure (0 in every case seen).
+        resources = {k: replace(r, shared=shared.get(k, r.shared)) for k, r in result.resources.items()}
+        return kernels.rows([(name, list(ks)) for name, ks, _ in self.job.modules], resources,
+                            thunk_sequence, spec)
+
+
+def _assemble(items: list[PendingBinary]) -> dict[int, Any]:
+    """id(job) -> its GroupResult or error: jobs some item wants SASS of in one call,
+    the rest (kernels only, where no nvdisasm is needed) in another."""
     from . import cuda_binaries
 
-    asm = _assembly(req)
-    data_dir = str(dict(req.options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
-    sections = [(name, text) for name, text in cuda_binaries.disassemble(asm, data_dir) if text.strip()]
+    jobs = {id(i.job): i.job for i in items}
+    sass = {id(i.job) for i in items if i.kernels is None}
+    done: dict[int, Any] = {}
+    for disassemble in (True, False):
+        chosen = [job for key, job in jobs.items() if (key in sass) == disassemble]
+        if chosen:
+            results = cuda_binaries.assemble_many(chosen, disassemble=disassemble)
+            done.update({id(job): r for job, r in zip(chosen, results)})
+    return done
+
+
+def _sass_text(sections: list[tuple[str, str]]) -> str:
+    sections = [(name, text) for name, text in sections if text.strip()]
     if len(sections) == 1:
         return sections[0][1]
     return "".join(f"// ----- {name} -----\n{text}" + ("" if text.endswith("\n") else "\n")
                    for name, text in sections)
 
 
+def _kernels_text(item: PendingBinary, result: Any) -> str:
+    from . import kernels
+
+    assert item.kernels is not None
+    module_name, spec, _, _ = item.kernels
+    return kernels.table_text(module_name, spec, item.rows(result))
+
+
+def _sass(req: Any) -> PendingBinary:
+    return PendingBinary(_ptx_job(req))
+
+
+def _pending_kernels(req: Any) -> PendingBinary:
+    asm = _assembly(req)
+    return PendingBinary(_ptx_job(req), (req.module_name, req.options.gpu_spec, _thunk_sequence(req),
+                                         asm.shared_sizes()))
+
+
+def kernel_rows_many(items: list[PendingBinary]) -> list[Any]:
+    """Each item's kernel rows (or its error), from one group run per spec."""
+    from .errors import DriverError
+
+    done = _assemble(items)
+    return [done[id(i.job)] if isinstance(done[id(i.job)], DriverError) else i.rows(done[id(i.job)])
+            for i in items]
+
+
 def _kernel_rows(req: Any) -> list[Any]:
-    from . import kernels
+    from .errors import DriverError
 
-    return kernels.rows(_assembly(req), _thunk_sequence(req), req.options.gpu_spec)
+    rows = kernel_rows_many([_pending_kernels(req)])[0]
+    if isinstance(rows, DriverError):
+        raise rows
+    return rows
 
 
-def _kernels(req: Any) -> str:
-    from . import kernels
-
-    return kernels.table_text(req.module_name, req.options.gpu_spec, _kernel_rows(req))
+def _kernels(req: Any) -> PendingBinary:
+    return _pending_kernels(req)
 
 
 def _thunk_sequence(req: Any) -> str:

@@ -129,12 +129,13 @@ def test_sass_has_every_kernel_and_sass_opcodes(a100, h100):
 
 @pytest.mark.parametrize("which", ["a100", "h100"])
 def test_one_ptxas_run_gives_the_per_module_code(request, which):
-    """sass and kernels read one ELF of every kernel: each kernel's code must equal
-    that of its own module's cubin (the cubin stage, one ptxas per PTX file as XLA runs it)."""
-    from mlirhlo_driver import xla_stages
+    """sass reads one ELF of every kernel: each kernel's code must equal that of its
+    own module's cubin (the cubin stage: XLA's, one ptxas per PTX file)."""
+    from mlirhlo_driver import cuda_binaries, xla_stages
 
     compiled = request.getfixturevalue(which)
-    combined = _text_sections(xla_stages._assembly(compiled.request).combined_elf())
+    job = cuda_binaries.ptx_job(xla_stages._assembly(compiled.request))
+    combined = _text_sections(cuda_binaries.assemble_group([job])[0])
     per_module = {}
     for data in compiled.stage("cubin").values():
         per_module.update(_text_sections(data))
@@ -189,6 +190,154 @@ def test_stage_sass_v100(cli):
         return
     assert r.code == 0, r.err
     assert "EF_CUDA_SM70" in r.out and re.search(r"\bEXIT ;", r.out)
+
+
+# ------------------------------------------------------------ sass in groups
+
+# Three compiles that reuse kernel names (gemm_fusion_dot, input_reduce_fusion, ...),
+# so a group ELF has to keep them apart, and a sort module (kernels XLA does not cache).
+GROUP = [MLP, REPO / "tests/data/jax_dumps/module_mlp_step.before_optimizations.txt",
+         REPO / "tests/data/jax_dumps/module_sort.before_optimizations.txt"]
+
+
+def _count_nvdisasm(monkeypatch) -> list[list[str]]:
+    runs: list[list[str]] = []
+    real = subprocess.run
+
+    def counting(args, *a, **kw):
+        if Path(str(args[0])).name == "nvdisasm" and "--version" not in args:
+            runs.append([str(x) for x in args])
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    return runs
+
+
+def test_sass_of_a_batch_is_each_module_alone_from_one_nvdisasm(cli, tmp_path, monkeypatch):
+    runs = _count_nvdisasm(monkeypatch)
+    r = cli("opt", *map(str, GROUP), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass",
+            "--no-cache", "--dump-dir", str(tmp_path / "all"))
+    assert r.code == 0, r.err
+    assert len(runs) == 1, runs  # the whole batch: one disassembly
+    for path in GROUP:
+        stem = path.name.split(".before_optimizations")[0]
+        batch = (tmp_path / "all" / f"{stem}.sass").read_text()
+        alone = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass",
+                    "--no-cache")
+        assert alone.code == 0, alone.err
+        assert batch == alone.out, stem
+        assert "__mlirhlo" not in batch and "SYMBOLS" not in batch
+        # Labels numbered in order of appearance, each defined once in the file.
+        defined = re.findall(r"^(\.L_x_\d+):", batch, re.M)
+        assert len(defined) == len(set(defined))
+        firsts = list(dict.fromkeys(re.findall(r"\.L_x_\d+", batch)))
+        assert firsts == [f".L_x_{i}" for i in range(len(firsts))]
+    assert len(runs) == 4
+
+
+def test_group_elf_holds_xlas_code_under_prefixed_names():
+    """Renaming a compile's module-level names for the group ELF changes no code: each
+    kernel's .text equals the one in its module's cubin from the compile (XLA's own)."""
+    import mlirhlo_driver
+    from mlirhlo_driver import cuda_binaries, xla_stages
+
+    compiled = [mlirhlo_driver.compile(str(p), platform="cuda", gpu_spec="h100_sxm") for p in GROUP]
+    jobs = [cuda_binaries.ptx_job(xla_stages._assembly(c.request)) for c in compiled]
+    group = _text_sections(cuda_binaries.assemble_group(jobs)[0])
+    checked = 0
+    for c, prefix in zip(compiled, cuda_binaries.group_prefixes(len(jobs))):
+        assert prefix.startswith("__mlirhlo")
+        for cubin in c.stage("cubin").values():
+            for kernel, code in _text_sections(cubin).items():
+                assert group[prefix + kernel] == code, kernel
+                checked += 1
+    assert checked == len(group) >= 20
+
+
+def test_renamed_ptx_prefixes_module_level_names_only():
+    from mlirhlo_driver.cuda_binaries import _renamed
+
+    ptx = "\n".join([
+        ".extern .shared .align 16 .b8 global_smem[];",
+        ".visible .global .align 1 .b8 buffer_for_constant_1[4] = {0, 0, 128, 63};",
+        ".global .align 8 .u64 table[2];",
+        ".func  (.param .b32 func_retval0) helper$1(",
+        "\t.param .b32 helper$1_param_0",
+        ")",
+        "{ ret; }",
+        ".visible .entry fusion(",
+        "\t.param .u64 fusion_param_0",
+        ")",
+        "{",
+        "\t.shared .align 4 .b8 fusion$tile[64];",
+        "\tmov.u64 %rd1, buffer_for_constant_1;",
+        "\tmov.u64 %rd2, table;",
+        "\tcall.uni (retval0), helper$1, (param0);",
+        "\tmov.u64 %rd3, fusion$tile;",
+        "$L__BB0_1:",
+        "\tld.param.u64 %rd4, [fusion_param_0];",
+        "}",
+    ])
+    out = _renamed(ptx, "P_")
+    for renamed in (".extern .shared .align 16 .b8 P_global_smem[];", ".b8 P_buffer_for_constant_1[4] = {",
+                    ".u64 P_table[2];", "(.param .b32 func_retval0) P_helper$1(", ".visible .entry P_fusion(",
+                    "%rd1, P_buffer_for_constant_1;", "%rd2, P_table;", "(retval0), P_helper$1, (param0)"):
+        assert renamed in out, renamed
+    # Parameters, function-scope variables, labels and registers keep their names.
+    for kept in ("\t.param .b32 helper$1_param_0", "[fusion_param_0]", "\t.shared .align 4 .b8 fusion$tile[64];",
+                 "%rd3, fusion$tile;", "\n$L__BB0_1:", "%rd4,"):
+        assert kept in out, kept
+    assert out.count("P_") == 8
+    assert _renamed(ptx, "") == ptx
+
+
+def test_a_job_that_fails_in_a_group_fails_alone(h100):
+    """The group's ptxas fails on one job's PTX: that job gets the error, the others
+    their SASS and figures as if alone."""
+    from dataclasses import replace
+
+    from mlirhlo_driver import cuda_binaries, xla_stages
+    from mlirhlo_driver.errors import StageError
+
+    good = cuda_binaries.ptx_job(xla_stages._assembly(h100.request))
+    name, kernels, ptx = good.modules[0]
+    bad = replace(good, modules=((name, kernels, ptx.replace("ret;", "not_an_instruction;", 1)),))
+    assert bad.modules[0][2] != ptx
+    out = cuda_binaries.assemble_many([good, bad, good], disassemble=True)
+    assert isinstance(out[1], StageError) and "ptxas" in str(out[1]) and "not_an_instruction" in str(out[1])
+    alone = cuda_binaries.assemble_many([good], disassemble=True)[0]
+    assert out[0] == out[2] == alone and len(alone.sass) == len(good.modules)
+    assert alone.resources.keys() == {k for _, ks, _ in good.modules for k in ks}
+
+
+def test_deferred_stages_finish_in_groups_and_fail_their_own_module():
+    from mlirhlo_driver import batch, stages
+    from mlirhlo_driver.errors import StageError
+
+    class Upper(stages.Deferred):
+        group_size = 2
+        calls: list[int] = []
+
+        def __init__(self, text):
+            self.text = text
+
+        @classmethod
+        def finish_all(cls, items):
+            cls.calls.append(len(items))
+            return [StageError("no upper case") if i.text == "bad" else i.text.upper() for i in items]
+
+    job = batch.OptJob(root=None, stage_names=("stablehlo",), targets=(), platform=None, instrumentation=None)
+    results = [batch.OptResult(i, f"m{i}", f"m{i}.mlir", parts=[(f"m{i}", "stablehlo", Upper(t))])
+               for i, t in enumerate(["a", "bad", "c"])]
+    assert all(batch.pending(r) for r in results)
+    batch.finish_pending(job, results)
+    assert Upper.calls == [2, 1]
+    assert [r.status for r in results] == ["ok", "failed", "ok"]
+    assert results[0].parts == [("m0", "stablehlo", "A")] and results[2].parts == [("m2", "stablehlo", "C")]
+    assert results[1].message == "m1.mlir: no upper case" and results[1].parts == []
+    assert Upper("x").finish() == "X"
+    with pytest.raises(StageError):
+        Upper("bad").finish()
 
 
 # ------------------------------------------------------------------ kernels
