@@ -621,7 +621,9 @@ def _text_sections(text: str) -> tuple[str, dict[str, str]]:
     sections = {}
     for i, m in enumerate(cuts):
         if m.group(1).startswith(".text."):
-            sections[m.group(1)[len(".text."):]] = text[m.start():(cuts[i + 1].start() if i + 1 < len(cuts) else len(text))]
+            body = text[m.start():(cuts[i + 1].start() if i + 1 < len(cuts) else len(text))]
+            # Two blank lines end a section, as between nvdisasm's sections; its last has none.
+            sections[m.group(1)[len(".text."):]] = body.rstrip("\n") + "\n\n\n"
     return header, sections
 
 

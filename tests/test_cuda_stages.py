@@ -233,6 +233,16 @@ def test_sass_of_a_batch_is_each_module_alone_from_one_nvdisasm(cli, tmp_path, m
         firsts = list(dict.fromkeys(re.findall(r"\.L_x_\d+", batch)))
         assert firsts == [f".L_x_{i}" for i in range(len(firsts))]
     assert len(runs) == 4
+    # Workers hand their compiles' PTX back (pickled); this process finishes them, in one group.
+    r = cli("opt", *map(str, GROUP), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass,kernels",
+            "--no-cache", "--jobs", "2", "--dump-dir", str(tmp_path / "workers"))
+    assert r.code == 0, r.err
+    assert len(runs) == 5
+    for path in GROUP:
+        stem = path.name.split(".before_optimizations")[0]
+        assert (tmp_path / "workers" / f"{stem}.sass").read_text() == (tmp_path / "all" / f"{stem}.sass").read_text()
+        table = (tmp_path / "workers" / f"{stem}.kernels.txt").read_text()
+        assert table.startswith(f"{stem} on h100_sxm (sm_90a, 64 warps/SM)") and "regs" in table
 
 
 def test_group_elf_holds_xlas_code_under_prefixed_names():
@@ -308,6 +318,27 @@ def test_a_job_that_fails_in_a_group_fails_alone(h100):
     alone = cuda_binaries.assemble_many([good], disassemble=True)[0]
     assert out[0] == out[2] == alone and len(alone.sass) == len(good.modules)
     assert alone.resources.keys() == {k for _, ks, _ in good.modules for k in ks}
+
+
+def test_sass_does_not_depend_on_the_order_of_the_group():
+    """Whichever compile comes first in a group (batch workers finish in any order),
+    and so whichever kernel nvdisasm prints last, each compile's SASS is the same."""
+    import itertools
+
+    import mlirhlo_driver
+    from mlirhlo_driver import cuda_binaries, xla_stages
+
+    # A100: sm_80 cubins have no SYMBOLS section after the last kernel (sm_90a ones do).
+    jobs = [cuda_binaries.ptx_job(xla_stages._assembly(
+        mlirhlo_driver.compile(str(p), platform="cuda", gpu_spec="a100_sxm_80").request)) for p in GROUP]
+    alone = [cuda_binaries.assemble_many([job], disassemble=True)[0].sass for job in jobs]
+    for order in itertools.permutations(range(len(jobs))):
+        got = cuda_binaries.assemble_many([jobs[i] for i in order], disassemble=True)
+        assert [got[order.index(i)].sass for i in range(len(jobs))] == alone, order
+    # Each kernel's section ends with two blank lines, the last one printed too.
+    for sections in alone:
+        for _, text in sections:
+            assert text.endswith(":\n\n\n") and not text.endswith("\n\n\n\n")
 
 
 def test_deferred_stages_finish_in_groups_and_fail_their_own_module():
