@@ -280,6 +280,24 @@ def worker_task(job: OptJob, task: OptTask) -> OptResult:
 
 # --------------------------------------------------------------------- driver
 
+# What held results may keep in memory before their group is finished early (--stage all
+# of large modules: LLVM IR and HTML of many MB each).
+HOLD_BYTES = 256 * 1024 * 1024
+
+
+def _size(result: OptResult) -> int:
+    """Bytes a held result keeps: its outputs, and the PTX its deferred stages will read."""
+    total = 0
+    for _, _, data in [*result.parts, *((None, None, d) for _, d in result.files)]:
+        if isinstance(data, (str, bytes)):
+            total += len(data)
+        elif isinstance(data, dict):
+            total += sum(len(d) for d in data.values())
+        elif isinstance(data, stage_registry.Deferred):
+            total += data.size
+    return total
+
+
 def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: float | None = None,
               fail_fast: bool = False, scheduler: str | None = None,
               on_result: Callable[[OptResult], None]) -> list[OptResult]:
@@ -309,11 +327,14 @@ def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: 
         for result in group:
             deliver(result)
 
+    held_bytes = 0
     for _, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler):
         if result.ok and pending(result):
             held.append(result)
-            if len(held) >= stage_registry.Deferred.group_size:
+            held_bytes += _size(result)
+            if len(held) >= stage_registry.Deferred.group_size or held_bytes >= HOLD_BYTES:
                 flush()
+                held_bytes = 0
             continue
         deliver(result)
     flush()

@@ -82,6 +82,11 @@ class Deferred(abc.ABC):
 
     group_size = 16
 
+    @property
+    def size(self) -> int:
+        """Bytes it holds until finished (a batch finishes a group early past a bound)."""
+        return 0
+
     @classmethod
     @abc.abstractmethod
     def finish_all(cls, items: list[Deferred]) -> list[str | bytes | DriverError]:

@@ -153,6 +153,11 @@ class PendingBinary(Deferred):
         # kernels: (module name, GPU spec, thunk sequence, kernel -> static shared memory); None: sass
         self.kernels = kernels
 
+    @property
+    def size(self) -> int:
+        """Bytes it holds until finished (its PTX)."""
+        return sum(len(ptx) for _, _, ptx in self.job.modules)
+
     @classmethod
     def finish_all(cls, items: list[Deferred]) -> list[Any]:
         from .errors import DriverError
@@ -216,7 +221,11 @@ def _kernels_text(item: PendingBinary, result: Any) -> str:
 
 
 def _sass(req: Any) -> PendingBinary:
-    return PendingBinary(_ptx_job(req))
+    from . import cuda_binaries
+
+    job = _ptx_job(req)
+    cuda_binaries.nvdisasm_for(job.sm, job.data_dir)  # no nvdisasm for this sm: this module's error, now
+    return PendingBinary(job)
 
 
 def _pending_kernels(req: Any) -> PendingBinary:

@@ -371,6 +371,39 @@ def test_deferred_stages_finish_in_groups_and_fail_their_own_module():
         Upper("bad").finish()
 
 
+def test_a_batch_finishes_held_modules_early_past_its_memory_bound(monkeypatch):
+    """Held modules (their other stages' outputs, the PTX they wait on) are finished as
+    soon as they pass batch.HOLD_BYTES, not only at group_size."""
+    from mlirhlo_driver import batch, stages
+
+    class Later(stages.Deferred):
+        calls: list[int] = []
+
+        def __init__(self, text):
+            self.text = text
+
+        @property
+        def size(self):
+            return len(self.text)
+
+        @classmethod
+        def finish_all(cls, items):
+            cls.calls.append(len(items))
+            return [i.text for i in items]
+
+    job = batch.OptJob(root=None, stage_names=("stablehlo",), targets=(), platform=None, instrumentation=None)
+    made = [batch.OptResult(i, f"m{i}", f"m{i}.mlir", parts=[(f"m{i}", "stablehlo", "x" * 4),
+                                                              (f"m{i}", "stablehlo", Later("y" * 6))])
+            for i in range(5)]
+    monkeypatch.setattr(batch, "_results", lambda *a, **k: ((r.index, r) for r in made))
+    monkeypatch.setattr(batch, "HOLD_BYTES", 25)  # 10 bytes a module: the third one passes it
+    written = []
+    rows = batch.run_batch(job, [None] * 5, on_result=lambda r: written.append((r.index, list(r.parts))))
+    assert Later.calls == [3, 2]
+    assert [i for i, _ in written] == [0, 1, 2, 3, 4] and [r.status for r in rows] == ["ok"] * 5
+    assert written[4][1] == [("m4", "stablehlo", "xxxx"), ("m4", "stablehlo", "yyyyyy")]
+
+
 # ------------------------------------------------------------------ kernels
 
 # NVIDIA's occupancy formula (cuda_occupancy.h, cudaOccMaxActiveBlocksPerMultiprocessor),
