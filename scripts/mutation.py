@@ -62,7 +62,12 @@ MODULE_TESTS: dict[str, list[str]] = {
     "xla_cli_flags.py": ["test_xla_tools.py", "test_xla_flags.py"],
     "xla_tools.py": ["test_xla_tools.py", "test_mutation_guards_io.py"],
     "stages.py": ["test_xla_stages.py", "test_end_to_end.py"],
-    "xla_stages.py": ["test_xla_stages.py", "test_mutation_guards_lib.py", "test_mutation_guards_io.py"],
+    "xla_stages.py": ["test_xla_stages.py", "test_cuda_stages.py", "test_mutation_guards_lib.py",
+                      "test_mutation_guards_io.py"],
+    "cuda_binaries.py": ["test_cuda_stages.py", "test_cuda_tools.py"],
+    "kernels.py": ["test_cuda_stages.py"],
+    "batch.py": ["test_batch.py", "test_cuda_stages.py", "test_usage_errors.py", "test_pipeline.py",
+                 "test_convert.py"],
     "xla_backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py"],
     "emit.py": ["test_convert.py", "test_inputs.py", "test_mutation_guards_io.py"],
     "outputs.py": ["test_convert.py", "test_errors.py", "test_mutation_guards_io.py"],
@@ -80,6 +85,17 @@ MODULE_TESTS: dict[str, list[str]] = {
 # of the kill rate and listed apart with the reason. Only truly equivalent
 # mutants belong here; an untested behaviour needs a test instead.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("cuda_binaries.py", "self._assembled = True", "True -> False"):
+        "the flag only saves work: a second call takes XLA's cubins again and assembles the "
+        "others again with the same ptxas and options, which gives the same bytes "
+        "(test_cubins_are_xlas_own_and_ptxas_remakes_them)",
+    ("cuda_binaries.py", 'return ["--split-compile", str(len(os.sched_getaffinity(0)) if hasattr(os, '
+     '"sched_getaffinity") else os.cpu_count() or 1)]', "1 -> 2"):
+        "reached only where os.sched_getaffinity is missing and os.cpu_count() is None; "
+        "ptxas's thread count changes no code",
+    ("kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
+    ("kernels.py", "by_smem = limits.smem_per_sm // smem if smem else 1 << 30", "30 -> 31"):
+        "1 << 30 stands for 'no limit'; 1 << 31 does too",
     ("xla_flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):
         "blank and comment lines skipped early are skipped again by the field loop below "
         "(its first check breaks on an empty or '#' rest of line); nothing else reaches it",

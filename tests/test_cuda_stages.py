@@ -159,6 +159,63 @@ def test_cubins_are_xlas_own_and_ptxas_remakes_them(a100):
     assert {m.name: m.cubin for m in again.modules_assembled()} == cubins
 
 
+@pytest.mark.parametrize("version, sm, reads", [
+    ((13, 0), "sm_75", True), ((13, 0), "sm_70", False), ((12, 8), "sm_60", True),
+    ((12, 8), "sm_100a", True), ((12, 7), "sm_100a", False),
+    ((11, 8), "sm_90a", True), ((11, 7), "sm_90a", False), ((11, 7), "sm_89", True)])
+def test_which_nvdisasm_reads_which_sm(version, sm, reads):
+    """NVIDIA's release notes: sm_90 from CUDA 11.8, sm_100 from 12.8, sm_50..sm_72 gone in 13.0."""
+    from mlirhlo_driver.cuda_binaries import Nvdisasm
+
+    assert Nvdisasm("nvdisasm", version).reads(sm) is reads
+
+
+@pytest.mark.parametrize("version, threads", [("12.9.86", True), ("12.8.93", True), ("13.0.88", True),
+                                              ("12.4.131", False), ("11.8.89", False), ("", False)])
+def test_group_ptxas_threads_only_where_ptxas_has_them(version, threads):
+    from mlirhlo_driver.cuda_binaries import PtxJob, _threads
+
+    args = _threads(PtxJob("sm_90a", "ptxas", version, (), None))
+    assert (args[:1] == ["--split-compile"] and int(args[1]) >= 1) if threads else args == []
+
+
+def _spilling_ptx(n: int = 32) -> str:
+    """A kernel that keeps n loaded values live (a product over them forwards, then a sum
+    backwards; volatile loads cannot be repeated) under ``.maxnreg 16``: it must spill."""
+    body = [f"\tld.volatile.global.f32 %f{i}, [%rd2+{4 * i}];" for i in range(n)]
+    body.append(f"\tmul.f32 %f{n}, %f0, %f1;")
+    body += [f"\tmul.f32 %f{n + i - 1}, %f{n + i - 2}, %f{i};" for i in range(2, n)]
+    prev = f"%f{2 * n - 2}"
+    for k, i in enumerate(reversed(range(n))):
+        body.append(f"\tadd.f32 %f{2 * n + k}, {prev}, %f{i};")
+        prev = f"%f{2 * n + k}"
+    return "\n".join([".version 8.0", ".target sm_90a", ".address_size 64",
+                      ".visible .entry spill(.param .u64 p) .maxnreg 16", "{", f"\t.reg .f32 %f<{3 * n + 2}>;",
+                      "\t.reg .b64 %rd<3>;", "\tld.param.u64 %rd1, [p];", "\tcvta.to.global.u64 %rd2, %rd1;",
+                      *body, f"\tst.global.f32 [%rd2], {prev};", "\tret;", "}", ""])
+
+
+def test_stack_frame_and_spills_come_from_ptxas_v(tmp_path):
+    """Figures the MLP's kernels have none of (all 0): a kernel that spills, in a group
+    with another compile, reads as ptxas -v prints it alone."""
+    from mlirhlo_driver import cuda_binaries, cuda_tools
+
+    tool = cuda_tools.ptxas()
+    ptx = _spilling_ptx()
+    job = cuda_binaries.PtxJob("sm_90a", tool.path, tool.version_str, ("-arch=sm_90a", "--warn-on-spills"), None,
+                               (("spill", ("spill",), ptx),))
+    got = cuda_binaries.assemble_many([job, job], disassemble=False)
+    log = _ptxas_v(ptx, "sm_90a", tmp_path)
+    block = log[log.index("Function properties for spill\n"):]
+    stack, st, ld = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                                       r"(\d+) bytes spill loads", block).groups())
+    regs = int(re.search(r"Used (\d+) registers", block).group(1))
+    assert st > 0 and ld > 0 and stack >= st
+    for result in got:
+        r = result.resources["spill"]
+        assert (r.name, r.registers, r.stack_frame, r.spill_stores, r.spill_loads) == ("spill", regs, stack, st, ld)
+
+
 def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path):
     from mlirhlo_driver import cuda_binaries, cuda_tools
     from mlirhlo_driver.errors import ToolchainError
@@ -425,13 +482,13 @@ def _hand_occupancy(gpu: dict, threads: int, regs: int, smem_static: int, smem_d
     return min(gpu["warps"] // warps, gpu["blocks"], by_regs, by_smem) * warps
 
 
-def _ptxas_v(ptx: str, sm: str, tmp_path: Path) -> str:
+def _ptxas_v(ptx: str, sm: str, tmp_path: Path, *extra: str) -> str:
     from mlirhlo_driver import cuda_tools
 
     src = tmp_path / "k.ptx"
     src.write_text(ptx)
     proc = subprocess.run([cuda_tools.ptxas().path, str(src), "-o", str(tmp_path / "k.cubin"),
-                           f"-arch={sm}", "-v"], capture_output=True, text=True)
+                           f"-arch={sm}", "-v", *extra], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout + proc.stderr
 
@@ -479,6 +536,46 @@ def test_occupancy_limiters():
     assert (o.blocks_per_sm, o.limiter) == (3, "shared memory")
     assert occupancy(a100, 32, 16, 0, 0).limiter == "blocks"             # 32 blocks of 1 warp
     assert occupancy(a100, 1024, 255, 0, 0).warps_per_sm == 0            # 255 regs x 1024 > 64K
+
+
+# cuda_occupancy.h and the Programming Guide's "Technical Specifications per Compute
+# Capability", per CC: (max resident blocks per SM, register-file sub-partitions,
+# shared-memory allocation unit, driver-reserved shared memory per block, max
+# registers per thread). Registers are allocated per warp in units of 256 on all.
+DOCUMENTED = {(6, 0): (32, 2, 256, 0, 255), (6, 1): (32, 4, 256, 0, 255), (7, 0): (32, 4, 256, 0, 256),
+              (7, 5): (16, 4, 256, 0, 256), (8, 0): (32, 4, 128, 1024, 256), (8, 6): (16, 4, 128, 1024, 256),
+              (8, 7): (16, 4, 128, 1024, 256), (8, 9): (24, 4, 128, 1024, 256), (9, 0): (32, 4, 128, 1024, 256),
+              (10, 0): (32, 4, 128, 1024, 256)}
+
+
+def _documented_warps(cc, limits, threads, regs, smem):
+    blocks, parts, smem_unit, reserved, max_regs = DOCUMENTED[cc]
+    warps = -(-threads // 32)
+    regs_per_warp = -(-regs * 32 // 256) * 256
+    if regs > max_regs or regs_per_warp * (-(-warps // parts) * parts) > limits.regs_per_block:
+        return 0
+    by_regs = (limits.regs_per_sm // parts // regs_per_warp) * parts // warps if regs_per_warp else blocks
+    by_smem = limits.smem_per_sm // (-(-(smem + reserved) // smem_unit) * smem_unit) if smem + reserved else blocks
+    return min(limits.max_warps // warps, blocks, by_regs, by_smem) * warps
+
+
+def test_occupancy_for_every_compute_capability():
+    """The per-CC constants, over a sweep of launches that makes each of them bind."""
+    from mlirhlo_driver.kernels import ARCH, SmLimits, occupancy
+
+    assert set(ARCH) == set(DOCUMENTED)
+    for cc in DOCUMENTED:
+        smem_sm = {(6, 0): 65536, (7, 0): 98304, (7, 5): 65536, (8, 0): 167936, (9, 0): 233472}.get(cc, 102400)
+        limits = SmLimits(cc, 32, 2048 if cc != (7, 5) else 1024, 1024, 65536, 65536, smem_sm, 49152, 49152)
+        checked = 0
+        for threads in (32, 96, 160, 256, 1024):
+            for regs in [*range(0, 250, 9), 255, 256]:
+                for smem in range(0, 44000, 1237):
+                    got = occupancy(limits, threads, regs, smem, 0)
+                    assert got.warps_per_sm == _documented_warps(cc, limits, threads, regs, smem), \
+                        (cc, threads, regs, smem)
+                    checked += got.warps_per_sm > 0
+        assert checked > 1000, cc
 
 
 def test_kernels_stage_text(a100):

@@ -441,3 +441,20 @@ def test_run_reads_the_users_stdin():
     assert proc.returncode == 2, proc.stderr
     out = proc.stdout.decode()
     assert "-.0: OK" in out and "-.1: INVALID: -:7:8:" in out and "-.2: OK" in out
+
+
+@pytest.mark.parametrize("extra, stage, message", [
+    (1, "stablehlo,mhlo", "several stages need --dump-dir, not -o"),
+    (2, "vhlo", "several modules in a binary stage need --dump-dir, not -o"),
+])
+def test_o_takes_one_output(cli, small, tmp_path, extra, stage, message):
+    """-o is one file: two stages, or two modules of a binary stage, are refused before any work."""
+    out = tmp_path / "out"
+    r = cli("opt", *[str(small)] * extra, "--stage", stage, "-o", str(out))
+    assert_one_line_error(r, contains=message)
+    assert not out.exists()
+
+
+def test_two_modules_of_a_binary_stage_need_a_destination(cli, small):
+    r = cli("opt", str(small), str(small), "--stage", "vhlo")
+    assert_one_line_error(r, contains="several modules in a binary stage need --dump-dir or -o")
