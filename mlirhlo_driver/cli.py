@@ -11,7 +11,11 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import typer
+from . import interrupts
+
+interrupts.install()  # before typer's import: Ctrl-C from here on is one error line, never an abort
+
+import typer  # noqa: E402
 
 from . import stages as stage_registry
 from .errors import CompileError, DriverError, PassFailure
@@ -743,7 +747,7 @@ def bench_pipeline(
         _fail(e)
     except KeyboardInterrupt:
         # Caught here: typer would turn it into a silent exit 130.
-        sys.stderr.write("error: interrupted\n")
+        interrupts.report()
         raise typer.Exit(130) from None
 
 
@@ -912,7 +916,11 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:]
     command = _invoked_command(argv)
     if command not in _FAST_EXIT:
-        _main(argv)
+        try:
+            _main(argv)
+        except KeyboardInterrupt:
+            interrupts.report()
+            sys.exit(130)
         return
     # A short-lived process: what is imported stays for its whole life, so the
     # collector need not walk it again (gc.freeze), and jaxlib's import would
@@ -925,7 +933,7 @@ def main(argv: list[str] | None = None) -> None:
     except SystemExit as e:
         code = e.code
     except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
+        interrupts.report()
         code = 130
     except BaseException:
         import traceback
@@ -973,6 +981,9 @@ def _main(argv: list[str]) -> None:
             sys.stderr.write(f"error: {e.format_message()}{hint}\n")
             sys.exit(EXIT_USAGE)
         raise
+    if result == 130:
+        if interrupts.received:
+            interrupts.report()  # typer turns Ctrl-C into a silent exit 130
     sys.exit(result if isinstance(result, int) else 0)
 
 

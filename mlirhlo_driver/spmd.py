@@ -1142,7 +1142,9 @@ def supervise(cfgs: list[WorkerConfig], *, prefixed: bool,
         _stop(procs)
         for r in relays:
             r.join()
-        sys.stderr.write("error: interrupted; stopped every process\n")
+        from . import interrupts
+
+        interrupts.report("; stopped every process")
         return 130
     if first_failure is not None and first_failure[1] in (1, 2):
         # A peer's death often makes the others fail at once (a collective's

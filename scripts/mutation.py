@@ -66,6 +66,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                       "test_mutation_guards_io.py"],
     "cuda_binaries.py": ["test_cuda_stages.py", "test_cuda_tools.py"],
     "kernels.py": ["test_cuda_stages.py"],
+    "interrupts.py": ["test_usage_errors.py"],
     "batch.py": ["test_batch.py", "test_cuda_stages.py", "test_usage_errors.py", "test_pipeline.py",
                  "test_convert.py"],
     "xla_backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py"],

@@ -458,3 +458,52 @@ def test_o_takes_one_output(cli, small, tmp_path, extra, stage, message):
 def test_two_modules_of_a_binary_stage_need_a_destination(cli, small):
     r = cli("opt", str(small), str(small), "--stage", "vhlo")
     assert_one_line_error(r, contains="several modules in a binary stage need --dump-dir or -o")
+
+
+# ------------------------------------------------------------ Ctrl-C
+
+INTERRUPTED_IMPORT = """
+import importlib, sys, time
+sys.path.insert(0, sys.argv[1])
+from mlirhlo_driver import interrupts
+interrupts.install()
+try:
+    importlib.import_module("signals_itself")   # SIGINT to itself, then 0.3 s more of import
+except KeyboardInterrupt:
+    print("interrupted inside the import")
+    raise SystemExit(1)
+try:
+    time.sleep(5)
+except KeyboardInterrupt:
+    import signals_itself
+    print("interrupted after the import", signals_itself.DONE, interrupts.received)
+"""
+
+
+def test_ctrl_c_waits_for_an_import_to_finish(tmp_path):
+    """A KeyboardInterrupt inside a native module's initialisation aborts the process
+    (jaxlib.mlir, measured): inside an import the handler holds it until the import is done."""
+    (tmp_path / "signals_itself.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.3)\nDONE = True\n")
+    r = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, str(tmp_path)], capture_output=True, text=True,
+                       cwd=str(REPO), timeout=60)
+    assert r.stdout == "interrupted after the import True True\n", r.stdout + r.stderr
+
+
+def test_ctrl_c_that_typer_silences_is_one_error_line(cli, small, monkeypatch):
+    """typer turns KeyboardInterrupt into a silent exit 130; the console script's handler
+    saw the signal, so the error line is written, once."""
+    from mlirhlo_driver import batch, interrupts
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(batch, "run_batch", interrupted)
+    monkeypatch.setattr(interrupts, "received", True)
+    monkeypatch.setattr(interrupts, "_reported", False)
+    r = cli("opt", str(small))
+    assert (r.code, r.err, r.out) == (130, "error: interrupted\n", "")
+    monkeypatch.setattr(interrupts, "_reported", False)
+    monkeypatch.setattr(interrupts, "received", False)  # not a signal: typer's 130 is left as it is
+    r = cli("opt", str(small))
+    assert (r.code, r.err) == (130, "")

@@ -1,0 +1,57 @@
+"""Ctrl-C that never kills the process inside native code.
+
+Python raises KeyboardInterrupt at the next bytecode, wherever that is. Inside
+the initialisation of one of jaxlib's nanobind extension modules (measured:
+``import jaxlib.mlir.ir``, in enum creation) the exception crosses C++, and the
+process aborts ("terminate called after throwing an instance of
+'nanobind::python_error'") or segfaults. The handler installed here raises
+KeyboardInterrupt as Python's own does, except inside an import: there it asks
+again a moment later, until the import is done.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+_RETRY_S = 0.05
+received = False   # a SIGINT reached the handler
+_reported = False
+
+
+def report(detail: str = "") -> None:
+    """The one ``error: interrupted`` line, however many places see the interrupt."""
+    global _reported
+    if not _reported:
+        _reported = True
+        sys.stderr.write(f"error: interrupted{detail}\n")
+
+
+def install() -> None:
+    """Use the handler for SIGINT, unless someone chose another one (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _in_import(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    global received
+    received = True
+    if _in_import(frame):
+        retry = threading.Timer(_RETRY_S, os.kill, (os.getpid(), signal.SIGINT))
+        retry.daemon = True
+        retry.start()
+        return
+    raise KeyboardInterrupt
