@@ -64,6 +64,9 @@ def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | b
         return data
     if len(data) == 1:
         return next(iter(data.values()))
+    if not data:
+        raise StageError(f"stage '{stage.name}' has nothing to give: the compile made no kernels "
+                         "(XLA ran every op without one)")
     raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
                      "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
                      + (", ..." if len(data) > 3 else ""))

@@ -106,6 +106,18 @@ def test_cubin_files_in_dump_dir_and_refused_with_o(cli, tmp_path):
     assert not out.exists()
 
 
+def test_a_compile_with_no_kernels(cli, tmp_path):
+    """A module XLA runs without a kernel: no cubin to give, an empty SASS and table."""
+    path = tmp_path / "ident.mlir"
+    path.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n")
+    r = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cubin", "--no-cache")
+    assert_one_line_error(r, contains="stage 'cubin' has nothing to give: the compile made no kernels")
+    r = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "kernels", "--no-cache")
+    assert r.code == 0 and r.out.startswith("ident on h100_sxm") and "regs" in r.out and "fusion" not in r.out
+    r = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass", "--no-cache")
+    assert (r.code, r.out.strip()) == (0, "")
+
+
 def test_list_stages_has_the_cuda_binary_stages(cli):
     r = cli("opt", "--list-stages", "--platform", "cuda")
     names = [ln.split()[0] for ln in r.out.splitlines() if ln.strip()]
