@@ -7,6 +7,7 @@ its input (passes run on a copy).
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from .errors import StageError
@@ -68,7 +69,7 @@ def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
     # The serializer prints its diagnostics (loc(...): error: ...) on fd 2.
     with module.context, capture_fd2() as captured:
         try:
-            return stablehlo.serialize_portable_artifact(clone(module), version)
+            return stablehlo.serialize_portable_artifact(_mhlo_as_custom_calls(clone(module)), version)
         except Exception as e:
             failure = e
     found = re.findall(r"error: (.+)", captured.text)
@@ -78,6 +79,22 @@ def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
             "legalize them first: --pipeline @prepare-export") if chlo else None
     raise StageError(f"cannot serialize as a StableHLO {version} portable artifact: {detail}",
                      hint=hint)
+
+
+_MHLO_OP = re.compile(r'^\s*(?:%[^=\n]+=\s*)?"?mhlo\.\w+', re.M)
+
+
+def _mhlo_as_custom_calls(module: Any) -> Any:
+    """``module`` with its MHLO ops written as StableHLO custom calls (``hlo-legalize-to-stablehlo``:
+    ``mhlo.topk`` becomes ``stablehlo.custom_call @mhlo.topk``), which VHLO holds and XLA
+    reads back as the same op. XLA's HLO import leaves the ops StableHLO lacks (TopK) as
+    MHLO. Modules without MHLO ops are left as they are."""
+    from jaxlib.mlir import passmanager
+
+    if not _MHLO_OP.search(module.operation.get_asm(large_elements_limit=1)):
+        return module
+    passmanager.PassManager.parse("builtin.module(hlo-legalize-to-stablehlo)").run(module.operation)
+    return module
 
 
 def mhlo_text(module: Any, *, debug_info: bool = False) -> str:

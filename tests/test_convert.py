@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import itertools
 
 import numpy as np
@@ -156,3 +158,17 @@ def test_binary_to_terminal_refused(cli):
             outputs.write_stdout(b"\x00\x01")
     finally:
         sys.stdout = real
+
+
+def test_vhlo_of_an_hlo_module_with_topk(cli, tmp_path):
+    """XLA's HLO import leaves TopK as mhlo.topk, which VHLO cannot hold: the artifact
+    carries it as MHLO's custom call, and XLA reads back the same topk."""
+    dump = DATA / "jax_dumps" / "module_sort.before_optimizations.txt"
+    out = tmp_path / "sort.vhlo"
+    r = cli("opt", str(dump), "--stage", "vhlo", "-o", str(out))
+    assert r.code == 0, r.err
+    back = cli("opt", str(out), "--platform", "cpu", "--stage", "hlo-before-optimizations")
+    assert back.code == 0, back.err
+    assert re.search(r"= \(f32\[4,3\]\{1,0\}, s32\[4,3\]\{1,0\}\) topk\(%\S+\), k=3, largest=true", back.out)
+    text = cli("opt", str(out))
+    assert "stablehlo.custom_call @mhlo.topk(" in text.out and "= mhlo.topk(" not in text.out
