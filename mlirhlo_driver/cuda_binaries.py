@@ -75,8 +75,17 @@ class Assembly:
     ptxas: Any  # cuda_tools.Ptxas
     args: tuple[str, ...]  # XLA's options (without -v)
     modules: list[KernelModule]
-    xla_cubins: dict[str, bytes] = field(default_factory=dict, repr=False)  # kernel -> its module's cubin
+    kernel_cache: bytes | None = field(default=None, repr=False)  # the file XLA's kernel cache wrote
     _assembled: bool = field(default=False, repr=False)
+    _xla_cubins: dict[str, bytes] | None = field(default=None, repr=False)
+
+    @property
+    def xla_cubins(self) -> dict[str, bytes]:
+        """Kernel -> its module's cubin from XLA's kernel cache (decoded on first use: sass
+        and ptx never need it)."""
+        if self._xla_cubins is None:
+            self._xla_cubins = xla_cubins(self.kernel_cache)
+        return self._xla_cubins
 
     def modules_assembled(self) -> list[KernelModule]:
         """The modules with their cubins: XLA's own where its kernel cache holds them,
@@ -178,7 +187,7 @@ def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, An
             modules.append(KernelModule(kernel_module_name(text, key), key,
                                         sorted(set(_ENTRY.findall(text))), text))
     modules.sort(key=lambda m: m.name)
-    return Assembly(sm, tool, tuple(ptxas_options(sm, xla_flags)), modules, xla_cubins(kernel_cache))
+    return Assembly(sm, tool, tuple(ptxas_options(sm, xla_flags)), modules, kernel_cache)
 
 
 def _assemble_modules(asm: Assembly, modules: list[KernelModule]) -> None:
