@@ -288,7 +288,7 @@ HOLD_BYTES = 256 * 1024 * 1024
 def _size(result: OptResult) -> int:
     """Bytes a held result keeps: its outputs, and the PTX its deferred stages will read."""
     total = 0
-    for _, _, data in [*result.parts, *((None, None, d) for _, d in result.files)]:
+    for data in [*(d for _, _, d in result.parts), *(d for _, d in result.files)]:
         if isinstance(data, (str, bytes)):
             total += len(data)
         elif isinstance(data, dict):

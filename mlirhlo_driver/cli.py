@@ -981,9 +981,8 @@ def _main(argv: list[str]) -> None:
             sys.stderr.write(f"error: {e.format_message()}{hint}\n")
             sys.exit(EXIT_USAGE)
         raise
-    if result == 130:
-        if interrupts.received:
-            interrupts.report()  # typer turns Ctrl-C into a silent exit 130
+    if result == 130 and interrupts.received:
+        interrupts.report()  # typer turns Ctrl-C into a silent exit 130
     sys.exit(result if isinstance(result, int) else 0)
 
 

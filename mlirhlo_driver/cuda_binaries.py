@@ -494,18 +494,17 @@ def assemble_many(jobs: list[PtxJob], *, disassemble: bool) -> list[GroupResult 
         try:
             results: list[GroupResult | DriverError] = list(_run_group(group, tool))
         except StageError as e:
-            if len(members) == 1:
-                results = [e]
-            else:
-                results = []
-                for job in group:
-                    try:
-                        results.append(_run_group([job], tool)[0])
-                    except StageError as alone_error:
-                        results.append(alone_error)
+            results = [e] if len(group) == 1 else [_run_alone(job, tool) for job in group]
         for i, result in zip(members, results):
             out[i] = result
     return out  # type: ignore[return-value]
+
+
+def _run_alone(job: PtxJob, tool: Nvdisasm | DriverError | None) -> GroupResult | DriverError:
+    try:
+        return _run_group([job], tool)[0]
+    except StageError as e:
+        return e
 
 
 _PREFIX = "__mlirhlo"
@@ -567,7 +566,8 @@ def _threads(job: PtxJob) -> list[str]:
         return []
     if version < (12, 8):
         return []
-    return ["--split-compile", str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return ["--split-compile", str(cores)]
 
 
 def _run_group(jobs: list[PtxJob], tool: Nvdisasm | DriverError | None) -> list[GroupResult]:

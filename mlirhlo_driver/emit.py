@@ -7,7 +7,6 @@ its input (passes run on a copy).
 from __future__ import annotations
 
 import io
-import re
 from typing import Any
 
 from .errors import StageError
@@ -81,17 +80,23 @@ def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
                      hint=hint)
 
 
-_MHLO_OP = re.compile(r'^\s*(?:%[^=\n]+=\s*)?"?mhlo\.\w+', re.M)
-
-
 def _mhlo_as_custom_calls(module: Any) -> Any:
     """``module`` with its MHLO ops written as StableHLO custom calls (``hlo-legalize-to-stablehlo``:
     ``mhlo.topk`` becomes ``stablehlo.custom_call @mhlo.topk``), which VHLO holds and XLA
     reads back as the same op. XLA's HLO import leaves the ops StableHLO lacks (TopK) as
     MHLO. Modules without MHLO ops are left as they are."""
-    from jaxlib.mlir import passmanager
+    from jaxlib.mlir import ir, passmanager
 
-    if not _MHLO_OP.search(module.operation.get_asm(large_elements_limit=1)):
+    found = []
+
+    def visit(op: Any) -> Any:
+        if op.name.startswith("mhlo."):
+            found.append(op.name)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if not found:
         return module
     passmanager.PassManager.parse("builtin.module(hlo-legalize-to-stablehlo)").run(module.operation)
     return module

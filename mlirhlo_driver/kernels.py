@@ -359,7 +359,7 @@ def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None
     specs = [specs_mod.resolve_spec(n) for n in names]
     if not inputs:
         raise DriverError("no input modules given", hint="mlirhlo kernels --help")
-    from .xla_stages import _pending_kernels, kernel_rows_many
+    from .xla_stages import _kernels, kernel_rows_many
 
     modules = loader.load_inputs(inputs, input_format=input_format)
     pending = []
@@ -368,7 +368,7 @@ def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None
             options = stages.StageOptions(platform="cuda", gpu_spec=spec)
             req = stages.StageRequest(loaded.module, loaded.name, options, source=loaded.source,
                                       line_offset=loaded.line_offset)
-            pending.append((loaded.name, j, _pending_kernels(req)))
+            pending.append((loaded.name, j, _kernels(req)))
     # One ptxas -v run per spec for all the modules.
     per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]] = [(s, []) for s in specs]
     for (name, j, _), found in zip(pending, kernel_rows_many([p for _, _, p in pending])):

@@ -160,19 +160,17 @@ class PendingBinary(Deferred):
 
     @classmethod
     def finish_all(cls, items: list[Deferred]) -> list[Any]:
+        return _each([item for item in items if isinstance(item, PendingBinary)], PendingBinary.text)
+
+    def text(self, result: Any) -> Any:
+        """The stage's output from its job's GroupResult (a SASS error stays an error)."""
+        from . import kernels
         from .errors import DriverError
 
-        done = _assemble([item for item in items if isinstance(item, PendingBinary)])
-        out: list[Any] = []
-        for item in items:
-            result = done[id(item.job)]  # type: ignore[attr-defined]
-            if isinstance(result, DriverError):
-                out.append(result)
-            elif item.kernels is None:  # type: ignore[attr-defined]
-                out.append(result.sass if isinstance(result.sass, DriverError) else _sass_text(result.sass))
-            else:
-                out.append(_kernels_text(item, result))  # type: ignore[arg-type]
-        return out
+        if self.kernels is None:
+            return result.sass if isinstance(result.sass, DriverError) else _sass_text(result.sass)
+        module_name, spec, _, _ = self.kernels
+        return kernels.table_text(module_name, spec, self.rows(result))
 
     def rows(self, result: Any) -> list[Any]:
         from . import kernels
@@ -188,10 +186,12 @@ class PendingBinary(Deferred):
                             thunk_sequence, spec)
 
 
-def _assemble(items: list[PendingBinary]) -> dict[int, Any]:
-    """id(job) -> its GroupResult or error: jobs some item wants SASS of in one call,
-    the rest (kernels only, where no nvdisasm is needed) in another."""
+def _each(items: list[PendingBinary], use: Any) -> list[Any]:
+    """``use(item, its GroupResult)`` for each item, or its job's error: jobs some item
+    wants SASS of in one assemble_many call, the rest (kernels only, where no nvdisasm
+    is needed) in another."""
     from . import cuda_binaries
+    from .errors import DriverError
 
     jobs = {id(i.job): i.job for i in items}
     sass = {id(i.job) for i in items if i.kernels is None}
@@ -201,7 +201,8 @@ def _assemble(items: list[PendingBinary]) -> dict[int, Any]:
         if chosen:
             results = cuda_binaries.assemble_many(chosen, disassemble=disassemble)
             done.update({id(job): r for job, r in zip(chosen, results)})
-    return done
+    return [done[id(i.job)] if isinstance(done[id(i.job)], DriverError) else use(i, done[id(i.job)])
+            for i in items]
 
 
 def _sass_text(sections: list[tuple[str, str]]) -> str:
@@ -212,14 +213,6 @@ def _sass_text(sections: list[tuple[str, str]]) -> str:
                    for name, text in sections)
 
 
-def _kernels_text(item: PendingBinary, result: Any) -> str:
-    from . import kernels
-
-    assert item.kernels is not None
-    module_name, spec, _, _ = item.kernels
-    return kernels.table_text(module_name, spec, item.rows(result))
-
-
 def _sass(req: Any) -> PendingBinary:
     from . import cuda_binaries
 
@@ -228,7 +221,7 @@ def _sass(req: Any) -> PendingBinary:
     return PendingBinary(job)
 
 
-def _pending_kernels(req: Any) -> PendingBinary:
+def _kernels(req: Any) -> PendingBinary:
     asm = _assembly(req)
     return PendingBinary(_ptx_job(req), (req.module_name, req.options.gpu_spec, _thunk_sequence(req),
                                          asm.shared_sizes()))
@@ -236,24 +229,16 @@ def _pending_kernels(req: Any) -> PendingBinary:
 
 def kernel_rows_many(items: list[PendingBinary]) -> list[Any]:
     """Each item's kernel rows (or its error), from one group run per spec."""
-    from .errors import DriverError
-
-    done = _assemble(items)
-    return [done[id(i.job)] if isinstance(done[id(i.job)], DriverError) else i.rows(done[id(i.job)])
-            for i in items]
+    return _each(items, PendingBinary.rows)
 
 
 def _kernel_rows(req: Any) -> list[Any]:
     from .errors import DriverError
 
-    rows = kernel_rows_many([_pending_kernels(req)])[0]
+    rows = kernel_rows_many([_kernels(req)])[0]
     if isinstance(rows, DriverError):
         raise rows
     return rows
-
-
-def _kernels(req: Any) -> PendingBinary:
-    return _pending_kernels(req)
 
 
 def _thunk_sequence(req: Any) -> str:
