@@ -14,16 +14,60 @@ import os
 import re
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import CompileError, DriverError, EnvironmentMismatch
 from .native_io import capture_fd2
 
 # The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
-# the same (tests/test_versions.py checks). jax-cuda12-plugin must equal jaxlib exactly.
+# the same (tests/test_versions.py checks). The CUDA plugin must equal jaxlib exactly.
 SUPPORTED_MIN = "0.9.0"
-SUPPORTED_MAX = "0.10.2"
+SUPPORTED_MAX = "0.12.0.1"
+# jax's CUDA plugins, newest CUDA first: where both match jaxlib, jax's own discovery
+# loads both, and the CUDA 13 one is the environment the user asked for last.
+CUDA_PLUGIN_DISTS = ("jax-cuda13-plugin", "jax-cuda12-plugin")
+# The plugin named in messages when none is installed (the README's set-up installs it).
 PLUGIN_DIST = "jax-cuda12-plugin"
+
+
+@dataclass(frozen=True)
+class CudaPlugin:
+    """The jax CUDA plugin in use: its distribution, CUDA major version and installed version."""
+
+    dist: str  # "jax-cuda12-plugin"
+    version: str | None  # None: not installed
+
+    @property
+    def cuda_major(self) -> int:
+        return int(re.search(r"cuda(\d+)", self.dist).group(1))  # type: ignore[union-attr]
+
+    @property
+    def module(self) -> str:
+        """The Python package with its extensions (``jax_cuda12_plugin``)."""
+        return self.dist.replace("-plugin", "_plugin").replace("-", "_")
+
+    @property
+    def namespace_dir(self) -> str:
+        """Its directory in the ``jax_plugins`` namespace package (``xla_cuda12``)."""
+        return f"xla_cuda{self.cuda_major}"
+
+    @property
+    def extra(self) -> str:
+        """jax's extra that installs it at jax's exact version (``cuda12-local``)."""
+        return f"cuda{self.cuda_major}-local"
+
+
+def cuda_plugin(found: dict[str, str | None] | None = None) -> CudaPlugin:
+    """The CUDA plugin the driver uses: one at jaxlib's exact version, CUDA 13 before 12;
+    else an installed one (check_cuda_plugin names the mismatch); else jax-cuda12-plugin,
+    not installed."""
+    found = installed_versions() if found is None else found
+    installed = [d for d in CUDA_PLUGIN_DISTS if found.get(d) is not None]
+    matching = [d for d in installed if found.get(d) == found.get("jaxlib")]
+    dist = (matching or installed or [PLUGIN_DIST])[0]
+    return CudaPlugin(dist, found.get(dist))
+
 
 # Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
 # They say nothing to a user compiling device-less, so they are dropped; any
@@ -67,7 +111,8 @@ def native_library_path(library: str) -> str | None:
         spec, rel = importlib.util.find_spec("jaxlib"), "libjax_common.so"
     elif library == "cuda_plugin":
         # A namespace package: finding it runs none of the plugin's code.
-        spec, rel = importlib.util.find_spec("jax_plugins"), os.path.join("xla_cuda12", "xla_cuda_plugin.so")
+        spec = importlib.util.find_spec("jax_plugins")
+        rel = os.path.join(cuda_plugin().namespace_dir, "xla_cuda_plugin.so")
     else:
         raise ValueError(f"unknown native library {library!r}")
     for root in (spec.submodule_search_locations or []) if spec else []:
@@ -78,14 +123,14 @@ def native_library_path(library: str) -> str | None:
 
 
 def installed_versions() -> dict[str, str | None]:
-    """Installed versions of jax, jaxlib and the CUDA plugin (None: not installed).
+    """Installed versions of jax, jaxlib and the CUDA plugins (None: not installed).
 
     Read from package metadata, without importing them, so it costs no start-up.
     """
     from importlib import metadata  # here: its import costs ~20 ms, more than a cache hit
 
     out: dict[str, str | None] = {}
-    for dist in ("jax", "jaxlib", PLUGIN_DIST):
+    for dist in ("jax", "jaxlib", *CUDA_PLUGIN_DISTS):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -127,35 +172,35 @@ def check_versions() -> None:
     without it (see check_cuda_plugin).
     """
     found = installed_versions()
-    bad = {k: v for k, v in found.items()
-           if k != PLUGIN_DIST and (v is None or not in_supported_range(v))}
+    bad = {k: found.get(k) for k in ("jax", "jaxlib")
+           if found.get(k) is None or not in_supported_range(found[k])}
     if bad:
         have = ", ".join(f"{k} {v or 'not installed'}" for k, v in bad.items())
         raise EnvironmentMismatch(
             f"mlirhlo-driver supports jax/jaxlib {SUPPORTED_MIN} to {SUPPORTED_MAX}, found {have}",
-            hint=f"pip install 'jax[cuda12-local]>={SUPPORTED_MIN},<={SUPPORTED_MAX}'",
+            hint=f"pip install 'jax[{cuda_plugin(found).extra}]>={SUPPORTED_MIN},<={SUPPORTED_MAX}'",
         )
 
 
 def check_cuda_plugin() -> None:
-    """Raise EnvironmentMismatch unless jax-cuda12-plugin is installed at exactly jaxlib's version.
+    """Raise EnvironmentMismatch unless a CUDA plugin is installed at exactly jaxlib's version.
 
     A plugin built for another jaxlib may load and then fail or crash inside a
     compile, so CUDA work is refused up front with the one command that fixes it.
     """
     found = installed_versions()
-    jaxlib_version, plugin = found["jaxlib"], found[PLUGIN_DIST]
-    if plugin is not None and plugin == jaxlib_version:
+    jaxlib_version, plugin = found["jaxlib"], cuda_plugin(found)
+    if plugin.version is not None and plugin.version == jaxlib_version:
         return
-    found_plugin = (f"{PLUGIN_DIST} is not installed (jaxlib {jaxlib_version})" if plugin is None
-                    else f"{PLUGIN_DIST} {plugin} does not match jaxlib {jaxlib_version}")
+    found_plugin = (f"{plugin.dist} is not installed (jaxlib {jaxlib_version})" if plugin.version is None
+                    else f"{plugin.dist} {plugin.version} does not match jaxlib {jaxlib_version}")
     raise EnvironmentMismatch(f"{found_plugin}; CUDA needs the plugin at jaxlib's exact version",
-                              hint=f"pip install {PLUGIN_DIST}=={jaxlib_version}")
+                              hint=f"pip install {plugin.dist}=={jaxlib_version}")
 
 
 def version_lines() -> list[str]:
-    """``NAME VERSION`` for jax, jaxlib and the CUDA plugin, each with what is wrong, if
-    anything (unsupported, missing, not matching jaxlib). Imports nothing heavy."""
+    """``NAME VERSION`` for jax, jaxlib and the CUDA plugin in use, each with what is wrong,
+    if anything (unsupported, missing, not matching jaxlib). Imports nothing heavy."""
     found = installed_versions()
     lines = []
     for dist in ("jax", "jaxlib"):
@@ -166,14 +211,18 @@ def version_lines() -> list[str]:
             lines.append(f"{dist} {version} (unsupported: {SUPPORTED_MIN} to {SUPPORTED_MAX} are)")
         else:
             lines.append(f"{dist} {version}")
-    plugin, jaxlib_version = found[PLUGIN_DIST], found["jaxlib"]
-    if plugin is None:
-        lines.append(f"{PLUGIN_DIST} not installed (CUDA needs {PLUGIN_DIST}=={jaxlib_version})")
-    elif plugin != jaxlib_version:
-        lines.append(f"{PLUGIN_DIST} {plugin} (does not match jaxlib {jaxlib_version}: "
-                     f"CUDA needs {PLUGIN_DIST}=={jaxlib_version})")
+    jaxlib_version = found["jaxlib"]
+    plugin = cuda_plugin(found)
+    if plugin.version is None:
+        lines.append(f"{plugin.dist} not installed (CUDA needs {plugin.dist}=={jaxlib_version})")
+    elif plugin.version != jaxlib_version:
+        lines.append(f"{plugin.dist} {plugin.version} (does not match jaxlib {jaxlib_version}: "
+                     f"CUDA needs {plugin.dist}=={jaxlib_version})")
     else:
-        lines.append(f"{PLUGIN_DIST} {plugin}")
+        lines.append(f"{plugin.dist} {plugin.version}")
+    for dist in CUDA_PLUGIN_DISTS:  # a second plugin stays unused: say so
+        if dist != plugin.dist and found.get(dist) is not None:
+            lines.append(f"{dist} {found[dist]} (installed, not used)")
     return lines
 
 
@@ -241,7 +290,7 @@ def _import_jax() -> Any:
 
     check_versions()
     found = installed_versions()
-    plugin_matches = found[PLUGIN_DIST] == found["jaxlib"]
+    plugin_matches = all(found.get(d) in (None, found["jaxlib"]) for d in CUDA_PLUGIN_DISTS)
     force_cpu = not os.environ.get("JAX_PLATFORMS")
     if force_cpu and plugin_matches and not jaxlib_at_least("0.9.2"):
         # The CUDA plugin before 0.9.2 checks the CUDA runtime even when the platforms
@@ -253,7 +302,7 @@ def _import_jax() -> Any:
             # jaxlib warns that a plugin built for another jaxlib "will not be used";
             # CUDA commands refuse to run with one-line advice (check_cuda_plugin).
             warnings.filterwarnings("ignore", category=RuntimeWarning,
-                                    message=r"JAX plugin jax_cuda12_plugin version")
+                                    message=r"JAX plugin jax_cuda\d+_plugin version")
         import jax as jax_module
     if force_cpu:
         jax_module.config.update("jax_platforms", "cpu")
@@ -267,17 +316,20 @@ def _import_jax() -> Any:
 
 
 def _keep_plugin_out_of_discovery() -> None:
-    """A CUDA plugin (jax_plugins.xla_cuda12) for another jaxlib stays unloaded.
+    """CUDA plugins (jax_plugins.xla_cuda12/13) stay unloaded by jax's discovery.
 
     jax's discovery would call its initialize(), which checks the CUDA runtime
     (a logged traceback without one) and loads a library built against another
     jaxlib. CPU work needs none of it; CUDA work is refused by check_cuda_plugin.
     """
-    try:
-        import jax_plugins.xla_cuda12 as plugin
-    except Exception:  # absent, or too broken to import: discovery skips it as well
-        return
-    plugin.initialize = lambda: None
+    import importlib
+
+    for dist in CUDA_PLUGIN_DISTS:
+        try:
+            plugin = importlib.import_module(f"jax_plugins.{CudaPlugin(dist, None).namespace_dir}")
+        except Exception:  # absent, or too broken to import: discovery skips it as well
+            continue
+        plugin.initialize = lambda: None
 
 
 _cpu_device_count: int | None = None
@@ -502,6 +554,24 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
     return opts
 
 
+# The emitters whose dumps are the LLVM IR (before/after optimization) and PTX stages.
+_CODEGEN_EMITTERS = "llvm|ptx"
+
+
+def codegen_dump_flags(user_emitter_re: str | None = None) -> dict[str, Any]:
+    """DebugOptions that make this XLA dump its LLVM IR and PTX.
+
+    jaxlib 0.10.2's XLA writes ``*.ir-no-opt.ll``, ``*.ir-with-opt.ll`` and ``*.ptx``
+    whenever it dumps. 0.12's writes them only for emitters ``xla_dump_emitter_re``
+    matches (``llvm`` and ``ptx``; measured: unset, neither is written). A user's own
+    regex (Triton's emitters, say) is kept beside them.
+    """
+    if not jaxlib_at_least("0.11.0"):
+        return {}
+    ours = f"^(?:{_CODEGEN_EMITTERS})$"
+    return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
+
+
 def debug_options_fields() -> dict[str, Any]:
     """Name -> default value of every DebugOptions field this jaxlib's XLA knows."""
     xla_client = _xla_client()
@@ -580,10 +650,12 @@ def native_threads_started() -> bool:
 
 def _register_cuda_targets(xla_client: Any, c_api: Any) -> None:
     """The CUDA plugin's custom-call/FFI targets and types, as jax_plugins.xla_cuda12's
-    initialize() registers them (jaxlib 0.9.0-0.10.2). Its Triton handler serves
+    initialize() registers them (jaxlib 0.9.0-0.12.0.1). Its Triton handler serves
     jax's own Pallas lowering only, not XLA's compile, and is left out."""
+    import importlib
+
     try:
-        from jax_cuda12_plugin import cuda_plugin_extension as ext
+        ext = importlib.import_module(f"{cuda_plugin().module}.cuda_plugin_extension")
     except ImportError:
         return  # the plugin's initialize() registers nothing then either
     xla_client.register_custom_type_handler("CUDA", functools.partial(ext.register_custom_type, c_api))
@@ -609,44 +681,128 @@ def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") ->
 
 @functools.lru_cache(maxsize=32)
 def target_config_for_installed_xla(text: str) -> str:
-    """A GpuTargetConfigProto textproto as the installed XLA's parser accepts it.
+    """A GpuTargetConfigProto textproto as the installed XLA reads it, for the plugin in use.
 
-    Unchanged where this jaxlib's schema knows every field. The shipped specs are
-    written for the newest supported jaxlib: 0.10.2's GpuDeviceInfoProto has fields
-    (driver_version, runtime_version, thread_dim_limit_x, ...) that 0.9.x lacks, and
-    XLA's text parser rejects unknown fields. Those are dropped: an XLA that lacks a
-    field cannot read it, so the compile is the one that XLA would do anyway. The
-    schema is the installed jaxlib's own (protos.py); the text was validated before.
+    The shipped specs are written for jaxlib 0.10.2. XLA's text parser rejects
+    unknown fields, and each release's schema differs:
+
+    * fields an older schema lacks (0.9.x: driver_version, runtime_version,
+      thread_dim_limit_x, ...) are dropped: an XLA that lacks a field cannot read
+      it, so the compile is the one that XLA would do anyway; 0.9 reads the
+      runtime version from the top-level RuntimeVersionProto instead;
+    * fields a newer schema moved are moved: 0.12 has no top-level
+      ``dnn_version_info``, only ``gpu_device_info.dnn_version``;
+    * fields a newer XLA reads from a real GPU (0.12: blocks per SM, shared memory
+      reserved per block) are filled from the compute capability, as the GPU reports;
+    * the CUDA version fields follow the plugin's toolkit: a spec written for CUDA 12
+      compiled by jax-cuda13-plugin gets the versions that plugin was built with,
+      what a GPU running it reports.
+
+    The schema is the installed jaxlib's own (protos.py); the text was validated before.
     """
     from google.protobuf import text_format
 
     from . import protos
 
     cls = protos.message_class("stream_executor.GpuTargetConfigProto")
-    try:
-        text_format.Parse(text, cls(), descriptor_pool=protos.pool())
-        return text
-    except text_format.ParseError:
-        pass
     msg = cls()
     try:
         text_format.Parse(text, msg, allow_unknown_field=True, descriptor_pool=protos.pool())
     except text_format.ParseError:
         return text  # not a schema difference: XLA reports it
+    try:
+        text_format.Parse(text, cls(), descriptor_pool=protos.pool())
+        changed = False
+    except text_format.ParseError:
+        changed = True  # unknown fields: they are left out of what XLA reads
     info = msg.gpu_device_info
-    if "runtime_version" not in info.DESCRIPTOR.fields_by_name and not msg.HasField("runtime_version"):
+    info_fields = info.DESCRIPTOR.fields_by_name
+    if "runtime_version" not in info_fields and not msg.HasField("runtime_version"):
         # Before 0.10.0 XLA reads the CUDA runtime version (FP8 conversions in hardware,
         # measured with 0.9.0) from the top-level RuntimeVersionProto instead.
         m = re.search(r'runtime_version:\s*"(\d+)\.(\d+)(?:\.(\d+))?"', text)
         if m:
             msg.runtime_version.major, msg.runtime_version.minor = int(m.group(1)), int(m.group(2))
             msg.runtime_version.patch = int(m.group(3) or 0)
+            changed = True
+    if "dnn_version_info" not in msg.DESCRIPTOR.fields_by_name and not info.dnn_version:
+        m = re.search(r"dnn_version_info\s*\{([^}]*)\}", text)
+        if m:
+            parts = {k: int(v) for k, v in re.findall(r"(major|minor|patch):\s*(\d+)", m.group(1))}
+            info.dnn_version = f"{parts.get('major', 0)}.{parts.get('minor', 0)}.{parts.get('patch', 0)}"
+            changed = True
     cc = info.cuda_compute_capability.major if info.HasField("cuda_compute_capability") else 0
-    if ("compile_time_toolkit_version" not in info.DESCRIPTOR.fields_by_name and cc >= 10
+    minor = info.cuda_compute_capability.minor if cc else 0
+    for name, value in _reported_since_0_12(cc, minor).items():
+        if name in info_fields and not getattr(info, name) and not re.search(rf"\b{name}:", text):
+            setattr(info, name, value)
+            changed = True
+    changed |= _follow_plugin_toolkit(msg)
+    if ("compile_time_toolkit_version" not in info_fields and cc >= 10
             and re.search(r"compile_time_toolkit_version:", text)):
         _note_once(f"note: jaxlib {_jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
                    f"CC {cc}.x kernels use 128-bit, not 256-bit, loads/stores (jaxlib 0.10.0+ has it)")
-    return text_format.MessageToString(msg)
+    return text_format.MessageToString(msg) if changed else text
+
+
+# cudaDeviceProp's maxBlocksPerMultiProcessor per compute capability (CUDA C++ Programming
+# Guide, "Technical Specifications per Compute Capability"); reservedSharedMemPerBlock is
+# 1 KiB from 8.0 on, 0 before. jaxlib 0.12's XLA reads both from a real GPU.
+_MAX_BLOCKS_PER_SM = {(6, 0): 32, (6, 1): 32, (7, 0): 32, (7, 2): 32, (7, 5): 16, (8, 0): 32,
+                      (8, 6): 16, (8, 7): 16, (8, 9): 24, (9, 0): 32, (10, 0): 32, (10, 3): 32,
+                      (12, 0): 32}
+
+
+def _reported_since_0_12(major: int, minor: int) -> dict[str, int]:
+    out = {"reserved_shared_memory_per_block": 1024} if major >= 8 else {}
+    if (major, minor) in _MAX_BLOCKS_PER_SM:
+        out["max_blocks_per_multiprocessor"] = _MAX_BLOCKS_PER_SM[major, minor]
+    return out
+
+
+@functools.cache
+def plugin_build_versions() -> dict[str, str]:
+    """The CUDA runtime and cuDNN versions the CUDA plugin in use was built with
+    (``"12.9.0"``), as its ``_versions`` extension reports them without a GPU; {} where
+    it cannot say (not installed, or an extension that needs a driver)."""
+    import importlib
+
+    def dotted(n: int, scale: int) -> str:  # CUDART 12090 -> 12.9.0; cuDNN 91002 -> 9.10.2
+        return (f"{n // 1000}.{n % 1000 // 10}.0" if scale == 1000
+                else f"{n // 10000}.{n % 10000 // 100}.{n % 100}")
+
+    try:
+        with filtered_native_stderr():
+            versions = importlib.import_module(f"{cuda_plugin().module}._versions")
+            return {"cuda": dotted(versions.cuda_runtime_build_version(), 1000),
+                    "cudnn": dotted(versions.cudnn_build_version(), 10000)}
+    except Exception:
+        return {}
+
+
+_CUDA_VERSION_FIELDS = ("runtime_version", "compile_time_toolkit_version", "driver_version")
+
+
+def _follow_plugin_toolkit(msg: Any) -> bool:
+    """Set the spec's CUDA version fields to the plugin's toolkit where their major
+    version differs from it (a CUDA 12 spec under jax-cuda13-plugin). True if changed."""
+    built = plugin_build_versions().get("cuda")
+    info = msg.gpu_device_info
+    fields = [f for f in _CUDA_VERSION_FIELDS if f in info.DESCRIPTOR.fields_by_name and getattr(info, f)]
+    if not built or not fields or all(getattr(info, f).split(".")[0] == built.split(".")[0] for f in fields):
+        return False
+    for f in fields:
+        setattr(info, f, built)
+    cudnn = plugin_build_versions().get("cudnn")
+    if cudnn and "dnn_version" in info.DESCRIPTOR.fields_by_name and info.dnn_version:
+        info.dnn_version = cudnn
+    if cudnn and "dnn_version_info" in msg.DESCRIPTOR.fields_by_name and msg.HasField("dnn_version_info"):
+        dnn = msg.dnn_version_info
+        dnn.major, dnn.minor, dnn.patch = (int(x) for x in cudnn.split("."))
+    if msg.HasField("runtime_version"):
+        major, minor, _ = (int(x) for x in built.split("."))
+        msg.runtime_version.major, msg.runtime_version.minor, msg.runtime_version.patch = major, minor, 0
+    return True
 
 
 _noted: set[str] = set()

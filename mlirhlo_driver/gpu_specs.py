@@ -385,6 +385,9 @@ _SINCE_0_10 = frozenset({
     "thread_dim_limit_y", "thread_dim_limit_z", "device_address_bits", "pcie_bandwidth",
     "ecc_enabled",
 })
+# Top-level fields newer jaxlibs moved: 0.12 reads cuDNN's version from
+# gpu_device_info.dnn_version only (_jaxlib.target_config_for_installed_xla moves it).
+_MOVED_AFTER_0_10_2 = frozenset({"dnn_version_info"})
 # Newer than jaxlib 0.10.2: set in XLA's own specs
 # (openxla/xla xla/backends/gpu/target_config/specs/*.txtpb, 2026).
 _AFTER_0_10_2 = frozenset({
@@ -453,6 +456,8 @@ def _check_unknown(parsed: ParsedSpec, file: str | None) -> None:
     later = _SINCE_0_10 | _AFTER_0_10_2
     for path, name, pos, type_name in parsed.unknown:
         if path == ("gpu_device_info",) and name in later:
+            continue
+        if not path and name in _MOVED_AFTER_0_10_2:
             continue
         desc = protos.pool().FindMessageTypeByName(type_name)
         known = [*desc.fields_by_name, *(later if path == ("gpu_device_info",) else ())]

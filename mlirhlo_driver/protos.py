@@ -84,8 +84,8 @@ def library_path(library: str) -> str | None:
 def _version(library: str) -> str:
     from . import _jaxlib
 
-    dist = "jaxlib" if library == "jaxlib" else _jaxlib.PLUGIN_DIST
-    return f"{dist} {_jaxlib.installed_versions()[dist] or '(version unknown)'}"
+    dist = "jaxlib" if library == "jaxlib" else _jaxlib.cuda_plugin().dist
+    return f"{dist} {_jaxlib.installed_versions().get(dist) or '(version unknown)'}"
 
 
 def elf_section(path: str, name: bytes = SECTION) -> bytes | None:
@@ -215,7 +215,7 @@ def _library_files(library: str) -> dict[str, _File]:
         raise ProtoSchemaError(
             f"{path} ({_version(library)}) has no '{SECTION.decode()}' section with protobuf "
             "descriptors; the driver reads XLA's .proto schemas from there",
-            hint="install a jaxlib (and jax-cuda12-plugin) version pyproject.toml allows")
+            hint="install a jaxlib (and CUDA plugin) version pyproject.toml allows")
     return files
 
 

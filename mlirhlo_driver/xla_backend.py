@@ -65,7 +65,10 @@ def _natural_key(name: str) -> list[Any]:
 
 def flag_overrides(options: Any) -> list[tuple[str, Any]]:
     """DebugOptions for this compile: driver defaults, then the user's flags."""
+    from . import _jaxlib
+
     flags: dict[str, Any] = dict(_DUMP_FLAGS)
+    flags.update(_jaxlib.codegen_dump_flags(dict(options.xla_flags).get("xla_dump_emitter_re")))
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)
         if not dict(options.xla_flags).get("xla_gpu_cuda_data_dir"):
@@ -73,7 +76,7 @@ def flag_overrides(options: Any) -> list[tuple[str, Any]]:
             from . import cuda_tools
 
             flags["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
-    flags.update(dict(options.xla_flags))
+    flags.update({k: v for k, v in dict(options.xla_flags).items() if k not in flags or k != "xla_dump_emitter_re"})
     flags.pop("xla_dump_to", None)  # the driver owns the dump directory
     return sorted(flags.items())
 
