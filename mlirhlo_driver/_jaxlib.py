@@ -182,6 +182,11 @@ def check_versions() -> None:
         )
 
 
+@functools.cache
+def _checked_versions() -> None:
+    check_versions()  # raises, so only a pass is cached
+
+
 def check_cuda_plugin() -> None:
     """Raise EnvironmentMismatch unless a CUDA plugin is installed at exactly jaxlib's version.
 
@@ -358,7 +363,10 @@ def ir_context() -> Any:
     0.9.0-0.10.2: jax_mlir_ext's dialect registry, then sdy, mpmd, mhlo, chlo and
     stablehlo registered), so MLIR-only work never imports jax (~0.5 s).
     tests/test_startup.py checks it against the installed jax's context.
+    Outside the supported range it raises EnvironmentMismatch: an untested
+    jaxlib may parse, run passes and print differently without a word.
     """
+    check_versions()
     with _lock, filtered_native_stderr():
         from jaxlib.mlir import ir
         # The native registration functions, which jaxlib.mlir.dialects.{sdy,mpmd,
@@ -401,7 +409,9 @@ def _bare_context_class() -> Any:
 
 @functools.cache
 def _xla_client() -> Any:
-    """jaxlib's xla_client, imported quietly and without jax: jaxlib alone compiles."""
+    """jaxlib's xla_client, imported quietly and without jax: jaxlib alone compiles.
+    EnvironmentMismatch outside the supported range."""
+    check_versions()
     with _lock, filtered_native_stderr():
         from jaxlib import xla_client
 
@@ -437,6 +447,8 @@ def _hlo_lib_name() -> str:
 def hlo_lib() -> Any:
     """jaxlib's module holding HloModule and hlo_module_from_text (it moved in 0.10.2)."""
     import importlib
+
+    _checked_versions()
 
     return importlib.import_module(_hlo_lib_name())
 
@@ -554,8 +566,19 @@ def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
     return opts
 
 
+def compile_options_from_proto(data: bytes) -> Any:
+    """CompileOptions from CompileOptions.SerializeAsString()'s bytes (for a child process)."""
+    return _xla_client().CompileOptions.ParseFromString(data)
+
+
 # The emitters whose dumps are the LLVM IR (before/after optimization) and PTX stages.
 _CODEGEN_EMITTERS = "llvm|ptx"
+
+
+def codegen_dumps_need_emitters() -> bool:
+    """Whether this XLA dumps LLVM IR and PTX per emitter (jaxlib 0.11+; 0.12 measured). Such
+    an XLA writes no file at all for a compile without kernels, where 0.10.2 wrote empty ones."""
+    return jaxlib_at_least("0.11.0")
 
 
 def codegen_dump_flags(user_emitter_re: str | None = None) -> dict[str, Any]:
@@ -566,7 +589,7 @@ def codegen_dump_flags(user_emitter_re: str | None = None) -> dict[str, Any]:
     matches (``llvm`` and ``ptx``; measured: unset, neither is written). A user's own
     regex (Triton's emitters, say) is kept beside them.
     """
-    if not jaxlib_at_least("0.11.0"):
+    if not codegen_dumps_need_emitters():
         return {}
     ours = f"^(?:{_CODEGEN_EMITTERS})$"
     return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
@@ -694,9 +717,9 @@ def target_config_for_installed_xla(text: str) -> str:
       ``dnn_version_info``, only ``gpu_device_info.dnn_version``;
     * fields a newer XLA reads from a real GPU (0.12: blocks per SM, shared memory
       reserved per block) are filled from the compute capability, as the GPU reports;
-    * the CUDA version fields follow the plugin's toolkit: a spec written for CUDA 12
-      compiled by jax-cuda13-plugin gets the versions that plugin was built with,
-      what a GPU running it reports.
+    * the CUDA and cuDNN version fields follow the plugin in use: they get the versions
+      it was built with, what a GPU running it reports (a spec written for CUDA 12.9
+      compiled by jax-cuda13-plugin gets 13.0).
 
     The schema is the installed jaxlib's own (protos.py); the text was validated before.
     """
@@ -784,25 +807,32 @@ _CUDA_VERSION_FIELDS = ("runtime_version", "compile_time_toolkit_version", "driv
 
 
 def _follow_plugin_toolkit(msg: Any) -> bool:
-    """Set the spec's CUDA version fields to the plugin's toolkit where their major
-    version differs from it (a CUDA 12 spec under jax-cuda13-plugin). True if changed."""
-    built = plugin_build_versions().get("cuda")
-    info = msg.gpu_device_info
-    fields = [f for f in _CUDA_VERSION_FIELDS if f in info.DESCRIPTOR.fields_by_name and getattr(info, f)]
-    if not built or not fields or all(getattr(info, f).split(".")[0] == built.split(".")[0] for f in fields):
-        return False
-    for f in fields:
-        setattr(info, f, built)
-    cudnn = plugin_build_versions().get("cudnn")
-    if cudnn and "dnn_version" in info.DESCRIPTOR.fields_by_name and info.dnn_version:
-        info.dnn_version = cudnn
-    if cudnn and "dnn_version_info" in msg.DESCRIPTOR.fields_by_name and msg.HasField("dnn_version_info"):
-        dnn = msg.dnn_version_info
-        dnn.major, dnn.minor, dnn.patch = (int(x) for x in cudnn.split("."))
-    if msg.HasField("runtime_version"):
-        major, minor, _ = (int(x) for x in built.split("."))
-        msg.runtime_version.major, msg.runtime_version.minor, msg.runtime_version.patch = major, minor, 0
-    return True
+    """Set the spec's CUDA and cuDNN version fields to those the plugin in use was built
+    with. They describe the compiler's toolchain, not the GPU: a GPU running this plugin
+    reports them (a spec written for CUDA 12.9 under jax-cuda13-plugin gets 13.0). True if
+    anything changed; fields the spec leaves unset stay unset."""
+    built = plugin_build_versions()
+    info, changed = msg.gpu_device_info, False
+    if built.get("cuda"):
+        for f in _CUDA_VERSION_FIELDS:
+            if f in info.DESCRIPTOR.fields_by_name and getattr(info, f) and getattr(info, f) != built["cuda"]:
+                setattr(info, f, built["cuda"])
+                changed = True
+        if msg.HasField("runtime_version"):
+            major, minor, _ = (int(x) for x in built["cuda"].split("."))
+            if (msg.runtime_version.major, msg.runtime_version.minor) != (major, minor):
+                msg.runtime_version.major, msg.runtime_version.minor, msg.runtime_version.patch = major, minor, 0
+                changed = True
+    if built.get("cudnn"):
+        if "dnn_version" in info.DESCRIPTOR.fields_by_name and info.dnn_version not in ("", built["cudnn"]):
+            info.dnn_version = built["cudnn"]
+            changed = True
+        if "dnn_version_info" in msg.DESCRIPTOR.fields_by_name and msg.HasField("dnn_version_info"):
+            dnn, want = msg.dnn_version_info, tuple(int(x) for x in built["cudnn"].split("."))
+            if (dnn.major, dnn.minor, dnn.patch) != want:
+                dnn.major, dnn.minor, dnn.patch = want
+                changed = True
+    return changed
 
 
 _noted: set[str] = set()

@@ -207,6 +207,7 @@ def _add_environment(h: _Hasher) -> None:
 
     from . import __version__
     from ._jaxlib import native_library_path
+    from .cuda_tools import LIBDEVICE, PIP_TOOLS, _nvidia_roots
 
     h.add("python", sys.version)
     h.add("driver", __version__)
@@ -216,14 +217,19 @@ def _add_environment(h: _Hasher) -> None:
             h.add_stat("driver-source", os.path.join(package, name))
     for library in ("jaxlib", "cuda_plugin"):
         h.add_stat("library:" + library, native_library_path(library))
-    for top, rel in (("jax", "version.py"), ("jaxlib", "version.py"),
-                     ("nvidia", "cuda_nvcc/bin/ptxas"), ("nvidia", "cuda_nvcc/nvvm/libdevice/libdevice.10.bc")):
+    for top in ("jax", "jaxlib"):
         try:
             spec = importlib.util.find_spec(top)  # finds, runs nothing
         except (ImportError, ValueError):
             spec = None
         for root in (spec.submodule_search_locations or []) if spec else []:
-            h.add_stat(f"{top}/{rel}", os.path.join(root, rel))
+            h.add_stat(f"{top}/version.py", os.path.join(root, "version.py"))
+    # pip's CUDA tools of every CUDA major (nvidia/cuda_nvcc, nvidia/cu13): which are used
+    # follows the plugin, whose library is fingerprinted above.
+    for root in _nvidia_roots():
+        for tools in PIP_TOOLS.values():
+            for rel in (os.path.join("bin", "ptxas"), LIBDEVICE):
+                h.add_stat(f"nvidia/{tools.subdir}/{rel}", os.path.join(root, tools.subdir, rel))
 
 
 def _add_entry_points(h: _Hasher) -> None:

@@ -47,6 +47,7 @@ def _print_version(value: bool) -> None:
     ptxas, _, missing = targets.ptxas_in_use()
     lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
                  else f"ptxas none usable: {missing}")
+    lines += targets.cuda_tool_lines(ptxas)
     try:
         lines.append(f"llvmlite {metadata.version('llvmlite')}")
     except metadata.PackageNotFoundError:
@@ -59,7 +60,8 @@ def _print_version(value: bool) -> None:
 def _root(
     version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True,
-        help="Print the versions of the driver, jax, jaxlib, the CUDA plugin, ptxas and llvmlite.")] = False,
+        help="Print the versions of the driver, jax, jaxlib, the CUDA plugin, the CUDA tools "
+             "(ptxas, libdevice, nvdisasm) and llvmlite.")] = False,
 ) -> None:
     pass
 

@@ -21,8 +21,9 @@ not once per kernel module. Static shared memory is read from each module's own
 cubin (:meth:`Assembly.shared_sizes`).
 
 SASS comes from ``nvdisasm``. pip's ``nvidia-cuda-nvdisasm`` is CUDA 13, which
-reads cubins for sm_75 and newer only; for sm_60/sm_70 the CUDA 12.8 copy that
-Triton 3.3..3.6 bundles (a dependency on Linux), or a CUDA 12 toolkit's, is used.
+reads cubins for sm_75 and newer only; for sm_60/sm_70 (CUDA 12 only) the CUDA
+12.8 copy that Triton 3.3..3.6 bundles (the ``legacy-sass`` extra), or a CUDA 12
+toolkit's, is used.
 """
 
 from __future__ import annotations
@@ -339,8 +340,11 @@ def _sm_number(sm: str) -> int:
 
 
 # Triton's wheels bundle an nvdisasm: CUDA 12.8's in 3.3..3.6, the only pip copy that
-# reads sm_60/sm_70 cubins (pip's nvidia-cuda-nvdisasm is CUDA 13); a dependency on Linux.
+# reads sm_60/sm_70 cubins (pip's nvidia-cuda-nvdisasm is CUDA 13); the legacy-sass extra.
 TRITON_REQUIREMENT = "triton>=3.3,<3.7"
+LEGACY_SASS_HINT = (f"pip install 'mlirhlo-driver[legacy-sass]', i.e. '{TRITON_REQUIREMENT}', which bundles "
+                    "CUDA 12.8's nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH")
+NVDISASM_REQUIREMENT = "nvidia-cuda-nvdisasm>=13.2"
 
 
 def _triton_bin_dirs() -> list[str]:
@@ -366,15 +370,12 @@ def _nvdisasm_searched(data_dir: str | None) -> list[str]:
 
 def _nvdisasm_candidates(data_dir: str | None) -> list[str]:
     """Every nvdisasm here, in the order tried: the CUDA data dir, pip's nvidia
-    packages, PATH, the system toolkits, then the CUDA 12 copy Triton bundles."""
+    packages (the plugin's CUDA major first), PATH, the system toolkits, then the
+    CUDA 12 copy Triton bundles."""
     from . import cuda_tools
 
     dirs = [os.path.join(data_dir, "bin")] if data_dir else []
-    for root in cuda_tools._nvidia_roots():
-        try:
-            dirs += [os.path.join(root, sub, "bin") for sub in sorted(os.listdir(root))]
-        except OSError:
-            pass
+    dirs += cuda_tools.pip_bin_dirs()
     dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
     dirs += [os.path.join(d, "bin") for d in cuda_tools.SYSTEM_ROOTS]
     dirs += _triton_bin_dirs()
@@ -399,12 +400,28 @@ def tool_paths(data_dir: str | None = None) -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _nvdisasm_version(path: str, mtime_ns: int) -> tuple[int, ...] | None:
+    from . import cuda_tools
+
+    # On disk beside ptxas's probes (--version names it: one process less per start).
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = f"nvdisasm|{os.path.realpath(path)}|{st.st_size}|{mtime_ns}|{st.st_ino}"
+    cacheable = not cuda_tools._is_script(path)
+    cache = cuda_tools._read_cache() if cacheable else {}
+    if isinstance(cache.get(key), dict) and "version" in cache[key]:
+        return tuple(cache[key]["version"])
     try:
         out = subprocess.run([path, "--version"], capture_output=True, timeout=30).stdout.decode()
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"release [\d.]+, V(\d+(?:\.\d+)+)", out)
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+    version = tuple(int(x) for x in m.group(1).split(".")) if m else None
+    if version is not None and cacheable:
+        cache[key] = {"version": list(version)}
+        cuda_tools._write_cache(cache)
+    return version
 
 
 def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
@@ -421,12 +438,13 @@ def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
     searched = ", ".join(_nvdisasm_searched(data_dir))
     if not found:
         raise ToolchainError(f"no nvdisasm found; searched {searched}",
-                             hint="pip install nvidia-cuda-nvdisasm")
+                             hint=f"pip install '{NVDISASM_REQUIREMENT}'")
     seen = ", ".join(f"{t.version_str} at {t.path}" for t in found)
-    raise ToolchainError(f"no nvdisasm here reads {sm} cubins (CUDA 13's dropped sm_50..sm_72): "
-                         f"found {seen}; searched {searched}",
-                         hint=f"pip install '{TRITON_REQUIREMENT}', which bundles CUDA 12.8's nvdisasm, "
-                              "or put a CUDA 12 toolkit's bin/ on PATH")
+    if _sm_number(sm) < 75:
+        raise ToolchainError(f"no nvdisasm here reads {sm} cubins (CUDA 13's dropped sm_50..sm_72): "
+                             f"found {seen}; searched {searched}", hint=LEGACY_SASS_HINT)
+    raise ToolchainError(f"no nvdisasm here reads {sm} cubins (too old): found {seen}; searched {searched}",
+                         hint=f"pip install '{NVDISASM_REQUIREMENT}'")
 
 
 @dataclass(frozen=True)

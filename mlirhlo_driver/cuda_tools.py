@@ -1,12 +1,16 @@
 """Locate the CUDA tools device-less CUDA compiles need: ptxas, libdevice, nvdisasm, ...
 
 XLA runs ``ptxas`` even when it compiles without a GPU, and links
-``nvvm/libdevice/libdevice.10.bc`` for math functions. This package depends on
-pip's ``nvidia-cuda-nvcc-cu12`` (ptxas 12.9 and libdevice), so no CUDA toolkit
-is needed. XLA looks for ptxas in ``xla_gpu_cuda_data_dir`` first, then on
-PATH, then in ``/usr/local/cuda``, ``/opt/cuda`` and pip's copy; a system CUDA 13
-ptxas on PATH would win and it cannot target sm_60/sm_70. So the driver sets
-``xla_gpu_cuda_data_dir`` to pip's copy unless the user chose a directory.
+``nvvm/libdevice/libdevice.10.bc`` for math functions. pip has both for each
+CUDA major, so no CUDA toolkit is needed: the ``cuda12`` extra installs
+``nvidia-cuda-nvcc-cu12`` (``nvidia/cuda_nvcc``: ptxas 12.9, libdevice), the
+``cuda13`` extra ``nvidia-cuda-nvcc`` and ``nvidia-nvvm`` (``nvidia/cu13``).
+The tools used are the ones matching the CUDA major of the jax CUDA plugin in
+use (``_jaxlib.cuda_plugin``). XLA looks for ptxas in ``xla_gpu_cuda_data_dir``
+first, then on PATH, then in ``/usr/local/cuda``, ``/opt/cuda`` and pip's copy;
+a system ptxas of another CUDA major on PATH would win (CUDA 13's cannot target
+sm_60/sm_70). So the driver sets ``xla_gpu_cuda_data_dir`` to pip's copy unless
+the user chose a directory.
 
 Everything here is pure Python (no jax import). Each ptxas is asked once for
 its version and the ``--gpu-name`` values it accepts; answers are cached in
@@ -24,20 +28,76 @@ from dataclasses import dataclass
 
 from .errors import ToolchainError
 
-PIP_PACKAGE = "nvidia-cuda-nvcc-cu12"
-PIP_REQUIREMENT = "nvidia-cuda-nvcc-cu12>=12.9,<13"
+
+@dataclass(frozen=True)
+class PipCuda:
+    """pip's CUDA tools for one CUDA major: where they install and what installs them."""
+
+    major: int
+    subdir: str  # under site-packages/nvidia/: bin/ptxas, nvvm/libdevice/
+    package: str  # the wheel with ptxas
+    requirements: tuple[str, ...]  # ptxas and libdevice (pyproject's cuda<major> extra)
+
+    @property
+    def requirement(self) -> str:
+        return " ".join(f"'{r}'" for r in self.requirements)
+
+
+PIP_TOOLS = {
+    12: PipCuda(12, "cuda_nvcc", "nvidia-cuda-nvcc-cu12", ("nvidia-cuda-nvcc-cu12>=12.9,<13",)),
+    # nvidia-cuda-nvcc 13 has ptxas but no libdevice: that is nvidia-nvvm's.
+    13: PipCuda(13, "cu13", "nvidia-cuda-nvcc", ("nvidia-cuda-nvcc>=13.0,<14", "nvidia-nvvm>=13.0,<14")),
+}
 DATA_DIR_FLAG = "xla_gpu_cuda_data_dir"
 LIBDEVICE = os.path.join("nvvm", "libdevice", "libdevice.10.bc")
 # Toolkit roots XLA itself tries after PATH (tsl's CandidateCudaRoots).
 SYSTEM_ROOTS = ("/usr/local/cuda", "/opt/cuda")
-
-FIX_HINT = (f"pip install '{PIP_REQUIREMENT}' (ptxas 12.9 and libdevice), "
-            f"or pass --{DATA_DIR_FLAG}=DIR for a CUDA toolkit DIR with bin/ptxas")
+# CUDA 13 dropped sm_50..sm_72 (Maxwell, Pascal, Volta) from ptxas and the offline tools.
+CUDA13_OLDEST_SM = 75
 
 __all__ = [
-    "PIP_PACKAGE", "DATA_DIR_FLAG", "FIX_HINT", "Ptxas", "pip_cuda_dir", "cuda_data_dir",
+    "PIP_TOOLS", "PIP_PACKAGE", "PIP_REQUIREMENT", "DATA_DIR_FLAG", "FIX_HINT", "PipCuda", "Ptxas",
+    "cuda_major", "pip_tools", "fix_hint", "pip_cuda_dir", "pip_cuda_dir_for", "cuda_data_dir",
     "ptxas", "all_ptxas", "libdevice", "find_tool", "check_target", "translate_xla_error",
 ]
+
+
+def cuda_major() -> int:
+    """The CUDA major version (12, 13) of the jax CUDA plugin in use."""
+    from . import _jaxlib
+
+    return _plugin_major(_jaxlib.cuda_plugin, _jaxlib.installed_versions)
+
+
+@functools.cache
+def _plugin_major(locate, _versions) -> int:
+    # Keyed by the functions, so a test that replaces either gets a fresh answer;
+    # the installed plugin does not change within a process.
+    return locate().cuda_major
+
+
+def pip_tools(major: int | None = None) -> PipCuda:
+    """pip's tools for CUDA ``major`` (default: the plugin's); CUDA 12's for an unknown major."""
+    return PIP_TOOLS.get(cuda_major() if major is None else major, PIP_TOOLS[12])
+
+
+def fix_hint(major: int | None = None) -> str:
+    """What to install (or pass) when there is no ptxas/libdevice for the plugin's CUDA."""
+    tools = pip_tools(major)
+    return (f"pip install {tools.requirement} (CUDA {tools.major}'s ptxas and libdevice, for "
+            f"jax-cuda{tools.major}-plugin), or pass --{DATA_DIR_FLAG}=DIR for a CUDA toolkit DIR "
+            f"with bin/ptxas")
+
+
+def __getattr__(name: str) -> str:
+    # The single-CUDA names of earlier releases, for the plugin in use.
+    if name == "PIP_PACKAGE":
+        return pip_tools().package
+    if name == "PIP_REQUIREMENT":
+        return pip_tools().requirement
+    if name == "FIX_HINT":
+        return fix_hint()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -62,24 +122,58 @@ class Ptxas:
     def describe(self) -> str:
         return f"ptxas {self.version_str} ({self.path}, {self.source})"
 
-    def require(self, sm: str) -> None:
-        """Raise ToolchainError unless this ptxas can assemble for ``sm``."""
+    def require(self, sm: str, gpu: str | None = None) -> None:
+        """Raise ToolchainError unless this ptxas can assemble for ``sm`` (``gpu``: the
+        spec, for the message)."""
         if self.can_target(sm):
             return
         others = [p for p in all_ptxas() if p.path != self.path and p.can_target(sm)]
+        dropped = self.version >= (13,) and 0 <= _sm_number(sm) < CUDA13_OLDEST_SM
+        if dropped:
+            arch = _ARCH_NAMES.get(_sm_number(sm) // 10, "pre-Turing") + (f"; {gpu}" if gpu else "")
+            message = f"CUDA 13 dropped {sm} ({arch}): {self.describe()} targets {self.arch_range()}"
+        else:
+            message = f"{self.describe()} cannot target {sm}: {_why(self, sm)}"
         if others:
             hint = (f"ptxas {others[0].version_str} at {others[0].path} can: pass "
                     f"--{DATA_DIR_FLAG}={_data_dir_of(others[0].path) or 'DIR'}")
-        elif self.source == f"pip {PIP_PACKAGE}":
+        elif dropped and cuda_major() >= 13:
+            hint = cuda12_hint()
+        elif self.source == f"pip {pip_tools().package}":
             hint = (f"no ptxas here targets {sm}; pass --{DATA_DIR_FLAG}=DIR for a CUDA "
                     f"toolkit DIR whose bin/ptxas does")
         else:
-            hint = FIX_HINT
-        raise ToolchainError(f"{self.describe()} cannot target {sm}: {_why(self, sm)}", hint=hint)
+            hint = fix_hint()
+        raise ToolchainError(message, hint=hint)
 
     def to_dict(self) -> dict[str, object]:
         return {"path": self.path, "version": self.version_str, "source": self.source,
                 "archs": list(self.archs)}
+
+
+_ARCH_NAMES = {5: "Maxwell", 6: "Pascal", 7: "Volta"}
+
+
+def cuda12_hint() -> str:
+    """The ways to compile for a GPU CUDA 13 dropped, under jax-cuda13-plugin.
+
+    Its XLA compiles sm_60/sm_70 with a CUDA 12 ptxas (measured with 0.12.0.1:
+    PTX 8.8 and cubins from ptxas 12.9), so a CUDA 12 data dir works as well.
+    """
+    return (f"use a CUDA 12 environment: a venv with pip install 'mlirhlo-driver[cuda12]' and no "
+            f"jax-cuda13-plugin; or pass --{DATA_DIR_FLAG}=DIR for a CUDA 12 toolkit DIR with "
+            f"bin/ptxas, e.g. DIR={os.path.join(_site_nvidia(), PIP_TOOLS[12].subdir)} after "
+            f"pip install {PIP_TOOLS[12].requirement}")
+
+
+def _site_nvidia() -> str:
+    """Where pip's nvidia/ namespace directory is (or would be) here."""
+    roots = _nvidia_roots()
+    if roots:
+        return roots[0]
+    import sysconfig
+
+    return os.path.join(sysconfig.get_paths()["purelib"], "nvidia")
 
 
 def _sm_number(sm: str) -> int:
@@ -99,27 +193,49 @@ def _why(p: Ptxas, sm: str) -> str:
 
 # ------------------------------------------------------------------ locations
 
-@functools.cache
-def pip_cuda_dir() -> str | None:
-    """pip's nvidia/cuda_nvcc directory (bin/ptxas, nvvm/libdevice), if installed."""
-    for root in _nvidia_roots():
-        d = os.path.join(root, "cuda_nvcc")
+def pip_cuda_dir_for(major: int) -> str | None:
+    """pip's directory for CUDA ``major`` with bin/ptxas (nvidia/cuda_nvcc, nvidia/cu13), if
+    installed. nvidia/cu13 without ptxas (only nvidia-cuda-nvdisasm, say) does not count."""
+    tools = PIP_TOOLS.get(major)
+    for root in _nvidia_roots() if tools else []:
+        d = os.path.join(root, tools.subdir)
         if os.path.isfile(os.path.join(d, "bin", "ptxas")):
             return d
     return None
 
 
+def pip_cuda_dir() -> str | None:
+    """pip's CUDA tools directory for the plugin in use (bin/ptxas, nvvm/libdevice), if installed."""
+    return pip_cuda_dir_for(cuda_major())
+
+
+def _pip_dirs() -> list[tuple[str, PipCuda]]:
+    """Every pip CUDA tools directory here, the plugin's CUDA major first."""
+    major = cuda_major()
+    out = []
+    for m in sorted(PIP_TOOLS, key=lambda m: m != major):
+        d = pip_cuda_dir_for(m)
+        if d is not None:
+            out.append((d, PIP_TOOLS[m]))
+    return out
+
+
 def _nvidia_roots() -> list[str]:
     """Directories of the ``nvidia`` namespace package (pip's CUDA wheels)."""
+    return list(_find_nvidia_roots())
+
+
+@functools.cache
+def _find_nvidia_roots() -> tuple[str, ...]:
     from importlib import util
 
     try:
         spec = util.find_spec("nvidia")
     except (ImportError, ValueError):
-        return []
+        return ()
     if spec is None or not spec.submodule_search_locations:
-        return []
-    return [str(p) for p in spec.submodule_search_locations]
+        return ()
+    return tuple(str(p) for p in spec.submodule_search_locations)
 
 
 def _system_dirs() -> list[str]:
@@ -144,47 +260,50 @@ def _searched(user_dir: str | None = None) -> list[str]:
     places = [os.path.join(user_dir, "bin", "ptxas")] if user_dir else []
     places.append("PATH")
     places += [os.path.join(d, "bin", "ptxas") for d in SYSTEM_ROOTS]
-    places += [os.path.join(r, "cuda_nvcc", "bin", "ptxas") for r in _nvidia_roots()] \
-        or [f"pip's {PIP_PACKAGE} (not installed)"]
+    subdir = pip_tools().subdir
+    places += [os.path.join(r, subdir, "bin", "ptxas") for r in _nvidia_roots()] \
+        or [f"pip's {pip_tools().package} (not installed)"]
     return places
 
 
 def cuda_data_dir(user_dir: str | None = None) -> tuple[str, str]:
     """The directory to hand XLA as ``xla_gpu_cuda_data_dir``, and where it came from.
 
-    The user's choice wins; then pip's nvidia/cuda_nvcc; then a system CUDA
-    toolkit (with bin/ptxas and libdevice). Raises ToolchainError when there
-    is none.
+    The user's choice wins; then pip's tools for the plugin's CUDA major; then a
+    system CUDA toolkit (with bin/ptxas and libdevice); then pip's tools of the
+    other CUDA major. Raises ToolchainError when there is none.
     """
     if user_dir:
         return user_dir, f"--{DATA_DIR_FLAG}"
-    pip = pip_cuda_dir()
-    if pip is not None:
-        return pip, f"pip {PIP_PACKAGE}"
+    pip = _pip_dirs()
+    if pip and pip[0][1].major == cuda_major():
+        return pip[0][0], f"pip {pip[0][1].package}"
     for d in _system_dirs():
         if os.path.isfile(os.path.join(d, LIBDEVICE)):
             return d, "system CUDA toolkit"
+    if pip:
+        return pip[0][0], f"pip {pip[0][1].package}"
     raise ToolchainError("no CUDA toolkit for device-less CUDA compiles: no ptxas and libdevice "
-                         "in " + ", ".join(_searched()), hint=FIX_HINT)
+                         "in " + ", ".join(_searched()), hint=fix_hint())
 
 
-def _candidates(data_dir: str | None) -> list[tuple[str, str]]:
-    """ptxas paths in the order XLA tries them, with a source label each."""
+def _candidates(data_dir: str | None, source: str | None = None) -> list[tuple[str, str]]:
+    """ptxas paths in the order XLA tries them, with a source label each (``source``: the
+    data dir's, as cuda_data_dir named it)."""
     out: list[tuple[str, str]] = []
+    pip = _pip_dirs()
     if data_dir:
-        label = f"pip {PIP_PACKAGE}" if data_dir == pip_cuda_dir() else f"--{DATA_DIR_FLAG}"
+        label = source or next((f"pip {t.package}" for d, t in pip if d == data_dir), f"--{DATA_DIR_FLAG}")
         out.append((os.path.join(data_dir, "bin", "ptxas"), label))
     for d in os.environ.get("PATH", "").split(os.pathsep):
         if d:
             out.append((os.path.join(d, "ptxas"), "PATH"))
     out += [(os.path.join(d, "bin", "ptxas"), "system CUDA toolkit") for d in SYSTEM_ROOTS]
-    pip = pip_cuda_dir()
-    if pip:
-        out.append((os.path.join(pip, "bin", "ptxas"), f"pip {PIP_PACKAGE}"))
+    out += [(os.path.join(d, "bin", "ptxas"), f"pip {t.package}") for d, t in pip]
     return out
 
 
-def ptxas(data_dir: str | None = None) -> Ptxas:
+def ptxas(data_dir: str | None = None, source: str | None = None) -> Ptxas:
     """The ptxas XLA will run when given ``xla_gpu_cuda_data_dir=data_dir``.
 
     Without ``data_dir``, the directory :func:`cuda_data_dir` picks. Like XLA,
@@ -192,17 +311,17 @@ def ptxas(data_dir: str | None = None) -> Ptxas:
     Raises ToolchainError when no ptxas there runs.
     """
     if data_dir is None:
-        data_dir = cuda_data_dir()[0]
-    for path, source in _candidates(data_dir):
+        data_dir, source = cuda_data_dir()
+    for path, label in _candidates(data_dir, source):
         found = _probe_file(path)
         if found is not None:
-            return Ptxas(path, found[0], found[1], source)
+            return Ptxas(path, found[0], found[1], label)
     raise ToolchainError("no usable ptxas (XLA runs it even device-less); searched "
-                         + ", ".join(_searched(data_dir)), hint=FIX_HINT)
+                         + ", ".join(_searched(data_dir)), hint=fix_hint())
 
 
 def all_ptxas(user_dir: str | None = None) -> list[Ptxas]:
-    """Every distinct working ptxas here: the user's, pip's, PATH's, the system toolkits'."""
+    """Every distinct working ptxas here: the user's, PATH's, the system toolkits', pip's."""
     seen: set[object] = set()
     out: list[Ptxas] = []
     for path, source in _candidates(user_dir):
@@ -226,7 +345,7 @@ def libdevice(data_dir: str | None = None) -> str | None:
         except ToolchainError:
             data_dir = None
     roots = [data_dir] if data_dir else []
-    roots += [*SYSTEM_ROOTS, *(p for p in [pip_cuda_dir()] if p)]
+    roots += [*SYSTEM_ROOTS, *(d for d, _ in _pip_dirs())]
     for r in roots:
         path = os.path.join(r, LIBDEVICE)
         if os.path.isfile(path):
@@ -234,18 +353,26 @@ def libdevice(data_dir: str | None = None) -> str | None:
     return None
 
 
-def find_tool(name: str, data_dir: str | None = None) -> str | None:
-    """An executable CUDA tool (ptxas, nvdisasm, cuobjdump, ...): the data dir's bin/,
-    pip's nvidia packages, PATH, then the system toolkits. None if absent."""
-    dirs = [os.path.join(data_dir, "bin")] if data_dir else []
+def pip_bin_dirs() -> list[str]:
+    """bin/ of every pip nvidia package, the plugin's CUDA major's first (nvidia/cu13/bin holds
+    CUDA 13's nvdisasm and cuobjdump even beside CUDA 12's nvidia/cuda_nvcc)."""
+    first = pip_tools().subdir
+    out = []
     for root in _nvidia_roots():
         try:
-            subs = sorted(os.listdir(root))
+            subs = sorted(os.listdir(root), key=lambda s: (s != first, s))
         except OSError:
             continue
-        for sub in subs:
-            dirs.append(os.path.join(root, sub, "bin"))
-    for d in dirs:
+        out += [os.path.join(root, sub, "bin") for sub in subs]
+    return out
+
+
+def find_tool(name: str, data_dir: str | None = None) -> str | None:
+    """An executable CUDA tool (ptxas, nvdisasm, cuobjdump, ...): the data dir's bin/,
+    pip's nvidia packages (the plugin's CUDA major first), PATH, then the system
+    toolkits. None if absent."""
+    dirs = [os.path.join(data_dir, "bin")] if data_dir else []
+    for d in dirs + pip_bin_dirs():
         path = os.path.join(d, name)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
@@ -259,11 +386,11 @@ def find_tool(name: str, data_dir: str | None = None) -> str | None:
     return None
 
 
-def check_target(sm: str, user_dir: str | None = None) -> Ptxas:
-    """The ptxas a device-less compile for ``sm`` will use; ToolchainError if it cannot target it."""
-    data_dir, _ = cuda_data_dir(user_dir)
-    p = ptxas(data_dir)
-    p.require(sm)
+def check_target(sm: str, user_dir: str | None = None, gpu: str | None = None) -> Ptxas:
+    """The ptxas a device-less compile for ``sm`` will use; ToolchainError if it cannot target
+    it (``gpu``: the spec, for the message)."""
+    p = ptxas(*cuda_data_dir(user_dir))
+    p.require(sm, gpu)
     return p
 
 
@@ -370,6 +497,8 @@ def _write_cache(cache: dict[str, dict[str, list]]) -> None:
 _NO_PTXAS = re.compile(r"Couldn't find a suitable version of ptxas|No PTX compilation provider")
 _NO_LIBDEVICE = re.compile(r"libdevice not found at (\S+)")
 _TOO_OLD = re.compile(r"(\S*ptxas)\S* too old")
+# jaxlib 0.12's autotuner reports only this when no kernel links (no libdevice, say).
+_NO_CONFIG_COMPILED = re.compile(r"All supported configs failed to compile")
 
 
 def translate_xla_error(message: str, native_log: str = "", data_dir: str | None = None,
@@ -379,14 +508,14 @@ def translate_xla_error(message: str, native_log: str = "", data_dir: str | None
     where = f" (xla_gpu_cuda_data_dir={data_dir})" if data_dir else ""
     if _NO_PTXAS.search(text):
         return ToolchainError("XLA found no usable ptxas (it runs ptxas even device-less); "
-                              "searched " + ", ".join(_searched(data_dir)), hint=FIX_HINT)
-    if _NO_LIBDEVICE.search(text):
+                              "searched " + ", ".join(_searched(data_dir)), hint=fix_hint())
+    if _NO_LIBDEVICE.search(text) or (_NO_CONFIG_COMPILED.search(text) and libdevice(data_dir) is None):
         # XLA names only "./libdevice.10.bc", its last resort; say what it needs instead.
         return ToolchainError(f"XLA found no libdevice ({LIBDEVICE}, needed for math "
-                              f"functions){where}", hint=FIX_HINT)
+                              f"functions){where}", hint=fix_hint())
     m = _TOO_OLD.search(text)
     if m:
         target = f" {sm}" if sm else " this GPU"
         return ToolchainError(f"{m.group(1)} cannot target{target} (XLA: ptxas too old){where}",
-                              hint=FIX_HINT)
+                              hint=fix_hint())
     return None

@@ -1,9 +1,9 @@
 """GPU target specs: ``GpuTargetConfigProto`` text files for device-less CUDA compiles.
 
 XLA compiles for CUDA without a GPU when it is handed a
-``stream_executor.GpuTargetConfigProto`` in protobuf text format. The repo
-ships one such file per common GPU in ``gpu_specs/``; users may pass their own,
-XLA's own (``xla/backends/gpu/target_config/specs/*.txtpb``) included.
+``stream_executor.GpuTargetConfigProto`` in protobuf text format. The package
+ships one such file per common GPU in ``mlirhlo_driver/gpu_specs/``; users may
+pass their own, XLA's own (``xla/backends/gpu/target_config/specs/*.txtpb``) included.
 
 The schema is the installed jaxlib's own: the message class comes from the
 descriptors compiled into it (:mod:`protos`), and protobuf's ``text_format``
@@ -388,13 +388,17 @@ _SINCE_0_10 = frozenset({
 # Top-level fields newer jaxlibs moved: 0.12 reads cuDNN's version from
 # gpu_device_info.dnn_version only (_jaxlib.target_config_for_installed_xla moves it).
 _MOVED_AFTER_0_10_2 = frozenset({"dnn_version_info"})
-# Newer than jaxlib 0.10.2: set in XLA's own specs
-# (openxla/xla xla/backends/gpu/target_config/specs/*.txtpb, 2026).
-_AFTER_0_10_2 = frozenset({
+# In jaxlib 0.12 (0.12.0.1's descriptors compared with 0.10.2's); also set in XLA's own
+# specs (openxla/xla xla/backends/gpu/target_config/specs/*.txtpb, 2026).
+_SINCE_0_12 = frozenset({
     "mem_clock_ghz", "reserved_shared_memory_per_block", "max_blocks_per_multiprocessor",
-    "collective_memory_granularity", "data_caches",
+    "collective_memory_granularity", "oversized_shared_memory_per_block",
+    "confidential_computing_enabled",
 })
-
+# Newer than jaxlib 0.12.0.1, the newest supported: set in XLA's own specs.
+_AFTER_NEWEST = frozenset({"data_caches"})
+# From an XLA newer than 0.10.2: where the installed schema lacks one, a note says so.
+_AFTER_0_10_2 = _SINCE_0_12 | _AFTER_NEWEST
 
 def _where(path: tuple[str, ...], type_name: str) -> str:
     short = type_name.rsplit(".", 1)[-1]

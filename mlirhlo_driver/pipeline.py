@@ -5,7 +5,7 @@ Three ways to say a pipeline, all ending as one MLIR textual pipeline:
 - MLIR's own syntax: ``builtin.module(func.func(canonicalize),cse)``;
 - an hlo-opt style list ``a,b,c``: each pass is nested at its anchor
   (:func:`from_pass_list`);
-- a named pipeline: ``@NAME`` for ``pipelines/NAME.pipeline``, or a file path.
+- a named pipeline: ``@NAME`` for ``mlirhlo_driver/pipelines/NAME.pipeline``, or a file path.
 
 Specs are parsed here before MLIR sees them: errors then point at the column of
 the spec, unknown passes get close-match hints, and a module pass nested under

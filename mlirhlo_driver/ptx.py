@@ -455,14 +455,14 @@ def _libdevice_candidates() -> list[str]:
     for r in roots:
         if r:
             out += sorted(glob.glob(os.path.join(r, "nvvm", "libdevice", "libdevice*.bc")))
-    try:  # pip's nvidia-cuda-nvcc wheels
-        import importlib.util
+    # pip's: nvidia/cuda_nvcc (CUDA 12), nvidia/cu13 (nvidia-nvvm), the plugin's CUDA major first.
+    from . import cuda_tools
 
-        spec = importlib.util.find_spec("nvidia")
-        for loc in (spec.submodule_search_locations or []) if spec else []:
-            out += sorted(glob.glob(os.path.join(loc, "cuda_nvcc", "nvvm", "libdevice", "*.bc")))
-    except (ImportError, ValueError):
-        pass
+    first = cuda_tools.pip_tools().subdir
+    subdirs = sorted((t.subdir for t in cuda_tools.PIP_TOOLS.values()), key=lambda s: s != first)
+    for loc in cuda_tools._nvidia_roots():
+        for sub in subdirs:
+            out += sorted(glob.glob(os.path.join(loc, sub, "nvvm", "libdevice", "*.bc")))
     return out
 
 
@@ -643,8 +643,8 @@ _PTXAS_LINE = re.compile(r"^ptxas[^,\n]*, line (\d+); (?:error|fatal)\s*:\s*(.*)
 def check_with_ptxas(code: str, cpu: str, filename: str = "<input>") -> None:
     """Assemble PTX with ptxas for ``cpu``, as XLA does with the PTX it emits.
 
-    Uses the ptxas that device-less compiles use (cuda_tools.ptxas: pip's
-    CUDA 12 copy unless configured otherwise). ToolchainError where there is
+    Uses the ptxas that device-less compiles use (cuda_tools.ptxas: pip's copy
+    for the CUDA plugin's major unless configured otherwise). ToolchainError where there is
     none or it cannot target ``cpu``; InputError naming the PTX line (and
     quoting it) where ptxas rejects the PTX.
     """

@@ -1,17 +1,38 @@
-"""Where the shipped data folders (pipelines/, gpu_specs/) are found.
+"""Where the shipped data folders (gpu_specs/, pipelines/) are found.
 
-In a checkout (and an editable install) they sit next to the package; a wheel
-installs them under ``<prefix>/share/mlirhlo-driver/``.
+They are package data (``mlirhlo_driver/gpu_specs``, ``mlirhlo_driver/pipelines``)
+read through importlib.resources, so a checkout, an editable install, a wheel
+(``--user``, ``--target``, a venv) and a zipped install all find them. Callers
+get a real directory: the folder itself where the package is on the file system,
+else (a zip) a temporary copy made once per process.
 """
 
 from __future__ import annotations
 
-import sys
+import functools
+from importlib import resources
 from pathlib import Path
 
 
+@functools.cache
 def data_dir(name: str) -> Path:
-    beside_package = Path(__file__).resolve().parent.parent / name
-    if beside_package.is_dir():
-        return beside_package
-    return Path(sys.prefix) / "share" / "mlirhlo-driver" / name
+    folder = resources.files(__package__) / name
+    if isinstance(folder, Path):
+        return folder
+    return _extracted(folder, name)
+
+
+def _extracted(folder: resources.abc.Traversable, name: str) -> Path:
+    """A zipped install's ``folder``, copied to a temporary directory removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="mlirhlo-driver-")) / name
+    atexit.register(shutil.rmtree, out.parent, ignore_errors=True)
+    out.mkdir()
+    if folder.is_dir():
+        for item in folder.iterdir():
+            if item.is_file():
+                (out / item.name).write_bytes(item.read_bytes())
+    return out

@@ -72,7 +72,7 @@ def flag_overrides(options: Any) -> list[tuple[str, Any]]:
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)
         if not dict(options.xla_flags).get("xla_gpu_cuda_data_dir"):
-            # XLA tries PATH before pip's ptxas; a CUDA 13 ptxas there cannot target sm_60/70.
+            # XLA tries PATH before pip's ptxas; one of another CUDA major may be there.
             from . import cuda_tools
 
             flags["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
@@ -94,12 +94,15 @@ def devices_for(options: Any) -> list[Any]:
 
 
 def compile_module(module: Any, module_name: str, options: Any, *,
-                   keep_going: bool = False) -> XlaArtifacts:
+                   keep_going: bool = False, isolated: bool = False) -> XlaArtifacts:
     """Compile ``module`` for ``options.platform`` and read back every artifact.
 
     With ``keep_going``, a failed compile still returns the dumps XLA wrote
     before failing (used to read per-pass HLO when a reduced pipeline cannot
-    finish codegen).
+    finish codegen). With ``isolated``, XLA compiles in isolate's helper process into
+    this process's dump directory: a reduced pipeline can leave HLO that codegen
+    CHECK-fails on (jaxlib 0.12's CPU scatter emitter without scatter_simplifier), and
+    the dumps written before that death are still read (no executable then).
     """
     from . import _jaxlib, xla_flags
 
@@ -109,8 +112,9 @@ def compile_module(module: Any, module_name: str, options: Any, *,
 
         # XLA runs ptxas even device-less; a ptxas that cannot target the spec's sm
         # fails deep inside XLA, so say so before loading anything.
-        cuda_tools.check_target(options.gpu_spec.sm, user_cuda_dir)
-    devices = devices_for(options)
+        spec = options.gpu_spec
+        cuda_tools.check_target(spec.sm, user_cuda_dir, gpu=f"spec {spec.name}: {spec.gpu}")
+    devices = None if isolated else devices_for(options)
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
     try:
         overrides = flag_overrides(options)
@@ -121,7 +125,10 @@ def compile_module(module: Any, module_name: str, options: Any, *,
         opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=overrides)
         executable, error = None, None
         try:
-            executable = _jaxlib.compile_executable(module, devices, opts)
+            if isolated:
+                _compile_isolated(module, options, opts)
+            else:
+                executable = _jaxlib.compile_executable(module, devices, opts)
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
             if flag_error is not None:
@@ -161,6 +168,46 @@ def compile_module(module: Any, module_name: str, options: Any, *,
         except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
             art.cost = None
     return art
+
+
+def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:
+    """Compile in isolate's helper; a native death there becomes a CompileError."""
+    import io
+
+    from . import _jaxlib, isolate
+    from .errors import NativeCrash
+
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    spec = options.gpu_spec
+    try:
+        message = isolate.call(_compile_in_helper, (buf.getvalue(), options.platform,
+                                                    spec.text if spec is not None else None,
+                                                    spec.name if spec is not None else "mlirhlo",
+                                                    compile_options.SerializeAsString()),
+                               what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD)
+    except NativeCrash as e:
+        raise CompileError(e.message) from None
+    if message is not None:
+        raise CompileError(message)
+
+
+def _compile_in_helper(bytecode: bytes, platform: str, spec_text: str | None, spec_name: str,
+                       compile_options: bytes) -> str | None:
+    """In the helper: compile for the dumps only. XLA's error message, or None."""
+    from jaxlib.mlir import ir
+
+    from . import _jaxlib
+
+    with _jaxlib.ir_context():
+        module = ir.Module.parse(bytecode)
+        devices = (_jaxlib.cpu_devices()[:1] if platform == "cpu"
+                   else _jaxlib.cuda_compile_only_devices(spec_text, name=spec_name))
+        try:
+            _jaxlib.compile_executable(module, devices, _jaxlib.compile_options_from_proto(compile_options))
+        except CompileError as e:
+            return e.message
+    return None
 
 
 def _autotune_error(path: str, native_log: str) -> Exception:

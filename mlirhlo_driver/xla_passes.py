@@ -72,7 +72,7 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
             art = xla_backend.compile_module(
                 module, name,
                 replace(options, xla_flags=options.xla_flags + _DUMP_ALL + (("xla_enable_hlo_passes_only", only),)),
-                keep_going=True)
+                keep_going=True, isolated=True)
             ran = {d.pipeline for d in xla_backend.pass_dumps(art)}
             if all(pipe in ran for pipe in holding):
                 break

@@ -26,6 +26,18 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+def _codegen_files(req: Any, pattern: str, stage: str) -> list[tuple[str, bytes]]:
+    """The LLVM IR or PTX files of a compile; [] for a compile without kernels where XLA
+    then writes none (_jaxlib.codegen_dumps_need_emitters), else the "no output" error."""
+    from . import _jaxlib
+
+    art = req.artifacts()
+    found = art.matching(pattern)
+    if not found and not (art.compile_error is None and _jaxlib.codegen_dumps_need_emitters()):
+        art.one(pattern, stage)  # raises the "no output" error
+    return found
+
+
 def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) -> str:
     """Several files of one kind (one per LLVM module), in a stable order.
 
@@ -36,10 +48,7 @@ def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) ->
     its parallel compile finishes, so sections are named after the first kernel
     they define and sorted by that; empty files are left out.
     """
-    art = req.artifacts()
-    found = art.matching(pattern)
-    if not found:
-        art.one(pattern, stage)  # raises the "no output" error
+    found = _codegen_files(req, pattern, stage)
     sections = []
     for key, data in found:
         text = _text(data)
@@ -118,9 +127,7 @@ def _assembly(req: Any) -> Any:
     def compute(r: Any) -> Any:
         from . import cuda_binaries, xla_backend
 
-        found = r.artifacts().matching(_PTX_FILE)
-        if not found:
-            r.artifacts().one(_PTX_FILE, "cubin")  # raises the "no output" error
+        found = _codegen_files(r, _PTX_FILE, "cubin")
         return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags),
                                      r.artifacts().files.get(xla_backend.KERNEL_CACHE_FILE))
 

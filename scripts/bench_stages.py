@@ -146,7 +146,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
     env = bytecode_env(args.bytecode, str(work / "pycache"))
-    spec_path = str(REPO / "gpu_specs" / f"{args.gpu_spec}.txtpb")
+    spec_path = str(REPO / "mlirhlo_driver" / "gpu_specs" / f"{args.gpu_spec}.txtpb")
     big = work / "ops2000.mlir"
     big.write_text(generated_module(args.ops))
     cli = cli_command()

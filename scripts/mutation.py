@@ -309,9 +309,9 @@ def key_of(mod: str, index: int, base: Path = REPO) -> tuple[str, str, str]:
 
 
 def make_copy(dest: Path) -> Path:
-    """The package, tests, data, pipelines and specs: what the tests read, nothing else."""
+    """The package (with its pipelines and specs), tests and data: what the tests read, nothing else."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in (PKG, "tests", "pipelines", "gpu_specs", "scripts"):
+    for name in (PKG, "tests", "scripts"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, dest / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):

@@ -108,3 +108,58 @@ def add_mlir_file(tmp_path_factory) -> Path:
     path.write_text(ADD_MODULE)
     return path
 
+
+
+# ------------------------------------------------------- CUDA environment markers
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda13: needs jax-cuda13-plugin as the CUDA plugin in use")
+    config.addinivalue_line("markers", "sm70_ptxas: needs a ptxas in use that targets sm_60/sm_70 "
+                                       "(CUDA 12's: CUDA 13 dropped them)")
+    config.addinivalue_line("markers", "legacy_nvdisasm(pip=False): needs an nvdisasm that reads sm_60/sm_70 "
+                                       "cubins (CUDA 12's: triton via the legacy-sass extra, or a toolkit's); "
+                                       "pip=True: one under site-packages (a system toolkit's may be hidden)")
+
+
+def pytest_runtest_setup(item):
+    for name in ("cuda13", "sm70_ptxas", "legacy_nvdisasm"):
+        mark = item.get_closest_marker(name)
+        if mark is not None:
+            why = _cuda_skip_reason(name, bool(mark.kwargs.get("pip")))
+            if why:
+                pytest.skip(why)
+
+
+def legacy_nvdisasm():
+    """The nvdisasm 'sass' runs for sm_70 cubins, or None (CUDA 13's nvdisasm dropped sm_70)."""
+    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.errors import ToolchainError
+
+    try:
+        return cuda_binaries.nvdisasm_for("sm_70")
+    except ToolchainError:
+        return None
+
+
+def _cuda_skip_reason(name: str, pip: bool = False) -> str | None:
+    from mlirhlo_driver import _jaxlib, cuda_tools
+    from mlirhlo_driver.errors import ToolchainError
+
+    if name == "cuda13":
+        plugin = _jaxlib.cuda_plugin()
+        return None if plugin.cuda_major == 13 else f"needs jax-cuda13-plugin in use (this is {plugin.dist})"
+    if name == "sm70_ptxas":
+        try:
+            p = cuda_tools.ptxas()
+        except ToolchainError as e:
+            return f"no ptxas: {e.message}"
+        return None if p.can_target("sm_70") else (
+            f"ptxas {p.version_str} in use (CUDA {p.version[0]}, jax-cuda{cuda_tools.cuda_major()}-plugin) "
+            "cannot target sm_60/sm_70: CUDA 13 dropped them")
+    tool = legacy_nvdisasm()
+    if tool is None:
+        return ("no nvdisasm here reads sm_60/sm_70 cubins (CUDA 13's dropped them): "
+                "pip install 'mlirhlo-driver[legacy-sass]' to run this")
+    if pip and not os.path.realpath(tool.path).startswith(os.path.realpath(sys.prefix)):
+        return f"the nvdisasm for sm_60/sm_70 here is outside pip's packages ({tool.path})"
+    return None

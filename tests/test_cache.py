@@ -37,7 +37,7 @@ def key_inputs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     Path("m.mlir").write_text(SMALL)
-    shutil.copy(REPO / "gpu_specs" / "a100_pcie_80.txtpb", "spec.txtpb")
+    shutil.copy(REPO / "mlirhlo_driver" / "gpu_specs" / "a100_pcie_80.txtpb", "spec.txtpb")
     Path("flags.txt").write_text("xla_cpu_enable_fast_math: false\n")
     Path("plugin.py").write_text("# a pass plugin\n")
     Path("autotune.txt").write_text("version: 3\n")

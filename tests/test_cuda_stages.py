@@ -243,11 +243,15 @@ def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path
         pytest.skip(f"a CUDA 12 nvdisasm is installed outside triton: {tool.path}")
     assert "\n" not in text and "no nvdisasm here reads sm_70 cubins" in text
     assert f"searched pip's nvidia/*/bin, PATH, {tmp_path / 'none' / 'bin'}" in text
-    assert "triton not installed" in text and "pip install 'triton>=3.3,<3.7'" in text
+    assert "triton not installed" in text
+    assert text.endswith(" (pip install 'mlirhlo-driver[legacy-sass]', i.e. 'triton>=3.3,<3.7', which bundles "
+                         "CUDA 12.8's nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH)"), text
 
 
+@pytest.mark.sm70_ptxas
 def test_stage_sass_v100(cli):
-    """V100 (sm_70): CUDA 13's nvdisasm dropped sm_70; a CUDA 12 one is used when present."""
+    """V100 (sm_70): CUDA 13's nvdisasm dropped sm_70; a CUDA 12 one is used when present,
+    else one error line names the legacy-sass extra."""
     from mlirhlo_driver import cuda_binaries
     from mlirhlo_driver.errors import ToolchainError
 
@@ -255,7 +259,8 @@ def test_stage_sass_v100(cli):
     try:
         cuda_binaries.nvdisasm_for("sm_70")
     except ToolchainError:
-        assert_one_line_error(r, contains="no nvdisasm here reads sm_70 cubins")
+        line = assert_one_line_error(r, contains="no nvdisasm here reads sm_70 cubins")
+        assert "pip install 'mlirhlo-driver[legacy-sass]'" in line
         return
     assert r.code == 0, r.err
     assert "EF_CUDA_SM70" in r.out and re.search(r"\bEXIT ;", r.out)

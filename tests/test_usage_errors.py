@@ -288,7 +288,7 @@ def test_ptx_and_specs_check_read_stdin():
     proc = mlirhlo("ptx", "-", input=NV_IR)
     assert proc.returncode == 0, proc.stderr
     assert b".entry k" in proc.stdout or b".func k" in proc.stdout or b"k(" in proc.stdout
-    spec = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
+    spec = (REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text()
     proc = mlirhlo("specs", "check", "-", input=spec)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().startswith("-: ok (")

@@ -15,42 +15,82 @@ from conftest import DATA, REPO, assert_one_line_error, run_subprocess
 SOFTMAX = DATA / "softmax.vhlo"
 
 
-def _fake_versions(monkeypatch, plugin: str | None, jaxlib: str = "0.9.2"):
+def _fake_versions(monkeypatch, plugin: str | None, jaxlib: str = "0.9.2", cu13: str | None = None):
     from mlirhlo_driver import _jaxlib
 
     monkeypatch.setattr(_jaxlib, "installed_versions",
-                        lambda: {"jax": jaxlib, "jaxlib": jaxlib, "jax-cuda12-plugin": plugin})
+                        lambda: {"jax": jaxlib, "jaxlib": jaxlib, "jax-cuda12-plugin": plugin,
+                                 "jax-cuda13-plugin": cu13})
 
 
 # ------------------------------------------------------------------ the range
 
-def test_pyproject_declares_the_supported_range():
+def _requirements(lines):
     from packaging.requirements import Requirement
 
+    return {Requirement(line).name: Requirement(line) for line in lines}
+
+
+def test_pyproject_declares_the_supported_range():
     from mlirhlo_driver import _jaxlib
 
-    deps = {}
-    for line in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
-        req = Requirement(line)
-        deps[req.name] = req
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11,<3.15"
+    deps = _requirements(project["dependencies"])
     expected = {f">={_jaxlib.SUPPORTED_MIN}", f"<={_jaxlib.SUPPORTED_MAX}"}
     for name in ("jax", "jaxlib"):
         assert {str(s) for s in deps[name].specifier} == expected, deps[name]
-    # The plugin comes through jax's own extra, which pins it to jax's exact version;
-    # a separate plugin requirement would let pip choose one that does not match.
-    assert "cuda12-local" in deps["jax"].extras
-    assert "jax-cuda12-plugin" not in deps
+    # No CUDA stack in the plain dependencies: a CUDA 13 environment gets no CUDA 12 plugin.
+    assert not [d for d in deps if "cuda" in d or d.startswith("nvidia") or d == "triton"], deps
+    extras = project["optional-dependencies"]
+    for major, tools in ((12, {"nvidia-cuda-nvcc-cu12"}), (13, {"nvidia-cuda-nvcc", "nvidia-nvvm"})):
+        reqs = _requirements(extras[f"cuda{major}"])
+        # The plugin comes through jax's own extra, which pins it to jax's exact version;
+        # a separate plugin requirement would let pip choose one that does not match.
+        assert reqs["jax"].extras == {f"cuda{major}-local"}
+        assert {str(s) for s in reqs["jax"].specifier} == expected
+        assert tools <= set(reqs) and not any(d.startswith("jax-cuda") for d in reqs)
+    # triton (640 MiB, for P100/V100 SASS only) is opt-in, and no other extra pulls it.
+    assert [e for e, lines in extras.items() if "triton" in _requirements(lines)] == ["legacy-sass"]
 
 
 def test_running_environment_is_supported_and_matched():
-    """Whichever end of the range this runs on (CI runs both), it is a supported set."""
+    """Whichever cell of the matrix this runs in (CI runs three), it is a supported set."""
     from mlirhlo_driver import _jaxlib
 
     found = _jaxlib.installed_versions()
     assert _jaxlib.in_supported_range(found["jax"]) and _jaxlib.in_supported_range(found["jaxlib"])
-    assert found["jax-cuda12-plugin"] == found["jaxlib"]
+    assert _jaxlib.cuda_plugin(found).version == found["jaxlib"]
     _jaxlib.check_versions()
     _jaxlib.check_cuda_plugin()
+
+
+@pytest.mark.parametrize("cu12,cu13,used", [
+    ("0.12.0.1", None, "jax-cuda12-plugin"),
+    (None, "0.12.0.1", "jax-cuda13-plugin"),
+    ("0.12.0.1", "0.12.0.1", "jax-cuda13-plugin"),  # both match: the newer CUDA
+    ("0.12.0.1", "0.11.0", "jax-cuda12-plugin"),  # the matching one, wherever it is
+    (None, "0.11.0", "jax-cuda13-plugin"),  # the mismatch is named (check_cuda_plugin)
+    (None, None, "jax-cuda12-plugin"),  # named as missing
+])
+def test_the_plugin_in_use(cu12, cu13, used):
+    from mlirhlo_driver import _jaxlib
+
+    found = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1", "jax-cuda12-plugin": cu12, "jax-cuda13-plugin": cu13}
+    plugin = _jaxlib.cuda_plugin(found)
+    assert plugin.dist == used
+    assert plugin.version == found[used]
+    major = int(used[len("jax-cuda"):-len("-plugin")])
+    assert (plugin.cuda_major, plugin.module, plugin.namespace_dir, plugin.extra) == (
+        major, f"jax_cuda{major}_plugin", f"xla_cuda{major}", f"cuda{major}-local")
+
+
+def test_a_cuda13_plugin_mismatch_names_it(cli, monkeypatch):
+    _fake_versions(monkeypatch, None, jaxlib="0.12.0.1", cu13="0.11.0")
+    line = assert_one_line_error(
+        cli("opt", SOFTMAX, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx", "--no-cache"), code=2,
+        contains="jax-cuda13-plugin 0.11.0 does not match jaxlib 0.12.0.1")
+    assert line.endswith("(pip install jax-cuda13-plugin==0.12.0.1)"), line
 
 
 @pytest.mark.parametrize("version,expected", [
@@ -65,7 +105,8 @@ def test_version_tuple(version, expected):
 
 @pytest.mark.parametrize("version,ok", [
     ("0.8.3", False), ("0.9.0", True), ("0.9.0.1", True), ("0.9.2", True), ("0.10.2", True),
-    ("0.10.3", False), ("0.11.0", False),
+    ("0.11.0", True), ("0.12.0", True), ("0.12.0.1", True), ("0.12.0.2", False), ("0.12.1", False),
+    ("0.13.0", False),
 ])
 def test_supported_range(version, ok):
     from mlirhlo_driver import _jaxlib
@@ -126,10 +167,10 @@ def test_version_names_every_tool(cli):
     lines = result.out.splitlines()
     found = _jaxlib.installed_versions()
     assert lines[0] == f"mlirhlo-driver {mlirhlo_driver.__version__}"
+    plugin = _jaxlib.cuda_plugin(found)
     assert lines[1:4] == [f"jax {found['jax']}", f"jaxlib {found['jaxlib']}",
-                          f"jax-cuda12-plugin {found['jax-cuda12-plugin']}"]
-    assert lines[4].startswith("ptxas ") and lines[5].startswith("llvmlite ")
-    assert len(lines) == 6
+                          f"{plugin.dist} {plugin.version}"]
+    assert lines[4].startswith("ptxas ") and lines[-1].startswith("llvmlite ")
 
 
 def test_version_says_what_is_wrong(cli, monkeypatch):
@@ -139,8 +180,29 @@ def test_version_says_what_is_wrong(cli, monkeypatch):
             "CUDA needs jax-cuda12-plugin==0.9.2)") in out.splitlines()
     _fake_versions(monkeypatch, None, jaxlib="0.8.3")
     out = cli("--version").out.splitlines()
-    assert "jaxlib 0.8.3 (unsupported: 0.9.0 to 0.10.2 are)" in out
+    assert "jaxlib 0.8.3 (unsupported: 0.9.0 to 0.12.0.1 are)" in out
     assert "jax-cuda12-plugin not installed (CUDA needs jax-cuda12-plugin==0.8.3)" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["opt", str(SOFTMAX), "--passes", "canonicalize"],
+    ["convert", str(SOFTMAX), "--to", "stablehlo"],
+    ["opt", str(SOFTMAX), "--platform", "cpu", "--stage", "hlo", "--no-cache"],
+])
+def test_outside_the_range_every_jaxlib_command_stops(argv):
+    """MLIR-only commands too: an untested jaxlib may parse and print differently."""
+    proc = run_subprocess(
+        "from mlirhlo_driver import _jaxlib\n"
+        "_jaxlib.installed_versions = lambda: {'jax': '0.13.0', 'jaxlib': '0.13.0',\n"
+        "                                      'jax-cuda12-plugin': '0.13.0', 'jax-cuda13-plugin': None}\n"
+        "from mlirhlo_driver.cli import main\n"
+        f"main({argv!r})\n")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: ") and line.endswith(
+        "mlirhlo-driver supports jax/jaxlib 0.9.0 to 0.12.0.1, found jax 0.13.0, jaxlib 0.13.0 "
+        "(pip install 'jax[cuda12-local]>=0.9.0,<=0.12.0.1')"), line
 
 
 def test_version_does_not_import_jax():
@@ -156,16 +218,51 @@ def test_version_does_not_import_jax():
 # ------------------------------------------------- differences between releases
 
 def test_gpu_specs_reach_xla_in_the_installed_schema():
-    """0.10.2 gets the shipped text unchanged; an older jaxlib gets it without the fields
-    its GpuTargetConfigProto lacks, and the CUDA runtime version where it reads it."""
+    """Each jaxlib gets the shipped text in its own schema: 0.9 without the fields it lacks and
+    with the CUDA runtime version where it reads it; 0.10.2 unchanged; 0.12 with cuDNN's
+    version moved into gpu_device_info and the per-SM limits its XLA reads filled in."""
     from mlirhlo_driver import _jaxlib, gpu_specs, protos
 
     text = gpu_specs.resolve_spec("h100_sxm").text
     fitted = _jaxlib.target_config_for_installed_xla(text)
     spec = protos.parse_text(fitted, "stream_executor.GpuTargetConfigProto")  # XLA's own schema
-    info_fields = spec.gpu_device_info.DESCRIPTOR.fields_by_name
-    if "runtime_version" in info_fields:
-        assert fitted == text
-    else:
+    info = spec.gpu_device_info
+    info_fields = info.DESCRIPTOR.fields_by_name
+    built = _jaxlib.plugin_build_versions().get("cuda", "12.9.0")
+    if "runtime_version" not in info_fields:  # 0.9
         assert (spec.runtime_version.major, spec.runtime_version.minor) == (12, 9)
-    assert spec.gpu_device_info.cuda_compute_capability.major == 9
+    else:
+        assert info.runtime_version == info.compile_time_toolkit_version == built
+    if "dnn_version_info" not in spec.DESCRIPTOR.fields_by_name:  # 0.12
+        assert "dnn_version_info" not in fitted
+        assert info.dnn_version == _jaxlib.plugin_build_versions().get("cudnn", "9.8.0")
+    if "max_blocks_per_multiprocessor" in info_fields:
+        assert (info.max_blocks_per_multiprocessor, info.reserved_shared_memory_per_block) == (32, 1024)
+    assert info.cuda_compute_capability.major == 9
+
+
+def test_spec_cuda_versions_follow_the_plugin(monkeypatch):
+    """A spec written for CUDA 12.9 gets the versions of the plugin that compiles it (what a
+    GPU running that plugin reports): 13.0 under jax-cuda13-plugin, 12.8 under an older one."""
+    from mlirhlo_driver import _jaxlib, gpu_specs, protos
+
+    text = gpu_specs.resolve_spec("b200").text
+    try:
+        for cuda, cudnn in (("13.0.0", "9.12.0"), ("12.8.0", "9.7.1")):
+            monkeypatch.setattr(_jaxlib, "plugin_build_versions", lambda: {"cuda": cuda, "cudnn": cudnn})
+            _jaxlib.target_config_for_installed_xla.cache_clear()
+            spec = protos.parse_text(_jaxlib.target_config_for_installed_xla(text),
+                                     "stream_executor.GpuTargetConfigProto")
+            info = spec.gpu_device_info
+            if "runtime_version" in info.DESCRIPTOR.fields_by_name:
+                assert info.runtime_version == info.driver_version == cuda
+                assert info.compile_time_toolkit_version == cuda
+            else:
+                assert f"{spec.runtime_version.major}.{spec.runtime_version.minor}.0" == cuda
+            if "dnn_version_info" in spec.DESCRIPTOR.fields_by_name:
+                dnn = spec.dnn_version_info
+                assert f"{dnn.major}.{dnn.minor}.{dnn.patch}" == cudnn
+            else:
+                assert info.dnn_version == cudnn
+    finally:
+        _jaxlib.target_config_for_installed_xla.cache_clear()

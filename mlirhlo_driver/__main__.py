@@ -1,0 +1,5 @@
+"""``python -m mlirhlo_driver ...``: the ``mlirhlo`` command (cli.main, which may leave by os._exit)."""
+
+from .cli import main
+
+main()
