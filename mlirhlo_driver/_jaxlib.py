@@ -244,16 +244,25 @@ def filtered_native_stderr():
 # XLA logs every failed RET_CHECK with a stack trace when it makes the error
 # status; the status itself becomes the error line, so the log is redundant.
 _STATUS_LOG = re.compile(r"^E\d{4} [\d:. ]+\d+ status_macros\.cc:\d+\] ")
+# jaxlib 0.12's statuses carry where they were made: that log line goes on with
+# "=== Source Location Trace: ===" and one FILE:LINE line per place.
+_SOURCE_TRACE = "=== Source Location Trace: ==="
+_SOURCE_TRACE_LINE = re.compile(r"^\S+:\d+$")
 
 
 def without_native_noise(text: str) -> list[str]:
     """The lines of native output worth showing: no known noise, no status stack traces."""
-    kept, in_trace = [], False
+    kept, in_trace, in_source_trace = [], False, False
     for ln in text.replace("\x00", "").splitlines():  # a log file rewritten past a truncation has NUL holes
+        if in_source_trace and _SOURCE_TRACE_LINE.match(ln.strip()):
+            continue
+        in_source_trace = False
         if ln.strip() == "*** Begin stack trace ***":
             in_trace = True
         elif in_trace:
             in_trace = ln.strip() != "*** End stack trace ***"
+        elif ln.strip() == _SOURCE_TRACE:
+            in_source_trace = True
         elif not (_STATUS_LOG.match(ln) or any(p.match(ln) for p in _NATIVE_NOISE)):
             kept.append(ln)
     return kept

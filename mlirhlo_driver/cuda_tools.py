@@ -214,7 +214,7 @@ def _pip_dirs() -> list[tuple[str, PipCuda]]:
     major = cuda_major()
     out = []
     for m in sorted(PIP_TOOLS, key=lambda m: m != major):
-        d = pip_cuda_dir_for(m)
+        d = pip_cuda_dir() if m == major else pip_cuda_dir_for(m)
         if d is not None:
             out.append((d, PIP_TOOLS[m]))
     return out

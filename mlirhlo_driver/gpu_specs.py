@@ -239,6 +239,13 @@ _PROTOBUF_WORDS = (
 )
 
 
+def _unclosed_error(brace: tuple[str, str, int, int], file: str | None) -> SpecError:
+    b, name, line, col = brace
+    close = "}" if b == "{" else ">"
+    return SpecError(f"'{b}' of '{name}' is never closed (expected '{close}' before end of file)",
+                     file=file, line=line, col=col)
+
+
 def _syntax_error(e: Any, text: str, file: str | None) -> SpecError:
     """A SpecError for protobuf's ParseError: its line and column, its message
     without the source line it quotes, named after the field where that is clear."""
@@ -250,10 +257,7 @@ def _syntax_error(e: Any, text: str, file: str | None) -> SpecError:
     if line is not None and col is not None:
         brace = _unclosed_brace(text)
         if brace is not None and (brace[2], brace[3]) < (line, col):
-            b, name, bline, bcol = brace
-            close = "}" if b == "{" else ">"
-            return SpecError(f"'{b}' of '{name}' is never closed (expected '{close}' before end "
-                             f"of file)", file=file, line=bline, col=bcol)
+            return _unclosed_error(brace, file)
         lines = text.split("\n")
         before = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""
         m = re.search(r"([A-Za-z_]\w*)\s*:?\s*$", before)
@@ -294,7 +298,12 @@ def parse_textproto(text: str, file: str | None = None) -> ParsedSpec:
     except text_format.ParseError as e:
         if e.GetLine() is None:
             # Skipping an unknown field's bad value, protobuf says where not: the
-            # strict parse stops at that field's name instead.
+            # strict parse stops at that field's name instead, unless that value is
+            # cut off (a field the installed schema lacks, e.g. dnn_version_info in
+            # jaxlib 0.12's, in a truncated spec): its '{' is the error.
+            brace = _unclosed_brace(text)
+            if brace is not None:
+                raise _unclosed_error(brace, file) from None
             try:
                 text_format.Merge(text, _message_class()(), descriptor_pool=protos.pool())
             except text_format.ParseError as strict:

@@ -433,7 +433,9 @@ def _read_isolated(fmt: str, data: bytes, source: str) -> None:
 
 def _crash_words(e: Any) -> str:
     """A NativeCrash's message, with nanobind's abort on undecodable text made plain."""
-    if "str_from_cstr_and_size" in (e.native_log or ""):
+    # nanobind names the function that failed: detail::str_from_cstr_and_size() in
+    # jaxlib 0.9-0.10.2, str() in 0.12.
+    if re.search(r"nanobind::(?:detail::str_from_cstr_and_size|str)\(\): conversion error", e.native_log or ""):
         return e.message.split(":")[0] + " on a diagnostic that is not UTF-8 text"
     return e.message
 
@@ -554,7 +556,7 @@ def _hlo_to_stablehlo(source: str, *, text: str | None = None, proto: bytes | No
                          line=None if line is None else line + offset, col=col,
                          hint=f"set {READ_TIMEOUT_ENV} to allow longer" if e.timed_out else None) from None
     if kind == "parse":
-        raise _hlo_parse_error(got, source, offset)
+        raise _hlo_parse_error(got, source, offset, text)
     if kind == "convert":
         raise InputError(f"XLA could not convert the HLO module to StableHLO: {got}", file=source)
     return got, bytecode
@@ -593,14 +595,17 @@ def _locate_hlo_crash(message: str, text: str) -> tuple[int | None, int | None]:
             return None, None
         pattern = re.compile(rf"=\s*{re.escape(m.group(1))}(?:\{{[^}}]*\}})?\s+[\w-]+\(")
     for number, line in enumerate(text.split("\n"), start=1):
-        found = pattern.search(line)
-        if found:
-            # the instruction's name: the first word on the line
-            start = len(line) - len(line.lstrip())
-            if line[start:].startswith("ROOT "):
-                start += 5
-            return number, start + 1
+        if pattern.search(line):
+            return number, _name_col(line)
     return None, None
+
+
+def _name_col(line: str) -> int:
+    """The column of an HLO instruction's name: the first word on its line, past ``ROOT``."""
+    start = len(line) - len(line.lstrip())
+    if line[start:].startswith("ROOT "):
+        start += 5
+    return start + 1
 
 
 _LOC = re.compile(r'loc\("(?:[^"]*)":(\d+):(\d+)\)')
@@ -624,7 +629,12 @@ def _mlir_parse_error(exc: Exception, source: str, offset: int, fallback: str) -
 _HLO_ERR = re.compile(r"was parsing (\d+):(\d+): error: (.*)")
 
 
-def _hlo_parse_error(message: str, source: str, offset: int) -> InputError:
+# jaxlib 0.12's parser refuses a reshape that changes the element count (0.10.2 died
+# on a CHECK) when the instruction is made: at the token after it, the next line.
+_RESHAPE_COUNT = re.compile(r"expects the same number of elements in result shape (\S+) and operand shape \S+$")
+
+
+def _hlo_parse_error(message: str, source: str, offset: int, text: str | None = None) -> InputError:
     found = _HLO_ERR.findall(message)
     if not found:
         body = message.split("\n")[0]
@@ -641,7 +651,20 @@ def _hlo_parse_error(message: str, source: str, offset: int) -> InputError:
     specific = [m for m in messages if re.search(r"does not exist|[Uu]nknown|not defined|expected", m)]
     best = (specific or messages)[0]
     best = best.rsplit("error: ", 1)[-1].strip()
+    m = _RESHAPE_COUNT.search(best)
+    if m and text is not None:
+        line, col = _instruction_before(text, line, m.group(1), "reshape") or (line, col)
     return InputError(best, file=source, line=line + offset, col=col)
+
+
+def _instruction_before(text: str, line: int, shape: str, opcode: str) -> tuple[int, int] | None:
+    """(line, col) of the last ``NAME = SHAPE OPCODE(`` instruction on or before ``line``."""
+    pattern = re.compile(rf"=\s*{re.escape(shape)}(?:\{{[^}}]*\}})?\s+{re.escape(opcode)}\(")
+    lines = text.split("\n")
+    for number in range(min(line, len(lines)), 0, -1):
+        if pattern.search(lines[number - 1]):
+            return number, _name_col(lines[number - 1])
+    return None
 
 
 # ---------------------------------------------------------------- JAX entries

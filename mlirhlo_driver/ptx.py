@@ -271,6 +271,13 @@ _TOKEN = re.compile(r"""
 # A cheap pre-filter: lines without any of these cannot hold a literal to rewrite.
 _CANDIDATE = re.compile(r"f0x|inf|nan|\d\.|0x[0-9A-Fa-f]*[.pP]")
 
+# An alias scope domain (a self-referencing node) with LLVM 23's disjointness flag as its
+# second operand: ``!7 = distinct !{!7, i1 false, !"name"}`` (jaxlib 0.12's XLA writes these
+# where its LLVM inlined noalias arguments). LLVM 22's verifier wants one or two operands.
+_DOMAIN_FLAG = re.compile(
+    r"^(?P<head>\s*(?P<id>![-A-Za-z$._0-9]+)\s*=\s*(?:distinct\s+)?!\{\s*(?P=id))"
+    r"(?P<flag>\s*,\s*i1\s+(?:false|true))(?=\s*[,}])")
+
 
 @dataclass(frozen=True)
 class _Edit:
@@ -334,6 +341,12 @@ def _normalize(text: str) -> tuple[str, list[_Edit]]:
     out_lines: list[str] = []
     edits: list[_Edit] = []
     for lineno, line in enumerate(text.split("\n"), start=1):
+        domain = _DOMAIN_FLAG.match(line) if line.startswith(("!", " ", "\t")) else None
+        if domain:   # metadata: no float literal to rewrite on the line
+            start, end = domain.span("flag")
+            edits.append(_Edit(lineno, start + 1, 0, start + 1, end - start))
+            out_lines.append(line[:start] + line[end:])
+            continue
         if not _CANDIDATE.search(line):   # fast path: nothing that could need a rewrite
             out_lines.append(line)
             continue
@@ -387,7 +400,11 @@ def normalize_llvm_ir(text: str) -> str:
     * decimals not exactly representable in their type (LLVM 23 prints the
       shortest decimal that round-trips in the type, e.g. ``2.885390e+00`` for
       a float) -> the classic hex of the value rounded to the type;
-    * C99 hex floats (``0x1.8p3``) -> the classic hex of the rounded value.
+    * C99 hex floats (``0x1.8p3``) -> the classic hex of the rounded value;
+    * alias scope domains with LLVM 23's disjointness flag (``!7 = distinct !{!7, i1 false,
+      !"name"}``, from jaxlib 0.12's XLA) -> the domain without it: ``i1 false`` is LLVM 22's
+      only kind of domain; ``i1 true`` (each scope implicitly ``noalias`` with the others)
+      becomes that too, which assumes less and so stays correct.
 
     Only literals in a floating-point typed position are touched: identifiers,
     strings, comments and metadata names are copied verbatim.
@@ -626,11 +643,17 @@ def _codegen_crash(e: Exception, llvm_ir: str, cpu: str, filename: str) -> Input
         return InputError(e.message, file=filename)
     name = m.group(1)
     line = col = None
-    call = re.compile(r"\bcall\b.*@" + re.escape(name) + r"\(")
-    for number, text in enumerate(llvm_ir.split("\n"), start=1):
-        found = call.search(text)
-        if found:
-            line, col = number, text.index("@" + name) + 1
+    # LLVM names an overloaded intrinsic without its type suffixes: the IR calls
+    # llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16.p3 (jaxlib 0.12's XLA) where it says
+    # ...x4.b16. The exact name is looked for first, then the name with suffixes.
+    lines = llvm_ir.split("\n")
+    for suffixes in ("", r"(?:\.\w+)+"):
+        call = re.compile(r"\bcall\b.*@" + re.escape(name) + suffixes + r"\(")
+        for number, text in enumerate(lines, start=1):
+            if call.search(text):
+                line, col = number, text.index("@" + name) + 1
+                break
+        if line is not None:
             break
     return InputError(f"intrinsic {name} is not available on {cpu}: LLVM cannot select it",
                       file=filename, line=line, col=col,

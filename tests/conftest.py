@@ -130,6 +130,18 @@ def pytest_runtest_setup(item):
                 pytest.skip(why)
 
 
+def oldest_spec() -> str:
+    """The oldest shipped spec the ptxas in use targets: P100 (sm_60) under CUDA 12, T4 (sm_75)
+    under CUDA 13, which dropped sm_60/sm_70."""
+    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.errors import ToolchainError
+
+    try:
+        return "p100" if cuda_tools.ptxas().can_target("sm_60") else "t4"
+    except ToolchainError:
+        return "p100"
+
+
 def legacy_nvdisasm():
     """The nvdisasm 'sass' runs for sm_70 cubins, or None (CUDA 13's nvdisasm dropped sm_70)."""
     from mlirhlo_driver import cuda_binaries

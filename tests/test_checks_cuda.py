@@ -4,8 +4,9 @@ XLA has no implementation of the ``check.*`` custom calls, so the XLA stages
 compile the module as ``mlirhlo run`` executes it: checks out, their operands
 results, constants fed as parameters. The MLIR-level stages print the module
 as given. All 13 files of tests/data/checks compile for all 12 shipped specs
-(156/156, measured); this test compiles a spread of them for the oldest and
-the newest spec, from one CLI run.
+(156/156, measured); this test compiles a spread of them for the oldest spec
+the CUDA toolkit in use targets (P100 under CUDA 12, T4 under 13) and the newest,
+from one CLI run.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import re
 
 import pytest
 
-from conftest import DATA, assert_one_line_error, filecheck
+from conftest import DATA, assert_one_line_error, filecheck, oldest_spec
 from mlirhlo_driver.gpu_specs import resolve_spec
 
 CHECKS = DATA / "checks"
 # Sorts, while/conditional, dot and convolution, f16/bf16/complex, gather and
 # scatter, 64-bit types: the op families the GPU backend emits differently.
 FILES = ["sort", "control_flow", "dot_conv", "half_types", "gather_scatter", "wide_types"]
-SPECS = ["p100", "b200"]
+SPECS = [oldest_spec(), "b200"]
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ func.func @div_by_zero() {
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-c", "from mlirhlo_driver.cli import main; main()", "opt", str(src),
-         "--platform", "cuda", "--gpu-spec", "p100", "--stage", "hlo,ptx", "--dump-dir", str(out),
+         "--platform", "cuda", "--gpu-spec", SPECS[0], "--stage", "hlo,ptx", "--dump-dir", str(out),
          "--no-cache"], capture_output=True, text=True, cwd=str(REPO), timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     filecheck((out / "div0.hlo").read_text(), """\
@@ -124,7 +125,7 @@ CHECK: entry_computation_layout={(u32[], u32[])->(u32[], u32[], u32[], u32[])}
 CHECK-DAG: divide(
 CHECK-DAG: remainder(
 """, tmp_path)
-    assert re.search(r"^\.target\s+sm_60\b", (out / "div0.ptx").read_text(), re.M)
+    assert re.search(rf"^\.target\s+{resolve_spec(SPECS[0]).sm}\b", (out / "div0.ptx").read_text(), re.M)
 
 
 def test_generic_check_with_differing_operand_types(cli, tmp_path):

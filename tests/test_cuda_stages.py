@@ -66,7 +66,7 @@ def _text_sections(cubin: bytes) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("which, sm_number, flag", [("a100", 80, "EF_CUDA_SM80"), ("h100", 90, "EF_CUDA_SM90")])
 def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_number, flag):
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver import cuda_binaries, cuda_tools
 
     compiled = request.getfixturevalue(which)
     cubins = compiled.stage("cubin")
@@ -77,7 +77,10 @@ def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_numb
         assert cuda_binaries.elf_sm(data) == sm_number, name
         assert name in _text_sections(data)  # the module's first kernel is in it
     sass = compiled.stage("sass")
-    assert '@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS' in sass and flag in sass
+    if cuda_tools.ptxas().version < (13,):
+        assert '@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS' in sass and flag in sass
+    else:  # CUDA 13's cubins (ELF ABI version 8): nvdisasm names the target, no header flags
+        assert f"\t.target\t{compiled.request.options.gpu_spec.sm}\n" in sass and ".headerflags" not in sass
 
 
 def test_cuobjdump_names_the_arch(h100, tmp_path):

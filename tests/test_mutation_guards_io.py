@@ -63,12 +63,14 @@ def test_output_under_a_regular_file_is_refused_by_name(cli, mlir_file, tmp_path
 
 
 def test_hlo_parser_crash_that_cannot_be_located_is_still_one_error_line(cli, tmp_path):
-    # XLA CHECK-fails on this reshape; its message names 'f32[2,3]', which the text
-    # spells 'f32[2, 3]', so no line can be found: the error comes without one.
+    # XLA CHECK-fails on this parameter number; its message says 'got 3', which the text
+    # spells '03', so no line can be found: the error comes without one. (A reshape that
+    # changes the element count was such a crash up to jaxlib 0.10.2; 0.12's parser refuses
+    # it with a located error.)
     bad = tmp_path / "bad.hlo"
-    bad.write_text("HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT r = f32[2, 3] reshape(p)\n}\n")
+    bad.write_text("HloModule m\n\nENTRY main {\n  ROOT p = f32[4] parameter(03)\n}\n")
     line = assert_one_line_error(cli("opt", bad), contains=f"error: {bad}: malformed HLO module")
-    assert "shape: f32[2,3] operand: f32[4]" in line
+    assert "invalid parameter number. Expected [0, 1), got 3" in line
 
 
 @pytest.mark.parametrize("which", ["minimum", "current"])

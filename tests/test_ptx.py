@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mlirhlo_driver import ptx
-from mlirhlo_driver.errors import InputError
+from mlirhlo_driver import cuda_tools, ptx
+from mlirhlo_driver.errors import InputError, ToolchainError
 
 import llvmlite.binding as llvm  # noqa: E402  (a pinned dependency: a missing one fails, not skips)
 
@@ -104,6 +104,9 @@ NORMALIZE_CASES = [
     ("  %26 = phi float [ -inf, %a ], [ %x, %b ]", "  %26 = phi float [ 0xFFF0000000000000, %a ], [ %x, %b ]"),
     ('@arr = constant [2 x half] [half f0x3C00, half +qnan]', '@arr = constant [2 x half] [half 0xH3C00, half 0xH7E00]'),
     ("!7 = !{float 2.885390e+00}", "!7 = !{float 0x4007154760000000}"),
+    # alias scope domains with LLVM 23's disjointness flag (jaxlib 0.12's XLA)
+    ('!7 = distinct !{!7, i1 false, !"fused_scatter"}', '!7 = distinct !{!7, !"fused_scatter"}'),
+    ("!7 = distinct !{!7, i1 true}", "!7 = distinct !{!7}"),
 ]
 
 UNCHANGED = [
@@ -118,6 +121,8 @@ UNCHANGED = [
     "  %9 = select i1 %c, half %a, half 6.550400e+04",    # exact in half
     "  %10 = fmul double %x, 0x3FB999999999999A",         # classic forms stay
     "  %11 = fmul half %x, 0xH3C00",
+    '!8 = distinct !{!8, !7, !"fused_scatter: argument 0"}',   # a scope, not a domain
+    '!3 = !{i32 4, !"nvvm-reflect-ftz", i32 0}',
 ]
 
 
@@ -227,6 +232,54 @@ def test_error_columns_after_and_inside_rewritten_literals():
         assert ptx._map_col(edits, 1, col) == line.index("2.885390e+00") + 1
     assert ptx._map_col(edits, 1, normalized.index("!x") + 1) == line.index("!x") + 1
     assert ptx._map_col(edits, 1, 3) == 3
+
+
+# jaxlib 0.12's XLA (input_scatter_fusion of the MLP step, trimmed): where its LLVM inlined
+# noalias arguments, the scope's domain carries LLVM 23's flag, which LLVM 22's codegen
+# verifier rejects ("domain must have one or two operands") unless normalized away.
+DOMAIN_FLAG_IR = """\
+target triple = "nvptx64-nvidia-cuda"
+
+define ptx_kernel void @k(ptr noalias %0, ptr noalias readonly %1) {
+  %3 = addrspacecast ptr %1 to ptr addrspace(1)
+  %4 = addrspacecast ptr %0 to ptr addrspace(1)
+  %5 = load i32, ptr addrspace(1) %3, align 4, !alias.scope !2
+  store i32 %5, ptr addrspace(1) %4, align 4
+  ret void
+}
+
+!0 = distinct !{!0, i1 false, !"fused_scatter"}
+!1 = distinct !{!1, !0, !"fused_scatter: argument 0"}
+!2 = !{!1}
+"""
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_alias_scope_domain_flag_compiles(optimize):
+    out = ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", optimize=optimize)
+    assert ".entry k(" in out and "ld.global" in out
+
+
+# An overloaded intrinsic (jaxlib 0.12's XLA calls stmatrix with its .p3 suffix): LLVM names
+# it without the suffix when it cannot select it, and the error still finds the call.
+OVERLOADED_SM90_IR = """\
+target triple = "nvptx64-nvidia-cuda"
+
+declare void @llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16.p3(ptr addrspace(3), i32, i32, i32, i32)
+
+define ptx_kernel void @k(ptr addrspace(3) %p, i32 %v) {
+  call void @llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16.p3(ptr addrspace(3) %p, i32 %v, i32 %v, i32 %v, i32 %v)
+  ret void
+}
+"""
+
+
+def test_missing_overloaded_intrinsic_is_located():
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(OVERLOADED_SM90_IR, "sm_80", filename="k.ll")
+    assert ei.value.format().startswith(
+        "error: k.ll:6:13: intrinsic llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16 is not available on sm_80")
+    assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx.compile_to_ptx(OVERLOADED_SM90_IR, "sm_90a")
 
 
 @pytest.mark.parametrize("arch,target", [
@@ -372,7 +425,9 @@ def xla_dumps(tmp_path_factory):
             with _jaxlib.ir_context():
                 module = ir.Module.parse(text)
             d = str(tmp_path_factory.mktemp(f"{arch}-{name}"))
-            opts = _jaxlib.compile_options(dump_to=d, env_overrides=[("xla_gpu_autotune_level", 0)])
+            # 0.12's XLA writes LLVM IR and PTX only for the emitters the flags name.
+            opts = _jaxlib.compile_options(dump_to=d, env_overrides=[
+                ("xla_gpu_autotune_level", 0), *_jaxlib.codegen_dump_flags().items()])
             _jaxlib.compile_executable(module, devices, opts)
             out[arch].append(d)
     return out
@@ -386,6 +441,31 @@ def _canon(text: str) -> list[str]:
         if line:
             lines.append(" ".join(line.split()))
     return lines
+
+
+_FLOAT_IMM = re.compile(r"\b0[fd][0-9A-F]{8,16}\b")
+_MEM_OP = re.compile(r"^(?:ld|st|atom|red|bar|shfl|cp)\.\S*")
+_SPECIAL_OP = re.compile(r"\b(?:ex2|lg2|rcp|sqrt|rsqrt|tanh|sin|cos)(?:\.\w+)+")
+
+
+def _isa_version(text: str) -> tuple[int, ...]:
+    m = re.search(r"^\.version (\d+)\.(\d+)", text, re.M)
+    return (int(m.group(1)), int(m.group(2))) if m else ()
+
+
+def _facets(text: str) -> dict[str, list[str]]:
+    """What a PTX file's kernels must keep through our reading of XLA's LLVM IR, whatever
+    LLVM emits them: declarations and signatures, float constants, memory and atomic
+    operations, special-function instructions. A newer NVPTX backend spells some of these
+    differently, not differently in meaning: ``ld.param::entry`` (PTX ISA 8.3+) for
+    ``ld.param``, and atomics' default ``.relaxed.sys`` written out."""
+    lines = _canon(text)
+    decls = [ln for ln in lines
+             if re.match(r"\.(?:visible|entry|param|global|shared|extern|const|maxntid|reqntid)\b", ln)]
+    mem = sorted(re.sub(r"::entry\b|\.relaxed\.sys\b", "", m.group(0).rstrip(";"))
+                 for ln in lines if (m := _MEM_OP.match(ln)))
+    return {"decls": decls, "float constants": sorted(set(_FLOAT_IMM.findall(text))),
+            "memory ops": mem, "special ops": sorted(set(_SPECIAL_OP.findall(text)))}
 
 
 _KERNEL_DEF = re.compile(r"^define\b[^@\n]*\bptx_kernel\b[^@\n]*@\"?([\w.$-]+)", re.M)
@@ -418,6 +498,7 @@ def test_against_xla_ptx(xla_dumps, capsys):
     report = []
     for arch, dirs in xla_dumps.items():
         counts = {"no": [0, 0], "with": [0, 0]}
+        newer_llvm = False
         for d in dirs:
             for ll, kind, ref in _pairs(d):
                 with open(ll) as fh:
@@ -429,16 +510,23 @@ def test_against_xla_ptx(xla_dumps, capsys):
                 target = re.compile(r"^\.target (\S+)", re.M)
                 assert target.findall(out) == target.findall(ref) == [arch], ll
                 assert sorted(_ENTRY.findall(out)) == sorted(_ENTRY.findall(ref)), ll
+                # jaxlib 0.12's XLA has an LLVM far newer than llvmlite's (PTX ISA 9.0 against
+                # 8.8): it folds immediates into fma and compares into setp.{and,or}, so its
+                # PTX is never identical to ours; what our IR reading must keep is compared.
+                newer = _isa_version(ref) > _isa_version(out)
+                newer_llvm |= newer
                 counts[kind][1] += 1
-                counts[kind][0] += _canon(out) == _canon(ref)
+                counts[kind][0] += (_facets(out) == _facets(ref)) if newer else (_canon(out) == _canon(ref))
         same = counts["no"][0] + counts["with"][0]
         total = counts["no"][1] + counts["with"][1]
-        report.append(f"{arch}: {same}/{total} identical to XLA's PTX "
+        report.append(f"{arch}: {same}/{total} {'like' if newer_llvm else 'identical to'} XLA's PTX "
                       f"(with-opt {counts['with'][0]}/{counts['with'][1]}, "
                       f"no-opt {counts['no'][0]}/{counts['no'][1]})")
         assert counts["with"][1] >= 5 and (counts["no"][1] >= 5 or not have_libdevice)
         # XLA's LLVM is newer than llvmlite's, so some codegen differs; most must not.
         assert 2 * same >= total, report[-1]
+        # Compared by facets, XLA's optimized IR (straight to codegen) must lose nothing.
+        assert not newer_llvm or counts["with"][0] == counts["with"][1], report[-1]
     with capsys.disabled():
         print("\n" + "\n".join(report))
 
@@ -453,7 +541,14 @@ def _shipped_specs():
 
 @pytest.mark.parametrize("spec", _shipped_specs(), ids=lambda s: s.name)
 def test_ptx_for_each_shipped_spec_assembles(spec, monkeypatch):
-    """LLVM IR -> PTX for the spec's target -> ptxas for that target succeeds."""
+    """LLVM IR -> PTX for the spec's target -> ptxas for that target succeeds; where the
+    ptxas in use lacks the target (CUDA 13: sm_60/sm_70), the check says so and is skippable."""
+    if not cuda_tools.ptxas().can_target(spec.sm):
+        with pytest.raises(ToolchainError, match=f"cannot check the PTX with ptxas: CUDA 13 dropped {spec.sm} "):
+            ptx.compile_to_ptx(SMALL_IR, spec.sm)
+        out = ptx.compile_to_ptx(SMALL_IR, spec.sm, assemble=False)
+        assert re.search(r"^\.target (\S+)", out, re.M).group(1) == spec.sm
+        return
     assembled: list[str] = []
     real = ptx.check_with_ptxas
     monkeypatch.setattr(ptx, "check_with_ptxas", lambda code, cpu, filename: (
