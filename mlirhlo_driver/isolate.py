@@ -27,8 +27,8 @@ Promises and limits:
 How the helper starts: forking a process whose native code already started
 threads (XLA's thread pools) is unsafe, since a lock another thread held at
 the fork stays locked in the child. So the helper is ``os.fork()``-ed from
-this process only while XLA runs no threads here and Python runs no other
-thread (:func:`fork_is_safe`): a few milliseconds, and it shares every
+this process only while XLA and MLIR run no threads here and Python runs no
+other thread (:func:`fork_is_safe`): a few milliseconds, and it shares every
 module imported so far. Otherwise it is a fresh interpreter
 (``sys.executable``), which imports what it needs once (about 0.1 s, plus
 the imports). Commands that can make their first isolated call before XLA
@@ -211,14 +211,35 @@ def fork_is_safe() -> bool:
 
     XLA's clients, compiles and plugins start native thread pools that Python
     cannot see; ``_jaxlib.native_threads_started()`` knows whether the driver
-    or jax started one. Other native threads seen here are fork-aware
-    (OpenBLAS shuts its pool down at a fork).
+    or jax started one. An MLIR context's pool starts its threads when it first
+    runs work in parallel (a pass pipeline, a parse verifying several functions):
+    those are told by the name LLVM gives them (:func:`_llvm_pool_threads`).
+    Other native threads seen here are fork-aware (OpenBLAS shuts its pool down
+    at a fork).
     """
     if not sys.platform.startswith("linux") or threading.active_count() != 1:
         return False
     from . import _jaxlib  # light: it imports jaxlib only when used
 
-    return not _jaxlib.native_threads_started()
+    return not _jaxlib.native_threads_started() and not _llvm_pool_threads()
+
+
+def _llvm_pool_threads() -> bool:
+    """Whether an LLVM thread pool has worker threads in this process (LLVM names them
+    ``llvm-worker-N``; jaxlib 0.9.0-0.12.0.1 checked). A forked child keeps the pool but
+    not its threads: MLIR work there waits on them forever. Unreadable: assumed so."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as fh:
+                if fh.read().startswith("llvm-worker"):
+                    return True
+        except OSError:  # the thread ended meanwhile
+            continue
+    return False
 
 
 def _start(preload: tuple[str, ...]) -> _Helper:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -17,12 +18,27 @@ recorder: list[tuple[str, str | None, bytes]] | None = None
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write to a temp file beside ``path``, then rename it into place.
 
+    A symlink is followed: its target is written atomically in the target's own
+    directory, and the link stays. A path that is not a regular file (a FIFO, a
+    character device such as /dev/null, a socket, /dev/stdout) is written directly,
+    streaming: renaming over it would replace the device or pipe with a file.
     Any failure (a directory in the way, a full disk, a file-size limit) raises
     DriverError naming ``path``, and leaves neither ``path`` nor the temp file.
     """
     path = Path(path)
     payload = data.encode() if isinstance(data, str) else data
     check_output_path(path)
+    try:
+        st = os.stat(path)  # follows links
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_stream(path, payload)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # a dangling link: its target is created
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -43,6 +59,16 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         if isinstance(e, OSError):
             raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None
         raise
+
+
+def _write_stream(path: Path, payload: bytes) -> None:
+    try:
+        with open(path, "wb") as f:
+            f.write(payload)
+    except OSError as e:  # a socket cannot be opened, a reader that went away, ...
+        raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None
+    if recorder is not None:
+        recorder.append(("file", str(path), payload))
 
 
 def check_output_path(path: str | Path) -> None:

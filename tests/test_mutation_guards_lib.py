@@ -8,6 +8,7 @@ timing rows, and the pass-list cache against a fake scan.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -282,6 +283,34 @@ def test_fork_is_safe_until_xla_starts_its_threads():
             "print(isolate.fork_is_safe())\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.stdout.split() == ["True", "False"], proc.stdout + proc.stderr
+
+
+def test_no_fork_once_mlir_runs_its_thread_pool(tmp_path):
+    # A pipeline over several functions starts the MLIR context's worker threads; a helper
+    # forked after that inherits the pool without them, and its parse of the StableHLO that
+    # XLA made from HLO (verified in parallel: two called computations) waited forever.
+    (tmp_path / "two.mlir").write_text(
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "  %1 = call @f(%0) : (tensor<4xf32>) -> tensor<4xf32>\n  return %1 : tensor<4xf32>\n}\n"
+        "func.func private @f(%y: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = stablehlo.negate %y : tensor<4xf32>\n  %1 = stablehlo.negate %0 : tensor<4xf32>\n"
+        "  return %1 : tensor<4xf32>\n}\n")
+    (tmp_path / "calls.hlo").write_text(
+        "HloModule calls\n\nf {\n  a = f32[4] parameter(0)\n  ROOT n = f32[4] negate(a)\n}\n\n"
+        "g {\n  b = f32[4] parameter(0)\n  ROOT m = f32[4] add(b, b)\n}\n\n"
+        "ENTRY main {\n  p = f32[4] parameter(0)\n  c = f32[4] call(p), to_apply=f\n"
+        "  ROOT d = f32[4] call(c), to_apply=g\n}\n")
+    code = ("import mlirhlo_driver as mhd\nfrom mlirhlo_driver import isolate\n"
+            "mhd.load('two.mlir').optimize(passes='canonicalize,cse')\n"
+            "print(isolate._llvm_pool_threads(), isolate.fork_is_safe())\n"
+            "print(mhd.load('calls.hlo').as_text().count('func.func'))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={**os.environ, "MLIRHLO_READ_TIMEOUT": "60"})
+    assert proc.returncode == 0, proc.stderr
+    workers, safe, funcs = proc.stdout.split()
+    assert not (workers == "True" and safe == "True"), proc.stdout  # (one CPU: MLIR starts none)
+    assert funcs == "3"
 
 
 def test_jax_function_with_f64_arguments_keeps_f64(tmp_path):
