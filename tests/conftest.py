@@ -79,6 +79,33 @@ def filecheck(output: str, checks: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr + "\n--- output ---\n" + output
 
 
+def cpu_llvm_ir_for_comparison(text: str) -> str:
+    """XLA's CPU LLVM IR, for comparing two compiles: jaxlib 0.12's emitter numbers its
+    ``!noalias``/``!alias.scope`` lists in an order that varies from compile to compile
+    (the same lists, other numbers), so there each reference to an uniqued (non-distinct)
+    metadata node is spelled out as its operands, module by module. Older jaxlibs: as is."""
+    import re
+
+    from mlirhlo_driver import _jaxlib
+
+    if not _jaxlib.jaxlib_at_least("0.12.0"):
+        return text
+    definition = re.compile(r"^!(\d+) = !\{(.*)\}$", re.M)
+    reference = re.compile(r"!(\d+)\b")
+    out = []
+    for part in re.split(r"(^; ----- \S+ -----$)", text, flags=re.M):
+        nodes = {m.group(1): m.group(2) for m in definition.finditer(part)}
+
+        def spelled(m: re.Match, depth: int = 0) -> str:
+            body = nodes.get(m.group(1))
+            if body is None or depth > 16:
+                return m.group(0)
+            return "!{" + reference.sub(lambda n: spelled(n, depth + 1), body) + "}"
+
+        out.append(reference.sub(spelled, definition.sub("", part)))
+    return "".join(out)
+
+
 def readline_within(stream, timeout: float = 120.0):
     """One line from a child's pipe, or "" (b"" for a binary pipe) once ``timeout``
     seconds pass: a child that dies or stalls early fails the test instead of hanging it."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, REPO, assert_one_line_error, filecheck
+from conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
 from mlirhlo_driver import _jaxlib, stages
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
@@ -213,7 +213,9 @@ def test_cpu_buffer_assignment(cpu_run, tmp_path):
 CHECK: BufferAssignment:
 CHECK-NEXT: allocation 0: size {{[0-9]+}}
 """, tmp_path)
-    params = {int(p) for p in re.findall(r"^allocation \d+: size \d+, parameter (\d+)", text, re.M)}
+    # jaxlib 0.12's XLA writes each allocation's page too: "size 2048, page 0, parameter 2".
+    params = {int(p) for p in re.findall(r"^allocation \d+: size \d+,(?: page \d+,)? parameter (\d+)",
+                                         text, re.M)}
     assert params == set(range(6))
 
 
@@ -424,6 +426,8 @@ def test_text_stages_are_deterministic(platform, stage, cpu_run, cuda_run, cpu_a
         first = cuda_run.path(stages.get(stage, "cuda").ext, "h100_sxm").read_bytes()
         second = h100_api.stage(stage)
     assert isinstance(second, str)
+    if (platform, stage) == ("cpu", "llvm"):  # jaxlib 0.12 numbers alias-scope lists at random
+        first, second = cpu_llvm_ir_for_comparison(first.decode()).encode(), cpu_llvm_ir_for_comparison(second)
     assert first == second.encode()
 
 
