@@ -31,6 +31,10 @@ INPUT_FORMATS = ("hlo", "hlo-proto", "hlo-pbtxt", "mlir", "bytecode", "vhlo", "j
 
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
 _MLIR_BYTECODE_MAGIC = b"ML\xefR"
+# How MLIR text starts (after comments and attribute aliases): a module, a function, an op
+# in generic form, a type alias, a Shardy mesh.
+_MLIR_HEAD = re.compile(r'^(module(\s+@|\s+attributes\b|\s*\{)|func\.func\s|"(builtin\.module|func\.func)"|'
+                        r'![\w.]+\s*=|sdy\.mesh\s)')
 _JAX_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _LOADABLE_SUFFIXES = (".mlir", ".mlirbc", ".hlo", ".txt", ".pb", ".pbtxt", ".vhlo", ".bc", ".stablehlo")
 # Suffixes XLA's dumps add after the module name; stripped for output file names.
@@ -226,6 +230,8 @@ def detect_format(data: bytes, source: str = "<input>") -> str:
         return "hlo"
     if re.match(r"^(hlo_module\s*[:{]|name\s*:\s*\"|computations\s*[:{]|entry_computation_name\s*:)", head):
         return "hlo-pbtxt"
+    if _MLIR_HEAD.match(head):  # MLIR whatever the name (an .hlo or .pbtxt that holds StableHLO)
+        return "mlir"
     if source.endswith(".pbtxt"):
         return "hlo-pbtxt"
     if source.endswith((".hlo",)) or (source.endswith(".txt") and "ENTRY" in text):

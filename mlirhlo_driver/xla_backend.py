@@ -31,6 +31,16 @@ KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
 KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
 # Without a GPU there is nothing to autotune on: XLA must pick kernels heuristically.
 _DEVICELESS_CUDA_DEFAULTS = (("xla_gpu_autotune_level", 0),)
+# DebugOptions that cut XLA's HLO pass pipeline short.
+_PIPELINE_CUTTING_FLAGS = ("xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
+
+
+def cuts_pipeline(xla_flags: Any) -> bool:
+    """Whether these flags leave out some of XLA's HLO passes. The HLO that is left can be
+    what XLA's codegen aborts on: jaxlib 0.12's CPU scatter emitter without scatter_simplifier
+    (``--xla_disable_all_hlo_passes``) ends the process without a word, where 0.10.2 refused it."""
+    flags = dict(xla_flags)
+    return any(flags.get(name) not in (None, False, "", "false", "False", 0) for name in _PIPELINE_CUTTING_FLAGS)
 
 
 @dataclass
@@ -102,7 +112,9 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     finish codegen). With ``isolated``, XLA compiles in isolate's helper process into
     this process's dump directory: a reduced pipeline can leave HLO that codegen
     CHECK-fails on (jaxlib 0.12's CPU scatter emitter without scatter_simplifier), and
-    the dumps written before that death are still read (no executable then).
+    the dumps written before that death are still read (no executable then). Flags that
+    cut the pipeline short (:func:`cuts_pipeline`) compile that way first as well; once
+    that compile has finished, XLA compiles here again for the executable.
     """
     from . import _jaxlib, xla_flags
 
@@ -124,10 +136,18 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             overrides = sorted([*overrides, (KERNEL_CACHE_FLAG, os.path.join(workdir, KERNEL_CACHE_FILE))])
         opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=overrides)
         executable, error = None, None
+        trial = not isolated and cuts_pipeline(options.xla_flags)
         try:
-            if isolated:
+            if isolated or trial:
                 _compile_isolated(module, options, opts)
-            else:
+            if trial:  # it compiles: again here, for the executable (its dumps are those above)
+                scratch = tempfile.mkdtemp(prefix="mlirhlo-xla-")
+                try:
+                    executable = _jaxlib.compile_executable(
+                        module, devices, _jaxlib.compile_options(dump_to=scratch, env_overrides=overrides))
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+            elif not isolated:
                 executable = _jaxlib.compile_executable(module, devices, opts)
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
@@ -187,7 +207,9 @@ def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:
                                                     compile_options.SerializeAsString()),
                                what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD)
     except NativeCrash as e:
-        raise CompileError(e.message) from None
+        cut = [f"--{n}" for n in _PIPELINE_CUTTING_FLAGS if cuts_pipeline([(n, dict(options.xla_flags).get(n))])]
+        raise CompileError(e.message, hint=f"{', '.join(cut)} may have left HLO that XLA's codegen aborts on"
+                           if cut else None) from None
     if message is not None:
         raise CompileError(message)
 

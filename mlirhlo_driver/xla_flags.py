@@ -35,6 +35,26 @@ def parse_value(text: str) -> Any:
     return text
 
 
+def typed_value(name: str, text: str) -> Any:
+    """:func:`parse_value`, typed by field ``name`` of this XLA's DebugOptions schema
+    as XLA's own flag parser (tsl) reads XLA_FLAGS: a bool takes ``true``/``false``
+    in any case and ``1``/``0``; a string is the text as given (``123`` stays
+    ``"123"``); a float takes an integer's spelling. Other fields, and names
+    the schema lacks, keep parse_value's guess (XLA checks them)."""
+    from .xla_cli_flags import debug_option_types
+
+    kind = debug_option_types().get(name)
+    if kind == "bool" and text.lower() in ("true", "1", "false", "0"):
+        return text.lower() in ("true", "1")
+    if kind == "str":
+        value = parse_value(text)
+        return value if isinstance(value, str) else text
+    value = parse_value(text)
+    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
 def parse_flag_args(args: list[str], *, separate_values: bool = True) -> tuple[dict[str, Any], list[str]]:
     """Split ``--xla_name[=value]`` (or ``--xla_name value``) out of ``args``.
 
@@ -57,8 +77,10 @@ def parse_flag_args(args: list[str], *, separate_values: bool = True) -> tuple[d
             if separate_values and nxt is not None and not nxt.startswith("-"):
                 value, i = nxt, i + 1
             else:
-                value = "true"  # a bare boolean flag, as in XLA_FLAGS
-        flags[name] = parse_value(value)
+                flags[name] = True  # a bare boolean flag, as in XLA_FLAGS
+                i += 1
+                continue
+        flags[name] = typed_value(name, value)
         i += 1
     return flags, rest
 
@@ -125,7 +147,7 @@ def from_file(path: str) -> dict[str, Any]:
                 value = value[1:-1].encode().decode("unicode_escape")
                 flags[m.group(1)] = value
             else:
-                flags[m.group(1)] = parse_value(value)
+                flags[m.group(1)] = typed_value(m.group(1), value)
             positions[m.group(1)] = (lineno, m.start(1) + 1, m.start(2) + 1)
             pos = m.end()
     _positions[path] = positions

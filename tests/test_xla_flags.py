@@ -255,6 +255,46 @@ def test_flag_overrides_deviceless_cuda_default():
         xla_backend.flag_overrides(stages.StageOptions(platform="cpu")))
 
 
+def test_cuts_pipeline():
+    assert xla_backend.cuts_pipeline([("xla_disable_all_hlo_passes", True)])
+    assert xla_backend.cuts_pipeline([("xla_disable_hlo_passes", "scatter_expander")])
+    assert xla_backend.cuts_pipeline({"xla_enable_hlo_passes_only": "dce"})
+    assert not xla_backend.cuts_pipeline([("xla_disable_all_hlo_passes", False), ("xla_disable_hlo_passes", ""),
+                                          ("xla_cpu_enable_fast_math", True)])
+
+
+_SCATTER = ("HloModule scat\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT s = f32[] add(a, b)\n}\n\nENTRY main {\n  v = f32[8] parameter(0)\n"
+            "  idx = s32[3,1] parameter(1)\n  upd = f32[3] parameter(2)\n"
+            "  ROOT r = f32[8] scatter(v, idx, upd), update_window_dims={}, inserted_window_dims={0}, "
+            "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n")
+
+
+def test_pipeline_cut_short_is_an_error_line_not_a_death(tmp_path):
+    """A scatter no pass expanded: jaxlib 0.12's XLA:CPU aborts on it (in the helper), 0.10.2's
+    refuses it. A fresh process: a death here would end pytest too."""
+    src = tmp_path / "scatter.hlo"
+    src.write_text(_SCATTER)
+
+    def opt(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mlirhlo_driver", "opt", "--platform", "cpu",
+                               "--stage", "hlo", *flags, str(src)], capture_output=True, text=True,
+                              timeout=300, cwd=REPO)
+
+    cut = opt("--xla_disable_all_hlo_passes=true")
+    assert cut.returncode == 1 and cut.stdout == "", cut.stderr
+    assert cut.stderr.count("\n") == 1 and "Traceback" not in cut.stderr, cut.stderr
+    if _jaxlib.jaxlib_at_least("0.12.0"):
+        assert cut.stderr == (f"error: {src}: XLA's compile aborted (--xla_disable_all_hlo_passes may have "
+                              "left HLO that XLA's codegen aborts on)\n")
+    else:
+        assert cut.stderr.startswith(f"error: {src}: HLO opcode `scatter` is not supported by XLA:CPU")
+    # a cut that leaves HLO XLA compiles: the stage, from the executable compiled here
+    kept = opt("--xla_disable_hlo_passes=dce")
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.startswith("HloModule scat, is_scheduled=true")
+
+
 # ------------------------------------------------------------------ CLI: bad flags
 
 def test_cli_unknown_flag_did_you_mean(cli):
