@@ -35,6 +35,12 @@ from typing import Any
 
 __all__ = ["Lost", "Worker", "imap"]
 
+# A task's --timeout counts from the moment its worker is ready (its imports and init
+# done), not from its spawn: jaxlib's start takes seconds, more on a busy machine, and is
+# no module's fault. A worker that is not ready within this many seconds more than the
+# timeout has its task reported as timed out.
+STARTUP_TIMEOUT = 120.0
+
 
 @dataclass(frozen=True)
 class Lost:
@@ -78,14 +84,32 @@ class Worker:
         self._to.send((fn, init, context))
         self.task: Any = None
         self.index: int | None = None
-        self.started = 0.0
+        self.spawned = time.monotonic()
+        self.ready = False  # its init has run: it says so once, before its first reply
+        self.started: float | None = None  # when its task's clock started (once ready)
 
     def send(self, index: int, task: Any) -> None:
-        self.index, self.task, self.started = index, task, time.monotonic()
+        self.index, self.task = index, task
+        self.started = time.monotonic() if self.ready else None
         try:
             self._to.send(task)
         except OSError:
             pass  # died already: the reply side sees EOF
+
+    def take_ready(self) -> bool:
+        """Read the message a worker sends once its init has run; the clock of the task it
+        holds starts now. False if it died first."""
+        try:
+            self.conn.recv()
+        except (EOFError, OSError):
+            return False
+        self.ready = True
+        if self.task is not None:
+            self.started = time.monotonic()
+        return True
+
+    def startup_deadline(self, timeout: float) -> float:
+        return self.spawned + STARTUP_TIMEOUT + timeout
 
     def receive(self) -> Any:
         """The reply to the task sent, or a Lost when the worker died."""
@@ -105,6 +129,13 @@ class Worker:
     def call(self, task: Any, timeout: float | None = None) -> Any:
         """Run one task and wait: its result, or a Lost (the worker is then dead)."""
         self.send(0, task)
+        if not self.ready:
+            left = None if timeout is None else max(0.0, self.startup_deadline(timeout) - time.monotonic())
+            if not wait([self.conn], timeout=left):
+                self.kill()
+                return Lost("timeout", f"the worker did not start within {STARTUP_TIMEOUT + timeout:g} s")
+            if not self.take_ready():
+                return Lost("crashed", self._death())
         if not wait([self.conn], timeout=timeout):
             self.kill()
             return Lost("timeout", f"no result within {timeout:g} s")
@@ -171,17 +202,26 @@ def imap(fn: str, context: Any, tasks: Sequence[Any], *, jobs: int, timeout: flo
                 return
             wait_for = None
             if timeout:
-                wait_for = max(0.0, min(w.started + timeout for w in busy) - time.monotonic())
+                wait_for = max(0.0, min(w.started + timeout if w.started is not None
+                                        else w.startup_deadline(timeout) for w in busy) - time.monotonic())
             ready = wait([w.conn for w in busy], timeout=wait_for)
             for i, w in enumerate(workers):
                 if w.task is None:
                     continue
                 index = w.index
-                if w.conn in ready:
+                now = time.monotonic()
+                if w.conn in ready and not w.ready:
+                    if w.take_ready():
+                        continue  # its task's clock starts now
+                    result = Lost("crashed", w._death())
+                elif w.conn in ready:
                     result = w.receive()
-                elif timeout is not None and time.monotonic() - w.started > timeout:
+                elif timeout is not None and w.started is not None and now - w.started > timeout:
                     w.kill()
                     result = Lost("timeout", f"no result within {timeout:g} s")
+                elif timeout is not None and w.started is None and now > w.startup_deadline(timeout):
+                    w.kill()
+                    result = Lost("timeout", f"the worker did not start within {STARTUP_TIMEOUT + timeout:g} s")
                 else:
                     continue
                 w.task = None
@@ -227,6 +267,7 @@ def _serve(rfd: int, wfd: int) -> None:  # pragma: no cover - runs in the worker
     import gc
 
     gc.freeze()  # what the imports made stays; collections then scan only the task's objects
+    outbox.send(("ready", None))  # the parent's clock for the first task starts now
     while True:
         try:
             task = inbox.recv()

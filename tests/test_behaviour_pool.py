@@ -1,0 +1,259 @@
+"""Behaviour: the worker pool (pool.imap, behind ``--jobs N --timeout S``).
+
+Tasks that crash (a signal, an abort, an exit), time out (slow, or hung for
+good, with SIGTERM ignored and a child of their own), or raise, alone and
+mixed, with fewer workers than tasks:
+
+* every task gives exactly one row, with its own status; none is lost;
+* a worker that crashed or was killed for a timeout is replaced, so the task
+  after a hanging one runs (it is not reported CRASHED); a task that raised
+  keeps its worker;
+* closing the results early (``--fail-fast``) stops the workers at once.
+
+The workers run TASKS' ``behave``. Timeouts are 1 s.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from mlirhlo_driver import pool
+
+TIMEOUT = 1.0
+# The task functions, as a module the workers import (written out by a fixture: a worker
+# that imported this test file would import pytest too, and start slower).
+TASKS = '''
+import os, signal, subprocess, sys, time
+from pathlib import Path
+
+
+def behave(context, task):
+    """(kind, value): what the task does in its worker."""
+    kind, value = task
+    if kind == "ok":
+        return value, os.getpid()
+    if kind == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "abort":
+        os.abort()
+    if kind == "exit":
+        os._exit(3)
+    if kind == "raise":
+        raise RuntimeError("boom")
+    if kind == "slow":  # would finish, after the timeout
+        time.sleep(30)
+        return value, os.getpid()
+    if kind == "hang":  # never finishes, ignores SIGTERM, and has a child that would outlive it
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        Path(context, f"hang-{value}.pids").write_text(f"{os.getpid()} {child.pid}")
+        while True:
+            time.sleep(600)
+    raise ValueError(kind)
+
+
+def slow_init(context):
+    time.sleep(1.5)  # longer than the tasks' timeout: jaxlib's start on a busy machine
+
+
+def hung_init(context):
+    while True:
+        time.sleep(600)
+
+
+def module_task(context, task):
+    """run_pool's task, misbehaving as its module's name says; a report-like row (run.py's
+    ModuleReport would make the worker import numpy)."""
+    from types import SimpleNamespace
+
+    if task.name != "ok":
+        behave(context, (task.name, task.index))
+    return SimpleNamespace(name=task.name, source=task.source, status="ok", message=str(os.getpid()))
+'''
+FN = "behaviour_pool_tasks:behave"
+
+
+# kind -> (status, words of its message)
+LOST = {
+    "segv": ("crashed", "worker killed by SIGSEGV (a crash in native code)"),
+    "abort": ("crashed", "worker killed by SIGABRT (a crash in native code)"),
+    "exit": ("crashed", "worker exited with status 3"),
+    "slow": ("timeout", f"no result within {TIMEOUT:g} s"),
+    "hang": ("timeout", f"no result within {TIMEOUT:g} s"),
+    "raise": ("failed", "internal error: RuntimeError: boom"),
+}
+KILLS_ITS_WORKER = {"segv", "abort", "exit", "slow", "hang"}
+
+
+@pytest.fixture(scope="module")
+def _tasks_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pool-tasks")
+    (d / "behaviour_pool_tasks.py").write_text(TASKS)
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _workers_find_the_tasks(monkeypatch, _tasks_dir):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(_tasks_dir), os.environ.get("PYTHONPATH")) if p))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _gone(pids: list[int], within: float = 5.0) -> bool:
+    """All of ``pids`` exit within ``within`` s (SIGKILL is delivered and reaped asynchronously)."""
+    deadline = time.monotonic() + within
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(_alive(p) for p in pids)
+
+
+def _run(kinds: list[str], jobs: int, tmp_path) -> dict[int, object]:
+    tasks = [(k, i) for i, k in enumerate(kinds)]
+    rows: dict[int, object] = {}
+    for index, result in pool.imap(FN, str(tmp_path), tasks, jobs=jobs, timeout=TIMEOUT):
+        assert index not in rows, f"task {index} reported twice"
+        rows[index] = result
+    assert sorted(rows) == list(range(len(kinds))), "a task without a row"
+    return rows
+
+
+def _check(kinds: list[str], rows: dict[int, object], jobs: int, tmp_path) -> None:
+    for i, kind in enumerate(kinds):
+        got = rows[i]
+        if kind == "ok":
+            assert not isinstance(got, pool.Lost) and got[0] == i, (i, kinds, got)
+        else:
+            assert isinstance(got, pool.Lost), (i, kind, got)
+            status, words = LOST[kind]
+            assert got.status == status and words in got.message, (i, kind, got)
+    # a hung task's worker and the child it started are gone
+    for i, kind in enumerate(kinds):
+        if kind == "hang":
+            pids = [int(p) for p in (tmp_path / f"hang-{i}.pids").read_text().split()]
+            assert _gone(pids), (kind, pids)
+    if jobs == 1:
+        # one worker at a time: it changes after each task that killed it, and only then
+        pids = [(i, rows[i][1]) for i, k in enumerate(kinds) if k == "ok"]
+        for (i, a), (j, b) in zip(pids, pids[1:]):
+            killed = any(k in KILLS_ITS_WORKER for k in kinds[i + 1:j])
+            assert (a != b) == killed, (kinds, i, j, a, b)
+
+
+@pytest.mark.parametrize("kind", list(LOST))
+def test_each_failure_alone_then_the_next_tasks_run(tmp_path, kind):
+    kinds = ["ok", kind, "ok", "ok"]
+    _check(kinds, _run(kinds, 1, tmp_path), 1, tmp_path)
+
+
+def test_the_task_after_a_hang_runs(tmp_path):
+    """--jobs 1: the module after a hanging one runs on a fresh worker, not CRASHED."""
+    kinds = ["hang", "ok"]
+    rows = _run(kinds, 1, tmp_path)
+    assert rows[0].status == "timeout"
+    assert not isinstance(rows[1], pool.Lost), rows[1]
+    _check(kinds, rows, 1, tmp_path)
+
+
+MIXED = ["ok", "segv", "hang", "ok", "exit", "raise", "slow", "ok", "abort", "ok", "ok"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_mixed_with_fewer_workers_than_tasks(tmp_path, jobs):
+    _check(MIXED, _run(MIXED, jobs, tmp_path), jobs, tmp_path)
+
+
+def test_failures_back_to_back(tmp_path):
+    kinds = ["hang", "segv", "slow", "exit", "ok"]
+    _check(kinds, _run(kinds, 1, tmp_path), 1, tmp_path)
+
+
+def test_results_come_as_they_finish(tmp_path):
+    """Two workers: the quick tasks are not held back behind a hanging one (3 s here: the
+    other worker may start that much later on a busy machine)."""
+    kinds = ["hang", "ok", "ok", "ok"]
+    order = [i for i, _ in pool.imap(FN, str(tmp_path), [(k, i) for i, k in enumerate(kinds)],
+                                     jobs=2, timeout=3.0)]
+    assert order == [1, 2, 3, 0]
+
+
+def test_closing_early_stops_the_workers(tmp_path):
+    kinds = ["ok", "hang", "hang"]
+    results = pool.imap(FN, str(tmp_path), [(k, i) for i, k in enumerate(kinds)], jobs=3, timeout=60)
+    index, first = next(results)
+    assert index == 0 and first[0] == 0
+    deadline = time.monotonic() + 30
+    while not all((tmp_path / f"hang-{i}.pids").exists() for i in (1, 2)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    results.close()
+    assert time.monotonic() - started < 5
+    for i in (1, 2):
+        pids = [int(p) for p in (tmp_path / f"hang-{i}.pids").read_text().split()]
+        assert _gone(pids), pids
+
+
+# ------------------------------------------------ the timeout counts from a worker's start
+
+def test_a_slow_worker_start_is_not_the_tasks_time(tmp_path):
+    """A worker's imports and init (jaxlib: seconds) do not count against its first task:
+    with --timeout 1, tasks of 1 ms on workers that take 1.5 s to start all run."""
+    kinds = ["ok", "hang", "ok", "ok"]
+    rows = {}
+    for index, result in pool.imap(FN, str(tmp_path), [(k, i) for i, k in enumerate(kinds)], jobs=2,
+                                   timeout=TIMEOUT, init="behaviour_pool_tasks:slow_init"):
+        rows[index] = result
+    _check(kinds, rows, 2, tmp_path)
+
+
+def test_a_worker_that_never_starts_times_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool, "STARTUP_TIMEOUT", 0.5)
+    rows = dict(pool.imap(FN, str(tmp_path), [("ok", 0), ("ok", 1)], jobs=1, timeout=0.5,
+                          init="behaviour_pool_tasks:hung_init"))
+    assert [rows[i].status for i in (0, 1)] == ["timeout", "timeout"]
+    assert rows[0].message == "the worker did not start within 1 s"
+
+
+def test_worker_call_as_the_cluster_uses_it(tmp_path):
+    """cluster.py runs tasks through Worker.call, one worker per Dask thread."""
+    w = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:slow_init")
+    try:
+        value, pid = w.call(("ok", 7), timeout=TIMEOUT)
+        assert value == 7 and pid == w.process.pid
+        assert w.call(("ok", 8), timeout=TIMEOUT)[0] == 8
+        lost = w.call(("slow", 9), timeout=TIMEOUT)
+        assert lost == pool.Lost("timeout", f"no result within {TIMEOUT:g} s") and not w.alive
+    finally:
+        w.close()
+
+
+# --------------------------------------------------- run's rows (run_pool), from the pool
+
+def test_run_rows_in_order_whatever_the_workers_did(tmp_path, monkeypatch):
+    from mlirhlo_driver import run_pool
+
+    names = ["ok", "hang", "ok", "segv", "ok"]
+    tasks = [run_pool.Task(i, f"{n}{i}.mlir", n, None, False, 0, None) for i, n in enumerate(names)]
+
+    def imap_anywhere(fn, context, tasks, *, jobs, timeout=None, init=None, scheduler=None):
+        assert fn == "mlirhlo_driver.run_pool:worker_task"
+        return pool.imap("behaviour_pool_tasks:module_task", context, tasks, jobs=jobs, timeout=timeout)
+
+    monkeypatch.setattr(pool, "imap_anywhere", imap_anywhere)
+    done = []
+    reports = run_pool.run_in_workers(tasks, str(tmp_path), jobs=1, timeout=TIMEOUT, on_done=done.append)
+    assert [(r.name, r.source, r.status) for r in reports] == [
+        ("ok", "ok0.mlir", "ok"), ("hang", "hang1.mlir", "timeout"), ("ok", "ok2.mlir", "ok"),
+        ("segv", "segv3.mlir", "crashed"), ("ok", "ok4.mlir", "ok")]
+    assert reports[1].message == f"no result within {TIMEOUT:g} s"
+    assert "SIGSEGV" in reports[3].message
+    assert len(done) == 5 and sorted(r.source for r in done) == sorted(r.source for r in reports)
