@@ -121,22 +121,27 @@ class _Stop(BaseException):
     pass
 
 
-def test_run_hlo_module_defaults_reach_the_run(monkeypatch, tmp_path):
-    """No flags: XLA's bounds (not the per-dtype ones of ``mlirhlo run``), the interpreter
-    reference, random inputs on the small range, one iteration, XLA's HLO passes."""
+def _options_reaching(monkeypatch, tmp_path, owner, runner: str, main):
+    """The options a front-end hands ``owner.runner`` when run with no flags on a tiny module."""
     seen = []
 
-    def stand_in(tasks, options, jobs, timeout, scheduler=None):
-        seen.append(options)
+    def stand_in(*args, **kwargs):
+        seen.append(kwargs.get("options", args[1] if len(args) > 1 else None))
         raise _Stop
 
-    monkeypatch.setattr(run_report, "execute_tasks", stand_in)
+    monkeypatch.setattr(owner, runner, stand_in)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     src = tmp_path / "m.hlo"
     src.write_text("HloModule m\n\nENTRY main {\n  ROOT p = f32[2] parameter(0)\n}\n")
     with pytest.raises(_Stop):
-        xla_tools.run_hlo_module_main([str(src)])
-    o = seen[0]
+        main([str(src)])
+    return seen[0]
+
+
+def test_run_hlo_module_defaults_reach_the_run(monkeypatch, tmp_path):
+    """No flags: XLA's bounds (not the per-dtype ones of ``mlirhlo run``), the interpreter
+    reference, random inputs on the small range, one iteration, XLA's HLO passes."""
+    o = _options_reaching(monkeypatch, tmp_path, run_report, "execute_tasks", xla_tools.run_hlo_module_main)
     assert (o.rtol, o.atol) == (1e-3, 1e-3) and type(o.rtol) is float and type(o.atol) is float
     assert (o.platform, o.reference, o.iterations, o.seed) == ("cpu", "interpreter", 1, 0)
     assert (o.large_float_range, o.zeros, o.keep_outputs, o.bisect) == (False, False, False, False)
@@ -144,19 +149,7 @@ def test_run_hlo_module_defaults_reach_the_run(monkeypatch, tmp_path):
 
 
 def test_multihost_defaults_reach_the_run(monkeypatch, tmp_path):
-    seen = []
-
-    def stand_in(module, options):
-        seen.append(options)
-        raise _Stop
-
-    monkeypatch.setattr(spmd, "run_in_process", stand_in)
-    monkeypatch.delenv("XLA_FLAGS", raising=False)
-    src = tmp_path / "m.hlo"
-    src.write_text("HloModule m\n\nENTRY main {\n  ROOT p = f32[2] parameter(0)\n}\n")
-    with pytest.raises(_Stop):
-        xla_tools.multihost_main([str(src)])
-    o = seen[0]
+    o = _options_reaching(monkeypatch, tmp_path, spmd, "run_in_process", xla_tools.multihost_main)
     assert (o.num_replicas, o.num_partitions, o.num_repeats) == (1, 1, 1)  # the header has no counts
     assert (o.argument_mode, o.is_spmd_partitioned_module, o.run_xla_backend_only) == ("random", False, False)
     assert dict(o.xla_flags) == {}
