@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -20,8 +21,10 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
 
     A symlink is followed: its target is written atomically in the target's own
     directory, and the link stays. A path that is not a regular file (a FIFO, a
-    character device such as /dev/null, a socket, /dev/stdout) is written directly,
-    streaming: renaming over it would replace the device or pipe with a file.
+    character device such as /dev/null, a socket) is written directly, streaming:
+    renaming over it would replace the device or pipe with a file. So is a file
+    descriptor's path (/dev/stdout, /dev/fd/N, a link to one), appending, whatever the
+    descriptor is open on (a pipe, or a file the shell redirected it to).
     Any failure (a directory in the way, a full disk, a file-size limit) raises
     DriverError naming ``path``, and leaves neither ``path`` nor the temp file.
     """
@@ -34,7 +37,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         st = None
     except OSError as e:
         raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None
-    if st is not None and not stat.S_ISREG(st.st_mode):
+    if st is not None and (not stat.S_ISREG(st.st_mode) or _names_a_descriptor(path)):
         _write_stream(path, payload)
         return
     if path.is_symlink():
@@ -61,9 +64,25 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise
 
 
+_DESCRIPTOR = re.compile(r"^/(?:dev|proc/(?:self|thread-self|\d+))/fd/\d+$|^/dev/std(?:out|err)$")
+
+
+def _names_a_descriptor(path: Path) -> bool:
+    """Whether ``path`` is, or links to, a path of an open file descriptor."""
+    p = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        if _DESCRIPTOR.match(p):
+            return True
+        if not os.path.islink(p):
+            return False
+        p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+    return False
+
+
 def _write_stream(path: Path, payload: bytes) -> None:
     try:
-        with open(path, "wb") as f:
+        # Appending: a descriptor's file may hold what this process wrote before.
+        with open(path, "ab" if _names_a_descriptor(path) else "wb") as f:
             f.write(payload)
     except OSError as e:  # a socket cannot be opened, a reader that went away, ...
         raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None

@@ -80,12 +80,29 @@ def test_a_character_device_stays_a_device(cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]  # no temp file beside it
 
 
-def test_dev_stdout_writes_to_the_pipe():
-    """``-o /dev/stdout`` with stdout a pipe: the bytes arrive there, nothing is replaced."""
-    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver", "opt", str(SOFTMAX), "--no-cache",
-                           "-o", "/dev/stdout"], capture_output=True, timeout=300, cwd=str(REPO))
+@pytest.mark.parametrize("stdout_to", ["pipe", "file"])
+def test_a_descriptor_path_writes_to_the_descriptor(tmp_path, stdout_to):
+    """``-o /dev/stdout``: the bytes go where stdout goes (a pipe, or a file the shell
+    redirected it to), and no link or file is replaced. The path is a link of our own to
+    /proc/self/fd/1, as /dev/stdout is: a regression must not replace the machine's."""
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    argv = [sys.executable, "-m", "mlirhlo_driver", "opt", str(SOFTMAX), "--no-cache", "-o", str(link)]
+    if stdout_to == "pipe":
+        proc = subprocess.run(argv, capture_output=True, timeout=300, cwd=str(REPO))
+        out = proc.stdout
+    else:
+        target = tmp_path / "redirected.txt"
+        with open(target, "wb") as f:
+            f.write(b"before\n")
+            f.flush()
+            proc = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, timeout=300, cwd=str(REPO))
+        out = target.read_bytes()
+        assert out.startswith(b"before\n")  # appended, as a shell's >> or a later write would be
     assert proc.returncode == 0, proc.stderr
-    assert b"stablehlo.divide" in proc.stdout
+    assert b"stablehlo.divide" in out
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["stdout"] + (["redirected.txt"] if stdout_to == "file" else []))
 
 
 def test_a_socket_is_one_error_line(cli, tmp_path):

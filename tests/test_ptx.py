@@ -389,12 +389,13 @@ SPECS = {
 
 
 def _functions(jax, jnp):
+    # Explicit f32: an earlier test in the process may have enabled x64 (jax_enable_x64).
     return {
         "matmul_tanh": (lambda x, w: jnp.tanh(x @ w).sum(0),
-                        (jnp.ones((8, 128)), jnp.ones((128, 64)))),
+                        (jnp.ones((8, 128), jnp.float32), jnp.ones((128, 64), jnp.float32))),
         "reduction": (lambda x: jnp.max(x, axis=1) + jnp.sum(x * x, axis=0)[:16],
-                      (jnp.ones((16, 256)),)),
-        "softmax": (lambda x: jax.nn.softmax(x, axis=-1), (jnp.ones((32, 1000)),)),
+                      (jnp.ones((16, 256), jnp.float32),)),
+        "softmax": (lambda x: jax.nn.softmax(x, axis=-1), (jnp.ones((32, 1000), jnp.float32),)),
         "elementwise_f16_bf16": (
             lambda a, b: jnp.where(
                 a > 0,
@@ -403,7 +404,7 @@ def _functions(jax, jnp):
                 jnp.bfloat16(jnp.nan)).astype(jnp.float16) * jnp.float16(0.1),
             (jnp.ones((1024,), jnp.float16), jnp.ones((1024,), jnp.bfloat16))),
         "scatter_add": (lambda x, i, u: x.at[i].add(u),
-                        (jnp.zeros((100, 8)), jnp.zeros((20,), jnp.int32), jnp.ones((20, 8)))),
+                        (jnp.zeros((100, 8), jnp.float32), jnp.zeros((20,), jnp.int32), jnp.ones((20, 8), jnp.float32))),
     }
 
 
