@@ -125,17 +125,23 @@ def native_library_path(library: str) -> str | None:
 def installed_versions() -> dict[str, str | None]:
     """Installed versions of jax, jaxlib and the CUDA plugins (None: not installed).
 
-    Read from package metadata, without importing them, so it costs no start-up.
+    Read from package metadata, without importing them, so it costs no start-up;
+    once per process (the CUDA tool lookups ask for the plugin many times).
     """
+    return dict(_read_installed_versions())
+
+
+@functools.cache
+def _read_installed_versions() -> tuple[tuple[str, str | None], ...]:
     from importlib import metadata  # here: its import costs ~20 ms, more than a cache hit
 
-    out: dict[str, str | None] = {}
+    out = []
     for dist in ("jax", "jaxlib", *CUDA_PLUGIN_DISTS):
         try:
-            out[dist] = metadata.version(dist)
+            out.append((dist, metadata.version(dist)))
         except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
+            out.append((dist, None))
+    return tuple(out)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -180,11 +186,6 @@ def check_versions() -> None:
             f"mlirhlo-driver supports jax/jaxlib {SUPPORTED_MIN} to {SUPPORTED_MAX}, found {have}",
             hint=f"pip install 'jax[{cuda_plugin(found).extra}]>={SUPPORTED_MIN},<={SUPPORTED_MAX}'",
         )
-
-
-@functools.cache
-def _checked_versions() -> None:
-    check_versions()  # raises, so only a pass is cached
 
 
 def check_cuda_plugin() -> None:
@@ -457,7 +458,7 @@ def hlo_lib() -> Any:
     """jaxlib's module holding HloModule and hlo_module_from_text (it moved in 0.10.2)."""
     import importlib
 
-    _checked_versions()
+    check_versions()  # cheap: the versions are read once per process
 
     return importlib.import_module(_hlo_lib_name())
 

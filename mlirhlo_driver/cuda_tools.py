@@ -66,14 +66,7 @@ def cuda_major() -> int:
     """The CUDA major version (12, 13) of the jax CUDA plugin in use."""
     from . import _jaxlib
 
-    return _plugin_major(_jaxlib.cuda_plugin, _jaxlib.installed_versions)
-
-
-@functools.cache
-def _plugin_major(locate, _versions) -> int:
-    # Keyed by the functions, so a test that replaces either gets a fresh answer;
-    # the installed plugin does not change within a process.
-    return locate().cuda_major
+    return _jaxlib.cuda_plugin().cuda_major
 
 
 def pip_tools(major: int | None = None) -> PipCuda:

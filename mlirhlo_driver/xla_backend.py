@@ -35,12 +35,17 @@ _DEVICELESS_CUDA_DEFAULTS = (("xla_gpu_autotune_level", 0),)
 _PIPELINE_CUTTING_FLAGS = ("xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
 
 
-def cuts_pipeline(xla_flags: Any) -> bool:
-    """Whether these flags leave out some of XLA's HLO passes. The HLO that is left can be
-    what XLA's codegen aborts on: jaxlib 0.12's CPU scatter emitter without scatter_simplifier
-    (``--xla_disable_all_hlo_passes``) ends the process without a word, where 0.10.2 refused it."""
+def pipeline_cuts(xla_flags: Any) -> list[str]:
+    """Those of these flags that leave out some of XLA's HLO passes. The HLO that is left
+    can be what XLA's codegen aborts on: jaxlib 0.12's CPU scatter emitter without
+    scatter_simplifier (``--xla_disable_all_hlo_passes``) ends the process without a word,
+    where 0.10.2 refused it."""
     flags = dict(xla_flags)
-    return any(flags.get(name) not in (None, False, "", "false", "False", 0) for name in _PIPELINE_CUTTING_FLAGS)
+    return [n for n in _PIPELINE_CUTTING_FLAGS if flags.get(n) not in (None, False, "", "false", "False", 0)]
+
+
+def cuts_pipeline(xla_flags: Any) -> bool:
+    return bool(pipeline_cuts(xla_flags))
 
 
 @dataclass
@@ -77,30 +82,43 @@ def flag_overrides(options: Any) -> list[tuple[str, Any]]:
     """DebugOptions for this compile: driver defaults, then the user's flags."""
     from . import _jaxlib
 
-    flags: dict[str, Any] = dict(_DUMP_FLAGS)
-    flags.update(_jaxlib.codegen_dump_flags(dict(options.xla_flags).get("xla_dump_emitter_re")))
+    user = dict(options.xla_flags)
+    # The codegen dump regex already holds the user's own, beside the driver's.
+    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"))
+    flags: dict[str, Any] = {**dict(_DUMP_FLAGS), **codegen}
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)
-        if not dict(options.xla_flags).get("xla_gpu_cuda_data_dir"):
+        if not user.get("xla_gpu_cuda_data_dir"):
             # XLA tries PATH before pip's ptxas; one of another CUDA major may be there.
             from . import cuda_tools
 
             flags["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
-    flags.update({k: v for k, v in dict(options.xla_flags).items() if k not in flags or k != "xla_dump_emitter_re"})
+    flags.update({k: v for k, v in user.items() if k not in codegen})
     flags.pop("xla_dump_to", None)  # the driver owns the dump directory
     return sorted(flags.items())
 
 
 def devices_for(options: Any) -> list[Any]:
+    return _devices(*_device_args(options))
+
+
+def _device_args(options: Any) -> tuple[str, str | None, str]:
+    """(platform, spec text, spec name): what _devices needs, picklable for the helper."""
+    spec = options.gpu_spec
+    return (options.platform, spec.text if spec is not None else None,
+            spec.name if spec is not None else "mlirhlo")
+
+
+def _devices(platform: str, spec_text: str | None, spec_name: str) -> list[Any]:
     from . import _jaxlib
 
-    if options.platform == "cpu":
+    if platform == "cpu":
         return _jaxlib.cpu_devices()[:1]
-    if options.platform == "cuda":
-        if options.gpu_spec is None:
+    if platform == "cuda":
+        if spec_text is None:
             raise CompileError("--platform cuda needs a GPU spec")
-        return _jaxlib.cuda_compile_only_devices(options.gpu_spec.text, name=options.gpu_spec.name)
-    raise CompileError(f"unknown platform '{options.platform}'", hint="cpu or cuda")
+        return _jaxlib.cuda_compile_only_devices(spec_text, name=spec_name)
+    raise CompileError(f"unknown platform '{platform}'", hint="cpu or cuda")
 
 
 def compile_module(module: Any, module_name: str, options: Any, *,
@@ -141,12 +159,9 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             if isolated or trial:
                 _compile_isolated(module, options, opts)
             if trial:  # it compiles: again here, for the executable (its dumps are those above)
-                scratch = tempfile.mkdtemp(prefix="mlirhlo-xla-")
-                try:
+                with tempfile.TemporaryDirectory(prefix="mlirhlo-xla-") as scratch:
                     executable = _jaxlib.compile_executable(
                         module, devices, _jaxlib.compile_options(dump_to=scratch, env_overrides=overrides))
-                finally:
-                    shutil.rmtree(scratch, ignore_errors=True)
             elif not isolated:
                 executable = _jaxlib.compile_executable(module, devices, opts)
         except CompileError as e:
@@ -199,16 +214,13 @@ def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:
 
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
-    spec = options.gpu_spec
     try:
-        message = isolate.call(_compile_in_helper, (buf.getvalue(), options.platform,
-                                                    spec.text if spec is not None else None,
-                                                    spec.name if spec is not None else "mlirhlo",
+        message = isolate.call(_compile_in_helper, (buf.getvalue(), *_device_args(options),
                                                     compile_options.SerializeAsString()),
                                what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD)
     except NativeCrash as e:
-        cut = [f"--{n}" for n in _PIPELINE_CUTTING_FLAGS if cuts_pipeline([(n, dict(options.xla_flags).get(n))])]
-        raise CompileError(e.message, hint=f"{', '.join(cut)} may have left HLO that XLA's codegen aborts on"
+        cut = ", ".join(f"--{n}" for n in pipeline_cuts(options.xla_flags))
+        raise CompileError(e.message, hint=f"{cut} may have left HLO that XLA's codegen aborts on"
                            if cut else None) from None
     if message is not None:
         raise CompileError(message)
@@ -223,8 +235,7 @@ def _compile_in_helper(bytecode: bytes, platform: str, spec_text: str | None, sp
 
     with _jaxlib.ir_context():
         module = ir.Module.parse(bytecode)
-        devices = (_jaxlib.cpu_devices()[:1] if platform == "cpu"
-                   else _jaxlib.cuda_compile_only_devices(spec_text, name=spec_name))
+        devices = _devices(platform, spec_text, spec_name)
         try:
             _jaxlib.compile_executable(module, devices, _jaxlib.compile_options_from_proto(compile_options))
         except CompileError as e:

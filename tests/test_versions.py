@@ -15,6 +15,16 @@ from conftest import DATA, REPO, assert_one_line_error, run_subprocess
 SOFTMAX = DATA / "softmax.vhlo"
 
 
+@pytest.fixture(autouse=True)
+def _no_helper_keeps_fake_versions():
+    """isolate's helper is a fork of this process: one started while a test fakes the
+    versions would keep the fake for every later test. Each test here ends without one."""
+    yield
+    from mlirhlo_driver import isolate
+
+    isolate.shutdown()
+
+
 def _fake_versions(monkeypatch, plugin: str | None, jaxlib: str = "0.9.2", cu13: str | None = None):
     from mlirhlo_driver import _jaxlib
 
