@@ -11,11 +11,12 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load": "api", "load_all": "api", "Program": "api", "compile": "api", "Compiled": "api",
-    "register_pass": "python_passes",
+    "load": "api", "load_all": "api", "from_jax": "api", "Program": "api", "compile": "api",
+    "Compiled": "api", "Target": "targets", "llvm_to_ptx": "api",
+    "register_pass": "mlir.python_passes",
     "DriverError": "errors", "InputError": "errors", "PipelineError": "errors",
     "PassFailure": "errors", "StageError": "errors", "CompileError": "errors",
-    "SpecError": "errors",
+    "SpecError": "errors", "FlagError": "errors",
 }
 
 __all__ = sorted(_LAZY)

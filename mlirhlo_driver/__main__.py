@@ -1,5 +1,5 @@
 """``python -m mlirhlo_driver ...``: the ``mlirhlo`` command (cli.main, which may leave by os._exit)."""
 
-from .cli import main
+from .cli.mlirhlo import main
 
 main()

@@ -6,7 +6,7 @@ needs no jaxlib either (the start-up tests hold it to that).
 
 from __future__ import annotations
 
-from . import stages as stage_registry
+from . import registry as stage_registry
 
 
 def stage_table(platform: str | None) -> str:
@@ -21,7 +21,7 @@ def stage_table(platform: str | None) -> str:
 def pass_catalog() -> str:
     """Every MLIR pass the installed jaxlib accepts, the Python passes, and the named
     pipelines, as sections with ``#`` headers."""
-    from . import passes, pipeline
+    from .mlir import passes, pipeline
 
     catalog = passes.all_passes()
     width = max(len(n) for n in catalog)
@@ -42,18 +42,19 @@ def pass_catalog() -> str:
 
 def load_plugins(files: list[str] | tuple[str, ...] | None) -> None:
     """Exactly these pass plugin files loaded (others unloaded: a front-end may run in-process)."""
-    from . import python_passes
+    from .mlir import passes, python_passes
 
     python_passes.unload_plugins()
     for f in files or []:
-        python_passes.load_plugin(f)
+        passes.load_plugin(f)
 
 
 def spec_table(*, as_json: bool = False) -> str:
     """The shipped GPU specs (name, GPU, compute capability, SMs, memory) and whether
     the ptxas XLA will use can target each; that ptxas (and the others found) below.
     ``as_json``: one object per spec, with its ptxas verdict."""
-    from . import gpu_specs, targets
+    from . import targets
+    from .cuda import specs as gpu_specs
 
     specs = gpu_specs.list_specs()
     ptxas, others, missing = targets.ptxas_in_use()

@@ -1,4 +1,4 @@
-"""Where the shipped data folders (gpu_specs/, pipelines/) are found.
+"""Where the shipped data folders (gpu_specs/, pipelines/) are found, and the cache folder.
 
 They are package data (``mlirhlo_driver/gpu_specs``, ``mlirhlo_driver/pipelines``)
 read through importlib.resources, so a checkout, an editable install, a wheel
@@ -10,6 +10,7 @@ else (a zip) a temporary copy made once per process.
 from __future__ import annotations
 
 import functools
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -36,3 +37,13 @@ def _extracted(folder: resources.abc.Traversable, name: str) -> Path:
             if item.is_file():
                 (out / item.name).write_bytes(item.read_bytes())
     return out
+
+
+def cache_dir(name: str | None = None) -> Path:
+    """The driver's cache folder, ``$XDG_CACHE_HOME/mlirhlo-driver`` (``~/.cache`` without
+    it), or ``name`` in it. Every cache lives here: the pass catalogue, the entry-point
+    and XLA-flag lists, the ptxas probe, and the stage cache (``stages/``), which alone
+    moves with ``MLIRHLO_CACHE_DIR`` (batch/cache.py)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    root = Path(base) / "mlirhlo-driver"
+    return root / name if name else root

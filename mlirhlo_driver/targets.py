@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import stages as stage_registry
 from .errors import DriverError, FlagError
+from .stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
 AUTOTUNE_FLAG = "xla_gpu_load_autotune_results_from"
@@ -38,6 +38,55 @@ class Target:
     # reads by): they live as long as the target.
     keep: list[Any] = field(default_factory=list, repr=False)
 
+    @classmethod
+    def cpu(cls, *, xla_flags: dict[str, Any] | None = None, debug_options_file: str | None = None) -> Target:
+        """XLA's CPU backend. ``xla_flags``: DebugOptions fields by name, over
+        ``XLA_FLAGS`` and ``debug_options_file`` (FlagError for a name this XLA lacks)."""
+        return cls.of("cpu", xla_flags=xla_flags, debug_options_file=debug_options_file)
+
+    @classmethod
+    def cuda(cls, gpu_spec: str | None = None, *, xla_flags: dict[str, Any] | None = None,
+             autotune_results: str | None = None, debug_options_file: str | None = None) -> Target:
+        """XLA's CUDA backend, device-less, for one GPU spec: a shipped name
+        (``h100_sxm``; ``mlirhlo specs list``) or a GpuTargetConfigProto file; the
+        default spec without one. ``autotune_results``: XLA's AutotuneResults file."""
+        if gpu_spec is not None and "," in gpu_spec:
+            raise DriverError(f"gpu_spec '{gpu_spec}' names several specs: a Target is one compile target",
+                              hint="make one Target per spec")
+        return cls.of("cuda", gpu_spec=gpu_spec, xla_flags=xla_flags, autotune_results=autotune_results,
+                      debug_options_file=debug_options_file)
+
+    @classmethod
+    def of(cls, platform: str, *, gpu_spec: str | None = None, xla_flags: dict[str, Any] | None = None,
+           autotune_results: str | None = None, debug_options_file: str | None = None) -> Target:
+        """A target by platform name (XLA's spellings too: ``Host``, ``GPU``), resolved as
+        every command resolves it (:func:`resolve`). Notes (the default spec used, fields
+        filled into a spec) go to the ``mlirhlo_driver`` logger, not stderr."""
+        target = resolve(platform, gpu_spec=gpu_spec, cli_flags=dict(xla_flags or {}),
+                         debug_options_file=debug_options_file, autotune_results=autotune_results,
+                         spec_flag="gpu_spec")
+        if target.note:
+            import logging
+
+            for line in target.note.splitlines():
+                logging.getLogger("mlirhlo_driver").info(line.removeprefix("note: "))
+            target.note = ""
+        return target
+
+    @property
+    def spec(self) -> Any:
+        """The GPU spec (cuda.specs.GpuSpec) of a one-spec CUDA target; None for CPU."""
+        return self.specs[0] if self.specs else None
+
+    def options(self, **kw: Any) -> StageOptions:
+        """The StageOptions of this target's one compile; DriverError for several specs."""
+        if self.platform is None:
+            raise DriverError("the target has no platform: XLA stages need cpu or cuda")
+        if len(self.specs) > 1:
+            raise DriverError(f"the target names {len(self.specs)} GPU specs: compile one at a time",
+                              hint="Target.cuda(name) per spec")
+        return StageOptions(platform=self.platform, gpu_spec=self.spec, xla_flags=self.xla_flags, **kw)
+
     def print_note(self) -> None:
         """A note comes after every usage check, never right before an error line."""
         if self.note:
@@ -45,28 +94,28 @@ class Target:
             sys.stderr.flush()
             self.note = ""
 
-    def stage_options(self, **kw: Any) -> list[tuple[str | None, stage_registry.StageOptions]]:
+    def stage_options(self, **kw: Any) -> list[tuple[str | None, StageOptions]]:
         """(spec name or None, options) for each compile target."""
         if self.platform == "cuda":
-            return [(s.name, stage_registry.StageOptions(platform="cuda", gpu_spec=s,
+            return [(s.name, StageOptions(platform="cuda", gpu_spec=s,
                                                          xla_flags=self.xla_flags, **kw))
                     for s in self.specs]
-        return [(None, stage_registry.StageOptions(platform=self.platform, xla_flags=self.xla_flags, **kw))]
+        return [(None, StageOptions(platform=self.platform, xla_flags=self.xla_flags, **kw))]
 
-    def options_for(self, platform: str) -> stage_registry.StageOptions:
+    def options_for(self, platform: str) -> StageOptions:
         """Options to compile for ``platform`` (this target's, or another pipeline a
         tool tries): the first requested spec for CUDA, else the default one, quietly."""
         spec = None
         if platform == "cuda":
-            from . import gpu_specs
+            from .cuda import specs as gpu_specs
 
             spec = self.specs[0] if self.specs else gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
-        return stage_registry.StageOptions(platform=platform, gpu_spec=spec, xla_flags=self.xla_flags)
+        return StageOptions(platform=platform, gpu_spec=spec, xla_flags=self.xla_flags)
 
 
 def platform_name(name: str, flag: str = "platform") -> str:
     """``cpu`` or ``cuda`` from any of XLA's spellings; XLA's interpreter is refused."""
-    from .xla_cli_flags import platform
+    from .xla.cli_flags import platform
 
     got = platform(name, flag)
     if got == "interpreter":
@@ -87,7 +136,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
     ``--platform`` (hlo-opt ``--passes`` picks a pipeline): ``XLA_FLAGS`` is always read,
     and flags need no platform. ``spec_flag`` names the spec option in the default-spec note.
     """
-    from . import xla_flags
+    from .xla import flags as xla_flags
 
     flags_given = dict(cli_flags or {})
     notes: list[str] = []
@@ -128,7 +177,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
             raise DriverError("autotune results are for --platform cuda")
         flags[AUTOTUNE_FLAG] = autotune_file(str(path), target.keep)
     if platform == "cuda" and needs_spec:
-        from . import gpu_specs
+        from .cuda import specs as gpu_specs
 
         if gpu_spec is None:
             spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
@@ -139,7 +188,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         # Fields filled in or left out of a spec: said with the other notes, after validation.
         notes += [n for s in target.specs for n in s.notes]
     elif platform == "cuda" and gpu_spec is not None:  # a listing: the spec is still checked
-        from . import gpu_specs
+        from .cuda import specs as gpu_specs
 
         target.specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
         notes += [n for s in target.specs for n in s.notes]
@@ -183,7 +232,8 @@ def autotune_file(path: str, keep: list[Any]) -> str:
 
 def _user_cuda_dir() -> str | None:
     """The CUDA data dir a user set in XLA_FLAGS; a malformed XLA_FLAGS does not matter here."""
-    from . import cuda_tools, xla_flags
+    from .cuda import tools as cuda_tools
+    from .xla import flags as xla_flags
 
     try:
         return xla_flags.from_environment().get(cuda_tools.DATA_DIR_FLAG) or None
@@ -193,7 +243,7 @@ def _user_cuda_dir() -> str | None:
 
 def ptxas_in_use() -> tuple[Any, list[Any], str]:
     """(the ptxas XLA will run for CUDA targets, the other ones found, why there is none)."""
-    from . import cuda_tools
+    from .cuda import tools as cuda_tools
 
     user_dir = _user_cuda_dir()
     try:
@@ -208,7 +258,8 @@ def ptxas_in_use() -> tuple[Any, list[Any], str]:
 def cuda_tool_lines(ptxas: Any) -> list[str]:
     """--version's lines for the libdevice XLA links and the nvdisasm 'sass' runs; a second
     nvdisasm line for sm_60/sm_70 where the ptxas in use can target them (CUDA 12 only)."""
-    from . import cuda_binaries, cuda_tools
+    from .cuda import binaries as cuda_binaries
+    from .cuda import tools as cuda_tools
 
     user_dir = _user_cuda_dir()
     try:

@@ -1,4 +1,4 @@
-"""HloModuleProto decode/encode through mlirhlo_driver.hlo_proto against bare protobuf.
+"""HloModuleProto decode/encode through mlirhlo_driver.ir.hlo_proto against bare protobuf.
 
     python scripts/bench_proto.py [--size-mb 1.4] [--repeats 15]
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 
 def build_module(size_mb: float) -> bytes:
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     with _jaxlib.filtered_native_stderr():
         from jaxlib import _hlo
@@ -80,7 +80,7 @@ def interleaved(a, b, repeats: int) -> tuple[list[float], list[float]]:
 FIRST_USE = r"""
 import time
 t0 = time.perf_counter()
-from mlirhlo_driver import hlo_proto
+from mlirhlo_driver.ir import hlo_proto
 t1 = time.perf_counter()
 hlo_proto.message_class("HloModuleProto")
 t2 = time.perf_counter()
@@ -94,7 +94,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     args = ap.parse_args()
 
-    from mlirhlo_driver import hlo_proto
+    from mlirhlo_driver.ir import hlo_proto
 
     data = build_module(args.size_mb)
     cls = hlo_proto.message_class("HloModuleProto")

@@ -82,7 +82,7 @@ def main() -> None:
         write_modules(Path(d), args.modules)
         script = Path(sys.executable).parent / "mlirhlo"  # the console script users run
         cli = ([str(script)] if script.exists() else
-               [sys.executable, "-c", "import sys; from mlirhlo_driver.cli import main; main(sys.argv[1:])"])
+               [sys.executable, "-c", "import sys; from mlirhlo_driver.cli.mlirhlo import main; main(sys.argv[1:])"])
         cli += ["run", d, "--reference", "none"]
         commands = {
             "bare": [sys.executable, "-c", BARE, d],

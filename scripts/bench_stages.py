@@ -124,7 +124,7 @@ def cli_command() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-c", "import sys; sys.argv[0] = 'mlirhlo'; "
-                                  "from mlirhlo_driver.cli import main; main()"]
+                                  "from mlirhlo_driver.cli.mlirhlo import main; main()"]
 
 
 def main() -> None:
@@ -201,7 +201,10 @@ def main() -> None:
 
 
 def in_process(args: argparse.Namespace) -> None:
-    from mlirhlo_driver import _jaxlib, api, gpu_specs, inputs
+    from mlirhlo_driver import api
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.cuda import specs as gpu_specs
+    from mlirhlo_driver.inputs import loader as inputs
 
     spec = gpu_specs.resolve_spec(args.gpu_spec)
     text = Path(args.module).read_text()
@@ -211,7 +214,7 @@ def in_process(args: argparse.Namespace) -> None:
         import os
 
         module = inputs.parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(_jaxlib.hlo_text_to_proto(text)))
-        devices = _jaxlib.cuda_compile_only_devices(spec.text)
+        devices = _jaxlib.cuda_compile_only_devices(gpu_specs.target_config_for_installed_xla(spec.text))
         with tempfile.TemporaryDirectory() as d:
             _jaxlib.compile_executable(module, devices, _jaxlib.compile_options(
                 dump_to=d, env_overrides=[("xla_gpu_autotune_level", 0)]))

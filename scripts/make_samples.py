@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mlirhlo_driver import _jaxlib  # noqa: E402
+from mlirhlo_driver._native import jaxlib as _jaxlib  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
@@ -65,7 +65,8 @@ def main() -> None:
     (DATA / "softmax.vhlo").write_bytes(exp_static.mlir_module_serialized)
 
     # Shardy-annotated module (4 CPU devices): input for shardy propagation.
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     mesh = Mesh(jax.devices()[:4], ("x",))
     sharded = jax.jit(lambda a, w: jnp.tanh(a @ w),

@@ -36,7 +36,7 @@ class CliResult:
 @pytest.fixture
 def cli(capfd):
     """``cli("opt", path, ...)`` runs ``mlirhlo`` in this process (jax is imported once)."""
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     def run(*args: str) -> CliResult:
         capfd.readouterr()
@@ -86,7 +86,7 @@ def cpu_llvm_ir_for_comparison(text: str) -> str:
     metadata node is spelled out as its operands, module by module. Older jaxlibs: as is."""
     import re
 
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     if not _jaxlib.jaxlib_at_least("0.12.0"):
         return text
@@ -160,7 +160,7 @@ def pytest_runtest_setup(item):
 def oldest_spec() -> str:
     """The oldest shipped spec the ptxas in use targets: P100 (sm_60) under CUDA 12, T4 (sm_75)
     under CUDA 13, which dropped sm_60/sm_70."""
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
     from mlirhlo_driver.errors import ToolchainError
 
     try:
@@ -171,7 +171,7 @@ def oldest_spec() -> str:
 
 def legacy_nvdisasm():
     """The nvdisasm 'sass' runs for sm_70 cubins, or None (CUDA 13's nvdisasm dropped sm_70)."""
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.errors import ToolchainError
 
     try:
@@ -181,7 +181,8 @@ def legacy_nvdisasm():
 
 
 def _cuda_skip_reason(name: str, pip: bool = False) -> str | None:
-    from mlirhlo_driver import _jaxlib, cuda_tools
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.cuda import tools as cuda_tools
     from mlirhlo_driver.errors import ToolchainError
 
     if name == "cuda13":

@@ -19,7 +19,7 @@ Only ``traceback``, ``signal`` and ``hang`` are defects the fuzz run gates on;
 
 How cases run: a *fork server*. This process imports the driver (and jax,
 without starting a backend) once, then forks one child per case; the child
-runs ``mlirhlo_driver.cli.main(argv)`` as the ``mlirhlo`` entry point would,
+runs ``mlirhlo_driver.cli.mlirhlo.main(argv)`` as the ``mlirhlo`` entry point would,
 in its own process group, with stdout/stderr in files. A fork costs a few
 milliseconds where a fresh interpreter costs a second or more of imports.
 The driver itself forks the same way (mlirhlo_driver/isolate.py), before any
@@ -240,15 +240,16 @@ class Result:
 def preload() -> None:
     """Import what every case needs once, in this (the fork server's) process; no backend."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import mlirhlo_driver.cli  # noqa: F401
     import jaxlib.mlir.ir  # noqa: F401
     from jax._src.lib import xla_client  # noqa: F401
+
+    import mlirhlo_driver.cli.mlirhlo  # noqa: F401
 
 
 def read_timeout_env(timeout: float) -> dict[str, str]:
     """The driver's read deadline for a case with this hang timeout: well inside it,
     so that a reader that loops forever is the driver's error, not the harness's kill."""
-    from mlirhlo_driver.inputs import READ_TIMEOUT_ENV
+    from mlirhlo_driver.inputs.loader import READ_TIMEOUT_ENV
 
     return {READ_TIMEOUT_ENV: f"{max(1.0, timeout / 3):g}"}
 
@@ -272,7 +273,7 @@ def _child(argv: list[str], workdir: Path, timeout: float = 60.0) -> None:
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
         sys.argv = ["mlirhlo", *argv]
-        from mlirhlo_driver.cli import main
+        from mlirhlo_driver.cli.mlirhlo import main
 
         try:
             main(argv)
@@ -421,7 +422,7 @@ def recheck(argv: list[str], cwd: Path, timeout: float) -> Result:
     out_dir.mkdir()
     started = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], cwd=cwd, capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", *argv], cwd=cwd, capture_output=True,
                               text=True, errors="replace", timeout=timeout, stdin=subprocess.DEVNULL,
                               start_new_session=True, env={**os.environ, **read_timeout_env(timeout)})
     except subprocess.TimeoutExpired as e:
@@ -446,7 +447,7 @@ def fuzz(n: int, *, seed: int = 0, jobs: int = 1, timeout: float = 60.0, kinds: 
     Non-ok, non-clean cases are saved under ``failures_dir/<outcome>/<index>/`` (the input,
     ``cmd.sh`` to reproduce, stdout, stderr) when it is given. With ``recheck_defects``
     (and ``failures_dir``), each traceback, signal or hang is run again from the saved files
-    by a fresh ``python -m mlirhlo_driver.cli``; ``confirmed`` counts those that recur.
+    by a fresh ``python -m mlirhlo_driver.cli.mlirhlo``; ``confirmed`` counts those that recur.
     """
     preload()
     seeds = tuple(s for s in SEEDS if kinds is None or s.kind in kinds)

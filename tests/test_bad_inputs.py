@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, REPO, CliResult
-from mlirhlo_driver import _jaxlib
+
+from mlirhlo_driver._native import jaxlib as _jaxlib
 
 MLIR = str(DATA / "erf_inv.mlir")
 HLO = str(DATA / "spmd" / "matmul.hlo")
@@ -50,7 +50,8 @@ def mlir_fn(body: str, sig: str = "%a: tensor<4xf32>", ret: str = "tensor<4xf32>
 
 
 def _bytecode() -> bytes:
-    from mlirhlo_driver import emit, inputs
+    from mlirhlo_driver.inputs import loader as inputs
+    from mlirhlo_driver.ir import emit
 
     if not hasattr(_bytecode, "cache"):
         _bytecode.cache = emit.bytecode(inputs.load(MLIR)[0].module)
@@ -710,7 +711,7 @@ def test_bad_input_native(tmp_path, case):
     env = dict(os.environ, TMPDIR=str(_tmpdir(tmp_path)), **case.env)
     before = _listing(tmp_path / "in")
     try:
-        proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", *argv], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", *argv], capture_output=True, text=True,
                               cwd=cwd, env=env, timeout=case.timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         pytest.fail(f"hangs: no answer in {case.timeout:g} s")

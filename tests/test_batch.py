@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import assert_one_line_error
 
 GOOD = """module @{name} {{
@@ -115,19 +114,19 @@ def loaded_modules(context, task):
 def test_pool_workers_start_without_the_cli(monkeypatch):
     from pathlib import Path
 
-    from mlirhlo_driver import pool
+    from mlirhlo_driver._native import pool
 
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     results = dict(pool.imap("test_batch:loaded_modules", None, ["a", "b"], jobs=1))
     assert results[0] == results[1]  # one worker, reused
     assert "mlirhlo_driver" in results[0]
     # Only what the task function needs: no CLI (typer, click, rich), no jax before a task asks.
-    assert not [m for m in results[0] if m.startswith(("mlirhlo_driver.cli", "typer", "click", "rich", "jax"))]
+    assert not [m for m in results[0] if m.startswith(("mlirhlo_driver.cli.mlirhlo", "typer", "click", "rich", "jax"))]
 
 
 def test_exit_code_follows_run_bad_input_first():
     """2 when any module is bad input (as `run` exits), 1 for other failures, 0 when all are done."""
-    from mlirhlo_driver.batch import OptResult, exit_code
+    from mlirhlo_driver.batch.opt import OptResult, exit_code
 
     def rows(*statuses):
         return [OptResult(i, f"m{i}", f"m{i}.mlir", status=s) for i, s in enumerate(statuses)]

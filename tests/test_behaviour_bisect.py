@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlirhlo_driver import inputs, run
+from mlirhlo_driver.execute import run
+from mlirhlo_driver.inputs import loader as inputs
 
 T = "tensor<8xf32>"
 OPTIONS = run.RunOptions(platform="cpu", reference="cpu", bisect=True,

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mlirhlo_driver import run
+from mlirhlo_driver.execute import run
 
 BOOL = ["bool"]
 SIGNED = ["int8", "int16", "int32", "int64"]

@@ -25,10 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlirhlo_driver import _jaxlib, run_report, xla_cli_flags, xla_flags, xla_tools
+from mlirhlo_driver._native import jaxlib as _jaxlib
+from mlirhlo_driver.batch import run_report
+from mlirhlo_driver.cli.xla import tools as xla_tools
 from mlirhlo_driver.errors import FlagError
+from mlirhlo_driver.xla import cli_flags as xla_cli_flags
+from mlirhlo_driver.xla import flags as xla_flags
 
-TYPES = xla_cli_flags.debug_option_types()
+TYPES = xla_flags.debug_option_types()
 FIELDS = {kind: sorted(n for n, k in TYPES.items() if k == kind) for kind in ("bool", "int", "float", "str")}
 # The driver sets these itself for every compile (dumps, device-less CUDA); a user's
 # value still wins, but the end-to-end tests below use fields nothing else touches.
@@ -153,7 +157,7 @@ def test_bool_debug_option_in_an_options_file(tmp_path, text, value):
 
 
 def _enum_cases():
-    from mlirhlo_driver import protos
+    from mlirhlo_driver.ir import protos
 
     fields = protos.message_class("xla.DebugOptions").DESCRIPTOR.fields_by_name
     for name in FIELDS_OF["enum"][:8]:
@@ -274,7 +278,7 @@ def compile_flags(monkeypatch, tmp_path):
     src.write_text(MODULE)
 
     def run(entry: str, argv: list[str]) -> dict:
-        from mlirhlo_driver.cli import main
+        from mlirhlo_driver.cli.mlirhlo import main
 
         mains = {"mlirhlo": main, "hlo-opt": xla_tools.hlo_opt_main,
                  "run_hlo_module": xla_tools.run_hlo_module_main,

@@ -12,8 +12,9 @@ import gzip
 
 import pytest
 
-from mlirhlo_driver import api, inputs
+from mlirhlo_driver import api
 from mlirhlo_driver.errors import InputError
+from mlirhlo_driver.inputs import loader as inputs
 
 MLIR = ("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
         "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from mlirhlo_driver import pool
+from mlirhlo_driver._native import cluster, pool
 
 TIMEOUT = 1.0
 # The task functions, as a module the workers import (written out by a fixture: a worker
@@ -239,16 +239,16 @@ def test_worker_call_as_the_cluster_uses_it(tmp_path):
 # --------------------------------------------------- run's rows (run_pool), from the pool
 
 def test_run_rows_in_order_whatever_the_workers_did(tmp_path, monkeypatch):
-    from mlirhlo_driver import run_pool
+    from mlirhlo_driver.batch import run_pool
 
     names = ["ok", "hang", "ok", "segv", "ok"]
     tasks = [run_pool.Task(i, f"{n}{i}.mlir", n, None, False, 0, None) for i, n in enumerate(names)]
 
     def imap_anywhere(fn, context, tasks, *, jobs, timeout=None, init=None, scheduler=None):
-        assert fn == "mlirhlo_driver.run_pool:worker_task"
+        assert fn == "mlirhlo_driver.batch.run_pool:worker_task"
         return pool.imap("behaviour_pool_tasks:module_task", context, tasks, jobs=jobs, timeout=timeout)
 
-    monkeypatch.setattr(pool, "imap_anywhere", imap_anywhere)
+    monkeypatch.setattr(cluster, "imap_anywhere", imap_anywhere)
     done = []
     reports = run_pool.run_in_workers(tasks, str(tmp_path), jobs=1, timeout=TIMEOUT, on_done=done.append)
     assert [(r.name, r.source, r.status) for r in reports] == [

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, REPO, run_subprocess
-from mlirhlo_driver import cache
+
+from mlirhlo_driver.batch import cache
 
 SMALL = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xf32>
@@ -112,7 +112,7 @@ def test_command_line_xla_flags_change_the_key(key_inputs):
 
 def test_versions_change_the_key(key_inputs, monkeypatch, tmp_path):
     import mlirhlo_driver
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     before = _key()
     monkeypatch.setattr(mlirhlo_driver, "__version__", "9.9.9")
@@ -184,7 +184,7 @@ def test_a_corrupt_entry_is_never_served_and_is_replaced(cache_dir, damage):
 
 WRITER = """
 import sys
-from mlirhlo_driver import cache
+from mlirhlo_driver.batch import cache
 records = [("stdout-bytes", None, bytes([int(sys.argv[1])]) * 200_000)]
 for _ in range(30):
     cache.store("12" * 32, records)
@@ -220,7 +220,8 @@ def test_an_entry_is_written_module_by_module(cli, cache_dir, tmp_path, monkeypa
     """A batch's outputs go to the entry's file as each module finishes, not into
     memory until the end: when a module starts, every earlier module's files are
     on disk in the (not yet visible) entry, and the spool holds no data."""
-    from mlirhlo_driver import batch, outputs
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.batch import opt as batch
 
     sources = []
     for i in range(4):
@@ -280,7 +281,7 @@ def small_module(tmp_path_factory):
     ["--stage", "stablehlo-bytecode", "-o", "{out}/m.mlirbc"],
 ], ids=["cuda-dump-dir", "cuda-stdout", "mlir-print-pipeline", "bytecode"])
 def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monkeypatch, small_module, args):
-    from mlirhlo_driver import cli as cli_module
+    from mlirhlo_driver.cli import mlirhlo as cli_module
 
     def outputs(tag):
         out = tmp_path / tag
@@ -304,7 +305,7 @@ def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monk
 
 
 def test_no_cache_neither_reads_nor_writes(cli, cache_dir, small_module, monkeypatch):
-    from mlirhlo_driver import cli as cli_module
+    from mlirhlo_driver.cli import mlirhlo as cli_module
 
     first = cli("opt", small_module, "--no-cache")
     assert first.code == 0 and "stablehlo.add" in first.out
@@ -339,7 +340,7 @@ def test_cache_dir_defaults_to_xdg(monkeypatch, tmp_path):
 
 PROBE = """
 import sys
-from mlirhlo_driver.cli import main
+from mlirhlo_driver.cli.mlirhlo import main
 try:
     main({argv!r})
 except SystemExit:
@@ -362,7 +363,7 @@ def test_a_hit_imports_no_jaxlib(cache_dir, small_module):
 
 def test_console_entry_exits_with_the_command_status(cache_dir, tmp_path):
     """main() without argv leaves by os._exit: outputs still flushed, exit code kept."""
-    code = "import sys; sys.argv = ['mlirhlo'] + sys.argv[1:]; from mlirhlo_driver.cli import main; main()"
+    code = "import sys; sys.argv = ['mlirhlo'] + sys.argv[1:]; from mlirhlo_driver.cli.mlirhlo import main; main()"
     ok = subprocess.run([sys.executable, "-c", code, "opt", str(DATA / "erf_inv.mlir"), "--no-cache"],
                         capture_output=True, text=True, cwd=REPO)
     assert ok.returncode == 0 and "func.func" in ok.stdout and ok.stderr == ""
@@ -377,7 +378,7 @@ def test_console_entry_exits_with_the_command_status(cache_dir, tmp_path):
                                   ["-h", "opt"]])
 def test_help_is_what_the_fully_built_app_prints(cli, capfd, argv):
     """main() builds only the invoked sub-command (typer evaluates every signature it builds)."""
-    from mlirhlo_driver.cli import app
+    from mlirhlo_driver.cli.mlirhlo import app
 
     lazy = cli(*argv)
     try:

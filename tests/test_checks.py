@@ -1,4 +1,4 @@
-"""Self-checking StableHLO modules (mlirhlo_driver.checks): the check dialect
+"""Self-checking StableHLO modules (mlirhlo_driver.inputs.checks): the check dialect
 rewrite, module preparation for XLA, and the interpreter's check semantics."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mlirhlo_driver import checks, inputs
-from mlirhlo_driver.checks import Check, evaluate_check, ulp_difference
 from mlirhlo_driver.errors import InputError
+from mlirhlo_driver.inputs import checks
+from mlirhlo_driver.inputs import loader as inputs
+from mlirhlo_driver.inputs.checks import Check, evaluate_check, ulp_difference
 
 DATA = Path(__file__).parent / "data" / "checks"
 FILES = sorted(p.name for p in DATA.glob("*.mlir"))
@@ -46,7 +47,7 @@ def parse(text: str, source: str = "t.mlir"):
 
 
 def compile_cpu(module):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     devices = _jaxlib.cpu_devices()[:1]
     return _jaxlib.compile_executable(module, devices, _jaxlib.compile_options())

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import DATA, assert_one_line_error, filecheck, oldest_spec
-from mlirhlo_driver.gpu_specs import resolve_spec
+
+from mlirhlo_driver.cuda.specs import resolve_spec
 
 CHECKS = DATA / "checks"
 # Sorts, while/conditional, dot and convolution, f16/bf16/complex, gather and
@@ -28,7 +28,7 @@ SPECS = [oldest_spec(), "b200"]
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """One ``opt`` run: every file x spec, PTX and optimized HLO from the same compile."""
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     out = tmp_path_factory.mktemp("checks_cuda")
     try:
@@ -116,7 +116,7 @@ func.func @div_by_zero() {
 """)
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-c", "from mlirhlo_driver.cli import main; main()", "opt", str(src),
+        [sys.executable, "-c", "from mlirhlo_driver.cli.mlirhlo import main; main()", "opt", str(src),
          "--platform", "cuda", "--gpu-spec", SPECS[0], "--stage", "hlo,ptx", "--dump-dir", str(out),
          "--no-cache"], capture_output=True, text=True, cwd=str(REPO), timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import itertools
+import re
 
 import numpy as np
 import pytest
-
 from conftest import DATA, assert_one_line_error
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
@@ -19,7 +17,7 @@ FORMATS = {"hlo": ".hlo", "hlo-proto": ".pb", "hlo-pbtxt": ".pbtxt", "stablehlo"
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     """The MLP step in every format, made by the CLI itself."""
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     d = tmp_path_factory.mktemp("formats")
     out = {}
@@ -34,7 +32,8 @@ def sources(tmp_path_factory):
 
 
 def _run_cpu(path, inputs):
-    from mlirhlo_driver import _jaxlib, inputs as loader
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.inputs import loader
 
     module = loader.load(str(path))[0].module
     device = _jaxlib.cpu_devices()[0]
@@ -55,7 +54,7 @@ def test_every_pair(cli, sources, tmp_path, src, dst):
     out = tmp_path / f"out{FORMATS[dst]}"
     result = cli("convert", sources[src], "--to", dst, "-o", out)
     assert result.code == 0, result.err
-    from mlirhlo_driver import inputs
+    from mlirhlo_driver.inputs import loader as inputs
 
     (loaded,) = inputs.load(str(out))
     assert loaded.format == {"stablehlo": "mlir"}.get(dst, dst)
@@ -65,7 +64,7 @@ def test_every_pair(cli, sources, tmp_path, src, dst):
 def test_format_from_output_extension(cli, tmp_path):
     out = tmp_path / "m.pb"
     assert cli("convert", MLP_DUMP, "-o", out).code == 0
-    from mlirhlo_driver import hlo_proto
+    from mlirhlo_driver.ir import hlo_proto
 
     assert hlo_proto.looks_like_hlo_proto(out.read_bytes()) == "HloModuleProto"
 

@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import assert_one_line_error
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +65,8 @@ def _text_sections(cubin: bytes) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("which, sm_number, flag", [("a100", 80, "EF_CUDA_SM80"), ("h100", 90, "EF_CUDA_SM90")])
 def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_number, flag):
-    from mlirhlo_driver import cuda_binaries, cuda_tools
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     compiled = request.getfixturevalue(which)
     cubins = compiled.stage("cubin")
@@ -84,7 +84,7 @@ def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_numb
 
 
 def test_cuobjdump_names_the_arch(h100, tmp_path):
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     exe = cuda_tools.find_tool("cuobjdump")
     if exe is None:
@@ -146,7 +146,8 @@ def test_sass_has_every_kernel_and_sass_opcodes(a100, h100):
 def test_one_ptxas_run_gives_the_per_module_code(request, which):
     """sass reads one ELF of every kernel: each kernel's code must equal that of its
     own module's cubin (the cubin stage: XLA's, one ptxas per PTX file)."""
-    from mlirhlo_driver import cuda_binaries, xla_stages
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.xla import stages as xla_stages
 
     compiled = request.getfixturevalue(which)
     job = cuda_binaries.ptx_job(xla_stages._assembly(compiled.request))
@@ -162,13 +163,14 @@ def test_cubins_are_xlas_own_and_ptxas_remakes_them(a100):
     """The cubin stage hands out the cubins XLA assembled in the same compile (its kernel
     cache file); assembling XLA's PTX again with XLA's ptxas and options, as the driver
     does for modules XLA does not cache, gives the same bytes."""
-    from mlirhlo_driver import cuda_binaries, xla_stages
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.xla import stages as xla_stages
 
     asm = xla_stages._assembly(a100.request)
     cubins = {m.name: m.cubin for m in asm.modules_assembled()}
     assert len(asm.xla_cubins) >= 10 and len(cubins) >= 10
     assert all(asm.xla_cubins[k] == m.cubin for m in asm.modules for k in m.kernels)
-    ptx = a100.request.artifacts().matching(xla_stages._PTX_FILE)
+    ptx = xla_stages.artifacts(a100.request).matching(xla_stages._PTX_FILE)
     again = cuda_binaries.prepare(ptx, asm.sm, {}, kernel_cache=None)
     assert not again.xla_cubins
     assert {m.name: m.cubin for m in again.modules_assembled()} == cubins
@@ -180,7 +182,7 @@ def test_cubins_are_xlas_own_and_ptxas_remakes_them(a100):
     ((11, 8), "sm_90a", True), ((11, 7), "sm_90a", False), ((11, 7), "sm_89", True)])
 def test_which_nvdisasm_reads_which_sm(version, sm, reads):
     """NVIDIA's release notes: sm_90 from CUDA 11.8, sm_100 from 12.8, sm_50..sm_72 gone in 13.0."""
-    from mlirhlo_driver.cuda_binaries import Nvdisasm
+    from mlirhlo_driver.cuda.binaries import Nvdisasm
 
     assert Nvdisasm("nvdisasm", version).reads(sm) is reads
 
@@ -188,7 +190,7 @@ def test_which_nvdisasm_reads_which_sm(version, sm, reads):
 @pytest.mark.parametrize("version, threads", [("12.9.86", True), ("12.8.93", True), ("13.0.88", True),
                                               ("12.4.131", False), ("11.8.89", False), ("", False)])
 def test_group_ptxas_threads_only_where_ptxas_has_them(version, threads):
-    from mlirhlo_driver.cuda_binaries import PtxJob, _threads
+    from mlirhlo_driver.cuda.binaries import PtxJob, _threads
 
     args = _threads(PtxJob("sm_90a", "ptxas", version, (), None))
     assert (args[:1] == ["--split-compile"] and int(args[1]) >= 1) if threads else args == []
@@ -213,7 +215,8 @@ def _spilling_ptx(n: int = 32) -> str:
 def test_stack_frame_and_spills_come_from_ptxas_v(tmp_path):
     """Figures the MLP's kernels have none of (all 0): a kernel that spills, in a group
     with another compile, reads as ptxas -v prints it alone."""
-    from mlirhlo_driver import cuda_binaries, cuda_tools
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     tool = cuda_tools.ptxas()
     ptx = _spilling_ptx()
@@ -232,7 +235,8 @@ def test_stack_frame_and_spills_come_from_ptxas_v(tmp_path):
 
 
 def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path):
-    from mlirhlo_driver import cuda_binaries, cuda_tools
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
     from mlirhlo_driver.errors import ToolchainError
 
     monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
@@ -255,7 +259,7 @@ def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path
 def test_stage_sass_v100(cli):
     """V100 (sm_70): CUDA 13's nvdisasm dropped sm_70; a CUDA 12 one is used when present,
     else one error line names the legacy-sass extra."""
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.errors import ToolchainError
 
     r = cli("opt", MLP, "--platform", "cuda", "--gpu-spec", "v100", "--stage", "sass")
@@ -326,7 +330,8 @@ def test_group_elf_holds_xlas_code_under_prefixed_names():
     """Renaming a compile's module-level names for the group ELF changes no code: each
     kernel's .text equals the one in its module's cubin from the compile (XLA's own)."""
     import mlirhlo_driver
-    from mlirhlo_driver import cuda_binaries, xla_stages
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.xla import stages as xla_stages
 
     compiled = [mlirhlo_driver.compile(str(p), platform="cuda", gpu_spec="h100_sxm") for p in GROUP]
     jobs = [cuda_binaries.ptx_job(xla_stages._assembly(c.request)) for c in compiled]
@@ -342,7 +347,7 @@ def test_group_elf_holds_xlas_code_under_prefixed_names():
 
 
 def test_renamed_ptx_prefixes_module_level_names_only():
-    from mlirhlo_driver.cuda_binaries import _renamed
+    from mlirhlo_driver.cuda.binaries import _renamed
 
     ptx = "\n".join([
         ".extern .shared .align 16 .b8 global_smem[];",
@@ -383,8 +388,9 @@ def test_a_job_that_fails_in_a_group_fails_alone(h100):
     their SASS and figures as if alone."""
     from dataclasses import replace
 
-    from mlirhlo_driver import cuda_binaries, xla_stages
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import stages as xla_stages
 
     good = cuda_binaries.ptx_job(xla_stages._assembly(h100.request))
     name, kernels, ptx = good.modules[0]
@@ -403,7 +409,8 @@ def test_sass_does_not_depend_on_the_order_of_the_group():
     import itertools
 
     import mlirhlo_driver
-    from mlirhlo_driver import cuda_binaries, xla_stages
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.xla import stages as xla_stages
 
     # A100: sm_80 cubins have no SYMBOLS section after the last kernel (sm_90a ones do).
     jobs = [cuda_binaries.ptx_job(xla_stages._assembly(
@@ -419,8 +426,9 @@ def test_sass_does_not_depend_on_the_order_of_the_group():
 
 
 def test_deferred_stages_finish_in_groups_and_fail_their_own_module():
-    from mlirhlo_driver import batch, stages
+    from mlirhlo_driver.batch import opt as batch
     from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.stages import base as stages
 
     class Upper(stages.Deferred):
         group_size = 2
@@ -451,7 +459,8 @@ def test_deferred_stages_finish_in_groups_and_fail_their_own_module():
 def test_a_batch_finishes_held_modules_early_past_its_memory_bound(monkeypatch):
     """Held modules (their other stages' outputs, the PTX they wait on) are finished as
     soon as they pass batch.HOLD_BYTES, not only at group_size."""
-    from mlirhlo_driver import batch, stages
+    from mlirhlo_driver.batch import opt as batch
+    from mlirhlo_driver.stages import base as stages
 
     class Later(stages.Deferred):
         calls: list[int] = []
@@ -503,7 +512,7 @@ def _hand_occupancy(gpu: dict, threads: int, regs: int, smem_static: int, smem_d
 
 
 def _ptxas_v(ptx: str, sm: str, tmp_path: Path, *extra: str) -> str:
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     src = tmp_path / "k.ptx"
     src.write_text(ptx)
@@ -516,7 +525,8 @@ def _ptxas_v(ptx: str, sm: str, tmp_path: Path, *extra: str) -> str:
 @pytest.mark.parametrize("which", ["a100", "h100"])
 @pytest.mark.parametrize("kernel", ["gemm_fusion_dot", "loop_subtract_fusion_1"])
 def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, kernel, tmp_path):
-    from mlirhlo_driver import cuda_tools, xla_stages
+    from mlirhlo_driver.cuda import tools as cuda_tools
+    from mlirhlo_driver.xla import stages as xla_stages
 
     compiled = request.getfixturevalue(which)
     row = next(r for r in xla_stages._kernel_rows(compiled.request) if r.kernel == kernel)
@@ -546,7 +556,7 @@ def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, ke
 
 def test_occupancy_limiters():
     """Each limiter bites where the formula says (A100 limits)."""
-    from mlirhlo_driver.kernels import SmLimits, occupancy
+    from mlirhlo_driver.cuda.kernels import SmLimits, occupancy
 
     a100 = SmLimits((8, 0), 32, 2048, 1024, 65536, 65536, 167936, 49152, 166912)
     assert occupancy(a100, 256, 32, 0, 0).limiter == "warps"          # 8 blocks x 8 warps
@@ -581,7 +591,7 @@ def _documented_warps(cc, limits, threads, regs, smem):
 
 def test_occupancy_for_every_compute_capability():
     """The per-CC constants, over a sweep of launches that makes each of them bind."""
-    from mlirhlo_driver.kernels import ARCH, SmLimits, occupancy
+    from mlirhlo_driver.cuda.kernels import ARCH, SmLimits, occupancy
 
     assert set(ARCH) == set(DOCUMENTED)
     for cc in DOCUMENTED:

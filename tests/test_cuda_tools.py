@@ -20,9 +20,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import DATA, REPO, CliResult, assert_one_line_error, filecheck
-from mlirhlo_driver import cuda_tools
+
+from mlirhlo_driver.cuda import tools as cuda_tools
 from mlirhlo_driver.errors import ToolchainError
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
@@ -33,7 +33,8 @@ MLP = DATA / "mlp_train_step.before_optimizations.txt"
 def test_pip_ptxas_of_the_plugins_cuda_is_the_default():
     """jax-cuda12-plugin: nvidia/cuda_nvcc's ptxas 12.9, every shipped spec; jax-cuda13-plugin:
     nvidia/cu13's ptxas 13, every spec but P100/V100 (CUDA 13 dropped sm_60/sm_70)."""
-    from mlirhlo_driver import _jaxlib, gpu_specs
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.cuda import specs as gpu_specs
 
     major = _jaxlib.cuda_plugin().cuda_major
     tools = cuda_tools.PIP_TOOLS[major]
@@ -57,7 +58,7 @@ def test_user_data_dir_wins(tmp_path):
 
 
 def test_flag_overrides_point_xla_at_the_chosen_ptxas(tmp_path):
-    from mlirhlo_driver.xla_backend import flag_overrides
+    from mlirhlo_driver.xla.backend import flag_overrides
 
     opts = SimpleNamespace(platform="cuda", xla_flags=())
     assert dict(flag_overrides(opts))["xla_gpu_cuda_data_dir"] == cuda_tools.cuda_data_dir()[0]
@@ -152,7 +153,7 @@ CU13_ARCHS = ["sm_75", "sm_80", "sm_90a", "sm_100a", "sm_121f"]
 def fake_pip(tmp_path, monkeypatch):
     """pip's nvidia/ tree with both CUDA majors' ptxas and libdevice (nvidia/cuda_nvcc 12.9,
     nvidia/cu13 13.5), and no other CUDA tool in reach (PATH, system roots, triton)."""
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     root = tmp_path / "site-packages" / "nvidia"
     _fake_ptxas(root / "cuda_nvcc" / "bin" / "ptxas", "12.9.86", CU12_ARCHS)
@@ -169,7 +170,7 @@ def fake_pip(tmp_path, monkeypatch):
 
 
 def _use_plugin(monkeypatch, major: int) -> None:
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     plugin = _jaxlib.CudaPlugin(f"jax-cuda{major}-plugin", _jaxlib.installed_versions()["jaxlib"])
     monkeypatch.setattr(_jaxlib, "cuda_plugin", lambda found=None: plugin)
@@ -181,7 +182,7 @@ def _use_plugin(monkeypatch, major: int) -> None:
 def test_pip_tools_follow_the_plugins_cuda_major(fake_pip, monkeypatch, major, subdir, package,
                                                  version, other):
     """Both pip stacks installed: XLA gets the plugin's own, never the other major's ptxas."""
-    from mlirhlo_driver.xla_backend import flag_overrides
+    from mlirhlo_driver.xla.backend import flag_overrides
 
     _use_plugin(monkeypatch, major)
     assert cuda_tools.cuda_major() == major
@@ -196,10 +197,9 @@ def test_pip_tools_follow_the_plugins_cuda_major(fake_pip, monkeypatch, major, s
     assert cuda_tools.find_tool("ptxas") == p.path
     # The other major's ptxas is found too, listed after (specs list: "not used").
     assert [q.version for q in cuda_tools.all_ptxas()] == [version, other]
-    # The old single-CUDA names answer for the plugin in use.
-    assert cuda_tools.PIP_PACKAGE == package
-    assert cuda_tools.FIX_HINT == cuda_tools.fix_hint(major)
-    assert cuda_tools.PIP_REQUIREMENT == cuda_tools.PIP_TOOLS[major].requirement
+    # The pip tools and the fix named are those of the plugin in use.
+    assert cuda_tools.pip_tools().package == package
+    assert cuda_tools.pip_tools().requirement == cuda_tools.PIP_TOOLS[major].requirement
 
 
 def test_cuda13_needs_its_own_ptxas_and_falls_back_in_order(fake_pip, monkeypatch, tmp_path):
@@ -239,7 +239,8 @@ def test_pip_requirements_are_the_extras_in_pyproject():
 
 
 def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, monkeypatch):
-    from mlirhlo_driver import cuda_binaries, ptx
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import ptx
 
     for sub in ("cuda_nvcc", "cu13"):
         _fake_exe(fake_pip / sub / "bin" / "nvdisasm")
@@ -252,7 +253,7 @@ def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, 
 
 
 def test_the_cache_key_sees_cuda13s_tools(fake_pip):
-    from mlirhlo_driver import cache
+    from mlirhlo_driver.batch import cache
 
     def key() -> str:
         h = cache._Hasher()
@@ -276,7 +277,7 @@ V100_UNDER_CUDA13 = (
 
 def test_v100_under_cuda13_is_one_error_line_before_compiling(fake_pip, monkeypatch, cli):
     """jax-cuda13-plugin with CUDA 13's tools alone: P100/V100 stop before XLA is reached."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     shutil.rmtree(fake_pip / "cuda_nvcc")
     _use_plugin(monkeypatch, 13)
@@ -399,7 +400,7 @@ def bare(tmp_path_factory):
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     # The namespace really is bare: the locators find only pip's ptxas and pip's nvdisasms there.
-    seen = run([sys.executable, "-c", "from mlirhlo_driver import cuda_tools as c, cuda_binaries as b; "
+    seen = run([sys.executable, "-c", "from mlirhlo_driver.cuda import tools as c; from mlirhlo_driver.cuda import binaries as b; "
                                       "print([p.path for p in c.all_ptxas()]); print(b._nvdisasm_candidates(None))"])
     assert seen.code == 0, seen.err
     ptxas, nvdisasms = seen.out.splitlines()
@@ -408,7 +409,7 @@ def bare(tmp_path_factory):
     return run
 
 
-MLIRHLO = [sys.executable, "-c", "from mlirhlo_driver.cli import main; main()"]
+MLIRHLO = [sys.executable, "-c", "from mlirhlo_driver.cli.mlirhlo import main; main()"]
 
 
 @pytest.mark.parametrize("spec, target", [
@@ -447,7 +448,7 @@ def test_xla_assembles_with_cuda13s_ptxas():
     """XLA's own cubins (its kernel cache) name the ptxas that made them (.note.nv.tkinfo):
     pip's CUDA 13 one, not a system toolkit's (ptxas 12.9 writes no such note)."""
     import mlirhlo_driver
-    from mlirhlo_driver import xla_stages
+    from mlirhlo_driver.xla import stages as xla_stages
 
     p = cuda_tools.ptxas()
     asm = xla_stages._assembly(mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="h100_sxm").request)
@@ -499,7 +500,7 @@ def test_sass_v100_without_a_cuda_toolkit(bare, tmp_path):
 def test_sass_v100_without_a_cuda12_nvdisasm_names_the_legacy_sass_extra(bare):
     """pip's CUDA 12 tools without triton (not installed by default; hidden here if it is):
     SASS for V100 is one error line naming the legacy-sass extra."""
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     triton = tuple(d for d in cuda_binaries._triton_bin_dirs() if os.path.isdir(d))
     r = bare([*MLIRHLO, "opt", "--platform=CUDA", "--stage=sass", "--gpu-spec", "v100", "--no-cache", str(MLP)],
@@ -515,7 +516,7 @@ def test_sass_v100_without_a_cuda12_nvdisasm_names_the_legacy_sass_extra(bare):
 @pytest.mark.sm70_ptxas
 @pytest.mark.legacy_nvdisasm(pip=True)
 def test_stage_all_p100_without_a_cuda_toolkit(bare, tmp_path):
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     out = tmp_path / "out"
     r = bare([*MLIRHLO, "opt", "--platform=CUDA", "--stage=all", "--gpu-spec", "p100", "--no-cache",
@@ -573,8 +574,8 @@ def test_xlas_own_reports_become_one_error_line(bare, tmp_path, module, hide, me
     empty = tmp_path / "cuda"
     empty.mkdir()
     # Skip the driver's pre-check so that XLA itself searches, fails and prints its report.
-    code = ("from mlirhlo_driver import cuda_tools; cuda_tools.check_target = lambda *a, **k: None\n"
-            "from mlirhlo_driver.cli import main; main()")
+    code = ("from mlirhlo_driver.cuda import tools as cuda_tools; cuda_tools.check_target = lambda *a, **k: None\n"
+            "from mlirhlo_driver.cli.mlirhlo import main; main()")
     r = bare([sys.executable, "-c", code, "opt", "--platform=CUDA", "--stage=ptx", "--gpu-spec",
               "h100_sxm", f"--xla_gpu_cuda_data_dir={empty}", str(path)], hide_pip=hide)
     line = assert_one_line_error(r, contains=message)

@@ -6,7 +6,6 @@ import glob
 import os
 
 import pytest
-
 from conftest import DATA
 
 
@@ -41,7 +40,7 @@ def test_named_pipeline_passes_timing_and_ir_dump(cli, three_inputs, monkeypatch
 
 def test_dump_every_stage_of_a_jax_programs_xla_dump_directory(cli, tmp_path):
     """A real JAX program dumped by XLA; every stage of every module in one command."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
     import jax.numpy as jnp
@@ -61,11 +60,11 @@ def test_dump_every_stage_of_a_jax_programs_xla_dump_directory(cli, tmp_path):
     for platform, spec in (("cpu", []), ("cuda", ["--gpu-spec", "l4"])):
         result = cli("opt", dump, "--platform", platform, *spec, "--stage", "all", "--dump-dir", out / platform)
         assert result.code == 0, result.err
-    from mlirhlo_driver import stages
+    from mlirhlo_driver import registry
 
     for platform in ("cpu", "cuda"):
         names = sorted(os.listdir(out / platform))
-        per_module = len([s for s in stages.all_for(platform) if not s.multi])
+        per_module = len([s for s in registry.all_for(platform) if not s.multi])
         cubins = [n for n in names if n.endswith(".cubin")]  # one per kernel module (multi-file stage)
         assert len(names) - len(cubins) == 2 * per_module, names
         assert len(cubins) >= (2 if platform == "cuda" else 0), names

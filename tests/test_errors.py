@@ -4,7 +4,6 @@ nothing written."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import DATA, assert_one_line_error
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
@@ -50,7 +49,8 @@ def test_unregistered_dialect(cli, tmp_path):
 
 
 def test_truncated_bytecode(cli, tmp_path):
-    from mlirhlo_driver import emit, inputs
+    from mlirhlo_driver.inputs import loader as inputs
+    from mlirhlo_driver.ir import emit
 
     module = inputs.load(str(DATA / "chlo_special.mlir"))[0].module
     data = emit.bytecode(module)

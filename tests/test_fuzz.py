@@ -12,11 +12,9 @@ import json
 import subprocess
 import sys
 
-import pytest
-
-from conftest import REPO
-
 import fuzz_harness
+import pytest
+from conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +72,8 @@ def test_outcome_classes(code, sig, err, out, written, expected):
 # ---------------------------------------------------------- hypothesis, in process
 # The pure-Python parsers, on arbitrary input: a value or the library's typed error, nothing else.
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 _FUZZ_SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -86,7 +85,7 @@ _PIPELINE_ALPHABET = st.sampled_from(list("(){},=.-_ ") + ["builtin.module", "fu
 @given(st.lists(_PIPELINE_ALPHABET, max_size=40).map("".join))
 def test_pipeline_parser_on_any_text(text):
     from mlirhlo_driver.errors import DriverError
-    from mlirhlo_driver.pipeline import parse_spec
+    from mlirhlo_driver.mlir.pipeline import parse_spec
 
     try:
         parse_spec(text)
@@ -99,7 +98,7 @@ def test_pipeline_parser_on_any_text(text):
                                 + ["core_count", "gpu_device_info", "platform_name", "major", "inf", "0x1f"]),
                 max_size=50).map("".join))
 def test_spec_textproto_parser_on_any_text(text):
-    from mlirhlo_driver import gpu_specs
+    from mlirhlo_driver.cuda import specs as gpu_specs
     from mlirhlo_driver.errors import DriverError
 
     try:
@@ -111,8 +110,8 @@ def test_spec_textproto_parser_on_any_text(text):
 @_FUZZ_SETTINGS
 @given(st.binary(max_size=200) | st.binary(max_size=60).map(lambda b: b"\x0a\x01m\x12" + b))
 def test_hlo_proto_sniffing_on_any_bytes(data):
-    from mlirhlo_driver import hlo_proto
     from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.ir import hlo_proto
 
     kind = hlo_proto.looks_like_hlo_proto(data)
     assert kind in (None, "HloProto", "HloModuleProto")
@@ -125,7 +124,7 @@ def test_hlo_proto_sniffing_on_any_bytes(data):
 @_FUZZ_SETTINGS
 @given(st.text(max_size=120))
 def test_llvm_ir_float_normalizer_on_any_text(text):
-    from mlirhlo_driver.ptx import normalize_llvm_ir
+    from mlirhlo_driver.cuda.ptx import normalize_llvm_ir
 
     out = normalize_llvm_ir(text)
     assert out.count("\n") == text.count("\n"), "line-preserving"

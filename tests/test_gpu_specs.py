@@ -11,15 +11,26 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import DATA, filecheck
-from mlirhlo_driver import _jaxlib, gpu_specs
-from mlirhlo_driver.errors import CompileError, SpecError
-from mlirhlo_driver.gpu_specs import (
-    DEFAULT_SPEC, REQUIRED, SPEC_DIR, GpuSpec, check_spec, fill_values, list_specs, load_spec,
-    parse_spec, parse_textproto, resolve_spec,
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlirhlo_driver._native import jaxlib as _jaxlib
+from mlirhlo_driver.cuda import specs as gpu_specs
+from mlirhlo_driver.cuda.specs import (
+    DEFAULT_SPEC,
+    REQUIRED,
+    SPEC_DIR,
+    GpuSpec,
+    check_spec,
+    fill_values,
+    list_specs,
+    load_spec,
+    parse_spec,
+    parse_textproto,
+    resolve_spec,
 )
+from mlirhlo_driver.errors import CompileError, SpecError
 
 # name -> (compute_capability, PTX .target XLA emits)
 EXPECTED = {
@@ -81,12 +92,12 @@ def test_shipped_spec_names():
     names = [s.name for s in list_specs()]
     assert names == sorted(EXPECTED)
     assert DEFAULT_SPEC in names
-    assert SPEC_DIR == Path(gpu_specs.__file__).parent / "gpu_specs"
+    assert SPEC_DIR == Path(gpu_specs.__file__).parent.parent / "gpu_specs"
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_shipped_spec_validates(name):
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     sm = EXPECTED[name][1]
     if not any(p.can_target(sm) for p in cuda_tools.all_ptxas()):
@@ -129,7 +140,7 @@ def test_shipped_spec_validates(name):
 
 
 def test_module_does_not_import_jax():
-    code = ("import sys; import mlirhlo_driver.gpu_specs as g; g.list_specs(); "
+    code = ("import sys; import mlirhlo_driver.cuda.specs as g; g.list_specs(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=SPEC_DIR.parent.parent)
@@ -399,9 +410,8 @@ def test_xla_spec_compiles_to_ptx(cli):
 
 def test_xla_spec_with_newer_fields_in_hlo_opt(tmp_path, capfd):
     """hlo-opt's own command line with XLA's newest v100.txtpb."""
-    from mlirhlo_driver import xla_tools
-
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cli.xla import tools as xla_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     text = (XLA_SPECS / "v100.txtpb").read_text()
     if not cuda_tools.ptxas().can_target("sm_70"):  # CUDA 13 dropped it: the same file as CC 7.5
@@ -480,7 +490,7 @@ def test_every_spec_compiles_to_its_sm():
     CUDA 13 ptxas installed XLA emits the PTX and then fails with "ptxas too
     old". For those two that failure is tolerated and the emitted PTX checked.
     """
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
     import jax.numpy as jnp
@@ -490,7 +500,7 @@ def test_every_spec_compiles_to_its_sm():
     with _jaxlib.ir_context():
         module = ir.Module.parse(text)
     for spec in list_specs():
-        devices = _jaxlib.cuda_compile_only_devices(spec.text)
+        devices = _jaxlib.cuda_compile_only_devices(gpu_specs.target_config_for_installed_xla(spec.text))
         assert devices[0].device_kind == spec.gpu
         with tempfile.TemporaryDirectory() as d:
             opts = _jaxlib.compile_options(dump_to=d, env_overrides=[
@@ -510,7 +520,7 @@ def test_versions_match_the_installed_plugin():
     receives the versions of the plugin in use (what a GPU running it reports)."""
     import importlib
 
-    from mlirhlo_driver import protos
+    from mlirhlo_driver.ir import protos
 
     plugin = _jaxlib.cuda_plugin()
     # The plugin is installed by the test environment: missing, this fails rather than skips.
@@ -521,7 +531,7 @@ def test_versions_match_the_installed_plugin():
         "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}.0",
         "cudnn": f"{cudnn // 10000}.{cudnn // 100 % 100}.{cudnn % 100}"}
     text = load_spec(SPEC_DIR / "h100_sxm.txtpb").text
-    fitted = protos.parse_text(_jaxlib.target_config_for_installed_xla(text),
+    fitted = protos.parse_text(gpu_specs.target_config_for_installed_xla(text),
                                "stream_executor.GpuTargetConfigProto")
     info = fitted.gpu_device_info
     if "runtime_version" in info.DESCRIPTOR.fields_by_name:

@@ -22,7 +22,7 @@ def _commands() -> list[tuple[list[str], object]]:
     """(path, click command) of every ``mlirhlo`` command and sub-command, groups included."""
     import typer
 
-    from mlirhlo_driver import cli
+    from mlirhlo_driver.cli import mlirhlo as cli
 
     found = []
 
@@ -71,7 +71,7 @@ XLA_TOOLS = {"hlo-opt": ("hlo_opt_main", "HLO_OPT_FLAGS"),
 
 @pytest.mark.parametrize("name", sorted(XLA_TOOLS))
 def test_xla_front_end_help(capfd, name):
-    from mlirhlo_driver import xla_tools
+    from mlirhlo_driver.cli.xla import tools as xla_tools
 
     main, flags_name = XLA_TOOLS[name]
     with pytest.raises(SystemExit) as e:

@@ -1,4 +1,4 @@
-"""mlirhlo_driver.hlo_proto: HloModuleProto / HloProto binary, text and JSON via protobuf.
+"""mlirhlo_driver.ir.hlo_proto: HloModuleProto / HloProto binary, text and JSON via protobuf.
 
 Real protos come from jaxlib (HLO text -> HloModuleProto) and from XLA's own
 ``--xla_dump_hlo_as_proto`` dump (HloProto, written with C++ deterministic
@@ -17,10 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mlirhlo_driver import hlo_proto as hp
 from mlirhlo_driver.errors import InputError
+from mlirhlo_driver.ir import hlo_proto as hp
 
 # ------------------------------------------------------------------ fixtures
 
@@ -222,7 +223,7 @@ ENTRY main {
 @pytest.fixture(scope="module")
 def hlo():
     """jaxlib._hlo, imported with its absl noise on fd 2 filtered."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     with _jaxlib.filtered_native_stderr():
         return _jaxlib.hlo_lib()
@@ -241,7 +242,7 @@ def protos(hlo):
 @pytest.fixture(scope="module")
 def xla_dump(tmp_path_factory):
     """A real ``--xla_dump_to`` directory with ``--xla_dump_hlo_as_proto`` (and text)."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
     import jax.numpy as jnp
@@ -627,7 +628,7 @@ def test_xla_dump_hlo_pb(xla_dump, hlo):
             assert len(msg.hlo_module.schedule.sequences) > 1
     # The memory-usage report is a different proto: not sniffed as HLO.
     reports = [n for n in names if n.endswith("-memory-usage-report.pb")]
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     assert bool(reports) == _jaxlib.jaxlib_at_least("0.10.2"), names  # jaxlib 0.9 writes none
     for name in reports:
@@ -646,7 +647,7 @@ def test_xla_dump_hlo_pb(xla_dump, hlo):
 
 
 def test_gzip_protos_load_through_inputs(xla_dump, protos, tmp_path):
-    from mlirhlo_driver import inputs
+    from mlirhlo_driver.inputs import loader as inputs
 
     _, gz_dir, _ = xla_dump
     dumped = sorted(p for p in gz_dir.iterdir() if p.name.endswith(".before_optimizations.hlo.pb.gz"))[0]
@@ -667,7 +668,7 @@ def test_gzip_protos_load_through_inputs(xla_dump, protos, tmp_path):
 
 
 def test_pbtxt_errors_through_inputs(tmp_path):
-    from mlirhlo_driver import inputs
+    from mlirhlo_driver.inputs import loader as inputs
 
     path = tmp_path / "m.pbtxt"
     path.write_text('name: "m"\nentry_computation_name: "main"\ncomputations {\n  nmae: "x"\n}\n')
@@ -679,7 +680,7 @@ def test_pbtxt_errors_through_inputs(tmp_path):
 
 def test_no_jax_import_at_module_import():
     code = ("import sys, mlirhlo_driver; before = set(sys.modules); "
-            "import mlirhlo_driver.hlo_proto, mlirhlo_driver.protos; "
+            "import mlirhlo_driver.ir.hlo_proto, mlirhlo_driver.ir.protos; "
             "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
             "assert not new & {'jax', 'jaxlib', 'numpy', 'google'}, new")
     import subprocess
@@ -689,7 +690,7 @@ def test_no_jax_import_at_module_import():
 
 def test_sniffing_text_imports_no_protobuf():
     # Every input is sniffed: text must be turned away before protobuf is imported.
-    code = ("import sys; from mlirhlo_driver import hlo_proto as hp; "
+    code = ("import sys; from mlirhlo_driver.ir import hlo_proto as hp; "
             "assert hp.looks_like_hlo_proto(b'\\nmodule {\\n}\\n') is None; "
             "assert hp.looks_like_hlo_proto(b'HloModule m\\n\\nENTRY main {}') is None; "
             "assert not [m for m in sys.modules if m.startswith('google')]")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import DATA
-from mlirhlo_driver import emit, inputs
+
 from mlirhlo_driver.errors import InputError
+from mlirhlo_driver.inputs import loader as inputs
+from mlirhlo_driver.ir import emit
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -53,7 +54,7 @@ def test_mlir_text_and_bytecode(tmp_path):
 
 
 def test_hlo_proto_binary_and_text(tmp_path):
-    from mlirhlo_driver import hlo_proto
+    from mlirhlo_driver.ir import hlo_proto
 
     (src,) = inputs.load(str(MLP_DUMP))
     pb = tmp_path / "m.pb"
@@ -133,7 +134,7 @@ def test_one_context_for_all_modules():
 
 
 def test_mhlo_input_becomes_stablehlo(tmp_path):
-    from mlirhlo_driver import emit
+    from mlirhlo_driver.ir import emit
 
     (src,) = inputs.load(str(DATA / "chlo_special.mlir"))
     mhlo = tmp_path / "m.mlir"

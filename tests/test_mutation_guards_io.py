@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import CliResult, assert_one_line_error
+
 
 @pytest.fixture(scope="module")
 def mlir_file(add_mlir_file) -> Path:
@@ -32,7 +32,7 @@ def test_error_after_a_captured_native_call_still_reaches_stderr(mlir_file):
     # Bad pass options are found by parsing the pass with fd 2 captured; fd 2 must be
     # restored afterwards, or the error line that follows goes into the discarded capture.
     # A real process: in-process, pytest's capture writes sys.stderr past fd 2.
-    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli", "opt", str(mlir_file),
+    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", str(mlir_file),
                            "--passes", "cse,canonicalize{bogus=1}"], capture_output=True, text=True,
                           timeout=300)
     assert_one_line_error(CliResult(proc.returncode, proc.stdout, proc.stderr),
@@ -41,7 +41,7 @@ def test_error_after_a_captured_native_call_still_reaches_stderr(mlir_file):
 
 def test_binary_output_to_stdout(mlir_file, capfdbinary):
     # Bytes to stdout with no stage-cache recording going on (recorder is None).
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     capfdbinary.readouterr()
     with pytest.raises(SystemExit) as exit_info:
@@ -130,7 +130,7 @@ def test_python_pass_options_error_points_after_the_name(cli, mlir_file):
 
 def test_run_hlo_module_takes_files_after_double_dash(capfd):
     # '--' ends the flags: what follows is kept as it is (here the module's path).
-    from mlirhlo_driver import xla_tools
+    from mlirhlo_driver.cli.xla import tools as xla_tools
 
     hlo = Path(__file__).parent / "data" / "xla_tools" / "computation.hlo"
     capfd.readouterr()

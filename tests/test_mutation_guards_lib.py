@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 import mlirhlo_driver
-from mlirhlo_driver import checks, inputs
 from mlirhlo_driver.errors import FlagError
+from mlirhlo_driver.inputs import checks
+from mlirhlo_driver.inputs import loader as inputs
+
 
 @pytest.fixture(scope="module")
 def add_file(add_mlir_file) -> Path:
@@ -67,7 +69,9 @@ func.func @main() {
 # ------------------------------------------------------------------ bench
 
 def test_pipeline_bench_reports_milliseconds(monkeypatch):
-    from mlirhlo_driver import bench, emit, pipeline
+    from mlirhlo_driver.execute import bench
+    from mlirhlo_driver.ir import emit
+    from mlirhlo_driver.mlir import pipeline
 
     rows = [SimpleNamespace(name="canonicalize", depth=1, wall_s=0.002),
             SimpleNamespace(name="cse", depth=1, wall_s=0.0005),
@@ -84,7 +88,9 @@ def test_pipeline_bench_reports_milliseconds(monkeypatch):
 def test_xla_pipeline_bench_reports_milliseconds(monkeypatch):
     import time
 
-    from mlirhlo_driver import bench, stages, xla_backend
+    from mlirhlo_driver.execute import bench
+    from mlirhlo_driver.stages import base as stages
+    from mlirhlo_driver.xla import backend as xla_backend
 
     clock = iter(np.arange(100.0, 200.0, 0.25))  # every perf_counter() call: +250 ms
     monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
@@ -101,7 +107,7 @@ def test_xla_pipeline_bench_reports_milliseconds(monkeypatch):
 # ------------------------------------------------------------------ the native pass list cache
 
 def test_native_pass_list_is_cached_per_jaxlib(monkeypatch, tmp_path):
-    from mlirhlo_driver import passes
+    from mlirhlo_driver.mlir import passes
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     scans: list[int] = []
@@ -124,7 +130,7 @@ def test_native_pass_list_is_cached_per_jaxlib(monkeypatch, tmp_path):
 # ------------------------------------------------------------------ isolate
 
 def test_isolated_call_with_an_unpicklable_result_raises_the_pickling_error():
-    from mlirhlo_driver import isolate
+    from mlirhlo_driver._native import isolate
 
     try:
         with pytest.raises(TypeError, match="pickle"):
@@ -155,7 +161,7 @@ func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 
 def test_load_plugin_returns_the_names_it_registered(tmp_path):
-    from mlirhlo_driver import python_passes
+    from mlirhlo_driver.mlir import python_passes
 
     plugin = tmp_path / "guard_plugin.py"
     plugin.write_text("""\
@@ -188,7 +194,7 @@ def _fake_toolkit(root: Path) -> Path:
 
 def test_libdevice_default_follows_the_chosen_data_dir(monkeypatch, tmp_path):
     # pip's toolkit is cuda_data_dir's first choice, so its libdevice wins over a system one.
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     pip_bc = _fake_toolkit(tmp_path / "pip")
     _fake_toolkit(tmp_path / "system")
@@ -199,7 +205,7 @@ def test_libdevice_default_follows_the_chosen_data_dir(monkeypatch, tmp_path):
 
 def test_sass_of_one_kernel_module_has_no_section_headers(add_file):
     # Headers name the kernel modules only when there are several to tell apart.
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     c = mlirhlo_driver.compile(str(add_file), platform="cuda")
     assert len(c.stage("cubin")) == 1
@@ -212,7 +218,7 @@ def test_sass_of_one_kernel_module_has_no_section_headers(add_file):
 def test_cubin_stage_takes_xla_s_own_cubins_without_a_second_ptxas(add_file, monkeypatch):
     # The driver points XLA's kernel cache into the compile's dump directory, so the cubin
     # stage reads the cubins XLA assembled; ptxas runs again only for modules XLA did not cache.
-    from mlirhlo_driver import cuda_binaries
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     def no_ptxas(asm, modules):
         assert not modules, f"ptxas ran again for {[m.name for m in modules]}, which XLA had cached"
@@ -224,7 +230,7 @@ def test_cubin_stage_takes_xla_s_own_cubins_without_a_second_ptxas(add_file, mon
 
 
 def test_ptxas_arch_range_names_oldest_and_newest():
-    from mlirhlo_driver.cuda_tools import Ptxas
+    from mlirhlo_driver.cuda.tools import Ptxas
 
     p = Ptxas("/x/ptxas", (12, 9, 86), ("sm_50", "sm_90", "sm_100", "sm_121f"), "PATH")
     assert p.arch_range() == "sm_50..sm_121f"
@@ -232,7 +238,7 @@ def test_ptxas_arch_range_names_oldest_and_newest():
 
 
 def test_find_tool_falls_back_to_the_system_toolkits(monkeypatch, tmp_path):
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     tool = tmp_path / "toolkit" / "bin" / "guard-no-such-cuda-tool"
     tool.parent.mkdir(parents=True)
@@ -246,7 +252,7 @@ def test_find_tool_falls_back_to_the_system_toolkits(monkeypatch, tmp_path):
 
 
 def test_last_native_error_prefers_the_check_failure_over_the_stack(tmp_path):
-    from mlirhlo_driver.native_io import last_native_error
+    from mlirhlo_driver._native.fds import last_native_error
 
     log = tmp_path / "log"
     log.write_text("loading\nF0101 shape_inference.cc:1] Check failed: a == b\n*** Begin stack trace ***\n"
@@ -258,7 +264,7 @@ def test_last_native_error_prefers_the_check_failure_over_the_stack(tmp_path):
 
 @pytest.mark.parametrize("value", ["abc", True, 1.5])
 def test_integer_flag_value_must_be_an_integer(value):
-    from mlirhlo_driver import xla_flags
+    from mlirhlo_driver.xla import flags as xla_flags
 
     with pytest.raises(FlagError, match=r"--xla_gpu_autotune_level=\S+: expected an integer"):
         xla_flags.check_value_types({"xla_gpu_autotune_level": value})
@@ -277,7 +283,7 @@ def test_library_errors_print_as_their_one_line_form():
 def test_fork_is_safe_until_xla_starts_its_threads():
     # A fresh process (no XLA client yet) may fork its isolation helper; once XLA's
     # CPU client runs its thread pools it must not.
-    code = ("from mlirhlo_driver import isolate, _jaxlib\n"
+    code = ("from mlirhlo_driver._native import isolate; from mlirhlo_driver._native import jaxlib as _jaxlib\n"
             "print(isolate.fork_is_safe())\n"
             "_jaxlib.cpu_devices()\n"
             "print(isolate.fork_is_safe())\n")
@@ -301,7 +307,7 @@ def test_no_fork_once_mlir_runs_its_thread_pool(tmp_path):
         "g {\n  b = f32[4] parameter(0)\n  ROOT m = f32[4] add(b, b)\n}\n\n"
         "ENTRY main {\n  p = f32[4] parameter(0)\n  c = f32[4] call(p), to_apply=f\n"
         "  ROOT d = f32[4] call(c), to_apply=g\n}\n")
-    code = ("import mlirhlo_driver as mhd\nfrom mlirhlo_driver import isolate\n"
+    code = ("import mlirhlo_driver as mhd\nfrom mlirhlo_driver._native import isolate\n"
             "mhd.load('two.mlir').optimize(passes='canonicalize,cse')\n"
             "print(isolate._llvm_pool_threads(), isolate.fork_is_safe())\n"
             "print(mhd.load('calls.hlo').as_text().count('func.func'))\n")
@@ -317,7 +323,7 @@ def test_jax_function_with_f64_arguments_keeps_f64(tmp_path):
     # 64-bit argument specs switch jax to x64 first; without it jax would make them f32.
     # A fresh process: x64 is process-wide, and another test may have switched it on.
     (tmp_path / "guard_f64_model.py").write_text("def double(x):\n    return x * 2\n")
-    code = ("from mlirhlo_driver import inputs\n"
+    code = ("from mlirhlo_driver.inputs import loader as inputs\n"
             "(m,) = inputs.load('guard_f64_model:double', arg_specs='f64[3]')\n"
             "print(m.module)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
@@ -329,7 +335,7 @@ def test_jax_function_with_f64_arguments_keeps_f64(tmp_path):
 def test_missing_stage_output_names_the_failed_compile():
     # Only the dumps written before a failed compile exist: the error says why the stage has none.
     from mlirhlo_driver.errors import StageError
-    from mlirhlo_driver.xla_backend import XlaArtifacts
+    from mlirhlo_driver.xla.backend import XlaArtifacts
 
     art = XlaArtifacts("cuda", "m", {"m.before_optimizations.txt": b"HloModule m"}, compile_error="ptxas died")
     with pytest.raises(StageError) as info:
@@ -341,7 +347,7 @@ def test_missing_stage_output_names_the_failed_compile():
 def test_random_scatter_indices_stay_in_bounds():
     # As XLA's fake-data generator does: scatter start indices stay within operand - window
     # (8 - 3 here), so random inputs never scatter out of bounds.
-    from mlirhlo_driver import run
+    from mlirhlo_driver.execute import run
 
     src = """\
 func.func @main(%op: tensor<8xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<8xf32> {
@@ -373,14 +379,14 @@ def test_program_convert_accepts_each_format_and_names_a_wrong_one(add_file):
 
 
 def test_check_naming_a_missing_output_fails_with_the_count():
-    from mlirhlo_driver.checks import Check, evaluate_check
+    from mlirhlo_driver.inputs.checks import Check, evaluate_check
 
     r = evaluate_check(Check("expect_eq", 0, 2, {}, "f.mlir:3:5"), [np.zeros(2), np.zeros(2)])
     assert not r.passed and "output 2 missing (2 outputs)" in r.message
 
 
 def test_last_native_error_takes_the_llvm_error_s_first_sentence(tmp_path):
-    from mlirhlo_driver.native_io import last_native_error
+    from mlirhlo_driver._native.fds import last_native_error
 
     log = tmp_path / "log"
     log.write_text("x\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo. Stack dump follows\n#0 0x1\n")
@@ -389,7 +395,9 @@ def test_last_native_error_takes_the_llvm_error_s_first_sentence(tmp_path):
 
 def test_xla_pipeline_bench_with_more_dumps_in_a_later_compile(monkeypatch):
     # Rows come from the first compile; a later one's extra intervals are dropped, not an error.
-    from mlirhlo_driver import bench, stages, xla_backend
+    from mlirhlo_driver.execute import bench
+    from mlirhlo_driver.stages import base as stages
+    from mlirhlo_driver.xla import backend as xla_backend
 
     def dumps(n):
         return [SimpleNamespace(key=str(k), pipeline="p", after=f"pass{k}") for k in range(n)]
@@ -403,7 +411,7 @@ def test_xla_pipeline_bench_with_more_dumps_in_a_later_compile(monkeypatch):
 
 
 def test_error_text_without_an_error_line_is_its_last_line():
-    from mlirhlo_driver.emit import _first_line
+    from mlirhlo_driver.ir.emit import _first_line
 
     assert _first_line(RuntimeError("first\n\nsecond\n")) == "second"
     assert _first_line(RuntimeError("noise\nerror: the reason\nmore")) == "the reason"
@@ -411,14 +419,14 @@ def test_error_text_without_an_error_line_is_its_last_line():
 
 
 def test_line_col_after_a_newline_at_offset_zero():
-    from mlirhlo_driver.checks import _line_col
+    from mlirhlo_driver.inputs.checks import _line_col
 
     assert _line_col("\nab", 2) == (2, 2)
     assert _line_col("ab\ncd", 4) == (2, 2)
 
 
 def test_a_fixed32_field_inside_a_group_is_skipped():
-    from mlirhlo_driver import protos
+    from mlirhlo_driver.ir import protos
 
     # field 1 as a group holding field 2 (fixed32), then the group's end tag
     data = bytes([0x0B, 0x15, 1, 2, 3, 4, 0x0C])

@@ -14,9 +14,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, CliResult, assert_one_line_error
-from mlirhlo_driver import _jaxlib, isolate
+
+from mlirhlo_driver._native import isolate
+from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import InputError, NativeCrash
 
 RESHAPE_HLO = """HloModule bad_reshape
@@ -77,13 +78,13 @@ def _nested_whiles(n: int) -> str:
 
 
 def _gte_on_array_pb() -> bytes:
-    from mlirhlo_driver import hlo_proto
+    from mlirhlo_driver.ir import hlo_proto
 
     return hlo_proto.encode(hlo_proto.parse_text(GTE_ON_ARRAY_PBTXT))
 
 
 def _mlirhlo(*args: str) -> CliResult:
-    proc = subprocess.run([sys.executable, "-c", "from mlirhlo_driver.cli import main; main()", *args],
+    proc = subprocess.run([sys.executable, "-c", "from mlirhlo_driver.cli.mlirhlo import main; main()", *args],
                           capture_output=True, text=True, cwd=str(REPO), timeout=300)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
@@ -219,7 +220,7 @@ def test_isolate_deadline_kills_a_call_that_does_not_finish():
 
 
 def test_read_timeout_comes_from_the_environment(monkeypatch):
-    from mlirhlo_driver import inputs
+    from mlirhlo_driver.inputs import loader as inputs
 
     monkeypatch.delenv(inputs.READ_TIMEOUT_ENV, raising=False)
     assert inputs.read_timeout() == inputs.DEFAULT_READ_TIMEOUT
@@ -253,7 +254,7 @@ def test_ctrl_c_in_bench_pipeline_is_one_error_line(tmp_path):
     (tmp_path / "plug.py").write_text(SLOW_PLUGIN)
     mark = tmp_path / "ran"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlirhlo_driver.cli", "bench-pipeline", str(REPO / "tests" / "data" / "erf_inv.mlir"),
+        [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "bench-pipeline", str(REPO / "tests" / "data" / "erf_inv.mlir"),
          "--load-pass-plugin", str(tmp_path / "plug.py"), "--passes", "canonicalize,mark-and-wait,cse",
          "--repeats", "100000"],
         cwd=tmp_path, env=dict(os.environ, MARK_FILE=str(mark)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -15,7 +15,6 @@ import sys
 import threading
 
 import pytest
-
 from conftest import DATA, REPO, assert_one_line_error
 
 SOFTMAX = DATA / "softmax.vhlo"

@@ -12,7 +12,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, REPO
 
 SPECS = sorted(p.stem for p in (REPO / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb"))
@@ -71,11 +70,11 @@ def test_shipped_data_is_in_the_package():
 
 
 def test_target_install_is_the_one_imported(target, outside):
-    proc = _run(["-c", "import mlirhlo_driver.gpu_specs as g; print(g.__file__); print(g.SPEC_DIR)"],
+    proc = _run(["-c", "import mlirhlo_driver.cuda.specs as g; print(g.__file__); print(g.SPEC_DIR)"],
                 target, outside)
     assert proc.returncode == 0, proc.stderr
     module, spec_dir = proc.stdout.splitlines()
-    assert Path(module) == target / "mlirhlo_driver" / "gpu_specs.py"
+    assert Path(module) == target / "mlirhlo_driver" / "cuda" / "specs.py"
     assert Path(spec_dir) == target / "mlirhlo_driver" / "gpu_specs"
 
 
@@ -99,7 +98,7 @@ def test_zipped_package_finds_its_data(target, tmp_path):
         for path in sorted((target / "mlirhlo_driver").rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 z.write(path, path.relative_to(target).as_posix())
-    code = ("import mlirhlo_driver, mlirhlo_driver.gpu_specs as g, mlirhlo_driver.pipeline as p; "
+    code = ("import mlirhlo_driver, mlirhlo_driver.cuda.specs as g, mlirhlo_driver.mlir.pipeline as p; "
             "print(mlirhlo_driver.__file__); print(','.join(g.shipped_names())); "
             "print(','.join(n.name for n in p.named_pipelines()))")
     proc = _run(["-c", code], archive, tmp_path)
@@ -120,3 +119,11 @@ def test_python_m_version_is_the_console_scripts(target, outside):
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
     assert ours.stdout == theirs.stdout and ours.stdout.startswith("mlirhlo-driver ")
     assert ours.stderr == theirs.stderr
+
+
+def test_the_wheel_holds_every_module(target):
+    """Every subpackage ships (setuptools lists packages one by one)."""
+    def modules(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts}
+
+    assert modules(target / "mlirhlo_driver") == modules(REPO / "mlirhlo_driver")

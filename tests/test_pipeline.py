@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import DATA, filecheck
-from mlirhlo_driver import pipeline
+
 from mlirhlo_driver.errors import PipelineError
-from mlirhlo_driver.passes import all_passes
+from mlirhlo_driver.mlir import pipeline
+from mlirhlo_driver.mlir.passes import all_passes
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 ERF = DATA / "erf_inv.mlir"  # one function: one dump per pass
@@ -73,7 +73,7 @@ def test_pass_catalog_comes_from_jaxlib(cli, catalog):
     # Every listed pass parses in its anchor.
     from jaxlib.mlir import passmanager
 
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     with _jaxlib.ir_context():
         for info in catalog.values():
@@ -347,7 +347,7 @@ def entry_point_cache(tmp_path, monkeypatch):
 def test_entry_point_scan_is_cached(entry_point_cache, monkeypatch):
     import importlib.metadata
 
-    from mlirhlo_driver import python_passes
+    from mlirhlo_driver.mlir import python_passes
 
     first = python_passes.entry_point_specs()
 
@@ -359,7 +359,7 @@ def test_entry_point_scan_is_cached(entry_point_cache, monkeypatch):
 
 
 def test_entry_point_cache_sees_an_install(entry_point_cache):
-    from mlirhlo_driver import python_passes
+    from mlirhlo_driver.mlir import python_passes
 
     assert ("late", "late_passes", "2.0") not in python_passes.entry_point_specs()
     dist = entry_point_cache / "late_passes-2.0.dist-info"  # what pip writes: the directory changes
@@ -384,7 +384,7 @@ def test_first_passes_in_a_new_environment_probes_only_the_named_passes(tmp_path
     module.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                       "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  %1 = stablehlo.add %a, %a : tensor<4xf32>\n"
                       "  %2 = stablehlo.multiply %0, %1 : tensor<4xf32>\n  return %2 : tensor<4xf32>\n}\n")
-    cmd = [sys.executable, "-m", "mlirhlo_driver.cli", "opt", str(module), "--no-cache"]
+    cmd = [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", str(module), "--no-cache"]
     ok = subprocess.run(cmd + ["--passes", "canonicalize,cse"], env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.count("stablehlo.add") == 1  # cse merged the two adds

@@ -1,4 +1,4 @@
-"""mlirhlo_driver.protos: XLA's descriptors read from jaxlib's ``protodesc_cold`` section.
+"""mlirhlo_driver.ir.protos: XLA's descriptors read from jaxlib's ``protodesc_cold`` section.
 
 These tests compare the extracted descriptors with the installed jaxlib and
 fail (never skip) when the section is missing: the driver's HLO proto
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mlirhlo_driver import protos
 from mlirhlo_driver.errors import EnvironmentMismatch, InputError, SpecError
+from mlirhlo_driver.ir import protos
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def _without_unknown(msg):
 
 def test_descriptors_know_what_jaxlib_writes():
     """Protos jaxlib itself serializes decode with no unknown field and re-encode exactly."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     with _jaxlib.filtered_native_stderr():
         from jaxlib import xla_client
@@ -93,11 +93,11 @@ def test_message_classes_for_gpu_specs_and_autotuning():
     assert "version" in protos.message_class("xla.AutotuneResults").DESCRIPTOR.fields_by_name
     specs = sorted((REPO / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb"))
     assert specs
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver.cuda import specs as gpu_specs
 
     for path in specs:
         # As XLA receives them: an older jaxlib's schema lacks some newer fields.
-        text = _jaxlib.target_config_for_installed_xla(path.read_text())
+        text = gpu_specs.target_config_for_installed_xla(path.read_text())
         spec = protos.parse_text(text, "stream_executor.GpuTargetConfigProto",
                                  file=str(path), error=SpecError)
         assert spec.gpu_device_info.threads_per_warp == 32, path
@@ -185,7 +185,7 @@ def test_no_section_fails_at_use(tmp_path):
     import subprocess
 
     code = f"""
-from mlirhlo_driver import protos, hlo_proto
+from mlirhlo_driver.ir import protos; from mlirhlo_driver.ir import hlo_proto
 protos.library_path = lambda library: {os.path.realpath(sys.executable)!r}
 try:
     hlo_proto.decode(b"")

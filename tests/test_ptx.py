@@ -1,4 +1,4 @@
-"""LLVM IR -> PTX with llvmlite's NVPTX backend (mlirhlo_driver.ptx)."""
+"""LLVM IR -> PTX with llvmlite's NVPTX backend (mlirhlo_driver.cuda.ptx)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,13 @@ import subprocess
 import sys
 from fractions import Fraction
 
+import llvmlite.binding as llvm  # noqa: E402  (a pinned dependency: a missing one fails, not skips)
 import numpy as np
 import pytest
 
-from mlirhlo_driver import cuda_tools, ptx
+from mlirhlo_driver.cuda import ptx
+from mlirhlo_driver.cuda import tools as cuda_tools
 from mlirhlo_driver.errors import InputError, ToolchainError
-
-import llvmlite.binding as llvm  # noqa: E402  (a pinned dependency: a missing one fails, not skips)
-
 
 # ------------------------------------------------------------ normalization
 
@@ -310,7 +309,7 @@ def test_supported_archs():
 
 
 def test_import_is_cheap():
-    code = ("import sys, mlirhlo_driver.ptx; "
+    code = ("import sys, mlirhlo_driver.cuda.ptx; "
             "bad = [m for m in ('llvmlite', 'jax', 'jaxlib') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -411,7 +410,8 @@ def _functions(jax, jnp):
 @pytest.fixture(scope="module")
 def xla_dumps(tmp_path_factory):
     """{arch: [dump dir per function]}, compiled device-less by XLA."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.cuda import specs as gpu_specs
 
     jax = _jaxlib.jax()
     import jax.numpy as jnp
@@ -419,7 +419,7 @@ def xla_dumps(tmp_path_factory):
 
     out: dict[str, list[str]] = {}
     for arch, spec in SPECS.items():
-        devices = _jaxlib.cuda_compile_only_devices(spec)  # the plugin is pinned: no skip
+        devices = _jaxlib.cuda_compile_only_devices(gpu_specs.target_config_for_installed_xla(spec))  # the plugin is pinned: no skip
         out[arch] = []
         for name, (fn, args) in _functions(jax, jnp).items():
             text = jax.jit(fn).lower(*args).as_text()
@@ -535,7 +535,7 @@ def test_against_xla_ptx(xla_dumps, capsys):
 # ---------------------------------------------------------- ptxas, per spec
 
 def _shipped_specs():
-    from mlirhlo_driver import gpu_specs
+    from mlirhlo_driver.cuda import specs as gpu_specs
 
     return gpu_specs.list_specs()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import DATA, assert_one_line_error
-from mlirhlo_driver import cuda_tools
+
+from mlirhlo_driver.cuda import tools as cuda_tools
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -15,7 +15,7 @@ MLP = DATA / "mlp_train_step.before_optimizations.txt"
 @pytest.fixture(scope="module")
 def xla_outputs(tmp_path_factory):
     """XLA's LLVM IR (both stages) and its PTX for the MLP step on H100, device-less."""
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     d = tmp_path_factory.mktemp("xla")
     try:

@@ -7,7 +7,6 @@ import textwrap
 
 import numpy as np
 import pytest
-
 from conftest import DATA, filecheck
 
 PLUGIN = textwrap.dedent('''
@@ -150,7 +149,7 @@ def test_entry_point_group(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-passes\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nmine = ep_passes\n")
     monkeypatch.syspath_prepend(str(pkg))
-    from mlirhlo_driver import python_passes
+    from mlirhlo_driver.mlir import python_passes
 
     monkeypatch.setattr(python_passes, "_entry_points_loaded", False)
     names = [p.name for p in python_passes.registered()]
@@ -159,7 +158,7 @@ def test_entry_point_group(tmp_path, monkeypatch):
 
 
 def _run(path_or_module, arrays):
-    from mlirhlo_driver import run
+    from mlirhlo_driver.execute import run
 
     module = path_or_module
     outs, _, _ = run.run_xla(module, arrays, "cpu")
@@ -173,7 +172,7 @@ def test_inline_calls_on_jax_output_keeps_values():
     inlined = prog.optimize(passes="inline-calls")
     text = inlined.as_text()
     assert "call @" not in text and text.count("func.func") == 1
-    from mlirhlo_driver import run
+    from mlirhlo_driver.execute import run
 
     arrays, _ = run.make_inputs(prog.module, run.RunOptions(seed=1))
     for a, b in zip(_run(prog.module, arrays), _run(inlined.module, arrays)):

@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import DATA, assert_one_line_error
-from mlirhlo_driver import inputs, run
+
+from mlirhlo_driver.execute import run
+from mlirhlo_driver.inputs import loader as inputs
 
 RUN = DATA / "run"
 DUMPS = DATA / "jax_dumps"
@@ -168,7 +169,7 @@ def test_seed_zeros_and_npz_inputs(cli, tmp_path):
 
 
 def test_iterations_report_median(cli, monkeypatch):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     runs = []
     real = _jaxlib.execute
@@ -263,7 +264,7 @@ def test_hanging_module_times_out(cli, tmp_path):
 
 
 def test_cuda_without_gpu_is_a_clear_error(cli):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import DriverError
 
     try:
@@ -277,7 +278,7 @@ def test_cuda_without_gpu_is_a_clear_error(cli):
 
 @pytest.mark.gpu
 def test_cuda_run_matches_cpu(cli):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import DriverError
 
     try:
@@ -323,11 +324,10 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     import pty
     import subprocess
     import sys
-
     import threading
 
     master, slave = pty.openpty()
-    cmd = [sys.executable, "-m", "mlirhlo_driver.cli", "run", str(DATA / "erf_inv.mlir"),
+    cmd = [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "run", str(DATA / "erf_inv.mlir"),
            str(DATA / "chlo_special.mlir"), "--jobs", "0", "--reference", "none"]
     chunks: list[bytes] = []
 

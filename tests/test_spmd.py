@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import DATA, REPO, assert_one_line_error, readline_within
 
 SPMD = DATA / "spmd"
@@ -29,7 +28,7 @@ PARTITIONED = ["--num-partitions", "4", "--is-spmd-partitioned-module"]
 
 
 def spmd(*args: object, timeout: float = 120, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "mlirhlo_driver.cli", "spmd-run", *map(str, args)]
+    cmd = [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "spmd-run", *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
@@ -195,7 +194,7 @@ def test_backend_only_runs_a_module_without_fusions_and_explains_cpu_dumps(tmp_p
     after = tmp_path / "matmul.after_optimizations.hlo"
     assert cli("opt", MATMUL, "--platform", "cpu", "--stage", "hlo", "-o", after).code == 0
     proc = spmd(after, "--run-xla-backend-only")
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     if not _jaxlib.jaxlib_at_least("0.10.2"):
         # jaxlib 0.9's XLA CPU runs fusions without a backend config.
@@ -303,7 +302,7 @@ def test_a_process_that_never_joins_is_a_clear_error_within_the_timeout():
 
 def long_run(*extra: str) -> list[str]:
     """A run long enough to be interrupted mid-way."""
-    return [sys.executable, "-m", "mlirhlo_driver.cli", "spmd-run", str(MATMUL_AR), *PARTITIONED,
+    return [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "spmd-run", str(MATMUL_AR), *PARTITIONED,
             "--num-repeats", "1000000", *extra]
 
 
@@ -390,6 +389,6 @@ def test_launch_local_timeout_stops_every_process():
 
 
 def free_port() -> int:
-    from mlirhlo_driver.spmd import free_port as port
+    from mlirhlo_driver.execute.spmd import free_port as port
 
     return port()

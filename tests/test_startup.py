@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import run_subprocess
 
 PROBE = """
 import sys
-from mlirhlo_driver.cli import main
+from mlirhlo_driver.cli.mlirhlo import main
 try:
     main({argv!r})
 except SystemExit:
@@ -32,7 +31,7 @@ def test_listing_commands_do_not_import_jax(argv):
 
 XLA_PROBE = """
 import sys
-from mlirhlo_driver import xla_tools
+from mlirhlo_driver.cli.xla import tools as xla_tools
 try:
     getattr(xla_tools, {main!r})({argv!r})
 except SystemExit:
@@ -63,7 +62,7 @@ def test_jax_import_through_the_driver_is_silent():
     # The CUDA plugin is installed and there is no driver: jax's own discovery
     # would print an "Unable to load CUDA" traceback and absl lines.
     proc = run_subprocess(
-        "from mlirhlo_driver import _jaxlib\n"
+        "from mlirhlo_driver._native import jaxlib as _jaxlib\n"
         "_jaxlib.jax(); _jaxlib.ir_context(); _jaxlib.cuda_c_api()\n"
         "print(_jaxlib.jax().devices())\n")
     assert proc.returncode == 0
@@ -72,7 +71,7 @@ def test_jax_import_through_the_driver_is_silent():
 
 
 def test_version_pin_is_checked(monkeypatch):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import EnvironmentMismatch
 
     monkeypatch.setattr(_jaxlib, "installed_versions",
@@ -118,7 +117,7 @@ def test_mlir_only_and_cuda_opt_do_not_import_jax(tmp_path):
 
 CONTEXTS = """
 import glob
-from mlirhlo_driver import _jaxlib
+from mlirhlo_driver._native import jaxlib as _jaxlib
 from jaxlib.mlir import ir
 ours = _jaxlib.ir_context()
 from jax._src.interpreters import mlir as jax_mlir

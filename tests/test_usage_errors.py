@@ -12,7 +12,6 @@ import threading
 
 import numpy as np
 import pytest
-
 from conftest import DATA, REPO, assert_one_line_error, readline_within
 
 SMALL = """func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -33,7 +32,7 @@ define void @k(ptr %p) {
   ret void
 }
 """
-MLIRHLO = [sys.executable, "-c", "from mlirhlo_driver.cli import main; main()"]
+MLIRHLO = [sys.executable, "-c", "from mlirhlo_driver.cli.mlirhlo import main; main()"]
 
 
 @pytest.fixture
@@ -235,7 +234,7 @@ def test_one_non_utf8_byte_is_not_binary_data(cli, tmp_path, name, text, where):
 
 
 def test_malformed_proto_has_no_native_stack(cli, tmp_path):
-    from mlirhlo_driver import hlo_proto
+    from mlirhlo_driver.ir import hlo_proto
 
     good = tmp_path / "m.pb"
     assert cli("convert", DATA / "chlo_special.mlir", "--to", "hlo-proto", "-o", good).code == 0
@@ -311,7 +310,7 @@ def test_no_absl_info_lines_when_jaxlib_was_imported_first(tmp_path):
     # leak "pjrt_api.cc ... GetPjrtApi was found" and device-count INFO lines.
     small = tmp_path / "s.mlir"
     small.write_text(SMALL)
-    code = ("import jaxlib.mlir.passmanager\nfrom mlirhlo_driver.cli import main\n"
+    code = ("import jaxlib.mlir.passmanager\nfrom mlirhlo_driver.cli.mlirhlo import main\n"
             f"main(['opt', {str(small)!r}, '--passes', 'canonicalize{{max-iterations=3}}'])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           cwd=str(REPO))
@@ -331,8 +330,8 @@ def test_cuda_compile_prints_only_the_note(tmp_path):
 
 BENCH_WRAPPER = """
 import sys
-from mlirhlo_driver import bench
-from mlirhlo_driver.cli import main
+from mlirhlo_driver.execute import bench
+from mlirhlo_driver.cli.mlirhlo import main
 
 original = bench.bench_pipelines
 
@@ -465,7 +464,7 @@ def test_two_modules_of_a_binary_stage_need_a_destination(cli, small):
 INTERRUPTED_IMPORT = """
 import importlib, sys, time
 sys.path.insert(0, sys.argv[1])
-from mlirhlo_driver import interrupts
+from mlirhlo_driver._native import interrupts
 interrupts.install()
 try:
     importlib.import_module("signals_itself")   # SIGINT to itself, then 0.3 s more of import
@@ -493,7 +492,8 @@ def test_ctrl_c_waits_for_an_import_to_finish(tmp_path):
 def test_ctrl_c_that_typer_silences_is_one_error_line(cli, small, monkeypatch):
     """typer turns KeyboardInterrupt into a silent exit 130; the console script's handler
     saw the signal, so the error line is written, once."""
-    from mlirhlo_driver import batch, interrupts
+    from mlirhlo_driver._native import interrupts
+    from mlirhlo_driver.batch import opt as batch
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

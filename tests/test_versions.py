@@ -9,7 +9,6 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-
 from conftest import DATA, REPO, assert_one_line_error, run_subprocess
 
 SOFTMAX = DATA / "softmax.vhlo"
@@ -20,13 +19,13 @@ def _no_helper_keeps_fake_versions():
     """isolate's helper is a fork of this process: one started while a test fakes the
     versions would keep the fake for every later test. Each test here ends without one."""
     yield
-    from mlirhlo_driver import isolate
+    from mlirhlo_driver._native import isolate
 
     isolate.shutdown()
 
 
 def _fake_versions(monkeypatch, plugin: str | None, jaxlib: str = "0.9.2", cu13: str | None = None):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     monkeypatch.setattr(_jaxlib, "installed_versions",
                         lambda: {"jax": jaxlib, "jaxlib": jaxlib, "jax-cuda12-plugin": plugin,
@@ -42,7 +41,7 @@ def _requirements(lines):
 
 
 def test_pyproject_declares_the_supported_range():
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == ">=3.11,<3.15"
@@ -66,7 +65,7 @@ def test_pyproject_declares_the_supported_range():
 
 def test_running_environment_is_supported_and_matched():
     """Whichever cell of the matrix this runs in (CI runs three), it is a supported set."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     found = _jaxlib.installed_versions()
     assert _jaxlib.in_supported_range(found["jax"]) and _jaxlib.in_supported_range(found["jaxlib"])
@@ -84,7 +83,7 @@ def test_running_environment_is_supported_and_matched():
     (None, None, "jax-cuda12-plugin"),  # named as missing
 ])
 def test_the_plugin_in_use(cu12, cu13, used):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     found = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1", "jax-cuda12-plugin": cu12, "jax-cuda13-plugin": cu13}
     plugin = _jaxlib.cuda_plugin(found)
@@ -108,7 +107,7 @@ def test_a_cuda13_plugin_mismatch_names_it(cli, monkeypatch):
     ("0.10.0rc1", (0, 10, 0)), ("0.10.3.dev20260101", (0, 10, 3)), ("0.9.2+cuda12", (0, 9, 2)),
 ])
 def test_version_tuple(version, expected):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     assert _jaxlib.version_tuple(version) == expected
 
@@ -119,13 +118,13 @@ def test_version_tuple(version, expected):
     ("0.13.0", False),
 ])
 def test_supported_range(version, ok):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     assert _jaxlib.in_supported_range(version) is ok
 
 
 def test_missing_jaxlib_is_refused(monkeypatch):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import EnvironmentMismatch
 
     monkeypatch.setattr(_jaxlib, "installed_versions",
@@ -153,7 +152,7 @@ def test_cuda_commands_need_the_matching_plugin(cli, monkeypatch, plugin, says, 
 
 @pytest.mark.parametrize("plugin", ["0.10.2", None])
 def test_cpu_and_mlir_commands_work_without_the_plugin(cli, monkeypatch, tmp_path, plugin):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     _fake_versions(monkeypatch, plugin, jaxlib=_jaxlib.installed_versions()["jaxlib"])
     mlir = cli("opt", SOFTMAX, "--pipeline", "builtin.module(canonicalize)")
@@ -170,7 +169,7 @@ def test_cpu_and_mlir_commands_work_without_the_plugin(cli, monkeypatch, tmp_pat
 
 def test_version_names_every_tool(cli):
     import mlirhlo_driver
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     result = cli("--version")
     assert result.code == 0, result.err
@@ -202,10 +201,10 @@ def test_version_says_what_is_wrong(cli, monkeypatch):
 def test_outside_the_range_every_jaxlib_command_stops(argv):
     """MLIR-only commands too: an untested jaxlib may parse and print differently."""
     proc = run_subprocess(
-        "from mlirhlo_driver import _jaxlib\n"
+        "from mlirhlo_driver._native import jaxlib as _jaxlib\n"
         "_jaxlib.installed_versions = lambda: {'jax': '0.13.0', 'jaxlib': '0.13.0',\n"
         "                                      'jax-cuda12-plugin': '0.13.0', 'jax-cuda13-plugin': None}\n"
-        "from mlirhlo_driver.cli import main\n"
+        "from mlirhlo_driver.cli.mlirhlo import main\n"
         f"main({argv!r})\n")
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
@@ -218,7 +217,7 @@ def test_outside_the_range_every_jaxlib_command_stops(argv):
 def test_version_does_not_import_jax():
     proc = run_subprocess(
         "import sys\n"
-        "from mlirhlo_driver.cli import main\n"
+        "from mlirhlo_driver.cli.mlirhlo import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit as e:\n    code = e.code\n"
         "print('CODE', code, sorted(m for m in ('jax', 'jaxlib') if m in sys.modules))\n")
     assert proc.stdout.splitlines()[-1] == "CODE 0 []", proc.stdout + proc.stderr
@@ -231,10 +230,12 @@ def test_gpu_specs_reach_xla_in_the_installed_schema():
     """Each jaxlib gets the shipped text in its own schema: 0.9 without the fields it lacks and
     with the CUDA runtime version where it reads it; 0.10.2 unchanged; 0.12 with cuDNN's
     version moved into gpu_device_info and the per-SM limits its XLA reads filled in."""
-    from mlirhlo_driver import _jaxlib, gpu_specs, protos
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.cuda import specs as gpu_specs
+    from mlirhlo_driver.ir import protos
 
     text = gpu_specs.resolve_spec("h100_sxm").text
-    fitted = _jaxlib.target_config_for_installed_xla(text)
+    fitted = gpu_specs.target_config_for_installed_xla(text)
     spec = protos.parse_text(fitted, "stream_executor.GpuTargetConfigProto")  # XLA's own schema
     info = spec.gpu_device_info
     info_fields = info.DESCRIPTOR.fields_by_name
@@ -254,14 +255,16 @@ def test_gpu_specs_reach_xla_in_the_installed_schema():
 def test_spec_cuda_versions_follow_the_plugin(monkeypatch):
     """A spec written for CUDA 12.9 gets the versions of the plugin that compiles it (what a
     GPU running that plugin reports): 13.0 under jax-cuda13-plugin, 12.8 under an older one."""
-    from mlirhlo_driver import _jaxlib, gpu_specs, protos
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.cuda import specs as gpu_specs
+    from mlirhlo_driver.ir import protos
 
     text = gpu_specs.resolve_spec("b200").text
     try:
         for cuda, cudnn in (("13.0.0", "9.12.0"), ("12.8.0", "9.7.1")):
             monkeypatch.setattr(_jaxlib, "plugin_build_versions", lambda: {"cuda": cuda, "cudnn": cudnn})
-            _jaxlib.target_config_for_installed_xla.cache_clear()
-            spec = protos.parse_text(_jaxlib.target_config_for_installed_xla(text),
+            gpu_specs.target_config_for_installed_xla.cache_clear()
+            spec = protos.parse_text(gpu_specs.target_config_for_installed_xla(text),
                                      "stream_executor.GpuTargetConfigProto")
             info = spec.gpu_device_info
             if "runtime_version" in info.DESCRIPTOR.fields_by_name:
@@ -275,4 +278,4 @@ def test_spec_cuda_versions_follow_the_plugin(monkeypatch):
             else:
                 assert info.dnn_version == cudnn
     finally:
-        _jaxlib.target_config_for_installed_xla.cache_clear()
+        gpu_specs.target_config_for_installed_xla.cache_clear()

@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison
-from mlirhlo_driver import _jaxlib, stages, xla_backend, xla_flags
+
+from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import FlagError
+from mlirhlo_driver.stages import base as stages
+from mlirhlo_driver.xla import backend as xla_backend
+from mlirhlo_driver.xla import flags as xla_flags
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 MLIRHLO = Path(sys.executable).parent / "mlirhlo"
@@ -239,7 +242,7 @@ def test_flag_overrides_user_over_driver_defaults():
         ("xla_dump_hlo_as_html", False), ("xla_gpu_autotune_level", 4),
         ("xla_dump_to", "/somewhere"), ("xla_a", 1)))
     got = xla_backend.flag_overrides(options)
-    from mlirhlo_driver import cuda_tools
+    from mlirhlo_driver.cuda import tools as cuda_tools
 
     assert got == sorted([("xla_a", 1), ("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
                           ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4),
@@ -342,7 +345,7 @@ def test_environment_flags_do_not_break_mlir_stages(cli, monkeypatch, argv):
 @pytest.fixture(scope="module")
 def llvm_outputs(tmp_path_factory):
     """CPU 'llvm' stage: default, fast math on, and -O0 for the backend."""
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     d = tmp_path_factory.mktemp("llvm")
     out = {}

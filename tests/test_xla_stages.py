@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
-from mlirhlo_driver import _jaxlib, stages
+
+from mlirhlo_driver import registry
+from mlirhlo_driver._native import jaxlib as _jaxlib
+from mlirhlo_driver.stages import base as stages
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 STEM = "mlp_train_step"
@@ -51,7 +53,7 @@ def _run_child(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def _main(argv: list[str]) -> int:
-    from mlirhlo_driver.cli import main
+    from mlirhlo_driver.cli.mlirhlo import main
 
     try:
         main([str(a) for a in argv])
@@ -76,11 +78,11 @@ class DumpRun:
         return self.directory / f"{stem}.{ext}"
 
     def text(self, stage: str, platform: str, spec: str | None = None) -> str:
-        return self.path(stages.get(stage, platform).ext, spec).read_text()
+        return self.path(registry.get(stage, platform).ext, spec).read_text()
 
 
 def _dump_all(tmp_path_factory, name: str, *opt_args: str) -> DumpRun:
-    from mlirhlo_driver import xla_backend
+    from mlirhlo_driver.xla import backend as xla_backend
 
     out = tmp_path_factory.mktemp(name)
     # A private temp dir: other test runs on this machine make mlirhlo-xla-* dirs too.
@@ -143,9 +145,9 @@ def _no_env_flags(monkeypatch):
 
 def test_cpu_stage_all_writes_every_stage_with_one_compile(cpu_run):
     assert cpu_run.code == 0
-    expected = {s.filename(STEM) for s in stages.all_for("cpu")}
+    expected = {s.filename(STEM) for s in registry.all_for("cpu")}
     assert cpu_run.files == expected  # nothing else: no leftover .tmp files
-    assert "ptx" not in {s.name for s in stages.all_for("cpu")}
+    assert "ptx" not in {s.name for s in registry.all_for("cpu")}
     assert cpu_run.compiles == [STEM]
     assert len(cpu_run.xla_tmpdirs) == 1
     assert cpu_run.tmp_left == []  # the dump dir is removed
@@ -153,7 +155,7 @@ def test_cpu_stage_all_writes_every_stage_with_one_compile(cpu_run):
 
 def test_cuda_stage_all_several_specs(cuda_run):
     assert cuda_run.code == 0
-    expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in stages.all_for("cuda") if not s.multi}
+    expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in registry.all_for("cuda") if not s.multi}
     # multi-file stages (cubin: one file per kernel module) write <module>.<spec>.<part>.<ext>
     multi = {f for f in cuda_run.files if re.fullmatch(rf"{STEM}\.({'|'.join(SPECS)})\.\w+\.cubin", f)}
     assert cuda_run.files - multi == expected
@@ -367,7 +369,7 @@ def _listed(out: str) -> list[str]:
 def test_list_stages_per_platform(cli):
     r = cli("opt", "--list-stages", "--platform", "cpu")
     assert r.code == 0
-    assert _listed(r.out) == [s.name for s in stages.available("cpu")]
+    assert _listed(r.out) == [s.name for s in registry.available("cpu")]
     assert "ptx" not in _listed(r.out) and "cost" in _listed(r.out)
     r = cli("opt", "--list-stages", "--platform", "cuda")
     assert r.code == 0 and r.err == ""  # no default-spec note for a listing
@@ -378,7 +380,7 @@ def test_list_stages_without_platform_is_mlir_only_and_does_not_import_jax():
     proc = _run_child([
         sys.executable, "-c",
         "import sys\n"
-        "from mlirhlo_driver.cli import main\n"
+        "from mlirhlo_driver.cli.mlirhlo import main\n"
         "try:\n    main(['opt', '--list-stages'])\nexcept SystemExit as e:\n    code = e.code\n"
         "print('EXIT', code)\n"
         "print('JAX', 'jax' in sys.modules, 'jaxlib' in sys.modules)\n"])
@@ -386,7 +388,7 @@ def test_list_stages_without_platform_is_mlir_only_and_does_not_import_jax():
     lines = proc.stdout.splitlines()
     assert lines[-2:] == ["EXIT 0", "JAX False False"]
     names = _listed("\n".join(lines[:-2]))
-    assert names == [s.name for s in stages.STAGES.values() if s.level == stages.MLIR]
+    assert names == [s.name for s in registry.stages().stages.values() if s.level == stages.MLIR]
     assert "hlo" not in names and "ptx" not in names
 
 
@@ -413,17 +415,17 @@ def test_default_spec_note(cli, tmp_path):
 
 # ------------------------------------------------------------ determinism
 
-CPU_TEXT = [s.name for s in stages.all_for("cpu") if not s.binary]
-CUDA_TEXT = [s.name for s in stages.all_for("cuda") if not s.binary]
+CPU_TEXT = [s.name for s in registry.all_for("cpu") if not s.binary]
+CUDA_TEXT = [s.name for s in registry.all_for("cuda") if not s.binary]
 
 @pytest.mark.parametrize("platform, stage",
                          [("cpu", s) for s in CPU_TEXT] + [("cuda", s) for s in CUDA_TEXT])
 def test_text_stages_are_deterministic(platform, stage, cpu_run, cuda_run, cpu_api, h100_api):
     """The same module and flags give byte-identical output on a second compile."""
     if platform == "cpu":
-        first, second = cpu_run.path(stages.get(stage, "cpu").ext).read_bytes(), cpu_api.stage(stage)
+        first, second = cpu_run.path(registry.get(stage, "cpu").ext).read_bytes(), cpu_api.stage(stage)
     else:
-        first = cuda_run.path(stages.get(stage, "cuda").ext, "h100_sxm").read_bytes()
+        first = cuda_run.path(registry.get(stage, "cuda").ext, "h100_sxm").read_bytes()
         second = h100_api.stage(stage)
     assert isinstance(second, str)
     if (platform, stage) == ("cpu", "llvm"):  # jaxlib 0.12 numbers alias-scope lists at random
@@ -542,14 +544,14 @@ def test_api_compile_ptx_and_write(h100_api, tmp_path):
     assert re.search(r"^\.visible \.entry \w+\(", ptx, re.M)
     paths = h100_api.write(str(tmp_path))
     assert {os.path.basename(p) for p in paths} == {
-        f for s in stages.all_for("cuda") for f, _ in s.files(STEM, h100_api.stage(s.name))}
+        f for s in registry.all_for("cuda") for f, _ in s.files(STEM, h100_api.stage(s.name))}
     assert set(os.listdir(tmp_path)) == {os.path.basename(p) for p in paths}
     assert (tmp_path / f"{STEM}.ptx").read_text() == ptx
 
 
 def test_api_compiles_once(monkeypatch):
     import mlirhlo_driver
-    from mlirhlo_driver import xla_backend
+    from mlirhlo_driver.xla import backend as xla_backend
 
     calls = []
     real = xla_backend.compile_module
@@ -573,7 +575,7 @@ def test_cuda_stage_all_stderr_is_only_the_driver(tmp_path):
 
 def test_jaxlib_startup_is_quiet():
     proc = _run_child([sys.executable, "-c",
-                       "from mlirhlo_driver import _jaxlib; _jaxlib.jax(); _jaxlib.cuda_c_api()"])
+                       "from mlirhlo_driver._native import jaxlib as _jaxlib; _jaxlib.jax(); _jaxlib.cuda_c_api()"])
     assert proc.returncode == 0
     assert proc.stderr == ""
 

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA, CliResult, assert_one_line_error
 
 BIN = Path(sys.executable).parent
@@ -33,7 +32,7 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture
 def tool(capfd, work):
     """``tool("hlo-opt --platform=cpu input.hlo")``: the console script's main, in this process, in ``work``."""
-    from mlirhlo_driver import xla_tools
+    from mlirhlo_driver.cli.xla import tools as xla_tools
 
     def run(line: str) -> CliResult:
         name, *argv = line.split()
@@ -77,7 +76,7 @@ def test_doc_run_hlo_module_dump_glob(tool, work):
 
 
 def test_run_hlo_module_cuda_without_gpu(tool):
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import DriverError
 
     try:
@@ -91,7 +90,7 @@ def test_run_hlo_module_cuda_without_gpu(tool):
 def _unexpanded_scatter() -> str:
     """What running a scatter that no XLA pass expanded gives on XLA:CPU: 0.10.2's XLA refuses
     it; jaxlib 0.12's aborts in codegen, without a word, and the run's worker dies of it."""
-    from mlirhlo_driver import _jaxlib
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
     return ("CRASHED: worker killed by SIGABRT (a crash in native code)" if _jaxlib.jaxlib_at_least("0.12.0")
             else "FAILED: HLO opcode `scatter` is not supported by XLA:CPU")
@@ -250,7 +249,7 @@ def test_hlo_opt_usage_errors(tool):
 
 @pytest.mark.parametrize("name", sorted(TOOLS))
 def test_help_and_version(tool, name):
-    from mlirhlo_driver import xla_tools
+    from mlirhlo_driver.cli.xla import tools as xla_tools
 
     r = tool(f"{name} --help")
     assert r.code == 0 and r.out.startswith(f"usage: {name} ")
@@ -289,7 +288,7 @@ def test_ptx_opt_stdin(work):
 # -------------------------------------------------------------- flag syntax
 
 def test_flag_syntax():
-    from mlirhlo_driver.xla_cli_flags import Flag, parse
+    from mlirhlo_driver.xla.cli_flags import Flag, parse
 
     flags = [Flag("o", "str", "-", ""), Flag("n", "int", 1, ""), Flag("list-stages", "bool", False, ""),
              Flag("run", "bool", True, "")]
@@ -357,7 +356,7 @@ def test_run_hlo_module_literal_files(tool, work):
                  "--output_literals_file=lits.pb computation.hlo")
     assert again.code == 0, again.err
     assert "inputs: from lits.pbtxt" in again.out
-    from mlirhlo_driver import literals
+    from mlirhlo_driver.ir import literals
 
     # the same arguments came back, through the binary file this time
     assert [a.tolist() for a in literals.read_iteration_arguments(str(work / "lits.pb"))[0]] == \
@@ -368,7 +367,7 @@ def test_literal_layouts_and_types():
     import ml_dtypes
     import numpy as np
 
-    from mlirhlo_driver import literals
+    from mlirhlo_driver.ir import literals
 
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     lit = literals.from_array(a)
@@ -552,7 +551,7 @@ def test_literal_text():
     """XLA's Literal::ToString forms, as --dump_output_literal_to writes them."""
     import numpy as np
 
-    from mlirhlo_driver import literals
+    from mlirhlo_driver.ir import literals
 
     assert literals.literal_text(np.float32(1.5).reshape(())) == "f32[] 1.5"
     assert literals.literal_text(np.array([0.1, 2, -3e-8], np.float32)) == "f32[3] {0.1, 2, -3e-08}"

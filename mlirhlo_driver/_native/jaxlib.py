@@ -1,0 +1,1013 @@
+"""The one place that touches jax/jaxlib internals.
+
+Everything private we rely on (``jax._src``, ``jaxlib._jax``, ``jaxlib._hlo``,
+``jaxlib.mlir._mlir_libs``, the CUDA PJRT plugin) is used here and only here,
+behind a version check, so a jax upgrade touches one file. Heavy imports are
+done lazily, on first use, so ``mlirhlo --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CompileError, DriverError, EnvironmentMismatch
+from .fds import capture_fd2
+
+# The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
+# the same (tests/test_versions.py checks). The CUDA plugin must equal jaxlib exactly.
+SUPPORTED_MIN = "0.9.0"
+SUPPORTED_MAX = "0.12.0.1"
+# jax's CUDA plugins, newest CUDA first: where both match jaxlib, jax's own discovery
+# loads both, and the CUDA 13 one is the environment the user asked for last.
+CUDA_PLUGIN_DISTS = ("jax-cuda13-plugin", "jax-cuda12-plugin")
+# The plugin named in messages when none is installed (the README's set-up installs it).
+PLUGIN_DIST = "jax-cuda12-plugin"
+
+
+@dataclass(frozen=True)
+class CudaPlugin:
+    """The jax CUDA plugin in use: its distribution, CUDA major version and installed version."""
+
+    dist: str  # "jax-cuda12-plugin"
+    version: str | None  # None: not installed
+
+    @property
+    def cuda_major(self) -> int:
+        return int(re.search(r"cuda(\d+)", self.dist).group(1))  # type: ignore[union-attr]
+
+    @property
+    def module(self) -> str:
+        """The Python package with its extensions (``jax_cuda12_plugin``)."""
+        return self.dist.replace("-plugin", "_plugin").replace("-", "_")
+
+    @property
+    def namespace_dir(self) -> str:
+        """Its directory in the ``jax_plugins`` namespace package (``xla_cuda12``)."""
+        return f"xla_cuda{self.cuda_major}"
+
+    @property
+    def extra(self) -> str:
+        """jax's extra that installs it at jax's exact version (``cuda12-local``)."""
+        return f"cuda{self.cuda_major}-local"
+
+
+def cuda_plugin(found: dict[str, str | None] | None = None) -> CudaPlugin:
+    """The CUDA plugin the driver uses: one at jaxlib's exact version, CUDA 13 before 12;
+    else an installed one (check_cuda_plugin names the mismatch); else jax-cuda12-plugin,
+    not installed."""
+    found = installed_versions() if found is None else found
+    installed = [d for d in CUDA_PLUGIN_DISTS if found.get(d) is not None]
+    matching = [d for d in installed if found.get(d) == found.get("jaxlib")]
+    dist = (matching or installed or [PLUGIN_DIST])[0]
+    return CudaPlugin(dist, found.get(dist))
+
+
+# Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
+# They say nothing to a user compiling device-less, so they are dropped; any
+# other native output is passed through unchanged.
+_NATIVE_NOISE = (
+    re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"),
+    re.compile(r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$"),
+    # absl INFO lines (plugin found, device counts): they escape TF_CPP_MIN_LOG_LEVEL
+    # when jaxlib's libraries were loaded before this module set it.
+    re.compile(r"^I\d{4} [\d:. ]+\d+ [\w.]+:\d+\] "),
+    # jaxlib 0.9's XLA warns at every device-less CUDA compile with a sort; 0.10.2 picks
+    # the same sort kernels device-less without a word. No GPU is the point here.
+    re.compile(r"^W\d{4} [\d:. ]+\d+ gpu_compiler\.cc:\d+\] Using fallback sort algorithm rather "
+               r"than SortRewriter, which will be slower at runtime\. To avoid this, compile with "
+               r"a GPU present\.$"),
+)
+
+# Logged on the way to an error status that becomes the error line anyway: a string
+# field with invalid UTF-8 (protobuf), an element type a fuzzed proto made up.
+_NATIVE_NOISE += (
+    re.compile(r"^E\d{4} [\d:. ]+\d+ wire_format_lite\.cc:\d+\] String field '[\w.]+' contains invalid UTF-8"),
+    re.compile(r"^E\d{4} [\d:. ]+\d+ shape\.cc:\d+\] Unsupported element type: \d+$"),
+)
+
+_lock = threading.RLock()
+
+# XLA's INFO log lines (plugin found, device counts, dump paths) are queued and
+# can surface on stderr long after the call that logged them (at a fork, at
+# exit), past any fd-2 capture. Warnings and errors still show; a user's own
+# setting wins. Set before any jaxlib native library is loaded.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+def native_library_path(library: str) -> str | None:
+    """Path of ``jaxlib/libjax_common.so`` ("jaxlib") or the CUDA plugin's
+    ``xla_cuda_plugin.so`` ("cuda_plugin"), found without importing (or loading)
+    either; None when not installed. protos.py reads their protobuf descriptors."""
+    import importlib.util
+
+    if library == "jaxlib":
+        spec, rel = importlib.util.find_spec("jaxlib"), "libjax_common.so"
+    elif library == "cuda_plugin":
+        # A namespace package: finding it runs none of the plugin's code.
+        spec = importlib.util.find_spec("jax_plugins")
+        rel = os.path.join(cuda_plugin().namespace_dir, "xla_cuda_plugin.so")
+    else:
+        raise ValueError(f"unknown native library {library!r}")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, rel)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def installed_versions() -> dict[str, str | None]:
+    """Installed versions of jax, jaxlib and the CUDA plugins (None: not installed).
+
+    Read from package metadata, without importing them, so it costs no start-up;
+    once per process (the CUDA tool lookups ask for the plugin many times).
+    """
+    return dict(_read_installed_versions())
+
+
+@functools.cache
+def _read_installed_versions() -> tuple[tuple[str, str | None], ...]:
+    from importlib import metadata  # here: its import costs ~20 ms, more than a cache hit
+
+    out = []
+    for dist in ("jax", "jaxlib", *CUDA_PLUGIN_DISTS):
+        try:
+            out.append((dist, metadata.version(dist)))
+        except metadata.PackageNotFoundError:
+            out.append((dist, None))
+    return tuple(out)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The release numbers of a version: '0.9.0.1' -> (0, 9, 0, 1); '0.10.0rc1' -> (0, 10, 0)."""
+    parts = []
+    for piece in version.split("+")[0].split("."):
+        m = re.match(r"\d+", piece)
+        if not m:
+            break
+        parts.append(int(m.group()))
+        if m.end() != len(piece):  # a pre/dev/post suffix ends the release part
+            break
+    return tuple(parts)
+
+
+def in_supported_range(version: str) -> bool:
+    return version_tuple(SUPPORTED_MIN) <= version_tuple(version) <= version_tuple(SUPPORTED_MAX)
+
+
+def jaxlib_at_least(version: str) -> bool:
+    """Whether the installed jaxlib is ``version`` or newer (per-version API choices key on this)."""
+    return version_tuple(jaxlib_version()) >= version_tuple(version)
+
+
+@functools.cache
+def jaxlib_version() -> str:
+    return installed_versions()["jaxlib"] or SUPPORTED_MAX
+
+
+def check_versions() -> None:
+    """Raise EnvironmentMismatch unless jax and jaxlib are installed within the supported range.
+
+    The CUDA plugin is not checked here: CPU-only and MLIR-only work runs
+    without it (see check_cuda_plugin).
+    """
+    found = installed_versions()
+    bad = {k: found.get(k) for k in ("jax", "jaxlib")
+           if found.get(k) is None or not in_supported_range(found[k])}
+    if bad:
+        have = ", ".join(f"{k} {v or 'not installed'}" for k, v in bad.items())
+        raise EnvironmentMismatch(
+            f"mlirhlo-driver supports jax/jaxlib {SUPPORTED_MIN} to {SUPPORTED_MAX}, found {have}",
+            hint=f"pip install 'jax[{cuda_plugin(found).extra}]>={SUPPORTED_MIN},<={SUPPORTED_MAX}'",
+        )
+
+
+def check_cuda_plugin() -> None:
+    """Raise EnvironmentMismatch unless a CUDA plugin is installed at exactly jaxlib's version.
+
+    A plugin built for another jaxlib may load and then fail or crash inside a
+    compile, so CUDA work is refused up front with the one command that fixes it.
+    """
+    found = installed_versions()
+    jaxlib_version, plugin = found["jaxlib"], cuda_plugin(found)
+    if plugin.version is not None and plugin.version == jaxlib_version:
+        return
+    found_plugin = (f"{plugin.dist} is not installed (jaxlib {jaxlib_version})" if plugin.version is None
+                    else f"{plugin.dist} {plugin.version} does not match jaxlib {jaxlib_version}")
+    raise EnvironmentMismatch(f"{found_plugin}; CUDA needs the plugin at jaxlib's exact version",
+                              hint=f"pip install {plugin.dist}=={jaxlib_version}")
+
+
+def version_lines() -> list[str]:
+    """``NAME VERSION`` for jax, jaxlib and the CUDA plugin in use, each with what is wrong,
+    if anything (unsupported, missing, not matching jaxlib). Imports nothing heavy."""
+    found = installed_versions()
+    lines = []
+    for dist in ("jax", "jaxlib"):
+        version = found[dist]
+        if version is None:
+            lines.append(f"{dist} not installed")
+        elif not in_supported_range(version):
+            lines.append(f"{dist} {version} (unsupported: {SUPPORTED_MIN} to {SUPPORTED_MAX} are)")
+        else:
+            lines.append(f"{dist} {version}")
+    jaxlib_version = found["jaxlib"]
+    plugin = cuda_plugin(found)
+    if plugin.version is None:
+        lines.append(f"{plugin.dist} not installed (CUDA needs {plugin.dist}=={jaxlib_version})")
+    elif plugin.version != jaxlib_version:
+        lines.append(f"{plugin.dist} {plugin.version} (does not match jaxlib {jaxlib_version}: "
+                     f"CUDA needs {plugin.dist}=={jaxlib_version})")
+    else:
+        lines.append(f"{plugin.dist} {plugin.version}")
+    for dist in CUDA_PLUGIN_DISTS:  # a second plugin stays unused: say so
+        if dist != plugin.dist and found.get(dist) is not None:
+            lines.append(f"{dist} {found[dist]} (installed, not used)")
+    return lines
+
+
+@contextlib.contextmanager
+def filtered_native_stderr():
+    """Run a block with fd 2 captured, then replay it minus known CUDA noise."""
+    try:
+        with capture_fd2() as captured:
+            yield
+    finally:
+        _replay_without_noise(captured.text)
+
+
+# XLA logs every failed RET_CHECK with a stack trace when it makes the error
+# status; the status itself becomes the error line, so the log is redundant.
+_STATUS_LOG = re.compile(r"^E\d{4} [\d:. ]+\d+ status_macros\.cc:\d+\] ")
+# jaxlib 0.12's statuses carry where they were made: that log line goes on with
+# "=== Source Location Trace: ===" and one FILE:LINE line per place.
+_SOURCE_TRACE = "=== Source Location Trace: ==="
+_SOURCE_TRACE_LINE = re.compile(r"^\S+:\d+$")
+
+
+def without_native_noise(text: str) -> list[str]:
+    """The lines of native output worth showing: no known noise, no status stack traces."""
+    kept, in_trace, in_source_trace = [], False, False
+    for ln in text.replace("\x00", "").splitlines():  # a log file rewritten past a truncation has NUL holes
+        if in_source_trace and _SOURCE_TRACE_LINE.match(ln.strip()):
+            continue
+        in_source_trace = False
+        if ln.strip() == "*** Begin stack trace ***":
+            in_trace = True
+        elif in_trace:
+            in_trace = ln.strip() != "*** End stack trace ***"
+        elif ln.strip() == _SOURCE_TRACE:
+            in_source_trace = True
+        elif not (_STATUS_LOG.match(ln) or any(p.match(ln) for p in _NATIVE_NOISE)):
+            kept.append(ln)
+    return kept
+
+
+def _replay_without_noise(text: str) -> None:
+    kept = without_native_noise(text)
+    if any(ln.strip() for ln in kept):
+        sys.stderr.write("\n".join(kept) + "\n")
+        sys.stderr.flush()
+
+
+def replay_native_stderr(text: str) -> None:
+    """What a child's native code wrote, minus noise, on this process's stderr."""
+    _replay_without_noise(text)
+
+
+@functools.cache
+def jax() -> Any:
+    """Import jax configured for the driver: CPU as jax's default platform.
+
+    jax's plugin discovery would try to initialise CUDA and print a traceback
+    on a machine without a driver; restricting jax to CPU avoids that, and the
+    CUDA plugin is reached directly for device-less compiles (cuda_c_api()).
+    """
+    with _lock:
+        with filtered_native_stderr():
+            jax_module = _import_jax()
+            if _cpu_device_count is not None:
+                jax_module.config.update("jax_num_cpu_devices", _cpu_device_count)
+            jax_module.devices()  # plugin discovery prints CUDA noise: start it while filtered
+        return jax_module
+
+
+def _import_jax() -> Any:
+    """``import jax`` with CPU as its platform (unless the user set JAX_PLATFORMS), and
+    jax's discovery kept quiet about a CUDA plugin it cannot use here. Call under _lock."""
+    import warnings
+
+    check_versions()
+    found = installed_versions()
+    plugin_matches = all(found.get(d) in (None, found["jaxlib"]) for d in CUDA_PLUGIN_DISTS)
+    force_cpu = not os.environ.get("JAX_PLATFORMS")
+    if force_cpu and plugin_matches and not jaxlib_at_least("0.9.2"):
+        # The CUDA plugin before 0.9.2 checks the CUDA runtime even when the platforms
+        # exclude CUDA, and logs a traceback without one; 0.9.2 and later skip that
+        # check for a CPU-only jax, as this does.
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    with warnings.catch_warnings():
+        if not plugin_matches:
+            # jaxlib warns that a plugin built for another jaxlib "will not be used";
+            # CUDA commands refuse to run with one-line advice (check_cuda_plugin).
+            warnings.filterwarnings("ignore", category=RuntimeWarning,
+                                    message=r"JAX plugin jax_cuda\d+_plugin version")
+        import jax as jax_module
+    if force_cpu:
+        jax_module.config.update("jax_platforms", "cpu")
+        if not plugin_matches:
+            _keep_plugin_out_of_discovery()
+    if _cuda_loaded_without_jax:
+        # The plugin is loaded already (cuda_c_api): discovery would load it again
+        # and log ALREADY_EXISTS. CPU jax does not need it.
+        _keep_plugin_out_of_discovery()
+    return jax_module
+
+
+def _keep_plugin_out_of_discovery() -> None:
+    """CUDA plugins (jax_plugins.xla_cuda12/13) stay unloaded by jax's discovery.
+
+    jax's discovery would call its initialize(), which checks the CUDA runtime
+    (a logged traceback without one) and loads a library built against another
+    jaxlib. CPU work needs none of it; CUDA work is refused by check_cuda_plugin.
+    """
+    import importlib
+
+    for dist in CUDA_PLUGIN_DISTS:
+        try:
+            plugin = importlib.import_module(f"jax_plugins.{CudaPlugin(dist, None).namespace_dir}")
+        except Exception:  # absent, or too broken to import: discovery skips it as well
+            continue
+        plugin.initialize = lambda: None
+
+
+_cpu_device_count: int | None = None
+
+
+def enable_x64() -> None:
+    """64-bit types are canonicalised away (f64 -> f32) unless this is on."""
+    jax().config.update("jax_enable_x64", True)
+
+
+@functools.cache
+def _register_all_passes() -> None:
+    import jaxlib.mlir._mlir_libs._mlirGPUPasses  # noqa: F401  (registers gpu-*)
+    import jaxlib.mlir._mlir_libs._mlirSparseTensorPasses  # noqa: F401
+    from jaxlib.mlir._mlir_libs import _mlirHlo, _stablehlo
+
+    _stablehlo.register_stablehlo_passes()
+    _mlirHlo.register_mhlo_passes()
+
+
+@functools.cache
+def ir_context() -> Any:
+    """The process's MLIR context: every dialect and pass that jaxlib ships.
+
+    Built from jaxlib alone, as jax's ``make_ir_context`` builds it (jax
+    0.9.0-0.10.2: jax_mlir_ext's dialect registry, then sdy, mpmd, mhlo, chlo and
+    stablehlo registered), so MLIR-only work never imports jax (~0.5 s).
+    tests/test_startup.py checks it against the installed jax's context.
+    Outside the supported range it raises EnvironmentMismatch: an untested
+    jaxlib may parse, run passes and print differently without a word.
+    """
+    check_versions()
+    with _lock, filtered_native_stderr():
+        from jaxlib.mlir import ir
+
+        # The native registration functions, which jaxlib.mlir.dialects.{sdy,mpmd,
+        # mhlo,chlo,stablehlo} re-export: those modules' generated op classes cost
+        # ~0.1 s to import, and code that builds ops imports them itself.
+        from jaxlib.mlir._mlir_libs import _chlo, _jax_mlir_ext, _mlirHlo, _sdy, _stablehlo
+
+        _register_all_passes()
+        registry = ir.DialectRegistry()
+        _jax_mlir_ext.register_dialects(registry)
+        ctx = _bare_context_class()()
+        ctx.append_dialect_registry(registry)
+        ctx.load_all_available_dialects()
+        _sdy.register_dialect(ctx)
+        try:
+            from jaxlib.mlir._mlir_libs import _sdyMpmd
+        except ImportError:  # a jaxlib without the MPMD dialect
+            _sdyMpmd = None
+        if _sdyMpmd is not None:
+            _sdyMpmd.register_dialect(ctx)
+        _mlirHlo.register_mhlo_dialect(ctx)
+        _chlo.register_dialect(ctx)
+        _stablehlo.register_dialect(ctx)
+        ctx.allow_unregistered_dialects = False
+        return ctx
+
+
+@functools.cache
+def _bare_context_class() -> Any:
+    from jaxlib.mlir import ir
+
+    class BareContext(ir.Context):
+        """ir.Context without every dialect linked into jaxlib loaded (as jax's JaxIrContext)."""
+
+        def __init__(self) -> None:
+            super(ir.Context, self).__init__()
+
+    return BareContext
+
+
+@functools.cache
+def _xla_client() -> Any:
+    """jaxlib's xla_client, imported quietly and without jax: jaxlib alone compiles.
+    EnvironmentMismatch outside the supported range."""
+    check_versions()
+    with _lock, filtered_native_stderr():
+        from jaxlib import xla_client
+
+    return xla_client
+
+
+def dense_elements_attr(array: Any, type_: Any) -> Any:
+    """An ir.DenseElementsAttr of a host array, of MLIR type ``type_`` (in a context).
+
+    For i1, jaxlib 0.10.2's bindings take one byte per element; 0.9's take the
+    bits packed, little-endian (measured with 0.9.0), and refuse the bytes.
+    """
+    import numpy as np
+    from jaxlib.mlir import ir
+
+    a = np.ascontiguousarray(array)
+    try:
+        return ir.DenseElementsAttr.get(a, type=type_)
+    except ValueError:
+        if a.dtype != np.bool_ or jaxlib_at_least("0.10.2"):
+            raise
+    return ir.DenseElementsAttr.get(np.packbits(a, axis=None, bitorder="little"), type=type_)
+
+
+# ---------------------------------------------------------------- HLO <-> MLIR
+
+def _hlo_lib_name() -> str:
+    """HloModule, hlo_module_from_text, hlo_module_to_dot_graph: their own module from
+    jaxlib 0.10.2; in jaxlib._jax before (checked: 0.9.0, 0.9.2, 0.10.0, 0.10.1)."""
+    return "jaxlib._hlo" if jaxlib_at_least("0.10.2") else "jaxlib._jax"
+
+
+def hlo_lib() -> Any:
+    """jaxlib's module holding HloModule and hlo_module_from_text (it moved in 0.10.2)."""
+    import importlib
+
+    check_versions()  # cheap: the versions are read once per process
+
+    return importlib.import_module(_hlo_lib_name())
+
+
+def __getattr__(name: str) -> Any:
+    # ISOLATED_PRELOAD depends on the installed jaxlib: computed on use, not at import.
+    if name == "ISOLATED_PRELOAD":
+        return tuple(dict.fromkeys((_hlo_lib_name(), "jaxlib._jax")))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def hlo_text_to_proto(text: str) -> bytes:
+    """HLO text -> serialized HloModuleProto. Raises RuntimeError with XLA's message."""
+    _hlo = hlo_lib()
+
+    try:
+        return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    except Exception as e:  # JaxRuntimeError; its message carries line:col
+        raise RuntimeError(str(e)) from None
+
+
+def hlo_proto_to_text(proto: bytes) -> str:
+    _hlo = hlo_lib()
+
+    from .fds import capture_fd2
+
+    try:
+        # XLA logs why the proto is bad (an absl E line) and returns the same as a
+        # status: on failure the status alone becomes the one error line.
+        with capture_fd2() as captured:
+            text = _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+    except Exception as e:
+        raise RuntimeError(str(e)) from None
+    _replay_without_noise(captured.text)
+    return text
+
+
+def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
+    _xla_client()  # first, so the native libraries load quietly
+    from jaxlib import _jax
+
+    try:
+        return _jax.mlir.hlo_to_stablehlo(proto)
+    except Exception as e:
+        raise RuntimeError(str(e)) from None
+
+
+# Both steps can die natively (XLA CHECKs) on malformed input: isolate.call
+# runs them in a child. Neither needs jax started, which would cost more there
+# than the work itself.
+# ISOLATED_PRELOAD (module __getattr__ above): the modules those steps import.
+
+# What ir_context() imports, for isolate.call's preload: imported in this process
+# before the helper is forked, they are not loaded a second time there.
+MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
+    "ir", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
+    "_mlir_libs._stablehlo", "_mlir_libs._mlirGPUPasses", "_mlir_libs._mlirSparseTensorPasses"))
+
+
+def hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:
+    """HLO text or HloModuleProto -> ("ok", proto, StableHLO bytecode), without starting jax.
+
+    For an isolated child (isolate.py). XLA's refusals come back as
+    ``("parse", message, b"")`` or ``("convert", message, b"")``.
+    """
+    from jaxlib import _jax
+
+    _hlo = hlo_lib()
+
+    if text is not None:
+        try:
+            proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        except Exception as e:
+            return ("parse", str(e), b"")
+    try:
+        return ("ok", proto, _jax.mlir.hlo_to_stablehlo(proto))
+    except Exception as e:
+        return ("convert", str(e), b"")
+
+
+def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
+    """StableHLO (bytecode or text) -> HloModuleProto, the form XLA receives."""
+    _xla_client()  # first, so the native libraries load quietly
+    from jaxlib import _jax
+
+    try:
+        with filtered_native_stderr():  # protobuf's invalid-UTF-8 complaint precedes the error
+            comp = _jax.mlir.mlir_module_to_xla_computation(module_bytecode, use_tuple_args=False,
+                                                            return_tuple=False)
+            return comp.as_serialized_hlo_module_proto()
+    except Exception as e:
+        raise RuntimeError(str(e)) from None
+
+
+def hlo_proto_to_dot(proto: bytes) -> str:
+    _hlo = hlo_lib()
+
+    return _hlo.hlo_module_to_dot_graph(_hlo.HloModule.from_serialized_hlo_module_proto(proto))
+
+
+# ----------------------------------------------------------------- XLA clients
+
+def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,
+                    env_overrides: list[tuple[str, Any]] | None = None,
+                    dump_to: str | None = None) -> Any:
+    xla_client = _xla_client()
+
+    opts = xla_client.CompileOptions()
+    opts.num_replicas = num_replicas
+    opts.num_partitions = num_partitions
+    if env_overrides:
+        opts.env_option_overrides = list(env_overrides)
+    if dump_to is not None:
+        opts.executable_build_options.debug_options.xla_dump_to = dump_to
+    return opts
+
+
+def compile_options_from_proto(data: bytes) -> Any:
+    """CompileOptions from CompileOptions.SerializeAsString()'s bytes (for a child process)."""
+    return _xla_client().CompileOptions.ParseFromString(data)
+
+
+# The emitters whose dumps are the LLVM IR (before/after optimization) and PTX stages.
+_CODEGEN_EMITTERS = "llvm|ptx"
+
+
+def codegen_dumps_need_emitters() -> bool:
+    """Whether this XLA dumps LLVM IR and PTX per emitter (jaxlib 0.11+; 0.12 measured). Such
+    an XLA writes no file at all for a compile without kernels, where 0.10.2 wrote empty ones."""
+    return jaxlib_at_least("0.11.0")
+
+
+def codegen_dump_flags(user_emitter_re: str | None = None) -> dict[str, Any]:
+    """DebugOptions that make this XLA dump its LLVM IR and PTX.
+
+    jaxlib 0.10.2's XLA writes ``*.ir-no-opt.ll``, ``*.ir-with-opt.ll`` and ``*.ptx``
+    whenever it dumps. 0.12's writes them only for emitters ``xla_dump_emitter_re``
+    matches (``llvm`` and ``ptx``; measured: unset, neither is written). A user's own
+    regex (Triton's emitters, say) is kept beside them.
+    """
+    if not codegen_dumps_need_emitters():
+        return {}
+    ours = f"^(?:{_CODEGEN_EMITTERS})$"
+    return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
+
+
+def debug_options_fields() -> dict[str, Any]:
+    """Name -> default value of every DebugOptions field this jaxlib's XLA knows."""
+    xla_client = _xla_client()
+
+    # Each object is kept alive: a field of a freed temporary segfaults.
+    options = xla_client.CompileOptions()
+    build = options.executable_build_options
+    dbg = build.debug_options
+    out = {}
+    for name in dir(dbg):
+        if name.startswith("xla_"):
+            try:
+                out[name] = getattr(dbg, name)
+            except Exception:  # some fields are write-only in the bindings
+                out[name] = None
+    return out
+
+
+def cpu_devices() -> list[Any]:
+    return list(jax().devices("cpu"))
+
+
+def cuda_c_api() -> Any:
+    """The CUDA PJRT plugin's C API, loaded without touching a GPU or driver.
+
+    Raises EnvironmentMismatch, every call, unless the plugin matches jaxlib exactly.
+    """
+    check_cuda_plugin()
+    return _load_cuda_c_api()
+
+
+@functools.cache
+def _load_cuda_c_api() -> Any:
+    """Load the plugin as jax's discovery would (its initialize()), but without jax.
+
+    Where jax is imported already, its discovery loaded the plugin: that c_api
+    is reused (a second load fails with ALREADY_EXISTS). Otherwise the plugin is
+    loaded here, its custom-call and FFI targets registered with XLA as the
+    plugin's own initialize() does (a compile resolves them), and jax's later
+    discovery told to leave it alone (_cuda_loaded_without_jax).
+    """
+    global _cuda_loaded_without_jax
+    if "jax" in sys.modules:
+        jax()  # finishes discovery (quietly) if jax was imported elsewhere
+        from jax._src import xla_bridge
+
+        factory = getattr(xla_bridge, "_backend_factories", {}).get("cuda")
+        if factory is not None and getattr(factory, "c_api", None) is not None:
+            return factory.c_api
+    xla_client = _xla_client()
+    with _lock, filtered_native_stderr():
+        _started_native_threads()
+        c_api = xla_client.load_pjrt_plugin_dynamically("cuda", native_library_path("cuda_plugin"))
+        _cuda_loaded_without_jax = True
+        _register_cuda_targets(xla_client, c_api)
+        return c_api
+
+
+_cuda_loaded_without_jax = False
+_native_threads = False
+
+
+def _started_native_threads() -> None:
+    global _native_threads
+    _native_threads = True
+
+
+def native_threads_started() -> bool:
+    """Whether XLA may run native threads in this process: the driver loaded a
+    plugin or compiled, or jax started a backend (isolate.fork_is_safe asks)."""
+    if _native_threads:
+        return True
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return bool(bridge is not None and getattr(bridge, "_backends", None))
+
+
+def _register_cuda_targets(xla_client: Any, c_api: Any) -> None:
+    """The CUDA plugin's custom-call/FFI targets and types, as jax_plugins.xla_cuda12's
+    initialize() registers them (jaxlib 0.9.0-0.12.0.1). Its Triton handler serves
+    jax's own Pallas lowering only, not XLA's compile, and is left out."""
+    import importlib
+
+    try:
+        ext = importlib.import_module(f"{cuda_plugin().module}.cuda_plugin_extension")
+    except ImportError:
+        return  # the plugin's initialize() registers nothing then either
+    xla_client.register_custom_type_handler("CUDA", functools.partial(ext.register_custom_type, c_api))
+    xla_client.register_custom_call_handler(
+        "CUDA", functools.partial(ext.register_custom_call_target, c_api))
+    for name, value in ext.ffi_types().items():
+        xla_client.register_custom_type(name, value, platform="CUDA")
+    for name, value in ext.ffi_handlers().items():
+        xla_client.register_custom_call_target(name, value, platform="CUDA", api_version=1)
+
+
+def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") -> list[Any]:
+    """Compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU needed), in
+    the installed XLA's schema (``cuda.specs.target_config_for_installed_xla``)."""
+    xla_client = _xla_client()
+
+    c_api = cuda_c_api()
+    with _lock, filtered_native_stderr():
+        topo = xla_client.make_c_api_device_topology(
+            c_api, name, target_config=target_config_text, topology="1x1x1")
+        return list(topo._make_compile_only_devices())
+
+
+@functools.cache
+def plugin_build_versions() -> dict[str, str]:
+    """The CUDA runtime and cuDNN versions the CUDA plugin in use was built with
+    (``"12.9.0"``), as its ``_versions`` extension reports them without a GPU; {} where
+    it cannot say (not installed, or an extension that needs a driver)."""
+    import importlib
+
+    def dotted(n: int, scale: int) -> str:  # CUDART 12090 -> 12.9.0; cuDNN 91002 -> 9.10.2
+        return (f"{n // 1000}.{n % 1000 // 10}.0" if scale == 1000
+                else f"{n // 10000}.{n % 10000 // 100}.{n % 100}")
+
+    try:
+        with filtered_native_stderr():
+            versions = importlib.import_module(f"{cuda_plugin().module}._versions")
+            return {"cuda": dotted(versions.cuda_runtime_build_version(), 1000),
+                    "cudnn": dotted(versions.cudnn_build_version(), 10000)}
+    except Exception:
+        return {}
+
+
+_noted: set[str] = set()
+
+
+def note_once(line: str) -> None:
+    """A one-line note on stderr, once per process (a feature this jaxlib lacks)."""
+    if line not in _noted:
+        _noted.add(line)
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
+    """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only).
+
+    On failure the CompileError carries what XLA logged natively meanwhile
+    (``native_log``): some errors are explained only there.
+    """
+    if hasattr(module, "operation"):  # an ir.Module: refuse what would kill the process
+        from .guards import refuse_constant_division_by_zero
+
+        refuse_constant_division_by_zero(module)
+    xla_client = _xla_client()
+    _started_native_threads()  # XLA's compile thread pools
+
+    client = devices[0].client
+    device_list = xla_client.DeviceList(tuple(devices))
+    failure: Exception | None = None
+    with capture_fd2() as captured:
+        try:
+            if hasattr(client, "compile_and_load") and devices[0].platform == "cpu":
+                executable = client.compile_and_load(module, device_list, options)
+            else:
+                executable = client.compile(module, executable_devices=device_list,
+                                            compile_options=options)
+        except Exception as e:
+            failure = e
+    if failure is not None:
+        err = CompileError(_strip_status(str(failure)))
+        err.native_log = captured.text
+        raise err from None
+    _replay_without_noise(captured.text)
+    return executable
+
+
+def _strip_status(message: str) -> str:
+    return re.sub(r"^[A-Z_]+: ", "", message.strip())
+
+
+def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
+    """Run a loaded single-device executable on host arrays; numpy results."""
+    import numpy as np
+
+    jax_module = jax()
+    try:
+        buffers = [jax_module.device_put(a, device) for a in arguments]
+        with filtered_native_stderr():
+            results = executable.execute_sharded(buffers)
+            return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+    except Exception as e:
+        raise ExecutionError(f"execution failed: {_strip_status(str(e))}") from None
+
+
+class ExecutionError(DriverError):
+    """XLA compiled the module but running it failed (out of memory, ...)."""
+
+
+class NoGpu(DriverError):
+    """--platform cuda execution without a usable NVIDIA GPU."""
+
+
+@functools.cache
+def cuda_devices() -> list[Any]:
+    """Real CUDA devices, for running (not just compiling). Raises NoGpu without one."""
+    jax()  # first, so its import is quiet
+    from jax._src.lib import xla_client
+
+    cuda_c_api()  # loading registers the plugin with xla_client
+    failure: Exception | None = None
+    with _lock, capture_fd2() as captured:
+        try:
+            client = xla_client.make_c_api_client("cuda", xla_client.generate_pjrt_gpu_plugin_options())
+            devices = list(client.devices())
+        except Exception as e:
+            failure = e
+    if failure is not None:
+        # Native log lines (cuInit failed ...) say no more than this message.
+        raise NoGpu("--platform cuda needs an NVIDIA GPU and driver to run on; none is usable here: "
+                    + _strip_status(str(failure)).splitlines()[0],
+                    hint="compile device-less with 'mlirhlo opt --platform cuda' instead") from None
+    _replay_without_noise(captured.text)
+    if not devices:
+        raise NoGpu("--platform cuda needs an NVIDIA GPU; the CUDA plugin found none")
+    return devices
+
+
+# ------------------------------------------------------- SPMD and multi-process
+
+class DistributedError(DriverError):
+    """JAX's distributed runtime failed: a coordinator or process unreachable, a timeout."""
+
+
+def ensure_cpu_devices(count: int) -> None:
+    """At least ``count`` CPU devices: set before jax starts, or check the ones it has."""
+    global _cpu_device_count
+    if jax.cache_info().currsize:
+        have = len(jax().devices("cpu"))
+        if have < count:
+            raise DriverError(f"{count} CPU devices needed, but jax already started with {have}",
+                              hint="run in a fresh process")
+        return
+    _cpu_device_count = count
+
+
+def hlo_sharding(text: str | None = None, proto: Any = None) -> Any:
+    """An xla HloSharding from HLO's spelling (``{devices=[4,1]<=[4]}``) or an OpSharding.
+
+    Raises ValueError(XLA's message, 1-based column or None) for text it cannot
+    parse. Needs no backend: command-line shardings are checked before the
+    device count is fixed.
+    """
+    with _lock, filtered_native_stderr():
+        from jax._src.lib import xla_client
+
+    if proto is not None:
+        return xla_client.HloSharding.from_proto(proto)
+    try:
+        return xla_client.HloSharding.from_string(text)
+    except Exception as e:
+        message = _strip_status(str(e))
+        m = re.search(r"was parsing \d+:(\d+): error: (.*)", message)
+        if m:
+            raise ValueError(m.group(2).strip(), int(m.group(1))) from None
+        raise ValueError(message.splitlines()[0], None) from None
+
+
+def spmd_compile_options(*, num_replicas: int, num_partitions: int, device_ids: list[int],
+                         use_shardy: bool, run_backend_only: bool,
+                         env_overrides: list[tuple[str, Any]]) -> Any:
+    """CompileOptions for R replicas x P partitions on the given (logical order) device ids."""
+    import numpy as np
+    from jax._src.lib import xla_client
+
+    opts = compile_options(num_replicas=num_replicas, num_partitions=num_partitions,
+                           env_overrides=env_overrides)
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = num_partitions > 1  # XLA refuses partitions without it
+    build.use_shardy_partitioner = use_shardy
+    opts.device_assignment = xla_client.DeviceAssignment.create(
+        np.asarray(device_ids, dtype=np.int64).reshape(num_replicas, num_partitions))
+    if run_backend_only:
+        # ExecutableBuildOptions.run_backend_only has no Python setter. Serialized
+        # protos merge on parse: append CompileOptionsProto.executable_build_options
+        # (field 3) holding ExecutableBuildOptionsProto.run_backend_only (field 11) = true.
+        opts = xla_client.CompileOptions.ParseFromString(opts.SerializeAsString() + b"\x1a\x02\x58\x01")
+    return opts
+
+
+def executable_shardings(executable: Any) -> tuple[list[Any] | None, list[Any] | None]:
+    """(parameter, output) HloShardings XLA chose; None where it reports none (replicated)."""
+    def convert(ops: Any) -> list[Any] | None:
+        return None if ops is None else [None if o is None else hlo_sharding(proto=o) for o in ops]
+
+    return convert(executable.get_parameter_shardings()), convert(executable.get_output_shardings())
+
+
+def sharded_argument(shards: list[Any], devices: list[Any], all_devices: list[Any]) -> Any:
+    """One executable argument from per-device host arrays (``devices``: this process's).
+
+    execute_sharded only takes each device's buffer from the array; the
+    replicated sharding over every device is a carrier, so shards may differ
+    (device-id inputs, tiles).
+    """
+    jax_module = jax()
+    from jax._src import core
+    from jax._src.array import ArrayImpl
+    from jax._src.sharding_impls import GSPMDSharding
+
+    buffers = [jax_module.device_put(s, d) for s, d in zip(shards, devices)]
+    aval = core.ShapedArray(shards[0].shape, shards[0].dtype)
+    return ArrayImpl(aval, GSPMDSharding.get_replicated(all_devices), buffers, committed=True,
+                     _skip_checks=True)
+
+
+def execute_spmd(executable: Any, arguments: list[Any]) -> tuple[list[list[tuple[Any, Any]]], float]:
+    """Run on this process's devices: per output [(device, host array)], and the wall ms."""
+    import time
+
+    import numpy as np
+
+    try:
+        t0 = time.perf_counter()
+        results = executable.execute_sharded(arguments).disassemble_into_single_device_arrays()
+        for out in results:
+            for a in out:
+                a.block_until_ready()
+        ms = (time.perf_counter() - t0) * 1000
+        return [[(next(iter(a.devices())), np.asarray(a)) for a in out] for out in results], ms
+    except Exception as e:
+        raise ExecutionError(f"execution failed: {_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def local_device_order() -> list[Any]:
+    """This process's CPU devices first as jax numbers them; then all others (global order)."""
+    return sorted(jax().devices("cpu"), key=lambda d: (d.process_index, d.id))
+
+
+def distributed_initialize(coordinator: str, num_processes: int, process_id: int,
+                           local_device_count: int, timeout_s: int, heartbeat_s: int) -> None:
+    """Join a JAX distributed run on CPU (gloo collectives), then start the backend.
+
+    Must come before anything else starts jax. The runtime's own failures
+    (a peer that never registers, missed heartbeats) abort the process natively;
+    whoever started this process reports those (spmd.supervise).
+    """
+    global _cpu_device_count
+    with _lock:
+        with filtered_native_stderr():
+            jax_module = _import_jax()
+        jax_module.config.update("jax_cpu_collectives_implementation", "gloo")
+        # Its SIGTERM handler would keep a stopped process alive; nothing here is preemptible.
+        jax_module.config.update("jax_enable_preemption_service", False)
+        _cpu_device_count = local_device_count
+        try:
+            jax_module.distributed.initialize(
+                coordinator, num_processes, process_id, cluster_detection_method="deactivate",
+                initialization_timeout=timeout_s, heartbeat_timeout_seconds=heartbeat_s,
+                shutdown_timeout_seconds=timeout_s)
+        except Exception as e:
+            raise DistributedError(f"cannot join the distributed run at {coordinator}: "
+                                   f"{_strip_status(str(e)).splitlines()[0]}") from None
+    jax()
+
+
+def _distributed_client() -> Any:
+    from jax._src import distributed
+
+    client = distributed.global_state.client
+    if client is None:
+        raise DistributedError("not part of a distributed run")
+    return client
+
+
+def kv_set(key: str, value: bytes) -> None:
+    """Store bytes in the coordinator's key-value store."""
+    try:
+        _distributed_client().key_value_set_bytes(key, value)
+    except DistributedError:
+        raise
+    except Exception as e:
+        raise DistributedError(f"cannot reach the coordinator: {_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def kv_get(key: str, timeout_s: float) -> bytes | None:
+    """Bytes stored under ``key`` by any process, waiting up to ``timeout_s``; None on timeout."""
+    try:
+        return _distributed_client().blocking_key_value_get_bytes(key, max(1, int(timeout_s * 1000)))
+    except DistributedError:
+        raise
+    except Exception as e:
+        if "DEADLINE_EXCEEDED" in str(e):
+            return None
+        raise DistributedError(f"cannot reach the coordinator: {_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def distributed_shutdown() -> None:
+    """Leave the run; waits (bounded by the shutdown timeout) until every process leaves."""
+    import jax as jax_module
+
+    try:
+        jax_module.distributed.shutdown()
+    except Exception as e:
+        raise DistributedError(f"shutting down the distributed run failed: "
+                               f"{_strip_status(str(e)).splitlines()[0]}") from None
+
+
+def is_native_noise(line: str) -> bool:
+    """A line jaxlib's native code prints that says nothing to a user (see _NATIVE_NOISE)."""
+    return any(p.match(line) for p in _NATIVE_NOISE)

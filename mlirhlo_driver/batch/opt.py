@@ -1,0 +1,564 @@
+"""``opt`` over many modules: one task per module, in this process or isolated workers.
+
+Promises:
+
+* Modules are loaded one at a time, inside their task, and each module's
+  files are written as soon as it finishes: memory does not grow with the
+  number of modules (text for ``-o`` is the exception: one file holds it all).
+  A module with a stage that finishes in groups (``sass``, see
+  :class:`~mlirhlo_driver.stages.registry.Deferred`) is held until its group of at most
+  ``group_size`` modules is done, then written; its output is the same as alone.
+* In a batch (more than one module, no ``fail_fast``) a module that fails -
+  bad input, a failing pass, a compile error, a crash or a hang in a worker -
+  becomes a :class:`OptResult` row with its error; the other modules are still
+  written. With one module, or ``fail_fast``, the first failure stops the
+  batch: in this process its :class:`~mlirhlo_driver.errors.DriverError` is
+  raised as it was; from a worker, :class:`BatchStopped` carries the row.
+* With ``jobs`` > 0 each module runs in a worker of the shared pool (pool.py),
+  and with ``scheduler`` on a Dask cluster (cluster.py); the results come back
+  to this process, which writes them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import registry as stage_registry
+from ..errors import DriverError, InputError, PassFailure, PipelineError
+from ..stages.base import Deferred, StageOptions, single_output
+
+
+@dataclass(frozen=True)
+class OptJob:
+    """Everything a task needs besides its module (sent once to each worker)."""
+
+    root: Any                                  # pipeline.Nest, or None: no MLIR passes
+    stage_names: tuple[str, ...]
+    targets: tuple[tuple[str | None, StageOptions], ...]
+    platform: str | None
+    instrumentation: Any                       # pipeline.Instrumentation
+    dump_dir: str | None = None
+    ir_dump_dir: str | None = None
+    timing: bool = False
+    several: bool = False                      # more than one module: timing tables get titles
+    reproducer_dir: str | None = None
+    xla_passes: str | None = None
+    after_pass: str | None = None
+    input_format: str | None = None
+    split_input_file: bool = False
+    arg_specs: str | None = None
+    plugins: tuple[str, ...] = ()              # --load-pass-plugin files, loaded in each worker
+    defer: bool = False                        # stages may finish in groups (stages.Deferred), in run_batch
+
+
+@dataclass(frozen=True)
+class OptTask:
+    index: int
+    source: str
+    name: str
+    chunk: int | None = None                   # the chunk of a split file
+    data: bytes | None = None                  # '-' (stdin), read once by the parent
+
+
+@dataclass
+class OptResult:
+    """One module's outcome; ``files`` and ``parts`` are dropped once written."""
+
+    index: int
+    name: str
+    source: str
+    status: str = "ok"                         # ok, invalid, failed, crashed, timeout
+    message: str = ""                          # the error, one line
+    error_text: str = ""                       # what the CLI prints for it alone (with diagnostics)
+    files: list[tuple[str, str | bytes]] = field(default_factory=list)   # (path, data)
+    parts: list[tuple[str, str, str | bytes]] = field(default_factory=list)  # (stem, stage, data)
+    stderr: str = ""
+    exception: BaseException | None = field(default=None, repr=False)    # in-process only
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.status == "invalid" else 1
+
+
+class BatchStopped(Exception):
+    """A single module, or ``fail_fast``, and this module failed in a worker."""
+
+    def __init__(self, result: OptResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def tasks_for(specs: list[str], *, split_input_file: bool) -> list[OptTask]:
+    """One task per module of the inputs: files are read only to count split chunks."""
+    from ..inputs import loader
+
+    return [OptTask(i, path, name, chunk if split_input_file else None, data)
+            for i, (path, name, chunk, _, data) in
+            enumerate(loader.module_units(specs, split_input_file=split_input_file))]
+
+
+# ------------------------------------------------------------------ one module
+
+def process(job: OptJob, task: OptTask) -> OptResult:
+    """Load, run the pipeline, produce the stages; never raises for the module's failures."""
+    from ..inputs import loader
+
+    result = OptResult(task.index, task.name, task.source)
+    err: list[str] = []
+    try:
+        loaded = loader.load(task.source, input_format=job.input_format,
+                             split_input_file=job.split_input_file, arg_specs=job.arg_specs,
+                             chunk=task.chunk, data=task.data)[0]
+        if job.root is not None:
+            _run_pipeline(job, loaded, result, err)
+        for spec_name, options in job.targets:
+            stem = f"{loaded.name}.{spec_name}" if spec_name and len(job.targets) > 1 else loaded.name
+            if job.xla_passes or job.after_pass:
+                result.parts.append((stem, "hlo", xla_pass_hlo(loaded, options, job.xla_passes,
+                                                               job.after_pass)))
+                continue
+            request = stage_registry.request(loaded.module, loaded.name, options, source=loaded.source,
+                                                  line_offset=loaded.line_offset, defer=job.defer)
+            for name in job.stage_names:
+                result.parts.append((stem, name, request.produce(name)))
+        if not pending(result):
+            finalize(job, result)
+    except DriverError as e:
+        fail(job, result, e)
+    result.stderr = "".join(err)
+    return result
+
+
+def pending(result: OptResult) -> bool:
+    """Whether some of the result's stages are still to be finished (stages.Deferred)."""
+    return any(isinstance(data, Deferred) for _, _, data in result.parts)
+
+
+def finalize(job: OptJob, result: OptResult) -> None:
+    """The produced stages as what is written: files under dump_dir, or one output
+    per stage (a multi-file stage, cubin, must then have one file)."""
+    if job.dump_dir:
+        result.files += [(str(Path(job.dump_dir) / filename), data)
+                         for stem, name, produced in result.parts
+                         for filename, data in stage_registry.get(name, job.platform).files(stem, produced)]
+        result.parts = []
+    else:
+        result.parts = [(stem, name, single_output(stage_registry.get(name, job.platform), data))
+                        for stem, name, data in result.parts]
+
+
+def fail(job: OptJob, result: OptResult, e: DriverError) -> None:
+    """Make ``result`` the row of a module that failed with ``e``; nothing of it is written
+    but the IR dumps up to the failure."""
+    if e.file is None and result.source != "-":
+        e.file = result.source  # a stage's error is about this module: say which file
+    result.status = "invalid" if isinstance(e, (InputError, PipelineError)) else "failed"
+    result.message = e.format().removeprefix("error: ")
+    result.error_text = error_text(e)
+    if isinstance(e, PassFailure) and e.reproducer:
+        result.message += f" (reproducer: {e.reproducer})"
+    result.exception = e
+    result.parts = []
+    result.files = [f for f in result.files if job.ir_dump_dir and f[0].startswith(job.ir_dump_dir)]
+
+
+def finish_pending(job: OptJob, results: Sequence[OptResult]) -> None:
+    """Finish the deferred stages of ``results`` together, by kind and at most
+    ``group_size`` at a time (one tool run each); a stage that fails fails its module."""
+    slots: dict[type, list[tuple[OptResult, int]]] = {}
+    for result in results:
+        for i, (_, _, data) in enumerate(result.parts):
+            if isinstance(data, Deferred):
+                slots.setdefault(type(data), []).append((result, i))
+    failed: dict[int, DriverError] = {}
+    for kind, where in slots.items():
+        for start in range(0, len(where), kind.group_size):
+            chunk = where[start:start + kind.group_size]
+            finished = kind.finish_all([r.parts[i][2] for r, i in chunk])  # type: ignore[misc]
+            for (r, i), out in zip(chunk, finished):
+                if isinstance(out, DriverError):
+                    failed.setdefault(id(r), out)
+                else:
+                    stem, name, _ = r.parts[i]
+                    r.parts[i] = (stem, name, out)
+    for result in results:
+        try:
+            if id(result) in failed:
+                raise failed[id(result)]
+            finalize(job, result)
+        except DriverError as e:
+            fail(job, result, e)
+
+
+def error_text(err: DriverError) -> str:
+    """The lines the CLI prints for ``err``: the error, MLIR's diagnostics, the reproducer."""
+    lines = [err.format()]
+    if isinstance(err, PassFailure):
+        if err.diagnostics:
+            lines.append(err.diagnostics)
+        if err.reproducer:
+            from ..mlir.pipeline import reproducer_command
+
+            lines.append(f"note: reproducer written to {err.reproducer}")
+            lines.append(f"note: reproduce with: {reproducer_command(err.reproducer)}")
+    return "\n".join(lines) + "\n"
+
+
+def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str]) -> None:
+    from ..mlir import pipeline
+
+    try:
+        run = pipeline.run(loaded.module, job.root, instrumentation=job.instrumentation,
+                           module_name=loaded.name, reproducer_dir=job.reproducer_dir,
+                           source_for_reproducer=loaded.source)
+    except PassFailure as failure:
+        _run_output(job, getattr(failure, "run", None), loaded.name, result, err)
+        raise
+    _run_output(job, run, loaded.name, result, err)
+
+
+def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err: list[str]) -> None:
+    """IR dumps (stderr, or files under ir_dump_dir), other pass output and timing."""
+    if run is None:
+        return
+    from ..mlir import pipeline
+
+    if run.other_output.strip():
+        err.append(run.other_output)
+    if job.ir_dump_dir:
+        for i, dump in enumerate(run.dumps):
+            name = f"{i:03d}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
+            result.files.append((str(Path(job.ir_dump_dir) / module_name / name),
+                                 dump.header() + "\n" + dump.text))
+    else:
+        for dump in run.dumps:
+            err.append(dump.header() + "\n" + dump.text + "\n")
+    if job.timing:
+        title = f"// timing: {module_name}\n" if job.several else ""
+        err.append(title + pipeline.format_timing(run))
+
+
+def xla_pass_hlo(loaded: Any, options: StageOptions, xla_passes: str | None,
+                 after_pass: str | None) -> str:
+    """The HLO after ``--after-pass NAME``, or after XLA's pipeline with only ``--xla-passes``."""
+    from ..xla import passes as xla_pass_runner
+    from ..xla.backend import module_for_xla
+
+    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset)
+    if after_pass:
+        return xla_pass_runner.hlo_after_pass(module, loaded.name, options, after_pass)
+    enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
+    return xla_pass_runner.hlo_after_passes(module, loaded.name, enabled, [options])
+
+
+# ------------------------------------------------------------- worker entries
+
+def worker_init(job: OptJob) -> None:
+    """Once per worker: the pass plugins, jaxlib's MLIR context, and the XLA client."""
+    from .._native import jaxlib as _jaxlib
+    from ..mlir import python_passes
+
+    for plugin in job.plugins:
+        python_passes.load_plugin(plugin)
+    _jaxlib.ir_context()
+    if job.platform == "cpu":
+        _jaxlib.cpu_devices()
+    elif job.platform == "cuda":
+        _jaxlib.cuda_c_api()  # the plugin, loaded once; each compile reuses it
+
+
+def worker_task(job: OptJob, task: OptTask) -> OptResult:
+    result = process(job, task)
+    result.exception = None  # not sent: error_text and message say it all
+    return result
+
+
+# --------------------------------------------------------------------- driver
+
+# What held results may keep in memory before their group is finished early (--stage all
+# of large modules: LLVM IR and HTML of many MB each).
+HOLD_BYTES = 256 * 1024 * 1024
+
+
+def _size(result: OptResult) -> int:
+    """Bytes a held result keeps: its outputs, and the PTX its deferred stages will read."""
+    total = 0
+    for data in [*(d for _, _, d in result.parts), *(d for _, d in result.files)]:
+        if isinstance(data, (str, bytes)):
+            total += len(data)
+        elif isinstance(data, dict):
+            total += sum(len(d) for d in data.values())
+        elif isinstance(data, Deferred):
+            total += data.size
+    return total
+
+
+def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: float | None = None,
+              fail_fast: bool = False, scheduler: str | None = None,
+              on_result: Callable[[OptResult], None]) -> list[OptResult]:
+    """Process every task; ``on_result`` gets each result as it finishes (it writes the
+    outputs). The rows come back in task order, without their data."""
+    stop_at_first = fail_fast or len(tasks) == 1
+    rows: dict[int, OptResult] = {}
+    held: list[OptResult] = []  # done but for their deferred stages (SASS), finished in groups
+
+    def deliver(result: OptResult) -> None:
+        if not result.ok and stop_at_first:
+            flush()  # the modules before it are written, as they would have been
+            sys.stderr.write(result.stderr)
+            for path, data in result.files:  # the IR dumps up to the failing pass
+                _write(path, data)
+            if result.exception is not None:
+                raise result.exception
+            raise BatchStopped(result)
+        on_result(result)
+        result.files, result.parts, result.exception = [], [], None
+        rows[result.index] = result
+
+    def flush() -> None:
+        group = held[:]
+        held.clear()
+        finish_pending(job, group)
+        for result in group:
+            deliver(result)
+
+    held_bytes = 0
+    for _, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler):
+        if result.ok and pending(result):
+            held.append(result)
+            held_bytes += _size(result)
+            if len(held) >= Deferred.group_size or held_bytes >= HOLD_BYTES:
+                flush()
+                held_bytes = 0
+            continue
+        deliver(result)
+    flush()
+    return [rows[i] for i in sorted(rows)]
+
+
+def _results(job: OptJob, tasks: Sequence[OptTask], *, jobs: int, timeout: float | None,
+             scheduler: str | None) -> Iterator[tuple[int, OptResult]]:
+    if jobs == 0 and scheduler is None:
+        for task in tasks:
+            yield task.index, process(job, task)
+        return
+    from .._native import cluster, pool
+
+    results = cluster.imap_anywhere("mlirhlo_driver.batch.opt:worker_task", job, tasks, jobs=jobs,
+                                 timeout=timeout, init="mlirhlo_driver.batch.opt:worker_init",
+                                 scheduler=scheduler)
+    try:
+        for index, result in results:
+            if isinstance(result, pool.Lost):
+                task = tasks[index]
+                result = OptResult(index, task.name, task.source, status=result.status, message=result.message,
+                                   error_text=f"error: {task.source}: {result.message}\n")
+            yield index, result
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()  # --fail-fast: stop the other workers now
+
+
+def _write(path: str, data: str | bytes) -> None:
+    from .. import outputs
+
+    outputs.write_atomic(path, data)
+
+
+class Writer:
+    """Writes each result as it arrives: files at once; stdout in task order, joined
+    by ``// -----`` lines; ``-o`` at the end (one file)."""
+
+    def __init__(self, output: str | None):
+        self.output = output
+        self._next = 0
+        self._waiting: dict[int, list[tuple[str, str, str | bytes]]] = {}
+        self._first = True
+        self._held: list[str | bytes] = []
+
+    def __call__(self, result: OptResult) -> None:
+        if result.stderr:
+            sys.stderr.write(result.stderr)
+            sys.stderr.flush()
+        for path, data in result.files:
+            _write(path, data)
+        self._waiting[result.index] = result.parts
+        while self._next in self._waiting:
+            self._emit(self._waiting.pop(self._next))
+            self._next += 1
+
+    def _emit(self, parts: list[tuple[str, str, str | bytes]]) -> None:
+        from .. import outputs
+
+        for _, _, data in parts:
+            if self.output is not None:
+                self._held.append(data)
+            elif isinstance(data, bytes):
+                outputs.write_stdout(data)  # the one result (several binary ones are refused before)
+            else:
+                outputs.write_stdout(("" if self._first else "// -----\n") + as_text(data))
+            self._first = False
+
+    def finish(self) -> None:
+        """``-o``: the one file (a single result as it is, several joined)."""
+        if self.output is None or not self._held:
+            return
+        from .. import outputs
+
+        if len(self._held) == 1:
+            outputs.write_atomic(self.output, self._held[0])
+        else:
+            outputs.write_atomic(self.output, "// -----\n".join(as_text(d) for d in self._held))
+
+
+def as_text(data: str | bytes) -> str:
+    text = data if isinstance(data, str) else data.decode()
+    return text if text.endswith("\n") else text + "\n"
+
+
+def exit_code(rows: Sequence[OptResult]) -> int:
+    """The command's exit status, as ``run`` decides it: 2 when any module is
+    bad input (invalid), else 1 when any failed otherwise, else 0."""
+    if any(r.status == "invalid" for r in rows):
+        return 2
+    return 0 if all(r.ok for r in rows) else 1
+
+
+def summary(rows: Sequence[OptResult]) -> str:
+    """The closing summary: a count, then one row per failed module with its error."""
+    failed = [r for r in rows if not r.ok]
+    lines = [f"opt: {len(rows) - len(failed)}/{len(rows)} modules done, {len(failed)} failed"]
+    width = max((len(r.name) for r in failed), default=0)
+    for r in failed:
+        lines.append(f"  {r.name:<{width}}  {r.status.upper():<8} {r.message}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ the opt command
+
+@dataclass
+class OptOptions:
+    """What ``mlirhlo opt`` is asked to do, front-end free (its options by their names)."""
+
+    inputs: list[str] = field(default_factory=list)
+    pipeline_spec: str | None = None           # textual pipeline or @NAME
+    passes: str | None = None                  # hlo-opt style comma list
+    pipeline_file: str | None = None
+    print_pipeline: bool = False
+    stage: str = "stablehlo"                   # comma list, or 'all' (with dump_dir)
+    output: str | None = None                  # None: stdout
+    dump_dir: str | None = None
+    input_format: str | None = None
+    split_input_file: bool = False
+    args: str | None = None                    # argument specs of a JAX function
+    print_ir_after_all: bool = False
+    print_ir_after_change: bool = False
+    print_ir_before: tuple[str, ...] = ()
+    print_ir_after: tuple[str, ...] = ()
+    print_ir_after_failure: bool = False
+    print_ir_module_scope: bool = False
+    ir_dump_dir: str | None = None
+    timing: bool = False
+    verify_each: bool = True
+    reproducer_dir: str | None = None
+    target_version: str | None = None
+    debug_info: bool = False
+    xla_passes: str | None = None
+    after_pass: str | None = None
+    jobs: int = 0
+    fail_fast: bool = False
+    timeout: float | None = None
+    scheduler: str | None = None
+    load_pass_plugin: tuple[str, ...] = ()
+
+
+def stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
+    """The stage names ``stage`` asks for ('all', or a comma list), each checked."""
+    from ..errors import StageError
+
+    if stage == "all":
+        if not dump_dir:
+            raise StageError("--stage all needs --dump-dir")
+        return [s.name for s in stage_registry.all_for(platform)]
+    names = [s.strip() for s in stage.split(",") if s.strip()]
+    for name in names:
+        stage_registry.get(name, platform)  # validate before any work
+    return names
+
+
+def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
+    """Check ``o`` against ``target`` (targets.Target), then load, transform and emit every
+    module, writing each one's outputs as it finishes. Returns the rows (a failed module
+    in a batch is a row); with one module or ``fail_fast`` the failure is raised
+    (its DriverError, or :class:`BatchStopped` from a worker). Usage errors raise
+    before any module is touched."""
+    from .. import outputs
+    from ..mlir import pipeline
+
+    root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file)
+    pipeline.check_print_ir_passes(o.print_ir_before, root, "--print-ir-before")
+    pipeline.check_print_ir_passes(o.print_ir_after, root, "--print-ir-after")
+    if o.reproducer_dir is not None:
+        pipeline.check_reproducer_dir(o.reproducer_dir)
+    if o.print_pipeline:
+        text = root.render() if root is not None else "builtin.module()"
+        if not o.inputs:
+            outputs.write_stdout(text)
+            return []
+        sys.stderr.write(text + "\n")
+    if not o.inputs:
+        raise DriverError("no input modules given", hint="mlirhlo opt --help")
+
+    targets = target.stage_options(target_version=o.target_version, debug_info=o.debug_info)
+    if (o.xla_passes or o.after_pass) and target.platform is None:
+        raise DriverError("--xla-passes and --after-pass need --platform cpu|cuda")
+    stage_names = ["hlo"] if (o.xla_passes or o.after_pass) else stage_list(o.stage, target.platform, o.dump_dir)
+    if o.output and o.dump_dir:
+        raise DriverError("give either -o or --dump-dir, not both")
+    if o.output and len(targets) > 1:
+        raise DriverError("several GPU specs need --dump-dir, not -o")
+    if o.output:
+        outputs.check_output_path(o.output)  # before the work, not after it
+    if o.jobs < 0:
+        raise DriverError("--jobs must be >= 0")
+    if o.scheduler is not None and not o.dump_dir:
+        raise DriverError("--scheduler needs --dump-dir", hint="the cluster's results are written as files")
+    tasks = tasks_for(o.inputs, split_input_file=o.split_input_file)
+    binary = any(stage_registry.get(s, target.platform).binary for s in stage_names)
+    if o.output and (len(tasks) > 1 or len(stage_names) > 1):
+        if len(stage_names) > 1:
+            raise DriverError("several stages need --dump-dir, not -o")
+        if binary:
+            raise DriverError("several modules in a binary stage need --dump-dir, not -o")
+    if not (o.output or o.dump_dir) and len(tasks) * len(stage_names) * len(targets) > 1 and binary:
+        raise DriverError("several modules in a binary stage need --dump-dir or -o")
+    target.print_note()
+    inst = pipeline.Instrumentation(
+        print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,
+        print_ir_before=tuple(o.print_ir_before), print_ir_after=tuple(o.print_ir_after),
+        print_ir_after_failure=o.print_ir_after_failure, print_ir_module_scope=o.print_ir_module_scope,
+        timing=o.timing, verify_each=o.verify_each)
+    job = OptJob(
+        root=root, stage_names=tuple(stage_names), targets=tuple(targets), platform=target.platform,
+        instrumentation=inst, dump_dir=o.dump_dir, ir_dump_dir=o.ir_dump_dir, timing=o.timing,
+        several=len(tasks) > 1, reproducer_dir=o.reproducer_dir, xla_passes=o.xla_passes,
+        after_pass=o.after_pass, input_format=o.input_format, split_input_file=o.split_input_file,
+        arg_specs=o.args, plugins=tuple(o.load_pass_plugin),
+        # On a cluster each worker finishes its own: this machine may lack the tools.
+        defer=o.scheduler is None)
+    # Each module's outputs are written as it finishes; a failing one is a row,
+    # unless it is the only module or fail_fast stops at it.
+    writer = Writer(o.output)
+    rows = run_batch(job, tasks, jobs=o.jobs, timeout=o.timeout, fail_fast=o.fail_fast,
+                     scheduler=o.scheduler, on_result=writer)
+    writer.finish()
+    return rows

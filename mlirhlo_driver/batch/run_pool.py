@@ -1,0 +1,74 @@
+"""``run``'s tasks for the shared worker pool (pool.py): one module per task.
+
+Each module runs isolated from the others: a crash, abort or hang in one is
+reported as that module's failure, and the rest go on. The same tasks run on
+a Dask cluster with ``scheduler`` (cluster.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..execute.run import ModuleReport, RunOptions
+
+
+@dataclass(frozen=True)
+class Task:
+    index: int
+    source: str
+    name: str
+    input_format: str | None
+    split_input_file: bool
+    chunk: int                # which module of the file (split inputs), else 0
+    arg_specs: str | None
+    data: bytes | None = None  # the content of '-' (stdin), read once by the parent
+
+
+def run_task(task: Task, options: RunOptions) -> ModuleReport:
+    """Load the task's module and run it (in whatever process calls this)."""
+    from ..errors import DriverError
+    from ..execute import run
+    from ..inputs import loader as inputs
+
+    try:
+        # Only this task's chunk is parsed: another chunk's error is not this one's.
+        loaded = inputs.load(task.source, input_format=task.input_format,
+                             split_input_file=task.split_input_file, arg_specs=task.arg_specs,
+                             chunk=task.chunk if task.split_input_file else None, data=task.data)[0]
+    except DriverError as e:
+        return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
+    return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset)
+
+
+def worker_task(options: RunOptions, task: Task) -> ModuleReport:
+    """The pool's entry: ``fn(context, task)``."""
+    return run_task(task, options)
+
+
+def worker_init(options: RunOptions) -> None:
+    """Once per worker: jaxlib and the platform's client (the CUDA plugin), before any task."""
+    from .._native import jaxlib as _jaxlib
+
+    _jaxlib.cpu_devices()
+    if options.platform == "cuda":
+        _jaxlib.cuda_devices()
+
+
+def run_in_workers(tasks: list[Task], options: RunOptions, *, jobs: int, timeout: float | None,
+                   on_done: Callable[[ModuleReport], None] | None = None,
+                   scheduler: str | None = None) -> list[ModuleReport]:
+    """One report per task, in task order, whatever happens to the workers."""
+    from .._native import cluster, pool
+
+    reports: dict[int, ModuleReport] = {}
+    for index, result in cluster.imap_anywhere(
+            "mlirhlo_driver.batch.run_pool:worker_task", options, tasks, jobs=jobs, timeout=timeout,
+            init="mlirhlo_driver.batch.run_pool:worker_init", scheduler=scheduler):
+        if isinstance(result, pool.Lost):
+            task = tasks[index]
+            result = ModuleReport(task.name, task.source, status=result.status, message=result.message)
+        reports[index] = result
+        if on_done:
+            on_done(result)
+    return [reports[i] for i in range(len(tasks))]

@@ -1,0 +1,1 @@
+"""Front-ends: argument parsing only, mapped onto the library."""

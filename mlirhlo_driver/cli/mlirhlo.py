@@ -1,0 +1,997 @@
+"""The ``mlirhlo`` command line: thin typer commands over the library.
+
+Library errors are typed (errors.py); only this module turns them into
+messages and exit codes: 2 for bad usage or input, 1 for a failure of a valid
+module (a pass or a compile). Nothing heavy is imported at start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+from .._native import interrupts
+
+interrupts.install()  # before typer's import: Ctrl-C from here on is one error line, never an abort
+
+import typer  # noqa: E402
+
+from ..errors import CompileError, DriverError, PassFailure
+from ..stages.base import PLATFORMS
+
+app = typer.Typer(
+    name="mlirhlo",
+    help="Compile, transform and dump StableHLO / HLO modules with jaxlib's MLIR and XLA.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def _print_version(value: bool) -> None:
+    """--version: the driver and every tool version a bug report needs. Reads package
+    metadata and asks ptxas (cached), imports no jax: it must stay fast."""
+    if not value:
+        return
+    from importlib import metadata
+
+    from .. import __version__, targets
+    from .._native import jaxlib as _jaxlib
+
+    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
+    ptxas, _, missing = targets.ptxas_in_use()
+    lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
+                 else f"ptxas none usable: {missing}")
+    lines += targets.cuda_tool_lines(ptxas)
+    try:
+        lines.append(f"llvmlite {metadata.version('llvmlite')}")
+    except metadata.PackageNotFoundError:
+        lines.append("llvmlite not installed")
+    typer.echo("\n".join(lines))
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the versions of the driver, jax, jaxlib, the CUDA plugin, the CUDA tools "
+             "(ptxas, libdevice, nvdisasm) and llvmlite.")] = False,
+) -> None:
+    pass
+
+
+def _fail(err: DriverError) -> None:
+    from ..batch.opt import error_text
+
+    sys.stderr.write(error_text(err))
+    sys.stderr.flush()
+    raise typer.Exit(EXIT_FAILURE if isinstance(err, (PassFailure, CompileError)) else EXIT_USAGE)
+
+
+# ----------------------------------------------------------------------- opt
+
+# Options several commands share, spelled once.
+OutputOption = Annotated[Optional[str], typer.Option(
+    "-o", "--output", "--o", metavar="FILE", help="Output file (default stdout).")]
+InputFormatOption = Annotated[Optional[str], typer.Option(
+    "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo, jax.")]
+ArgsOption = Annotated[Optional[str], typer.Option(
+    "--args", metavar="SPECS", help="Argument specs for a JAX function, e.g. 'f32[8,128],i32[8]'.")]
+LoadPluginOption = Annotated[Optional[list[str]], typer.Option(
+    "--load-pass-plugin", metavar="FILE", help="A .py file registering Python passes (repeatable).")]
+InputsArg = Annotated[Optional[list[str]], typer.Argument(
+    metavar="FILE...", help="Files, globs, directories, or package.module:function (with --args).", show_default=False)]
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def opt(
+    ctx: typer.Context,
+    inputs: InputsArg = None,
+    pipeline_spec: Annotated[Optional[str], typer.Option(
+        "--pipeline", metavar="PIPELINE",
+        help="MLIR textual pipeline, e.g. 'builtin.module(func.func(canonicalize),cse)', "
+                           "or @NAME for pipelines/NAME.pipeline.")] = None,
+    passes: Annotated[Optional[str], typer.Option(
+        "--passes", metavar="LIST", help="hlo-opt style comma list; each pass is nested at its anchor.")] = None,
+    pipeline_file: Annotated[Optional[str], typer.Option(
+        "--pipeline-file", metavar="FILE", help="A pipeline file (header comment + textual pipeline).")] = None,
+    print_pipeline: Annotated[bool, typer.Option(
+        "--print-pipeline", help="Print the textual pipeline that will run.")] = False,
+    stage: Annotated[str, typer.Option(
+        "--stage", metavar="STAGE", help="Stage to emit (comma list allowed; 'all' with --dump-dir).")] = "stablehlo",
+    output: OutputOption = None,
+    dump_dir: Annotated[Optional[str], typer.Option(
+        "--dump-dir", metavar="DIR", help="Write <module>.<stage>.<ext> files here.")] = None,
+    list_stages: Annotated[bool, typer.Option("--list-stages", help="List the stages and exit.")] = False,
+    list_passes: Annotated[bool, typer.Option("--list-passes", help="List passes and pipelines and exit.")] = False,
+    input_format: InputFormatOption = None,
+    split_input_file: SplitInputFileOption = False,
+    args: ArgsOption = None,
+    print_ir_after_all: Annotated[bool, typer.Option(
+        "--print-ir-after-all", help="Print the IR after every pass.")] = False,
+    print_ir_after_change: Annotated[bool, typer.Option(
+        "--print-ir-after-change", help="Print the IR after each pass that changed it.")] = False,
+    print_ir_before: Annotated[Optional[list[str]], typer.Option(
+        "--print-ir-before", metavar="PASS", help="Print IR before this pass (repeatable; 'all').")] = None,
+    print_ir_after: Annotated[Optional[list[str]], typer.Option(
+        "--print-ir-after", metavar="PASS", help="Print IR after this pass (repeatable; 'all').")] = None,
+    print_ir_after_failure: Annotated[bool, typer.Option(
+        "--print-ir-after-failure", help="Print the IR after a pass that failed.")] = False,
+    print_ir_module_scope: Annotated[bool, typer.Option(
+        "--print-ir-module-scope", help="Print the whole module, not only the pass's anchor op.")] = False,
+    ir_dump_dir: Annotated[Optional[str], typer.Option(
+        "--ir-dump-dir", metavar="DIR", help="Write printed IR here, one file per pass, instead of stderr.")] = None,
+    timing: Annotated[bool, typer.Option("--timing", help="Per-pass wall times as a table.")] = False,
+    verify_each: Annotated[bool, typer.Option(
+        "--verify-each/--no-verify-each", help="Verify the IR after each pass.")] = True,
+    reproducer_dir: Annotated[Optional[str], typer.Option(
+        "--reproducer-dir", metavar="DIR", help="Where a failing pass's reproducer goes (default: temp dir).")] = None,
+    target_version: Annotated[Optional[str], typer.Option(
+        "--target-version", metavar="VERSION",
+        help="VHLO version for --stage vhlo: current, minimum or X.Y.Z.")] = None,
+    debug_info: Annotated[bool, typer.Option(
+        "--mlir-print-debuginfo", help="Print MLIR locations.")] = False,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", metavar="NAME",
+        help="Compile with XLA for cpu or cuda (device-less) to reach XLA stages.")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="SPEC", help="GPU target: a name from 'mlirhlo specs list' or a .txtpb path; "
+                           "comma list for several (default: " + "h100_sxm" + ").")] = None,
+    debug_options_file: Annotated[Optional[str], typer.Option(
+        "--debug-options-file", metavar="FILE", help="DebugOptions textproto ('xla_name: value' lines).")] = None,
+    autotune_results: Annotated[Optional[str], typer.Option(
+        "--autotune-results", metavar="FILE",
+        help="Load autotuning results (xla_gpu_load_autotune_results_from).")] = None,
+    xla_passes: Annotated[Optional[str], typer.Option(
+        "--xla-passes", metavar="LIST",
+        help="Run XLA's pipeline with only these HLO passes; print the HLO after them.")] = None,
+    after_pass: Annotated[Optional[str], typer.Option(
+        "--after-pass", metavar="PASS", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
+    load_pass_plugin: LoadPluginOption = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")] = False,
+    jobs: JobsOption = 0,
+    fail_fast: Annotated[bool, typer.Option(
+        "--fail-fast", help="Stop at the first module that fails (default: report it and go on).")] = False,
+    timeout: TimeoutOption = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", metavar="URL",
+        help="Run the modules on a Dask cluster (tcp://HOST:8786); needs --dump-dir.")] = None,
+) -> None:
+    """Load modules, run a pass pipeline, and emit a stage (hlo-opt / mlir-opt).
+
+    Any --xla_NAME=VALUE DebugOptions flag applies to the XLA compile, with
+    XLA_FLAGS and --debug-options-file below it in precedence. A repeated
+    command is answered from the stage cache, before jaxlib is loaded.
+    """
+    try:
+        from ..batch import cache
+
+        cache_key = None if no_cache else cache.opt_key(
+            {k: v for k, v in locals().items() if k not in ("ctx", "no_cache", "cache")}, list(ctx.args))
+        hit = cache.lookup(cache_key) if cache_key else None
+        if hit is not None:
+            cache.replay(hit)
+            return
+        from .. import listings
+
+        listings.load_plugins(load_pass_plugin)
+        # Unknown options (--xla_* flags) can land among the positional inputs.
+        extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
+        inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
+        target = _resolve_target(platform, gpu_spec, extra, debug_options_file,
+                                 autotune_results, needs_spec=not (list_stages or list_passes))
+        if list_stages or list_passes:
+            target.print_note()  # a named spec's own notes (no spec is needed to list)
+        if list_stages:
+            typer.echo(listings.stage_table(target.platform), nl=False)
+            return
+        if list_passes:
+            typer.echo(listings.pass_catalog(), nl=False)
+            if target.platform is not None:
+                from ..inputs import loader
+                from ..xla import passes as xla_passes
+
+                modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args) if inputs else None
+                typer.echo("\n" + xla_passes.listing([target.options_for(target.platform)], modules), nl=False)
+            return
+        with cache.recording(cache_key):
+            _run_opt(target=target, params=locals())
+    except DriverError as e:
+        _fail(e)
+
+
+def _resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
+                    debug_options_file: str | None, autotune_results: str | None,
+                    needs_spec: bool) -> Any:
+    """targets.resolve from opt's words: the --xla_* flags among them; any other is an error."""
+    from .. import targets
+    from ..errors import did_you_mean
+    from ..xla import flags as xla_flags
+
+    cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
+    for word in rest:
+        if word.startswith("-"):
+            known = [o for p in opt_command_params() for o in p]
+            raise DriverError(f"no such option: {word.split('=')[0]}",
+                              hint=did_you_mean(word.split("=")[0], known))
+        raise DriverError(f"unexpected argument '{word}'")
+    return targets.resolve(platform, gpu_spec=gpu_spec, cli_flags=cli_flags,
+                           debug_options_file=debug_options_file, autotune_results=autotune_results,
+                           needs_spec=needs_spec)
+
+
+def opt_command_params() -> list[list[str]]:
+    cmd = typer.main.get_command(app)
+    sub = cmd.commands["opt"]  # type: ignore[attr-defined]
+    return [list(p.opts) + list(p.secondary_opts) for p in sub.params]
+
+
+def _run_opt(target: Any, params: dict[str, Any]) -> None:
+    """opt's options by name (the command's parameters) -> batch.run_opt; failures -> exits."""
+    import dataclasses
+
+    from ..batch import opt as batch
+
+    names = {f.name for f in dataclasses.fields(batch.OptOptions)}
+    options = batch.OptOptions(**{k: (tuple(v) if isinstance(v, list) and k != "inputs" else v)
+                                  for k, v in params.items() if k in names and v is not None})
+    try:
+        rows = batch.run_opt(options, target)
+    except batch.BatchStopped as stopped:
+        sys.stderr.write(stopped.result.error_text)
+        sys.stderr.flush()
+        raise typer.Exit(stopped.result.exit_code) from None
+    if any(not r.ok for r in rows):
+        sys.stderr.write(batch.summary(rows))
+        sys.stderr.flush()
+        raise typer.Exit(batch.exit_code(rows))
+
+
+# ------------------------------------------------------------------- passes
+
+@app.command("passes")
+def passes_command(
+    load_pass_plugin: LoadPluginOption = None,
+) -> None:
+    """List every pass the installed jaxlib accepts, Python passes, and the named pipelines."""
+    try:
+        from .. import listings
+
+        listings.load_plugins(load_pass_plugin)
+        typer.echo(listings.pass_catalog(), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
+# ------------------------------------------------------------------ convert
+
+_EXT_TO_FORMAT = {".hlo": "hlo", ".txt": "hlo", ".pb": "hlo-proto", ".pbtxt": "hlo-pbtxt",
+                  ".mlir": "stablehlo", ".mlirbc": "bytecode", ".vhlo": "vhlo"}
+
+
+@app.command()
+def convert(
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module to convert (any input format).")],
+    output: OutputOption = None,
+    to: Annotated[Optional[str], typer.Option(
+        "--to", metavar="FORMAT", help="hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo "
+                     "(default: from -o's extension).")] = None,
+    emit_proto: Annotated[bool, typer.Option(
+        "--emit-proto", help="As in hlo-opt: emit a binary HloModuleProto (same as --to hlo-proto).")] = False,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+    target_version: Annotated[Optional[str], typer.Option(
+        "--target-version", metavar="VERSION", help="VHLO version for --to vhlo: current, minimum or X.Y.Z.")] = None,
+) -> None:
+    """Convert between HLO text/proto, StableHLO text/bytecode and VHLO artifacts."""
+    try:
+        from .. import outputs
+        from ..api import CONVERT_FORMATS, check_format, load
+
+        if emit_proto and to is not None and to != "hlo-proto":
+            raise DriverError(f"--emit-proto means --to hlo-proto; it conflicts with --to {to}",
+                              hint="give one of them")
+        fmt = "hlo-proto" if emit_proto else to
+        if fmt is None and output:
+            fmt = _EXT_TO_FORMAT.get(Path(output).suffix)
+        if fmt is None:
+            raise DriverError("give --to FORMAT (or an -o file with a known extension)",
+                              hint="formats: " + ", ".join(CONVERT_FORMATS))
+        check_format(fmt)
+        if output:
+            outputs.check_output_path(output)
+        program = load(input, input_format=input_format, args=args)
+        try:
+            data = program.convert(fmt, target_version=target_version)
+        except DriverError as e:
+            if e.file is None and input != "-":
+                e.file = input  # the conversion failed on this file: say so
+            raise
+        if output:
+            outputs.write_atomic(output, data)
+        else:
+            outputs.write_stdout(data)
+    except DriverError as e:
+        _fail(e)
+
+
+# ---------------------------------------------------------------------- run
+
+def _non_negative(value: Optional[float]) -> Optional[float]:
+    """Option callback: a finite number >= 0 (NaN would pass every comparison)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value} is not a finite number >= 0")
+    return value
+
+
+def _positive(value: Optional[float]) -> Optional[float]:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a finite number > 0")
+    return value
+
+
+# Options that opt and run share, spelled once.
+JobsOption = Annotated[int, typer.Option(
+    "--jobs", "-j", metavar="N", help="Worker processes; each module is isolated (0: run in this process).")]
+TimeoutOption = Annotated[Optional[float], typer.Option(
+    "--timeout", metavar="SECONDS", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")]
+SplitInputFileOption = Annotated[bool, typer.Option(
+    "--split-input-file", help="Split inputs on '// -----' lines; each chunk is a module.")]
+
+# Options that run and spmd-run share, spelled once.
+SeedOption = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random inputs.")]
+LargeFloatRangeOption = Annotated[bool, typer.Option(
+    "--large-float-range", "--use_large_float_range", help="Random floats in +-1e4 instead of +-1.")]
+RtolOption = Annotated[Optional[float], typer.Option(
+    "--rtol", "--rel_error_bound", metavar="X", callback=_non_negative, help="Relative tolerance (default per dtype).")]
+AtolOption = Annotated[Optional[float], typer.Option(
+    "--atol", "--abs_error_bound", metavar="X", callback=_non_negative, help="Absolute tolerance (default per dtype).")]
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    ctx: typer.Context,
+    inputs: InputsArg = None,
+    platform: Annotated[str, typer.Option("--platform", metavar="NAME", help="cpu, or cuda (needs a GPU).")] = "cpu",
+    reference: Annotated[str, typer.Option(
+        "--reference", "--reference_platform", metavar="NAME",
+        help="interpreter (StableHLO reference interpreter; also XLA's Interpreter, default), cpu (XLA CPU; "
+             "also CPU, Host) or none.")] = "interpreter",
+    seed: SeedOption = 0,
+    zeros: Annotated[bool, typer.Option("--zeros", help="All-zero inputs.")] = False,
+    inputs_npz: Annotated[Optional[str], typer.Option(
+        "--inputs", metavar="FILE",
+        help=".npz with one array per parameter (by name, argN, arr_N or position).")] = None,
+    large_float_range: LargeFloatRangeOption = False,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
+    iterations: Annotated[int, typer.Option("--iterations", metavar="N", help="Run N times; report the median.")] = 1,
+    print_literals: Annotated[bool, typer.Option("--print-literals", "--print_literals", help="Print inputs' and outputs' values.")] = False,
+    save_outputs: Annotated[Optional[str], typer.Option(
+        "--save-outputs", metavar="FILE", help="Write outputs to this .npz.")] = None,
+    fold_constants: Annotated[bool, typer.Option(
+        "--fold-constants", help="Check files: keep their constant inputs (XLA folds the test).")] = False,
+    bisect: Annotated[bool, typer.Option(
+        "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
+    jobs: JobsOption = 1,
+    timeout: TimeoutOption = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", metavar="URL",
+        help="Run the modules on a Dask cluster (tcp://HOST:8786) instead of local workers.")] = None,
+    json_report: Annotated[Optional[str], typer.Option(
+        "--json", metavar="FILE", help="Write the report rows as JSON.")] = None,
+    input_format: InputFormatOption = None,
+    split_input_file: SplitInputFileOption = False,
+    args: ArgsOption = None,
+) -> None:
+    """Compile with XLA, execute, and compare against a reference (run_hlo_module).
+
+    Exit code 0 when every module matches, 1 when some mismatch or fail, 2 for
+    bad usage or input. XLA dump directories contribute their
+    *before_optimizations* modules.
+    """
+    try:
+        from ..execute import run as runner
+        from ..xla import flags as xla_flags
+
+        extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
+        inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
+        cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
+        if rest:
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
+        flags = xla_flags.merge({}, xla_flags.from_environment(), cli_flags)
+        if flags:
+            xla_flags.check_names(flags, xla_flags.known_names())
+        if not inputs:
+            raise DriverError("no input modules given", hint="mlirhlo run --help")
+        platform = platform.lower()
+        if platform not in PLATFORMS:
+            raise DriverError(f"unknown platform '{platform}'", hint="cpu or cuda")
+        # XLA's run_hlo_module spellings: Interpreter, default, CPU, Host, '' (none).
+        reference = {"default": "interpreter", "host": "cpu", "": "none"}.get(reference.lower(), reference.lower())
+        if reference not in runner.REFERENCES:
+            from ..errors import did_you_mean
+
+            raise DriverError(f"unknown reference '{reference}'",
+                              hint=did_you_mean(reference, runner.REFERENCES) or ", ".join(runner.REFERENCES))
+        if zeros and inputs_npz:
+            raise DriverError("give --zeros or --inputs, not both")
+        if iterations < 1 or jobs < 0:
+            raise DriverError("--iterations must be >= 1 and --jobs >= 0")
+        from .. import outputs as _outputs
+
+        for path in (json_report, save_outputs):
+            if path:
+                _outputs.check_output_path(path)
+        tasks = _run_tasks(inputs, input_format, split_input_file, args)
+        if inputs_npz and len(tasks) > 1:
+            raise DriverError("--inputs is for one module")
+        if platform == "cuda":
+            from .._native import jaxlib as _jaxlib
+
+            _jaxlib.cuda_devices()  # no GPU: a clear error now, not one per module
+        options = runner.RunOptions(
+            platform=platform, reference=reference, seed=seed, zeros=zeros, inputs_npz=inputs_npz,
+            large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,
+            fold_constants=fold_constants, bisect=bisect,
+            keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
+        reports = _execute_tasks(tasks, options, jobs, timeout, scheduler)
+        if len(reports) == 1 and reports[0].status == "invalid":
+            sys.stderr.write(f"error: {reports[0].message}\n")  # bad input: one line, as everywhere
+            raise typer.Exit(EXIT_USAGE)
+        _print_run_reports(reports, options, print_literals,
+                           extra_flags=extra + (["--split-input-file"] if split_input_file else []))
+        if save_outputs:
+            _save_outputs(save_outputs, reports)
+        if json_report:
+            import json
+
+            from .. import outputs
+
+            outputs.write_atomic(json_report, json.dumps([r.row() for r in reports], indent=2) + "\n")
+        if any(r.status == "invalid" for r in reports):
+            raise typer.Exit(EXIT_USAGE)
+        if not all(r.passed for r in reports):
+            raise typer.Exit(EXIT_FAILURE)
+    except DriverError as e:
+        _fail(e)
+
+
+from ..batch.run_report import execute_tasks as _execute_tasks  # noqa: E402  (library; xla_tools shares it)
+from ..batch.run_report import print_run_reports as _print_run_reports  # noqa: E402
+from ..batch.run_report import run_tasks as _run_tasks  # noqa: E402
+from ..batch.run_report import save_outputs as _save_outputs  # noqa: E402
+
+# ----------------------------------------------------------------- spmd-run
+
+@app.command("spmd-run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def spmd_run(
+    ctx: typer.Context,
+    input: Annotated[str, typer.Argument(
+        metavar="FILE", help="The module (any input format, or package.module:function).")],
+    num_partitions: Annotated[int, typer.Option(
+        "--num-partitions", "--num_partitions", metavar="N", help="SPMD partitions.")] = 1,
+    num_replicas: Annotated[int, typer.Option("--num-replicas", "--num_replicas", metavar="N", help="Replicas.")] = 1,
+    partitioner: Annotated[Optional[str], typer.Option(
+        "--partitioner", metavar="NAME",
+        help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
+    arg_sharding: Annotated[Optional[list[str]], typer.Option(
+        "--arg-sharding", metavar="PARAM=SHARDING",
+        help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
+                               "parameters without one are replicated.")] = None,
+    is_spmd_partitioned_module: Annotated[bool, typer.Option(
+        "--is-spmd-partitioned-module", "--is_spmd_partitioned_module", help="The module is already partitioned (per-device shapes): "
+                                             "XLA does not partition it again.")] = False,
+    run_xla_backend_only: Annotated[bool, typer.Option(
+        "--run-xla-backend-only", "--run_xla_backend_only", help="Only XLA's backend compiles (an after-optimizations module).")] = False,
+    argument_mode: Annotated[Optional[str], typer.Option(
+        "--argument-mode", metavar="MODE", help="random (one set per replica), shared-random, zeros, or device-id "
+                                "(each device's part filled with its device id).")] = None,
+    seed: SeedOption = 0,
+    inputs_npz: Annotated[Optional[str], typer.Option(
+        "--inputs", metavar="FILE", help=".npz with one global (unpartitioned) array per parameter.")] = None,
+    large_float_range: LargeFloatRangeOption = False,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
+    num_repeats: Annotated[int, typer.Option(
+        "--num-repeats", "--num_repeats", metavar="N", help="Run N times; print each time.")] = 1,
+    reference: Annotated[str, typer.Option(
+        "--reference", metavar="NAME", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
+    reference_module: Annotated[Optional[str], typer.Option(
+        "--reference-module", metavar="FILE", help="The unpartitioned computation to compare against "
+                                   "(for an already partitioned module).")] = None,
+    dump_output: Annotated[Optional[str], typer.Option(
+        "--dump-output", metavar="FILE", help="Write the gathered outputs to this .npz (out0, out1, ...).")] = None,
+    num_processes: Annotated[int, typer.Option(
+        "--num-processes", metavar="N", help="Processes in a distributed run (with --process-id, --coordinator).")] = 1,
+    process_id: Annotated[Optional[int], typer.Option(
+        "--process-id", metavar="N", help="This process's number, 0 to N-1; process 0 hosts the coordinator.")] = None,
+    coordinator: Annotated[Optional[str], typer.Option(
+        "--coordinator", metavar="HOST:PORT",
+        callback=_host_port, help="HOST:PORT of process 0's coordinator.")] = None,
+    launch_local: Annotated[Optional[int], typer.Option(
+        "--launch-local", metavar="N", help="Start N processes on 127.0.0.1 and run across them.")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", metavar="SECONDS", callback=_positive,
+        help="Seconds a distributed run may take before every process stops.")] = 300.0,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+) -> None:
+    """Run a module SPMD-partitioned on many devices, in one or several processes (multihost_hlo_runner).
+
+    Outputs are gathered to full arrays and compared against the unpartitioned
+    module on one device. On CPU the driver creates the devices itself. Exit
+    code 0 when the outputs match, 1 on a mismatch or a failed run, 2 for bad
+    usage or input. Any --xla_NAME=VALUE flag applies to the compile.
+    """
+    from ..execute import spmd_launch
+    from ..xla import flags as xla_flags
+
+    try:
+        flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
+        if rest:
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}" if rest[0].startswith("-")
+                              else f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
+        options = spmd_launch.spmd_options(
+            flags, argument_mode=argument_mode, inputs_npz=inputs_npz, partitioner=partitioner,
+            arg_sharding=tuple(arg_sharding or ()), num_partitions=num_partitions, num_replicas=num_replicas,
+            is_spmd_partitioned_module=is_spmd_partitioned_module, run_xla_backend_only=run_xla_backend_only,
+            seed=seed, large_float_range=large_float_range, rtol=rtol, atol=atol, num_repeats=num_repeats,
+            reference=reference, reference_module=reference_module)
+        code = spmd_launch.run(spmd_launch.SpmdLaunch(
+            input, input_format=input_format, args=args, arg_sharding=tuple(arg_sharding or ()),
+            dump_output=dump_output, num_processes=num_processes, process_id=process_id, coordinator=coordinator,
+            launch_local=launch_local, timeout=timeout), options)
+        if code:
+            raise typer.Exit(code)
+    except DriverError as e:
+        _spmd_fail(e)
+
+
+def _host_port(value: Optional[str]) -> Optional[str]:
+    """Option callback: spmd_launch.check_host_port's refusal as a usage error."""
+    from ..execute import spmd_launch
+
+    if value is not None:
+        try:
+            spmd_launch.check_host_port(value)
+        except DriverError as e:
+            raise typer.BadParameter(e.message) from None
+    return value
+
+
+def _spmd_fail(err: DriverError) -> None:
+    """Like _fail; a run that fails at run time (not bad input) exits 1."""
+    from .._native import jaxlib as _jaxlib
+
+    sys.stderr.write(err.format() + "\n")
+    sys.stderr.flush()
+    runtime = (CompileError, PassFailure, _jaxlib.DistributedError, _jaxlib.ExecutionError)
+    raise typer.Exit(EXIT_FAILURE if isinstance(err, runtime) else EXIT_USAGE)
+
+
+# ---------------------------------------------------------------------- kernels
+
+@app.command("kernels")
+def kernels_command(
+    inputs: Annotated[Optional[list[str]], typer.Argument(
+        metavar="FILE...", help="Files, globs or directories (an XLA dump directory: its modules).",
+        show_default=False)] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="SPEC", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
+    input_format: Annotated[Optional[str], typer.Option(
+        "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo.")] = None,
+) -> None:
+    """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec."""
+    try:
+        from .. import outputs
+        from ..batch import kernels
+
+        outputs.write_stdout(kernels.report(inputs or [], gpu_spec, input_format=input_format,
+                                            as_json=json_out))
+    except DriverError as e:
+        _fail(e)
+
+
+# ---------------------------------------------------------------------- ptx
+
+
+
+@app.command()
+def ptx(
+    input: Annotated[str, typer.Argument(
+        metavar="FILE", help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'; - reads stdin.")],
+    arch: Annotated[str, typer.Option(
+        "--arch", metavar="ARCH", help="sm_XX[a] or X.Y[a], e.g. 9.0a or sm_80.")] = "sm_90a",
+    opt_level: Annotated[int, typer.Option("-O", "--opt-level", metavar="N", help="LLVM optimization level 0-3.")] = 3,
+    optimize: Annotated[bool, typer.Option(
+        "--optimize/--no-optimize",
+        help="Run LLVM's -O pipeline first (off for XLA's *.ir-with-opt.ll, already optimized).")] = True,
+    output: OutputOption = None,
+    print_after_all: Annotated[bool, typer.Option(
+        "--print-after-all", help="Print the IR after each LLVM pass (stderr).")] = False,
+    ir_dump_dir: Annotated[Optional[str], typer.Option(
+        "--ir-dump-dir", metavar="DIR", help="Write the IR after each LLVM pass here, one file per pass.")] = None,
+    libdevice: Annotated[Optional[str], typer.Option(
+        "--libdevice", metavar="FILE", help="libdevice.10.bc for IR calling __nv_* (default: CUDA_HOME).")] = None,
+    check_ptxas: Annotated[bool, typer.Option(
+        "--ptxas/--no-ptxas", help="Assemble each PTX module with ptxas for --arch to check it.")] = True,
+) -> None:
+    """LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt).
+
+    Takes the LLVM IR XLA writes, including its newer float-constant syntax.
+    Several modules joined by '; ----- NAME -----' lines (the 'llvm' stages'
+    output) are compiled one by one in a helper process (an LLVM fatal error
+    is reported, not fatal), and each PTX is assembled by ptxas for --arch.
+    """
+    import re
+
+    try:
+        from .. import outputs
+        from ..cuda import ptx as ptx_backend
+
+        text = ptx_backend.read_llvm_ir(input)
+        if output:
+            outputs.check_output_path(output)
+        compiled = ptx_backend.compile_llvm_ir(text, input, ptx_backend.PtxOptions(
+            arch=arch, opt_level=opt_level, optimize=optimize, libdevice=libdevice, check_ptxas=check_ptxas,
+            dump_passes=print_after_all or ir_dump_dir is not None))
+        dumps = [(f"{n}:{p}" if n else p, ir) for n, p, ir in compiled.dumps]
+        if ir_dump_dir:
+            for i, (pass_name, ir) in enumerate(dumps):
+                safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
+                outputs.write_atomic(Path(ir_dump_dir) / f"{i:03d}-{safe}.ll", ir)
+        elif print_after_all:
+            for _, ir in dumps:
+                sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
+        if output:
+            outputs.write_atomic(output, compiled.text)
+        else:
+            outputs.write_stdout(compiled.text)
+    except DriverError as e:
+        _fail(e)
+
+
+# ----------------------------------------------------------- bench-pipeline
+
+@app.command("bench-pipeline", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_pipeline(
+    ctx: typer.Context,
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module to run the pipeline on.")],
+    pipeline_spec: Annotated[Optional[str], typer.Option(
+        "--pipeline", metavar="PIPELINE", help="Textual pipeline or @NAME.")] = None,
+    passes: Annotated[Optional[str], typer.Option("--passes", metavar="LIST", help="hlo-opt style pass list.")] = None,
+    compare: Annotated[Optional[str], typer.Option(
+        "--compare", metavar="PIPELINE",
+        help="Another pipeline (spec, @NAME or pass list) run in turn with the first; prints the ratio.")] = None,
+    repeats: Annotated[int, typer.Option(
+        "--repeats", metavar="N", help="Runs per pipeline (each on a fresh copy).")] = 10,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", metavar="NAME",
+        help="Instead: time XLA's HLO pipeline on cpu|cuda (from per-pass dump timestamps).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="SPEC", help="GPU spec for --platform cuda (default: h100_sxm).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    load_pass_plugin: LoadPluginOption = None,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+) -> None:
+    """Run a pipeline N times; per-pass median and spread, and the total (hlo-opt + time, done properly)."""
+    try:
+        import json
+
+        from .. import listings
+        from ..api import load
+        from ..execute import bench
+        from ..mlir import pipeline
+
+        listings.load_plugins(load_pass_plugin)
+        if repeats < 1:
+            raise DriverError("--repeats must be >= 1")
+        program = load(input, input_format=input_format, args=args)
+        if platform is not None:
+            target = _resolve_target(platform, gpu_spec, list(ctx.args), None, None, needs_spec=True)
+            target.print_note()
+            _, options = target.stage_options()[0]
+            rows, compiles = bench.bench_xla_pipeline(program.module, program.name, options, repeats)
+            if json_out:
+                typer.echo(json.dumps({"platform": platform, "source": "per-pass dump file timestamps",
+                                       "compile_ms": compiles, "passes": [
+                                           {"pipeline": r.pipeline, "ending_with": r.ending_with,
+                                            "times_ms": r.times_ms} for r in rows]}, indent=2))
+                return
+            import statistics
+
+            typer.echo(f"# XLA {platform} HLO pipeline, {repeats} compiles; times between per-pass dumps "
+                       "(XLA dumps after passes that change the module), from file timestamps")
+            typer.echo(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pipeline / ending with pass")
+            for r in rows:
+                typer.echo(f"{statistics.median(r.times_ms):>10.3f}  {min(r.times_ms):>8.3f}  "
+                           f"{max(r.times_ms):>8.3f}  {r.pipeline} / {r.ending_with}")
+            typer.echo(f"{statistics.median(compiles):>10.3f}  {min(compiles):>8.3f}  {max(compiles):>8.3f}  "
+                       "whole compile")
+            return
+        if ctx.args:
+            raise DriverError(f"no such option: {ctx.args[0]}")
+        roots = [pipeline.resolve(pipeline_spec, passes=passes)]
+        if roots[0] is None:
+            raise DriverError("give --pipeline or --passes")
+        if compare is not None:
+            other = compare if compare.startswith(("@", "builtin.module(")) else None
+            roots.append(pipeline.resolve(other) if other else pipeline.resolve(passes=compare))
+        results = bench.bench_pipelines(program.module, roots, repeats)
+        if json_out:
+            payload: dict[str, Any] = {"module": program.name, "runs": [r.to_dict() for r in results]}
+            if len(results) == 2:
+                payload["ratio"] = results[1].median_total_ms / results[0].median_total_ms
+            typer.echo(json.dumps(payload, indent=2))
+            return
+        for label, res in zip(("A", "B"), results):
+            typer.echo(f"# {label}: {res.spec}  ({repeats} runs, fresh copy each)")
+            typer.echo(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pass")
+            for p in res.passes:
+                lo, hi = p.spread_ms
+                typer.echo(f"{p.median_ms:>10.3f}  {lo:>8.3f}  {hi:>8.3f}  {'  ' * p.depth}{p.name}")
+            typer.echo(f"{res.median_total_ms:>10.3f}  {min(res.totals_ms):>8.3f}  "
+                       f"{max(res.totals_ms):>8.3f}  Total")
+        if len(results) == 2:
+            typer.echo(f"# B/A total (medians, runs interleaved A B A B): "
+                       f"{results[1].median_total_ms / results[0].median_total_ms:.3f}x")
+    except DriverError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        # Caught here: typer would turn it into a silent exit 130.
+        interrupts.report()
+        raise typer.Exit(130) from None
+
+
+# -------------------------------------------------------------------- specs
+
+specs_app = typer.Typer(help="GPU target specs for device-less CUDA compiles (gpu_specs/*.txtpb).",
+                        no_args_is_help=True)
+app.add_typer(specs_app, name="specs")
+
+
+@specs_app.command("list")
+def specs_list(
+    json_out: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
+) -> None:
+    """List the shipped GPU specs: name, GPU, compute capability, SMs, memory, and
+    whether the ptxas XLA will use (shown below the table) can target each."""
+    try:
+        from .. import listings
+
+        typer.echo(listings.spec_table(as_json=json_out), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
+@specs_app.command("show")
+def specs_show(name: Annotated[str, typer.Argument(
+        metavar="SPEC", help="A shipped spec name or a .txtpb path.")]) -> None:
+    """Print a spec's summary and its textproto."""
+    try:
+        from ..cuda import specs as gpu_specs
+
+        spec = gpu_specs.resolve_spec(name)
+        for note in spec.notes:
+            sys.stderr.write(note + "\n")
+        for key, value in spec.to_dict().items():
+            typer.echo(f"# {key}: {value}")
+        typer.echo(spec.text.rstrip("\n"))
+    except DriverError as e:
+        _fail(e)
+
+
+@specs_app.command("check")
+def specs_check(files: Annotated[list[str], typer.Argument(
+        metavar="FILE...", help="Spec files to validate (- reads stdin).")]) -> None:
+    """Validate spec files before any compile; one error line per bad file."""
+    from ..cuda import specs as gpu_specs
+
+    failed = False
+    for path in files:
+        try:
+            spec = gpu_specs.check_spec(path)
+            for note in spec.notes:
+                sys.stderr.write(note + "\n")
+            typer.echo(f"{path}: ok ({spec.gpu}, {spec.sm}, {spec.sm_count} SMs)")
+        except DriverError as e:
+            sys.stderr.write(e.format() + "\n")
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_USAGE)
+
+
+# -------------------------------------------------------------------- cache
+
+cache_app = typer.Typer(help="The stage cache that answers repeated 'opt' commands.",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info() -> None:
+    """Where the cache is, how many entries and bytes it holds, and its size cap."""
+    from ..batch import cache
+
+    found = cache.info()
+    typer.echo(f"directory  {found['directory']}")
+    typer.echo(f"entries    {found['entries']}")
+    typer.echo(f"size       {found['bytes']} bytes")
+    typer.echo(f"max size   {found['max_bytes']} bytes (MLIRHLO_CACHE_MAX_BYTES; least recently used go first)")
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Remove every cached entry."""
+    from ..batch import cache
+
+    typer.echo(f"removed {cache.clear()} entries from {cache.cache_dir()}")
+
+
+# ---------------------------------------------------------------------- main
+
+# Commands that leave nothing running once their outputs are written: the console
+# entry point ends them with os._exit, skipping interpreter teardown (~40 ms, more
+# with jaxlib loaded). run/spmd-run/bench-pipeline keep a normal exit: worker pools
+# and jax's distributed runtime clean up at exit.
+_FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache"})
+
+
+def _invoked_command(argv: list[str]) -> str | None:
+    """The sub-command argv names (the root takes only flags), or None (also for
+    the root's own --help, which lists every command)."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def _app_for(name: str | None) -> typer.Typer:
+    """The app as typer would build it, but with only the invoked sub-command in full.
+
+    Typer evaluates the signature of every command it builds (string annotations,
+    ~40% of `opt --help`); a command not invoked only needs its name and help
+    line, for the root's listing and for "no such command" suggestions.
+    """
+    import copy
+
+    def command_name(info: Any) -> str:
+        return info.name or typer.main.get_command_name(info.callback.__name__)
+
+    names = [command_name(c) for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    view = copy.copy(app)
+    if name in names:
+        view.registered_commands = [c for c in app.registered_commands if command_name(c) == name]
+        view.registered_groups = [g for g in app.registered_groups if g.name == name]
+        return view
+
+    def listing_only(info: Any) -> Any:
+        stub_info = copy.copy(info)
+        stub_info.name = command_name(info)
+
+        def stub() -> None:
+            raise AssertionError("a listing-only command cannot run")
+
+        stub.__doc__ = info.callback.__doc__
+        stub_info.callback = stub
+        return stub_info
+
+    view.registered_commands = [listing_only(c) for c in app.registered_commands]
+    view.registered_groups = [copy.copy(g) for g in app.registered_groups]
+    for group in view.registered_groups:  # their sub-commands are not listed at the root
+        group.typer_instance = copy.copy(group.typer_instance)
+        group.typer_instance.registered_commands = [
+            listing_only(c) for c in group.typer_instance.registered_commands]
+    return view
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: usage errors become one ``error:`` line and exit 2.
+
+    Called without ``argv`` (the console script) it is the whole process: after
+    the outputs are flushed it leaves with os._exit for the commands in
+    _FAST_EXIT. With ``argv`` (tests, embedding) it raises SystemExit as usual.
+    """
+    if argv is not None:
+        _main(argv)
+        return
+    import gc
+    import os
+
+    # numpy, which jaxlib's MLIR bindings import, starts OpenBLAS with a thread per
+    # core that busy-waits for BLAS calls the driver never makes: ~25% of a short
+    # command's CPU, taken from the other core (or another worker). One thread,
+    # unless the user set it (workers and helper processes inherit it).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    argv = sys.argv[1:]
+    command = _invoked_command(argv)
+    if command not in _FAST_EXIT:
+        try:
+            _main(argv)
+        except KeyboardInterrupt:
+            interrupts.report()
+            sys.exit(130)
+        return
+    # A short-lived process: what is imported stays for its whole life, so the
+    # collector need not walk it again (gc.freeze), and jaxlib's import would
+    # otherwise trigger full collections over a growing heap.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+    code: Any = 0
+    try:
+        _main(argv)
+    except SystemExit as e:
+        code = e.code
+    except KeyboardInterrupt:
+        interrupts.report()
+        code = 130
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = EXIT_FAILURE
+    if not isinstance(code, int):
+        if code is not None:
+            sys.stderr.write(f"{code}\n")
+        code = 0 if code is None else EXIT_FAILURE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # a reader that went away (| head) is not a failure of ours
+        pass
+    except OSError:
+        code = code or EXIT_FAILURE
+    import atexit
+
+    # Exit handlers still run (the isolate helper is waited for, nothing is left
+    # behind); only the interpreter's teardown of every object is skipped.
+    atexit._run_exitfuncs()
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(code)
+
+
+def _main(argv: list[str]) -> None:
+    try:
+        result = _app_for(_invoked_command(argv))(args=argv, standalone_mode=False)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        sys.exit(130)
+    except Exception as e:
+        # typer vendors click privately; its usage errors are recognised by shape.
+        if type(e).__name__ == "NoArgsIsHelpError":
+            typer.echo(e.ctx.get_help())  # type: ignore[attr-defined]
+            sys.exit(EXIT_USAGE)
+        if hasattr(e, "format_message") and getattr(e, "exit_code", None) == EXIT_USAGE:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            sys.stderr.write(f"error: {e.format_message()}{hint}\n")
+            sys.exit(EXIT_USAGE)
+        raise
+    if result == 130 and interrupts.received:
+        interrupts.report()  # typer turns Ctrl-C into a silent exit 130
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

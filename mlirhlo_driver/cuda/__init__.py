@@ -1,0 +1,1 @@
+"""CUDA targets without a GPU: specs, tools, binaries, kernels, PTX."""

@@ -1,0 +1,1 @@
+"""Running modules: XLA against a reference, self-checks, SPMD, pass timing."""

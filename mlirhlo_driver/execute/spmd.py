@@ -1,0 +1,1200 @@
+"""SPMD runs: partitions, replicas and several processes (XLA's multihost_hlo_runner).
+
+One module runs on ``num_replicas x num_partitions`` devices. Each stage is a
+function of (module, options):
+
+- ``prepare``: what XLA compiles, which partitioner, and (for modules that are
+  already partitioned) how parameters and outputs lie over the partitions;
+- ``compile_plan``: XLA's SPMD partitioner (Shardy or GSPMD) with a device
+  assignment; the executable says how it laid out parameters and outputs;
+- ``make_inputs``: global arrays (what the unpartitioned program takes), one set
+  per replica, or per-device values for ``device-id``;
+- ``execute``: each device gets its part; ``gather`` reassembles full arrays;
+- ``finish``: the single-device reference run and ``run``'s comparison.
+
+Several processes join JAX's distributed runtime (its coordination service,
+gloo CPU collectives). Each process runs the same stages on its own devices and
+stores its output shards in the coordinator's key-value store; process 0 gathers
+them. The runtime aborts a process natively when a peer dies or never joins, so
+workers always run as child processes of a supervisor (``supervise``,
+``launch_local``) that turns such deaths and timeouts into one clear error.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import CompileError, DriverError, InputError
+
+ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
+PARTITIONERS = ("shardy", "gspmd")
+REFERENCES = ("cpu", "none")
+# Host (CPU) devices one process may create. jaxlib creates 2048 quickly, but at
+# 4096 XLA CPU fails with a misleading "multiprocess computations" error, and
+# beyond that a run grows without bound; 1024 covers any realistic sharding.
+MAX_HOST_DEVICES = 1024
+
+
+@dataclass(frozen=True)
+class SpmdOptions:
+    num_partitions: int = 1
+    num_replicas: int = 1
+    partitioner: str | None = None          # None: the one the module's shardings are written for
+    arg_shardings: tuple[tuple[int, str], ...] = ()   # (parameter, HLO sharding text)
+    is_spmd_partitioned_module: bool = False
+    run_xla_backend_only: bool = False
+    argument_mode: str = "random"
+    seed: int = 0
+    inputs_npz: str | None = None
+    large_float_range: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    num_repeats: int = 1
+    reference: str = "cpu"
+    reference_module: str | None = None
+    xla_flags: tuple[tuple[str, Any], ...] = ()
+    device_ids: tuple[int, ...] = ()        # logical device -> device id (a given device assignment)
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_replicas * self.num_partitions
+
+    @property
+    def per_device_module(self) -> bool:
+        """The module is already per-device: XLA must not partition it again."""
+        return self.is_spmd_partitioned_module or (self.run_xla_backend_only and self.num_partitions > 1)
+
+
+def check_options(o: SpmdOptions) -> None:
+    """Usage errors that need no module."""
+    if o.num_partitions < 1 or o.num_replicas < 1:
+        raise DriverError("--num-partitions and --num-replicas must be >= 1")
+    if o.num_partitions > 1 and o.num_replicas > 1:
+        # jaxlib 0.10.2 aborts the process (a CHECK in xla_sharding.cc) when it
+        # builds the output shardings of such an executable.
+        raise DriverError("replicas and partitions together cannot run with jaxlib 0.10.2",
+                          hint="use --num-replicas or --num-partitions, not both")
+    if o.num_repeats < 1:
+        raise DriverError("--num-repeats must be >= 1")
+    if o.argument_mode not in ARGUMENT_MODES:
+        from ..errors import did_you_mean
+
+        raise DriverError(f"unknown argument mode '{o.argument_mode}'",
+                          hint=did_you_mean(o.argument_mode, ARGUMENT_MODES) or ", ".join(ARGUMENT_MODES))
+    if o.partitioner is not None and o.partitioner not in PARTITIONERS:
+        raise DriverError(f"unknown partitioner '{o.partitioner}'", hint="shardy or gspmd")
+    if o.reference not in REFERENCES:
+        raise DriverError(f"unknown reference '{o.reference}'", hint="cpu or none")
+
+
+def check_devices_per_process(o: SpmdOptions, processes: int) -> None:
+    """Each of ``processes`` processes creates its share of the devices: at most MAX_HOST_DEVICES."""
+    processes = max(1, processes)
+    per_process = o.num_devices // processes
+    if per_process <= MAX_HOST_DEVICES:
+        return
+    need = f"{o.num_partitions} partitions x {o.num_replicas} replicas need {o.num_devices} devices"
+    if processes > 1:
+        need += f", {per_process} in each of {processes} processes"
+    raise DriverError(f"{need}; one process can create at most {MAX_HOST_DEVICES} CPU devices",
+                      hint="use fewer partitions or more processes")
+
+
+def parse_arg_sharding(spec: str) -> tuple[int, str]:
+    """``'0=devices=[4,1]<=[4]'`` -> (0, '{devices=[4,1]<=[4]}'), checked by XLA's parser."""
+    from .._native import jaxlib as _jaxlib
+
+    m = re.match(r"^\s*(\d+)\s*=\s*(.+?)\s*$", spec)
+    if not m:
+        raise InputError("expected PARAM=SHARDING, e.g. 0=devices=[4,1]<=[4]", file="--arg-sharding")
+    text = m.group(2)
+    braced = text.startswith("{")
+    if not braced:
+        text = "{" + text + "}"
+    try:
+        _jaxlib.hlo_sharding(text)
+    except ValueError as e:
+        message, col = e.args
+        at = m.start(2) + (col - (0 if braced else 1) if col else 1)
+        raise InputError(f"malformed sharding '{m.group(2)}': {message}", file="--arg-sharding",
+                         col=max(at, m.start(2) + 1)) from None
+    return int(m.group(1)), text
+
+
+# ---------------------------------------------------------------- layouts
+
+@dataclass(frozen=True)
+class Layout:
+    """How one parameter or output lies over the partitions of a replica."""
+
+    kind: str                           # replicated, tiled, maximal, stacked (per-device values)
+    global_shape: tuple[int, ...]
+    shard_shape: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...] = ()   # tiled: per partition, its tile index in each dim
+    device: int = 0                     # maximal: the partition holding the value
+    text: str = "{replicated}"
+
+    def unique(self, num_partitions: int) -> bool:
+        """Whether every element lives on exactly one partition."""
+        if self.kind == "stacked":
+            return True
+        if self.kind == "tiled":
+            return len(set(self.tiles)) == len(self.tiles)
+        return num_partitions == 1
+
+    def slices(self, p: int) -> tuple[slice, ...]:
+        if self.kind != "tiled":
+            return tuple(slice(0, n) for n in self.global_shape)
+        return tuple(slice(t * s, min(n, (t + 1) * s))
+                     for t, s, n in zip(self.tiles[p], self.shard_shape, self.global_shape))
+
+    def shard(self, full: np.ndarray, p: int) -> np.ndarray:
+        """Partition ``p``'s part of the global array, padded to the per-device shape."""
+        if self.kind == "stacked":
+            return np.ascontiguousarray(full[p])
+        if self.kind != "tiled":
+            return np.ascontiguousarray(full)
+        part = full[self.slices(p)]
+        if part.shape != self.shard_shape:  # uneven tiling: XLA pads the last tiles
+            padded = np.zeros(self.shard_shape, full.dtype)
+            padded[tuple(slice(0, n) for n in part.shape)] = part
+            part = padded
+        return np.ascontiguousarray(part)
+
+    def describe(self) -> str:
+        if self.kind == "stacked":
+            return "per device (no sharding): gathered as [partition, ...]"
+        if self.global_shape == self.shard_shape:
+            return self.text
+        return f"{self.text}, {list(self.shard_shape)} per device"
+
+
+def layout(sharding: Any, shape: tuple[int, ...], num_partitions: int, *, per_device: bool,
+           what: str) -> Layout:
+    """The Layout of an HloSharding (None: replicated) for a value of ``shape``.
+
+    ``per_device``: ``shape`` is one device's (an already partitioned module);
+    else it is the global shape.
+    """
+    if sharding is None or sharding.is_replicated():
+        return Layout("replicated", shape, shape)
+    text = str(sharding)
+    if sharding.is_maximal():
+        device = int(sharding.tile_assignment_devices()[0])
+        if device >= num_partitions:
+            raise InputError(f"{what}: sharding {text} names device {device}, but there are "
+                             f"{num_partitions} partitions")
+        return Layout("maximal", shape, shape, device=device, text=text)
+    unsupported = (sharding.is_manual() or sharding.is_unknown() or sharding.is_unreduced()
+                   or bool(sharding.tuple_elements())
+                   or any(str(t).rsplit(".", 1)[-1] != "REPLICATED" for t in sharding.subgroup_types()))
+    if unsupported or not sharding.is_tiled():
+        raise InputError(f"{what}: sharding {text} is not supported by spmd-run "
+                         "(tiled, replicated and maximal are)")
+    dims = [int(d) for d in sharding.tile_assignment_dimensions()]
+    devices = [int(d) for d in sharding.tile_assignment_devices()]
+    rank = len(shape)
+    if len(dims) < rank:
+        raise InputError(f"{what}: sharding {text} has {len(dims)} tile dimensions for a "
+                         f"rank-{rank} value")
+    if sorted(devices) != list(range(num_partitions)):
+        raise InputError(f"{what}: sharding {text} spans {len(devices)} devices, but there are "
+                         f"{num_partitions} partitions", hint=f"--num-partitions {len(devices)}")
+    grid = np.asarray(devices).reshape(dims)
+    tiles = tuple(tuple(int(c) for c in np.argwhere(grid == p)[0][:rank]) for p in range(num_partitions))
+    counts = dims[:rank]
+    if per_device:
+        shard_shape, global_shape = shape, tuple(n * c for n, c in zip(shape, counts))
+    else:
+        global_shape, shard_shape = shape, tuple(-(-n // c) for n, c in zip(shape, counts))
+    return Layout("tiled", global_shape, shard_shape, tiles, text=text)
+
+
+def gather(lay: Layout, shards: dict[int, np.ndarray], rtol: float | None = None,
+           atol: float | None = None) -> tuple[np.ndarray, list[str]]:
+    """The global array from each partition's shard, and where copies of an element disagree."""
+    from .run import compare
+
+    first = shards[min(shards)]
+    if lay.kind == "stacked":
+        return np.stack([shards[p] for p in sorted(shards)]), []
+    if lay.kind == "maximal":
+        return shards[lay.device], []
+    full = np.zeros(lay.global_shape, first.dtype)
+    owner: dict[tuple[int, ...], int] = {}
+    problems: list[str] = []
+    for p in sorted(shards):
+        region = lay.slices(p)
+        valid = shards[p][tuple(slice(0, s.stop - s.start) for s in region)]
+        tile = lay.tiles[p] if lay.kind == "tiled" else ()
+        if tile in owner:  # a replicated copy: it must agree with the first one
+            mm = compare(valid, full[region], 0, rtol, atol)
+            if mm.count:
+                problems.append(f"partitions {owner[tile]} and {p} disagree on {mm.count} of "
+                                f"{mm.total} elements (max abs difference {mm.max_abs:.6g})")
+            continue
+        owner[tile] = p
+        full[region] = valid
+    return full, problems
+
+
+# ------------------------------------------------------------------- plan
+
+@dataclass
+class Plan:
+    name: str
+    source: str
+    module: Any                          # what XLA compiles
+    reference_module: Any | None         # the unpartitioned computation; None: no reference
+    reference_note: str
+    partitioner: str | None              # None: nothing to partition
+    params: list[Any]                    # global TensorSpecs
+    results: list[Any]
+    param_layouts: list[Layout] | None   # known before compiling for per-device modules
+    result_layouts: list[Layout] | None
+    random_source: Any = None            # module whose parameters make_inputs constrains
+
+    @property
+    def per_device(self) -> bool:
+        return self.param_layouts is not None
+
+
+def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], options: SpmdOptions,
+                            source: str, sdy: bool) -> None:
+    """Shardings written for another device count than --num-partitions: one line naming
+    the flag, not XLA's verifier text after a compile."""
+    from .._native import jaxlib as _jaxlib
+
+    P = options.num_partitions
+    flagged = {i for i, _ in options.arg_shardings}
+    if sdy:
+        text = module.operation.get_asm(large_elements_limit=1)
+        for mesh in re.findall(r"#sdy\.mesh<\[([^\]]*)\]", text) + re.findall(r"sdy\.mesh @\S+ = <\[([^\]]*)\]", text):
+            axes = re.findall(r'([A-Za-z_]\w*?)(?:\\22|\\"|")?\s*=\s*(\d+)', mesh)
+            size = 1
+            for _, n in axes:
+                size *= int(n)
+            if size > 1 and size != P:
+                shown = ", ".join(f"{a}={n}" for a, n in axes)
+                raise InputError(f"the module's Shardy mesh [{shown}] has {size} devices, "
+                                 f"but --num-partitions is {P}", file=source,
+                                 hint=f"--num-partitions {size}")
+        return
+    args, res = _arg_result_attr(module, "mhlo.sharding")
+    for kind, texts, specs in (("parameter", args, params), ("output", res, results)):
+        for i, (text, spec) in enumerate(zip(texts, specs)):
+            if text is None:
+                continue
+            from_flag = kind == "parameter" and i in flagged
+            where = "--arg-sharding" if from_flag else source
+            try:
+                sharding = _jaxlib.hlo_sharding(text)
+            except ValueError as e:
+                raise InputError(f"{kind} {i}: malformed sharding '{text}': {e.args[0]}", file=where) from None
+            if sharding.tuple_elements() or sharding.is_replicated() or sharding.is_manual() \
+                    or sharding.is_unknown():
+                continue
+            devices = [int(d) for d in sharding.tile_assignment_devices()]
+            fix = f"give a sharding over {P} devices" if from_flag else f"--num-partitions {len(devices)}"
+            if sharding.is_maximal():
+                if devices and devices[0] >= P:
+                    raise InputError(f"{kind} {i}: sharding {text} names device {devices[0]}, but "
+                                     f"--num-partitions is {P}", file=where, hint=fix)
+                continue
+            if len(devices) != P:
+                raise InputError(f"{kind} {i}: sharding {text} is for {len(devices)} devices, but "
+                                 f"--num-partitions is {P}", file=where, hint=fix)
+            dims = len(sharding.tile_assignment_dimensions()) - len(sharding.subgroup_types()) \
+                - (1 if sharding.replicate_on_last_tile_dim() else 0)
+            if dims != len(spec.shape):
+                raise InputError(f"{kind} {i}: sharding {text} tiles {dims} dimensions, but the {kind} "
+                                 f"is {spec.mlir()} (rank {len(spec.shape)})", file=where)
+
+
+def _carries(module: Any) -> tuple[bool, bool]:
+    """(Shardy shardings, HLO shardings) present in the module."""
+    text = module.operation.get_asm(large_elements_limit=1)
+    sdy = bool(re.search(r"\bsdy\.|xla\.sdy\.", text))
+    return sdy, "mhlo.sharding" in text
+
+
+def _arg_result_attr(module: Any, key: str) -> tuple[list[str | None], list[str | None]]:
+    from jaxlib.mlir import ir
+
+    from .run import main_function
+
+    main = main_function(module)
+
+    def read(name: str, count: int) -> list[str | None]:
+        if name not in main.attributes:
+            return [None] * count
+        out: list[str | None] = []
+        for d in ir.ArrayAttr(main.attributes[name]):
+            d = ir.DictAttr(d)
+            out.append(ir.StringAttr(d[key]).value if key in d else None)
+        return out + [None] * (count - len(out))
+
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    return read("arg_attrs", len(ftype.inputs)), read("res_attrs", len(ftype.results))
+
+
+def _set_arg_shardings(module: Any, shardings: tuple[tuple[int, str], ...]) -> Any:
+    """A copy of ``module`` with ``mhlo.sharding`` on the given parameters of @main."""
+    from jaxlib.mlir import ir
+
+    from ..ir.emit import clone
+    from .run import main_function
+
+    copy = clone(module)
+    main = main_function(copy)
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    n = len(ftype.inputs)
+    with copy.context:
+        attrs = [ir.DictAttr(a) for a in ir.ArrayAttr(main.attributes["arg_attrs"])] \
+            if "arg_attrs" in main.attributes else [ir.DictAttr.get({})] * n
+        for index, text in shardings:
+            if index >= n:
+                raise InputError(f"parameter {index} does not exist: @main has {n} parameters",
+                                 file="--arg-sharding")
+            entries = {a.name: a.attr for a in attrs[index]}
+            entries["mhlo.sharding"] = ir.StringAttr.get(text)
+            attrs[index] = ir.DictAttr.get(entries)
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+    return copy
+
+
+def _replicated(module: Any) -> Any:
+    """A copy of ``module`` with every sharding replicated (parameters, results, ops)."""
+    from jaxlib.mlir import ir
+
+    from ..ir.emit import clone
+    from .run import main_function
+
+    copy = clone(module)
+
+    def strip(op: Any) -> Any:
+        if "mhlo.sharding" in op.attributes:
+            del op.attributes["mhlo.sharding"]
+        return ir.WalkResult.ADVANCE
+
+    with copy.context:
+        copy.operation.walk(strip)
+        main = main_function(copy)
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        for key, count in (("arg_attrs", len(ftype.inputs)), ("res_attrs", len(ftype.results))):
+            have = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else []
+            have += [ir.DictAttr.get({})] * (count - len(have))
+            attrs = []
+            for d in have:
+                entries = {a.name: a.attr for a in ir.DictAttr(d)}
+                entries["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
+                attrs.append(ir.DictAttr.get(entries))
+            if attrs:
+                main.attributes[key] = ir.ArrayAttr.get(attrs)
+    return copy
+
+
+def _with_device_counts(module: Any, options: SpmdOptions) -> Any:
+    """A copy saying its replica and partition counts; JAX writes 1 and 1 into what it lowers,
+    and the conversion to HLO takes them from there (shardings are dropped for 1 partition)."""
+    from jaxlib.mlir import ir
+
+    from ..ir.emit import clone
+
+    copy = clone(module)
+    with copy.context:
+        i32 = ir.IntegerType.get_signless(32)
+        copy.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, options.num_partitions)
+        copy.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, options.num_replicas)
+    return copy
+
+
+def prepare(loaded: Any, options: SpmdOptions) -> Plan:
+    """Choose the partitioner, apply --arg-sharding, and lay out per-device modules."""
+    from .._native import jaxlib as _jaxlib
+    from ..inputs import loader as inputs
+    from .run import TensorSpec, signature
+
+    module = loaded.module
+    sdy, hlo = _carries(module)
+    if options.arg_shardings:
+        if sdy:
+            raise InputError("this module carries Shardy shardings; --arg-sharding is for modules "
+                             "without them", file=loaded.source)
+        module = _set_arg_shardings(module, options.arg_shardings)
+        hlo = True
+    partitioner = None
+    if options.num_partitions > 1 and not options.per_device_module:
+        partitioner = options.partitioner or ("shardy" if sdy else "gspmd")
+        # jaxlib 0.10.2 has no pass between the two notations, and XLA drops (or
+        # rejects) shardings written for the other partitioner.
+        if partitioner == "gspmd" and sdy:
+            raise InputError("this module's shardings are Shardy's (sdy); the GSPMD partitioner "
+                             "cannot read them", file=loaded.source, hint="--partitioner shardy")
+        if partitioner == "shardy" and hlo and not sdy:
+            raise InputError("this module's shardings are HLO shardings (mhlo.sharding); "
+                             "Shardy cannot import them in jaxlib 0.10.2", file=loaded.source,
+                             hint="--partitioner gspmd")
+    params, results = signature(module)
+    P = options.num_partitions
+    if partitioner is not None:
+        _check_sharding_devices(module, params, results, options, loaded.source, sdy)
+    param_layouts = result_layouts = None
+    if options.per_device_module:
+        arg_text, res_text = _arg_result_attr(module, "mhlo.sharding")
+
+        def parse(text: str | None, what: str) -> Any:
+            if text is None:
+                return None
+            try:
+                return _jaxlib.hlo_sharding(text)
+            except ValueError as e:
+                raise InputError(f"{what}: malformed sharding '{text}': {e.args[0]}", file=loaded.source) from None
+
+        param_layouts = [layout(parse(t, f"parameter {i}"), p.shape, P, per_device=True,
+                                what=f"parameter {i}") for i, (t, p) in enumerate(zip(arg_text, params))]
+        result_layouts = []
+        for i, (t, r) in enumerate(zip(res_text, results)):
+            if t is None and P > 1:  # nothing says how the devices' values relate
+                result_layouts.append(Layout("stacked", (P,) + r.shape, r.shape, text="per device"))
+            else:
+                result_layouts.append(layout(parse(t, f"output {i}"), r.shape, P, per_device=True,
+                                             what=f"output {i}"))
+        params = [TensorSpec(lay.global_shape, p.element, p.dtype, p.name) for lay, p in zip(param_layouts, params)]
+        results = [TensorSpec(lay.global_shape, r.element, r.dtype, r.name) for lay, r in zip(result_layouts, results)]
+        # XLA's runner marks such a module replicated and turns every HLO pass
+        # off. On CPU some ops need their passes (an array all-to-all crashes
+        # the runtime without its decomposer), so only partitioning is avoided:
+        # everything replicated leaves the SPMD partitioner nothing to do.
+        # --xla_disable_all_hlo_passes=true gives XLA's exact behaviour.
+        compiled_module = _replicated(module)
+    else:
+        compiled_module = module
+    compiled_module = _with_device_counts(compiled_module, options)
+    reference, note = module, ""
+    if options.reference == "none":
+        reference, note = None, "no reference (--reference none)"
+    elif options.reference_module:
+        found = inputs.load(options.reference_module)
+        if len(found) != 1:
+            raise InputError("the reference must be one module", file=options.reference_module)
+        reference = found[0].module
+        ref_params, ref_results = signature(reference)
+        for kind, want, have in (("parameters", params, ref_params), ("outputs", results, ref_results)):
+            if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in have]:
+                raise InputError(f"the reference's {kind} ({_specs(have)}) differ from the global "
+                                 f"{kind} of {loaded.source} ({_specs(want)})", file=options.reference_module)
+        note = f"reference module {options.reference_module}"
+    elif options.per_device_module and P > 1:
+        reference = None
+        note = ("no single-device reference: the module is already partitioned "
+                "(give the unpartitioned one with --reference-module)")
+    return Plan(loaded.name, loaded.source, compiled_module, reference, note, partitioner, params, results,
+                param_layouts, result_layouts, random_source=None if options.per_device_module else module)
+
+
+def _specs(specs: list[Any]) -> str:
+    return ", ".join(f"{s.dtype}{list(s.shape)}" for s in specs) or "none"
+
+
+# ---------------------------------------------------------------- compile
+
+@dataclass
+class Compiled:
+    executable: Any
+    devices: list[Any]               # logical order: replica-major, then partition
+    param_layouts: list[Layout]
+    result_layouts: list[Layout]
+    compile_ms: float
+
+
+def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Compiled:
+    """XLA compile for ``devices`` (one per replica x partition, in logical order)."""
+    from .._native import jaxlib as _jaxlib
+
+    env = list(options.xla_flags)
+    opts = _jaxlib.spmd_compile_options(
+        num_replicas=options.num_replicas, num_partitions=options.num_partitions,
+        device_ids=[d.id for d in devices], use_shardy=plan.partitioner == "shardy",
+        run_backend_only=options.run_xla_backend_only, env_overrides=env)
+    t0 = time.perf_counter()
+    try:
+        exe = _quiet_compile(plan.module, devices, opts)
+    except CompileError as e:
+        if options.run_xla_backend_only and "must have backend config" in e.message:
+            e.hint = ("jaxlib's HLO import drops fusion backend configs, which XLA CPU's backend "
+                      "needs: after-optimizations CPU dumps with fusions cannot run backend-only")
+        raise
+    compile_ms = (time.perf_counter() - t0) * 1000
+    P = options.num_partitions
+    if plan.param_layouts is not None and plan.result_layouts is not None:
+        return Compiled(exe, devices, plan.param_layouts, plan.result_layouts, compile_ms)
+    param_sh, out_sh = _jaxlib.executable_shardings(exe)
+    params = [layout(None if param_sh is None else param_sh[i], p.shape, P, per_device=False,
+                     what=f"parameter {i}") for i, p in enumerate(plan.params)]
+    results = [layout(None if out_sh is None else out_sh[i], r.shape, P, per_device=False,
+                      what=f"output {i}") for i, r in enumerate(plan.results)]
+    return Compiled(exe, devices, params, results, compile_ms)
+
+
+# XLA warns on every GSPMD compile; here GSPMD is chosen because the module's
+# shardings are written for it, so the advice to migrate is noise.
+_GSPMD_NOTICE = re.compile(r"^W\d{4} .*sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated")
+
+
+def _quiet_compile(module: Any, devices: list[Any], opts: Any) -> Any:
+    import contextlib
+
+    from .._native import jaxlib as _jaxlib
+
+    replay = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(replay):
+            return _jaxlib.compile_executable(module, devices, opts)
+    finally:
+        kept = [ln for ln in replay.getvalue().splitlines() if not _GSPMD_NOTICE.match(ln)]
+        if kept:
+            sys.stderr.write("\n".join(kept) + "\n")
+            sys.stderr.flush()
+
+
+# ----------------------------------------------------------------- inputs
+
+@dataclass
+class Inputs:
+    per_replica: list[list[np.ndarray]] | None   # global arrays; None for device-id
+    note: str
+
+
+def make_inputs(plan: Plan, options: SpmdOptions) -> Inputs:
+    """Global arrays for every replica, as the unpartitioned program takes them."""
+    from . import run
+
+    R = options.num_replicas
+    if options.inputs_npz:
+        arrays = run._inputs_from_npz(options.inputs_npz, plan.params)
+        return Inputs([arrays] * R, f"from {options.inputs_npz}")
+    if options.argument_mode == "zeros":
+        arrays = [np.zeros(p.shape, run.np_dtype(p.dtype)) for p in plan.params]
+        return Inputs([arrays] * R, "zeros")
+    if options.argument_mode == "device-id":
+        return Inputs(None, "device-id (each device's part filled with its device id)")
+    shared = options.argument_mode == "shared-random" or R == 1
+    seeds = [options.seed] * R if shared else [options.seed + r for r in range(R)]
+    per_replica = []
+    for seed in (seeds[:1] if shared else seeds):
+        run_opts = run.RunOptions(seed=seed, large_float_range=options.large_float_range)
+        if plan.random_source is not None:  # XLA's fake-data constraints (indices in bounds, ...)
+            arrays, _ = run.make_inputs(plan.random_source, run_opts)
+        else:
+            rng = np.random.default_rng(seed)
+            arrays = [run._random_array(rng, p, None, options.large_float_range) for p in plan.params]
+        per_replica.append(arrays)
+    if shared:
+        return Inputs(per_replica * R, f"random (seed {options.seed})"
+                      + ("; the same for every replica" if R > 1 else ""))
+    return Inputs(per_replica, f"random (seeds {options.seed}..{options.seed + R - 1}, one per replica)")
+
+
+def device_arguments(plan: Plan, compiled: Compiled, inputs: Inputs, options: SpmdOptions,
+                     logical: int) -> list[np.ndarray]:
+    """What device number ``logical`` (replica * P + partition) receives for each parameter."""
+    from .run import np_dtype
+
+    r, p = divmod(logical, options.num_partitions)
+    out = []
+    for spec, lay in zip(plan.params, compiled.param_layouts):
+        if inputs.per_replica is None:
+            # XLA fills with the device's id (the same as ``logical`` unless a device assignment reorders them)
+            out.append(np.full(lay.shard_shape, compiled.devices[logical].id).astype(np_dtype(spec.dtype)))
+        else:
+            out.append(lay.shard(inputs.per_replica[r][len(out)], p))
+    return out
+
+
+# -------------------------------------------------------------- execution
+
+@dataclass
+class Execution:
+    shards: dict[tuple[int, int], np.ndarray]   # (output, logical device) -> this process's shards
+    run_ms: list[float]
+
+
+def execute(plan: Plan, compiled: Compiled, inputs: Inputs, options: SpmdOptions) -> Execution:
+    """Run ``num_repeats`` times on this process's devices; the last run's output shards."""
+    from .._native import jaxlib as _jaxlib
+
+    logical = {d.id: i for i, d in enumerate(compiled.devices)}
+    local = [d for d in compiled.devices if d in set(compiled.executable.local_devices())]
+    if local != list(compiled.executable.local_devices()):
+        # sharded_argument hands buffers over in device-assignment order.
+        raise DriverError("the executable's devices are not in device-assignment order")
+    per_device = {d.id: device_arguments(plan, compiled, inputs, options, logical[d.id]) for d in local}
+    times: list[float] = []
+    results: list[list[tuple[Any, np.ndarray]]] = []
+    for _ in range(options.num_repeats):
+        # Fresh buffers each time: a module may donate (alias) its inputs.
+        args = [_jaxlib.sharded_argument([per_device[d.id][i] for d in local], local, compiled.devices)
+                for i in range(len(plan.params))]
+        results, ms = _jaxlib.execute_spmd(compiled.executable, args)
+        times.append(ms)
+    shards = {(i, logical[dev.id]): arr for i, out in enumerate(results) for dev, arr in out}
+    return Execution(shards, times)
+
+
+def gather_outputs(plan: Plan, compiled: Compiled, shards: dict[tuple[int, int], np.ndarray],
+                   options: SpmdOptions) -> tuple[list[list[np.ndarray]], list[str]]:
+    """Full outputs per replica from every device's shards; disagreements between copies."""
+    P = options.num_partitions
+    per_replica, problems = [], []
+    for r in range(options.num_replicas):
+        outs = []
+        for i, lay in enumerate(compiled.result_layouts):
+            full, bad = gather(lay, {p: shards[(i, r * P + p)] for p in range(P)}, options.rtol, options.atol)
+            where = f"output {i}" + (f" of replica {r}" if options.num_replicas > 1 else "")
+            problems.extend(f"{where}: {b}" for b in bad)
+            outs.append(full)
+        per_replica.append(outs)
+    return per_replica, problems
+
+
+# ---------------------------------------------------------------- reports
+
+@dataclass
+class SpmdReport:
+    """``run``'s ModuleReport, with what an SPMD run adds."""
+
+    report: Any                                   # run.ModuleReport
+    devices: str = ""
+    partitioner: str = ""
+    param_layouts: list[str] = field(default_factory=list)
+    result_layouts: list[str] = field(default_factory=list)
+    run_times: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    outputs: list[list[np.ndarray]] = field(default_factory=list)   # per replica
+    device_outputs: dict[int, list[np.ndarray]] = field(default_factory=dict)  # device id -> its output shards
+
+
+def finish(plan: Plan, compiled: Compiled, inputs: Inputs, outputs: list[list[np.ndarray]],
+           problems: list[str], run_ms: list[float], options: SpmdOptions) -> SpmdReport:
+    """Single-device reference of the unpartitioned computation, and the comparison."""
+    import statistics
+
+    from . import run
+
+    rep = run.ModuleReport(plan.name, plan.source, inputs_note=inputs.note,
+                           compile_ms=compiled.compile_ms, run_ms=statistics.median(run_ms))
+    out = SpmdReport(rep, run_times=run_ms, outputs=outputs)
+    R, P = options.num_replicas, options.num_partitions
+    out.devices = f"{R * P} ({R} replica{'s' if R > 1 else ''} x {P} partition{'s' if P > 1 else ''})"
+    out.partitioner = plan.partitioner or ("none: already partitioned" if plan.per_device else "none")
+    out.param_layouts = [f"{i} {s.name} {s.dtype}{list(s.shape)}: {lay.describe()}"
+                         for i, (s, lay) in enumerate(zip(plan.params, compiled.param_layouts))]
+    out.result_layouts = [f"{i} {s.dtype}{list(s.shape)}: {lay.describe()}"
+                          for i, (s, lay) in enumerate(zip(plan.results, compiled.result_layouts))]
+    reference_inputs = inputs.per_replica
+    if reference_inputs is None and plan.reference_module is not None:
+        reference_inputs = _device_id_globals(plan, compiled, options)
+        if reference_inputs is None:
+            plan.reference_note = ("no reference: with device-id inputs, devices holding the same "
+                                   "elements of a parameter get different values")
+    if plan.reference_module is None or reference_inputs is None:
+        rep.status = "ran"
+        out.notes.append(plan.reference_note)
+    else:
+        worst, mismatches, ms = 0.0, [], 0.0
+        cache: dict[int, tuple[list[np.ndarray], float]] = {}
+        for r in range(R):
+            key = id(reference_inputs[r])
+            if key not in cache:
+                got, _, t = run.run_xla(plan.reference_module, reference_inputs[r], "cpu", 1, options.xla_flags)
+                cache[key] = (got, t)
+                ms += t
+            expected = cache[key][0]
+            for i, (a, e) in enumerate(zip(outputs[r], expected)):
+                mm = run.compare(a, e, i, options.rtol, options.atol)
+                if R > 1:
+                    mm.label = f"replica {r} output {i}"
+                worst = max(worst, mm.max_abs if mm.count else run.compare(a, e, i, 0.0, 0.0).max_abs)
+                if mm.count:
+                    mismatches.append(mm)
+        rep.reference_ms, rep.max_error, rep.mismatches = ms, worst, mismatches
+        out.notes.append(f"reference: {plan.reference_note or 'the same module'} on 1 device")
+        if mismatches:
+            rep.status = "mismatch"
+            rep.message = "; ".join(f"{m.label or f'output {m.output}'}: {m.count}/{m.total} differ"
+                                    for m in mismatches)
+    if problems:
+        rep.status = "mismatch"
+        rep.message = "; ".join(([rep.message] if rep.message else []) + problems)
+    return out
+
+
+def _device_id_globals(plan: Plan, compiled: Compiled, options: SpmdOptions) -> list[list[np.ndarray]] | None:
+    """The global arrays device-id inputs amount to, when every element has one owner."""
+    from .run import np_dtype
+
+    P = options.num_partitions
+    if not all(lay.unique(P) for lay in compiled.param_layouts):
+        return None
+    out = []
+    for r in range(options.num_replicas):
+        arrays = []
+        for spec, lay in zip(plan.params, compiled.param_layouts):
+            parts = {p: np.full(lay.shard_shape, compiled.devices[r * P + p].id).astype(np_dtype(spec.dtype))
+                     for p in range(P)}
+            arrays.append(gather(lay, parts)[0])
+        out.append(arrays)
+    return out
+
+
+def run_in_process(loaded: Any, options: SpmdOptions) -> SpmdReport:
+    """The whole run on this process's first ``num_devices`` CPU devices."""
+    from .._native import jaxlib as _jaxlib
+
+    plan = prepare(loaded, options)
+    order = _jaxlib.local_device_order()
+    if options.device_ids:
+        by_id = {d.id: d for d in order}
+        missing = sorted(set(options.device_ids) - set(by_id))
+        if missing:
+            raise DriverError(f"the device assignment names device {missing[0]}, which this process lacks")
+        devices = [by_id[i] for i in options.device_ids]
+    else:
+        devices = order[: options.num_devices]
+    if len(devices) < options.num_devices:
+        raise DriverError(f"{options.num_devices} devices needed, {len(devices)} available")
+    compiled = compile_plan(plan, options, devices)
+    inputs = make_inputs(plan, options)
+    execution = execute(plan, compiled, inputs, options)
+    outputs, problems = gather_outputs(plan, compiled, execution.shards, options)
+    report = finish(plan, compiled, inputs, outputs, problems, execution.run_ms, options)
+    n_out = len(compiled.result_layouts)
+    report.device_outputs = {d.id: [execution.shards[(i, k)] for i in range(n_out)]
+                             for k, d in enumerate(devices)}
+    return report
+
+
+def outputs_npz(report: SpmdReport) -> bytes:
+    """Gathered outputs as .npz: ``out<i>``, with a leading replica axis when there are several."""
+    arrays = {}
+    n = len(report.outputs[0]) if report.outputs else 0
+    for i in range(n):
+        if len(report.outputs) == 1:
+            arrays[f"out{i}"] = report.outputs[0][i]
+        else:
+            arrays[f"out{i}"] = np.stack([rep[i] for rep in report.outputs])
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _times(ms: list[float]) -> str:
+    """Each repeat's time; min/median/max instead when there are too many to read."""
+    import statistics
+
+    if len(ms) <= 20:
+        return ", ".join(f"{t:.3f}" for t in ms)
+    return f"min {min(ms):.3f}, median {statistics.median(ms):.3f}, max {max(ms):.3f} over {len(ms)} runs"
+
+
+def format_report(sr: SpmdReport, *, values: bool = True) -> str:
+    r = sr.report
+    lines = [f"{r.name}: {r.status.upper()}" + (f": {r.message}" if r.message else "")]
+    lines.append(f"  devices: {sr.devices}; partitioner: {sr.partitioner}")
+    if r.inputs_note:
+        lines.append(f"  inputs: {r.inputs_note}")
+    lines.extend(f"  parameter {p}" for p in sr.param_layouts)
+    lines.extend(f"  output {o}" for o in sr.result_layouts)
+    timing = f"  compile {r.compile_ms:.1f} ms, run {r.run_ms:.3f} ms"
+    if len(sr.run_times) > 1:
+        timing += f" (median of {len(sr.run_times)})"
+    if r.reference_ms is not None:
+        timing += f", reference {r.reference_ms:.1f} ms"
+    lines.append(timing)
+    if len(sr.run_times) > 1:
+        lines.append(f"  run times (ms): {_times(sr.run_times)}")
+    lines.extend(f"  {n}" for n in sr.notes if n)
+    if r.max_error is not None:
+        lines.append(f"  max abs error {r.max_error:.6g}")
+    for m in r.mismatches:
+        lines.extend("  " + ln for ln in m.describe().splitlines())
+    if values:
+        with np.printoptions(threshold=20, edgeitems=2, precision=5, linewidth=100):
+            for rep_index, outs in enumerate(sr.outputs):
+                for i, o in enumerate(outs):
+                    where = f"replica {rep_index} output {i}" if len(sr.outputs) > 1 else f"output {i}"
+                    text = np.array2string(o, separator=", ").replace("\n", "\n      ")
+                    lines.append(f"  {where} = {text}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------- several processes
+
+@dataclass
+class WorkerConfig:
+    """What one process of a distributed run needs (passed to it as JSON)."""
+
+    input: str
+    input_format: str | None
+    args: str | None
+    options: dict[str, Any]
+    num_processes: int
+    process_id: int
+    coordinator: str
+    deadline: float          # time.time() by which the run must be over
+    timeout: float
+    dump_output: str | None = None
+
+
+def _options_from_dict(d: dict[str, Any]) -> SpmdOptions:
+    d = dict(d)
+    d["arg_shardings"] = tuple(tuple(x) for x in d["arg_shardings"])
+    d["xla_flags"] = tuple(tuple(x) for x in d["xla_flags"])
+    return SpmdOptions(**d)
+
+
+def heartbeat_seconds(timeout: float) -> int:
+    """How long the coordinator waits for a silent process before calling it dead."""
+    return int(max(3, min(30, timeout // 4)))
+
+
+def _probe(coordinator: str, deadline: float) -> None:
+    """Wait until the coordinator's port accepts connections, or fail clearly by ``deadline``.
+
+    JAX's runtime, failing to reach it, aborts the process after its own timeout
+    with a stack trace; this says what is wrong in one line instead.
+    """
+    from .._native import jaxlib as _jaxlib
+
+    host, _, port = coordinator.rpartition(":")
+    host = host.strip("[]")
+    last = ""
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=1.0):
+                return
+        except OSError as e:
+            last = e.strerror or str(e)
+        if time.time() + 0.2 >= deadline:
+            raise _jaxlib.DistributedError(f"cannot reach the coordinator at {coordinator}: {last}",
+                                           hint="is process 0 running, and is the address right?")
+        time.sleep(0.2)
+
+
+def worker(cfg: WorkerConfig) -> int:
+    """One process of a distributed run; returns the exit code (process 0: the comparison's)."""
+    from .. import outputs
+    from .._native import jaxlib as _jaxlib
+    from ..inputs import loader as inputs
+
+    options = _options_from_dict(cfg.options)
+    n, me = cfg.num_processes, cfg.process_id
+    left = lambda: cfg.deadline - time.time()  # noqa: E731
+    if me != 0:
+        _probe(cfg.coordinator, cfg.deadline)
+    _jaxlib.distributed_initialize(cfg.coordinator, n, me, options.num_devices // n,
+                                   max(1, int(left())), heartbeat_seconds(cfg.timeout))
+    print(f"process {me} of {n}: joined the run at {cfg.coordinator}", flush=True)
+    loaded = inputs.load(cfg.input, input_format=cfg.input_format, arg_specs=cfg.args)[0]
+    plan = prepare(loaded, options)
+    devices = _jaxlib.local_device_order()
+    if len(devices) != options.num_devices:
+        raise DriverError(f"the run has {len(devices)} devices, {options.num_devices} are needed")
+    compiled = compile_plan(plan, options, devices)
+    run_inputs = make_inputs(plan, options)
+    try:
+        execution = execute(plan, compiled, run_inputs, options)
+    except _jaxlib.ExecutionError as e:
+        if re.search(r"Gloo .*(reset by peer|Connection closed|Broken pipe)", e.message):
+            # A peer that dies mid-collective resets its connections.
+            raise _jaxlib.DistributedError("a collective lost its connection to another process "
+                                           f"(it died or was killed): {e.message}") from None
+        raise
+    mine = sorted({dev for (_, dev) in execution.shards})
+    P = options.num_partitions
+    where = ", ".join(f"{d} (replica {d // P}, partition {d % P})" for d in mine)
+    print(f"process {me} of {n}: devices {where}; compile {compiled.compile_ms:.1f} ms, run "
+          f"{_times(execution.run_ms)} ms", flush=True)
+    for (i, dev), arr in sorted(execution.shards.items()):
+        print(f"process {me}:   output {i} on device {dev}: {arr.dtype}{list(arr.shape)}, "
+              f"sum {np.asarray(arr, dtype=np.float64 if arr.dtype.kind != 'c' else np.complex128).sum():.6g}",
+              flush=True)
+    _jaxlib.kv_set(f"mlirhlo/spmd/shards/{me}", _pack(execution.shards))
+    code = 0
+    if me == 0:
+        shards: dict[tuple[int, int], np.ndarray] = dict(execution.shards)
+        for other in range(1, n):
+            data = _jaxlib.kv_get(f"mlirhlo/spmd/shards/{other}", left())
+            if data is None:
+                raise _jaxlib.DistributedError(f"process {other} sent no outputs within the timeout "
+                                               f"({cfg.timeout:g} s)")
+            shards.update(_unpack(data, compiled.result_layouts, plan.results))
+        outs, problems = gather_outputs(plan, compiled, shards, options)
+        report = finish(plan, compiled, run_inputs, outs, problems, execution.run_ms, options)
+        report.notes.insert(0, f"gathered from {n} processes")
+        print(format_report(report), flush=True)
+        if cfg.dump_output:
+            outputs.write_atomic(cfg.dump_output, outputs_npz(report))
+        code = 0 if report.report.passed else 1
+    _jaxlib.distributed_shutdown()
+    return code
+
+
+def _pack(shards: dict[tuple[int, int], np.ndarray]) -> bytes:
+    # Raw bytes, so that bf16/f8 travel without pickling; the receiver knows dtypes and shapes.
+    buf = io.BytesIO()
+    np.savez(buf, **{f"{i}/{d}": np.frombuffer(np.ascontiguousarray(a).tobytes(), np.uint8)
+                     for (i, d), a in shards.items()})
+    return buf.getvalue()
+
+
+def _unpack(data: bytes, layouts: list[Layout], specs: list[Any]) -> dict[tuple[int, int], np.ndarray]:
+    from .run import np_dtype
+
+    out = {}
+    with np.load(io.BytesIO(data)) as z:
+        for key in z.files:
+            i, d = (int(x) for x in key.split("/"))
+            out[(i, d)] = z[key].view(np_dtype(specs[i].dtype)).reshape(layouts[i].shard_shape)
+    return out
+
+
+def _watchdog(cfg: WorkerConfig) -> None:
+    """Ends a worker whose supervisor is gone: a hung collective must not outlive the run."""
+    time.sleep(max(0.0, cfg.deadline - time.time()) + 2 * _GRACE_S)
+    sys.stderr.write(f"error: process {cfg.process_id}: timed out after {cfg.timeout:g} s (--timeout)\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def worker_main(argv: list[str]) -> None:
+    """``python -m mlirhlo_driver.execute.spmd CONFIG_JSON``: run one process, exit with its code."""
+    from .._native import jaxlib as _jaxlib
+
+    cfg = WorkerConfig(**json.loads(argv[0]))
+    # Ctrl-C reaches the whole process group; the supervisor stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watchdog, args=(cfg,), daemon=True).start()
+    try:
+        code = worker(cfg)
+    except DriverError as e:
+        sys.stderr.write(e.format() + "\n")
+        usage = not isinstance(e, (CompileError, _jaxlib.DistributedError, _jaxlib.ExecutionError))
+        code = 2 if usage else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip jax's atexit shutdown: after a failure it would wait for the peers
+    # (or abort); on success distributed_shutdown() has already run.
+    os._exit(code)
+
+
+# ------------------------------------------------------------- supervision
+
+_JOINED = re.compile(r"^process \d+ of \d+: joined ")
+_ABSL_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\] ")
+_STACK_LINE = re.compile(r"^\s*@\s+0x[0-9a-f]+|^\*\*\* (Check failure stack trace|SIGABRT received)")
+
+
+class _Relay:
+    """Copies a worker's output to ours line by line (with a prefix), minus native noise.
+
+    Native log lines are kept aside: when the worker dies, they say why.
+    """
+
+    def __init__(self, proc: subprocess.Popen, prefix: str, lock: threading.Lock) -> None:
+        self.proc, self.prefix, self.lock = proc, prefix, lock
+        self.native: list[str] = []
+        self.errors: list[str] = []
+        self.joined = False
+        self.threads = [threading.Thread(target=self._pump, args=(proc.stdout, sys.stdout), daemon=True),
+                        threading.Thread(target=self._pump, args=(proc.stderr, sys.stderr), daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    def _pump(self, stream: Any, out: Any) -> None:
+        from .._native import jaxlib as _jaxlib
+
+        native_block = False
+        for raw in iter(stream.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            # gloo's retry log: "[Gloo] ..." in jaxlib 0.10.2, "[external/gloo/..." in 0.9.
+            if (_jaxlib.is_native_noise(line) or line.startswith(("[Gloo] ", "[external/gloo/"))
+                    or _STACK_LINE.match(line)):
+                continue
+            if _ABSL_LINE.match(line):
+                native_block = True
+                self.native.append(line)
+                continue
+            if native_block and out is sys.stderr and not line.startswith("error: "):
+                self.native.append(line)  # continuation of a multi-line native message
+                continue
+            native_block = False
+            if line.startswith("error: "):
+                self.errors.append(line)
+            if out is sys.stdout and _JOINED.match(line):
+                self.joined = True
+            with self.lock:
+                out.write(self.prefix + line + "\n")
+                out.flush()
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(timeout=5)
+
+
+def explain_death(returncode: int, native: list[str], cfg: WorkerConfig) -> str:
+    """Why a worker that did not exit by itself died, from what the runtime logged."""
+    text = "\n".join(native)
+    if "RegisterTask" in text:
+        return (f"not all {cfg.num_processes} processes joined the coordinator at {cfg.coordinator} "
+                f"within {cfg.timeout:g} s")
+    m = re.search(r"stopped sending heartbeats\):\s*([\d\s,]+)", text) or \
+        re.search(r"Task (\d+) heartbeat timeout", text) or \
+        re.search(r"stopped sending heartbeats\):\s*/job:\w+/replica:\d+/task:(\d+)", text)  # jaxlib 0.9
+    if m:
+        ids = ", ".join(x for x in re.split(r"[\s,]+", m.group(1)) if x)
+        return f"process {ids} stopped responding (it died or was killed)"
+    if re.search(r"Connection reset by peer|failed to connect|Socket closed|UNAVAILABLE", text):
+        return f"lost contact with the coordinator at {cfg.coordinator} (process 0 died, or the network failed)"
+    fatal = [ln for ln in native if ln.startswith("F")]
+    detail = _ABSL_LINE.sub("", fatal[-1]) if fatal else ""
+    how = f"killed by {signal.Signals(-returncode).name}" if returncode < 0 and \
+        -returncode in signal.Signals._value2member_map_ else f"exit code {returncode}"
+    return f"the process died ({how})" + (f": {detail}" if detail else "")
+
+
+def _spawn(cfg: WorkerConfig) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "mlirhlo_driver.execute.spmd", json.dumps(asdict(cfg))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()  # gloo and gRPC threads ignore anything gentler mid-collective
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - the kernel reaps SIGKILLed children
+            pass
+
+
+# How long past the deadline a supervisor waits for a worker to report its own timeout.
+_GRACE_S = 3.0
+
+
+def supervise(cfgs: list[WorkerConfig], *, prefixed: bool,
+              on_start: Callable[[int, int], None] | None = None) -> int:
+    """Run one worker per config; relay their output; stop them all at the first failure.
+
+    Returns the exit code: process 0's when all succeed, else the first failing
+    one's (1 for a death or timeout). Every failure is explained in one
+    ``error:`` line naming the process.
+    """
+    lock = threading.Lock()
+    procs: list[subprocess.Popen] = []
+    relays: list[_Relay] = []
+    first_failure: tuple[int, int] | None = None      # (process, code)
+    message = ""
+    try:
+        for cfg in cfgs:
+            proc = _spawn(cfg)
+            procs.append(proc)
+            relays.append(_Relay(proc, f"[{cfg.process_id}] " if prefixed else "", lock))
+            if on_start is not None:
+                on_start(cfg.process_id, proc.pid)
+        deadline = max(c.deadline for c in cfgs) + _GRACE_S
+        while True:
+            codes = [p.poll() for p in procs]
+            for i, code in enumerate(codes):
+                if code not in (None, 0) and first_failure is None:
+                    first_failure = (i, code)
+            if first_failure is not None or all(c is not None for c in codes):
+                break
+            if time.time() > deadline:
+                waiting = [i for i, c in enumerate(codes) if c is None]
+                cfg = cfgs[waiting[0]]
+                if not all(relays[i].joined for i in waiting):
+                    message = (f"not all {cfg.num_processes} processes joined the coordinator at "
+                               f"{cfg.coordinator} within {cfg.timeout:g} s (--timeout)")
+                else:
+                    ids = ", ".join(str(cfgs[i].process_id) for i in waiting)
+                    message = (f"timed out after {cfg.timeout:g} s (--timeout); process"
+                               f"{'es' if len(waiting) > 1 else ''} {ids} still running "
+                               "(waiting on a process that stopped responding?)")
+                first_failure = (waiting[0], 1)
+                break
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        _stop(procs)
+        for r in relays:
+            r.join()
+        from .._native import interrupts
+
+        interrupts.report("; stopped every process")
+        return 130
+    if first_failure is not None and first_failure[1] in (1, 2):
+        # A peer's death often makes the others fail at once (a collective's
+        # connection resets): give them a moment, and blame the one that died.
+        end = time.time() + 0.5
+        while time.time() < end and any(p.poll() is None for p in procs):
+            time.sleep(0.05)
+        died = [(i, p.returncode) for i, p in enumerate(procs)
+                if p.returncode is not None and (p.returncode < 0 or p.returncode > 2)]
+        if died:
+            first_failure = died[0]
+    _stop(procs)
+    for r in relays:
+        r.join()
+    if first_failure is None:
+        return procs[0].returncode
+    index, code = first_failure
+    cfg, relay = cfgs[index], relays[index]
+    others = "; stopped the other processes" if len(cfgs) > 1 else ""
+    # jaxlib 0.9's runtime ends a process whose peer died with exit code 1 (a QFATAL
+    # log line), not an abort: that is a death too, not a failure the worker reported.
+    terminated = code == 1 and any(ln.startswith("F") and "Terminating process" in ln
+                                   for ln in relay.native)
+    if not message and (code < 0 or code > 2 or terminated):  # died without saying why
+        message = f"process {cfg.process_id}: {explain_death(code, relay.native, cfg)}"
+    elif not message:  # it said why itself
+        message = f"process {cfg.process_id} failed" if others else ""
+    if message:
+        sys.stderr.write(f"error: {message}{others}\n")
+        sys.stderr.flush()
+    return code if 0 < code <= 2 else 1
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_configs(source: str, input_format: str | None, args: str | None, options: SpmdOptions,
+                   *, num_processes: int, process_ids: list[int], coordinator: str, timeout: float,
+                   dump_output: str | None) -> list[WorkerConfig]:
+    deadline = time.time() + timeout
+    return [WorkerConfig(source, input_format, args, asdict(options), num_processes, pid, coordinator,
+                         deadline, timeout, dump_output if pid == 0 else None)
+            for pid in process_ids]
+
+
+if __name__ == "__main__":  # a worker process
+    worker_main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""Every input format read into one StableHLO module; self-checking modules."""

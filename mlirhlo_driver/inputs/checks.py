@@ -1,0 +1,1344 @@
+"""Self-checking StableHLO modules: run their ``check.*`` assertions on XLA.
+
+StableHLO's test suite writes tests that check themselves, in two forms:
+
+* custom calls, as in ``stablehlo/testdata/*.mlir``::
+
+      stablehlo.custom_call @check.expect_close(%2, %1) {has_side_effect = true}
+          : (tensor<20x20xf32>, tensor<20x20xf32>) -> ()
+
+  (also ``@check.expect_eq``, ``@check.expect_almost_eq`` and the older
+  ``@check.eq``, which returns a ``tensor<i1>``);
+* ops of the ``check`` dialect, as in ``stablehlo/tests/interpret/*.mlir``
+  (``check.expect_eq``, ``check.expect_eq_const``, ``check.expect_almost_eq``,
+  ``check.expect_almost_eq_const``, ``check.expect_close``). jaxlib does not
+  register that dialect, so :func:`preprocess_check_ops` rewrites them, as
+  text and line for line, into the custom-call form before parsing.
+
+XLA cannot run a check custom call, so :func:`prepare` takes them out and
+returns their operands as extra results of ``@main``; it also turns the
+constants that feed the computation into runtime parameters, since XLA would
+otherwise constant-fold the whole test at compile time and never run a
+backend kernel. :func:`evaluate` then applies the check semantics of the
+StableHLO interpreter (``stablehlo/tests/CheckOps.cpp``,
+``stablehlo/reference/Element.cpp``, ``stablehlo/tools/StablehloTranslateMain.cpp``)
+to the outputs:
+
+``expect_eq``
+    exact. Integers and booleans must be equal; floats compare with IEEE
+    equality, like ``APFloat::operator==``: ``-0.0 == 0.0`` passes and a NaN
+    equals nothing, not even a NaN (use ``expect_close`` or
+    ``expect_almost_eq`` where NaNs are expected). Complex: both parts.
+``expect_almost_eq`` (tolerance; 1e-4 for the dialect ops, 1e-3 for the custom call)
+    per element (each part of a complex): equal, or both NaN, or both finite
+    with the same sign and ``|actual - expected| <= tolerance`` (absolute,
+    computed in double). A zero and a value of the other sign differ.
+``expect_close`` (``min_ulp_difference <= ULP <= max_ulp_difference``; the custom
+    call uses [0, 3], the dialect op says its own ``max_ulp_difference``)
+    ULP difference: 0 when bitwise equal or both NaN; for finite values
+    ``|bits(|a|) - bits(|b|)|``, or ``bits(|a|) + bits(|b|)`` when the signs
+    differ (so ``-0.0`` vs ``0.0`` is 0 and ``-x`` vs ``x`` is twice the
+    distance to zero); any other pair with a non-finite value is 2**64-1.
+    Complex: the larger of the two parts.
+``check.eq`` (custom call)
+    integers: ``expect_eq``; floats and complex: ``expect_almost_eq`` with
+    tolerance 1e-4. Its ``tensor<i1>`` result is replaced by ``true``.
+
+For integer and boolean operands ``expect_almost_eq`` compares
+``|a - b| <= tolerance`` and ``expect_close`` counts one ULP per integer step
+(the interpreter rejects these types).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._native.guards import LOCATION
+from ..errors import InputError
+
+#: What the dialect ops default to (stablehlo/tests/CheckOps.td).
+DIALECT_TOLERANCE = 1e-4
+DIALECT_MAX_ULP = 1
+#: What the interpreter uses for the custom-call forms (StablehloTranslateMain.cpp).
+CUSTOM_CALL_TOLERANCE = 1e-3
+CUSTOM_CALL_MAX_ULP = 3
+CHECK_EQ_TOLERANCE = 1e-4
+MAX_ULP = 2**64 - 1
+
+# The file name jaxlib's parser gives locations of text parsed from a string
+# (inputs.parse_mlir): a rewritten op that does not start where the check op
+# did gets an explicit location in the same form.
+_PARSER_FILENAME = "-"
+
+KINDS = ("expect_eq", "expect_almost_eq", "expect_close")
+
+
+# ============================================================ text rewriting
+
+_IDENT_CHARS = re.compile(r"[\w$.\-]")
+_SSA = re.compile(r"%[\w$.\-]+(?:#\d+)?")
+_NAME = re.compile(r"[A-Za-z_][\w$.]*")
+_NUMBER = re.compile(r"[-+]?(?:0x[0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)")
+_INT_TYPE = re.compile(r"(?:ui|si|i)\d+\b")
+_FLOAT_TYPE = re.compile(r"(?:f16|f32|f64|bf16)\b")
+_ELEMENTS_ATTR = re.compile(r"(?:dense|dense_resource|sparse|array)<")
+
+# Ops of the check dialect (and the first version's check.eq / check.almost_eq,
+# which are the _const forms).
+_CONST_OPS = {"expect_eq_const": "expect_eq", "expect_almost_eq_const": "expect_almost_eq",
+              "eq": "expect_eq", "almost_eq": "expect_almost_eq"}
+_VALUE_OPS = {"expect_eq": "expect_eq", "expect_almost_eq": "expect_almost_eq",
+              "expect_close": "expect_close"}
+
+
+def preprocess_check_ops(text: str, source: str, *, line_offset: int = 0) -> str:
+    """Rewrite ``check`` dialect ops into ``stablehlo.custom_call @check.*`` ops.
+
+    Every other line and column stays where it was: a rewritten op keeps its
+    first line and column (an ``_const`` form becomes a ``stablehlo.constant``
+    and the custom call on the same line, the call with an explicit
+    ``loc(...)`` of the original op), and an op spread over several lines
+    still covers as many. Options the dialect ops carry (``tolerance``,
+    ``max_ulp_difference``, ``min_ulp_difference``) become attributes of the
+    custom call, defaults included. A check op that cannot be rewritten
+    raises InputError with its line (plus ``line_offset``, the chunk's first
+    line in its file) and column.
+    """
+    if "check." not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for start in _find_check_ops(text):
+        if start < last:
+            continue
+        parser = _Parser(text, start, source, line_offset)
+        replacement, end = parser.rewrite()
+        original = text[start:end]
+        missing = original.count("\n") - replacement.count("\n")
+        out.append(text[last:start])
+        out.append(replacement + "\n" * max(missing, 0))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _find_check_ops(text: str) -> list[int]:
+    """Offsets of check dialect ops: outside comments and strings, not ``@check.``."""
+    found = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "/" and text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch == '"':
+            j = _string_end(text, i)
+            prev = _prev_nonspace(text, i)
+            if text.startswith('"check.', i) and prev != "@" and \
+                    _next_nonspace(text, j) == "(":
+                found.append(i)
+            i = j
+            continue
+        if ch == "c" and text.startswith("check.", i):
+            prev = text[i - 1] if i else " "
+            if not (_IDENT_CHARS.match(prev) or prev in "@%#!^"):
+                found.append(i)
+            i += 6
+            continue
+        i += 1
+    return found
+
+
+def _string_end(text: str, i: int) -> int:
+    """Offset just past the string literal starting at ``text[i] == '"'``."""
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == '"':
+            return j + 1
+        if text[j] == "\n":
+            break
+        j += 1
+    return j
+
+
+def _prev_nonspace(text: str, i: int, spaces: str = " \t") -> str:
+    j = i - 1
+    while j >= 0 and text[j] in spaces:
+        j -= 1
+    return text[j] if j >= 0 else ""
+
+
+def _next_nonspace(text: str, i: int) -> str:
+    j = i
+    while j < len(text) and text[j] in " \t":
+        j += 1
+    return text[j] if j < len(text) else ""
+
+
+def _line_col(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return line, col
+
+
+def _mlir_float(value: float) -> str:
+    """A float literal MLIR's parser accepts (it needs a '.')."""
+    s = repr(float(value))
+    if "e" in s and "." not in s:
+        mantissa, exp = s.split("e")
+        s = f"{mantissa}.0e{exp}"
+    return s
+
+
+_OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+
+
+class _Parser:
+    """A small recursive-descent reader of one check op, from its first character."""
+
+    def __init__(self, text: str, start: int, source: str, line_offset: int = 0) -> None:
+        self.line_offset = line_offset
+        self.text = text
+        self.start = start
+        self.pos = start
+        self.source = source
+        self.op = ""
+        # The expected operand's type where the op spells it apart from the
+        # actual one's (a dynamic result checked against a static constant).
+        self.expected_type: str | None = None
+
+    # ---------------------------------------------------------------- errors
+    def error(self, message: str, pos: int | None = None) -> InputError:
+        line, col = _line_col(self.text, self.pos if pos is None else pos)
+        what = f"cannot rewrite {self.op}: " if self.op else ""
+        return InputError(what + message, file=self.source, line=line + self.line_offset, col=col)
+
+    # ---------------------------------------------------------------- lexing
+    def _skip(self, pos: int) -> int:
+        """The first offset at or after ``pos`` that is not whitespace or a comment."""
+        t, n = self.text, len(self.text)
+        while pos < n:
+            if t[pos] in " \t\r\n":
+                pos += 1
+            elif t.startswith("//", pos):
+                j = t.find("\n", pos)
+                pos = n if j < 0 else j
+            else:
+                break
+        return pos
+
+    def ws(self) -> None:
+        self.pos = self._skip(self.pos)
+
+    def peek(self, s: str) -> bool:
+        """Whether ``s`` comes next (after whitespace); consumes nothing."""
+        return self.text.startswith(s, self._skip(self.pos))
+
+    def accept(self, s: str) -> bool:
+        if self.peek(s):
+            self.pos = self._skip(self.pos) + len(s)
+            return True
+        return False
+
+    def expect(self, s: str, what: str | None = None) -> None:
+        if not self.accept(s):
+            raise self.error(f"expected {what or repr(s)}")
+
+    def regex(self, pattern: re.Pattern, what: str) -> str:
+        self.ws()
+        m = pattern.match(self.text, self.pos)
+        if not m:
+            raise self.error(f"expected {what}")
+        self.pos = m.end()
+        return m.group(0)
+
+    def ssa(self) -> str:
+        return self.regex(_SSA, "an SSA value like %0")
+
+    def balanced(self) -> str:
+        """From an opening bracket to its match (strings and '->' skipped)."""
+        t, start = self.text, self.pos
+        stack = [_OPENERS[t[start]]]
+        j = start + 1
+        while j < len(t):
+            ch = t[j]
+            if ch == '"':
+                j = _string_end(t, j)
+                continue
+            if ch == "-" and t.startswith("->", j):
+                j += 2
+                continue
+            if ch in _OPENERS:
+                stack.append(_OPENERS[ch])
+            elif ch in ")]}>":
+                if ch != stack[-1]:
+                    raise self.error(f"unbalanced '{ch}'", j)
+                stack.pop()
+                if not stack:
+                    self.pos = j + 1
+                    return t[start:j + 1]
+            j += 1
+        raise self.error(f"unterminated '{t[start]}'", start)
+
+    def type_(self) -> str:
+        """A type: ``tensor<...>``, ``!dialect.type<...>``, ``f32``, ``(T, T)``..."""
+        self.ws()
+        t, start = self.text, self.pos
+        if self.pos < len(t) and t[self.pos] == "(":
+            self.balanced()
+            return t[start:self.pos]
+        if self.pos < len(t) and t[self.pos] == "!":
+            self.pos += 1
+        m = _NAME.match(t, self.pos)
+        if not m:
+            raise self.error("expected a type")
+        self.pos = m.end()
+        if self.pos < len(t) and t[self.pos] == "<":
+            self.balanced()
+        return t[start:self.pos]
+
+    def elements_attr(self) -> tuple[str, str]:
+        """``dense<...> : tensor<...>`` -> (the whole text, its type)."""
+        self.ws()
+        start = self.pos
+        m = _ELEMENTS_ATTR.match(self.text, self.pos)
+        if not m:
+            raise self.error("expected an elements attribute like dense<...> : tensor<...>")
+        self.pos = m.end() - 1
+        self.balanced()
+        self.expect(":", "':' and the attribute's type")
+        type_ = self.type_()
+        return self.text[start:self.pos], type_
+
+    def attr_value(self) -> str:
+        """Text of one attribute value, up to a top-level ',' or closing bracket."""
+        self.ws()
+        t, start = self.text, self.pos
+        j = start
+        while j < len(t):
+            ch = t[j]
+            if ch == '"':
+                j = _string_end(t, j)
+                continue
+            if ch == "-" and t.startswith("->", j):
+                j += 2
+                continue
+            if ch in _OPENERS:
+                self.pos = j
+                self.balanced()
+                j = self.pos
+                continue
+            if ch in ",)]}>":
+                break
+            j += 1
+        self.pos = j
+        value = t[start:j].strip()
+        if not value:
+            raise self.error("expected an attribute value")
+        return value
+
+    def attr_dict(self) -> dict[str, str]:
+        """``{name = value, flag}`` -> {name: value text}; the '{' is next."""
+        self.expect("{")
+        entries: dict[str, str] = {}
+        if self.accept("}"):
+            return entries
+        while True:
+            self.ws()
+            if self.peek('"'):
+                j = _string_end(self.text, self.pos)
+                name = self.text[self.pos + 1:j - 1]
+                self.pos = j
+            else:
+                name = self.regex(_NAME, "an attribute name")
+            entries[name] = self.attr_value() if self.accept("=") else "unit"
+            if self.accept("}"):
+                return entries
+            self.expect(",", "',' or '}'")
+
+    # ------------------------------------------------------------- op forms
+    def rewrite(self) -> tuple[str, int]:
+        t = self.text
+        line, col = _line_col(t, self.start)
+        prev = _prev_token_before(t, self.start)
+        generic = t[self.start] == '"'
+        if generic:
+            end = _string_end(t, self.start)
+            name = t[self.start + 1:end - 1]
+            self.pos = end
+        else:
+            m = _NAME.match(t, self.start)
+            name = m.group(0)
+            self.pos = m.end()
+        self.op = name
+        if prev == "=":
+            raise self.error("a check op has no results", self.start)
+        short = name[len("check."):]
+        if short == "expect_serialized_eq":
+            raise self.error("needs tensors that the interpreter's probe instrumentation "
+                             "serialized (index.csv); only the interpreter runs it", self.start)
+        if short not in _CONST_OPS and short not in _VALUE_OPS:
+            raise self.error("unknown check op (expected one of check.expect_eq, "
+                             "check.expect_eq_const, check.expect_almost_eq, "
+                             "check.expect_almost_eq_const, check.expect_close)", self.start)
+        if generic:
+            form = self._generic(short)
+        elif self.peek("("):
+            form = self._parenthesized(short)
+        else:
+            form = self._pretty(short)
+        actual, expected, value, type_, opts = form
+        kind = _CONST_OPS.get(short) or _VALUE_OPS[short]
+        attrs = ["has_side_effect = true"]
+        if kind == "expect_almost_eq":
+            tol = opts.get("tolerance", DIALECT_TOLERANCE)
+            attrs.append(f"tolerance = {_mlir_float(tol)} : f64")
+        elif kind == "expect_close":
+            attrs.append(f"max_ulp_difference = {opts.get('max_ulp_difference', DIALECT_MAX_ULP)} : i64")
+            attrs.append(f"min_ulp_difference = {opts.get('min_ulp_difference', 0)} : i64")
+        end = self.pos
+        prefix = ""
+        loc = ""
+        if value is not None:
+            expected = _fresh_name(t, f"%check_expected_{line}_{col}")
+            prefix = f"{expected} = stablehlo.constant {value} "
+            if not _trailing_loc(t, end):
+                loc = f' loc("{_PARSER_FILENAME}":{line}:{col})'
+        call = (f"stablehlo.custom_call @check.{kind}({actual}, {expected}) "
+                f"{{{', '.join(attrs)}}} : ({type_}, {self.expected_type or type_}) -> (){loc}")
+        return prefix + call, end
+
+    def _options(self, entries: dict[str, str]) -> dict[str, Any]:
+        opts: dict[str, Any] = {}
+        for key, raw in entries.items():
+            if key not in ("tolerance", "max_ulp_difference", "min_ulp_difference"):
+                continue
+            text = raw.split(":")[0].strip()
+            try:
+                if key == "tolerance":
+                    opts[key] = float(text)
+                else:
+                    opts[key] = int(text, 16) if text.lower().lstrip("+-").startswith("0x") \
+                        else int(text)
+            except ValueError:
+                raise self.error(f"malformed {key} '{raw}'") from None
+        return opts
+
+    def _keyword_options(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """``, name = NUMBER (: type)?`` repeated (the pretty forms' options)."""
+        opts: dict[str, Any] = {}
+        while True:
+            save = self.pos
+            if not self.accept(","):
+                break
+            self.ws()
+            m = _NAME.match(self.text, self.pos)
+            if not m or m.group(0) not in names:
+                self.pos = save
+                break
+            self.pos = m.end()
+            self.expect("=")
+            number = self.regex(_NUMBER, f"a number for {m.group(0)}")
+            # An attribute type (`: f64`, `: ui64`), never the op's tensor type.
+            save2 = self.pos
+            if self.accept(":"):
+                self.ws()
+                pattern = _FLOAT_TYPE if m.group(0) == "tolerance" else _INT_TYPE
+                tm = pattern.match(self.text, self.pos)
+                if tm:
+                    self.pos = tm.end()
+                else:
+                    self.pos = save2
+            opts.update(self._options({m.group(0): number}))
+        return opts
+
+    def _optional_attr_dict(self) -> dict[str, Any]:
+        if self.peek("{"):
+            return self._options(self.attr_dict())
+        return {}
+
+    def _pretty(self, short: str):
+        actual = self.ssa()
+        self.expect(",")
+        if short in _CONST_OPS:
+            value, type_ = self.elements_attr()
+            opts = self._keyword_options(("tolerance",))
+            opts.update(self._optional_attr_dict())
+            return actual, None, value, type_, opts
+        expected = self.ssa()
+        if short == "expect_close":
+            opts = self._keyword_options(("max_ulp_difference", "min_ulp_difference"))
+            if "max_ulp_difference" not in opts:
+                raise self.error("expected ', max_ulp_difference = N'")
+            self.expect(":")
+            opts.update(self._optional_attr_dict())
+            type_ = self.type_()
+            self.expect(",", "',' and the expected operand's type")
+            self.expected_type = self.type_()
+            return actual, expected, None, type_, opts
+        opts = self._keyword_options(("tolerance",))
+        opts.update(self._optional_attr_dict())
+        self.expect(":", "':' and the operands' type")
+        type_ = self.type_()
+        return actual, expected, None, type_, opts
+
+    def _parenthesized(self, short: str):
+        """IREE's spelling: ``check.expect_eq(%a, %b) : T``, ``..._const(%a, dense<..> : T) : T``."""
+        self.expect("(")
+        actual = self.ssa()
+        self.expect(",")
+        value = expected = None
+        if short in _CONST_OPS:
+            value, _ = self.elements_attr()
+        else:
+            expected = self.ssa()
+        opts = self._keyword_options(("tolerance", "max_ulp_difference", "min_ulp_difference"))
+        self.expect(")")
+        opts.update(self._optional_attr_dict())
+        self.expect(":", "':' and the operand type")
+        type_ = self.type_()
+        if self.accept(","):
+            second = self.type_()
+            if expected is not None:
+                self.expected_type = second
+        return actual, expected, value, type_, opts
+
+    def _generic(self, short: str):
+        """``"check.expect_close"(%a, %b) <{props}> {attrs} : (T, T) -> ()``."""
+        self.expect("(")
+        operands = []
+        if not self.accept(")"):
+            while True:
+                operands.append(self.ssa())
+                if self.accept(")"):
+                    break
+                self.expect(",", "',' or ')'")
+        entries: dict[str, str] = {}
+        if self.peek("<{"):
+            self.expect("<")
+            entries.update(self.attr_dict())
+            self.expect(">")
+        if self.peek("{"):
+            entries.update(self.attr_dict())
+        self.expect(":", "':' and the function type")
+        self.ws()
+        if not self.peek("("):
+            raise self.error("expected a function type like (T, T) -> ()")
+        types = _split_top(self.balanced()[1:-1])
+        self.expect("->")
+        self.type_()
+        opts = self._options(entries)
+        want = 1 if short in _CONST_OPS else 2
+        if len(operands) != want or len(types) != want:
+            raise self.error(f"expected {want} operand{'s' if want > 1 else ''}, found {len(operands)}",
+                             self.start)
+        if short in _CONST_OPS:
+            if "value" not in entries:
+                raise self.error("missing the 'value' attribute", self.start)
+            return operands[0], None, entries["value"], types[0], opts
+        self.expected_type = types[1]
+        return operands[0], operands[1], None, types[0], opts
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets."""
+    parts, depth, cur = [], 0, []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "-" and text.startswith("->", i):
+            cur.append("->")
+            i += 2
+            continue
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _prev_token_before(text: str, i: int) -> str:
+    return _prev_nonspace(text, i, " \t\r\n")
+
+
+def _trailing_loc(text: str, i: int) -> bool:
+    return re.match(r"\s*loc\(", text[i:i + 200]) is not None
+
+
+def _fresh_name(text: str, base: str) -> str:
+    name, k = base, 0
+    while re.search(re.escape(name) + r"(?![\w$.\-])", text):
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+# ============================================================ module surgery
+
+@dataclass
+class Check:
+    """One check of a prepared module; indices are into the module's outputs."""
+
+    kind: str                 # expect_eq | expect_almost_eq | expect_close
+    actual_index: int
+    expected_index: int
+    options: dict[str, Any] = field(default_factory=dict)
+    location: str = ""        # file:line:col of the check op
+    target: str = ""          # the custom call target as written (check.eq, ...)
+
+
+@dataclass
+class CheckPlan:
+    """A runnable module (checks removed) and what to feed and compare."""
+
+    module: Any                       # ir.Module, @main without check custom calls
+    parameters: list[Any]             # numpy arrays for the new @main arguments, in order
+    num_original_params: int          # @main's own arguments, first, without values here
+    num_original_results: int         # @main's own results, first among the outputs
+    checks: list[Check]
+    folded: bool                      # True: constants left for XLA to fold
+    x64: bool = False                 # the module has 64-bit types (jax x64 was enabled)
+
+
+@dataclass
+class CheckResult:
+    kind: str
+    passed: bool
+    location: str
+    message: str
+
+
+def _is_check_call(op: Any) -> bool:
+    from jaxlib.mlir import ir
+
+    if op.name != "stablehlo.custom_call":
+        return False
+    try:
+        target = ir.StringAttr(op.attributes["call_target_name"]).value
+    except (KeyError, ValueError):
+        return False
+    return target.startswith("check.")
+
+
+def has_checks(module: Any) -> bool:
+    """Whether any ``stablehlo.custom_call`` targets ``check.*``."""
+    from jaxlib.mlir import ir
+
+    found = []
+
+    def visit(op: Any) -> Any:
+        if _is_check_call(op):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return bool(found)
+
+
+def _location(op: Any, source: str | None, line_offset: int) -> tuple[str, int | None, int | None]:
+    """(``file:line:col``, line, col) of an op's location (the first file one found)."""
+    m = LOCATION.search(str(op.location))
+    if not m:
+        return (source or "<unknown>"), None, None
+    file, line, col = m.group(1), int(m.group(2)) + line_offset, int(m.group(3))
+    if source is not None:
+        file = source
+    if not file or file == _PARSER_FILENAME:
+        return f"{line}:{col}", line, col
+    return f"{file}:{line}:{col}", line, col
+
+
+def _entry_function(module: Any, source: str | None) -> Any:
+    """@main, else the one public function (interpret tests name theirs freely)."""
+    from jaxlib.mlir import ir
+
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    if "main" in by_name:
+        return by_name["main"]
+    public = [f for f in funcs if "sym_visibility" not in f.attributes
+              or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+    if len(public) == 1:
+        entry = public[0]
+        entry.attributes["sym_name"] = ir.StringAttr.get("main")  # XLA runs @main
+        return entry
+    raise InputError("a self-checking module needs a @main function (or exactly one public one)",
+                     file=source)
+
+
+def _symbol_ref_name(attr: Any) -> str:
+    from jaxlib.mlir import ir
+
+    return ir.FlatSymbolRefAttr(attr).value
+
+
+def _inline_constant_calls(module: Any, block: Any) -> None:
+    """Replace calls to functions that only return constants with those constants."""
+    from jaxlib.mlir import ir
+
+    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op
+             for op in module.body.operations if op.operation.name == "func.func"}
+    inlined: set[str] = set()
+    for op in list(block.operations):
+        op = op.operation
+        if op.name != "func.call":
+            continue
+        callee = funcs.get(_symbol_ref_name(op.attributes["callee"]))
+        if callee is None or not len(callee.regions[0].blocks):
+            continue
+        body = callee.regions[0].blocks[0]
+        ops = [o.operation for o in body.operations]
+        ret = ops[-1]
+        if len(body.arguments) or any(o.name != "stablehlo.constant" for o in ops[:-1]):
+            continue
+        defining = []
+        for v in ret.operands:
+            owner = v.owner
+            if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+                owner = owner.operation
+            if not isinstance(owner, ir.Operation) or owner.name != "stablehlo.constant":
+                break
+            defining.append(owner)
+        else:
+            with ir.InsertionPoint(op):
+                clones = {}
+                for res, const in zip(op.results, defining):
+                    key = id(const)
+                    if key not in clones:
+                        clones[key] = const.clone()
+                    res.replace_all_uses_with(clones[key].result)
+            inlined.add(ir.StringAttr(callee.attributes["sym_name"]).value)
+            op.erase()
+    # Drop private callees nothing refers to any more.
+    for name in inlined:
+        f = funcs[name]
+        vis = f.attributes["sym_visibility"] if "sym_visibility" in f.attributes else None
+        if vis is None or ir.StringAttr(vis).value != "private":
+            continue
+        if not _symbol_used(module, name):
+            f.operation.erase()
+
+
+def _symbol_used(module: Any, name: str) -> bool:
+    from jaxlib.mlir import ir
+
+    used = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "func.call" and _symbol_ref_name(op.attributes["callee"]) == name:
+            used.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return bool(used)
+
+
+def _element_type(type_: Any) -> str | None:
+    from jaxlib.mlir import ir
+
+    try:
+        return str(ir.ShapedType(type_).element_type)
+    except ValueError:
+        return None
+
+
+_X64_ELEMENTS = {"i64", "ui64", "si64", "f64", "complex<f64>"}
+
+
+def needs_x64(module: Any) -> bool:
+    """Whether any value in the module has a 64-bit element type."""
+    from jaxlib.mlir import ir
+
+    found = []
+
+    def visit(op: Any) -> Any:
+        types = [r.type for r in op.results]
+        for region in op.regions:
+            for block in region.blocks:
+                types.extend(a.type for a in block.arguments)
+        if any(_element_type(t) in _X64_ELEMENTS for t in types):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return bool(found)
+
+
+# Ops whose integer operands give shapes: a parameter there would make the result dynamic.
+_SHAPE_OPERAND_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape",
+                      "stablehlo.dynamic_iota", "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice",
+                      "stablehlo.dynamic_gather", "stablehlo.dynamic_conv", "stablehlo.custom_call")
+
+# jaxlib's StableHLO -> HLO conversion folds an integer division or remainder
+# whose operands are both constants, and a zero divisor then kills the whole
+# process (SIGFPE) before XLA sees the module. The interpret tests divide by
+# zero on purpose, with splat constants: those become parameters too.
+_INT_DIVISION_OPS = ("stablehlo.divide", "stablehlo.remainder")
+_INT_ELEMENT = re.compile(r"(?:ui|si|i)\d+")
+
+
+def _feeds_integer_division(op: Any) -> bool:
+    """Whether a constant is an operand of an integer divide or remainder."""
+    for use in op.result.uses:
+        owner = use.owner
+        owner = owner.operation if hasattr(owner, "operation") else owner
+        if owner.name in _INT_DIVISION_OPS and \
+                _INT_ELEMENT.fullmatch(_element_type(owner.results[0].type) or ""):
+            return True
+    return False
+
+
+def _isa(attr: Any, cls: Any) -> bool:
+    """Whether an attribute is of an attribute class (the bindings downcast, mostly)."""
+    if isinstance(attr, cls):
+        return True
+    try:
+        cls(attr)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
+def _named_attrs(attrs: Any) -> dict[str, Any]:
+    """name -> attribute of an op's attributes or a DictAttr."""
+    out: dict[str, Any] = {}
+    for item in attrs:
+        if isinstance(item, str):
+            out[item] = attrs[item]
+        else:  # a NamedAttribute
+            out[item.name] = item.attr
+    return out
+
+
+_CONSTANT_VALUE = re.compile(r"stablehlo\.constant\s+(?:\{[^}]*\}\s*)?(dense(?:_resource)?<)(.?)")
+
+
+def _inside(op: Any, ancestor: Any) -> bool:
+    """Whether ``op`` is nested (at any depth) in ``ancestor``."""
+    parent = op.parent
+    while parent is not None:
+        parent = parent.operation if hasattr(parent, "operation") else parent
+        if parent == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _is_splat_constant(op: Any) -> bool:
+    """Whether a stablehlo.constant holds one repeated value (or none).
+
+    Read from the op's text with large elements elided: the bindings cannot
+    even hand out a complex DenseElementsAttr (``op.attributes["value"]``
+    raises), and a splat always prints as one element.
+    """
+    text = op.get_asm(large_elements_limit=16)
+    m = _CONSTANT_VALUE.search(text)
+    if m is None:
+        return False
+    if m.group(1) == "dense_resource<":
+        return False
+    return m.group(2) not in ('[', '"')
+
+
+def _check_options(op: Any, target: str) -> dict[str, Any]:
+    """tolerance / ULP limits from the op's attributes (or a dict/JSON backend_config)."""
+    from jaxlib.mlir import ir
+
+    raw = _named_attrs(op.attributes)
+    config = raw.get("backend_config")
+    merged: dict[str, Any] = {}
+    if config is not None:
+        if _isa(config, ir.DictAttr):
+            merged.update(_named_attrs(ir.DictAttr(config)))
+        elif _isa(config, ir.StringAttr):
+            try:
+                decoded = json.loads(ir.StringAttr(config).value or "{}")
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, dict):
+                merged.update(decoded)
+    merged.update(raw)
+    opts: dict[str, Any] = {}
+    for key in ("tolerance", "max_ulp_difference", "min_ulp_difference"):
+        if key not in merged:
+            continue
+        value = merged[key]
+        if isinstance(value, ir.Attribute):
+            if _isa(value, ir.FloatAttr):
+                value = ir.FloatAttr(value).value
+            elif _isa(value, ir.IntegerAttr):
+                value = ir.IntegerAttr(value).value
+            elif _isa(value, ir.StringAttr):
+                value = ir.StringAttr(value).value
+            else:
+                continue
+        try:
+            opts[key] = float(value) if key == "tolerance" else int(value)
+        except (TypeError, ValueError):
+            continue
+    return opts
+
+
+def prepare(module: Any, *, fold_constants: bool = False, source: str | None = None,
+            line_offset: int = 0) -> CheckPlan:
+    """A runnable copy of a self-checking module (the input is not changed).
+
+    In the copy's @main: calls to functions that only return constants
+    (``@inputs``/``@expected``) are replaced by those constants; every check
+    custom call is removed and its operands become extra results (each value
+    once; an original result is reused); unless ``fold_constants``, every
+    non-splat ``stablehlo.constant`` that feeds the computation (used by an op
+    other than a check or the return), and every constant operand of an
+    integer divide or remainder, becomes a new trailing argument, whose
+    value ``parameters`` holds. ``source``/``line_offset`` name the file and
+    the chunk's first line for check locations.
+    """
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import func
+
+    from ..ir import emit
+
+    m = emit.clone(module)
+    with m.context, ir.Location.unknown():
+        entry = _entry_function(m, source)
+        block = entry.regions[0].blocks[0]
+        _inline_constant_calls(m, block)
+
+        # Check calls must be top-level ops of the entry function.
+        misplaced = []
+
+        def visit(op: Any) -> Any:
+            if _is_check_call(op) and op.parent is not None and op.parent != entry.operation:
+                misplaced.append(op)
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        m.operation.walk(visit)
+        if misplaced:
+            loc, line, col = _location(misplaced[0], source, line_offset)
+            raise InputError("a check must be a top-level op of @main (found one in a nested "
+                             "region or another function)", file=source, line=line, col=col)
+
+        ops = [o.operation for o in block.operations]
+        ret = ops[-1]
+        check_ops = [o for o in ops if _is_check_call(o)]
+
+        results = list(ret.operands)
+        num_original_results = len(results)
+        num_original_params = len(block.arguments)
+        extra: list[Any] = []
+
+        def output_index(value: Any) -> int:
+            for i, r in enumerate(results):
+                if r == value:
+                    return i
+            results.append(value)
+            extra.append(value)
+            return len(results) - 1
+
+        plan_checks: list[Check] = []
+        for op in check_ops:
+            target = ir.StringAttr(op.attributes["call_target_name"]).value
+            loc, line, col = _location(op, source, line_offset)
+            if len(op.operands) != 2:
+                raise InputError(f"{target} needs 2 operands (actual, expected), found "
+                                 f"{len(op.operands)}", file=source, line=line, col=col)
+            actual, expected = op.operands[0], op.operands[1]
+            opts = _check_options(op, target)
+            if target == "check.expect_eq":
+                kind = "expect_eq"
+            elif target == "check.expect_almost_eq":
+                kind = "expect_almost_eq"
+                opts.setdefault("tolerance", CUSTOM_CALL_TOLERANCE)
+            elif target == "check.expect_close":
+                kind = "expect_close"
+                opts.setdefault("max_ulp_difference", CUSTOM_CALL_MAX_ULP)
+                opts.setdefault("min_ulp_difference", 0)
+            elif target == "check.eq":
+                is_int = _element_type(expected.type) not in (None,) and \
+                    re.fullmatch(r"(?:ui|si|i)\d+", _element_type(expected.type) or "") is not None
+                kind = "expect_eq" if is_int else "expect_almost_eq"
+                if not is_int:
+                    opts.setdefault("tolerance", CHECK_EQ_TOLERANCE)
+            else:
+                raise InputError(f"unknown check custom call '{target}'", file=source, line=line,
+                                 col=col, hint="one of check.expect_eq, check.expect_almost_eq, "
+                                 "check.expect_close, check.eq")
+            plan_checks.append(Check(kind, output_index(actual), output_index(expected), opts,
+                                     loc, target))
+
+        # Remove the checks (check.eq's i1 result becomes `true`).
+        for op in check_ops:
+            for res in op.results:
+                if len(list(res.uses)):
+                    with ir.InsertionPoint(op):
+                        true = ir.Operation.create(
+                            "stablehlo.constant", results=[res.type],
+                            attributes={"value": ir.DenseElementsAttr.get_splat(
+                                res.type, ir.BoolAttr.get(True))})
+                    res.replace_all_uses_with(true.result)
+                    for i, r in enumerate(results):
+                        if r == res:
+                            results[i] = true.result
+
+        # Constants that feed the computation become parameters.
+        params_consts: list[Any] = []
+        if not fold_constants:
+            for op in ops:
+                if op.name != "stablehlo.constant":
+                    continue
+                if _is_splat_constant(op) and not _feeds_integer_division(op):
+                    continue
+                uses = [u.owner for u in op.result.uses]
+                feeds = False
+                ok = True
+                for owner in uses:
+                    owner = owner.operation if hasattr(owner, "operation") else owner
+                    if owner == ret or any(owner == c for c in check_ops):
+                        continue
+                    # A use inside a region (while body, if branch) is an
+                    # implicit capture, which XLA takes from a parameter too.
+                    if owner.name in _SHAPE_OPERAND_OPS or not _inside(owner, entry.operation):
+                        ok = False
+                        break
+                    feeds = True
+                if feeds and ok:
+                    params_consts.append(op)
+
+        parameters = _constant_values(params_consts) if params_consts else []
+
+        for op in params_consts:
+            arg = block.add_argument(op.result.type, op.location)
+            op.result.replace_all_uses_with(arg)
+            for i, r in enumerate(results):
+                if r == op.result:
+                    results[i] = arg
+
+        # The new return, then the checks and the replaced constants go.
+        with ir.InsertionPoint(ret):
+            func.ReturnOp(results)
+        ret.erase()
+        for op in check_ops:
+            op.erase()
+        for op in params_consts:
+            op.erase()
+
+        arg_types = [a.type for a in block.arguments]
+        res_types = [r.type for r in results]
+        entry.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(arg_types, res_types))
+        for name, count in (("arg_attrs", len(arg_types)), ("res_attrs", len(res_types))):
+            if name in entry.attributes:
+                have = list(ir.ArrayAttr(entry.attributes[name]))
+                have += [ir.DictAttr.get({})] * (count - len(have))
+                entry.attributes[name] = ir.ArrayAttr.get(have)
+        if "sym_visibility" in entry.attributes:
+            del entry.attributes["sym_visibility"]
+
+        try:
+            m.operation.verify()
+        except Exception as e:  # pragma: no cover - a bug here, reported as an input error
+            raise InputError(f"the prepared self-checking module does not verify: {e}",
+                             file=source) from None
+
+    x64 = needs_x64(m)
+    if x64:
+        from .._native import jaxlib as _jaxlib
+
+        _jaxlib.enable_x64()
+    return CheckPlan(m, parameters, num_original_params, num_original_results, plan_checks,
+                     folded=fold_constants, x64=x64)
+
+
+# Element types whose DenseElementsAttr numpy reads directly, with the dtype it must give.
+_HOST_READABLE = {"i1": "bool", "f16": "float16", "f32": "float32", "f64": "float64",
+                  **{f"{p}{w}": f"{'u' if p == 'ui' else ''}int{w}"
+                     for p in ("i", "si", "ui") for w in (8, 16, 32, 64)}}
+
+
+def _host_value(op: Any) -> Any | None:
+    """The constant's value read from its attribute, or None where only XLA can read it."""
+    import numpy as np
+    from jaxlib.mlir import ir
+
+    want = _HOST_READABLE.get(_element_type(op.result.type) or "")
+    # numpy raises for bf16, the process dies for complex, and the bindings cannot even
+    # hand out a complex attribute: only the listed types go further.
+    if want is None:
+        return None
+    attr = op.attributes["value"]
+    if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)):
+        return None
+    value = np.array(attr)
+    if value.dtype != np.dtype(want) or list(value.shape) != list(ir.ShapedType(op.result.type).shape):
+        return None
+    return np.ascontiguousarray(value)
+
+
+def _constant_values(consts: list[Any]) -> list[Any]:
+    """numpy values of constant ops, for every dtype.
+
+    Ints, bools, f16, f32 and f64 are read from the attribute. The rest (bf16,
+    f8, complex, dense_resource) go through XLA CPU, in one module that returns
+    them all: ``numpy.array(DenseElementsAttr)`` raises for bf16 and aborts the
+    process for complex types.
+    """
+    values = [_host_value(c) for c in consts]
+    rest = [c for c, v in zip(consts, values) if v is None]
+    if rest:
+        computed = iter(_compiled_constant_values(rest))
+        values = [next(computed) if v is None else v for v in values]
+    return values
+
+
+def _compiled_constant_values(consts: list[Any]) -> list[Any]:
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import func
+
+    from .._native import jaxlib as _jaxlib
+
+    ctx = consts[0].context
+    with ctx, ir.Location.unknown():
+        tiny = ir.Module.create()
+        types = [c.result.type for c in consts]
+        if any(_element_type(t) in _X64_ELEMENTS for t in types):
+            _jaxlib.enable_x64()
+        with ir.InsertionPoint(tiny.body):
+            f = func.FuncOp("main", ir.FunctionType.get([], types))
+            body = f.add_entry_block()
+            with ir.InsertionPoint(body):
+                values = [c.clone().result for c in consts]
+                func.ReturnOp(values)
+    devices = _jaxlib.cpu_devices()[:1]
+    executable = _jaxlib.compile_executable(tiny, devices, _jaxlib.compile_options())
+    return _jaxlib.execute(executable, [], devices[0])
+
+
+def run_cpu(plan: CheckPlan, arguments: list[Any] | None = None) -> list[Any]:
+    """Compile and run a plan on XLA CPU; ``arguments`` are for @main's own parameters."""
+    from .._native import jaxlib as _jaxlib
+
+    if plan.x64:
+        _jaxlib.enable_x64()
+    args = list(arguments or [])
+    if len(args) != plan.num_original_params:
+        raise InputError(f"@main takes {plan.num_original_params} arguments of its own, "
+                         f"{len(args)} given")
+    devices = _jaxlib.cpu_devices()[:1]
+    executable = _jaxlib.compile_executable(plan.module, devices, _jaxlib.compile_options())
+    return _jaxlib.execute(executable, args + list(plan.parameters), devices[0])
+
+
+# ================================================================ evaluation
+
+def _dtype_class(dt: Any) -> str:
+    """'bool', 'int', 'float', 'complex' (ml_dtypes' types included)."""
+    import numpy as np
+
+    if dt == np.bool_:
+        return "bool"
+    if dt.kind == "c":
+        return "complex"
+    if dt.kind in "iu":
+        return "int"
+    if dt.kind == "f":
+        return "float"
+    import ml_dtypes
+
+    try:
+        ml_dtypes.finfo(dt)
+        return "float"
+    except (ValueError, TypeError):
+        pass
+    try:
+        ml_dtypes.iinfo(dt)
+        return "int"
+    except (ValueError, TypeError):
+        pass
+    raise TypeError(f"unsupported element type {dt}")
+
+
+def _float_bits(dt: Any) -> int:
+    import numpy as np
+
+    if dt.kind == "f":
+        return np.dtype(dt).itemsize * 8
+    import ml_dtypes
+
+    return int(ml_dtypes.finfo(dt).bits)
+
+
+def ulp_difference(actual: Any, expected: Any) -> Any:
+    """Element-wise ULP difference (uint64) of two float or complex arrays, as
+    the interpreter's ``check.expect_close`` counts it."""
+    import numpy as np
+
+    a, b = np.asarray(actual), np.asarray(expected)
+    if a.dtype.kind == "c":
+        return np.maximum(ulp_difference(np.ascontiguousarray(a.real), np.ascontiguousarray(b.real)),
+                          ulp_difference(np.ascontiguousarray(a.imag), np.ascontiguousarray(b.imag)))
+    bits = _float_bits(a.dtype)
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    ab = np.ascontiguousarray(a).view(uint).astype(np.uint64)
+    bb = np.ascontiguousarray(b).view(uint).astype(np.uint64)
+    width_mask = np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(MAX_ULP)
+    ab &= width_mask
+    bb &= width_mask
+    sign = np.uint64(1 << (bits - 1))
+    mag_a, mag_b = ab & ~sign, bb & ~sign
+    neg_a, neg_b = (ab & sign) != 0, (bb & sign) != 0
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    finite = np.isfinite(fa) & np.isfinite(fb)
+    both_nan = np.isnan(fa) & np.isnan(fb)
+    with np.errstate(over="ignore"):
+        diff = np.where(neg_a != neg_b, mag_a + mag_b,
+                        np.maximum(mag_a, mag_b) - np.minimum(mag_a, mag_b))
+    out = np.where(finite, diff, np.where(both_nan, np.uint64(0), np.uint64(MAX_ULP)))
+    return np.where(ab == bb, np.uint64(0), out).astype(np.uint64)
+
+
+def _almost_equal_parts(a: Any, b: Any, tol: float) -> Any:
+    """The interpreter's areApproximatelyEqual on float64 copies of float parts."""
+    import numpy as np
+
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        equal = fa == fb
+        both_nan = np.isnan(fa) & np.isnan(fb)
+        finite = np.isfinite(fa) & np.isfinite(fb)
+        same_sign = np.signbit(fa) == np.signbit(fb)
+        close = np.abs(fa - fb) <= tol
+    return equal | both_nan | (finite & same_sign & close)
+
+
+def _abs_error(a: Any, b: Any, cls: str) -> Any:
+    import numpy as np
+
+    if cls in ("bool", "int"):
+        if a.dtype.itemsize >= 8:
+            return np.abs(a.astype(object) - b.astype(object)).astype(np.float64)
+        return np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if cls == "complex":
+            d = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
+        else:
+            d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return d
+
+
+def _fmt(x: Any) -> str:
+    import numpy as np
+
+    if isinstance(x, (np.bool_, bool)):
+        return "true" if x else "false"
+    return str(x)
+
+
+def _fmt_index(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def evaluate(plan: CheckPlan, outputs: list[Any]) -> list[CheckResult]:
+    """Every check of ``plan`` applied to the outputs of its module."""
+    return [evaluate_check(c, outputs) for c in plan.checks]
+
+
+def evaluate_check(check: Check, outputs: list[Any]) -> CheckResult:
+    import numpy as np
+
+    where = check.location
+    for idx in (check.actual_index, check.expected_index):
+        if idx >= len(outputs):
+            return CheckResult(check.kind, False, where,
+                               f"output {idx} missing ({len(outputs)} outputs)")
+    a, b = np.asarray(outputs[check.actual_index]), np.asarray(outputs[check.expected_index])
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return CheckResult(check.kind, False, where,
+                           f"actual is {a.dtype}{list(a.shape)}, expected {b.dtype}{list(b.shape)}")
+    try:
+        cls = _dtype_class(a.dtype)
+    except TypeError as e:
+        return CheckResult(check.kind, False, where, str(e))
+    total = a.size
+    kind = check.kind
+    ulp = None
+    if kind == "expect_eq":
+        if cls in ("float", "complex"):
+            with np.errstate(invalid="ignore"):
+                if cls == "complex":
+                    ok = (a.real.astype(np.float64) == b.real.astype(np.float64)) & \
+                         (a.imag.astype(np.float64) == b.imag.astype(np.float64))
+                else:
+                    ok = a.astype(np.float64) == b.astype(np.float64)
+        else:
+            ok = a == b
+        limit = "not equal"
+    elif kind == "expect_almost_eq":
+        tol = float(check.options.get("tolerance", DIALECT_TOLERANCE))
+        if cls == "complex":
+            ok = _almost_equal_parts(a.real, b.real, tol) & _almost_equal_parts(a.imag, b.imag, tol)
+        elif cls == "float":
+            ok = _almost_equal_parts(a, b, tol)
+        else:
+            ok = _abs_error(a, b, cls) <= tol
+        limit = f"outside tolerance {tol:g}"
+    elif kind == "expect_close":
+        lo = int(check.options.get("min_ulp_difference", 0))
+        hi = int(check.options.get("max_ulp_difference", CUSTOM_CALL_MAX_ULP))
+        if cls in ("float", "complex"):
+            ulp = ulp_difference(a, b)
+        else:
+            ulp = np.minimum(_abs_error(a, b, cls), 2.0**63).astype(np.uint64)
+        ok = (ulp >= np.uint64(lo)) & (ulp <= np.uint64(hi))
+        limit = f"outside {hi} ULP" if lo == 0 else f"outside [{lo}, {hi}] ULP"
+    else:
+        return CheckResult(kind, False, where, f"unknown check kind '{kind}'")
+    ok = np.asarray(ok, dtype=bool).reshape(a.shape)
+    bad = int(total - np.count_nonzero(ok))
+    if not bad:
+        detail = f"{total} element{'s' if total != 1 else ''} ok"
+        if ulp is not None and total:
+            detail += f", max ULP difference {int(ulp.max())}"
+        return CheckResult(kind, True, where, detail)
+
+    # The worst failing element: largest ULP difference, else largest error.
+    if ulp is not None:
+        score = np.where(ok, 0, ulp.astype(np.float64) + 1)
+    else:
+        err = _abs_error(a, b, cls)
+        score = np.where(ok, -1.0, np.where(np.isnan(err), np.inf, err))
+    flat = int(np.argmax(score.reshape(-1))) if total else 0
+    index = np.unravel_index(flat, a.shape) if a.shape else ()
+    av, ev = a[index] if a.shape else a[()], b[index] if b.shape else b[()]
+    parts = [f"actual={_fmt(av)}", f"expected={_fmt(ev)}"]
+    if ulp is not None:
+        u = int(ulp[index] if a.shape else ulp[()])
+        parts.append(f"ULP difference={'inf' if u == MAX_ULP else u}")
+    elif cls in ("bool", "int"):
+        parts.append(f"abs error={abs(int(av) - int(ev))}")
+    else:
+        abs_err = float(_abs_error(np.asarray(av), np.asarray(ev), cls))
+        parts.append(f"abs error={abs_err:.6g}")
+        denom = abs(complex(ev)) if cls == "complex" else abs(float(ev))
+        if denom and np.isfinite(abs_err):
+            parts.append(f"rel error={abs_err / denom:.6g}")
+    message = (f"{bad} of {total} element{'s' if total != 1 else ''} {limit}; worst at index "
+               f"{_fmt_index(tuple(index))}: " + ", ".join(parts))
+    return CheckResult(kind, False, where, message)

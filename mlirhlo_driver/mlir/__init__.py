@@ -1,0 +1,1 @@
+"""MLIR pass pipelines: textual specs, the pass catalog, passes written in Python."""

@@ -1,0 +1,334 @@
+"""The catalog of MLIR passes that the installed jaxlib really accepts.
+
+MLIR's Python bindings cannot list registered passes, so the catalog is found
+from jaxlib itself: every identifier-like string in jaxlib's shared libraries is
+a candidate, and a candidate is a pass when ``PassManager.parse`` accepts it.
+The anchor comes from how parsing behaves:
+
+- ``builtin.module(P)`` fails with "restricted to 'OP'": P is anchored on OP;
+- otherwise P runs on modules; nesting it under ``func.func`` is then tried in a
+  forked child, because a module-anchored pass nested there aborts the process
+  (an LLVM fatal error, not an exception): success means P is op-agnostic.
+
+The scan takes seconds, so its result is cached per jaxlib build under
+``$XDG_CACHE_HOME/mlirhlo-driver``; reading the cache does not import jax.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from importlib import util
+from pathlib import Path
+
+from ..resources import cache_dir
+
+ANY = "any"  # op-agnostic: runs on whatever op its pass manager is nested on
+MODULE = "builtin.module"
+FUNC = "func.func"
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    name: str
+    anchor: str          # "any", "builtin.module", "func.func", or another op name
+    description: str = ""
+    origin: str = "jaxlib"  # "jaxlib" (native) or "python"
+
+
+# One-line descriptions of passes whose registrations jaxlib does not expose to
+# Python. Names are only shown when jaxlib accepts them; this just adds text.
+DESCRIPTIONS = {
+    "canonicalize": "Canonicalize operations (folding and canonicalization patterns)",
+    "cse": "Eliminate common sub-expressions",
+    "inline": "Inline function calls",
+    "symbol-dce": "Eliminate dead symbols",
+    "symbol-privatize": "Mark symbols private",
+    "sccp": "Sparse conditional constant propagation",
+    "loop-invariant-code-motion": "Hoist loop invariant instructions outside of the loop",
+    "loop-invariant-subset-hoisting": "Hoist loop invariant subset ops outside of the loop",
+    "control-flow-sink": "Sink operations into conditional blocks",
+    "remove-dead-values": "Remove dead values",
+    "strip-debuginfo": "Strip debug info from all operations",
+    "topological-sort": "Sort regions without SSA dominance in topological order",
+    "trivial-dce": "Trivial dead code elimination",
+    "print-ir": "Print IR on the debug stream",
+    "print-op-stats": "Print statistics of operations",
+    "view-op-graph": "Print Graphviz visualization of an operation",
+    "snapshot-op-locations": "Generate new locations from the current IR",
+    "sroa": "Scalar Replacement of Aggregates",
+    "generate-runtime-verification": "Generate additional runtime op verification checks",
+    "composite-fixed-point-pass": "Composite fixed point pass",
+    "chlo-legalize-to-stablehlo": "Legalize CHLO to StableHLO",
+    "stablehlo-aggressive-folder": "Fold StableHLO operations",
+    "stablehlo-aggressive-simplification": "Canonicalize StableHLO operations",
+    "stablehlo-canonicalize-dynamism": "Canonicalize dynamic StableHLO ops into static ops",
+    "stablehlo-compatibility-expander": "Expand StableHLO ops for compatibility with older versions",
+    "stablehlo-complex-math-expander": "Expand StableHLO complex math operations",
+    "stablehlo-convert-to-signless": "Convert IR to signless integers",
+    "stablehlo-legalize-composite-to-call": "Replace composite ops with a call to their decomposition",
+    "stablehlo-legalize-deprecated-ops": "Legalize deprecated ops to well-supported ops",
+    "stablehlo-legalize-qdq-to-quantized-op": "Fuse (de-quantize, float op, quantize) into a quantized op",
+    "stablehlo-legalize-quant-to-math": "Convert from StableHLO quantized ops to primitive math ops",
+    "stablehlo-legalize-quantized-op-to-qdq": "Decompose quantized StableHLO ops to (de-quantize, float op, quantize)",
+    "stablehlo-legalize-to-vhlo": "Legalize StableHLO to VHLO",
+    "stablehlo-legalize-to-linalg": "Legalize StableHLO to Linalg",
+    "stablehlo-legalize-to-hlo": "Legalize StableHLO to MHLO",
+    "hlo-legalize-to-stablehlo": "Legalize MHLO to StableHLO",
+    "stablehlo-refine-arguments": "Refine the main function's argument shapes",
+    "stablehlo-refine-shapes": "Refine shapes across a StableHLO program",
+    "stablehlo-wrap-in-composite": "Wrap a non-composite StableHLO op in a composite op",
+    "stablehlo-instrument-with-probe": "Instrument ops with probes of intermediate values",
+    "stablehlo-target-independent-optimization": "Target-independent StableHLO optimizations",
+    "vhlo-legalize-to-stablehlo": "Legalize VHLO to StableHLO",
+    "vhlo-to-version": "Convert between VHLO versions",
+    "expand-hlo-tuples": "Expand HLO tuple for the entry function of the module",
+    "shape-legalize-to-stablehlo": "Legalize shape-related ops to StableHLO",
+    "sdy-propagation-pipeline": "Shardy: import, propagate and export shardings",
+    "sdy-import-pipeline": "Shardy: import pipeline",
+    "sdy-export-pipeline": "Shardy: export pipeline",
+    "sdy-basic-propagate": "Shardy: basic sharding propagation",
+    "sdy-aggressive-propagate": "Shardy: aggressive sharding propagation",
+    "sdy-op-priority-propagate": "Shardy: op-priority sharding propagation",
+    "sdy-user-priority-propagate": "Shardy: user-priority sharding propagation",
+    "sdy-close-shardings": "Shardy: close tensor shardings and drop replicated axes",
+    "sdy-drop-sharding-and-mesh": "Shardy: drop shardings and meshes",
+    "sdy-inline-meshes": "Shardy: inline meshes into shardings",
+    "sdy-lift-inlined-meshes": "Shardy: lift inlined meshes to symbols",
+    "gpu-kernel-outlining": "Outline gpu.launch bodies to kernel functions",
+    "nvvm-attach-target": "Attach an NVVM target to gpu.module ops",
+    "sparsification": "Automatically generate sparse tensor code from annotations",
+}
+
+_CANDIDATE = re.compile(rb"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+_RESTRICTED = re.compile(r"restricted to '([^']+)'")
+
+
+def jaxlib_libraries() -> list[str]:
+    import glob
+
+    spec = util.find_spec("jaxlib")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = list(spec.submodule_search_locations)[0]
+    return sorted(glob.glob(os.path.join(root, "**", "*.so"), recursive=True))
+
+
+def jaxlib_cache_key() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    # jaxlib's version.py, read: importlib.metadata would cost ~20 ms of start-up,
+    # and importing jaxlib is not needed to list the passes from the cache.
+    spec = util.find_spec("jaxlib")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            h.update(Path(root, "version.py").read_bytes())
+        except OSError:
+            pass
+    for lib in jaxlib_libraries():
+        st = os.stat(lib)
+        h.update(f"{lib}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def native_passes() -> list[PassInfo]:
+    """Every pass jaxlib accepts, from the cache or a fresh scan."""
+    import json
+
+    path = cache_dir() / f"passes-{jaxlib_cache_key()}.json"
+    cached = _cached_native_passes(path)
+    if cached is not None:
+        return cached
+    found = _scan_in_subprocess()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps([asdict(p) for p in found], indent=0))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home only costs a rescan next time
+    return found
+
+
+def _cached_native_passes(path: Path | None = None) -> list[PassInfo] | None:
+    """The catalogue a previous scan left, or None."""
+    import json
+
+    path = path or cache_dir() / f"passes-{jaxlib_cache_key()}.json"
+    try:
+        return [PassInfo(**row) for row in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def probe_pass(name: str) -> PassInfo | None:
+    """The PassInfo of one name, as the full scan would record it, or None when jaxlib
+    has no such pass: a parse, and for an op-agnostic pass one forked run."""
+    from .._native import jaxlib as _jaxlib
+    from .._native.fds import capture_fd2
+
+    if not _CANDIDATE.fullmatch(name.encode()):
+        return None
+    with _jaxlib.ir_context(), capture_fd2():
+        return _pass_info(name)
+
+
+def _pass_info(name: str) -> PassInfo | None:
+    """PassInfo of ``name``, or None if it is not a pass (in an active MLIR context)."""
+    from jaxlib.mlir import passmanager
+
+    try:
+        passmanager.PassManager.parse(f"builtin.module({name})")
+        anchor = ANY if _runs_nested_in_child(name) else MODULE
+    except ValueError as e:
+        m = _RESTRICTED.search(str(e))
+        if not m:
+            return None
+        anchor = m.group(1)
+    return PassInfo(name, anchor, DESCRIPTIONS.get(name, ""))
+
+
+def _scan_in_subprocess() -> list[PassInfo]:
+    # The scan parses thousands of strings and forks; native code logs freely
+    # while doing so. A child process keeps all of that away from the user.
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.mlir.passes"], capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        from ..errors import DriverError
+
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DriverError(f"could not list jaxlib's passes: {tail}")
+    return [PassInfo(**row) for row in json.loads(proc.stdout)]
+
+
+def scan_native_passes() -> list[PassInfo]:
+    from .._native import jaxlib as _jaxlib
+    from .._native.fds import capture_fd2
+
+    ctx = _jaxlib.ir_context()
+    candidates: set[str] = set()
+    for lib in jaxlib_libraries():
+        with open(lib, "rb") as f:
+            data = f.read()
+        for piece in data.split(b"\0"):
+            if 3 <= len(piece) <= 64 and _CANDIDATE.fullmatch(piece):
+                candidates.add(piece.decode())
+    # Parsing thousands of non-pass strings makes native code log; none of it is news.
+    with ctx, capture_fd2():
+        return [info for info in map(_pass_info, sorted(candidates)) if info is not None]
+
+
+def _runs_nested_in_child(name: str) -> bool:
+    """Whether pass ``name`` parses and runs nested under func.func.
+
+    Tried in a forked child, which may abort safely. Running it on a trivial
+    function also catches op-agnostic passes that need a symbol table
+    (symbol-dce): for placement they are module passes.
+    """
+    import shutil
+    import tempfile
+    import warnings
+
+    from jaxlib.mlir import ir, passmanager
+
+    from .._native import jaxlib as _jaxlib
+
+    ctx = _jaxlib.ir_context()
+    # Some passes write files: snapshot-op-locations keeps an mlir_snapshot-*.tmp.mlir
+    # in TMPDIR. The child's TMPDIR and cwd are a scratch dir, removed after it.
+    scratch = tempfile.mkdtemp(prefix="mlirhlo-pass-probe-")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # fork with threads: the child only parses
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.environ["TMPDIR"] = scratch
+            os.chdir(scratch)
+            with ctx:
+                pm = passmanager.PassManager.parse(f"builtin.module(func.func({name}))")
+                pm.run(ir.Module.parse("func.func @f() { return }").operation)
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def all_passes() -> Mapping[str, PassInfo]:
+    """Every pass a pipeline may name, by name: jaxlib's and those written in Python.
+
+    Looking a name up probes that one pass (a few ms) until the full catalogue is
+    cached; iterating (listings, did-you-mean hints) scans all of jaxlib once
+    (seconds, then cached). So the first ``--passes a,b`` in a new environment
+    costs two probes, not the scan.
+    """
+    from . import python_passes
+
+    cached = _cached_native_passes()
+    full = {p.name: p for p in cached} if cached is not None else None
+    written: dict[str, PassInfo] = {}
+    for p in python_passes.registered():
+        native = full.get(p.name) if full is not None else probe_pass(p.name)
+        if native is not None:  # plugin files are refused on load; this catches the other origins
+            from ..errors import InputError
+
+            raise InputError(f"Python pass '{p.name}' (from {p.origin}) has the name of a native "
+                             "jaxlib pass; it cannot replace it", hint="give the Python pass another name")
+        written[p.name] = PassInfo(p.name, p.anchor, p.description, "python")
+    return _Catalog(full, written)
+
+
+class _Catalog(Mapping):
+    """Native passes probed name by name until something needs them all."""
+
+    def __init__(self, full: dict[str, PassInfo] | None, written: dict[str, PassInfo]) -> None:
+        self._full = full
+        self._written = written
+        self._probed: dict[str, PassInfo | None] = {}
+
+    def _everything(self) -> dict[str, PassInfo]:
+        if self._full is None:
+            self._full = {p.name: p for p in native_passes()}
+        return {**self._full, **self._written}
+
+    def __getitem__(self, name: str) -> PassInfo:
+        if name in self._written:
+            return self._written[name]
+        if self._full is not None:
+            return self._full[name]
+        if name not in self._probed:
+            self._probed[name] = probe_pass(name)
+        info = self._probed[name]
+        if info is None:
+            raise KeyError(name)
+        return info
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._everything())
+
+    def __len__(self) -> int:
+        return len(self._everything())
+
+
+
+def load_plugin(path: str) -> list[str]:
+    """``python_passes.load_plugin``, refusing a pass that has the name of one of jaxlib's."""
+    from . import python_passes
+
+    return python_passes.load_plugin(path, reserved=lambda: {p.name for p in native_passes()})
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps([asdict(p) for p in scan_native_passes()]))

@@ -1,0 +1,174 @@
+"""What a stage is: a name mapped to a function of a :class:`StageRequest`.
+
+As in Triton's driver, a stage is a name mapped to a function, and the name
+doubles as the file extension where natural (``<module>.<stage>.<ext>``). Each
+level adds its stages to a :class:`Registry` with one explicit ``add_stages``
+call (stages/mlir.py, then xla/stages.py), in pipeline order; the populated
+registry is ``mlirhlo_driver.registry``'s. MLIR-level stages need no XLA compile;
+XLA stages read one compile per request, however many are asked.
+
+This module is import-light (no jax) so ``--list-stages`` starts fast; stage
+functions import what they need when called.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DriverError, StageError, did_you_mean
+
+PLATFORMS = ("cpu", "cuda")
+MLIR = "mlir"  # computed from the module alone
+XLA = "xla"    # read from an XLA compile for a platform
+
+
+@dataclass(frozen=True)
+class StageOptions:
+    """Everything a stage's output depends on, besides the module."""
+
+    platform: str | None = None            # None: MLIR-level stages only
+    gpu_spec: Any = None                   # gpu_specs.GpuSpec for cuda
+    xla_flags: tuple[tuple[str, Any], ...] = ()
+    target_version: str | None = None      # VHLO target
+    debug_info: bool = False               # print MLIR locations
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    ext: str                         # file suffix after the module name; the stage name where natural
+    level: str                       # MLIR or XLA
+    binary: bool
+    description: str
+    produce: Callable[..., str | bytes | dict[str, bytes]] = field(repr=False)
+    platforms: frozenset[str] = frozenset(PLATFORMS)
+    alias_of: str | None = None      # another name for that stage (left out of 'all')
+    # A multi-file stage produces {part: data} (e.g. one cubin per kernel module),
+    # written as <module>.<part>.<ext>; see files().
+    multi: bool = False
+
+    def filename(self, module_name: str, part: str | None = None) -> str:
+        return f"{module_name}.{part}.{self.ext}" if part else f"{module_name}.{self.ext}"
+
+    def files(self, module_name: str, data: str | bytes | dict[str, bytes]) -> list[tuple[str, str | bytes]]:
+        """(file name, data) for what this stage produced for a module."""
+        if isinstance(data, dict):
+            return [(self.filename(module_name, part), d) for part, d in data.items()]
+        return [(self.filename(module_name), data)]
+
+
+def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | bytes:
+    """The one output of a stage, for -o or stdout; StageError if it made several files."""
+    if not isinstance(data, dict):
+        return data
+    if len(data) == 1:
+        return next(iter(data.values()))
+    if not data:
+        raise StageError(f"stage '{stage.name}' has nothing to give: the compile made no kernels "
+                         "(XLA ran every op without one)")
+    raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
+                     "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
+                     + (", ..." if len(data) > 3 else ""))
+
+
+class Deferred(abc.ABC):
+    """A stage output that is finished later, together with others of its kind.
+
+    A stage returns one when its last step is a tool whose start-up costs more
+    than its work on one module (``sass``: nvdisasm spends ~0.2 s of CPU
+    starting, whatever the input). A batch (batch.py) holds up to
+    :attr:`group_size` of them and finishes them with one run of the tool; a
+    lone request finishes its own at once (:meth:`StageRequest.produce`).
+    What a module gets must not depend on which others it was finished with.
+    """
+
+    group_size = 16
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds until finished (a batch finishes a group early past a bound)."""
+        return 0
+
+    @classmethod
+    @abc.abstractmethod
+    def finish_all(cls, items: list[Deferred]) -> list[str | bytes | DriverError]:
+        """Each item's output, or the DriverError that item failed with, in order."""
+
+    def finish(self) -> str | bytes:
+        out = type(self).finish_all([self])[0]
+        if isinstance(out, DriverError):
+            raise out
+        return out
+
+
+class Registry:
+    """Stages by name, in the order they were added (pipeline order)."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, Stage] = {}
+
+    def add(self, stage: Stage) -> Stage:
+        if stage.name in self.stages:
+            raise ValueError(f"stage '{stage.name}' registered twice")
+        self.stages[stage.name] = stage
+        return stage
+
+    def available(self, platform: str | None) -> list[Stage]:
+        """Stages in pipeline order; without a platform, only MLIR-level ones."""
+        return [s for s in self.stages.values()
+                if s.level == MLIR or (platform is not None and platform in s.platforms)]
+
+    def get(self, name: str, platform: str | None) -> Stage:
+        """The stage ``name`` for ``platform``; StageError naming the choices if there is none."""
+        stage = self.stages.get(name)
+        names = [s.name for s in self.available(platform)]
+        if stage is None:
+            raise StageError(f"unknown stage '{name}'",
+                             hint=did_you_mean(name, names) or "stages: " + ", ".join(names))
+        if stage.level == XLA and platform is None:
+            raise StageError(f"stage '{name}' is produced by XLA: give --platform "
+                             + "|".join(sorted(stage.platforms)))
+        if stage.level == XLA and platform not in stage.platforms:
+            raise StageError(f"stage '{name}' does not exist for --platform {platform}",
+                             hint=f"{platform} stages: " + ", ".join(names))
+        return stage
+
+    def all_for(self, platform: str | None) -> list[Stage]:
+        """What ``--stage all`` produces: every available stage, aliases once."""
+        return [s for s in self.available(platform) if s.alias_of is None]
+
+
+@dataclass
+class StageRequest:
+    """What stages are computed from: a module and its options.
+
+    What several stages read (XLA's compile, a cubin assembly) is computed once
+    per request through :meth:`derived`, so asking for several stages never
+    compiles a module twice.
+    """
+
+    module: Any
+    module_name: str
+    options: StageOptions
+    registry: Registry = field(repr=False)  # the stages produce() can give
+    source: str | None = None  # the file, for errors in check ops (xla.backend.module_for_xla)
+    line_offset: int = 0       # the chunk's first line in it (--split-input-file)
+    defer: bool = False        # produce() may return a Deferred: the caller finishes it
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def derived(self, key: str, compute: Callable[[StageRequest], Any]) -> Any:
+        """``compute(self)`` once per request, for what several stages read (a cubin assembly)."""
+        if key not in self._derived:
+            self._derived[key] = compute(self)
+        return self._derived[key]
+
+    def produce(self, name: str) -> str | bytes | dict[str, bytes] | Deferred:
+        """A stage's output; a dict {part: bytes} for multi-file stages (Stage.multi).
+        With ``defer``, a :class:`Deferred` for stages that finish in groups."""
+        out = self.registry.get(name, self.options.platform).produce(self)
+        if isinstance(out, Deferred) and not self.defer:
+            out = out.finish()
+        return out

@@ -1,0 +1,177 @@
+"""XLA's HLO passes, one at a time: what ``mlirhlo opt --xla-passes/--after-pass``,
+``opt --list-passes --platform`` and ``hlo-opt --passes/--list-passes`` share.
+
+jaxlib has no pass registry and runs XLA passes only inside a platform's
+pipeline. So a pass list runs as that pipeline with only those passes (and the
+pipelines around them) enabled, and the HLO is read from XLA's per-pass dumps;
+pass names are learnt from the dumps of a normal compile.
+
+Promises: names are checked against the pipelines before the filtered compile,
+and a name no pipeline ran is a :class:`~mlirhlo_driver.errors.DriverError`
+naming each pipeline tried. Nothing is printed but one-line notes on stderr
+where a flag had to be set for a pass to exist at all.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Any
+
+from ..errors import DriverError
+
+# Passes XLA adds to its pipeline only when a flag asks for them.
+GATED_PASSES = {
+    # gpu_compiler.cc: added when the distance threshold is > 0 (XLA's default is 0).
+    "schedule-aware-collective-cse": ("xla_gpu_experimental_collective_cse_distance_threshold", 100),
+}
+
+_DUMP_ALL = (("xla_dump_hlo_pass_re", ".*"),)
+
+
+def _label(options: Any) -> str:
+    return options.platform if options.platform != "cuda" else f"cuda ({options.gpu_spec.name})"
+
+
+def _with_gates(options: Any, names: list[str]) -> Any:
+    """Options that make XLA add the gated passes among ``names`` (said once, on stderr)."""
+    flags = dict(options.xla_flags)
+    for n in names:
+        gate = GATED_PASSES.get(n)
+        if gate and not flags.get(gate[0]):
+            sys.stderr.write(f"note: XLA adds {n} to its pipeline only with --{gate[0]} > 0: "
+                             f"using {gate[1]}\n")
+            flags[gate[0]] = gate[1]
+    return replace(options, xla_flags=tuple(sorted(flags.items())))
+
+
+def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[Any],
+                     arts: list[Any] | None = None) -> str:
+    """HLO after XLA's passes ``names``, run alone in the first of ``candidates``
+    (StageOptions, one per pipeline to try) whose pipeline runs them all; the
+    compile that ran them is appended to ``arts``."""
+    from . import backend as xla_backend
+
+    tried: list[tuple[str, list[str], set[str]]] = []
+    for options in candidates:
+        options = _with_gates(options, names) if options.platform == "cuda" else options
+        full = xla_backend.compile_module(module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL),
+                                          keep_going=True)
+        known = xla_backend.passes_by_pipeline(full)
+        seen = {p for ps in known.values() for p in ps}
+        missing = [n for n in names if n not in seen]
+        if missing:
+            tried.append((_label(options), missing, seen))
+            continue
+        # A pass runs only if its enclosing pipelines are enabled too. Enabling just
+        # the pipelines that hold the passes keeps other passes from running; a
+        # pipeline nested in another one needs them all enabled.
+        holding = sorted(pipe for pipe, ps in known.items() if any(n in ps for n in names))
+        for pipes in (holding, sorted(known)):
+            only = ",".join(names + pipes)
+            art = xla_backend.compile_module(
+                module, name,
+                replace(options, xla_flags=options.xla_flags + _DUMP_ALL + (("xla_enable_hlo_passes_only", only),)),
+                keep_going=True, isolated=True)
+            ran = {d.pipeline for d in xla_backend.pass_dumps(art)}
+            if all(pipe in ran for pipe in holding):
+                break
+        if arts is not None:
+            arts.append(art)
+        return xla_backend.hlo_after_only(art, names)
+    hint = "jaxlib runs XLA passes only inside a platform pipeline, and only where the module gives " \
+           "them work; see --list-passes"
+    if len(tried) == 1:
+        from ..errors import did_you_mean
+
+        hint = did_you_mean(tried[0][1][0], tried[0][2]) or hint
+    raise DriverError("XLA passes not run: " + "; ".join(f"{label}: {', '.join(missing)} did not run"
+                                                         for label, missing, _ in tried), hint=hint)
+
+
+def hlo_after_pass(module: Any, name: str, options: Any, pass_name: str) -> str:
+    """HLO right after the first run of ``pass_name`` in the normal pipeline."""
+    from . import backend as xla_backend
+
+    art = xla_backend.compile_module(module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL))
+    return xla_backend.hlo_after_pass(art, pass_name)
+
+
+def split_pass_names(spec: str) -> tuple[list[str], list[str]]:
+    """(XLA names, MLIR names) from an hlo-opt ``--passes`` list; unprefixed names are XLA's."""
+    xla, mlir = [], []
+    for raw in (s.strip() for s in spec.split(",")):
+        if not raw:
+            continue
+        if raw.startswith("mlir:"):
+            mlir.append(raw[5:])
+        elif raw.startswith("xla:"):
+            xla.append(raw[4:])
+        else:
+            xla.append(raw)
+    return xla, mlir
+
+
+def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None) -> str:
+    """hlo-opt's ``--passes``: XLA's HLO passes on the module (see :func:`hlo_after_passes`),
+    printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
+    instead, printed as StableHLO."""
+    xla_names, mlir_names = split_pass_names(spec)
+    if xla_names and mlir_names:
+        raise DriverError("--passes mixes XLA and MLIR passes: run them in two steps",
+                          hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
+    if xla_names:
+        try:
+            return hlo_after_passes(m.module, m.name, xla_names, candidates, arts)
+        except DriverError:
+            # Names XLA's pipelines do not run but MLIR has resolve to MLIR
+            # (unless forced with xla:); XLA's error stands otherwise.
+            from ..mlir import passes as mlir_passes
+
+            catalog = mlir_passes.all_passes()
+            if any(raw.strip().startswith("xla:") for raw in spec.split(",")) \
+                    or not all(n in catalog for n in xla_names):
+                raise
+            sys.stderr.write(f"note: {', '.join(xla_names)}: not in XLA's pipelines; run as MLIR passes\n")
+            mlir_names = xla_names
+    from ..ir import emit
+    from ..mlir import pipeline
+
+    root = pipeline.resolve(None, passes=",".join(mlir_names))
+    pipeline.run(m.module, root, module_name=m.name, source_for_reproducer=m.source)
+    return emit.stablehlo_text(m.module)
+
+
+def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
+    """XLA's HLO pass names per pipeline, for each of ``candidates`` (StageOptions).
+
+    Read from XLA's per-pass dumps of ``modules`` (inputs.LoadedModule), or of
+    xla_backend's reference module: a pass that never changes them is missing.
+    """
+    from . import backend as xla_backend
+
+    if modules:
+        compiled = [(xla_backend.module_for_xla(m.module, m.source, m.line_offset), m.name) for m in modules]
+        source = " for the given modules"
+    else:
+        compiled = [(xla_backend.reference_module(), "reference")]
+        source = ""
+    lines = []
+    for options in candidates:
+        grouped: dict[str, list[str]] = {}
+        for module, name in compiled:
+            art = xla_backend.compile_module(
+                module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL), keep_going=True)
+            for pipe, names in xla_backend.passes_by_pipeline(art).items():
+                have = grouped.setdefault(pipe, [])
+                have.extend(n for n in names if n not in have)
+        lines.append(f"# XLA HLO passes of the {_label(options)} pipeline (--platform={options.platform.upper()})"
+                     f"{source}, by pipeline")
+        for pipe, names in grouped.items():
+            if names:
+                lines.append(f"{pipe}:")
+                lines.extend(f"  {n}" for n in names)
+                if options.platform == "cuda" and pipe == "collective-optimizations":
+                    lines.extend(f"  {n} (with --{flag} > 0)" for n, (flag, _) in GATED_PASSES.items())
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,300 @@
+"""XLA stages, in pipeline order, read from one compile per module (xla_backend).
+
+Patterns below match dump keys after xla_backend has dropped XLA's
+``module_NNNN.<name>.`` prefix; CPU and CUDA name their files differently
+(``cpu_after_optimizations`` vs ``sm_8.0_gpu_after_optimizations``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from ..stages.base import XLA, Deferred, Registry, Stage, StageRequest
+
+_AFTER_OPT = r"(?:^|_)(?:cpu|gpu)_after_optimizations"
+CPU_ONLY = frozenset({"cpu"})
+CUDA_ONLY = frozenset({"cuda"})
+
+
+_LL_DEFINE = r"^define [^@]*@\"?([\w.$-]+)"
+_LL_KERNEL = r"^define ptx_kernel [^@]*@\"?([\w.$-]+)"
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _codegen_files(req: Any, pattern: str, stage: str) -> list[tuple[str, bytes]]:
+    """The LLVM IR or PTX files of a compile; [] for a compile without kernels where XLA
+    then writes none (_jaxlib.codegen_dumps_need_emitters), else the "no output" error."""
+    from .._native import jaxlib as _jaxlib
+
+    art = artifacts(req)
+    found = art.matching(pattern)
+    if not found and not (art.compile_error is None and _jaxlib.codegen_dumps_need_emitters()):
+        art.one(pattern, stage)  # raises the "no output" error
+    return found
+
+
+def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) -> str:
+    """Several files of one kind (one per LLVM module), in a stable order.
+
+    (jaxlib 0.9's XLA writes a single, unnumbered file: the key is then ``ptx``.)
+
+    Each starts with a ``<comment> ----- <name> -----`` line, so tools can split
+    them again (``mlirhlo ptx`` does). XLA numbers CUDA's files in the order
+    its parallel compile finishes, so sections are named after the first kernel
+    they define and sorted by that; empty files are left out.
+    """
+    found = _codegen_files(req, pattern, stage)
+    sections = []
+    for key, data in found:
+        text = _text(data)
+        if not text.strip():
+            continue
+        name = re.sub(pattern, "", key)
+        if not name or name.isdigit() or re.fullmatch(r"\d+\.?", name):
+            # Kernels name a section: GPU entry points first, other functions otherwise.
+            kernels = sorted(set(re.findall(_LL_KERNEL, text, re.M))) if kernel_rx == _LL_DEFINE else []
+            kernels = kernels or sorted(set(re.findall(kernel_rx, text, re.M)))
+            name = kernels[0] if kernels else "module"
+        sections.append((name, text))
+    sections.sort()
+    if len(sections) == 1:
+        return sections[0][1]
+    return "".join(f"{comment} ----- {name} -----\n{text}" + ("" if text.endswith("\n") else "\n")
+                   for name, text in sections)
+
+
+def _hlo(req: Any) -> str:
+    return _text(artifacts(req).one(_AFTER_OPT + r"\.txt$", "hlo"))
+
+
+def _hlo_backend(req: Any) -> str:
+    art = artifacts(req)
+    return art.scheduled_hlo if art.scheduled_hlo.endswith("\n") else art.scheduled_hlo + "\n"
+
+
+def _html(req: Any) -> str:
+    from .graph_dumps import canonical_html
+
+    return canonical_html(_text(artifacts(req).one(_AFTER_OPT + r"\.html$", "html")))
+
+
+def _dot(req: Any) -> str:
+    from .graph_dumps import canonical_dot
+
+    return canonical_dot(_text(artifacts(req).one(_AFTER_OPT + r"\.dot$", "dot")))
+
+
+def _buffer_assignment(req: Any) -> str:
+    return _text(artifacts(req).one(_AFTER_OPT + r"-buffer-assignment\.txt$", "buffer-assignment"))
+
+
+def _memory_usage(req: Any) -> str:
+    from .backend import to_json
+
+    return to_json(artifacts(req).memory_stats)
+
+
+def _cost(req: Any) -> str:
+    from .backend import to_json
+
+    art = artifacts(req)
+    return to_json(art.cost or {})
+
+
+def _llvm_before(req: Any) -> str:
+    return _joined(req, r"(?:^|\.)ir-no-opt\.ll$", "llvm-before-optimizations", ";", _LL_DEFINE)
+
+
+def _llvm_after(req: Any) -> str:
+    return _joined(req, r"(?:^|\.)ir-with-opt\.ll$", "llvm", ";", _LL_DEFINE)
+
+
+_PTX_FILE = r"(?:^|\.)ptx$"
+
+
+def _ptx(req: Any) -> str:
+    return _joined(req, _PTX_FILE, "ptx", "//", r"^\.(?:visible )?\.entry (\w+)")
+
+
+def _assembly(req: Any) -> Any:
+    """XLA's PTX and how XLA assembles it, once per request: cubin, sass and kernels
+    share it, and each ptxas run it makes (per module, or all together) happens once."""
+    def compute(r: Any) -> Any:
+        from ..cuda import binaries as cuda_binaries
+        from . import backend as xla_backend
+
+        found = _codegen_files(r, _PTX_FILE, "cubin")
+        return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags),
+                                     artifacts(r).files.get(xla_backend.KERNEL_CACHE_FILE))
+
+    return req.derived("cuda-assembly", compute)
+
+
+def _cubin(req: Any) -> dict[str, bytes]:
+    return {m.name: m.cubin for m in _assembly(req).modules_assembled()}
+
+
+def _ptx_job(req: Any) -> Any:
+    """The compile's PTX and XLA's ptxas options, as the group runs take them (once per request)."""
+    def compute(r: Any) -> Any:
+        from ..cuda import binaries as cuda_binaries
+
+        data_dir = str(dict(r.options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
+        return cuda_binaries.ptx_job(_assembly(r), data_dir)
+
+    return req.derived("cuda-ptx-job", compute)
+
+
+class PendingBinary(Deferred):
+    """One compile's ``sass`` or ``kernels``, finished with others of a batch: one
+    ptxas ``-v`` run per group, and one nvdisasm when SASS is asked
+    (cuda_binaries.assemble_many). Both stages of one compile share its job, so
+    ``--stage sass,kernels`` assembles it once."""
+
+    def __init__(self, job: Any, kernels: tuple[str, Any, str, dict[str, int]] | None = None):
+        self.job = job
+        # kernels: (module name, GPU spec, thunk sequence, kernel -> static shared memory); None: sass
+        self.kernels = kernels
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds until finished (its PTX)."""
+        return sum(len(ptx) for _, _, ptx in self.job.modules)
+
+    @classmethod
+    def finish_all(cls, items: list[Deferred]) -> list[Any]:
+        return _each([item for item in items if isinstance(item, PendingBinary)], PendingBinary.text)
+
+    def text(self, result: Any) -> Any:
+        """The stage's output from its job's GroupResult (a SASS error stays an error)."""
+        from ..cuda import kernels
+        from ..errors import DriverError
+
+        if self.kernels is None:
+            return result.sass if isinstance(result.sass, DriverError) else _sass_text(result.sass)
+        module_name, spec, _, _ = self.kernels
+        return kernels.table_text(module_name, spec, self.rows(result))
+
+    def rows(self, result: Any) -> list[Any]:
+        from ..cuda import kernels
+
+        assert self.kernels is not None
+        _, spec, thunk_sequence, shared = self.kernels
+        # ptxas -v leaves out static shared memory it adds itself (1 KiB in some sm_90a
+        # Triton kernels); the .nv.shared.<kernel> section of the kernel's own cubin is what
+        # the driver reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's
+        # SHARED). No section: ptxas -v's figure (0 in every case seen).
+        resources = {k: replace(r, shared=shared.get(k, r.shared)) for k, r in result.resources.items()}
+        return kernels.rows([(name, list(ks)) for name, ks, _ in self.job.modules], resources,
+                            thunk_sequence, spec)
+
+
+def _each(items: list[PendingBinary], use: Any) -> list[Any]:
+    """``use(item, its GroupResult)`` for each item, or its job's error: jobs some item
+    wants SASS of in one assemble_many call, the rest (kernels only, where no nvdisasm
+    is needed) in another."""
+    from ..cuda import binaries as cuda_binaries
+    from ..errors import DriverError
+
+    jobs = {id(i.job): i.job for i in items}
+    sass = {id(i.job) for i in items if i.kernels is None}
+    done: dict[int, Any] = {}
+    for disassemble in (True, False):
+        chosen = [job for key, job in jobs.items() if (key in sass) == disassemble]
+        if chosen:
+            results = cuda_binaries.assemble_many(chosen, disassemble=disassemble)
+            done.update({id(job): r for job, r in zip(chosen, results)})
+    return [done[id(i.job)] if isinstance(done[id(i.job)], DriverError) else use(i, done[id(i.job)])
+            for i in items]
+
+
+def _sass_text(sections: list[tuple[str, str]]) -> str:
+    sections = [(name, text) for name, text in sections if text.strip()]
+    if len(sections) == 1:
+        return sections[0][1]
+    return "".join(f"// ----- {name} -----\n{text}" + ("" if text.endswith("\n") else "\n")
+                   for name, text in sections)
+
+
+def _sass(req: Any) -> PendingBinary:
+    from ..cuda import binaries as cuda_binaries
+
+    job = _ptx_job(req)
+    cuda_binaries.nvdisasm_for(job.sm, job.data_dir)  # no nvdisasm for this sm: this module's error, now
+    return PendingBinary(job)
+
+
+def _kernels(req: Any) -> PendingBinary:
+    asm = _assembly(req)
+    return PendingBinary(_ptx_job(req), (req.module_name, req.options.gpu_spec, _thunk_sequence(req),
+                                         asm.shared_sizes()))
+
+
+def kernel_rows_many(items: list[PendingBinary]) -> list[Any]:
+    """Each item's kernel rows (or its error), from one group run per spec."""
+    return _each(items, PendingBinary.rows)
+
+
+def _kernel_rows(req: Any) -> list[Any]:
+    from ..errors import DriverError
+
+    rows = kernel_rows_many([_kernels(req)])[0]
+    if isinstance(rows, DriverError):
+        raise rows
+    return rows
+
+
+def _thunk_sequence(req: Any) -> str:
+    return _text(artifacts(req).one(r"^thunk_sequence\.txt$", "thunk-sequence"))
+
+
+def _autotune_results(req: Any) -> str:
+    return _text(artifacts(req).one(r"^autotune_results\.pbtxt$", "autotune-results"))
+
+
+def artifacts(req: StageRequest) -> Any:
+    """XLA's compile of the request's module (xla.backend.XlaArtifacts), once per request."""
+    return req.derived("xla", _compile)
+
+
+def _compile(req: StageRequest) -> Any:
+    from . import backend
+
+    module = backend.module_for_xla(req.module, req.source, req.line_offset)
+    return backend.compile_module(module, req.module_name, req.options)
+
+
+def add_stages(stages: Registry) -> None:
+    """Add XLA's stages to ``stages``, in pipeline order (after the MLIR-level ones)."""
+    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo))
+    stages.add(Stage("hlo-backend", "hlo-backend.hlo", XLA, False,
+                     "the executable's final scheduled HLO module", _hlo_backend))
+    stages.add(Stage("html", "html", XLA, False, "standalone HTML view of the optimized HLO graph", _html))
+    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot))
+    stages.add(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment", _buffer_assignment))
+    stages.add(Stage("memory-usage", "memory-usage.json", XLA, False,
+                     "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage))
+    stages.add(Stage("cost", "cost.json", XLA, False,
+                     "XLA's cost analysis: flops, bytes accessed, transcendentals", _cost, CPU_ONLY))
+    stages.add(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
+                     "LLVM IR as emitted, before LLVM's optimizations", _llvm_before))
+    stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after))
+    stages.add(Stage("llvm-after-optimizations", "ir-with-opt.ll", XLA, False, "same as 'llvm'", _llvm_after,
+                     alias_of="llvm"))
+    stages.add(Stage("ptx", "ptx", XLA, False, "PTX for the spec's compute capability", _ptx, CUDA_ONLY))
+    stages.add(Stage("cubin", "cubin", XLA, True,
+                     "the kernels assembled for the spec's sm by XLA's ptxas: one file per kernel module",
+                     _cubin, CUDA_ONLY, multi=True))
+    stages.add(Stage("sass", "sass", XLA, False, "SASS: nvdisasm of the cubins", _sass, CUDA_ONLY))
+    stages.add(Stage("kernels", "kernels.txt", XLA, False,
+                     "per kernel: registers, spills, shared/local memory, launch dims, occupancy",
+                     _kernels, CUDA_ONLY))
+    stages.add(Stage("thunk-sequence", "thunk_sequence.txt", XLA, False, "the executable's thunk sequence",
+                     _thunk_sequence, CUDA_ONLY))
+    stages.add(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,
+                     "autotuning results (AutotuneResults textproto)", _autotune_results, CUDA_ONLY))

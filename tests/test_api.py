@@ -1,0 +1,185 @@
+"""The Python API (api.py): README's snippet as written, one compile per Compiled,
+targets resolved as the commands resolve them, typed errors with their location."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mlirhlo_driver as mh
+from mlirhlo_driver import registry
+from mlirhlo_driver.xla import backend as xla_backend
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+
+
+def _readme_snippet() -> str:
+    text = (REPO / "README.md").read_text()
+    m = re.search(r"```python\n(import mlirhlo_driver as mh\n.*?)```", text, re.S)
+    assert m, "README's Python API snippet is missing"
+    return m.group(1)
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """The XLA compiles made (module name per compile)."""
+    made: list[str] = []
+    real = xla_backend.compile_module
+
+    def counted(module, module_name, options, **kw):
+        made.append(module_name)
+        return real(module, module_name, options, **kw)
+
+    monkeypatch.setattr(xla_backend, "compile_module", counted)
+    return made
+
+
+def test_readme_snippet_runs_as_written(tmp_path, monkeypatch, compiles):
+    (tmp_path / "dump").mkdir()
+    shutil.copy(MLP, tmp_path / "dump" / "module_0001.jit_f.before_optimizations.txt")
+    monkeypatch.chdir(tmp_path)
+
+    def f(x, w):
+        import jax.numpy as jnp
+
+        return jnp.tanh(x @ w).sum(axis=1)
+
+    rng = np.random.default_rng(0)
+    ns = {"f": f, "example_args": (rng.standard_normal((8, 32), np.float32),
+                                   rng.standard_normal((32, 16), np.float32))}
+    exec(compile(_readme_snippet(), "README.md", "exec"), ns)
+
+    p, q, c, r = ns["p"], ns["q"], ns["c"], ns["r"]
+    assert p.name == "f" and p.input_format == "jax"
+    assert q.as_text().startswith("module @") and q.as_text("hlo").startswith("HloModule")
+    # ptx, the stage list, kernels and two written stages: one XLA compile.
+    assert compiles == ["f"]
+    assert "ptx" in c.stages and "cost" not in c.stages and list(c.stages)[0] == "stablehlo"
+    rows = c.kernels()
+    assert rows and all(k.resources.registers > 0 for k in rows)
+    ptx = (tmp_path / "out" / "f.ptx").read_text()
+    assert ".target sm_90a" in ptx and any(f".entry {k.kernel}(" in ptx for k in rows)
+    sass = (tmp_path / "out" / "f.sass").read_text()
+    assert "/*0000*/" in sass and all(k.kernel in sass for k in rows)
+    assert c.target.spec.name == "h100_sxm" and dict(c.target.xla_flags)["xla_gpu_autotune_level"] == 0
+    # The run compares XLA CPU against StableHLO's interpreter.
+    assert r.ok and r.status == "ok" and not r.mismatches
+    assert r.outputs[0].shape == (8,) and np.allclose(r.outputs[0], r.reference_outputs[0], atol=1e-5)
+
+
+def test_every_stage_of_one_compiled_is_one_compile(compiles):
+    c = mh.load(str(MLP)).compile(mh.Target.cpu())
+    assert compiles == []  # nothing compiles until a stage is read
+    outputs = dict(c.stages)
+    assert list(outputs) == [s.name for s in registry.all_for("cpu")]
+    assert compiles == ["mlp_train_step"]
+    assert outputs["hlo"].startswith("HloModule") and '"flops"' in outputs["cost"]
+    assert c.stage("llvm") == outputs["llvm"] and compiles == ["mlp_train_step"]
+    assert c.kernels() is None  # CPU has no kernels to list
+    # Another Compiled is another compile.
+    mh.compile(str(MLP)).stage("hlo")
+    assert compiles == ["mlp_train_step", "mlp_train_step"]
+
+
+def test_write_checks_every_stage_name_before_writing(tmp_path, compiles):
+    c = mh.compile(str(MLP))
+    with pytest.raises(mh.StageError, match="stage 'ptx' does not exist for --platform cpu"):
+        c.write(str(tmp_path), stages=["hlo", "ptx"])
+    assert not list(tmp_path.iterdir()) and compiles == []
+    assert c.write(str(tmp_path), stages="hlo") == [str(tmp_path / "mlp_train_step.hlo")]
+
+
+def test_targets_resolve_as_the_commands_do(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=1 --xla_gpu_enable_triton_gemm=false")
+    t = mh.Target.cuda("a100_sxm_80", xla_flags={"xla_gpu_autotune_level": 0})
+    flags = dict(t.xla_flags)
+    # The call's flags over XLA_FLAGS, typed by the DebugOptions schema.
+    assert flags["xla_gpu_autotune_level"] == 0 and flags["xla_gpu_enable_triton_gemm"] is False
+    assert (t.platform, t.spec.name, t.spec.sm) == ("cuda", "a100_sxm_80", "sm_80")
+    assert mh.Target.of("GPU", gpu_spec="v100").spec.sm == "sm_70"  # XLA's spellings
+    assert mh.Target.of("Host").platform == "cpu"
+    assert mh.Target.cuda().spec.name == "h100_sxm"  # the default spec, noted to the logger
+    with pytest.raises(mh.DriverError, match="names several specs"):
+        mh.Target.cuda("a100_sxm_80,h100_sxm")
+    with pytest.raises(mh.FlagError, match="xla_gpu_no_such_flag"):
+        mh.Target.cpu(xla_flags={"xla_gpu_no_such_flag": 1})
+    with pytest.raises(mh.SpecError):
+        mh.Target.cuda("no_such_gpu")
+
+
+def test_default_spec_note_goes_to_the_logger(caplog, capsys):
+    with caplog.at_level("INFO", logger="mlirhlo_driver"):
+        mh.Target.cuda()
+    assert any("no gpu_spec given: compiling for h100_sxm" in r.getMessage() for r in caplog.records)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("spec", ["canonicalize,cse", "builtin.module(func.func(canonicalize),cse)", "@simplify"])
+def test_optimize_takes_every_pipeline_spelling(spec):
+    p = mh.load(str(DATA / "chlo_special.mlir"))
+    before = p.as_text()
+    q = p.optimize(spec)
+    assert q is not p and p.as_text() == before and q.last_run is not None
+    assert q.as_text().startswith("module")
+
+
+def test_optimize_errors_name_the_pass():
+    p = mh.load(str(DATA / "chlo_special.mlir"))
+    with pytest.raises(mh.PipelineError, match="no-such-pass"):
+        p.optimize("canonicalize,no-such-pass")
+
+
+def test_load_errors_carry_file_line_and_col(tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = stablehlo.bogus %x\n}\n")
+    with pytest.raises(mh.InputError) as e:
+        mh.load(str(bad))
+    assert (e.value.file, e.value.line) == (str(bad), 2) and e.value.col
+    assert e.value.format().startswith(f"error: {bad}:2:")
+
+
+def test_from_jax_keeps_64_bit_arguments():
+    p = mh.from_jax(lambda x: x * 2, np.arange(4, dtype=np.int64))
+    assert p.name == "jax_function" and "tensor<4xi64>" in p.as_text()
+
+
+def test_llvm_to_ptx_for_a_spec():
+    ir = textwrap.dedent("""\
+        target triple = "nvptx64-nvidia-cuda"
+        define ptx_kernel void @scale(ptr %p) {
+          %v = load float, ptr %p
+          %w = fmul float %v, 2.0
+          store float %w, ptr %p
+          ret void
+        }
+        """)
+    ptx = mh.llvm_to_ptx(ir, gpu_spec="a100_sxm_80")
+    assert ".target sm_80" in ptx and ".entry scale(" in ptx
+    with pytest.raises(mh.InputError) as e:
+        mh.llvm_to_ptx(ir.replace("fmul float", "fmul floaty"), arch="sm_90a", source="k.ll")
+    assert (e.value.file, e.value.line) == ("k.ll", 4)  # the fmul line
+
+
+def test_run_spmd_in_a_fresh_process():
+    # The host devices exist only if asked for before jax starts: a process of its own.
+    code = textwrap.dedent(f"""\
+        import mlirhlo_driver as mh
+        p = mh.load({str(DATA / 'spmd' / 'mlp_step_4way.before_optimizations.txt')!r})
+        sr = p.run_spmd(num_partitions=4)
+        print(sr.report.ok, sr.report.status, len(sr.param_layouts), sr.partitioner)
+        """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert proc.returncode == 0, proc.stderr
+    ok, status, params, partitioner = proc.stdout.split()
+    assert (ok, status) == ("True", "ok") and int(params) > 0 and partitioner
