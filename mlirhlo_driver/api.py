@@ -221,9 +221,9 @@ class Compiled:
         which has no kernels to list."""
         if self.platform != "cuda":
             return None
-        from .xla.stages import _kernel_rows
+        from .xla.stages import kernel_rows
 
-        return _kernel_rows(self.request)
+        return kernel_rows(self.request)
 
     def write(self, directory: str, stages: str | list[str] = "all") -> list[str]:
         """Write stages as ``<module>.<ext>`` files (``<module>.<part>.<ext>`` for

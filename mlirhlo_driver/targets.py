@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import DriverError, FlagError
+from .errors import DriverError, FlagError, note, param
 from .stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
@@ -30,6 +30,14 @@ AUTOTUNE_FLAG = "xla_gpu_load_autotune_results_from"
 
 @dataclass
 class Target:
+    """What a compile is for: a platform, its GPU specs (CUDA), and XLA's DebugOptions.
+
+    Made by :func:`resolve` for the commands and by :meth:`cpu`, :meth:`cuda` and
+    :meth:`of` in Python, so both read XLA_FLAGS, flag files and autotune results
+    the same way. A command's target may name several specs (``--gpu-spec a,b``:
+    one compile each); a Python target names one.
+    """
+
     platform: str | None                   # cpu, cuda, or None: no XLA compile asked for
     specs: list[Any]                       # GpuSpec per requested spec (cuda), else []
     xla_flags: tuple[tuple[str, Any], ...]
@@ -65,12 +73,9 @@ class Target:
         target = resolve(platform, gpu_spec=gpu_spec, cli_flags=dict(xla_flags or {}),
                          debug_options_file=debug_options_file, autotune_results=autotune_results,
                          spec_flag="gpu_spec")
-        if target.note:
-            import logging
-
-            for line in target.note.splitlines():
-                logging.getLogger("mlirhlo_driver").info(line.removeprefix("note: "))
-            target.note = ""
+        for line in target.note.splitlines():
+            note(line.removeprefix("note: "))
+        target.note = ""
         return target
 
     @property
@@ -124,6 +129,18 @@ def platform_name(name: str, flag: str = "platform") -> str:
     return got
 
 
+def debug_options(cli_flags: dict[str, Any] | None = None, debug_options_file: str | None = None) -> dict[str, Any]:
+    """DebugOptions of a compile or run: ``debug_options_file`` < ``XLA_FLAGS`` < ``cli_flags``,
+    each name checked against this jaxlib's XLA (FlagError with a close match)."""
+    from .xla import flags as xla_flags
+
+    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
+    flags = xla_flags.merge(file_flags, xla_flags.from_environment(), dict(cli_flags or {}))
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+    return flags
+
+
 def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dict[str, Any] | None = None,
             debug_options_file: str | None = None, autotune_results: str | None = None,
             needs_spec: bool = True, xla_tool: bool = False, spec_flag: str = "--gpu-spec") -> Target:
@@ -164,17 +181,17 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         xla_flags.check_names(flags, xla_flags.known_names())
     if platform is None and not xla_tool:
         if gpu_spec is not None:
-            raise DriverError("--gpu-spec needs --platform cuda")
+            raise DriverError(f"{param('gpu_spec')} needs {param('platform', 'cuda')}")
         if flags:
-            raise DriverError("XLA flags need --platform cpu|cuda")
+            raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda')}")
     if platform == "cpu" and gpu_spec is not None:
-        raise DriverError("--gpu-spec is for --platform cuda" if not spec_from_flag
+        raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}" if not spec_from_flag
                           else "--xla_gpu_target_config_filename is for --platform=CUDA")
     target = Target(platform, [], (), "")
     path = flags.get(AUTOTUNE_FLAG)
     if path is not None:
         if platform == "cpu" and not xla_tool:
-            raise DriverError("autotune results are for --platform cuda")
+            raise DriverError(f"autotune results are for {param('platform', 'cuda')}")
         flags[AUTOTUNE_FLAG] = autotune_file(str(path), target.keep)
     if platform == "cuda" and needs_spec:
         from .cuda import specs as gpu_specs

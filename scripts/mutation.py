@@ -46,38 +46,47 @@ PKG = "mlirhlo_driver"
 # module -> the test files that should notice a regression in it (the fast, specific ones).
 MODULE_TESTS: dict[str, list[str]] = {
     "errors.py": ["test_errors.py", "test_usage_errors.py", "test_mutation_guards_lib.py"],
-    "inputs.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
-    "pipeline.py": ["test_pipeline.py", "test_mutation_guards_io.py"],
-    "passes.py": ["test_pipeline.py", "test_mutation_guards_lib.py"],
-    "python_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
-    "builtin_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
-    "gpu_specs.py": ["test_gpu_specs.py"],
-    "hlo_proto.py": ["test_hlo_proto.py"],
-    "protos.py": ["test_protos.py", "test_hlo_proto.py"],
-    "ptx.py": ["test_ptx.py", "test_ptx_cli.py"],
-    "checks.py": ["test_checks.py", "test_mutation_guards_lib.py"],
-    "run.py": ["test_run.py", "test_mutation_guards_lib.py"],
-    "spmd.py": ["test_spmd.py"],
-    "xla_flags.py": ["test_xla_flags.py", "test_mutation_guards_lib.py"],
-    "xla_cli_flags.py": ["test_xla_tools.py", "test_xla_flags.py"],
-    "xla_tools.py": ["test_xla_tools.py", "test_mutation_guards_io.py"],
-    "stages.py": ["test_xla_stages.py", "test_end_to_end.py"],
-    "xla_stages.py": ["test_xla_stages.py", "test_cuda_stages.py", "test_mutation_guards_lib.py",
+    "inputs/loader.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
+    "mlir/pipeline.py": ["test_pipeline.py", "test_mutation_guards_io.py"],
+    "mlir/passes.py": ["test_pipeline.py", "test_mutation_guards_lib.py"],
+    "mlir/python_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
+    "mlir/builtin_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
+    "cuda/specs.py": ["test_gpu_specs.py"],
+    "ir/hlo_proto.py": ["test_hlo_proto.py"],
+    "ir/protos.py": ["test_protos.py", "test_hlo_proto.py"],
+    "cuda/ptx.py": ["test_ptx.py", "test_ptx_cli.py"],
+    "inputs/checks.py": ["test_checks.py", "test_mutation_guards_lib.py"],
+    "execute/run.py": ["test_run.py", "test_mutation_guards_lib.py"],
+    "execute/spmd.py": ["test_spmd.py"],
+    "xla/flags.py": ["test_xla_flags.py", "test_mutation_guards_lib.py"],
+    "xla/cli_flags.py": ["test_xla_tools.py", "test_xla_flags.py"],
+    "cli/xla/tools.py": ["test_xla_tools.py", "test_mutation_guards_io.py"],
+    "stages/base.py": ["test_xla_stages.py", "test_end_to_end.py"],
+    "xla/stages.py": ["test_xla_stages.py", "test_cuda_stages.py", "test_mutation_guards_lib.py",
                       "test_mutation_guards_io.py"],
-    "cuda_binaries.py": ["test_cuda_stages.py", "test_cuda_tools.py"],
-    "kernels.py": ["test_cuda_stages.py"],
-    "interrupts.py": ["test_usage_errors.py"],
-    "batch.py": ["test_batch.py", "test_cuda_stages.py", "test_usage_errors.py", "test_pipeline.py",
+    "cuda/binaries.py": ["test_cuda_stages.py", "test_cuda_tools.py"],
+    "cuda/kernels.py": ["test_cuda_stages.py"],
+    "_native/interrupts.py": ["test_usage_errors.py"],
+    "batch/opt.py": ["test_batch.py", "test_cuda_stages.py", "test_usage_errors.py", "test_pipeline.py",
                  "test_convert.py"],
-    "xla_backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py"],
-    "emit.py": ["test_convert.py", "test_inputs.py", "test_mutation_guards_io.py"],
+    "xla/backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py"],
+    "ir/emit.py": ["test_convert.py", "test_inputs.py", "test_mutation_guards_io.py"],
     "outputs.py": ["test_convert.py", "test_errors.py", "test_mutation_guards_io.py"],
-    "cuda_tools.py": ["test_cuda_tools.py", "test_mutation_guards_lib.py"],
-    "cli.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py"],
+    "cuda/tools.py": ["test_cuda_tools.py", "test_mutation_guards_lib.py"],
+    "cli/mlirhlo.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py"],
     "api.py": ["test_end_to_end.py", "test_xla_stages.py", "test_mutation_guards_lib.py"],
-    "bench.py": ["test_usage_errors.py", "test_python_passes.py", "test_mutation_guards_lib.py"],
-    "isolate.py": ["test_bad_inputs.py", "test_mutation_guards_lib.py"],
-    "native_io.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
+    "execute/bench.py": ["test_usage_errors.py", "test_python_passes.py", "test_mutation_guards_lib.py"],
+    "_native/isolate.py": ["test_bad_inputs.py", "test_mutation_guards_lib.py"],
+    "_native/fds.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
+    "commands/mlirhlo.py": ["test_run.py", "test_usage_errors.py", "test_convert.py", "test_ptx_cli.py",
+                            "test_behaviour_flag_values.py"],
+    "commands/xla_tools.py": ["test_xla_tools.py", "test_mutation_guards_io.py", "test_behaviour_defaults.py",
+                              "test_behaviour_flag_values.py"],
+    "targets.py": ["test_xla_flags.py", "test_behaviour_spec_targets.py", "test_api.py"],
+    "registry.py": ["test_xla_stages.py", "test_api.py"],
+    "ir/dtypes.py": ["test_dtypes.py"],
+    "ir/literals.py": ["test_dtypes.py", "test_xla_tools.py"],
+    "_native/pool.py": ["test_behaviour_pool.py"],
 }
 
 # Mutants that change no observable behaviour, keyed by site_key: (module, the
@@ -86,30 +95,30 @@ MODULE_TESTS: dict[str, list[str]] = {
 # of the kill rate and listed apart with the reason. Only truly equivalent
 # mutants belong here; an untested behaviour needs a test instead.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    ("cuda_binaries.py", "self._assembled = True", "True -> False"):
+    ("cuda/binaries.py", "self._assembled = True", "True -> False"):
         "the flag only saves work: a second call takes XLA's cubins again and assembles the "
         "others again with the same ptxas and options, which gives the same bytes "
         "(test_cubins_are_xlas_own_and_ptxas_remakes_them)",
-    ("cuda_binaries.py", 'return ["--split-compile", str(len(os.sched_getaffinity(0)) if hasattr(os, '
+    ("cuda/binaries.py", 'return ["--split-compile", str(len(os.sched_getaffinity(0)) if hasattr(os, '
      '"sched_getaffinity") else os.cpu_count() or 1)]', "1 -> 2"):
         "reached only where os.sched_getaffinity is missing and os.cpu_count() is None; "
         "ptxas's thread count changes no code",
-    ("kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
-    ("kernels.py", "by_smem = limits.smem_per_sm // smem if smem else 1 << 30", "30 -> 31"):
+    ("cuda/kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
+    ("cuda/kernels.py", "by_smem = limits.smem_per_sm // smem if smem else 1 << 30", "30 -> 31"):
         "1 << 30 stands for 'no limit'; 1 << 31 does too",
-    ("xla_flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):
+    ("xla/flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):
         "blank and comment lines skipped early are skipped again by the field loop below "
         "(its first check breaks on an empty or '#' rest of line); nothing else reaches it",
-    ("xla_cli_flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "18 -> 19"):
+    ("xla/cli_flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "18 -> 19"):
         "type 18 is TYPE_SINT64; the pinned jaxlib's DebugOptions has no sint64 field "
         "(its field types: 2, 3, 5, 8, 9, 11, 14), and 19 is no type at all",
-    ("protos.py", 'if line is not None and 0 < line <= text.count("\\n") + 1:', "1 -> 2"):
+    ("ir/protos.py", 'if line is not None and 0 < line <= text.count("\\n") + 1:', "1 -> 2"):
         "the line comes from text_format's ParseError, whose tokenizer reads text.split('\\n'): "
         "it never reports a line past the last one, so the wider bound is never reached",
-    ("protos.py", "for length in range(6, min(128, end - 1)):", "6 -> 7"):
+    ("ir/protos.py", "for length in range(6, min(128, end - 1)):", "6 -> 7"):
         "a descriptor's file name ends in '.proto' (6 bytes), so length 6 would be a file named "
         "'.proto' alone; no proto file is, so starting the scan at 7 finds the same files",
-    ("passes.py", "tmp.write_text(json.dumps([asdict(p) for p in found], indent=0))", "0 -> 1"):
+    ("mlir/passes.py", "tmp.write_text(json.dumps([asdict(p) for p in found], indent=0))", "0 -> 1"):
         "only the whitespace of the private pass-list cache file changes; its one reader, "
         "json.loads in native_passes, gets the same rows",
 }
@@ -268,6 +277,54 @@ def site_key(mod: str, lines: list[str], line: int, what: str, seen: dict) -> tu
     return (mod, text, what) if seen[key] == 1 else (mod, text, f"{what} #{seen[key]}")
 
 
+def package_modules(base: Path = REPO) -> list[str]:
+    """Every module of the package, as paths under it (``cuda/specs.py``)."""
+    root = base / PKG
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def tests_for(mod: str, base: Path = REPO) -> list[str]:
+    """The test files for a module: MODULE_TESTS's, else the files that import it by name
+    (``mlirhlo_driver.cuda.specs`` or ``from mlirhlo_driver.cuda import specs``)."""
+    if mod in MODULE_TESTS:
+        return MODULE_TESTS[mod]
+    dotted = f"{PKG}." + mod.removesuffix(".py").replace("/", ".")
+    package, _, name = dotted.rpartition(".")
+    pattern = re.compile(rf"{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b")
+    return sorted(p.name for p in (base / "tests").glob("test_*.py") if pattern.search(p.read_text()))
+
+
+def commit_seed(rev: str = "HEAD") -> tuple[int, str]:
+    """A seed from a commit's hash: a sample nobody picked, the same for everyone at that commit."""
+    sha = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    return int(sha[:12], 16), sha
+
+
+def weighted_sample(n: int, seed: int, modules: list[str], base: Path = REPO) -> list[tuple[str, int, int, str]]:
+    """(module, site index, line, description): each draw picks a module with probability
+    in proportion to its lines, then one of its sites not drawn yet (seeded, so repeatable)."""
+    import random
+
+    rng = random.Random(seed)
+    pools: dict[str, list[tuple[int, int, str]]] = {}
+    weights: dict[str, int] = {}
+    for mod in modules:
+        path = base / PKG / mod
+        sites = [(i, line, what) for i, (line, what) in enumerate(sites_of(path))]
+        if sites:
+            rng.shuffle(sites)
+            pools[mod], weights[mod] = sites, len(path.read_text().splitlines())
+    out = []
+    while len(out) < n and pools:
+        names = sorted(pools)
+        mod = rng.choices(names, weights=[weights[m] for m in names])[0]
+        i, line, what = pools[mod].pop()
+        out.append((mod, i, line, what))
+        if not pools[mod]:
+            del pools[mod]
+    return out
+
+
 def _rank(seed: int, *parts: str) -> str:
     return hashlib.sha256("\x00".join([str(seed), *parts]).encode()).hexdigest()
 
@@ -370,15 +427,31 @@ def main() -> int:
                     help="most seconds per mutant's test run (within it: 5x the unmutated run, at least "
                          "120 s); past it: killed")
     ap.add_argument("--modules", help="comma list of module files (default: every one in MODULE_TESTS)")
+    ap.add_argument("--commit", nargs="?", const="HEAD", metavar="REV",
+                    help="draw over the whole package, weighted by lines, seeded by REV's hash (default HEAD); "
+                         "modules outside MODULE_TESTS run the test files that import them")
     ap.add_argument("--list", action="store_true", help="print the sites per module and the sample; run nothing")
     args = ap.parse_args()
 
-    modules = args.modules.split(",") if args.modules else [m for m in MODULE_TESTS if (REPO / PKG / m).exists()]
-    unknown = [m for m in modules if m not in MODULE_TESTS]
-    if unknown:
-        ap.error(f"no tests mapped for {unknown}; add them to MODULE_TESTS")
+    if args.commit:
+        args.seed, sha = commit_seed(args.commit)
+        print(f"commit {sha}: seed {args.seed}", flush=True)
+        modules = args.modules.split(",") if args.modules else package_modules()
+        tests = {m: tests_for(m) for m in modules}
+        untested = [m for m in modules if not tests[m]]
+        if untested:
+            print(f"no test file imports {', '.join(untested)}: their mutants run test_end_to_end.py", flush=True)
+        tests = {m: t or ["test_end_to_end.py"] for m, t in tests.items()}
+        draw = weighted_sample
+    else:
+        modules = args.modules.split(",") if args.modules else [m for m in MODULE_TESTS if (REPO / PKG / m).exists()]
+        unknown = [m for m in modules if m not in MODULE_TESTS]
+        if unknown:
+            ap.error(f"no tests mapped for {unknown}; add them to MODULE_TESTS")
+        tests = {m: MODULE_TESTS[m] for m in modules}
+        draw = sample
     if args.list:
-        chosen = sample(args.n, args.seed, modules)
+        chosen = draw(args.n, args.seed, modules)
         for mod in modules:
             print(f"{mod}: {len(sites_of(REPO / PKG / mod))} sites")
         for mod, i, line, what in chosen:
@@ -391,7 +464,7 @@ def main() -> int:
     try:
         copies = [make_copy(root / f"copy{j}") for j in range(max(1, args.jobs))]
         # Sites are counted on the copy: the working tree may change while this runs.
-        chosen = sample(args.n, args.seed, modules, copies[0])
+        chosen = draw(args.n, args.seed, modules, copies[0])
         check = subprocess.run([sys.executable, "-c", f"import {PKG}; print({PKG}.__file__)"], cwd=copies[0],
                                env=_env(copies[0]), capture_output=True, text=True)
         if not check.stdout.strip().startswith(str(copies[0])):
@@ -400,7 +473,7 @@ def main() -> int:
         # baseline runs once (files are shared between modules), the jobs' worth at a time.
         import concurrent.futures as cf
 
-        files = sorted({t for m, *_ in chosen for t in MODULE_TESTS[m]})
+        files = sorted({f for m, *_ in chosen for f in tests[m]})
 
         def base_one(name: str) -> tuple[str, list[str] | None, float]:
             started = time.monotonic()
@@ -415,13 +488,13 @@ def main() -> int:
                       flush=True)
         deselect: dict[tuple[str, ...], list[str] | None] = {}
         limit: dict[tuple[str, ...], float] = {}
-        for key in {tuple(MODULE_TESTS[m]) for m, *_ in chosen}:
+        for key in {tuple(tests[m]) for m, *_ in chosen}:
             runs = [base[t][0] for t in key]
             deselect[key] = None if any(r is None for r in runs) else sorted({f for r in runs for f in r})
             # A mutant that makes these tests hang is killed at a few times their normal run, not
             # after the full --timeout (the machine may be loaded: generous factor and floor).
             limit[key] = min(args.timeout, max(120.0, 5 * sum(base[t][1] for t in key)))
-        skipped = [c for c in chosen if deselect[tuple(MODULE_TESTS[c[0]])] is None]
+        skipped = [c for c in chosen if deselect[tuple(tests[c[0]])] is None]
         chosen = [c for c in chosen if c not in skipped]
 
         # Keys now, from the unmutated copy: mutants are written into the copies below.
@@ -438,8 +511,8 @@ def main() -> int:
             target.write_text(source)
             started = time.monotonic()
             try:
-                status, out = run_tests(copies[job], MODULE_TESTS[mod], limit[tuple(MODULE_TESTS[mod])],
-                                        deselect[tuple(MODULE_TESTS[mod])])
+                status, out = run_tests(copies[job], tests[mod], limit[tuple(tests[mod])],
+                                        deselect[tuple(tests[mod])])
             finally:
                 target.write_text(original)
             return k, mutant, status, time.monotonic() - started
@@ -481,6 +554,12 @@ def main() -> int:
     if skipped:
         print(f"skipped (their tests do not run unmutated): {len(skipped)}: "
               + ", ".join(f"{m}:{ln}" for m, _, ln, _ in skipped))
+    per_module: dict[str, list[int]] = {}
+    for mod, _, _, _, was_killed in results:
+        per_module.setdefault(mod, [0, 0])[0 if was_killed else 1] += 1
+    print("per module (killed/sampled):")
+    for mod, (k, s) in sorted(per_module.items(), key=lambda kv: (kv[1][0] / sum(kv[1]), kv[0])):
+        print(f"  {mod:32s} {k}/{k + s} = {100 * k / (k + s):.0f}%")
     survivors = [r for r in results if not r[4]]
     if survivors:
         print("survivors:")

@@ -22,7 +22,7 @@ without starting a backend) once, then forks one child per case; the child
 runs ``mlirhlo_driver.cli.mlirhlo.main(argv)`` as the ``mlirhlo`` entry point would,
 in its own process group, with stdout/stderr in files. A fork costs a few
 milliseconds where a fresh interpreter costs a second or more of imports.
-The driver itself forks the same way (mlirhlo_driver/isolate.py), before any
+The driver itself forks the same way (mlirhlo_driver/_native/isolate.py), before any
 backend exists, so a child is as good as a fresh ``mlirhlo`` process, except
 that import-time noise (printed once, by this process) is not seen per case.
 

@@ -93,7 +93,7 @@ def test_every_stage_of_one_compiled_is_one_compile(compiles):
 
 def test_write_checks_every_stage_name_before_writing(tmp_path, compiles):
     c = mh.compile(str(MLP))
-    with pytest.raises(mh.StageError, match="stage 'ptx' does not exist for --platform cpu"):
+    with pytest.raises(mh.StageError, match="stage 'ptx' does not exist for platform='cpu'"):
         c.write(str(tmp_path), stages=["hlo", "ptx"])
     assert not list(tmp_path.iterdir()) and compiles == []
     assert c.write(str(tmp_path), stages="hlo") == [str(tmp_path / "mlp_train_step.hlo")]
@@ -183,3 +183,17 @@ def test_run_spmd_in_a_fresh_process():
     assert proc.returncode == 0, proc.stderr
     ok, status, params, partitioner = proc.stdout.split()
     assert (ok, status) == ("True", "ok") and int(params) > 0 and partitioner
+
+
+def test_errors_name_parameters_in_python_and_flags_on_the_command_line():
+    p = mh.load(str(MLP))
+    with pytest.raises(mh.StageError) as e:
+        p.stage("ptx")
+    assert e.value.message == "stage 'ptx' is produced by XLA: give platform='cuda'"
+    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver", "opt", str(MLP), "--stage", "ptx", "--no-cache"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["error: stage 'ptx' is produced by XLA: give --platform cuda"]
+    with pytest.raises(mh.DriverError) as e:
+        p.run_spmd(num_partitions=0)
+    assert e.value.message == "num_partitions and num_replicas must be >= 1"

@@ -66,7 +66,7 @@ def hung_init(context):
 
 
 def module_task(context, task):
-    """run_pool's task, misbehaving as its module's name says; a report-like row (run.py's
+    """run_pool's task, misbehaving as its module's name says; a report-like row (execute/run.py's
     ModuleReport would make the worker import numpy)."""
     from types import SimpleNamespace
 
@@ -224,7 +224,7 @@ def test_a_worker_that_never_starts_times_out(tmp_path, monkeypatch):
 
 
 def test_worker_call_as_the_cluster_uses_it(tmp_path):
-    """cluster.py runs tasks through Worker.call, one worker per Dask thread."""
+    """_native/cluster.py runs tasks through Worker.call, one worker per Dask thread."""
     w = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:slow_init")
     try:
         value, pid = w.call(("ok", 7), timeout=TIMEOUT)

@@ -1,4 +1,4 @@
-"""The stage cache (mlirhlo_driver/cache.py): its key, its entries, and what a hit prints."""
+"""The stage cache (mlirhlo_driver/batch/cache.py): its key, its entries, and what a hit prints."""
 
 from __future__ import annotations
 

@@ -93,6 +93,48 @@ def test_ptxas_too_old_or_too_new_for_the_sm(monkeypatch):
     cuda13.require("sm_80")  # no error
 
 
+def _cubin_for_sm(sm: int, kernel: str) -> bytes:
+    """The least ELF a cubin check reads: a CUDA header saying ``sm`` (ABI version 7:
+    the SM in e_flags bits 0-7) and a section table with ``.text.<kernel>``."""
+    import struct
+
+    names = b"\0.text." + kernel.encode() + b"\0.shstrtab\0"
+    shoff = 64 + len(names)
+    head = bytearray(64)
+    head[:4], head[4], head[5], head[6], head[8] = b"\x7fELF", 2, 1, 1, 7
+    struct.pack_into("<H", head, 0x12, 190)
+    struct.pack_into("<Q", head, 0x28, shoff)
+    struct.pack_into("<I", head, 0x30, sm)
+    struct.pack_into("<HHH", head, 0x3A, 64, 3, 2)
+    section = [bytes(64)]
+    for name_off, offset, size in ((1, 0, 0), (names.index(b".shstrtab"), 64, len(names))):
+        section.append(struct.pack("<IIQQQQ", name_off, 0, 0, 0, offset, size).ljust(64, b"\0"))
+    return bytes(head) + names + b"".join(section)
+
+
+def test_sm_number_is_one_function_with_one_fallback(monkeypatch):
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    assert [cuda_tools.sm_number(s) for s in ("sm_60", "sm_90", "sm_90a", "sm_100f", "sm_121a")] == \
+        [60, 90, 90, 100, 121]
+    for name in ("compute_90", "sm90", "9.0", "sm_90ab", "sm_", "", "SM_90"):
+        assert cuda_tools.sm_number(name) == -1, name
+    assert cuda_binaries.sm_number is cuda_tools.sm_number and not hasattr(cuda_binaries, "_sm_number")
+    # binaries' call site: such a name matches no cubin, not even one whose header says SM 0
+    # (binaries' own copy fell back to 0, and took it).
+    for sm, name, taken in ((80, "sm_80", True), (80, "sm_90a", False), (0, "compute_0", False)):
+        module = cuda_binaries.KernelModule("k", "k.ptx", ["k"], "")
+        assert cuda_binaries._take_xla_cubin(module, {"k": _cubin_for_sm(sm, "k")}, name) is taken, name
+    # tools' call sites: the name is called what it is, not "too new" for ptxas; never
+    # "dropped by CUDA 13".
+    ptxas = cuda_tools.Ptxas("/opt/x/bin/ptxas", (13, 0, 88), ("sm_75", "sm_90a"), "PATH")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [ptxas])
+    with pytest.raises(ToolchainError) as e:
+        ptxas.require("compute_90")
+    assert e.value.message == ("ptxas 13.0.88 (/opt/x/bin/ptxas, PATH) cannot target compute_90: "
+                               "not an sm_NN name")
+
+
 def test_no_ptxas_at_all_names_the_places_and_the_fix(monkeypatch, tmp_path):
     monkeypatch.setattr(cuda_tools, "pip_cuda_dir", lambda: None)
     monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [])

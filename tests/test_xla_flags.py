@@ -1,4 +1,4 @@
-"""XLA DebugOptions flags (xla_flags.py, xla_backend.flag_overrides) and `mlirhlo specs`."""
+"""XLA DebugOptions flags (xla/flags.py, xla_backend.flag_overrides) and `mlirhlo specs`."""
 
 from __future__ import annotations
 

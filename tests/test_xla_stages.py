@@ -1,4 +1,4 @@
-"""XLA stages (xla_stages.py / xla_backend.py) through the CLI and the API.
+"""XLA stages (xla/stages.py / xla/backend.py) through the CLI and the API.
 
 Each target is compiled once per test module (module-scoped fixtures): CPU,
 and device-less CUDA for a100_sxm_80 (sm_80) and h100_sxm (sm_90a) in one

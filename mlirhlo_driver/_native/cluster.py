@@ -1,6 +1,6 @@
 """The batch commands' tasks on a Dask distributed cluster (``--scheduler ADDRESS``).
 
-The same task functions and results as the local pool (pool.py), and the same
+The same task functions and results as the local pool (_native/pool.py), and the same
 isolation: on each Dask worker, every worker thread keeps one pool worker
 process and hands it the task, so a crash or hang in a module kills only that
 process (the task comes back as a :class:`~mlirhlo_driver._native.pool.Lost` row) and

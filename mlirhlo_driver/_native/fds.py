@@ -37,16 +37,21 @@ def capture_fd2() -> Iterator[Captured]:
 
 
 def last_native_error(log_path: str) -> str:
-    """The line of a native log that best says why a process died ("" if none).
+    """The line of a native log file that best says why a process died ("" if none)."""
+    try:
+        with open(log_path, errors="replace") as f:
+            return native_error_line(f.read())
+    except OSError:
+        return ""
+
+
+def native_error_line(log: str) -> str:
+    """The line of native output that best says why a process died ("" if none).
 
     LLVM fatal errors come first; then other error-looking lines; then the
     last line.
     """
-    try:
-        with open(log_path, errors="replace") as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
-    except OSError:
-        return ""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     for ln in reversed(lines):
         if ln.startswith("LLVM ERROR:"):
             return ln.removeprefix("LLVM ERROR:").strip().split(". ")[0]

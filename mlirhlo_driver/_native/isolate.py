@@ -36,6 +36,11 @@ starts threads. A helper that runs calls in place, rather than forking a
 worker per call, keeps each call's cost to a pipe round trip: LLVM compiles
 ran 10-15% slower in freshly forked workers, on top of ~25 ms per fork and
 exit.
+
+:func:`forked` is the other way round: one try in a fork of this process,
+taken whatever runs here, for work that is expected to kill its process now
+and then (a pass probe), where the helper would be restarted each time; only
+how it ended comes back. processes.py says which mechanism serves what.
 """
 
 from __future__ import annotations
@@ -50,12 +55,15 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NativeCrash
+from . import processes
 
-__all__ = ["call", "fork_is_safe", "native_reason", "shutdown"]
+__all__ = ["Forked", "call", "fork_is_safe", "forked", "native_reason", "shutdown"]
 
 _lock = threading.Lock()
 _helper: _Helper | None = None
@@ -252,24 +260,22 @@ def _start(preload: tuple[str, ...]) -> _Helper:
         for name in preload:
             if ":" not in name:
                 importlib.import_module(name)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
+
+        def helper() -> None:
             try:
                 os.close(req_w)
                 os.close(resp_r)
                 _serve(req_r, resp_w, log.fileno())
             finally:
                 os._exit(0)
+
+        pid = _fork(helper)
         proc = None
     else:
-        env = dict(os.environ)
         # The same imports as here: a test's or an editable install's paths included.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        code = f"from mlirhlo_driver._native.isolate import _serve; _serve({req_r}, {resp_w}, {log.fileno()})"
-        proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(req_r, resp_w, log.fileno()),
-                                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        proc = processes.start_python("mlirhlo_driver._native.isolate", req_r, resp_w, log.fileno(),
+                                      path=sys.path, pass_fds=(req_r, resp_w, log.fileno()),
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         pid = proc.pid
     os.close(req_r)
     os.close(resp_w)
@@ -370,6 +376,112 @@ def _to_stderr(text: str) -> None:
     sys.stderr.flush()
 
 
+# ------------------------------------------------------------ one-off forks
+
+def _fork(child: Callable[[], object]) -> int:
+    """``os.fork()``: the child runs ``child()`` and exits, 0 or (if it raised) 1, never
+    returning into the caller's frames. This process's buffered stdio is flushed
+    first, or the child would write it a second time."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():
+        # Python's "use of fork() may lead to deadlocks" when threads run: each caller
+        # says why its child needs no lock another thread may hold.
+        warnings.filterwarnings("ignore", message=r".*fork\(\) may lead to deadlocks")
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            child()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+@dataclass(frozen=True)
+class Forked:
+    """How a :func:`forked` child ended."""
+
+    ended: str            # "returned", "raised" (error says what), "died" or "timed out"
+    status: int | None    # its wait status
+    log: str = ""         # what it wrote on fd 1 and 2
+    error: str = ""       # "ValueError: ..." when fn raised
+
+    def message(self, what: str) -> str:
+        """How it died, as call() words it: ``"{what} aborted: Cannot select ..."``."""
+        return _death_message(what, self.status, self.log)
+
+
+def forked(fn: Callable[..., object], *args: Any, timeout: float | None = None) -> Forked:
+    """``fn(*args)`` once, in a fork of this process that may die doing it: how it ended.
+
+    For tries that are expected to kill their process now and then, where
+    :func:`call`'s helper would be restarted each time (a pass probe: a parse and
+    a one-function pipeline, a few ms). Nothing is pickled (``fn`` may be a
+    closure) and nothing comes back but the outcome; what the child changes in
+    its memory, cwd or environment stays there. Unlike :func:`call`, it
+    forks whatever threads run here: ``fn`` must need no lock another thread may
+    hold (MLIR runs a one-function pipeline without its thread pool). Past
+    ``timeout`` seconds the child is killed: ``ended == "timed out"``.
+    """
+    import faulthandler  # here, not in every child
+
+    rfd, wfd = os.pipe()
+    log = tempfile.TemporaryFile()
+
+    def child() -> None:
+        os.close(rfd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: die quietly, the caller sees it
+        faulthandler.disable()  # a fault is an outcome here, not a bug to dump a traceback for
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            fn(*args)
+            note = b"r"
+        except BaseException as e:  # noqa: BLE001 - the caller gets its words
+            # One write under PIPE_BUF, so that it arrives whole or not at all.
+            note = b"e" + f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:2000]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _write_all(wfd, note)
+        os._exit(0)
+
+    try:
+        pid = _fork(child)
+    except BaseException:
+        os.close(rfd)
+        os.close(wfd)
+        log.close()
+        raise
+    os.close(wfd)
+    try:
+        # Its note, or EOF when it died: native code gets no say in how it ends.
+        finished = timeout is None or _wait_readable(rfd, timeout)
+        note = os.read(rfd, 4096) if finished else b""
+        if not finished:
+            os.kill(pid, signal.SIGKILL)
+        status = os.waitpid(pid, 0)[1]
+    except BaseException:  # interrupted while it ran: it must not outlive the caller
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(rfd)
+        text = _read_log(log.fileno())
+        log.close()
+    if not finished:
+        return Forked("timed out", status, text)
+    if note[:1] == b"r":
+        return Forked("returned", status, text)
+    if note[:1] == b"e":
+        return Forked("raised", status, text, note[1:].decode("utf-8", "replace"))
+    return Forked("died", status, text)
+
+
 # ------------------------------------------------------------------ reasons
 
 def _death_message(what: str, status: int | None, log: str) -> str:
@@ -378,10 +490,7 @@ def _death_message(what: str, status: int | None, log: str) -> str:
         how = "died"
     elif os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
+        name = processes.signal_name(sig) or f"signal {sig}"
         how = {"SIGSEGV": "crashed (SIGSEGV: a stack overflow or a bug)",
                "SIGABRT": "aborted"}.get(name, f"died ({name})")
     else:
@@ -421,3 +530,10 @@ def native_reason(log: str) -> str:
         if re.search(r"\berror\b|fatal", ln, re.IGNORECASE):
             return ln[:400]
     return ""
+
+
+if __name__ == "__main__":  # pragma: no cover - the helper, when it cannot be forked
+    # Served by the module under its own name, where a nested call looks for _in_helper.
+    from mlirhlo_driver._native.isolate import _serve as _serve_here
+
+    _serve_here(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))

@@ -17,7 +17,16 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CompileError, DriverError, EnvironmentMismatch
+from ..errors import (
+    CompileError,
+    DistributedError,
+    DriverError,
+    EnvironmentMismatch,
+    ExecutionError,
+    NoGpu,
+    note,
+    param,
+)
 from .fds import capture_fd2
 
 # The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
@@ -104,7 +113,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 def native_library_path(library: str) -> str | None:
     """Path of ``jaxlib/libjax_common.so`` ("jaxlib") or the CUDA plugin's
     ``xla_cuda_plugin.so`` ("cuda_plugin"), found without importing (or loading)
-    either; None when not installed. protos.py reads their protobuf descriptors."""
+    either; None when not installed. ir/protos.py reads their protobuf descriptors."""
     import importlib.util
 
     if library == "jaxlib":
@@ -522,7 +531,7 @@ MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
 def hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:
     """HLO text or HloModuleProto -> ("ok", proto, StableHLO bytecode), without starting jax.
 
-    For an isolated child (isolate.py). XLA's refusals come back as
+    For an isolated child (_native/isolate.py). XLA's refusals come back as
     ``("parse", message, b"")`` or ``("convert", message, b"")``.
     """
     from jaxlib import _jax
@@ -736,12 +745,11 @@ def plugin_build_versions() -> dict[str, str]:
 _noted: set[str] = set()
 
 
-def note_once(line: str) -> None:
-    """A one-line note on stderr, once per process (a feature this jaxlib lacks)."""
-    if line not in _noted:
-        _noted.add(line)
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
+def note_once(message: str) -> None:
+    """errors.note, once per process (a feature this jaxlib lacks)."""
+    if message not in _noted:
+        _noted.add(message)
+        note(message)
 
 
 def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
@@ -795,14 +803,6 @@ def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
         raise ExecutionError(f"execution failed: {_strip_status(str(e))}") from None
 
 
-class ExecutionError(DriverError):
-    """XLA compiled the module but running it failed (out of memory, ...)."""
-
-
-class NoGpu(DriverError):
-    """--platform cuda execution without a usable NVIDIA GPU."""
-
-
 @functools.cache
 def cuda_devices() -> list[Any]:
     """Real CUDA devices, for running (not just compiling). Raises NoGpu without one."""
@@ -819,20 +819,16 @@ def cuda_devices() -> list[Any]:
             failure = e
     if failure is not None:
         # Native log lines (cuInit failed ...) say no more than this message.
-        raise NoGpu("--platform cuda needs an NVIDIA GPU and driver to run on; none is usable here: "
+        raise NoGpu(f"{param('platform', 'cuda')} needs an NVIDIA GPU and driver to run on; none is usable here: "
                     + _strip_status(str(failure)).splitlines()[0],
                     hint="compile device-less with 'mlirhlo opt --platform cuda' instead") from None
     _replay_without_noise(captured.text)
     if not devices:
-        raise NoGpu("--platform cuda needs an NVIDIA GPU; the CUDA plugin found none")
+        raise NoGpu(f"{param('platform', 'cuda')} needs an NVIDIA GPU; the CUDA plugin found none")
     return devices
 
 
 # ------------------------------------------------------- SPMD and multi-process
-
-class DistributedError(DriverError):
-    """JAX's distributed runtime failed: a coordinator or process unreachable, a timeout."""
-
 
 def ensure_cpu_devices(count: int) -> None:
     """At least ``count`` CPU devices: set before jax starts, or check the ones it has."""

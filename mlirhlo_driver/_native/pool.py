@@ -6,10 +6,13 @@ the worker running it: the task comes back as a :class:`Lost` (crashed or
 timed out), a fresh worker takes its place, and the rest go on.
 
 Workers are fresh interpreters running ``python -m mlirhlo_driver._native.pool``
-(never ``fork``: jax is multithreaded). They import only this module and the
-task function's module, not the CLI, and are reused across tasks, so jaxlib
-and the CUDA plugin load once per worker. The Dask path (cluster.py) keeps
-one such worker per Dask worker thread, through :class:`Worker`.
+(processes.start_python; never ``fork``: jax is multithreaded), each in its own
+process group, so that a kill reaches what its task started. They import
+only this module and the task function's module, not the CLI, and are reused
+across tasks, so jaxlib and the CUDA plugin load once per worker. The Dask
+path (_native/cluster.py) keeps one such worker per Dask worker thread, through
+:class:`Worker`. For one call whose result the caller waits on, isolate.call
+is the lighter tool (processes.py says which mechanism serves what).
 
 Promises: :func:`imap` yields exactly one ``(index, result)`` per task, in
 completion order, where ``result`` is what ``fn(context, task)`` returned or
@@ -30,8 +33,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
+
+from . import processes
 
 __all__ = ["Lost", "Worker", "imap"]
 
@@ -64,17 +68,15 @@ class Worker:
         fd, self.log = tempfile.mkstemp(prefix="worker-", suffix=".log", dir=self.log_dir)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        env = dict(os.environ)
-        # The package the parent runs, whatever the child's cwd and sys.path would find.
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "mlirhlo_driver._native.pool", str(to_child_r), str(from_child_w)],
+            self.process = processes.start_python(
+                "mlirhlo_driver._native.pool", to_child_r, from_child_w,
                 pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
                 # Native output (an abort's "LLVM ERROR: ...") lands in the log, quoted on a crash;
                 # never in the command's own stdout.
-                stdout=fd, stderr=fd, env=env, start_new_session=True)
+                stdout=fd, stderr=fd,
+                # Its own process group: a kill for a timeout reaches what the task started.
+                start_new_session=True)
         finally:
             os.close(fd)
             os.close(to_child_r)
@@ -122,9 +124,8 @@ class Worker:
         return value
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)  # with the interpreter's own child
-        self.process.wait()
+        # The group: with the children its task started (the isolation helper, say).
+        processes.stop([self.process], group=True)
 
     def call(self, task: Any, timeout: float | None = None) -> Any:
         """Run one task and wait: its result, or a Lost (the worker is then dead)."""
@@ -170,11 +171,7 @@ class Worker:
         if code is None:
             what = "worker did not exit"
         elif code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            what = f"worker killed by {name} (a crash in native code)"
+            what = f"worker killed by {processes.signal_name(-code) or f'signal {-code}'} (a crash in native code)"
         else:
             what = f"worker exited with status {code}"
         from .fds import last_native_error
@@ -230,9 +227,9 @@ def imap(fn: str, context: Any, tasks: Sequence[Any], *, jobs: int, timeout: flo
                     workers[i] = Worker(fn, context, init, log_dir) if pending else w
                 yield index, result
     finally:
+        # All busy ones killed before any is waited for (--fail-fast, Ctrl-C).
+        processes.stop([w.process for w in workers if w.task is not None], group=True)
         for w in workers:
-            if w.task is not None:
-                w.kill()
             w.close()
         import shutil
 

@@ -19,7 +19,7 @@ def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None
     from ..cuda import specs as specs_mod
     from ..cuda.kernels import side_by_side
     from ..inputs import loader
-    from ..xla.stages import _kernels, kernel_rows_many
+    from ..xla.stages import kernel_rows_many, pending_kernels
 
     names = [s.strip() for s in (gpu_specs or specs_mod.DEFAULT_SPEC).split(",") if s.strip()]
     if not names:
@@ -34,7 +34,7 @@ def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None
             options = StageOptions(platform="cuda", gpu_spec=spec)
             req = registry.request(loaded.module, loaded.name, options, source=loaded.source,
                                    line_offset=loaded.line_offset)
-            pending.append((loaded.name, j, _kernels(req)))
+            pending.append((loaded.name, j, pending_kernels(req)))
     # One ptxas -v run per spec for all the modules.
     per_spec: list[tuple[Any, list[tuple[str, list[Any]]]]] = [(s, []) for s in specs]
     for (name, j, _), found in zip(pending, kernel_rows_many([p for _, _, p in pending])):

@@ -6,7 +6,7 @@ Promises:
   files are written as soon as it finishes: memory does not grow with the
   number of modules (text for ``-o`` is the exception: one file holds it all).
   A module with a stage that finishes in groups (``sass``, see
-  :class:`~mlirhlo_driver.stages.registry.Deferred`) is held until its group of at most
+  :class:`~mlirhlo_driver.stages.base.Deferred`) is held until its group of at most
   ``group_size`` modules is done, then written; its output is the same as alone.
 * In a batch (more than one module, no ``fail_fast``) a module that fails -
   bad input, a failing pass, a compile error, a crash or a hang in a worker -
@@ -14,8 +14,8 @@ Promises:
   written. With one module, or ``fail_fast``, the first failure stops the
   batch: in this process its :class:`~mlirhlo_driver.errors.DriverError` is
   raised as it was; from a worker, :class:`BatchStopped` carries the row.
-* With ``jobs`` > 0 each module runs in a worker of the shared pool (pool.py),
-  and with ``scheduler`` on a Dask cluster (cluster.py); the results come back
+* With ``jobs`` > 0 each module runs in a worker of the shared pool (_native/pool.py),
+  and with ``scheduler`` on a Dask cluster (_native/cluster.py); the results come back
   to this process, which writes them.
 """
 

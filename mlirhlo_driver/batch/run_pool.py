@@ -1,8 +1,8 @@
-"""``run``'s tasks for the shared worker pool (pool.py): one module per task.
+"""``run``'s tasks for the shared worker pool (_native/pool.py): one module per task.
 
 Each module runs isolated from the others: a crash, abort or hang in one is
 reported as that module's failure, and the rest go on. The same tasks run on
-a Dask cluster with ``scheduler`` (cluster.py).
+a Dask cluster with ``scheduler`` (_native/cluster.py).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def execute_tasks(tasks: list[Any], options: Any, jobs: int, timeout: float | No
 
 def execute_isolated(tasks: list[Any], options: Any) -> list[Any]:
     """``run_hlo_module --isolate_instructions``: every instruction of each
-    task's entry computation run as its own module (hlo_decompose.py), on the
+    task's entry computation run as its own module (ir/decompose.py), on the
     platform and the reference, one report each, named after the instruction
     (``FILE:instruction`` when there are several files). Runs in this process;
     the reference interpreter has a process of its own."""

@@ -8,7 +8,6 @@ module (a pass or a compile). Nothing heavy is imported at start-up.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 from .._native import interrupts
@@ -17,8 +16,7 @@ interrupts.install()  # before typer's import: Ctrl-C from here on is one error 
 
 import typer  # noqa: E402
 
-from ..errors import CompileError, DriverError, PassFailure
-from ..stages.base import PLATFORMS
+from ..errors import EXIT_FAILURE, EXIT_USAGE, DriverError
 
 app = typer.Typer(
     name="mlirhlo",
@@ -30,30 +28,14 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 
 def _print_version(value: bool) -> None:
-    """--version: the driver and every tool version a bug report needs. Reads package
-    metadata and asks ptxas (cached), imports no jax: it must stay fast."""
     if not value:
         return
-    from importlib import metadata
+    from ..commands.mlirhlo import version_text
 
-    from .. import __version__, targets
-    from .._native import jaxlib as _jaxlib
-
-    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
-    ptxas, _, missing = targets.ptxas_in_use()
-    lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
-                 else f"ptxas none usable: {missing}")
-    lines += targets.cuda_tool_lines(ptxas)
-    try:
-        lines.append(f"llvmlite {metadata.version('llvmlite')}")
-    except metadata.PackageNotFoundError:
-        lines.append("llvmlite not installed")
-    typer.echo("\n".join(lines))
+    typer.echo(version_text(), nl=False)
     raise typer.Exit(0)
 
 
@@ -72,7 +54,7 @@ def _fail(err: DriverError) -> None:
 
     sys.stderr.write(error_text(err))
     sys.stderr.flush()
-    raise typer.Exit(EXIT_FAILURE if isinstance(err, (PassFailure, CompileError)) else EXIT_USAGE)
+    raise typer.Exit(err.exit_code)
 
 
 # ----------------------------------------------------------------------- opt
@@ -196,11 +178,10 @@ def opt(
         if list_passes:
             typer.echo(listings.pass_catalog(), nl=False)
             if target.platform is not None:
-                from ..inputs import loader
-                from ..xla import passes as xla_passes
+                from ..commands import mlirhlo as commands
 
-                modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args) if inputs else None
-                typer.echo("\n" + xla_passes.listing([target.options_for(target.platform)], modules), nl=False)
+                typer.echo("\n" + commands.xla_pass_listing(target, inputs, input_format=input_format, args=args),
+                           nl=False)
             return
         with cache.recording(cache_key):
             _run_opt(target=target, params=locals())
@@ -273,10 +254,6 @@ def passes_command(
 
 # ------------------------------------------------------------------ convert
 
-_EXT_TO_FORMAT = {".hlo": "hlo", ".txt": "hlo", ".pb": "hlo-proto", ".pbtxt": "hlo-pbtxt",
-                  ".mlir": "stablehlo", ".mlirbc": "bytecode", ".vhlo": "vhlo"}
-
-
 @app.command()
 def convert(
     input: Annotated[str, typer.Argument(metavar="FILE", help="The module to convert (any input format).")],
@@ -293,32 +270,10 @@ def convert(
 ) -> None:
     """Convert between HLO text/proto, StableHLO text/bytecode and VHLO artifacts."""
     try:
-        from .. import outputs
-        from ..api import CONVERT_FORMATS, check_format, load
+        from ..commands import mlirhlo as commands
 
-        if emit_proto and to is not None and to != "hlo-proto":
-            raise DriverError(f"--emit-proto means --to hlo-proto; it conflicts with --to {to}",
-                              hint="give one of them")
-        fmt = "hlo-proto" if emit_proto else to
-        if fmt is None and output:
-            fmt = _EXT_TO_FORMAT.get(Path(output).suffix)
-        if fmt is None:
-            raise DriverError("give --to FORMAT (or an -o file with a known extension)",
-                              hint="formats: " + ", ".join(CONVERT_FORMATS))
-        check_format(fmt)
-        if output:
-            outputs.check_output_path(output)
-        program = load(input, input_format=input_format, args=args)
-        try:
-            data = program.convert(fmt, target_version=target_version)
-        except DriverError as e:
-            if e.file is None and input != "-":
-                e.file = input  # the conversion failed on this file: say so
-            raise
-        if output:
-            outputs.write_atomic(output, data)
-        else:
-            outputs.write_stdout(data)
+        commands.convert(input, output=output, to=to, emit_proto=emit_proto, input_format=input_format,
+                         args=args, target_version=target_version)
     except DriverError as e:
         _fail(e)
 
@@ -403,7 +358,7 @@ def run(
     *before_optimizations* modules.
     """
     try:
-        from ..execute import run as runner
+        from ..commands import mlirhlo as commands
         from ..xla import flags as xla_flags
 
         extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
@@ -411,68 +366,17 @@ def run(
         cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
         if rest:
             raise DriverError(f"no such option: {rest[0].split('=')[0]}")
-        flags = xla_flags.merge({}, xla_flags.from_environment(), cli_flags)
-        if flags:
-            xla_flags.check_names(flags, xla_flags.known_names())
-        if not inputs:
-            raise DriverError("no input modules given", hint="mlirhlo run --help")
-        platform = platform.lower()
-        if platform not in PLATFORMS:
-            raise DriverError(f"unknown platform '{platform}'", hint="cpu or cuda")
-        # XLA's run_hlo_module spellings: Interpreter, default, CPU, Host, '' (none).
-        reference = {"default": "interpreter", "host": "cpu", "": "none"}.get(reference.lower(), reference.lower())
-        if reference not in runner.REFERENCES:
-            from ..errors import did_you_mean
-
-            raise DriverError(f"unknown reference '{reference}'",
-                              hint=did_you_mean(reference, runner.REFERENCES) or ", ".join(runner.REFERENCES))
-        if zeros and inputs_npz:
-            raise DriverError("give --zeros or --inputs, not both")
-        if iterations < 1 or jobs < 0:
-            raise DriverError("--iterations must be >= 1 and --jobs >= 0")
-        from .. import outputs as _outputs
-
-        for path in (json_report, save_outputs):
-            if path:
-                _outputs.check_output_path(path)
-        tasks = _run_tasks(inputs, input_format, split_input_file, args)
-        if inputs_npz and len(tasks) > 1:
-            raise DriverError("--inputs is for one module")
-        if platform == "cuda":
-            from .._native import jaxlib as _jaxlib
-
-            _jaxlib.cuda_devices()  # no GPU: a clear error now, not one per module
-        options = runner.RunOptions(
-            platform=platform, reference=reference, seed=seed, zeros=zeros, inputs_npz=inputs_npz,
-            large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,
-            fold_constants=fold_constants, bisect=bisect,
-            keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
-        reports = _execute_tasks(tasks, options, jobs, timeout, scheduler)
-        if len(reports) == 1 and reports[0].status == "invalid":
-            sys.stderr.write(f"error: {reports[0].message}\n")  # bad input: one line, as everywhere
-            raise typer.Exit(EXIT_USAGE)
-        _print_run_reports(reports, options, print_literals,
-                           extra_flags=extra + (["--split-input-file"] if split_input_file else []))
-        if save_outputs:
-            _save_outputs(save_outputs, reports)
-        if json_report:
-            import json
-
-            from .. import outputs
-
-            outputs.write_atomic(json_report, json.dumps([r.row() for r in reports], indent=2) + "\n")
-        if any(r.status == "invalid" for r in reports):
-            raise typer.Exit(EXIT_USAGE)
-        if not all(r.passed for r in reports):
-            raise typer.Exit(EXIT_FAILURE)
+        code = commands.run(
+            inputs, cli_flags=cli_flags, extra_words=extra, platform=platform, reference=reference, seed=seed,
+            zeros=zeros, inputs_npz=inputs_npz, large_float_range=large_float_range, rtol=rtol, atol=atol,
+            iterations=iterations, print_literals=print_literals, save_outputs=save_outputs,
+            fold_constants=fold_constants, bisect=bisect, jobs=jobs, timeout=timeout, scheduler=scheduler,
+            json_report=json_report, input_format=input_format, split_input_file=split_input_file, args=args)
+        if code:
+            raise typer.Exit(code)
     except DriverError as e:
         _fail(e)
 
-
-from ..batch.run_report import execute_tasks as _execute_tasks  # noqa: E402  (library; xla_tools shares it)
-from ..batch.run_report import print_run_reports as _print_run_reports  # noqa: E402
-from ..batch.run_report import run_tasks as _run_tasks  # noqa: E402
-from ..batch.run_report import save_outputs as _save_outputs  # noqa: E402
 
 # ----------------------------------------------------------------- spmd-run
 
@@ -573,13 +477,9 @@ def _host_port(value: Optional[str]) -> Optional[str]:
 
 
 def _spmd_fail(err: DriverError) -> None:
-    """Like _fail; a run that fails at run time (not bad input) exits 1."""
-    from .._native import jaxlib as _jaxlib
-
     sys.stderr.write(err.format() + "\n")
     sys.stderr.flush()
-    runtime = (CompileError, PassFailure, _jaxlib.DistributedError, _jaxlib.ExecutionError)
-    raise typer.Exit(EXIT_FAILURE if isinstance(err, runtime) else EXIT_USAGE)
+    raise typer.Exit(err.exit_code)
 
 
 # ---------------------------------------------------------------------- kernels
@@ -637,30 +537,12 @@ def ptx(
     output) are compiled one by one in a helper process (an LLVM fatal error
     is reported, not fatal), and each PTX is assembled by ptxas for --arch.
     """
-    import re
-
     try:
-        from .. import outputs
-        from ..cuda import ptx as ptx_backend
+        from ..commands import mlirhlo as commands
 
-        text = ptx_backend.read_llvm_ir(input)
-        if output:
-            outputs.check_output_path(output)
-        compiled = ptx_backend.compile_llvm_ir(text, input, ptx_backend.PtxOptions(
-            arch=arch, opt_level=opt_level, optimize=optimize, libdevice=libdevice, check_ptxas=check_ptxas,
-            dump_passes=print_after_all or ir_dump_dir is not None))
-        dumps = [(f"{n}:{p}" if n else p, ir) for n, p, ir in compiled.dumps]
-        if ir_dump_dir:
-            for i, (pass_name, ir) in enumerate(dumps):
-                safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
-                outputs.write_atomic(Path(ir_dump_dir) / f"{i:03d}-{safe}.ll", ir)
-        elif print_after_all:
-            for _, ir in dumps:
-                sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
-        if output:
-            outputs.write_atomic(output, compiled.text)
-        else:
-            outputs.write_stdout(compiled.text)
+        commands.ptx(input, arch=arch, opt_level=opt_level, optimize=optimize, output=output,
+                     print_after_all=print_after_all, ir_dump_dir=ir_dump_dir, libdevice=libdevice,
+                     check_ptxas=check_ptxas)
     except DriverError as e:
         _fail(e)
 
@@ -691,65 +573,18 @@ def bench_pipeline(
 ) -> None:
     """Run a pipeline N times; per-pass median and spread, and the total (hlo-opt + time, done properly)."""
     try:
-        import json
-
         from .. import listings
-        from ..api import load
-        from ..execute import bench
-        from ..mlir import pipeline
+        from ..commands import mlirhlo as commands
 
         listings.load_plugins(load_pass_plugin)
-        if repeats < 1:
-            raise DriverError("--repeats must be >= 1")
-        program = load(input, input_format=input_format, args=args)
+        target = None
         if platform is not None:
             target = _resolve_target(platform, gpu_spec, list(ctx.args), None, None, needs_spec=True)
-            target.print_note()
-            _, options = target.stage_options()[0]
-            rows, compiles = bench.bench_xla_pipeline(program.module, program.name, options, repeats)
-            if json_out:
-                typer.echo(json.dumps({"platform": platform, "source": "per-pass dump file timestamps",
-                                       "compile_ms": compiles, "passes": [
-                                           {"pipeline": r.pipeline, "ending_with": r.ending_with,
-                                            "times_ms": r.times_ms} for r in rows]}, indent=2))
-                return
-            import statistics
-
-            typer.echo(f"# XLA {platform} HLO pipeline, {repeats} compiles; times between per-pass dumps "
-                       "(XLA dumps after passes that change the module), from file timestamps")
-            typer.echo(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pipeline / ending with pass")
-            for r in rows:
-                typer.echo(f"{statistics.median(r.times_ms):>10.3f}  {min(r.times_ms):>8.3f}  "
-                           f"{max(r.times_ms):>8.3f}  {r.pipeline} / {r.ending_with}")
-            typer.echo(f"{statistics.median(compiles):>10.3f}  {min(compiles):>8.3f}  {max(compiles):>8.3f}  "
-                       "whole compile")
-            return
-        if ctx.args:
+        elif ctx.args:
             raise DriverError(f"no such option: {ctx.args[0]}")
-        roots = [pipeline.resolve(pipeline_spec, passes=passes)]
-        if roots[0] is None:
-            raise DriverError("give --pipeline or --passes")
-        if compare is not None:
-            other = compare if compare.startswith(("@", "builtin.module(")) else None
-            roots.append(pipeline.resolve(other) if other else pipeline.resolve(passes=compare))
-        results = bench.bench_pipelines(program.module, roots, repeats)
-        if json_out:
-            payload: dict[str, Any] = {"module": program.name, "runs": [r.to_dict() for r in results]}
-            if len(results) == 2:
-                payload["ratio"] = results[1].median_total_ms / results[0].median_total_ms
-            typer.echo(json.dumps(payload, indent=2))
-            return
-        for label, res in zip(("A", "B"), results):
-            typer.echo(f"# {label}: {res.spec}  ({repeats} runs, fresh copy each)")
-            typer.echo(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pass")
-            for p in res.passes:
-                lo, hi = p.spread_ms
-                typer.echo(f"{p.median_ms:>10.3f}  {lo:>8.3f}  {hi:>8.3f}  {'  ' * p.depth}{p.name}")
-            typer.echo(f"{res.median_total_ms:>10.3f}  {min(res.totals_ms):>8.3f}  "
-                       f"{max(res.totals_ms):>8.3f}  Total")
-        if len(results) == 2:
-            typer.echo(f"# B/A total (medians, runs interleaved A B A B): "
-                       f"{results[1].median_total_ms / results[0].median_total_ms:.3f}x")
+        typer.echo(commands.bench_pipeline(input, target=target, pipeline_spec=pipeline_spec, passes=passes,
+                                           compare=compare, repeats=repeats, json_out=json_out,
+                                           input_format=input_format, args=args), nl=False)
     except DriverError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -970,8 +805,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> None:
+    from ..errors import spelled_as_flags
+
     try:
-        result = _app_for(_invoked_command(argv))(args=argv, standalone_mode=False)
+        with spelled_as_flags():
+            result = _app_for(_invoked_command(argv))(args=argv, standalone_mode=False)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:

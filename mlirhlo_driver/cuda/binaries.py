@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import DriverError, StageError, ToolchainError
+from .tools import sm_number
 
 # ELF e_machine of NVIDIA cubins (EM_CUDA).
 EM_CUDA = 190
@@ -162,7 +163,7 @@ def _take_xla_cubin(module: KernelModule, cubins: dict[str, bytes], sm: str) -> 
     cubin = found.pop()
     try:
         sections = elf_section_sizes(cubin)
-        if elf_sm(cubin) != _sm_number(sm) or any(f".text.{k}" not in sections for k in module.kernels):
+        if elf_sm(cubin) != sm_number(sm) or any(f".text.{k}" not in sections for k in module.kernels):
             return False
     except StageError:
         return False
@@ -324,7 +325,7 @@ class Nvdisasm:
         """Whether this nvdisasm disassembles cubins for ``sm`` (NVIDIA's release notes:
         CUDA 13.0 dropped sm_50..sm_72 from the offline tools; sm_90 came in 11.8,
         sm_100 in 12.8)."""
-        n = _sm_number(sm)
+        n = sm_number(sm)
         if self.version >= (13,) and n < 75:
             return False
         if n >= 100:
@@ -332,11 +333,6 @@ class Nvdisasm:
         if n >= 90:
             return self.version >= (11, 8)
         return True
-
-
-def _sm_number(sm: str) -> int:
-    m = re.match(r"sm_(\d+)", sm)
-    return int(m.group(1)) if m else 0
 
 
 # Triton's wheels bundle an nvdisasm: CUDA 12.8's in 3.3..3.6, the only pip copy that
@@ -440,7 +436,7 @@ def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
         raise ToolchainError(f"no nvdisasm found; searched {searched}",
                              hint=f"pip install '{NVDISASM_REQUIREMENT}'")
     seen = ", ".join(f"{t.version_str} at {t.path}" for t in found)
-    if _sm_number(sm) < 75:
+    if sm_number(sm) < 75:
         raise ToolchainError(f"no nvdisasm here reads {sm} cubins (CUDA 13's dropped sm_50..sm_72): "
                              f"found {seen}; searched {searched}", hint=LEGACY_SASS_HINT)
     raise ToolchainError(f"no nvdisasm here reads {sm} cubins (too old): found {seen}; searched {searched}",

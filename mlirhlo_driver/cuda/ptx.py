@@ -568,7 +568,7 @@ def compile_to_ptx(
     with ``optimize=False``); codegen's machine passes are not IR passes.
     The options are process-wide LLVM state, so compiles are serialized.
 
-    The compile runs in a helper process (isolate.py), so LLVM's fatal
+    The compile runs in a helper process (_native/isolate.py), so LLVM's fatal
     errors cannot end the caller. With ``assemble`` (default) the PTX is then
     assembled by ptxas for ``arch`` (:func:`check_with_ptxas`).
 

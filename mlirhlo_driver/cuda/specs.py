@@ -811,7 +811,7 @@ def target_config_for_installed_xla(text: str) -> str:
       it was built with, what a GPU running it reports (a spec written for CUDA 12.9
       compiled by jax-cuda13-plugin gets 13.0).
 
-    The schema is the installed jaxlib's own (protos.py); the text was validated before.
+    The schema is the installed jaxlib's own (ir/protos.py); the text was validated before.
     """
     from google.protobuf import text_format
 
@@ -854,7 +854,7 @@ def target_config_for_installed_xla(text: str) -> str:
     changed |= _follow_plugin_toolkit(msg)
     if ("compile_time_toolkit_version" not in info_fields and cc >= 10
             and re.search(r"compile_time_toolkit_version:", text)):
-        _jaxlib.note_once(f"note: jaxlib {_jaxlib.jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
+        _jaxlib.note_once(f"jaxlib {_jaxlib.jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
                    f"CC {cc}.x kernels use 128-bit, not 256-bit, loads/stores (jaxlib 0.10.0+ has it)")
     return text_format.MessageToString(msg) if changed else text
 

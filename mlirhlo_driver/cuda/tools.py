@@ -110,9 +110,9 @@ class Ptxas:
         if self.can_target(sm):
             return
         others = [p for p in all_ptxas() if p.path != self.path and p.can_target(sm)]
-        dropped = self.version >= (13,) and 0 <= _sm_number(sm) < CUDA13_OLDEST_SM
+        dropped = self.version >= (13,) and 0 <= sm_number(sm) < CUDA13_OLDEST_SM
         if dropped:
-            arch = _ARCH_NAMES.get(_sm_number(sm) // 10, "pre-Turing") + (f"; {gpu}" if gpu else "")
+            arch = _ARCH_NAMES.get(sm_number(sm) // 10, "pre-Turing") + (f"; {gpu}" if gpu else "")
             message = f"CUDA 13 dropped {sm} ({arch}): {self.describe()} targets {self.arch_range()}"
         else:
             message = f"{self.describe()} cannot target {sm}: {_why(self, sm)}"
@@ -158,14 +158,26 @@ def _site_nvidia() -> str:
     return os.path.join(sysconfig.get_paths()["purelib"], "nvidia")
 
 
-def _sm_number(sm: str) -> int:
-    m = re.match(r"sm_(\d+)", sm)
+_SM_NAME = re.compile(r"sm_(\d+)[a-z]?")
+
+
+def sm_number(sm: str) -> int:
+    """``sm_90a`` -> 90, ``sm_100f`` -> 100: the number of an ``sm_NN[a-z]`` name.
+
+    Any other name (``compute_90``, ``sm90``, ``9.0``) gives -1, never an error:
+    the callers compare it while choosing a tool or explaining why none fits.
+    -1 sorts below every SM and equals none (a cubin's ELF header holds 0..255):
+    such a name matches no cubin, and the tool checks take it as older than any.
+    """
+    m = _SM_NAME.fullmatch(sm)
     return int(m.group(1)) if m else -1
 
 
 def _why(p: Ptxas, sm: str) -> str:
-    nums = [_sm_number(a) for a in p.archs]
-    n = _sm_number(sm)
+    nums = [sm_number(a) for a in p.archs]
+    n = sm_number(sm)
+    if n < 0:
+        return "not an sm_NN name"
     if nums and n > max(nums):
         return f"too old (newest target {p.archs[-1]})"
     if nums and n < min(nums):
@@ -444,7 +456,7 @@ def _archs_from_help(text: str) -> tuple[str, ...]:
     if not m:
         return ()
     names = set(re.findall(r"'(sm_\d+[a-z]?)'", m.group(1)))
-    return tuple(sorted(names, key=lambda s: (_sm_number(s), s)))
+    return tuple(sorted(names, key=lambda s: (sm_number(s), s)))
 
 
 def _cache_path() -> str:

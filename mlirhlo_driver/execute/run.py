@@ -5,7 +5,7 @@ the module on the platform with XLA, runs the reference (the StableHLO
 interpreter that ships in jaxlib, or XLA CPU), and compares. Self-checking
 StableHLO test files (``check.expect_*``) are compared against their own
 expected values instead. Everything here runs in the calling process; the
-worker pool (run_pool.py) isolates modules from each other.
+worker pool (batch/run_pool.py) isolates modules from each other.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DriverError, InputError, PipelineError
+from ..ir import dtypes
 
 REFERENCES = ("interpreter", "cpu", "none")
 
@@ -130,26 +131,17 @@ class ModuleReport:
 
 # --------------------------------------------------------------------- types
 
-_NP_TYPES = {
-    "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
-    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-    "complex<f32>": "complex64", "complex<f64>": "complex128",
-    "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "f8E4M3FNUZ": "float8_e4m3fnuz",
-    "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E4M3B11FNUZ": "float8_e4m3b11fnuz",
-}
-# Same-width integer types to carry these through the interpreter's attributes.
-_CARRIER = {"bfloat16": "int16", "float16": "int16", "float8_e4m3fn": "int8", "float8_e5m2": "int8",
-            "float8_e4m3fnuz": "int8", "float8_e5m2fnuz": "int8", "float8_e4m3b11fnuz": "int8"}
-_CARRIER_MLIR = {"int16": "i16", "int8": "i8"}
+# MLIR element type -> numpy dtype name, for what run can make, feed and
+# compare: types numpy or ml_dtypes hold, a byte wide or more. Narrower ones
+# (i4, f4E2M1FN, ...) are left out: nothing here packs, carries or compares them.
+# "i1" is PRED (bool), as XLA reads it.
+_NP_TYPES = {t.mlir: t.numpy for t in dtypes.ARRAY_TYPES if t.numpy is not None and t.bits >= 8}
+# The interpreter's attributes cannot take the floats narrower than f32 (bf16, f16,
+# f8): they travel as same-width integers.
+_CARRIER = {t.numpy: f"int{t.bits}" for t in dtypes.ARRAY_TYPES
+            if t.mlir in _NP_TYPES and t.kind == "float" and t.bits < 32}
 
-
-def np_dtype(name: str) -> np.dtype:
-    if name == "bfloat16" or name.startswith("float8"):
-        import ml_dtypes
-
-        return np.dtype(getattr(ml_dtypes, name))
-    return np.dtype(name)
+np_dtype = dtypes.np_dtype  # numpy dtype name -> numpy.dtype (execute/spmd.py reads it here too)
 
 
 @dataclass(frozen=True)
@@ -371,7 +363,7 @@ def _inputs_from_npz(path: str, params: list[TensorSpec]) -> list[np.ndarray]:
             raise InputError(f"array '{key}' has shape {list(arr.shape)}, parameter {i} ({p.name}) needs "
                              f"{list(p.shape)}", file=path)
         if arr.dtype != want:
-            raw_ok = p.dtype in _CARRIER and p.dtype != "float16"  # types .npz cannot name
+            raw_ok = dtypes.from_ml_dtypes(p.dtype)  # types .npz cannot name
             if raw_ok and arr.dtype.itemsize == want.itemsize and arr.dtype.kind in "iuV":
                 arr = arr.view(want)  # bf16/f8 saved as raw integers
             else:
@@ -387,6 +379,15 @@ def _inputs_from_npz(path: str, params: list[TensorSpec]) -> list[np.ndarray]:
 
 
 # ----------------------------------------------------------------- execution
+
+def require_devices(platform: str) -> None:
+    """NoGpu now, once, when ``platform`` cannot run here (cuda without a usable GPU),
+    rather than one failure per module."""
+    if platform == "cuda":
+        from .._native import jaxlib as _jaxlib
+
+        _jaxlib.cuda_devices()
+
 
 def _devices(platform: str) -> list[Any]:
     from .._native import jaxlib as _jaxlib
@@ -419,7 +420,7 @@ def run_xla(module: Any, arrays: list[np.ndarray], platform: str, iterations: in
 def run_interpreter(module: Any, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
     """The StableHLO reference interpreter (stablehlo.eval_module) on host arrays.
 
-    It runs in a separate process (interpreter.py): it aborts on ops it does
+    It runs in a separate process (execute/interpreter.py): it aborts on ops it does
     not support. Types numpy cannot take from MLIR attributes (bf16, f16, f8,
     complex) travel as same-width integers or real/imag pairs: the module is
     wrapped with conversions on both ends.
@@ -431,7 +432,7 @@ def run_interpreter(module: Any, arrays: list[np.ndarray]) -> tuple[list[np.ndar
     wrapped = _wrap_for_interpreter(module, params, results)
     carried = [np.ascontiguousarray(_to_carrier(a, p)) for a, p in zip(arrays, params)]
     t0 = time.perf_counter()
-    outs = interpreter.server().evaluate(emit.bytecode(wrapped), carried,
+    outs = interpreter.evaluate(emit.bytecode(wrapped), carried,
                                          [_carrier_spec_text(p) for p in params])
     ms = (time.perf_counter() - t0) * 1000
     return [_from_carrier(a, r) for a, r in zip(outs, results)], ms
@@ -489,7 +490,7 @@ def _wrap_for_interpreter(module: Any, params: list[TensorSpec], results: list[T
 
 def _carrier_spec_text(p: TensorSpec) -> str:
     if p.dtype in _CARRIER:
-        return TensorSpec(p.shape, _CARRIER_MLIR[_CARRIER[p.dtype]], "").mlir()
+        return TensorSpec(p.shape, dtypes.BY_NUMPY[_CARRIER[p.dtype]].mlir, "").mlir()
     if p.dtype.startswith("complex"):
         return TensorSpec(p.shape + (2,), "f32" if p.dtype == "complex64" else "f64", "").mlir()
     return p.mlir()

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, DriverError, InputError
+from .._native import processes
+from ..errors import CompileError, DriverError, InputError, param
 
 ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
 PARTITIONERS = ("shardy", "gspmd")
@@ -82,14 +83,14 @@ class SpmdOptions:
 def check_options(o: SpmdOptions) -> None:
     """Usage errors that need no module."""
     if o.num_partitions < 1 or o.num_replicas < 1:
-        raise DriverError("--num-partitions and --num-replicas must be >= 1")
+        raise DriverError(f"{param('num_partitions')} and {param('num_replicas')} must be >= 1")
     if o.num_partitions > 1 and o.num_replicas > 1:
         # jaxlib 0.10.2 aborts the process (a CHECK in xla_sharding.cc) when it
         # builds the output shardings of such an executable.
         raise DriverError("replicas and partitions together cannot run with jaxlib 0.10.2",
                           hint="use --num-replicas or --num-partitions, not both")
     if o.num_repeats < 1:
-        raise DriverError("--num-repeats must be >= 1")
+        raise DriverError(f"{param('num_repeats')} must be >= 1")
     if o.argument_mode not in ARGUMENT_MODES:
         from ..errors import did_you_mean
 
@@ -120,7 +121,7 @@ def parse_arg_sharding(spec: str) -> tuple[int, str]:
 
     m = re.match(r"^\s*(\d+)\s*=\s*(.+?)\s*$", spec)
     if not m:
-        raise InputError("expected PARAM=SHARDING, e.g. 0=devices=[4,1]<=[4]", file="--arg-sharding")
+        raise InputError("expected PARAM=SHARDING, e.g. 0=devices=[4,1]<=[4]", file=param("arg_sharding"))
     text = m.group(2)
     braced = text.startswith("{")
     if not braced:
@@ -130,7 +131,7 @@ def parse_arg_sharding(spec: str) -> tuple[int, str]:
     except ValueError as e:
         message, col = e.args
         at = m.start(2) + (col - (0 if braced else 1) if col else 1)
-        raise InputError(f"malformed sharding '{m.group(2)}': {message}", file="--arg-sharding",
+        raise InputError(f"malformed sharding '{m.group(2)}': {message}", file=param("arg_sharding"),
                          col=max(at, m.start(2) + 1)) from None
     return int(m.group(1)), text
 
@@ -213,7 +214,7 @@ def layout(sharding: Any, shape: tuple[int, ...], num_partitions: int, *, per_de
                          f"rank-{rank} value")
     if sorted(devices) != list(range(num_partitions)):
         raise InputError(f"{what}: sharding {text} spans {len(devices)} devices, but there are "
-                         f"{num_partitions} partitions", hint=f"--num-partitions {len(devices)}")
+                         f"{num_partitions} partitions", hint=param("num_partitions", len(devices)))
     grid = np.asarray(devices).reshape(dims)
     tiles = tuple(tuple(int(c) for c in np.argwhere(grid == p)[0][:rank]) for p in range(num_partitions))
     counts = dims[:rank]
@@ -291,8 +292,8 @@ def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], 
             if size > 1 and size != P:
                 shown = ", ".join(f"{a}={n}" for a, n in axes)
                 raise InputError(f"the module's Shardy mesh [{shown}] has {size} devices, "
-                                 f"but --num-partitions is {P}", file=source,
-                                 hint=f"--num-partitions {size}")
+                                 f"but {param('num_partitions')} is {P}", file=source,
+                                 hint=param("num_partitions", size))
         return
     args, res = _arg_result_attr(module, "mhlo.sharding")
     for kind, texts, specs in (("parameter", args, params), ("output", res, results)):
@@ -313,11 +314,11 @@ def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], 
             if sharding.is_maximal():
                 if devices and devices[0] >= P:
                     raise InputError(f"{kind} {i}: sharding {text} names device {devices[0]}, but "
-                                     f"--num-partitions is {P}", file=where, hint=fix)
+                                     f"{param('num_partitions')} is {P}", file=where, hint=fix)
                 continue
             if len(devices) != P:
                 raise InputError(f"{kind} {i}: sharding {text} is for {len(devices)} devices, but "
-                                 f"--num-partitions is {P}", file=where, hint=fix)
+                                 f"{param('num_partitions')} is {P}", file=where, hint=fix)
             dims = len(sharding.tile_assignment_dimensions()) - len(sharding.subgroup_types()) \
                 - (1 if sharding.replicate_on_last_tile_dim() else 0)
             if dims != len(spec.shape):
@@ -369,7 +370,7 @@ def _set_arg_shardings(module: Any, shardings: tuple[tuple[int, str], ...]) -> A
         for index, text in shardings:
             if index >= n:
                 raise InputError(f"parameter {index} does not exist: @main has {n} parameters",
-                                 file="--arg-sharding")
+                                 file=param("arg_sharding"))
             entries = {a.name: a.attr for a in attrs[index]}
             entries["mhlo.sharding"] = ir.StringAttr.get(text)
             attrs[index] = ir.DictAttr.get(entries)
@@ -444,11 +445,11 @@ def prepare(loaded: Any, options: SpmdOptions) -> Plan:
         # rejects) shardings written for the other partitioner.
         if partitioner == "gspmd" and sdy:
             raise InputError("this module's shardings are Shardy's (sdy); the GSPMD partitioner "
-                             "cannot read them", file=loaded.source, hint="--partitioner shardy")
+                             "cannot read them", file=loaded.source, hint=param("partitioner", "shardy"))
         if partitioner == "shardy" and hlo and not sdy:
             raise InputError("this module's shardings are HLO shardings (mhlo.sharding); "
                              "Shardy cannot import them in jaxlib 0.10.2", file=loaded.source,
-                             hint="--partitioner gspmd")
+                             hint=param("partitioner", "gspmd"))
     params, results = signature(module)
     P = options.num_partitions
     if partitioner is not None:
@@ -984,8 +985,6 @@ def _watchdog(cfg: WorkerConfig) -> None:
 
 def worker_main(argv: list[str]) -> None:
     """``python -m mlirhlo_driver.execute.spmd CONFIG_JSON``: run one process, exit with its code."""
-    from .._native import jaxlib as _jaxlib
-
     cfg = WorkerConfig(**json.loads(argv[0]))
     # Ctrl-C reaches the whole process group; the supervisor stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -994,8 +993,7 @@ def worker_main(argv: list[str]) -> None:
         code = worker(cfg)
     except DriverError as e:
         sys.stderr.write(e.format() + "\n")
-        usage = not isinstance(e, (CompileError, _jaxlib.DistributedError, _jaxlib.ExecutionError))
-        code = 2 if usage else 1
+        code = e.exit_code
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip jax's atexit shutdown: after a failure it would wait for the peers
@@ -1073,26 +1071,19 @@ def explain_death(returncode: int, native: list[str], cfg: WorkerConfig) -> str:
         return f"lost contact with the coordinator at {cfg.coordinator} (process 0 died, or the network failed)"
     fatal = [ln for ln in native if ln.startswith("F")]
     detail = _ABSL_LINE.sub("", fatal[-1]) if fatal else ""
-    how = f"killed by {signal.Signals(-returncode).name}" if returncode < 0 and \
-        -returncode in signal.Signals._value2member_map_ else f"exit code {returncode}"
+    name = processes.signal_name(-returncode) if returncode < 0 else None
+    how = f"killed by {name}" if name else f"exit code {returncode}"
     return f"the process died ({how})" + (f": {detail}" if detail else "")
 
 
 def _spawn(cfg: WorkerConfig) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-m", "mlirhlo_driver.execute.spmd", json.dumps(asdict(cfg))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # Unbuffered: the relay passes each line on as the worker prints it.
+    return processes.start_python("mlirhlo_driver.execute.spmd", json.dumps(asdict(cfg)),
+                                  env={"PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()  # gloo and gRPC threads ignore anything gentler mid-collective
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - the kernel reaps SIGKILLed children
-            pass
+    processes.stop(procs, timeout=10)  # SIGKILL: gloo and gRPC threads ignore anything gentler
 
 
 # How long past the deadline a supervisor waits for a worker to report its own timeout.

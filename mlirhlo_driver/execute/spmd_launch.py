@@ -1,5 +1,5 @@
 """An SPMD run laid out over processes: what ``mlirhlo spmd-run`` asks for,
-checked and carried out (spmd.py partitions, compiles and runs one process's part).
+checked and carried out (execute/spmd.py partitions, compiles and runs one process's part).
 
 Promises: :func:`spmd_options` and :func:`check` raise typed errors
 (errors.py) before jax starts or a worker is spawned; :func:`run` returns the
@@ -36,12 +36,10 @@ def spmd_options(flags: dict[str, Any], *, argument_mode: str | None = None, inp
                  partitioner: str | None = None, arg_sharding: tuple[str, ...] = (), **fields: Any) -> Any:
     """spmd.SpmdOptions from the command line's values (``fields`` by their SpmdOptions
     names) and its ``--xla_*`` flags (over XLA_FLAGS); checks what needs no module."""
-    from ..xla import flags as xla_flags
+    from ..targets import debug_options
     from . import spmd
 
-    flags = xla_flags.merge({}, xla_flags.from_environment(), flags)
-    if flags:
-        xla_flags.check_names(flags, xla_flags.known_names())
+    flags = debug_options(flags)
     if inputs_npz and argument_mode is not None:
         raise DriverError("give --inputs or --argument-mode, not both")
     options = spmd.SpmdOptions(partitioner=partitioner.lower() if partitioner else None,

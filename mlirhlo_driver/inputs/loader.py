@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, did_you_mean
+from ..ir import dtypes
 
 INPUT_FORMATS = ("hlo", "hlo-proto", "hlo-pbtxt", "mlir", "bytecode", "vhlo", "jax")
 
@@ -541,7 +542,7 @@ def _hlo_to_stablehlo(source: str, *, text: str | None = None, proto: bytes | No
     XLA's parser and its HLO-to-MLIR import abort (CHECK failures, LLVM
     fatal errors) on some malformed modules: a reshape that changes the
     element count, a ``parameter(3)`` in a one-parameter computation, a
-    get-tuple-element of an array. In the helper (isolate.py) that death is
+    get-tuple-element of an array. In the helper (_native/isolate.py) that death is
     an InputError naming XLA's check, not the end of this process.
     """
     from .._native import isolate
@@ -674,15 +675,13 @@ def _instruction_before(text: str, line: int, shape: str, opcode: str) -> tuple[
 
 # ---------------------------------------------------------------- JAX entries
 
-_DTYPES = {
-    "pred": "bool", "bool": "bool",
-    "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-    "c64": "complex64", "c128": "complex128",
-    "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
-}
+# --args spellings -> numpy dtype name: XLA's HLO names (f32, s8, pred, bf16,
+# f8e4m3fn, ...) of every type numpy or ml_dtypes holds, and the aliases users
+# reach for: "bool", and MLIR's signless "i8".."i64" (plus i2, i4) for s8..s64.
+_DTYPES = {t.hlo: t.numpy for t in dtypes.ARRAY_TYPES if t.numpy is not None}
+_DTYPES["bool"] = "bool"
+_DTYPES.update({t.mlir: t.numpy for t in dtypes.ARRAY_TYPES
+                if t.kind == "signed" and dtypes.BY_MLIR[t.mlir] is t})  # "i1" is PRED's: not an alias
 _ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
 
 
@@ -733,11 +732,9 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
         fn = getattr(fn, part)
     if not callable(fn):
         raise InputError(f"'{attr}' is not callable", file=entry)
-    import numpy as np
-
     if any(dt.endswith("64") and dt != "complex64" for dt, _ in args):
         _jaxlib.enable_x64()
-    structs = [jax.ShapeDtypeStruct(shape, np.dtype(_np_dtype(dt))) for dt, shape in args]
+    structs = [jax.ShapeDtypeStruct(shape, dtypes.np_dtype(dt)) for dt, shape in args]
     return lower_jax_function(fn, structs, name=attr.split(".")[-1], source=entry)
 
 
@@ -761,11 +758,3 @@ def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
     text = lowered.as_text(debug_info=True)
     module = parse_mlir(text, source)
     return LoadedModule(name, source, "jax", module, 0, text)
-
-
-def _np_dtype(name: str) -> Any:
-    if name in ("bfloat16",) or name.startswith("float8"):
-        import ml_dtypes
-
-        return getattr(ml_dtypes, name)
-    return name

@@ -8,7 +8,7 @@
   ``HloControlFlowFlattening`` with ``remove_infeed_outfeed``, which
   ``multihost_hlo_runner`` applies by default).
 
-Both work on the protobuf (hlo_proto.py); the results are HloModuleProto bytes
+Both work on the protobuf (ir/hlo_proto.py); the results are HloModuleProto bytes
 that the usual HLO loader turns into StableHLO.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from ..errors import StageError
+from ..errors import StageError, param
 
 
 def clone(module: Any) -> Any:
@@ -43,14 +43,14 @@ def resolve_vhlo_version(target: str | None) -> str:
         return minimum
     parts = target.split(".")
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise StageError(f"malformed --target-version '{target}'",
+        raise StageError(f"malformed {param('target_version')} '{target}'",
                          hint=f"use MAJOR.MINOR.PATCH between {minimum} and {current}, "
                               "or 'current'/'minimum'")
     version = tuple(int(p) for p in parts)
     lo = tuple(int(p) for p in minimum.split("."))
     hi = tuple(int(p) for p in current.split("."))
     if not lo <= version <= hi:
-        raise StageError(f"--target-version {target} is outside what this StableHLO supports",
+        raise StageError(f"{param('target_version', target)} is outside what this StableHLO supports",
                          hint=f"between {minimum} and {current}")
     return target
 

@@ -1,12 +1,15 @@
 """XLA literals (``xla.LiteralProto``) as numpy arrays, and ``run_hlo_module``'s
 literal files (``xla.RunHloModuleLiterals``).
 
-``LiteralProto`` comes from the descriptors inside jaxlib (protos.py). The
+``LiteralProto`` comes from the descriptors inside jaxlib (ir/protos.py). The
 literal-file messages live in XLA's ``xla/tools/run_hlo_module.proto``, which
 jaxlib does not carry; their four fields are declared here, numbered as XLA
 numbers them, on top of jaxlib's ``LiteralProto``. Files are read as binary or
 text by content, as XLA's ``ReadTextOrBinaryProto`` does; written as text for
 ``.pbtxt``/``.txt``/``.textproto`` names, binary otherwise.
+
+Every array element type numpy or ml_dtypes can hold converts both ways
+(dtypes.py's table); the rest (tuples, tokens, ...) are refused with an InputError.
 """
 
 from __future__ import annotations
@@ -17,27 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-
-# PrimitiveType -> (LiteralProto field, numpy dtype name, stored as little-endian bytes)
-_TYPES = {
-    "PRED": ("preds", "bool", False), "S8": ("s8s", "int8", True), "U8": ("u8s", "uint8", True),
-    "S16": ("s16s", "int16", True), "U16": ("u16s", "uint16", True),
-    "S32": ("s32s", "int32", False), "U32": ("u32s", "uint32", False),
-    "S64": ("s64s", "int64", False), "U64": ("u64s", "uint64", False),
-    "F16": ("f16s", "float16", True), "BF16": ("bf16s", "bfloat16", True),
-    "F32": ("f32s", "float32", False), "F64": ("f64s", "float64", False),
-    "C64": ("c64s", "complex64", False), "C128": ("c128s", "complex128", False),
-    "F8E4M3FN": ("f8e4m3fns", "float8_e4m3fn", True), "F8E5M2": ("f8e5m2s", "float8_e5m2", True),
-}
-_BY_DTYPE = {v[1]: k for k, v in _TYPES.items()}
-
-
-def _np_dtype(name: str) -> np.dtype:
-    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
-        import ml_dtypes
-
-        return np.dtype(getattr(ml_dtypes, name))
-    return np.dtype(name)
+from . import dtypes
 
 
 def _literal_class() -> type:
@@ -74,14 +57,35 @@ def _file_classes() -> tuple[type, type]:
             message_factory.GetMessageClass(pool.FindMessageTypeByName("xla.RunHloModuleIterationLiterals")))
 
 
+def _type_name(shape: Any) -> str:
+    """A ShapeProto's element type as its enum name; unknown numbers (a newer writer's
+    type) as the number, to be refused below like any other unsupported type."""
+    value = shape.DESCRIPTOR.fields_by_name["element_type"].enum_type.values_by_number.get(shape.element_type)
+    return value.name if value is not None else str(shape.element_type)
+
+
+def _storage(type_name: str, where: str | None = None) -> tuple[str, np.dtype, bool]:
+    """(LiteralProto field, numpy dtype, whether the field holds little-endian bytes)
+    for an array type. XLA names each type's field after it (F8E4M3FN: f8e4m3fns);
+    which ones are bytes is read from the schema. Sub-byte types (s4, f4e2m1fn)
+    take one byte per element there, as in ml_dtypes' arrays."""
+    at = f"{where}: " if where else ""
+    t = dtypes.BY_NAME.get(type_name)
+    if t is None:
+        raise InputError(f"{at}literals of type {type_name} are not supported here")
+    if t.numpy is None:
+        raise InputError(f"{at}literals of type {type_name} are not arrays; only array literals "
+                         "are supported here")
+    field = _literal_class().DESCRIPTOR.fields_by_name.get(t.name.lower() + "s")
+    if field is None:  # a jaxlib older than the table
+        raise InputError(f"{at}this jaxlib's LiteralProto cannot hold {type_name} values")
+    return field.name, dtypes.np_dtype(t.numpy), field.type == field.TYPE_BYTES
+
+
 def to_array(lit: Any, where: str = "literal") -> np.ndarray:
     """An array literal as numpy, in row-major order whatever its layout."""
-    type_name = lit.shape.DESCRIPTOR.fields_by_name["element_type"].enum_type.values_by_number[
-        lit.shape.element_type].name
-    if type_name not in _TYPES:
-        raise InputError(f"{where}: literals of type {type_name} are not supported here")
-    field_name, dtype_name, as_bytes = _TYPES[type_name]
-    dtype = _np_dtype(dtype_name)
+    type_name = _type_name(lit.shape)
+    field_name, dtype, as_bytes = _storage(type_name, where)
     dims = list(lit.shape.dimensions)
     raw = getattr(lit, field_name)
     if as_bytes:
@@ -105,12 +109,11 @@ def to_array(lit: Any, where: str = "literal") -> np.ndarray:
 def from_array(a: np.ndarray) -> Any:
     """A numpy array as a LiteralProto with XLA's default (row-major) layout."""
     lit = _literal_class()()
-    name = _BY_DTYPE.get(a.dtype.name)
-    if name is None:
+    t = dtypes.BY_NUMPY.get(a.dtype.name)
+    if t is None:
         raise InputError(f"arrays of dtype {a.dtype} cannot be written as XLA literals here")
-    field_name, _, as_bytes = _TYPES[name]
-    lit.shape.element_type = lit.shape.DESCRIPTOR.fields_by_name["element_type"].enum_type.values_by_name[
-        name].number
+    field_name, _, as_bytes = _storage(t.name)
+    lit.shape.element_type = t.number
     lit.shape.dimensions.extend(int(d) for d in a.shape)
     lit.shape.layout.minor_to_major.extend(range(a.ndim - 1, -1, -1))
     flat = np.ascontiguousarray(a).reshape(-1)
@@ -185,23 +188,14 @@ def literals_file(iterations: list[tuple[list[np.ndarray], list[np.ndarray] | No
 
 def set_zero(lit: Any, type_name: str) -> None:
     """Fill a scalar LiteralProto of PrimitiveType ``type_name`` with zero."""
-    if type_name not in _TYPES:
-        raise InputError(f"literals of type {type_name} are not supported here")
-    field_name, dtype_name, as_bytes = _TYPES[type_name]
-    zero = np.zeros((), _np_dtype(dtype_name))
+    field_name, dtype, as_bytes = _storage(type_name)
+    zero = np.zeros((), dtype)
     if as_bytes:
         setattr(lit, field_name, zero.astype(zero.dtype.newbyteorder("<")).tobytes())
     elif zero.dtype.kind == "c":
         getattr(lit, field_name).extend([0.0, 0.0])
     else:
         getattr(lit, field_name).append(zero.item())
-
-
-# XLA's primitive type names, as its shapes print them (f32[2,3]).
-_SHAPE_NAMES = {"bool": "pred", "int8": "s8", "uint8": "u8", "int16": "s16", "uint16": "u16",
-                "int32": "s32", "uint32": "u32", "int64": "s64", "uint64": "u64", "float16": "f16",
-                "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex64": "c64",
-                "complex128": "c128", "float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2"}
 
 
 def _element_text(v: Any, dtype: np.dtype) -> str:
@@ -229,10 +223,11 @@ def _element_text(v: Any, dtype: np.dtype) -> str:
 def literal_text(a: np.ndarray) -> str:
     """An array as XLA's ``Literal::ToString`` prints it: ``f32[2,3] {...}``."""
     dims = ",".join(str(d) for d in a.shape)
-    head = f"{_SHAPE_NAMES.get(a.dtype.name, a.dtype.name)}[{dims}]"
+    t = dtypes.BY_NUMPY.get(a.dtype.name)
+    head = f"{t.hlo if t is not None else a.dtype.name}[{dims}]"
     if a.ndim == 0:
         return f"{head} {_element_text(a.item() if a.dtype.kind != 'V' else a, a.dtype)}"
-    if a.dtype.kind == "V" or a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if dtypes.from_ml_dtypes(a.dtype.name):  # printed through float32, which holds them all
         values = a.astype(np.float32)
         fmt = np.dtype(np.float32)
     else:

@@ -1,4 +1,4 @@
-"""Passes shipped with the driver, written in Python (see python_passes.py).
+"""Passes shipped with the driver, written in Python (see mlir/python_passes.py).
 
 - inline-calls: inline func.call to the module's own functions (jaxlib's MLIR
   lacks the func dialect's inliner interface, so the native `inline` pass is a

@@ -7,8 +7,9 @@ The anchor comes from how parsing behaves:
 
 - ``builtin.module(P)`` fails with "restricted to 'OP'": P is anchored on OP;
 - otherwise P runs on modules; nesting it under ``func.func`` is then tried in a
-  forked child, because a module-anchored pass nested there aborts the process
-  (an LLVM fatal error, not an exception): success means P is op-agnostic.
+  forked child (isolate.forked, a few ms), because a module-anchored pass nested
+  there aborts the process (an LLVM fatal error, not an exception): success
+  means P is op-agnostic.
 
 The scan takes seconds, so its result is cached per jaxlib build under
 ``$XDG_CACHE_HOME/mlirhlo-driver``; reading the cache does not import jax.
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from importlib import util
 from pathlib import Path
+from typing import Any
 
 from ..resources import cache_dir
 
@@ -196,10 +198,11 @@ def _scan_in_subprocess() -> list[PassInfo]:
     # while doing so. A child process keeps all of that away from the user.
     import json
     import subprocess
-    import sys
 
-    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.mlir.passes"], capture_output=True,
-                          text=True, check=False)
+    from .._native import processes
+
+    proc = subprocess.run(processes.python_command("mlirhlo_driver.mlir.passes"), capture_output=True,
+                          text=True, check=False, env=processes.python_env())
     if proc.returncode != 0:
         from ..errors import DriverError
 
@@ -228,40 +231,35 @@ def scan_native_passes() -> list[PassInfo]:
 def _runs_nested_in_child(name: str) -> bool:
     """Whether pass ``name`` parses and runs nested under func.func.
 
-    Tried in a forked child, which may abort safely. Running it on a trivial
-    function also catches op-agnostic passes that need a symbol table
-    (symbol-dce): for placement they are module passes.
+    Tried in a forked child (isolate.forked), which may abort safely. Running
+    it on a trivial function also catches op-agnostic passes that need a symbol
+    table (symbol-dce): for placement they are module passes.
     """
     import shutil
     import tempfile
-    import warnings
 
-    from jaxlib.mlir import ir, passmanager
-
+    from .._native import isolate
     from .._native import jaxlib as _jaxlib
 
     ctx = _jaxlib.ir_context()
     # Some passes write files: snapshot-op-locations keeps an mlir_snapshot-*.tmp.mlir
     # in TMPDIR. The child's TMPDIR and cwd are a scratch dir, removed after it.
     scratch = tempfile.mkdtemp(prefix="mlirhlo-pass-probe-")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # fork with threads: the child only parses
-        pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 2)
-            os.environ["TMPDIR"] = scratch
-            os.chdir(scratch)
-            with ctx:
-                pm = passmanager.PassManager.parse(f"builtin.module(func.func({name}))")
-                pm.run(ir.Module.parse("func.func @f() { return }").operation)
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return os.waitstatus_to_exitcode(status) == 0
+    try:
+        # Forked whatever threads run here: a one-function pipeline uses no MLIR thread pool.
+        return isolate.forked(_run_nested, ctx, name, scratch).ended == "returned"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_nested(ctx: Any, name: str, scratch: str) -> None:  # pragma: no cover - in the child
+    from jaxlib.mlir import ir, passmanager
+
+    os.environ["TMPDIR"] = scratch
+    os.chdir(scratch)
+    with ctx:
+        pm = passmanager.PassManager.parse(f"builtin.module(func.func({name}))")
+        pm.run(ir.Module.parse("func.func @f() { return }").operation)
 
 
 def all_passes() -> Mapping[str, PassInfo]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import resources
-from ..errors import PassFailure, PipelineError, did_you_mean
+from ..errors import PassFailure, PipelineError, did_you_mean, param
 from .passes import ANY, FUNC, MODULE, PassInfo
 
 PIPELINE_SUFFIX = ".pipeline"
@@ -264,7 +264,7 @@ def resolve(spec: str | None = None, *, passes: str | None = None,
     """The validated pipeline for ``--pipeline``, ``--passes`` or ``--pipeline-file``."""
     given = [x for x in (spec, passes, pipeline_file) if x is not None]
     if len(given) > 1:
-        raise PipelineError("give only one of --pipeline, --passes and --pipeline-file")
+        raise PipelineError(f"give only one of {param('pipeline')}, {param('passes')} and {param('pipeline_file')}")
     if not given:
         return None
     if catalog is None:
@@ -616,7 +616,7 @@ def _python_pass_failure(exc: Exception, failing: str | None, root: Nest, origin
     import traceback
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(
-        ("pipeline.py", "python_passes.py"))]
+        ("mlir/pipeline.py", "mlir/python_passes.py"))]
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     repro = write_reproducer(original, root.render(), module_name, reproducer_dir)
     err = PassFailure(f"Python pass '{failing or '?'}' failed on module '{module_name}': "

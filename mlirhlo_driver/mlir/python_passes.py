@@ -16,7 +16,7 @@ the same PassManager as the native passes around it, so IR printing, timing
 and verification cover it. Raising an exception fails the pass with its
 name, the module, and a reproducer, as for a native pass.
 
-Passes come from this package's built-in ones (builtin_passes.py), from
+Passes come from this package's built-in ones (mlir/builtin_passes.py), from
 ``--load-pass-plugin FILE.py``, and from installed packages' entry points in
 the ``mlirhlo_driver.passes`` group (an entry point names a module to import).
 """

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DriverError, StageError, did_you_mean
+from ..errors import DriverError, StageError, did_you_mean, param
 
 PLATFORMS = ("cpu", "cuda")
 MLIR = "mlir"  # computed from the module alone
@@ -79,7 +79,7 @@ class Deferred(abc.ABC):
 
     A stage returns one when its last step is a tool whose start-up costs more
     than its work on one module (``sass``: nvdisasm spends ~0.2 s of CPU
-    starting, whatever the input). A batch (batch.py) holds up to
+    starting, whatever the input). A batch (batch/opt.py) holds up to
     :attr:`group_size` of them and finishes them with one run of the tool; a
     lone request finishes its own at once (:meth:`StageRequest.produce`).
     What a module gets must not depend on which others it was finished with.
@@ -129,10 +129,10 @@ class Registry:
             raise StageError(f"unknown stage '{name}'",
                              hint=did_you_mean(name, names) or "stages: " + ", ".join(names))
         if stage.level == XLA and platform is None:
-            raise StageError(f"stage '{name}' is produced by XLA: give --platform "
-                             + "|".join(sorted(stage.platforms)))
+            raise StageError(f"stage '{name}' is produced by XLA: give "
+                             + param("platform", "|".join(sorted(stage.platforms))))
         if stage.level == XLA and platform not in stage.platforms:
-            raise StageError(f"stage '{name}' does not exist for --platform {platform}",
+            raise StageError(f"stage '{name}' does not exist for {param('platform', platform)}",
                              hint=f"{platform} stages: " + ", ".join(names))
         return stage
 

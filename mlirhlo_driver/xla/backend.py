@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CompileError, StageError
+from ..errors import CompileError, StageError, param
 
 # Dumps every XLA stage needs; asked for on each compile so one compile serves all.
 _DUMP_FLAGS = (
@@ -117,7 +117,7 @@ def _devices(platform: str, spec_text: str | None, spec_name: str) -> list[Any]:
         return _jaxlib.cpu_devices()[:1]
     if platform == "cuda":
         if spec_text is None:
-            raise CompileError("--platform cuda needs a GPU spec")
+            raise CompileError(f"{param('platform', 'cuda')} needs a GPU spec ({param('gpu_spec')})")
         return _jaxlib.cuda_compile_only_devices(target_config_for_installed_xla(spec_text), name=spec_name)
     raise CompileError(f"unknown platform '{platform}'", hint="cpu or cuda")
 

@@ -316,7 +316,7 @@ _SCALAR_KIND = {1: "float", 2: "float", 3: "int", 4: "int", 5: "int", 6: "int", 
 def debug_option_types() -> dict[str, str]:
     """DebugOptions field name -> bool | int | float | str | enum | repeated.
 
-    From the ``xla.DebugOptions`` descriptor compiled into jaxlib (protos.py):
+    From the ``xla.DebugOptions`` descriptor compiled into jaxlib (ir/protos.py):
     the schema of the very XLA that will compile. Empty if it cannot be read;
     the flags are then taken untyped, as XLA_FLAGS text, and XLA checks them.
     """

@@ -14,11 +14,10 @@ where a flag had to be set for a pass to exist at all.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from typing import Any
 
-from ..errors import DriverError
+from ..errors import DriverError, note
 
 # Passes XLA adds to its pipeline only when a flag asks for them.
 GATED_PASSES = {
@@ -39,8 +38,7 @@ def _with_gates(options: Any, names: list[str]) -> Any:
     for n in names:
         gate = GATED_PASSES.get(n)
         if gate and not flags.get(gate[0]):
-            sys.stderr.write(f"note: XLA adds {n} to its pipeline only with --{gate[0]} > 0: "
-                             f"using {gate[1]}\n")
+            note(f"XLA adds {n} to its pipeline only with --{gate[0]} > 0: using {gate[1]}")
             flags[gate[0]] = gate[1]
     return replace(options, xla_flags=tuple(sorted(flags.items())))
 
@@ -132,7 +130,7 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
             if any(raw.strip().startswith("xla:") for raw in spec.split(",")) \
                     or not all(n in catalog for n in xla_names):
                 raise
-            sys.stderr.write(f"note: {', '.join(xla_names)}: not in XLA's pipelines; run as MLIR passes\n")
+            note(f"{', '.join(xla_names)}: not in XLA's pipelines; run as MLIR passes")
             mlir_names = xla_names
     from ..ir import emit
     from ..mlir import pipeline
@@ -146,7 +144,7 @@ def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
     """XLA's HLO pass names per pipeline, for each of ``candidates`` (StageOptions).
 
     Read from XLA's per-pass dumps of ``modules`` (inputs.LoadedModule), or of
-    xla_backend's reference module: a pass that never changes them is missing.
+    xla.backend's reference module: a pass that never changes them is missing.
     """
     from . import backend as xla_backend
 

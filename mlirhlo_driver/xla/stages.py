@@ -1,6 +1,6 @@
-"""XLA stages, in pipeline order, read from one compile per module (xla_backend).
+"""XLA stages, in pipeline order, read from one compile per module (xla/backend.py).
 
-Patterns below match dump keys after xla_backend has dropped XLA's
+Patterns below match dump keys after xla/backend.py has dropped XLA's
 ``module_NNNN.<name>.`` prefix; CPU and CUDA name their files differently
 (``cpu_after_optimizations`` vs ``sm_8.0_gpu_after_optimizations``).
 """
@@ -229,7 +229,7 @@ def _sass(req: Any) -> PendingBinary:
     return PendingBinary(job)
 
 
-def _kernels(req: Any) -> PendingBinary:
+def pending_kernels(req: Any) -> PendingBinary:
     asm = _assembly(req)
     return PendingBinary(_ptx_job(req), (req.module_name, req.options.gpu_spec, _thunk_sequence(req),
                                          asm.shared_sizes()))
@@ -240,13 +240,15 @@ def kernel_rows_many(items: list[PendingBinary]) -> list[Any]:
     return _each(items, PendingBinary.rows)
 
 
-def _kernel_rows(req: Any) -> list[Any]:
+def kernel_rows(req: Any) -> list[Any]:
+    """The request's kernel rows (cuda.kernels.KernelRow), or its error raised; ptxas
+    reports the resources once per request."""
     from ..errors import DriverError
 
-    rows = kernel_rows_many([_kernels(req)])[0]
+    rows = req.derived("kernel-rows", lambda r: kernel_rows_many([pending_kernels(r)])[0])
     if isinstance(rows, DriverError):
         raise rows
-    return rows
+    return list(rows)
 
 
 def _thunk_sequence(req: Any) -> str:
@@ -293,7 +295,7 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("sass", "sass", XLA, False, "SASS: nvdisasm of the cubins", _sass, CUDA_ONLY))
     stages.add(Stage("kernels", "kernels.txt", XLA, False,
                      "per kernel: registers, spills, shared/local memory, launch dims, occupancy",
-                     _kernels, CUDA_ONLY))
+                     pending_kernels, CUDA_ONLY))
     stages.add(Stage("thunk-sequence", "thunk_sequence.txt", XLA, False, "the executable's thunk sequence",
                      _thunk_sequence, CUDA_ONLY))
     stages.add(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,

@@ -1,0 +1,233 @@
+"""What the ``mlirhlo`` sub-commands do beyond their arguments (cli/mlirhlo.py
+parses them and calls these): each takes parameters, raises the package's typed
+errors, and returns the exit status where it has one of its own."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, DriverError
+
+# XLA's run_hlo_module spellings of the reference: Interpreter, default, CPU, Host, '' (none).
+_REFERENCE_ALIASES = {"default": "interpreter", "host": "cpu", "": "none"}
+
+
+def version_text() -> str:
+    """``--version``: the driver and every tool version a bug report needs. Reads
+    package metadata and asks ptxas (cached); imports no jax, so it stays fast."""
+    from importlib import metadata
+
+    from .. import __version__, targets
+    from .._native import jaxlib as _jaxlib
+
+    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
+    ptxas, _, missing = targets.ptxas_in_use()
+    lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
+                 else f"ptxas none usable: {missing}")
+    lines += targets.cuda_tool_lines(ptxas)
+    try:
+        lines.append(f"llvmlite {metadata.version('llvmlite')}")
+    except metadata.PackageNotFoundError:
+        lines.append("llvmlite not installed")
+    return "\n".join(lines) + "\n"
+
+
+def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str], platform: str = "cpu",
+        reference: str = "interpreter", seed: int = 0, zeros: bool = False, inputs_npz: str | None = None,
+        large_float_range: bool = False, rtol: float | None = None, atol: float | None = None,
+        iterations: int = 1, print_literals: bool = False, save_outputs: str | None = None,
+        fold_constants: bool = False, bisect: bool = False, jobs: int = 1, timeout: float | None = None,
+        scheduler: str | None = None, json_report: str | None = None, input_format: str | None = None,
+        split_input_file: bool = False, args: str | None = None) -> int:
+    """``mlirhlo run``: compile each module with XLA for ``platform``, execute it, compare with
+    ``reference``; the per-module report and summary on stdout. ``cli_flags``: the
+    ``--xla_*`` DebugOptions of the command line (over ``XLA_FLAGS``); ``extra_words``
+    them as typed, for the reproducer lines. 0 when every module matches, 1 when some
+    mismatch or fail, 2 for bad input."""
+    from .. import outputs, targets
+    from ..batch import run_report
+    from ..errors import did_you_mean
+    from ..execute import run as runner
+
+    flags = targets.debug_options(cli_flags)
+    if not inputs:
+        raise DriverError("no input modules given", hint="mlirhlo run --help")
+    platform = targets.platform_name(platform)
+    reference = _REFERENCE_ALIASES.get(reference.lower(), reference.lower())
+    if reference not in runner.REFERENCES:
+        raise DriverError(f"unknown reference '{reference}'",
+                          hint=did_you_mean(reference, runner.REFERENCES) or ", ".join(runner.REFERENCES))
+    if zeros and inputs_npz:
+        raise DriverError("give --zeros or --inputs, not both")
+    if iterations < 1 or jobs < 0:
+        raise DriverError("--iterations must be >= 1 and --jobs >= 0")
+    for path in (json_report, save_outputs):
+        if path:
+            outputs.check_output_path(path)
+    tasks = run_report.run_tasks(inputs, input_format, split_input_file, args)
+    if inputs_npz and len(tasks) > 1:
+        raise DriverError("--inputs is for one module")
+    runner.require_devices(platform)
+    options = runner.RunOptions(
+        platform=platform, reference=reference, seed=seed, zeros=zeros, inputs_npz=inputs_npz,
+        large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,
+        fold_constants=fold_constants, bisect=bisect,
+        keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
+    reports = run_report.execute_tasks(tasks, options, jobs, timeout, scheduler)
+    if len(reports) == 1 and reports[0].status == "invalid":
+        sys.stderr.write(f"error: {reports[0].message}\n")  # bad input: one line, as everywhere
+        return EXIT_USAGE
+    run_report.print_run_reports(reports, options, print_literals,
+                                 extra_flags=extra_words + (["--split-input-file"] if split_input_file else []))
+    if save_outputs:
+        run_report.save_outputs(save_outputs, reports)
+    if json_report:
+        import json
+
+        outputs.write_atomic(json_report, json.dumps([r.row() for r in reports], indent=2) + "\n")
+    if any(r.status == "invalid" for r in reports):
+        return EXIT_USAGE
+    return EXIT_OK if all(r.passed for r in reports) else EXIT_FAILURE
+
+
+def xla_pass_listing(target: Any, inputs: list[str], *, input_format: str | None = None,
+                     args: str | None = None) -> str:
+    """``opt --list-passes --platform P [FILE...]``: XLA's HLO passes of the target's
+    pipeline, seen on the given modules (XLA's reference module without any)."""
+    from ..inputs import loader
+    from ..xla import passes as xla_passes
+
+    modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args) if inputs else None
+    return xla_passes.listing([target.options_for(target.platform)], modules)
+
+
+# ``convert -o FILE``'s format from FILE's extension, when --to is not given.
+_EXT_TO_FORMAT = {".hlo": "hlo", ".txt": "hlo", ".pb": "hlo-proto", ".pbtxt": "hlo-pbtxt",
+                  ".mlir": "stablehlo", ".mlirbc": "bytecode", ".vhlo": "vhlo"}
+
+
+def convert(input: str, *, output: str | None = None, to: str | None = None, emit_proto: bool = False,
+            input_format: str | None = None, args: str | None = None, target_version: str | None = None) -> None:
+    """``mlirhlo convert``: the module of ``input`` in format ``to`` (or ``output``'s
+    extension's), to ``output`` or stdout."""
+    from pathlib import Path
+
+    from .. import outputs
+    from ..api import CONVERT_FORMATS, check_format, load
+
+    if emit_proto and to is not None and to != "hlo-proto":
+        raise DriverError(f"--emit-proto means --to hlo-proto; it conflicts with --to {to}",
+                          hint="give one of them")
+    fmt = "hlo-proto" if emit_proto else to
+    if fmt is None and output:
+        fmt = _EXT_TO_FORMAT.get(Path(output).suffix)
+    if fmt is None:
+        raise DriverError("give --to FORMAT (or an -o file with a known extension)",
+                          hint="formats: " + ", ".join(CONVERT_FORMATS))
+    check_format(fmt)
+    if output:
+        outputs.check_output_path(output)
+    program = load(input, input_format=input_format, args=args)
+    try:
+        data = program.convert(fmt, target_version=target_version)
+    except DriverError as e:
+        if e.file is None and input != "-":
+            e.file = input  # the conversion failed on this file: say so
+        raise
+    if output:
+        outputs.write_atomic(output, data)
+    else:
+        outputs.write_stdout(data)
+
+
+def ptx(input: str, *, arch: str = "sm_90a", opt_level: int = 3, optimize: bool = True, output: str | None = None,
+        print_after_all: bool = False, ir_dump_dir: str | None = None, libdevice: str | None = None,
+        check_ptxas: bool = True) -> None:
+    """``mlirhlo ptx``: LLVM IR (``input``, ``-`` for stdin) to PTX, to ``output`` or stdout;
+    the IR after each LLVM pass to stderr (``print_after_all``) or one file per pass."""
+    import re
+    from pathlib import Path
+
+    from .. import outputs
+    from ..cuda import ptx as ptx_backend
+
+    text = ptx_backend.read_llvm_ir(input)
+    if output:
+        outputs.check_output_path(output)
+    compiled = ptx_backend.compile_llvm_ir(text, input, ptx_backend.PtxOptions(
+        arch=arch, opt_level=opt_level, optimize=optimize, libdevice=libdevice, check_ptxas=check_ptxas,
+        dump_passes=print_after_all or ir_dump_dir is not None))
+    dumps = [(f"{n}:{p}" if n else p, ir) for n, p, ir in compiled.dumps]
+    if ir_dump_dir:
+        for i, (pass_name, ir) in enumerate(dumps):
+            safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
+            outputs.write_atomic(Path(ir_dump_dir) / f"{i:03d}-{safe}.ll", ir)
+    elif print_after_all:
+        for _, ir in dumps:
+            sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
+    if output:
+        outputs.write_atomic(output, compiled.text)
+    else:
+        outputs.write_stdout(compiled.text)
+
+
+def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None = None, passes: str | None = None,
+                   compare: str | None = None, repeats: int = 10, json_out: bool = False,
+                   input_format: str | None = None, args: str | None = None) -> str:
+    """``mlirhlo bench-pipeline``: the pipeline (and ``compare``, interleaved) run ``repeats``
+    times on fresh copies; per-pass median and spread. With a ``target``, XLA's HLO
+    pipeline instead, timed from its per-pass dumps. A table, or JSON."""
+    import json
+    import statistics
+
+    from ..api import load
+    from ..execute import bench
+    from ..mlir import pipeline
+
+    if repeats < 1:
+        raise DriverError("--repeats must be >= 1")
+    program = load(input, input_format=input_format, args=args)
+    out: list[str] = []
+    if target is not None:
+        target.print_note()
+        _, options = target.stage_options()[0]
+        rows, compiles = bench.bench_xla_pipeline(program.module, program.name, options, repeats)
+        if json_out:
+            return json.dumps({"platform": target.platform, "source": "per-pass dump file timestamps",
+                               "compile_ms": compiles, "passes": [
+                                   {"pipeline": r.pipeline, "ending_with": r.ending_with,
+                                    "times_ms": r.times_ms} for r in rows]}, indent=2) + "\n"
+        out.append(f"# XLA {target.platform} HLO pipeline, {repeats} compiles; times between per-pass dumps "
+                   "(XLA dumps after passes that change the module), from file timestamps")
+        out.append(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pipeline / ending with pass")
+        for r in rows:
+            out.append(f"{statistics.median(r.times_ms):>10.3f}  {min(r.times_ms):>8.3f}  "
+                       f"{max(r.times_ms):>8.3f}  {r.pipeline} / {r.ending_with}")
+        out.append(f"{statistics.median(compiles):>10.3f}  {min(compiles):>8.3f}  {max(compiles):>8.3f}  "
+                   "whole compile")
+        return "\n".join(out) + "\n"
+    roots = [pipeline.resolve(pipeline_spec, passes=passes)]
+    if roots[0] is None:
+        raise DriverError("give --pipeline or --passes")
+    if compare is not None:
+        other = compare if compare.startswith(("@", "builtin.module(")) else None
+        roots.append(pipeline.resolve(other) if other else pipeline.resolve(passes=compare))
+    results = bench.bench_pipelines(program.module, roots, repeats)
+    if json_out:
+        payload: dict[str, Any] = {"module": program.name, "runs": [r.to_dict() for r in results]}
+        if len(results) == 2:
+            payload["ratio"] = results[1].median_total_ms / results[0].median_total_ms
+        return json.dumps(payload, indent=2) + "\n"
+    for label, res in zip(("A", "B"), results):
+        out.append(f"# {label}: {res.spec}  ({repeats} runs, fresh copy each)")
+        out.append(f"{'median ms':>10}  {'min':>8}  {'max':>8}  pass")
+        for p in res.passes:
+            lo, hi = p.spread_ms
+            out.append(f"{p.median_ms:>10.3f}  {lo:>8.3f}  {hi:>8.3f}  {'  ' * p.depth}{p.name}")
+        out.append(f"{res.median_total_ms:>10.3f}  {min(res.totals_ms):>8.3f}  "
+                   f"{max(res.totals_ms):>8.3f}  Total")
+    if len(results) == 2:
+        out.append(f"# B/A total (medians, runs interleaved A B A B): "
+                   f"{results[1].median_total_ms / results[0].median_total_ms:.3f}x")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,651 @@
+"""What XLA's tools do, given their parsed flags: ``hlo-opt``, ``run_hlo_module``,
+``multihost_hlo_runner`` and ``ptx-opt`` (the front-ends, cli/xla/tools.py, parse
+XLA's flag syntax and call these).
+
+Each function takes the parsed flags by XLA's names (``p["platform"]``,
+``p.xla_flags``, ``p.positionals``) with XLA's defaults, raises the package's
+typed errors, and returns the exit status: 0, 1 when a module fails to
+compile, run or match (``errors.EXIT_FAILURE``), 2 for bad usage or input.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import targets
+from ..errors import EXIT_FAILURE, EXIT_USAGE, CompileError, DriverError, ExecutionError, FlagError, did_you_mean
+from ..xla.cli_flags import platform as xla_platform
+
+# Any values are valid for uninitialized buffers: zeros stand in for them.
+ARGUMENT_MODES = {"use_random_inputs": "random", "use_shared_random_inputs": "shared-random",
+                   "use_zeros_as_input": "zeros", "use_device_id_as_input": "device-id",
+                   "uninitialized": "zeros"}
+
+
+_INPUT_FORMATS = {"hlo": "hlo", "txt": "hlo", "text": "hlo", "pb": "hlo-proto", "proto_binary": "hlo-proto",
+                  "pbtxt": "hlo-pbtxt", "proto_text": "hlo-pbtxt", "stablehlo": "mlir", "mhlo": "mlir",
+                  "mlir": "mlir", "bytecode": "bytecode", "vhlo": "vhlo"}
+
+
+def _input_format(name: str, flag: str) -> str | None:
+    if not name:
+        return None
+    fmt = _INPUT_FORMATS.get(name.lower())
+    if fmt is None:
+        raise DriverError(f"--{flag}={name}: unknown input format",
+                          hint=did_you_mean(name, _INPUT_FORMATS) or "one of hlo, pb, pbtxt, stablehlo, mhlo")
+    return fmt
+
+
+def _emit(output: str, data: str | bytes) -> None:
+    from .. import outputs
+
+    if output in ("", "-"):
+        outputs.write_stdout(data)
+    else:
+        outputs.write_atomic(output, data)
+
+
+# ===================================================================== hlo-opt
+
+def hlo_opt(p: Any) -> int:
+    """XLA's hlo-opt with its parsed flags ``p`` (XLA's names); the exit status."""
+    from .. import registry as stage_registry
+    from .. import targets
+    from ..stages.base import StageOptions, single_output
+    from ..xla import passes as xla_passes
+    from ..xla import stages as xla_stages
+
+    # A stage compile says which GPU it compiles for; listings and --passes need no spec.
+    stage_compile = not (p["list_stages"] or p["list_passes"] or p["passes"] or p["emit_proto"])
+    target = targets.resolve(p["platform"] or None, cli_flags=dict(p.xla_flags),
+                             debug_options_file=p["debug_options_file"] or None, needs_spec=stage_compile,
+                             xla_tool=True, spec_flag="--xla_gpu_target_config_filename")
+    platform, flags = target.platform, dict(target.xla_flags)
+    # Without --platform, --passes and --list-passes try the CPU pipeline, then the CUDA one.
+    candidates = [target.options_for(platform)] if platform else [target.options_for(pl) for pl in ("cpu", "cuda")]
+
+    if p["list_stages"]:
+        # Without a platform only the module itself can be printed, as XLA's transforms provider.
+        names = sorted(s.name for s in stage_registry.available(platform)) if platform else ["hlo"]
+        sys.stdout.write("\n".join(names) + "\n")
+        return 0
+    if p["list_passes"]:
+        target.print_note()
+        sys.stdout.write(xla_passes.listing(candidates))
+        return 0
+    if not p.positionals:
+        raise DriverError("no input file given", hint="hlo-opt [FLAGS] FILE; see --help")
+    if flags.get("xla_dump_to") and (p["emit_proto"] or (platform is None and not p["passes"])):
+        raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
+    if p["o"] not in ("", "-"):
+        from .. import outputs
+
+        outputs.check_output_path(p["o"])
+    from ..inputs import loader
+
+    modules = loader.load_inputs(p.positionals, input_format=_input_format(p["format"], "format"),
+                                 split_input_file=p["split_input_file"])
+    target.print_note()
+    results: list[str | bytes] = []
+    arts: list[Any] = []  # XLA compiles, for --xla_dump_to
+    if p["emit_proto"]:
+        results = [hlo_proto_text(m) for m in modules]
+    elif p["passes"]:
+        for m in modules:
+            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts))
+    else:
+        stage = p["stage"]
+        if platform is None:
+            if stage != "hlo":
+                stage_registry.get(stage, None)  # XLA stages need --platform: says so, with a hint
+                results = [stage_registry.request(m.module, m.name, StageOptions())
+                           .produce(stage) for m in modules]
+            else:
+                from ..api import convert
+
+                results = [convert(m, "hlo") for m in modules]
+        else:
+            _, options = target.stage_options()[0]
+            stage_registry.get(stage, platform)  # validate before any compile
+            requests = [stage_registry.request(m.module, m.name, options) for m in modules]
+            # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
+            results = [single_output(stage_registry.get(stage, platform), r.produce(stage))
+                       for r in requests]
+            arts = [xla_stages.artifacts(r) for r in requests] if flags.get("xla_dump_to") else []
+    if flags.get("xla_dump_to"):
+        if not arts:
+            raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
+        for i, art in enumerate(arts, 1):
+            write_xla_dump(str(flags["xla_dump_to"]), art, i)
+    if len(results) == 1 and isinstance(results[0], bytes):
+        _emit(p["o"], results[0])
+    else:
+        if any(isinstance(r, bytes) for r in results):
+            raise DriverError("several modules at a binary stage: give one module")
+        _emit(p["o"], "".join(r if r.endswith("\n") else r + "\n" for r in results))  # type: ignore[union-attr]
+    return 0
+
+
+def hlo_proto_text(m: Any) -> str:
+    """The module as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto."""
+    from ..api import convert
+    from ..ir import hlo_proto as codec
+
+    proto = convert(m, "hlo-proto")
+    wrapper = codec.message_class("HloProto")()
+    wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
+    return codec.to_text(wrapper)
+
+
+def write_xla_dump(directory: str, art: Any, number: int) -> None:
+    """What XLA dumped for one compile, in its ``--xla_dump_to`` layout:
+    ``module_NNNN.<name>.<what>`` (NNNN counts the modules of this command,
+    where XLA uses a process-wide counter)."""
+    import re
+
+    from .. import outputs
+
+    for key, data in art.files.items():
+        # Keys are XLA's names less their module_NNNN.<name>. prefix (xla/backend.py).
+        name = re.sub(r"^module_\d+\.", f"module_{number:04d}.", key) if key.startswith("module_") \
+            else f"module_{number:04d}.{art.hlo_module_name}.{key}"
+        outputs.write_atomic(Path(directory) / name, data)
+
+
+# ============================================================== run_hlo_module
+
+def run_hlo_module(p: Any, argv: list[str]) -> int:
+    """XLA's run_hlo_module with its parsed flags ``p`` (XLA's names); the exit status."""
+    from ..batch import run_report
+    from ..execute import run as runner
+
+    flags = targets.debug_options(dict(p.xla_flags), p["debug_options_file"] or None)
+    if not p["run_test_hlo_passes"]:
+        flags["xla_disable_all_hlo_passes"] = True
+    platform = xla_platform(p["platform"])
+    if platform == "interpreter":
+        raise DriverError("--platform=Interpreter: jaxlib has no XLA interpreter backend",
+                          hint="the StableHLO interpreter is the reference: --reference_platform=Interpreter")
+    ref = p["reference_platform"]
+    reference = "none" if ref == "" else ("interpreter" if ref.lower() == "default"
+                                          else xla_platform(ref, "reference_platform"))
+    if reference == "cuda":
+        raise DriverError("--reference_platform=CUDA is not supported here", hint="Interpreter or CPU")
+    # XLA's reference compile skips its HLO passes when asked; the StableHLO
+    # interpreter evaluates the module as given, so there is nothing to skip.
+    reference_flags = {} if p["run_reference_hlo_passes"] else {"xla_disable_all_hlo_passes": True}
+    if reference_flags and reference == "interpreter":
+        sys.stderr.write("note: --run_reference_hlo_passes=false: the StableHLO interpreter runs no HLO "
+                         "passes either way\n")
+    if p["isolate_instructions"] and (p["input_literals_file"] or p["output_literals_file"]):
+        # XLA: "Cannot run decomposed module if input literals are provided."
+        raise DriverError("--isolate_instructions takes no --input_literals_file or --output_literals_file: "
+                          "each instruction runs on inputs of its own")
+    if p["isolate_instructions"] and (p["run_test_hlo_passes"] or
+                                      (p["run_reference_hlo_passes"] and reference == "cpu")):
+        sys.stderr.write("note: --isolate_instructions with HLO passes: XLA suggests isolating an optimized "
+                         "module (hlo-opt) with --run_test_hlo_passes=false\n")
+    inputs = ([p["input_module"]] if p["input_module"] else []) + p.positionals
+    if not inputs:
+        raise DriverError("no input module given", hint="run_hlo_module [FLAGS] FILE; see --help")
+    if p["iterations"] < 1:
+        raise DriverError("--iterations must be >= 1")
+    for name in ("abs_error_bound", "rel_error_bound"):
+        if not p[name] >= 0:
+            raise DriverError(f"--{name} must be a number >= 0")
+    keep: list[Any] = []
+    snapshots: dict[str, str] = {}  # module file written from an HloSnapshot -> its arguments (.npz)
+    paths = []
+    from ..inputs import loader
+
+    for path in loader.expand_inputs(inputs):
+        snap = _snapshot_module(path, keep)
+        if snap is not None and not (p["force_fake_data"] or p["isolate_instructions"]):
+            snapshots[snap[0]] = snap[1]
+        elif snap is not None:
+            sys.stderr.write(f"note: {path}: ignoring the snapshot's recorded arguments; using fake data\n")
+        paths.append(snap[0] if snap else path)
+    tasks = run_report.run_tasks(paths, _input_format(p["input_format"], "input_format"), False, None)
+    for t in tasks:
+        replicas, partitions = _header_counts(t.source)
+        if (replicas or 1) > 1 or (partitions or 1) > 1:
+            sys.stderr.write(f"note: {t.source}: replica_count={replicas or 1}, num_partitions={partitions or 1}: "
+                             "run here on one device; multihost_hlo_runner runs it partitioned\n")
+    if (p["input_literals_file"] or p["output_literals_file"]) and len(tasks) != 1:
+        raise DriverError("--input_literals_file and --output_literals_file are for one module")
+    if p["output_literals_file"]:
+        from .. import outputs
+
+        outputs.check_output_path(p["output_literals_file"])
+    literal_args = (_literal_arguments(p["input_literals_file"]) if p["input_literals_file"] else [])
+    runner.require_devices(platform)
+    from dataclasses import replace
+
+    options = runner.RunOptions(
+        platform=platform, reference=reference, large_float_range=p["use_large_float_range"],
+        rtol=p["rel_error_bound"], atol=p["abs_error_bound"],
+        keep_outputs=p["print_literals"] or bool(p["output_literals_file"]),
+        zeros=not p["random_init_input_literals"],
+        xla_flags=tuple(sorted(flags.items())), reference_xla_flags=tuple(sorted(reference_flags.items())))
+    xla_words = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(flags.items())]
+    runs: list[Any] = []
+    recorded = []  # (arguments, result, reference result) per iteration, for --output_literals_file
+    for it in range(p["iterations"]):
+        if p["iterations"] != 1:
+            sys.stderr.write(f"\n=== Iteration {it + 1}\n")
+            sys.stderr.flush()
+        # As XLA: each iteration draws new inputs, or takes that iteration's literals.
+        inputs_npz = _npz(literal_args[min(it, len(literal_args) - 1)], keep) if literal_args else None
+        opts = replace(options, seed=it, inputs_npz=inputs_npz)
+        if p["isolate_instructions"]:
+            reports = run_report.execute_isolated(tasks, opts)
+            import shlex
+
+            for r in reports:  # the isolated module has no file of its own: this command line again
+                r.reproducer = "" if r.passed else " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
+            run_report.print_run_reports(reports, opts, p["print_literals"], extra_flags=xla_words)
+            runs += reports
+            continue
+        reports = run_report.execute_tasks([t for t in tasks if t.source not in snapshots], opts, 1, None)
+        for t in tasks:
+            if t.source in snapshots:  # replayed with the arguments the snapshot recorded
+                reports += run_report.execute_tasks([t], replace(opts, inputs_npz=snapshots[t.source]), 1, None)
+        if reference_flags:  # mlirhlo run cannot express a reference without HLO passes
+            import shlex
+
+            for r in reports:
+                r.reproducer = "" if r.passed else " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
+        for r in reports if inputs_npz else []:
+            r.inputs_note = (r.inputs_note or "").replace(inputs_npz, p["input_literals_file"])
+        if len(reports) == 1 and reports[0].status == "invalid":
+            raise DriverError(reports[0].message)
+        if reports[0].outputs is not None:
+            r = reports[0]
+            recorded.append((list(r.inputs or []), list(r.outputs), r.reference_outputs))
+        run_report.print_run_reports(reports, opts, p["print_literals"], extra_flags=xla_words)
+        runs += reports
+    if p["output_literals_file"] and recorded:
+        from .. import outputs
+        from ..ir import literals
+
+        outputs.write_atomic(p["output_literals_file"],
+                             literals.literals_file(recorded, p["output_literals_file"]))
+    if reference != "none":
+        failed = sum(not r.passed for r in runs)
+        sys.stderr.write(f"{failed}/{len(runs)} runs miscompared.\n")
+    if any(r.status == "invalid" for r in runs):
+        return EXIT_USAGE
+    return 0 if all(r.passed for r in runs) else EXIT_FAILURE
+
+
+def _snapshot_module(path: str, keep: list[Any]) -> tuple[str, str] | None:
+    """An HloSnapshot file (XLA's ``*.snapshot.*.pb`` dumps) as (module file, arguments .npz).
+
+    The snapshot holds the module after XLA's optimizations, whose fusions
+    jaxlib cannot compile again (its HLO import drops their backend configs).
+    So where the dump has the same module before optimizations beside it
+    (``module_NNNN.<name>.before_optimizations.txt``), that one runs, on the
+    recorded arguments. None for files that are no snapshot.
+    """
+    import tempfile
+
+    import numpy as np
+
+    from ..inputs import loader
+    from ..ir import literals, protos
+
+    p = Path(path)
+    if not p.is_file() or p.suffix != ".pb":
+        return None
+    data = p.read_bytes()
+    try:
+        loader.detect_format(data, path)
+        return None
+    except DriverError:
+        pass
+    try:
+        snap = protos.message_class("xla.HloSnapshot").FromString(data)
+    except Exception:
+        return None
+    module = snap.hlo.hlo_module
+    if not module.name or not module.computations:
+        return None
+    arrays = [literals.to_array(a, f"{path}: argument {i}") for i, a in enumerate(snap.arguments)]
+    d = tempfile.TemporaryDirectory(prefix="mlirhlo-snapshot-")
+    keep.append(d)
+    before = p.with_name(p.name.split(".snapshot.")[0] + ".before_optimizations.txt")
+    if ".snapshot." in p.name and before.is_file():
+        sys.stderr.write(f"note: {path}: running {before.name} on the recorded arguments\n")
+        module_file = before
+    else:
+        module_file = Path(d.name) / (p.name[: -len(".pb")] + ".pb")
+        module_file.write_bytes(module.SerializeToString())
+    npz = Path(d.name) / "arguments.npz"
+    np.savez(npz, *arrays)
+    return str(module_file), str(npz)
+
+
+def _literal_arguments(path: str) -> list[list[Any]]:
+    from ..ir import literals
+
+    return literals.read_iteration_arguments(path)
+
+
+def _npz(arrays: list[Any], keep: list[Any]) -> str:
+    """Arrays as the .npz ``run`` reads (arr_0, arr_1, ...: matched by position)."""
+    import tempfile
+
+    import numpy as np
+
+    tmp = tempfile.NamedTemporaryFile(prefix="mlirhlo-literals-", suffix=".npz")
+    np.savez(tmp, *arrays)
+    tmp.flush()
+    keep.append(tmp)
+    return tmp.name
+
+
+# ======================================================== multihost_hlo_runner
+
+def _header_counts(path: str) -> tuple[int | None, int | None]:
+    """(replica_count, num_partitions) from an HLO text module's header line."""
+    import re
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16).decode(errors="replace")
+    except OSError:
+        return None, None
+    m = re.search(r"^HloModule\s+[^\n]*", head, re.M)
+    if not m:
+        return None, None
+    rep = re.search(r"\breplica_count=(\d+)", m.group(0))
+    part = re.search(r"\bnum_partitions=(\d+)", m.group(0))
+    return (int(rep.group(1)) if rep else None), (int(part.group(1)) if part else None)
+
+
+def _multihost_processes(p: Any, plans: list[tuple[str, Any]], fmt: str | None) -> int:
+    """``--num_nodes`` processes, joined by JAX's distributed runtime (as ``mlirhlo spmd-run``)."""
+    from ..execute import spmd
+    from ..inputs import loader
+
+    if len(plans) != 1:
+        raise DriverError("a run over several nodes takes one module")
+    if not p["run"]:
+        raise DriverError("--run=false is for one node")
+    path, options = plans[0]
+    nodes = p["num_nodes"]
+    if options.num_devices % nodes:
+        raise DriverError(f"{options.num_devices} devices cannot be split evenly over {nodes} nodes")
+    spmd.check_devices_per_process(options, nodes)
+    modules = loader.load(path, input_format=fmt)
+    spmd.prepare(modules[0], options)  # a bad module is one error here, not one per process
+    from ..execute.spmd_launch import SpmdLaunch, launch_processes
+
+    if p["enable_mock_nccl"]:
+        launch = SpmdLaunch(source=path, input_format=fmt, launch_local=nodes)
+        return launch_processes(launch, options, what="simulated nodes (processes on 127.0.0.1)")
+    launch = SpmdLaunch(source=path, input_format=fmt, num_processes=nodes, process_id=p["task_id"],
+                        coordinator=p["address"])
+    return launch_processes(launch, options)
+
+
+def _compile_only(loaded: Any, options: Any) -> str:
+    """``--run=false``: partition and compile, report, run nothing."""
+    import time
+
+    from .._native import jaxlib as _jaxlib
+    from ..execute import spmd
+
+    plan = spmd.prepare(loaded, options)
+    start = time.perf_counter()
+    spmd.compile_plan(plan, options, _jaxlib.local_device_order()[: options.num_devices])
+    return (f"{loaded.name}: COMPILED ({options.num_replicas} replica x {options.num_partitions} partitions, "
+            f"{(time.perf_counter() - start) * 1e3:.1f} ms); not run (--run=false)")
+
+
+def _execution_options(path: str) -> Any:
+    """``--execution_options_path``: an xla.ExecutionOptions, text or binary as XLA's
+    ReadTextOrBinaryProto reads it."""
+    from ..ir import protos
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise FlagError(e.strerror or str(e), file=path) from None
+    protos.message_class("xla.ExecutionOptions")  # this jaxlib has the schema, or a clear error first
+    try:
+        text = data.decode()
+        if not any(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07"):
+            return protos.parse_text(text, "xla.ExecutionOptions", file=path)
+    except UnicodeDecodeError:
+        pass
+    return protos.decode(data, "xla.ExecutionOptions", file=path)
+
+
+def _execution_debug_flags(eo: Any, path: str) -> dict[str, Any]:
+    """The DebugOptions fields an ExecutionOptions sets, as per-compile flags
+    (XLA drops its xla_dump_to)."""
+    from ..ir.protos import _repeated
+
+    out: dict[str, Any] = {}
+    for fd, value in eo.debug_options.ListFields():
+        if fd.name == "xla_dump_to":
+            continue
+        if fd.type == fd.TYPE_ENUM and not _repeated(fd):
+            value = fd.enum_type.values_by_number[value].name
+        elif _repeated(fd) or fd.type == fd.TYPE_MESSAGE:
+            raise FlagError(f"debug_options.{fd.name}: list and message fields cannot be passed to a "
+                            "jaxlib compile (per-compile options take scalars)", file=path)
+        out[fd.name] = value
+    return out
+
+
+def _device_ids(eo: Any, replicas: int, partitions: int, path: str) -> tuple[int, ...]:
+    """Logical device (replica * partitions + partition) -> device id, from the
+    ExecutionOptions' DeviceAssignmentProto (computation = partition)."""
+    da = eo.device_assignment
+    if not eo.HasField("device_assignment"):
+        return ()
+    if (da.replica_count, da.computation_count) != (replicas, partitions) or \
+            len(da.computation_devices) != partitions or \
+            any(len(c.replica_device_ids) != replicas for c in da.computation_devices):
+        raise DriverError(f"device_assignment is {da.replica_count} replicas x {da.computation_count} "
+                          f"computations; the run has {replicas} x {partitions}", file=path)
+    ids = tuple(da.computation_devices[p].replica_device_ids[r] for r in range(replicas) for p in range(partitions))
+    if len(set(ids)) != len(ids):
+        raise DriverError("device_assignment names a device twice", file=path)
+    return ids
+
+
+def _dump_output_literals(report: Any, path: str, task_id: int) -> list[str]:
+    """``--dump_output_literal_to``: XLA's FunctionalHloRunner::DumpOutput naming
+    (the path split at '.', ``task_N``, ``device_D``, ``literal_L`` inserted
+    before the last part, which must be ``txt``), each file one literal's text."""
+    from .. import outputs
+    from ..ir import literals
+
+    words = path.split(".")
+    suffix, stem = words[-1], words[:-1]
+    written = []
+    for device, arrays in sorted(report.device_outputs.items()):
+        for i, a in enumerate(arrays):
+            name = ".".join(stem + [f"task_{task_id}", f"device_{device}", f"literal_{i}", suffix])
+            outputs.write_atomic(name, literals.literal_text(a) + "\n")
+            written.append(name)
+    return written
+
+
+def _preprocess(loaded: Any, remove: bool, while_count: int, path: str) -> Any:
+    """XLA's runner preprocessing on the HLO: infeed/outfeed replaced (its
+    default) or refused, while loops flattened to ``while_count`` iterations."""
+    from ..inputs import loader
+    from ..ir import decompose as hlo_decompose
+    from ..ir import emit
+
+    if loaded.hlo_proto is None and while_count <= 0 and not any(
+            w in emit.stablehlo_text(loaded.module) for w in ("stablehlo.infeed", "stablehlo.outfeed")):
+        return loaded
+    proto = loaded.hlo_proto or emit.hlo_proto(loaded.module)
+    changed = False
+    if hlo_decompose.has_infeed_outfeed(proto):
+        if not remove:
+            raise DriverError("the module has infeed/outfeed, which nothing feeds in this process",
+                              file=path, hint="--remove_infeed_outfeed=true (XLA's default) replaces them")
+        proto, count = hlo_decompose.remove_infeed_outfeed(proto)
+        sys.stderr.write(f"note: {path}: {count} infeed/outfeed replaced (infeed gives zeros)\n")
+        changed = True
+    if while_count > 0:
+        try:
+            proto, count = hlo_decompose.flatten_while_loops(proto, while_count)
+        except DriverError as e:
+            e.file = path
+            raise
+        if count:
+            sys.stderr.write(f"note: {path}: {count} while loop{'s' if count > 1 else ''} set to run "
+                             f"{while_count} iteration{'s' if while_count > 1 else ''}\n")
+            changed = True
+    if not changed:
+        return loaded
+    fresh = loader.load(loaded.name, input_format="hlo-proto", data=proto)[0]
+    fresh.source = loaded.source
+    return fresh
+
+
+def multihost(p: Any) -> int:
+    """XLA's multihost with its parsed flags ``p`` (XLA's names); the exit status."""
+    from dataclasses import replace
+
+    from .._native import jaxlib as _jaxlib
+    from ..execute import spmd
+    from ..inputs import loader
+
+    flags = targets.debug_options(dict(p.xla_flags), p["debug_options_file"] or None)
+    if p["device_type"].lower() == "gpu":
+        raise DriverError("--device_type=gpu: SPMD runs here use host devices only (jaxlib 0.10.2)",
+                          hint="--device_type=host")
+    nodes = p["num_nodes"]
+    if nodes < 1 or not 0 <= p["task_id"] < nodes:
+        raise DriverError("--num_nodes must be >= 1 and --task_id 0 to --num_nodes - 1")
+    if nodes > 1 and not p["enable_mock_nccl"] and not p["address"]:
+        raise DriverError("--num_nodes > 1 needs --address=HOST:PORT (task 0's coordinator) and --task_id",
+                          hint="or --enable_mock_nccl to simulate the hosts on this machine")
+    inputs = ([p["hlo_file"]] if p["hlo_file"] else []) + p.positionals
+    if not inputs:
+        raise DriverError("no input module given", hint="multihost_hlo_runner [FLAGS] FILE; see --help")
+    paths = loader.expand_inputs(inputs)
+    snapshot = p["input_format"].lower() == "snapshot_proto_binary"
+    fmt = None if snapshot else _input_format(p["input_format"], "input_format")
+    dump_to = p["dump_output_literal_to"]
+    if dump_to:
+        # XLA: "Can only dump output literal when single input file is specified"; its path must end in .txt.
+        if len(paths) != 1:
+            raise DriverError("--dump_output_literal_to is for one input module")
+        if not dump_to.endswith(".txt"):
+            raise DriverError(f"--dump_output_literal_to={dump_to}: the name must end in .txt (XLA writes "
+                              "literal text)")
+    execution, eo_path = None, p["execution_options_path"]
+    if eo_path:
+        execution = _execution_options(eo_path)
+        flags = {**_execution_debug_flags(execution, eo_path), **flags}  # the command line wins
+    base = spmd.SpmdOptions(is_spmd_partitioned_module=p["is_spmd_partitioned_module"],
+                            run_xla_backend_only=p["run_xla_backend_only"],
+                            argument_mode=ARGUMENT_MODES[p["hlo_argument_mode"]],
+                            num_repeats=p["num_repeats"], xla_flags=tuple(sorted(flags.items())))
+    keep: list[Any] = []
+    plans = []
+    for path in paths:
+        module_path, npz = path, None
+        if snapshot:  # XLA's HloSnapshot: the module and the arguments it recorded
+            snap = _snapshot_module(path, keep)
+            if snap is None:
+                raise DriverError("not an HloSnapshot (binary)", file=path,
+                                  hint="--input_format=text, proto_text or proto_binary for a module")
+            module_path, npz = snap
+        rep, part = _header_counts(module_path)
+        if p["num_replicas"] > 0 and p["num_partitions"] > 0:
+            counts = (p["num_replicas"], p["num_partitions"])
+        elif execution is not None:  # as XLA: ExecutionOptions unless both counts are given
+            counts = (execution.num_replicas or 1, execution.num_partitions or 1)
+        else:
+            counts = (p["num_replicas"] if p["num_replicas"] > 0 else (rep or 1),
+                      p["num_partitions"] if p["num_partitions"] > 0 else (part or 1))
+        options = replace(base, num_replicas=counts[0], num_partitions=counts[1], inputs_npz=npz,
+                          device_ids=_device_ids(execution, *counts, eo_path) if execution is not None else ())
+        spmd.check_options(options)
+        plans.append((module_path, options))
+    if nodes > 1:
+        given = [f"--{n}" for n in ("dump_output_literal_to", "profile_execution", "while_execution_count",
+                                     "execution_options_path", "input_format") if p.was_given(n)
+                 and (n != "input_format" or snapshot)]
+        if given:
+            raise DriverError(f"{', '.join(given)}: for a run on one node here", hint="drop --num_nodes")
+        return _multihost_processes(p, plans, fmt)
+    # Host devices exist only if asked for before jax starts: the most any module needs.
+    _jaxlib.ensure_cpu_devices(max(max(o.num_devices, max(o.device_ids, default=-1) + 1) for _, o in plans))
+    failed = 0
+    for path, options in plans:
+        modules = loader.load(path, input_format=fmt)
+        if len(modules) != 1:
+            raise DriverError("one module per file", file=path)
+        module = _preprocess(modules[0], p["remove_infeed_outfeed"], p["while_execution_count"], path)
+        try:
+            if not p["run"]:
+                sys.stdout.write(_compile_only(module, options) + "\n")
+                continue
+            report = spmd.run_in_process(module, options)
+        except (CompileError, ExecutionError) as e:
+            sys.stdout.write(f"{path}: FAILED: {e.message}\n")
+            failed += 1
+            continue
+        if len(plans) > 1:
+            sys.stdout.write(f"== {path}\n")
+        if options.inputs_npz:  # a snapshot's recorded arguments, not a file the user gave
+            report.report.inputs_note = "the arguments the HloSnapshot recorded"
+        sys.stdout.write(spmd.format_report(report, values=p["log_output"]).rstrip("\n") + "\n")
+        if p["profile_execution"]:
+            for i, ms in enumerate(report.run_times):
+                sys.stdout.write(f"## Execution time, file={path} repeat={i} duration={round(ms * 1e6)}ns\n")
+        if dump_to:
+            written = _dump_output_literals(report, dump_to, p["task_id"])
+            sys.stderr.write(f"note: {len(written)} output literals written: {written[0]} ...\n"
+                             if len(written) > 1 else f"note: output literal written: {written[0]}\n")
+        failed += not report.report.passed
+    if len(plans) > 1:
+        sys.stdout.write(f"{len(plans) - failed}/{len(plans)} modules passed\n")
+    return EXIT_FAILURE if failed else 0
+
+
+# ===================================================================== ptx-opt
+
+def ptx_opt(p: Any) -> int:
+    """XLA's ptx-opt with its parsed flags ``p`` (XLA's names); the exit status."""
+    from .. import outputs
+    from ..cuda import ptx as ptx_backend
+
+    extra = dict(p.xla_flags)
+    dump_to = extra.pop("xla_dump_to", None)
+    dump_llvmir = extra.pop("xla_gpu_dump_llvmir", False)
+    if extra:
+        raise FlagError(f"--{next(iter(extra))} has no effect on ptx-opt",
+                        hint="ptx-opt reads --xla_dump_to and --xla_gpu_dump_llvmir")
+    if len(p.positionals) != 1:
+        raise DriverError("give one LLVM IR file ('-' for stdin)", hint="ptx-opt --arch=9.0 FILE")
+    source = p.positionals[0]
+    text = ptx_backend.read_llvm_ir(source)
+    if p["o"] not in ("", "-"):
+        outputs.check_output_path(p["o"])
+    collect = bool(dump_to and dump_llvmir)
+    # As XLA's ptx-opt: no ptxas check, LLVM's -O3 first.
+    compiled = ptx_backend.compile_llvm_ir(text, source, ptx_backend.PtxOptions(
+        arch=p["arch"], opt_level=3, check_ptxas=False, dump_passes=collect))
+    if collect:
+        stem = Path(source).stem if source != "-" else "stdin"
+        for i, (name, pass_name, ir) in enumerate(compiled.dumps):
+            safe = re.sub(r"[^\w.-]+", "_", f"{name}.{pass_name}" if name else pass_name)[:80]
+            outputs.write_atomic(Path(str(dump_to)) / f"{stem}.{i:04d}.{safe}.ll", ir)
+    _emit(p["o"], compiled.text)
+    return 0

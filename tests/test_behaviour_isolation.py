@@ -1,0 +1,195 @@
+"""Behaviour: one-off forks (isolate.forked), this package's children (processes.py),
+and the StableHLO interpreter on isolate.call's helper.
+
+* ``isolate.forked`` tells every ending apart: returned, raised (with its words),
+  died (a signal, or native code's ``exit(1)``, which is no raise), timed out
+  (killed within the timeout); the child's output is its own; an interrupt in
+  the caller takes the child with it.
+* ``processes``: a child imports this package from where this process does, even
+  with another copy on its PYTHONPATH; ``stop(group=True)`` also ends what each
+  child started.
+* the interpreter: one helper serves call after call and is replaced after a
+  crash, which is a CompileError quoting the interpreter; its Python errors say
+  "failed" and keep the helper.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import readline_within
+
+import mlirhlo_driver
+from mlirhlo_driver._native import isolate, processes
+from mlirhlo_driver.errors import CompileError
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _gone(pids: list[int], within: float = 5.0) -> bool:
+    """All of ``pids`` exit within ``within`` s (SIGKILL is delivered and reaped asynchronously)."""
+    deadline = time.monotonic() + within
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(_alive(p) for p in pids)
+
+
+# ------------------------------------------------------------------ isolate.forked
+
+def _abort_with_llvm_error() -> None:
+    os.write(2, b"some noise\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo\n")
+    os.abort()
+
+
+def test_forked_tells_returned_raised_and_died_apart():
+    lock = threading.Lock()  # nothing is pickled: any callable and argument will do
+    got = isolate.forked(lock.acquire)
+    assert (got.ended, got.status) == ("returned", 0)
+    assert not lock.locked()  # what the child did stays in the child
+    got = isolate.forked(int, "x")
+    assert got.ended == "raised" and got.error == "ValueError: invalid literal for int() with base 10: 'x'"
+    got = isolate.forked(_abort_with_llvm_error)
+    assert got.ended == "died" and os.WTERMSIG(got.status) == signal.SIGABRT
+    assert got.message("the probe") == "the probe aborted: Cannot select: intrinsic %llvm.nvvm.foo"
+    # LLVM's fatal errors exit(1) when they do not abort: a death, not a Python error.
+    got = isolate.forked(os._exit, 1)
+    assert got.ended == "died" and got.message("the probe") == "the probe exited with status 1"
+
+
+def test_forked_output_is_the_childs_own(capfd):
+    def chatter() -> None:
+        os.write(1, b"on fd 1\n")
+        os.write(2, b"on fd 2\n")
+
+    got = isolate.forked(chatter)
+    assert got.ended == "returned" and got.log == "on fd 1\non fd 2\n"
+    out, err = capfd.readouterr()
+    assert "on fd" not in out + err
+
+
+def test_forked_child_past_its_timeout_is_killed():
+    def hang() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(600)
+
+    started = time.monotonic()
+    got = isolate.forked(hang, timeout=0.5)
+    assert got.ended == "timed out" and os.WTERMSIG(got.status) == signal.SIGKILL
+    assert time.monotonic() - started < 5
+    assert isolate.forked(time.sleep, 0, timeout=60).ended == "returned"
+
+
+def test_an_interrupt_while_forked_waits_kills_the_child(tmp_path):
+    pid_file = tmp_path / "pid"
+
+    def hang() -> None:
+        pid_file.write_text(str(os.getpid()))
+        while True:
+            time.sleep(600)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)  # not inherited: only the caller is interrupted
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            isolate.forked(hang)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert _gone([int(pid_file.read_text())], within=0)  # reaped before the interrupt went on
+
+
+# ------------------------------------------------------------------ processes
+
+def test_a_child_imports_this_package_not_another_copy(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "mlirhlo_driver").mkdir(parents=True)
+    (elsewhere / "mlirhlo_driver" / "__init__.py").write_text("")
+    (elsewhere / "where_from.py").write_text("import mlirhlo_driver\nprint(mlirhlo_driver.__file__)\n")
+    monkeypatch.setenv("PYTHONPATH", str(elsewhere))
+    proc = processes.start_python("where_from", cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=60)
+    assert out.strip() == mlirhlo_driver.__file__
+
+
+def test_python_env_keeps_a_given_path_in_its_order():
+    # isolate's helper gets this process's sys.path: where the root already is, it stays.
+    root = processes.package_root()
+    env = processes.python_env(path=["/a", root, "/b"], EXTRA="1")
+    assert env["PYTHONPATH"] == os.pathsep.join(["/a", root, "/b"]) and env["EXTRA"] == "1"
+    assert processes.python_env(path=["/a", ""])["PYTHONPATH"] == os.pathsep.join([root, "/a"])
+
+
+WITH_GRANDCHILD = '''
+import subprocess, sys, time
+
+grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print(grandchild.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def test_stop_a_group_ends_what_each_child_started(tmp_path, monkeypatch):
+    (tmp_path / "with_grandchild.py").write_text(WITH_GRANDCHILD)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    procs = [processes.start_python("with_grandchild", stdout=subprocess.PIPE, text=True,
+                                    start_new_session=True) for _ in range(2)]
+    try:
+        grandchildren = [int(readline_within(p.stdout)) for p in procs]
+        started = time.monotonic()
+        processes.stop(procs, group=True)
+        assert time.monotonic() - started < 5
+        assert [processes.signal_name(-p.returncode) for p in procs] == ["SIGKILL", "SIGKILL"]
+        assert _gone(grandchildren)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            p.stdout.close()
+
+
+# ------------------------------------------------------------------ the interpreter
+
+ADD = ("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+       "  %0 = stablehlo.add %a, %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+# The interpreter has no rng_bit_generator: it aborts the process (an LLVM fatal error).
+RNG = ("func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {\n"
+       "  %s2, %v = stablehlo.rng_bit_generator %s, algorithm = DEFAULT : "
+       "(tensor<2xui64>) -> (tensor<2xui64>, tensor<4xui32>)\n  return %v : tensor<4xui32>\n}\n")
+
+
+def test_the_interpreter_is_kept_and_replaced_after_a_crash():
+    from mlirhlo_driver.execute import interpreter, run
+    from mlirhlo_driver.inputs.loader import parse_mlir
+
+    add, rng = parse_mlir(ADD), parse_mlir(RNG)
+    x = np.arange(4, dtype=np.float32)
+    assert run.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
+    helper = isolate._helper.pid
+    run.run_interpreter(add, [x])
+    with pytest.raises(CompileError, match="^error: the StableHLO interpreter failed: InputError: "):
+        interpreter.evaluate(b"not MLIR", [], [])
+    assert isolate._helper.pid == helper  # one helper for all of these
+    with pytest.raises(CompileError) as ei:
+        run.run_interpreter(rng, [np.zeros(2, np.uint64)])
+    assert ei.value.message.startswith("the StableHLO interpreter crashed: ")
+    assert "rng_bit_generator" in ei.value.message
+    assert run.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
+    assert isolate._helper.pid != helper
