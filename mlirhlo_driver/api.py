@@ -37,16 +37,20 @@ __all__ = ["CONVERT_FORMATS", "Compiled", "Program", "Target", "check_format", "
 
 
 @dataclass
-class Program:
-    """One StableHLO module, as loaded or after a pipeline; never changed in place."""
+class Program(inputs.LoadedModule):
+    """One StableHLO module, as loaded or after a pipeline; never changed in place.
 
-    name: str
-    source: str
-    module: Any = field(repr=False)  # jaxlib.mlir.ir.Module; treat as read-only
-    input_format: str = "mlir"
+    It is the loader's module (``name``, ``source``, ``format``, ``module``,
+    ``line_offset``, ``hlo_proto``), so every part of the library takes it as is,
+    with the pipeline run that made it (``last_run``, None for a loaded one).
+    """
+
     last_run: pipeline.PipelineRun | None = field(default=None, repr=False)
-    hlo_proto: bytes | None = field(default=None, repr=False)  # as read, for HLO inputs
-    line_offset: int = 0  # of this module's chunk in its file (split input files)
+
+    @property
+    def input_format(self) -> str:
+        """The format it was read from (``hlo``, ``mlir``, ``jax``, ...)."""
+        return self.format
 
     def optimize(self, spec: str | None = None, *, passes: str | None = None,
                  pipeline_file: str | None = None,
@@ -68,10 +72,10 @@ class Program:
         root = pipeline.resolve(spec, passes=passes, pipeline_file=pipeline_file)
         copy = emit.clone(self.module)
         if root is None:
-            return Program(self.name, self.source, copy, self.input_format, line_offset=self.line_offset)
+            return self._with(copy, None)
         run = pipeline.run(copy, root, instrumentation=instrumentation, module_name=self.name,
                            reproducer_dir=reproducer_dir, source_for_reproducer=self.source)
-        return Program(self.name, self.source, copy, self.input_format, run, line_offset=self.line_offset)
+        return self._with(copy, run)
 
     def stage(self, name: str = "stablehlo", *, debug_info: bool = False,
               target_version: str | None = None) -> str | bytes:
@@ -155,11 +159,11 @@ class Program:
                                    reference=reference, xla_flags=tuple(sorted(flags.items())))
         spmd.check_options(options)
         _jaxlib.ensure_cpu_devices(options.num_devices)
-        return spmd.run_in_process(self._loaded(), options)
+        return spmd.run_in_process(self, options)
 
-    def _loaded(self) -> inputs.LoadedModule:
-        return inputs.LoadedModule(self.name, self.source, self.input_format, self.module,
-                                   self.line_offset, hlo_proto=self.hlo_proto)
+    def _with(self, module: Any, run: pipeline.PipelineRun | None) -> Program:
+        # A pipeline's result: HLO text/proto read in no longer describe it.
+        return Program(self.name, self.source, self.format, module, self.line_offset, last_run=run)
 
 
 def _is_pass_list(spec: str) -> bool:
@@ -282,7 +286,7 @@ def check_format(fmt: str) -> None:
 
 
 def _program(m: inputs.LoadedModule) -> Program:
-    return Program(m.name, m.source, m.module, m.format, hlo_proto=m.hlo_proto, line_offset=m.line_offset)
+    return Program(m.name, m.source, m.format, m.module, m.line_offset, m.source_text, m.hlo_proto)
 
 
 def load_all(sources: str | list[str], *, input_format: str | None = None,

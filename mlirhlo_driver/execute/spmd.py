@@ -515,7 +515,7 @@ def _specs(specs: list[Any]) -> str:
 # ---------------------------------------------------------------- compile
 
 @dataclass
-class Compiled:
+class Executable:
     executable: Any
     devices: list[Any]               # logical order: replica-major, then partition
     param_layouts: list[Layout]
@@ -523,7 +523,7 @@ class Compiled:
     compile_ms: float
 
 
-def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Compiled:
+def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Executable:
     """XLA compile for ``devices`` (one per replica x partition, in logical order)."""
     from .._native import jaxlib as _jaxlib
 
@@ -543,13 +543,13 @@ def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Compil
     compile_ms = (time.perf_counter() - t0) * 1000
     P = options.num_partitions
     if plan.param_layouts is not None and plan.result_layouts is not None:
-        return Compiled(exe, devices, plan.param_layouts, plan.result_layouts, compile_ms)
+        return Executable(exe, devices, plan.param_layouts, plan.result_layouts, compile_ms)
     param_sh, out_sh = _jaxlib.executable_shardings(exe)
     params = [layout(None if param_sh is None else param_sh[i], p.shape, P, per_device=False,
                      what=f"parameter {i}") for i, p in enumerate(plan.params)]
     results = [layout(None if out_sh is None else out_sh[i], r.shape, P, per_device=False,
                       what=f"output {i}") for i, r in enumerate(plan.results)]
-    return Compiled(exe, devices, params, results, compile_ms)
+    return Executable(exe, devices, params, results, compile_ms)
 
 
 # XLA warns on every GSPMD compile; here GSPMD is chosen because the module's
@@ -611,7 +611,7 @@ def make_inputs(plan: Plan, options: SpmdOptions) -> Inputs:
     return Inputs(per_replica, f"random (seeds {options.seed}..{options.seed + R - 1}, one per replica)")
 
 
-def device_arguments(plan: Plan, compiled: Compiled, inputs: Inputs, options: SpmdOptions,
+def device_arguments(plan: Plan, compiled: Executable, inputs: Inputs, options: SpmdOptions,
                      logical: int) -> list[np.ndarray]:
     """What device number ``logical`` (replica * P + partition) receives for each parameter."""
     from .run import np_dtype
@@ -635,7 +635,7 @@ class Execution:
     run_ms: list[float]
 
 
-def execute(plan: Plan, compiled: Compiled, inputs: Inputs, options: SpmdOptions) -> Execution:
+def execute(plan: Plan, compiled: Executable, inputs: Inputs, options: SpmdOptions) -> Execution:
     """Run ``num_repeats`` times on this process's devices; the last run's output shards."""
     from .._native import jaxlib as _jaxlib
 
@@ -657,7 +657,7 @@ def execute(plan: Plan, compiled: Compiled, inputs: Inputs, options: SpmdOptions
     return Execution(shards, times)
 
 
-def gather_outputs(plan: Plan, compiled: Compiled, shards: dict[tuple[int, int], np.ndarray],
+def gather_outputs(plan: Plan, compiled: Executable, shards: dict[tuple[int, int], np.ndarray],
                    options: SpmdOptions) -> tuple[list[list[np.ndarray]], list[str]]:
     """Full outputs per replica from every device's shards; disagreements between copies."""
     P = options.num_partitions
@@ -690,7 +690,7 @@ class SpmdReport:
     device_outputs: dict[int, list[np.ndarray]] = field(default_factory=dict)  # device id -> its output shards
 
 
-def finish(plan: Plan, compiled: Compiled, inputs: Inputs, outputs: list[list[np.ndarray]],
+def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[np.ndarray]],
            problems: list[str], run_ms: list[float], options: SpmdOptions) -> SpmdReport:
     """Single-device reference of the unpartitioned computation, and the comparison."""
     import statistics
@@ -745,7 +745,7 @@ def finish(plan: Plan, compiled: Compiled, inputs: Inputs, outputs: list[list[np
     return out
 
 
-def _device_id_globals(plan: Plan, compiled: Compiled, options: SpmdOptions) -> list[list[np.ndarray]] | None:
+def _device_id_globals(plan: Plan, compiled: Executable, options: SpmdOptions) -> list[list[np.ndarray]] | None:
     """The global arrays device-id inputs amount to, when every element has one owner."""
     from .run import np_dtype
 
