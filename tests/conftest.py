@@ -203,3 +203,22 @@ def _cuda_skip_reason(name: str, pip: bool = False) -> str | None:
     if pip and not os.path.realpath(tool.path).startswith(os.path.realpath(sys.prefix)):
         return f"the nvdisasm for sm_60/sm_70 here is outside pip's packages ({tool.path})"
     return None
+
+
+def process_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (reaped or not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def processes_gone(pids: list[int], within: float = 5.0) -> bool:
+    """All of ``pids`` exit within ``within`` s (SIGKILL is delivered and reaped asynchronously)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(process_alive(p) for p in pids)

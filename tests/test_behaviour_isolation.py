@@ -20,32 +20,14 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import readline_within
+from conftest import processes_gone, readline_within
 
 import mlirhlo_driver
 from mlirhlo_driver._native import isolate, processes
 from mlirhlo_driver.errors import CompileError
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _gone(pids: list[int], within: float = 5.0) -> bool:
-    """All of ``pids`` exit within ``within`` s (SIGKILL is delivered and reaped asynchronously)."""
-    deadline = time.monotonic() + within
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not any(_alive(p) for p in pids)
-
 
 # ------------------------------------------------------------------ isolate.forked
 
@@ -112,7 +94,7 @@ def test_an_interrupt_while_forked_waits_kills_the_child(tmp_path):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert _gone([int(pid_file.read_text())], within=0)  # reaped before the interrupt went on
+    assert processes_gone([int(pid_file.read_text())], within=0)  # reaped before the interrupt went on
 
 
 # ------------------------------------------------------------------ processes
@@ -156,7 +138,7 @@ def test_stop_a_group_ends_what_each_child_started(tmp_path, monkeypatch):
         processes.stop(procs, group=True)
         assert time.monotonic() - started < 5
         assert [processes.signal_name(-p.returncode) for p in procs] == ["SIGKILL", "SIGKILL"]
-        assert _gone(grandchildren)
+        assert processes_gone(grandchildren)
     finally:
         for p in procs:
             if p.poll() is None:

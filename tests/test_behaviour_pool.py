@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
+from conftest import processes_gone
 
 from mlirhlo_driver._native import cluster, pool
 
@@ -101,22 +101,6 @@ def _workers_find_the_tasks(monkeypatch, _tasks_dir):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(_tasks_dir), os.environ.get("PYTHONPATH")) if p))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _gone(pids: list[int], within: float = 5.0) -> bool:
-    """All of ``pids`` exit within ``within`` s (SIGKILL is delivered and reaped asynchronously)."""
-    deadline = time.monotonic() + within
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not any(_alive(p) for p in pids)
-
-
 def _run(kinds: list[str], jobs: int, tmp_path) -> dict[int, object]:
     tasks = [(k, i) for i, k in enumerate(kinds)]
     rows: dict[int, object] = {}
@@ -140,7 +124,7 @@ def _check(kinds: list[str], rows: dict[int, object], jobs: int, tmp_path) -> No
     for i, kind in enumerate(kinds):
         if kind == "hang":
             pids = [int(p) for p in (tmp_path / f"hang-{i}.pids").read_text().split()]
-            assert _gone(pids), (kind, pids)
+            assert processes_gone(pids), (kind, pids)
     if jobs == 1:
         # one worker at a time: it changes after each task that killed it, and only then
         pids = [(i, rows[i][1]) for i, k in enumerate(kinds) if k == "ok"]
@@ -199,7 +183,7 @@ def test_closing_early_stops_the_workers(tmp_path):
     assert time.monotonic() - started < 5
     for i in (1, 2):
         pids = [int(p) for p in (tmp_path / f"hang-{i}.pids").read_text().split()]
-        assert _gone(pids), pids
+        assert processes_gone(pids), pids
 
 
 # ------------------------------------------------ the timeout counts from a worker's start

@@ -25,31 +25,30 @@ def _version(prog: str) -> str:
     return f"{prog} (mlirhlo-driver {__version__}, XLA from jaxlib)\n"
 
 
-def _entry(prog: str, body: Callable[[list[str]], int], argv: list[str] | None) -> None:
-    """Run ``body``; typed errors become one line and an exit code."""
+def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: Callable[[Any, list[str]], int],
+           argv: list[str] | None, *, preprocess: Callable[[list[str]], list[str]] | None = None) -> None:
+    """A tool's whole life: parse ``argv`` with its flag table, print --help or --version,
+    or hand the flags to ``run``; typed errors become one line and their exit code."""
     from ...errors import spelled_as_flags
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         with spelled_as_flags():
-            code = body(args)
+            p = parse(preprocess(args) if preprocess else args, flags)
+            if p.help:
+                sys.stdout.write(usage(prog, synopsis, description, flags, xla_flags=True))
+                code = 0
+            elif p.version:
+                sys.stdout.write(_version(prog))
+                code = 0
+            else:
+                code = run(p, args)
     except DriverError as e:
         sys.stderr.write(e.format() + "\n")
         sys.stderr.flush()
         sys.exit(e.exit_code)
     sys.stdout.flush()
     sys.exit(code)
-
-
-def _help_or_version(parsed: Any, prog: str, synopsis: str, description: str,
-                     flags: list[Flag], *, xla: bool = True) -> bool:
-    if parsed.help:
-        sys.stdout.write(usage(prog, synopsis, description, flags, xla_flags=xla))
-        return True
-    if parsed.version:
-        sys.stdout.write(_version(prog))
-        return True
-    return False
 
 
 HLO_OPT_FLAGS = [
@@ -82,14 +81,8 @@ may be named by file name) or defaults to h100_sxm.
 
 def hlo_opt_main(argv: list[str] | None = None) -> None:
     """Console script ``hlo-opt``."""
-    _entry("hlo-opt", _hlo_opt, argv)
-
-
-def _hlo_opt(argv: list[str]) -> int:
-    p = parse(argv, HLO_OPT_FLAGS)
-    if _help_or_version(p, "hlo-opt", "[FLAGS] FILE...", _HLO_OPT_DESCRIPTION, HLO_OPT_FLAGS):
-        return 0
-    return xla_tools.hlo_opt(p)
+    _entry("hlo-opt", HLO_OPT_FLAGS, "[FLAGS] FILE...", _HLO_OPT_DESCRIPTION,
+           lambda p, _: xla_tools.hlo_opt(p), argv)
 
 
 RUN_HLO_MODULE_FLAGS = [
@@ -133,7 +126,8 @@ match, 1 on a mismatch or failure, 2 for bad usage or input.
 
 def run_hlo_module_main(argv: list[str] | None = None) -> None:
     """Console script ``run_hlo_module``."""
-    _entry("run_hlo_module", _run_hlo_module, argv)
+    _entry("run_hlo_module", RUN_HLO_MODULE_FLAGS, "[FLAGS] FILE...", _RUN_DESCRIPTION,
+           xla_tools.run_hlo_module, argv, preprocess=_refuse_different_random_seeds)
 
 
 def _refuse_different_random_seeds(argv: list[str]) -> list[str]:
@@ -160,13 +154,6 @@ def _refuse_different_random_seeds(argv: list[str]) -> list[str]:
         if value not in ("false", "0"):
             raise FlagError(f"--different_random_seeds={m.group(2)}: expected true or false")
     return out
-
-
-def _run_hlo_module(argv: list[str]) -> int:
-    p = parse(_refuse_different_random_seeds(argv), RUN_HLO_MODULE_FLAGS)
-    if _help_or_version(p, "run_hlo_module", "[FLAGS] FILE...", _RUN_DESCRIPTION, RUN_HLO_MODULE_FLAGS):
-        return 0
-    return xla_tools.run_hlo_module(p, argv)
 
 
 MULTIHOST_FLAGS = [
@@ -215,14 +202,8 @@ header unless given. For several processes, use 'mlirhlo spmd-run'.
 
 def multihost_main(argv: list[str] | None = None) -> None:
     """Console scripts ``multihost_hlo_runner`` and ``hlo_runner_main``."""
-    _entry("multihost_hlo_runner", _multihost, argv)
-
-
-def _multihost(argv: list[str]) -> int:
-    p = parse(argv, MULTIHOST_FLAGS)
-    if _help_or_version(p, "multihost_hlo_runner", "[FLAGS] FILE...", _MULTIHOST_DESCRIPTION, MULTIHOST_FLAGS):
-        return 0
-    return xla_tools.multihost(p)
+    _entry("multihost_hlo_runner", MULTIHOST_FLAGS, "[FLAGS] FILE...", _MULTIHOST_DESCRIPTION,
+           lambda p, _: xla_tools.multihost(p), argv)
 
 
 PTX_OPT_FLAGS = [
@@ -239,12 +220,4 @@ compiles it to PTX with LLVM's NVPTX backend. With --xla_dump_to=DIR and
 
 def ptx_opt_main(argv: list[str] | None = None) -> None:
     """Console script ``ptx-opt``."""
-    _entry("ptx-opt", _ptx_opt, argv)
-
-
-def _ptx_opt(argv: list[str]) -> int:
-
-    p = parse(argv, PTX_OPT_FLAGS)
-    if _help_or_version(p, "ptx-opt", "[FLAGS] FILE", _PTX_DESCRIPTION, PTX_OPT_FLAGS):
-        return 0
-    return xla_tools.ptx_opt(p)
+    _entry("ptx-opt", PTX_OPT_FLAGS, "[FLAGS] FILE", _PTX_DESCRIPTION, lambda p, _: xla_tools.ptx_opt(p), argv)
