@@ -502,20 +502,12 @@ def check_nesting(text: str, source: str = "<input>", offset: int = 0) -> None:
 
 def _mhlo_to_stablehlo(module: Any, source: str) -> Any:
     """MHLO input becomes StableHLO, like every other input."""
-    from jaxlib.mlir import ir, passmanager
+    from jaxlib.mlir import passmanager
 
     from .._native.fds import capture_fd2
+    from ..ir.emit import has_mhlo
 
-    found: list[str] = []
-
-    def visit(op: Any) -> Any:
-        if op.name.startswith("mhlo."):
-            found.append(op.name)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    if not found:
+    if not has_mhlo(module):
         return module
     with module.context, capture_fd2() as captured:
         try:

@@ -80,12 +80,9 @@ def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
                      hint=hint)
 
 
-def _mhlo_as_custom_calls(module: Any) -> Any:
-    """``module`` with its MHLO ops written as StableHLO custom calls (``hlo-legalize-to-stablehlo``:
-    ``mhlo.topk`` becomes ``stablehlo.custom_call @mhlo.topk``), which VHLO holds and XLA
-    reads back as the same op. XLA's HLO import leaves the ops StableHLO lacks (TopK) as
-    MHLO. Modules without MHLO ops are left as they are."""
-    from jaxlib.mlir import ir, passmanager
+def has_mhlo(module: Any) -> bool:
+    """Whether any op of ``module`` is still MHLO."""
+    from jaxlib.mlir import ir
 
     found = []
 
@@ -96,9 +93,18 @@ def _mhlo_as_custom_calls(module: Any) -> Any:
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    if not found:
-        return module
-    passmanager.PassManager.parse("builtin.module(hlo-legalize-to-stablehlo)").run(module.operation)
+    return bool(found)
+
+
+def _mhlo_as_custom_calls(module: Any) -> Any:
+    """``module`` with its MHLO ops written as StableHLO custom calls (``hlo-legalize-to-stablehlo``:
+    ``mhlo.topk`` becomes ``stablehlo.custom_call @mhlo.topk``), which VHLO holds and XLA
+    reads back as the same op. XLA's HLO import leaves the ops StableHLO lacks (TopK) as
+    MHLO. Modules without MHLO ops are left as they are."""
+    from jaxlib.mlir import passmanager
+
+    if has_mhlo(module):
+        passmanager.PassManager.parse("builtin.module(hlo-legalize-to-stablehlo)").run(module.operation)
     return module
 
 
