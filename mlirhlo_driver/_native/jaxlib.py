@@ -722,11 +722,20 @@ def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") ->
         return list(topo._make_compile_only_devices())
 
 
-@functools.cache
 def plugin_build_versions() -> dict[str, str]:
     """The CUDA runtime and cuDNN versions the CUDA plugin in use was built with
     (``"12.9.0"``), as its ``_versions`` extension reports them without a GPU; {} where
     it cannot say (not installed, or an extension that needs a driver)."""
+    try:
+        module = cuda_plugin().module
+    except Exception:
+        return {}
+    return dict(_build_versions(module))
+
+
+@functools.cache
+def _build_versions(module: str) -> tuple[tuple[str, str], ...]:
+    # Per plugin module: a lookup for a plugin that is not installed caches nothing for another.
     import importlib
 
     def dotted(n: int, scale: int) -> str:  # CUDART 12090 -> 12.9.0; cuDNN 91002 -> 9.10.2
@@ -735,11 +744,11 @@ def plugin_build_versions() -> dict[str, str]:
 
     try:
         with filtered_native_stderr():
-            versions = importlib.import_module(f"{cuda_plugin().module}._versions")
-            return {"cuda": dotted(versions.cuda_runtime_build_version(), 1000),
-                    "cudnn": dotted(versions.cudnn_build_version(), 10000)}
+            versions = importlib.import_module(f"{module}._versions")
+            return (("cuda", dotted(versions.cuda_runtime_build_version(), 1000)),
+                    ("cudnn", dotted(versions.cudnn_build_version(), 10000)))
     except Exception:
-        return {}
+        return ()
 
 
 _noted: set[str] = set()
