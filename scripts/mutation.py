@@ -74,9 +74,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     "outputs.py": ["test_convert.py", "test_errors.py", "test_mutation_guards_io.py"],
     "cuda/tools.py": ["test_cuda_tools.py", "test_mutation_guards_lib.py"],
     "cli/mlirhlo.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py"],
-    "api.py": ["test_end_to_end.py", "test_xla_stages.py", "test_mutation_guards_lib.py"],
+    "api.py": ["test_api.py", "test_end_to_end.py", "test_xla_stages.py", "test_mutation_guards_lib.py"],
     "execute/bench.py": ["test_usage_errors.py", "test_python_passes.py", "test_mutation_guards_lib.py"],
-    "_native/isolate.py": ["test_bad_inputs.py", "test_mutation_guards_lib.py"],
+    "_native/isolate.py": ["test_bad_inputs.py", "test_mutation_guards_lib.py", "test_behaviour_isolation.py"],
     "_native/fds.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
     "commands/mlirhlo.py": ["test_run.py", "test_usage_errors.py", "test_convert.py", "test_ptx_cli.py",
                             "test_behaviour_flag_values.py"],
@@ -87,6 +87,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "ir/dtypes.py": ["test_dtypes.py"],
     "ir/literals.py": ["test_dtypes.py", "test_xla_tools.py"],
     "_native/pool.py": ["test_behaviour_pool.py"],
+    "batch/run_pool.py": ["test_behaviour_pool.py", "test_run.py"],
     # Reached through the command line, which tests drive by subprocess or main(argv):
     # no test imports these by name.
     "__main__.py": ["test_package_data.py", "test_help.py"],

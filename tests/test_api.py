@@ -197,3 +197,11 @@ def test_errors_name_parameters_in_python_and_flags_on_the_command_line():
     with pytest.raises(mh.DriverError) as e:
         p.run_spmd(num_partitions=0)
     assert e.value.message == "num_partitions and num_replicas must be >= 1"
+
+
+def test_run_refuses_an_unknown_reference_before_compiling(compiles):
+    p = mh.load(str(DATA / "chlo_special.mlir"))
+    with pytest.raises(mh.DriverError) as e:
+        p.run(reference="gpu")
+    assert e.value.message == "unknown reference 'gpu'" and e.value.hint == "interpreter, cpu, none"
+    assert compiles == []

@@ -124,21 +124,24 @@ def test_versions_change_the_key(key_inputs, monkeypatch, tmp_path):
     assert _key() != before
 
 
+@pytest.mark.parametrize("spec", ["spec.txtpb", None], ids=["named-spec", "default-spec"])
 @pytest.mark.parametrize("tool", ["nvdisasm", "ptxas"])
-def test_the_cuda_tools_in_use_change_the_key(key_inputs, monkeypatch, tmp_path, tool):
+def test_the_cuda_tools_in_use_change_the_key(key_inputs, monkeypatch, tmp_path, tool, spec):
     """A new nvdisasm or ptxas where the CUDA stages look (here: first on PATH), or that
-    binary rebuilt, changes the key; a CPU-only command does not look at them."""
+    binary rebuilt, changes the key of a CUDA command, with or without --gpu-spec; a
+    CPU-only command does not look at them."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    before, cpu_before = _key(), _key(_params(platform="cpu", gpu_spec=None))
+    cuda = _params(gpu_spec=spec)
+    before, cpu_before = _key(cuda), _key(_params(platform="cpu", gpu_spec=None))
     exe = bin_dir / tool
     exe.write_bytes(b"\x7fELF one build")
     exe.chmod(0o755)
-    added = _key()
+    added = _key(cuda)
     assert added != before
     exe.write_bytes(b"\x7fELF another build")
-    assert _key() != added
+    assert _key(cuda) != added
     assert _key(_params(platform="cpu", gpu_spec=None)) == cpu_before
 
 

@@ -297,3 +297,13 @@ def test_run_the_new_f8_types(cli, tmp_path, element, reference):
     result = cli("run", src, "--jobs", "0", "--reference", reference)
     assert result.code == 0, result.out + result.err
     assert "m: OK" in result.out
+
+
+@pytest.mark.parametrize("name", ["F16", "BF16", "F32", "F64"])
+def test_literal_text_prints_nan_and_inf_as_xla_does(name):
+    t = dtypes.BY_NAME[name]
+    text = _jaxlib.hlo_proto_to_text(_jaxlib.hlo_text_to_proto(
+        _entry(f"ROOT c = {t.hlo}[5] constant({{nan, -nan, inf, -inf, 1.5}})")))
+    (printed,) = re.findall(r"constant\((.*)\)", text)
+    a = np.array([np.nan, -np.nan, np.inf, -np.inf, 1.5], dtype=dtypes.np_dtype(t.numpy))
+    assert literals.literal_text(a) == f"{t.hlo}[5] {printed}"

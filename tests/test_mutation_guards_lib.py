@@ -431,3 +431,27 @@ def test_a_fixed32_field_inside_a_group_is_skipped():
     # field 1 as a group holding field 2 (fixed32), then the group's end tag
     data = bytes([0x0B, 0x15, 1, 2, 3, 4, 0x0C])
     assert protos._skip(data, 1, 0x0B, len(data), 0) == len(data)
+
+
+def test_bench_runs_off_the_main_thread_and_keeps_the_sigint_handler():
+    """A notebook or server thread may benchmark: only the main thread can install the
+    Ctrl-C handler, so elsewhere the runs go on without it; on the main thread the
+    handler is in place while the runs go and the previous one comes back after."""
+    import signal
+    import threading
+
+    from mlirhlo_driver.execute import bench
+    from mlirhlo_driver.mlir import pipeline
+
+    module = mlirhlo_driver.load(str(Path(__file__).parent / "data" / "chlo_special.mlir")).module
+    root = pipeline.resolve(passes="cse")
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(bench.bench_pipelines(module, [root], 2)))
+    worker.start()
+    worker.join(120)
+    assert len(out) == 1 and len(out[0][0].totals_ms) == 2
+    before = signal.getsignal(signal.SIGINT)
+    with bench.interruptible() as check:
+        assert signal.getsignal(signal.SIGINT) is not before
+        check()  # no Ctrl-C yet: nothing raised
+    assert signal.getsignal(signal.SIGINT) is before

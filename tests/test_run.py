@@ -115,12 +115,17 @@ def test_inputs_are_safe_for_each_op(tmp_path):
             "  %d = stablehlo.dynamic_slice %x, %s, sizes = [2] : (tensor<6xf32>, tensor<i32>) -> tensor<2xf32>\n"
             "  return %g, %l, %d : tensor<5x3xf32>, tensor<6xf32>, tensor<2xf32>\n}\n")
     module = inputs.load(str(_module(tmp_path, text)))[0].module
+    seen_i, seen_s = set(), set()
     for seed in range(20):
         arrays, note = run.make_inputs(module, run.RunOptions(seed=seed))
         t, i, x, s = arrays
         assert i.min() >= 0 and i.max() <= 9          # row index into 10 rows
         assert (x > 0).all()                          # fed to log
         assert 0 <= int(s) <= 4                       # start of a 2-slice of 6
+        seen_i.update(int(v) for v in i.ravel())
+        seen_s.add(int(s))
+    # The whole valid range is drawn, up to the last row and the last start.
+    assert {0, 9} <= seen_i and 4 in seen_s
     assert "index-constrained" in note and "positive-constrained" in note
     wide, _ = run.make_inputs(module, run.RunOptions(large_float_range=True))
     assert np.abs(wide[0]).max() > 100

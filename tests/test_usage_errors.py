@@ -380,6 +380,18 @@ def test_run_option_values(cli, small, args, message):
     assert line.startswith(f"error: Invalid value for '{args[0]}'"), line
 
 
+@pytest.mark.parametrize("command, extra, message", [
+    ("run", ["--bogus=3"], "no such option: --bogus"),
+    ("run", ["--no-such-flag"], "no such option: --no-such-flag"),
+    ("spmd-run", ["--bogus=3"], "no such option: --bogus"),
+    ("spmd-run", ["--no-such-flag"], "no such option: --no-such-flag"),
+    ("spmd-run", ["other.hlo"], "unexpected argument 'other.hlo' (spmd-run takes one module)"),
+])
+def test_words_left_after_the_options(cli, small, command, extra, message):
+    """What typer leaves unparsed is an --xla_* flag or one error line naming the word."""
+    assert assert_one_line_error(cli(command, small, *extra)) == f"error: {message}"
+
+
 @pytest.mark.parametrize("arrays, message", [
     ({"arg0": np.array([1, "a", None, 2.0], dtype=object)}, "array 'arg0' cannot be read: Object arrays"),
     ({"arg0": np.arange(4, dtype=np.int32)},

@@ -212,6 +212,16 @@ def test_known_names_from_this_jaxlib():
             "xla_backend_optimization_level"} <= names
 
 
+def test_known_names_are_cached_under_a_cache_folder_that_does_not_exist_yet(tmp_path, monkeypatch):
+    """A fresh machine has no ~/.cache/mlirhlo-driver: the first lookup makes it, parents too."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
+    names = xla_flags.known_names()
+    (cached,) = (tmp_path / "new" / "cache" / "mlirhlo-driver").glob("xla-flags-*.json")
+    import json
+
+    assert set(json.loads(cached.read_text())) == names and "xla_dump_to" in names
+
+
 @pytest.mark.parametrize("message, formatted", [
     ("INVALID_ARGUMENT: No such compile option: 'xla_fo'",
      "error: unknown XLA flag '--xla_fo' (did you mean 'xla_foo'?)"),

@@ -445,9 +445,10 @@ def spmd_run(
 
     try:
         flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
+        if rest and rest[0].startswith("-"):
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
         if rest:
-            raise DriverError(f"no such option: {rest[0].split('=')[0]}" if rest[0].startswith("-")
-                              else f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
+            raise DriverError(f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
         options = spmd_launch.spmd_options(
             flags, argument_mode=argument_mode, inputs_npz=inputs_npz, partitioner=partitioner,
             arg_sharding=tuple(arg_sharding or ()), num_partitions=num_partitions, num_replicas=num_replicas,
