@@ -52,10 +52,7 @@ def note(message: str) -> None:
         return
     import logging
 
-    logger = logging.getLogger("mlirhlo_driver")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())  # no "last resort" printing for a library
-    logger.info(message)
+    logging.getLogger("mlirhlo_driver").info(message)  # INFO: below logging's last-resort printing
 
 
 @contextlib.contextmanager

@@ -46,7 +46,8 @@ PKG = "mlirhlo_driver"
 # module -> the test files that should notice a regression in it (the fast, specific ones).
 MODULE_TESTS: dict[str, list[str]] = {
     "errors.py": ["test_errors.py", "test_usage_errors.py", "test_mutation_guards_lib.py"],
-    "inputs/loader.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
+    "inputs/loader.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py",
+                         "test_bad_inputs.py"],
     "mlir/pipeline.py": ["test_pipeline.py", "test_mutation_guards_io.py"],
     "mlir/passes.py": ["test_pipeline.py", "test_mutation_guards_lib.py"],
     "mlir/python_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
@@ -69,7 +70,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "_native/interrupts.py": ["test_usage_errors.py"],
     "batch/opt.py": ["test_batch.py", "test_cuda_stages.py", "test_usage_errors.py", "test_pipeline.py",
                  "test_convert.py"],
-    "xla/backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py"],
+    "xla/backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py", "test_checks_cuda.py"],
     "ir/emit.py": ["test_convert.py", "test_inputs.py", "test_mutation_guards_io.py"],
     "outputs.py": ["test_convert.py", "test_errors.py", "test_mutation_guards_io.py"],
     "cuda/tools.py": ["test_cuda_tools.py", "test_mutation_guards_lib.py"],
@@ -88,6 +89,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "ir/literals.py": ["test_dtypes.py", "test_xla_tools.py"],
     "_native/pool.py": ["test_behaviour_pool.py"],
     "batch/run_pool.py": ["test_behaviour_pool.py", "test_run.py"],
+    "batch/run_report.py": ["test_run.py", "test_xla_tools.py", "test_behaviour_flag_values.py"],
     # Reached through the command line, which tests drive by subprocess or main(argv):
     # no test imports these by name.
     "__main__.py": ["test_package_data.py", "test_help.py"],
@@ -110,6 +112,13 @@ MODULE_TESTS: dict[str, list[str]] = {
 # of the kill rate and listed apart with the reason. Only truly equivalent
 # mutants belong here; an untested behaviour needs a test instead.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("batch/opt.py", "timing: bool = False", "False -> True"):
+        "a default for direct constructions only: run_opt, the one caller, always passes timing= "
+        "(the --timing flag, which test_end_to_end and test_batch check on and off)",
+    ("batch/opt.py", "several: bool = False                      # more than one module: timing tables get titles",
+     "False -> True"):
+        "a default for direct constructions only: run_opt, the one caller, always passes several= "
+        "(len(tasks) > 1), which test_batch's timing titles check",
     ("cuda/binaries.py", "self._assembled = True", "True -> False"):
         "the flag only saves work: a second call takes XLA's cubins again and assembles the "
         "others again with the same ptxas and options, which gives the same bytes "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_one_line_error
+from conftest import DATA, assert_one_line_error
 
 GOOD = """module @{name} {{
   func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {{
@@ -145,3 +145,13 @@ def test_cuda_batch_in_workers_compiles_each_module(cli, batch_dir):
     assert "Traceback" not in result.err
     assert sorted(p.name for p in out.iterdir()) == ["m1.ptx", "m2.ptx"]
     assert ".target sm_80" in (out / "m2.ptx").read_text()
+
+
+def test_timing_tables_get_a_title_only_among_several_modules(cli, tmp_path):
+    one = cli("opt", DATA / "chlo_special.mlir", "--passes", "cse", "--timing", "--no-cache")
+    assert one.code == 0 and "// timing:" not in one.err and "Total" in one.err
+    two = cli("opt", DATA / "chlo_special.mlir", DATA / "erf_inv.mlir", "--passes", "cse", "--timing",
+              "--no-cache", "--dump-dir", tmp_path)
+    assert two.code == 0
+    assert [line for line in two.err.splitlines() if line.startswith("// timing:")] == [
+        "// timing: chlo_special", "// timing: erf_inv"]

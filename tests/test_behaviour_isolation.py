@@ -175,3 +175,29 @@ def test_the_interpreter_is_kept_and_replaced_after_a_crash():
     assert "rng_bit_generator" in ei.value.message
     assert run.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
     assert isolate._helper.pid != helper
+
+
+class _Unpicklable(Exception):
+    """An exception whose attribute cannot cross the pipe back (a lambda)."""
+
+    def __init__(self) -> None:
+        super().__init__("no pickles here")
+        self.callback = lambda: None
+
+
+def _raise_unpicklable() -> None:
+    raise _Unpicklable()
+
+
+def _return_unpicklable():
+    return lambda: None
+
+
+def test_call_reports_what_went_wrong_when_it_cannot_be_sent_back():
+    """An exception that does not pickle comes back as its type and message; a result
+    that does not pickle comes back as the pickling error, not as a crash."""
+    with pytest.raises(RuntimeError, match=r"^_Unpicklable: no pickles here$"):
+        isolate.call(_raise_unpicklable)
+    with pytest.raises(Exception, match="local object") as e:
+        isolate.call(_return_unpicklable)
+    assert "no pickles here" not in str(e.value)

@@ -93,3 +93,13 @@ def test_ptxas_rejection_names_the_ptx_line(cli, tmp_path):
     # --no-ptxas writes LLVM's PTX unchecked
     assert cli("ptx", src, "--arch", "sm_80", "--no-ptxas", "-o", out).code == 0
     assert "bogus.instruction;" in out.read_text()
+
+
+def test_split_modules_keep_the_files_line_numbers():
+    """Each module of an 'llvm' stage's output is compiled with the lines before it
+    counted, so an error's line is the file's, blank lines at the top included."""
+    from mlirhlo_driver.cuda import ptx
+
+    text = "\n; ----- a -----\nX\n\n; ----- b -----\nY\n"
+    assert ptx.split_llvm_modules(text) == [("a", 2, "X\n\n"), ("b", 5, "Y\n")]
+    assert ptx.split_llvm_modules("define void @f() {\n}\n") == [("", 0, "define void @f() {\n}\n")]

@@ -358,3 +358,14 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     assert b"running modules" not in proc.stdout  # never in the report itself
     piped = subprocess.run(cmd, capture_output=True, timeout=300)
     assert b"running modules" not in piped.stderr
+
+
+def test_max_error_of_a_match_is_the_largest_difference_within_tolerance():
+    """A module that matches still reports how far it was from the reference (the
+    report's max error), not 0 because every difference was within tolerance."""
+    report = run.ModuleReport("m", "m.mlir")
+    got = [np.array([1.0, 2.0 + 3e-6, 3.0], np.float32), np.array([5, 6], np.int32)]
+    want = [np.array([1.0, 2.0, 3.0], np.float32), np.array([5, 6], np.int32)]
+    run._compare_all(report, got, want, run.RunOptions())
+    assert report.status == "ok" and not report.mismatches
+    assert report.max_error == pytest.approx(float(np.float32(2.0 + 3e-6) - np.float32(2.0)))
