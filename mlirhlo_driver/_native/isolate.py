@@ -388,6 +388,8 @@ def _fork(child: Callable[[], object]) -> int:
         # Python's "use of fork() may lead to deadlocks" when threads run: each caller
         # says why its child needs no lock another thread may hold.
         warnings.filterwarnings("ignore", message=r".*fork\(\) may lead to deadlocks")
+        # jax's own at-fork hook says the same once jax is imported (from_jax, a JAX input).
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called")
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
