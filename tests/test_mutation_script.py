@@ -51,3 +51,11 @@ def test_the_seed_is_the_commit_hash():
         pytest.skip("not a git checkout")
     seed, got = mutation.commit_seed()
     assert got == sha and seed == int(sha[:12], 16)
+
+
+def test_a_fields_repr_flag_is_no_mutation_site(tmp_path):
+    """field(repr=...) changes only how an object prints: never drawn."""
+    src = tmp_path / "m.py"
+    src.write_text("from dataclasses import dataclass, field\n\n\n@dataclass\nclass A:\n"
+                   "    x: int = field(default=1, repr=False)\n")
+    assert mutation.sites_of(src) == [(6, "1 -> 2")]

@@ -393,3 +393,27 @@ def test_first_passes_in_a_new_environment_probes_only_the_named_passes(tmp_path
     bad = subprocess.run(cmd + ["--passes", "canonicalise"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "did you mean 'canonicalize'" in bad.stderr
     assert list((tmp_path / "cache" / "mlirhlo-driver").glob("passes-*.json"))  # scanned once, kept
+
+
+def test_a_probe_tells_each_passs_anchor():
+    """How the catalogue learns an anchor without a registry: a pass MLIR restricts names
+    its op; one that runs nested in a function is op-agnostic; one that does not (it works on
+    symbol tables) is the module's; anything else is no pass."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.mlir import passes
+
+    with _jaxlib.ir_context():
+        anchors = {n: passes._pass_info(n) for n in ("cse", "canonicalize", "symbol-dce",
+                                                      "chlo-legalize-to-stablehlo", "no-such-pass")}
+    assert anchors.pop("no-such-pass") is None
+    assert {n: p.anchor for n, p in anchors.items()} == {
+        "cse": passes.ANY, "canonicalize": passes.ANY, "symbol-dce": passes.MODULE,
+        "chlo-legalize-to-stablehlo": passes.FUNC}
+
+
+def test_pass_failure_lines_name_what_is_known_of_the_place():
+    from mlirhlo_driver.mlir import pipeline
+
+    assert pipeline._format_diag("error", (3, 5), "boom\n", "m.mlir") == "error: m.mlir:3:5: boom"
+    assert pipeline._format_diag("error", (None, None), "boom", "m.mlir") == "error: m.mlir: boom"
+    assert pipeline._format_diag("note", (None, None), "a\nb\nc", None) == "note: a ... (2 more lines)"

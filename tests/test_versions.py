@@ -252,6 +252,23 @@ def test_gpu_specs_reach_xla_in_the_installed_schema():
     assert info.cuda_compute_capability.major == 9
 
 
+@pytest.mark.parametrize("name, blocks, reserved", [
+    ("p100", 32, 0), ("v100", 32, 0), ("t4", 16, 0), ("a100_sxm_80", 32, 1024), ("a10", 16, 1024),
+    ("l4", 24, 1024), ("h100_sxm", 32, 1024), ("b200", 32, 1024)])
+def test_per_sm_limits_follow_the_compute_capability(name, blocks, reserved):
+    """The limits a newer XLA reads from a real GPU, as cudaDeviceProp gives them per
+    compute capability: blocks per SM, and the 1 KiB a block loses to the driver from 8.0 on."""
+    from mlirhlo_driver.cuda import specs as gpu_specs
+    from mlirhlo_driver.ir import protos
+
+    spec = protos.parse_text(gpu_specs.target_config_for_installed_xla(gpu_specs.resolve_spec(name).text),
+                             "stream_executor.GpuTargetConfigProto")
+    info = spec.gpu_device_info
+    if "max_blocks_per_multiprocessor" not in info.DESCRIPTOR.fields_by_name:
+        pytest.skip("this jaxlib's XLA reads no per-SM limits from the spec")
+    assert (info.max_blocks_per_multiprocessor, info.reserved_shared_memory_per_block) == (blocks, reserved)
+
+
 def test_spec_cuda_versions_follow_the_plugin(monkeypatch):
     """A spec written for CUDA 12.9 gets the versions of the plugin that compiles it (what a
     GPU running that plugin reports): 13.0 under jax-cuda13-plugin, 12.8 under an older one."""
