@@ -112,6 +112,19 @@ MODULE_TESTS: dict[str, list[str]] = {
 # of the kill rate and listed apart with the reason. Only truly equivalent
 # mutants belong here; an untested behaviour needs a test instead.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("execute/spmd.py", 'print(f"process {me} of {n}: joined the run at {cfg.coordinator}", flush=True)',
+     "True -> False"):
+        "as below: the line is only later, the worker flushes before os._exit",
+    ("execute/spmd.py", "flush=True)", "True -> False"):
+        "a worker's progress line then reaches the supervisor later, not in another order or "
+        "form: every worker line goes through the one stdout buffer, which worker_main flushes "
+        "before os._exit",
+    ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False).print(table)",
+     "True -> False"):
+        "rich writes no colour codes to a StringIO, which is no terminal, whatever no_color says",
+    ("cuda/specs.py", "minor = info.cuda_compute_capability.minor if cc else 0", "0 -> 1"):
+        "reached only for a spec without a compute capability (cc 0), where _reported_since_0_12 "
+        "gives nothing for any minor: no (0, minor) is in the table and 0 < 8",
     ("batch/opt.py", "timing: bool = False", "False -> True"):
         "a default for direct constructions only: run_opt, the one caller, always passes timing= "
         "(the --timing flag, which test_end_to_end and test_batch check on and off)",
@@ -123,8 +136,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the flag only saves work: a second call takes XLA's cubins again and assembles the "
         "others again with the same ptxas and options, which gives the same bytes "
         "(test_cubins_are_xlas_own_and_ptxas_remakes_them)",
-    ("cuda/binaries.py", 'return ["--split-compile", str(len(os.sched_getaffinity(0)) if hasattr(os, '
-     '"sched_getaffinity") else os.cpu_count() or 1)]', "1 -> 2"):
+    ("cuda/binaries.py", 'cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") '
+     'else os.cpu_count() or 1', "1 -> 2"):
         "reached only where os.sched_getaffinity is missing and os.cpu_count() is None; "
         "ptxas's thread count changes no code",
     ("cuda/kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
@@ -133,9 +146,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("xla/flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):
         "blank and comment lines skipped early are skipped again by the field loop below "
         "(its first check breaks on an empty or '#' rest of line); nothing else reaches it",
-    ("xla/cli_flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "18 -> 19"):
+    ("xla/flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "18 -> 19"):
         "type 18 is TYPE_SINT64; the pinned jaxlib's DebugOptions has no sint64 field "
         "(its field types: 2, 3, 5, 8, 9, 11, 14), and 19 is no type at all",
+    ("xla/flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "17 -> 18"):
+        "type 17 is TYPE_SINT32, which no DebugOptions field has (its field types: 2, 3, 5, 8, 9, "
+        "11, 14); 18 is already int",
     ("ir/protos.py", 'if line is not None and 0 < line <= text.count("\\n") + 1:', "1 -> 2"):
         "the line comes from text_format's ParseError, whose tokenizer reads text.split('\\n'): "
         "it never reports a line past the last one, so the wider bound is never reached",

@@ -176,3 +176,20 @@ def test_convert_a_directory(cli, tmp_path):
     line = assert_one_line_error(cli("convert", d, "--to", "hlo", "-o", tmp_path / "x.hlo"))
     assert line == f"error: {d}: expected one module, found 2"
     assert not (tmp_path / "x.hlo").exists()
+
+
+def test_parameters_are_spelled_for_the_caller(monkeypatch):
+    """Library errors name parameters: the API's keywords from Python, the flags while a
+    command line runs (and its workers, which inherit the setting)."""
+    import os
+
+    from mlirhlo_driver.errors import param, spelled_as_flags
+
+    monkeypatch.delenv("MLIRHLO_DRIVER_ERRORS_NAME_FLAGS", raising=False)
+    assert (param("gpu_spec"), param("platform", "cuda"), param("num_partitions", 4)) == (
+        "gpu_spec", "platform='cuda'", "num_partitions=4")
+    with spelled_as_flags():
+        assert (param("gpu_spec"), param("platform", "cuda"), param("num_partitions", 4)) == (
+            "--gpu-spec", "--platform cuda", "--num-partitions 4")
+        assert os.environ["MLIRHLO_DRIVER_ERRORS_NAME_FLAGS"] == "1"
+    assert param("gpu_spec") == "gpu_spec" and "MLIRHLO_DRIVER_ERRORS_NAME_FLAGS" not in os.environ

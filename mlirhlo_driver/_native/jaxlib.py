@@ -615,24 +615,6 @@ def codegen_dump_flags(user_emitter_re: str | None = None) -> dict[str, Any]:
     return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
 
 
-def debug_options_fields() -> dict[str, Any]:
-    """Name -> default value of every DebugOptions field this jaxlib's XLA knows."""
-    xla_client = _xla_client()
-
-    # Each object is kept alive: a field of a freed temporary segfaults.
-    options = xla_client.CompileOptions()
-    build = options.executable_build_options
-    dbg = build.debug_options
-    out = {}
-    for name in dir(dbg):
-        if name.startswith("xla_"):
-            try:
-                out[name] = getattr(dbg, name)
-            except Exception:  # some fields are write-only in the bindings
-                out[name] = None
-    return out
-
-
 def cpu_devices() -> list[Any]:
     return list(jax().devices("cpu"))
 
