@@ -16,7 +16,6 @@ Promises:
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,9 +72,7 @@ class Target:
         target = resolve(platform, gpu_spec=gpu_spec, cli_flags=dict(xla_flags or {}),
                          debug_options_file=debug_options_file, autotune_results=autotune_results,
                          spec_flag="gpu_spec")
-        for line in target.note.splitlines():
-            note(line.removeprefix("note: "))
-        target.note = ""
+        target.print_note()
         return target
 
     @property
@@ -93,11 +90,11 @@ class Target:
         return StageOptions(platform=self.platform, gpu_spec=self.spec, xla_flags=self.xla_flags, **kw)
 
     def print_note(self) -> None:
-        """A note comes after every usage check, never right before an error line."""
-        if self.note:
-            sys.stderr.write(self.note + "\n")
-            sys.stderr.flush()
-            self.note = ""
+        """Say the note (errors.note: stderr under a command, the logger from Python), once.
+        A note comes after every usage check, never right before an error line."""
+        for line in self.note.splitlines():
+            note(line.removeprefix("note: "))
+        self.note = ""
 
     def stage_options(self, **kw: Any) -> list[tuple[str | None, StageOptions]]:
         """(spec name or None, options) for each compile target."""
