@@ -115,14 +115,17 @@ class Program(inputs.LoadedModule):
 
     def run(self, target: Target | None = None, *, reference: str = "interpreter", seed: int = 0,
             rtol: float | None = None, atol: float | None = None, inputs_npz: str | None = None,
-            zeros: bool = False, bisect: bool = False, fold_constants: bool = False) -> Any:
+            zeros: bool = False, bisect: bool = False, bisect_passes: bool = False,
+            fold_constants: bool = False) -> Any:
         """Compile for ``target`` (default: CPU), execute on generated inputs (``seed``,
         ``zeros``, or the arrays of ``inputs_npz``), and compare with ``reference``:
         ``"interpreter"`` (StableHLO's), ``"cpu"`` (XLA CPU) or ``"none"``.
 
         Returns the run's report (``execute.run.ModuleReport``): ``ok``, ``status``,
         ``mismatches``, ``outputs``, ``reference_outputs``, ``inputs``; with ``bisect``,
-        the first op whose value diverges (``bisect``). A self-checking module runs
+        the first op whose value diverges (``bisect``); with ``bisect_passes``, the XLA
+        HLO passes whose disabling makes a mismatch match (``pass_bisect``,
+        ``execute.pass_bisect.PassBisect``; None when the module matched). A self-checking module runs
         its ``check.*`` assertions instead (``checks``). A CUDA target needs a GPU.
         """
         from .execute import run as run_mod
@@ -132,7 +135,7 @@ class Program(inputs.LoadedModule):
             raise DriverError(f"unknown reference '{reference}'", hint=", ".join(run_mod.REFERENCES))
         options = run_mod.RunOptions(platform=target.platform, reference=reference, seed=seed, zeros=zeros,
                                      inputs_npz=inputs_npz, rtol=rtol, atol=atol, bisect=bisect,
-                                     fold_constants=fold_constants, keep_outputs=True,
+                                     bisect_passes=bisect_passes, fold_constants=fold_constants, keep_outputs=True,
                                      xla_flags=target.xla_flags)
         return run_mod.run_module(self.module, self.name, self.source, options, self.line_offset)
 
@@ -214,8 +217,9 @@ class Compiled:
     def stage(self, name: str) -> str | bytes | dict[str, bytes]:
         """One stage's output, MLIR-level or XLA's; the first XLA stage compiles, once.
 
-        Text for text stages, bytes for binary ones, and {kernel module: bytes} for
-        the multi-file ``cubin``. StageError for a stage this platform lacks.
+        Text for text stages, bytes for binary ones, and {part: bytes} for the
+        multi-file ``cubin`` (per kernel module) and ``triton-passes`` (per Triton
+        fusion). StageError for a stage this platform lacks.
         """
         return self.request.produce(name)
 
@@ -229,6 +233,22 @@ class Compiled:
 
         return kernel_rows(self.request)
 
+    def xla_passes(self) -> list[Any]:
+        """XLA's HLO passes in this compile, longest first (``xla.pass_log.PassRow``: name,
+        pipeline, calls, total microseconds, whether it changed the module), as
+        ``--timing`` shows them. XLA logs its passes only in a process started for it, so
+        this compiles twice more, in helper processes (one for the times, one for the
+        changes); the result is kept."""
+        def compute(req: StageRequest) -> list[Any]:
+            from .xla import backend, instrument, pass_log
+
+            module = backend.module_for_xla(req.module, req.source, req.line_offset)
+            done = instrument.compile(module, req.module_name, req.options,
+                                      instrument.XlaInstrumentation(timing=True))
+            return pass_log.rows(done.calls or [])
+
+        return list(self.request.derived("xla-pass-rows", compute))
+
     def write(self, directory: str, stages: str | list[str] = "all") -> list[str]:
         """Write stages as ``<module>.<ext>`` files (``<module>.<part>.<ext>`` for
         multi-file stages), each atomically; returns the paths written. ``"all"``:
@@ -240,6 +260,7 @@ class Compiled:
         names = list(self.stages) if stages == "all" else [stages] if isinstance(stages, str) else list(stages)
         for name in names:
             registry.get(name, self.platform)  # every name checked before anything is written
+        self.request.expect(names)  # one compile dumps what they all need
         paths = []
         for name in names:
             for filename, data in registry.get(name, self.platform).files(self.program.name, self.stage(name)):

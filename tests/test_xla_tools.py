@@ -65,6 +65,7 @@ def test_doc_run_hlo_module_against_interpreter(tool):
     assert r.code == 0, r.err
     assert "computation: OK" in r.out and "reference (interpreter)" in r.out
     assert "0/1 runs miscompared." in r.err
+    assert "note:" not in r.err  # the --isolate_instructions note is for that flag only
 
 
 def test_doc_run_hlo_module_dump_glob(tool, work):

@@ -63,18 +63,24 @@ from typing import Any
 from ..errors import NativeCrash
 from . import processes
 
-__all__ = ["Forked", "call", "fork_is_safe", "forked", "native_reason", "shutdown"]
+__all__ = ["Forked", "call", "fork_is_safe", "forked", "in_helper", "native_reason", "shutdown"]
 
 _lock = threading.Lock()
-_helper: _Helper | None = None
+# One helper per environment it was started with: () is the default helper.
+_helpers: dict[tuple[tuple[str, str], ...], _Helper] = {}
 _in_helper = False
+
+
+def in_helper() -> bool:
+    """Whether this process is a helper (calls made here run in place)."""
+    return _in_helper
 
 
 def _after_fork_in_child() -> None:
     # A fork taken while _lock was held leaves it held in the child.
-    global _lock, _helper
+    global _lock
     _lock = threading.Lock()
-    _helper = None
+    _helpers.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -250,11 +256,11 @@ def _llvm_pool_threads() -> bool:
     return False
 
 
-def _start(preload: tuple[str, ...]) -> _Helper:
+def _start(preload: tuple[str, ...], env: tuple[tuple[str, str], ...] = ()) -> _Helper:
     req_r, req_w = os.pipe()
     resp_r, resp_w = os.pipe()
     log = tempfile.TemporaryFile()
-    if fork_is_safe():
+    if not env and fork_is_safe():
         # Modules imported here before the fork are shared with the helper
         # rather than loaded twice (this process mostly needs them too).
         for name in preload:
@@ -274,7 +280,7 @@ def _start(preload: tuple[str, ...]) -> _Helper:
     else:
         # The same imports as here: a test's or an editable install's paths included.
         proc = processes.start_python("mlirhlo_driver._native.isolate", req_r, resp_w, log.fileno(),
-                                      path=sys.path, pass_fds=(req_r, resp_w, log.fileno()),
+                                      path=sys.path, env=dict(env), pass_fds=(req_r, resp_w, log.fileno()),
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         pid = proc.pid
     os.close(req_r)
@@ -283,12 +289,11 @@ def _start(preload: tuple[str, ...]) -> _Helper:
 
 
 def shutdown() -> None:
-    """End the helper process, if one runs (also done at exit)."""
-    global _helper
+    """End the helper processes, if any run (also done at exit)."""
     with _lock:
-        if _helper is not None:
-            _helper.close()
-            _helper = None
+        for helper in list(_helpers.values()):
+            helper.close()
+        _helpers.clear()
 
 
 atexit.register(shutdown)
@@ -296,7 +301,8 @@ atexit.register(shutdown)
 
 def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None = None, *,
          what: str = "native code", file: str | None = None, preload: Iterable[str] = (),
-         on_stderr: Callable[[str], None] | None = None, timeout: float | None = None) -> Any:
+         on_stderr: Callable[[str], None] | None = None, timeout: float | None = None,
+         env: dict[str, str] | None = None, keep: bool = True) -> Any:
     """``fn(*args, **kwargs)`` in the helper process; its result, or its exception re-raised.
 
     Raises NativeCrash (``"{what} aborted: {reason}"``, located at ``file``)
@@ -306,24 +312,29 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
     ``preload``: modules (``module``) the helper imports, or warm-up functions
     (``module:function``) it calls, once, before the call, so later calls
     find them ready. ``on_stderr`` gets what the helper wrote on fd 1/2
-    during a successful call.
+    during the call (whether it returned or raised).
+    ``env``: variables the helper's process must have had from its start (native
+    code reads some once, when it loads: XLA's ``TF_CPP_VMODULE``). Such a call
+    runs in a helper of its own, always a fresh interpreter, kept for later calls
+    with the same ``env``. ``keep=False``: that helper ends after this call (native code
+    that leaves state behind in its process: the next call gets a fresh one).
     """
-    global _helper
     args, kwargs, preload = tuple(args), dict(kwargs or {}), tuple(preload)
-    if _in_helper:
+    key = tuple(sorted((env or {}).items()))
+    if _in_helper and not key:
         return fn(*args, **kwargs)
     request = (fn, args, kwargs, preload)
     with _lock:
         for attempt in range(2):
-            if _helper is None:
-                _helper = _start(preload)
-            helper = _helper
+            helper = _helpers.get(key)
+            if helper is None:
+                helper = _helpers[key] = _start(preload, key)
             try:
                 _send(helper.wfd, request)
             except BrokenPipeError:
                 # It ended before this call (killed from outside, or it never
                 # started): a new one, once.
-                _helper = None
+                del _helpers[key]
                 log = _read_log(helper.log.fileno())
                 status = helper.close()
                 if attempt:
@@ -331,7 +342,7 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                                       file=file, status=status, native_log=log) from None
                 continue
             if timeout is not None and not _wait_readable(helper.rfd, timeout):
-                _helper = None
+                del _helpers[key]
                 _kill(helper)
                 log = _read_log(helper.log.fileno())
                 status = helper.close()
@@ -339,9 +350,12 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                                   native_log=log, timed_out=True)
             reply = _recv(helper.rfd)
             if reply is not None:
+                if not keep:
+                    del _helpers[key]
+                    helper.close()
                 break
             # This call killed it.
-            _helper = None
+            del _helpers[key]
             log = _read_log(helper.log.fileno())
             status = helper.close()
             raise NativeCrash(_death_message(what, status, log), file=file, status=status,

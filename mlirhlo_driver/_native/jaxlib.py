@@ -601,17 +601,20 @@ def codegen_dumps_need_emitters() -> bool:
     return jaxlib_at_least("0.11.0")
 
 
-def codegen_dump_flags(user_emitter_re: str | None = None) -> dict[str, Any]:
-    """DebugOptions that make this XLA dump its LLVM IR and PTX.
+def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, ...] = ()) -> dict[str, Any]:
+    """DebugOptions that make this XLA dump its LLVM IR and PTX, and what ``emitters`` emit.
 
     jaxlib 0.10.2's XLA writes ``*.ir-no-opt.ll``, ``*.ir-with-opt.ll`` and ``*.ptx``
     whenever it dumps. 0.12's writes them only for emitters ``xla_dump_emitter_re``
-    matches (``llvm`` and ``ptx``; measured: unset, neither is written). A user's own
-    regex (Triton's emitters, say) is kept beside them.
+    matches (``llvm`` and ``ptx``; measured: unset, neither is written). Every supported
+    XLA (0.9.0-0.12.0.1) dumps Triton's IR for the emitters ``triton-fusion`` (TTIR) and
+    ``triton-to-llvm`` (the log of Triton's pipeline), and only when asked: the log costs
+    seconds per fusion. A user's own regex is kept beside them.
     """
-    if not codegen_dumps_need_emitters():
+    names = ([_CODEGEN_EMITTERS] if codegen_dumps_need_emitters() else []) + [re.escape(e) for e in emitters]
+    if not names:
         return {}
-    ours = f"^(?:{_CODEGEN_EMITTERS})$"
+    ours = "^(?:" + "|".join(names) + ")$"
     return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
 
 
@@ -743,11 +746,13 @@ def note_once(message: str) -> None:
         note(message)
 
 
-def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
+def compile_executable(module: Any, devices: list[Any], options: Any,
+                       native_log: list[str] | None = None) -> Any:
     """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only).
 
     On failure the CompileError carries what XLA logged natively meanwhile
-    (``native_log``): some errors are explained only there.
+    (``native_log``): some errors are explained only there. ``native_log``: a
+    list that gets all of it, whether the compile failed or not (XLA's pass log).
     """
     if hasattr(module, "operation"):  # an ir.Module: refuse what would kill the process
         from .guards import refuse_constant_division_by_zero
@@ -768,6 +773,8 @@ def compile_executable(module: Any, devices: list[Any], options: Any) -> Any:
                                             compile_options=options)
         except Exception as e:
             failure = e
+    if native_log is not None:
+        native_log.append(captured.text)
     if failure is not None:
         err = CompileError(_strip_status(str(failure)))
         err.native_log = captured.text

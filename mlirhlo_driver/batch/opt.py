@@ -52,6 +52,8 @@ class OptJob:
     split_input_file: bool = False
     arg_specs: str | None = None
     plugins: tuple[str, ...] = ()              # --load-pass-plugin files, loaded in each worker
+    xla_instrumentation: Any = None            # xla.instrument.XlaInstrumentation, when asked
+    timing_format: str = "text"                # text or json
     defer: bool = False                        # stages may finish in groups (stages.Deferred), in run_batch
 
 
@@ -113,28 +115,64 @@ def process(job: OptJob, task: OptTask) -> OptResult:
 
     result = OptResult(task.index, task.name, task.source)
     err: list[str] = []
+    timings: dict[str, Any] = {}  # --timing-format json: the module's tables, printed together
     try:
         loaded = loader.load(task.source, input_format=job.input_format,
                              split_input_file=job.split_input_file, arg_specs=job.arg_specs,
                              chunk=task.chunk, data=task.data)[0]
         if job.root is not None:
-            _run_pipeline(job, loaded, result, err)
+            _run_pipeline(job, loaded, result, err, timings)
         for spec_name, options in job.targets:
             stem = f"{loaded.name}.{spec_name}" if spec_name and len(job.targets) > 1 else loaded.name
             if job.xla_passes or job.after_pass:
                 result.parts.append((stem, "hlo", xla_pass_hlo(loaded, options, job.xla_passes,
                                                                job.after_pass)))
                 continue
-            request = stage_registry.request(loaded.module, loaded.name, options, source=loaded.source,
-                                                  line_offset=loaded.line_offset, defer=job.defer)
+            request = stage_registry.request(loaded.module, loaded.name, options, stages=job.stage_names,
+                                             source=loaded.source, line_offset=loaded.line_offset,
+                                             defer=job.defer)
+            if job.xla_instrumentation is not None:
+                _instrumented_compile(job, loaded, options, request, stem, result, err, timings)
             for name in job.stage_names:
                 result.parts.append((stem, name, request.produce(name)))
         if not pending(result):
             finalize(job, result)
     except DriverError as e:
         fail(job, result, e)
+    if timings:
+        import json
+
+        err.append(json.dumps({"module": loaded.name, **timings}, indent=2) + "\n")
     result.stderr = "".join(err)
     return result
+
+
+def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, request: Any, stem: str,
+                          result: OptResult, err: list[str], timings: dict[str, Any]) -> None:
+    """The request's XLA compile, instrumented (xla.instrument): XLA's pass table and the HLO
+    printed around passes go where MLIR's do (stderr, or files under ir_dump_dir)."""
+    from ..xla import instrument
+    from ..xla.backend import module_for_xla
+    from ..xla.passes import label
+
+    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset)
+    done = instrument.compile(module, loaded.name, options, job.xla_instrumentation)
+    request.derived("xla", lambda _: done.art)
+    for i, printed in enumerate(done.printed):
+        text = printed.header() + "\n" + printed.text
+        if job.ir_dump_dir:
+            safe = printed.pass_name.replace("/", "_").replace(" ", "_")
+            result.files.append((str(Path(job.ir_dump_dir) / stem / f"xla-{i:03d}-{printed.when}-{safe}.hlo"), text))
+        else:
+            err.append(text if text.endswith("\n") else text + "\n")
+    if done.calls is not None:
+        if job.timing_format == "json":
+            from ..xla import pass_log
+
+            timings.setdefault("xla", []).append(pass_log.as_json(done.calls, label(options)))
+        else:
+            title = f"// timing: {loaded.name}\n" if job.several else ""
+            err.append(title + instrument.timing_text(done.calls, label(options), "text"))
 
 
 def pending(result: OptResult) -> bool:
@@ -212,7 +250,8 @@ def error_text(err: DriverError) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str]) -> None:
+def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str],
+                  timings: dict[str, Any]) -> None:
     from ..mlir import pipeline
 
     try:
@@ -220,12 +259,13 @@ def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str]) -
                            module_name=loaded.name, reproducer_dir=job.reproducer_dir,
                            source_for_reproducer=loaded.source)
     except PassFailure as failure:
-        _run_output(job, getattr(failure, "run", None), loaded.name, result, err)
+        _run_output(job, getattr(failure, "run", None), loaded.name, result, err, timings)
         raise
-    _run_output(job, run, loaded.name, result, err)
+    _run_output(job, run, loaded.name, result, err, timings)
 
 
-def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err: list[str]) -> None:
+def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err: list[str],
+                timings: dict[str, Any]) -> None:
     """IR dumps (stderr, or files under ir_dump_dir), other pass output and timing."""
     if run is None:
         return
@@ -241,7 +281,10 @@ def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err:
     else:
         for dump in run.dumps:
             err.append(dump.header() + "\n" + dump.text + "\n")
-    if job.timing:
+    if job.timing and job.timing_format == "json":
+        timings["mlir"] = [{"pass": r.name, "depth": r.depth, "wall_us": round(r.wall_s * 1e6),
+                            "percent": round(r.percent, 2)} for r in run.timing]
+    elif job.timing:
         title = f"// timing: {module_name}\n" if job.several else ""
         err.append(title + pipeline.format_timing(run))
 
@@ -468,6 +511,7 @@ class OptOptions:
     print_ir_module_scope: bool = False
     ir_dump_dir: str | None = None
     timing: bool = False
+    timing_format: str = "text"                # text or json (--timing's tables)
     verify_each: bool = True
     reproducer_dir: str | None = None
     target_version: str | None = None
@@ -479,6 +523,31 @@ class OptOptions:
     timeout: float | None = None
     scheduler: str | None = None
     load_pass_plugin: tuple[str, ...] = ()
+
+
+def _split_print_names(names: Sequence[str], root: Any, platform: str | None) -> tuple[tuple[str, ...],
+                                                                                   tuple[str, ...]]:
+    """(MLIR's names, XLA's) of ``--print-ir-before/after``: with a platform, names the MLIR
+    pipeline does not run (and not 'all') are XLA's HLO passes."""
+    if platform is None:
+        return tuple(names), ()
+    in_pipeline = {p.name for p in root.passes()} if root is not None else set()
+    xla = tuple(n for n in names if n != "all" and n not in in_pipeline)
+    return tuple(n for n in names if n not in xla), xla
+
+
+def _xla_instrumentation(o: OptOptions, platform: str | None, before: tuple[str, ...],
+                         after: tuple[str, ...]) -> Any:
+    """What XLA's compile shows (xla.instrument), or None: nothing asked, or no platform."""
+    if platform is None or not (o.timing or o.print_ir_after_change or before or after):
+        return None
+    if o.xla_passes or o.after_pass:
+        raise DriverError("--timing and --print-ir-* show XLA's normal pipeline: "
+                          "not with --xla-passes or --after-pass")
+    from ..xla.instrument import XlaInstrumentation
+
+    return XlaInstrumentation(timing=o.timing, timing_format=o.timing_format,
+                              after_change=o.print_ir_after_change, before=before, after=after)
 
 
 def stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
@@ -505,8 +574,13 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
     from ..mlir import pipeline
 
     root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file)
-    pipeline.check_print_ir_passes(o.print_ir_before, root, "--print-ir-before")
-    pipeline.check_print_ir_passes(o.print_ir_after, root, "--print-ir-after")
+    if o.timing_format not in ("text", "json"):
+        raise DriverError(f"--timing-format must be text or json, not '{o.timing_format}'")
+    # With a platform, a name the MLIR pipeline does not run is one of XLA's HLO passes.
+    mlir_before, xla_before = _split_print_names(o.print_ir_before, root, target.platform)
+    mlir_after, xla_after = _split_print_names(o.print_ir_after, root, target.platform)
+    pipeline.check_print_ir_passes(mlir_before, root, "--print-ir-before")
+    pipeline.check_print_ir_passes(mlir_after, root, "--print-ir-after")
     if o.reproducer_dir is not None:
         pipeline.check_reproducer_dir(o.reproducer_dir)
     if o.print_pipeline:
@@ -544,7 +618,7 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
     target.print_note()
     inst = pipeline.Instrumentation(
         print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,
-        print_ir_before=tuple(o.print_ir_before), print_ir_after=tuple(o.print_ir_after),
+        print_ir_before=mlir_before, print_ir_after=mlir_after,
         print_ir_after_failure=o.print_ir_after_failure, print_ir_module_scope=o.print_ir_module_scope,
         timing=o.timing, verify_each=o.verify_each)
     job = OptJob(
@@ -553,6 +627,8 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
         several=len(tasks) > 1, reproducer_dir=o.reproducer_dir, xla_passes=o.xla_passes,
         after_pass=o.after_pass, input_format=o.input_format, split_input_file=o.split_input_file,
         arg_specs=o.args, plugins=tuple(o.load_pass_plugin),
+        xla_instrumentation=_xla_instrumentation(o, target.platform, xla_before, xla_after),
+        timing_format=o.timing_format,
         # On a cluster each worker finishes its own: this machine may lack the tools.
         defer=o.scheduler is None)
     # Each module's outputs are written as it finishes; a failing one is a row,

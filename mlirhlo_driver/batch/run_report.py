@@ -140,6 +140,12 @@ def print_run_reports(reports: list[Any], options: Any, print_literals: bool, ex
             if b.operand_shapes:
                 lines.append(f"    operands: {', '.join(b.operand_shapes)}")
             lines.extend("    " + ln for ln in b.mismatch.describe().splitlines()[:3])
+        if r.pass_bisect is not None:
+            lines.extend(_pass_bisect_lines(r, options, extra_flags))
+        if r.xla_passes is not None:
+            from ..xla import pass_log
+
+            lines.extend("  " + ln for ln in pass_log.format_rows(r.xla_passes, options.platform).splitlines())
         if print_literals and r.outputs is not None:
             with np.printoptions(threshold=200, precision=6):
                 for i, a in enumerate(r.inputs or []):
@@ -153,6 +159,25 @@ def print_run_reports(reports: list[Any], options: Any, print_literals: bool, ex
         sys.stdout.write("\n".join(lines) + "\n")
     if len(reports) > 1:
         print_summary_table(reports)
+
+
+def _pass_bisect_lines(r: Any, options: Any, extra_flags: list[str]) -> list[str]:
+    b = r.pass_bisect
+    if not b.passes:
+        return [f"  bisect-passes: {b.note} ({b.trials} trial{'s' if b.trials != 1 else ''})"]
+    names = ", ".join(f"'{p}' ({', '.join(b.pipelines.get(p) or ['?'])})" for p in b.passes)
+    what = "XLA pass" if len(b.passes) == 1 else "XLA passes"
+    lines = [f"  bisect-passes: {what} {names}: disabled, the module matches its reference"
+             + ("" if b.confirmed else " (not confirmed alone)")
+             + f" ({b.trials} trials over {b.candidates} passes)"]
+    lines.append(f"  matches with: {reproducer(r, options, [*extra_flags, b.flag])}")
+    if b.before is not None and b.after is not None:
+        for when, text in (("before", b.before), ("after", b.after)):
+            lines.append(f"  // -----// HLO {when} {b.passes[0]} ({b.dump_pipeline}) //----- //")
+            lines.extend("  " + ln for ln in text.rstrip("\n").splitlines())
+    else:
+        lines.append(f"  (XLA dumped no run of {b.passes[0]} that changed the module)")
+    return lines
 
 
 def print_summary_table(reports: list[Any]) -> None:

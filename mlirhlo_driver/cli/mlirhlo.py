@@ -99,18 +99,26 @@ def opt(
     print_ir_after_all: Annotated[bool, typer.Option(
         "--print-ir-after-all", help="Print the IR after every pass.")] = False,
     print_ir_after_change: Annotated[bool, typer.Option(
-        "--print-ir-after-change", help="Print the IR after each pass that changed it.")] = False,
+        "--print-ir-after-change",
+        help="Print the IR after each pass that changed it (with --platform, XLA's HLO passes too).")] = False,
     print_ir_before: Annotated[Optional[list[str]], typer.Option(
-        "--print-ir-before", metavar="PASS", help="Print IR before this pass (repeatable; 'all').")] = None,
+        "--print-ir-before", metavar="PASS",
+        help="Print IR before this pass (repeatable; 'all'); with --platform, an XLA HLO pass too.")] = None,
     print_ir_after: Annotated[Optional[list[str]], typer.Option(
-        "--print-ir-after", metavar="PASS", help="Print IR after this pass (repeatable; 'all').")] = None,
+        "--print-ir-after", metavar="PASS",
+        help="Print IR after this pass (repeatable; 'all'); with --platform, an XLA HLO pass too.")] = None,
     print_ir_after_failure: Annotated[bool, typer.Option(
         "--print-ir-after-failure", help="Print the IR after a pass that failed.")] = False,
     print_ir_module_scope: Annotated[bool, typer.Option(
         "--print-ir-module-scope", help="Print the whole module, not only the pass's anchor op.")] = False,
     ir_dump_dir: Annotated[Optional[str], typer.Option(
         "--ir-dump-dir", metavar="DIR", help="Write printed IR here, one file per pass, instead of stderr.")] = None,
-    timing: Annotated[bool, typer.Option("--timing", help="Per-pass wall times as a table.")] = False,
+    timing: Annotated[bool, typer.Option(
+        "--timing", help="Per-pass wall times as a table: MLIR's passes, and with --platform XLA's HLO "
+                         "passes (calls, time, whether each changed the module).")] = False,
+    timing_format: Annotated[str, typer.Option(
+        "--timing-format", "--mlir-output-format", metavar="FORMAT",
+        help="--timing's tables as text or json (one object per module, on stderr).")] = "text",
     verify_each: Annotated[bool, typer.Option(
         "--verify-each/--no-verify-each", help="Verify the IR after each pass.")] = True,
     reproducer_dir: Annotated[Optional[str], typer.Option(
@@ -340,6 +348,12 @@ def run(
         "--fold-constants", help="Check files: keep their constant inputs (XLA folds the test).")] = False,
     bisect: Annotated[bool, typer.Option(
         "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
+    bisect_passes: Annotated[bool, typer.Option(
+        "--bisect-passes", help="On a mismatch, find the XLA HLO pass (or smallest set) whose disabling "
+                                "makes the module match, with the HLO before and after it.")] = False,
+    timing: Annotated[bool, typer.Option(
+        "--timing", help="XLA's per-pass table of each module's compile: calls, time, whether each "
+                         "HLO pass changed the module.")] = False,
     jobs: JobsOption = 1,
     timeout: TimeoutOption = None,
     scheduler: Annotated[Optional[str], typer.Option(
@@ -370,7 +384,8 @@ def run(
             inputs, cli_flags=cli_flags, extra_words=extra, platform=platform, reference=reference, seed=seed,
             zeros=zeros, inputs_npz=inputs_npz, large_float_range=large_float_range, rtol=rtol, atol=atol,
             iterations=iterations, print_literals=print_literals, save_outputs=save_outputs,
-            fold_constants=fold_constants, bisect=bisect, jobs=jobs, timeout=timeout, scheduler=scheduler,
+            fold_constants=fold_constants, bisect=bisect, bisect_passes=bisect_passes, timing=timing, jobs=jobs,
+            timeout=timeout, scheduler=scheduler,
             json_report=json_report, input_format=input_format, split_input_file=split_input_file, args=args)
         if code:
             raise typer.Exit(code)

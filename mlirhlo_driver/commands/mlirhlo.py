@@ -37,7 +37,7 @@ def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str],
         reference: str = "interpreter", seed: int = 0, zeros: bool = False, inputs_npz: str | None = None,
         large_float_range: bool = False, rtol: float | None = None, atol: float | None = None,
         iterations: int = 1, print_literals: bool = False, save_outputs: str | None = None,
-        fold_constants: bool = False, bisect: bool = False, jobs: int = 1, timeout: float | None = None,
+        fold_constants: bool = False, bisect: bool = False, bisect_passes: bool = False, timing: bool = False, jobs: int = 1, timeout: float | None = None,
         scheduler: str | None = None, json_report: str | None = None, input_format: str | None = None,
         split_input_file: bool = False, args: str | None = None) -> int:
     """``mlirhlo run``: compile each module with XLA for ``platform``, execute it, compare with
@@ -72,7 +72,7 @@ def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str],
     options = runner.RunOptions(
         platform=platform, reference=reference, seed=seed, zeros=zeros, inputs_npz=inputs_npz,
         large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,
-        fold_constants=fold_constants, bisect=bisect,
+        fold_constants=fold_constants, bisect=bisect, bisect_passes=bisect_passes, timing=timing,
         keep_outputs=bool(print_literals or save_outputs), xla_flags=tuple(sorted(flags.items())))
     reports = run_report.execute_tasks(tasks, options, jobs, timeout, scheduler)
     if len(reports) == 1 and reports[0].status == "invalid":

@@ -111,7 +111,7 @@ def hlo_opt(p: Any) -> int:
         else:
             _, options = target.stage_options()[0]
             stage_registry.get(stage, platform)  # validate before any compile
-            requests = [stage_registry.request(m.module, m.name, options) for m in modules]
+            requests = [stage_registry.request(m.module, m.name, options, stages=(stage,)) for m in modules]
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
             results = [single_output(stage_registry.get(stage, platform), r.produce(stage))
                        for r in requests]

@@ -37,6 +37,8 @@ class RunOptions:
     iterations: int = 1
     fold_constants: bool = False
     bisect: bool = False
+    bisect_passes: bool = False        # on a mismatch, find the XLA HLO pass behind it
+    timing: bool = False               # XLA's per-pass table of the module's compile
     keep_outputs: bool = False         # return the arrays, inputs too (print/save them)
     xla_flags: tuple[tuple[str, Any], ...] = ()
     reference_xla_flags: tuple[tuple[str, Any], ...] = ()   # for a CPU reference's compile
@@ -101,6 +103,8 @@ class ModuleReport:
     mismatches: list[Mismatch] = field(default_factory=list)
     checks: list[CheckReport] = field(default_factory=list)
     bisect: BisectResult | None = None
+    pass_bisect: Any = None            # execute.pass_bisect.PassBisect, with --bisect-passes
+    xla_passes: list[Any] | None = None  # xla.pass_log.PassRow, with --timing
     inputs_note: str = ""
     inputs: list[Any] | None = None            # kept with keep_outputs, for --print-literals
     outputs: list[Any] | None = None
@@ -126,6 +130,8 @@ class ModuleReport:
                     "op": self.bisect.op, "location": self.bisect.location,
                     "operand_shapes": self.bisect.operand_shapes,
                     "mismatch": self.bisect.mismatch.describe()},
+                "bisect_passes": None if self.pass_bisect is None else self.pass_bisect.row(),
+                "xla_passes": None if self.xla_passes is None else [p.as_dict() for p in self.xla_passes],
                 "inputs": self.inputs_note, "reproducer": self.reproducer}
 
 
@@ -417,6 +423,17 @@ def run_xla(module: Any, arrays: list[np.ndarray], platform: str, iterations: in
     return outputs, compile_ms, statistics.median(times)
 
 
+def run_in_helper(bytecode: bytes, arrays: list[np.ndarray], platform: str,
+                  xla_flags: tuple[tuple[str, Any], ...]) -> list[np.ndarray]:
+    """:func:`run_xla`'s outputs for a module given as bytecode (isolate's helper runs it)."""
+    from jaxlib.mlir import ir
+
+    from .._native import jaxlib as _jaxlib
+
+    with _jaxlib.ir_context():
+        return run_xla(ir.Module.parse(bytecode), arrays, platform, 1, xla_flags)[0]
+
+
 def run_interpreter(module: Any, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
     """The StableHLO reference interpreter (stablehlo.eval_module) on host arrays.
 
@@ -604,6 +621,23 @@ def _fmt(v: Any) -> str:
 
 def run_module(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0) -> ModuleReport:
     """Inputs, platform run, reference run, comparison; never raises for module failures."""
+
+    report = run_compared(module, name, source, options, line_offset)
+    if options.timing and report.status not in ("invalid", "failed"):
+        from ..stages.base import StageOptions
+        from ..xla import backend, instrument, pass_log
+
+        try:
+            done = instrument.compile(backend.module_for_xla(module, source, line_offset), name,
+                                      StageOptions(platform=options.platform, xla_flags=options.xla_flags),
+                                      instrument.XlaInstrumentation(timing=True))
+            report.xla_passes = pass_log.rows(done.calls or [])
+        except DriverError as e:
+            report.message += f" (no pass timing: {e.message})"
+    return report
+
+
+def run_compared(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0) -> ModuleReport:
     from .._native import jaxlib as _jaxlib
     from ..inputs import checks
 
@@ -629,6 +663,16 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
             report.bisect = bisect(module, arrays, options)
             if report.bisect is not None and report.bisect.location.startswith("-:"):
                 report.bisect.location = source + report.bisect.location[1:]
+        if report.status == "mismatch" and options.bisect_passes:
+            from . import pass_bisect
+
+            def matching(outs: list[np.ndarray]) -> bool:
+                return len(outs) == len(reference) and all(
+                    compare(a, e, i, options.rtol, options.atol).count == 0
+                    for i, (a, e) in enumerate(zip(outs, reference)))
+
+            report.pass_bisect = pass_bisect.find(module, name, arrays, options, trial=run_in_helper,
+                                                  matching=matching)
     except (InputError, PipelineError) as e:
         report.status = "invalid"  # bad input, not a failure of the module: exit code 2
         if e.file is None and e.line is not None:

@@ -49,6 +49,9 @@ class Stage:
     # A multi-file stage produces {part: data} (e.g. one cubin per kernel module),
     # written as <module>.<part>.<ext>; see files().
     multi: bool = False
+    # A multi-file text stage whose parts, for -o or stdout, join into one text, each
+    # after a "<join> ----- <part> -----" line (triton-passes: one log per fusion).
+    join: str | None = None
 
     def filename(self, module_name: str, part: str | None = None) -> str:
         return f"{module_name}.{part}.{self.ext}" if part else f"{module_name}.{self.ext}"
@@ -64,6 +67,9 @@ def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | b
     """The one output of a stage, for -o or stdout; StageError if it made several files."""
     if not isinstance(data, dict):
         return data
+    if stage.join is not None:
+        return join_sections(stage.join, [(part, d.decode() if isinstance(d, bytes) else d)
+                                          for part, d in data.items()])
     if len(data) == 1:
         return next(iter(data.values()))
     if not data:
@@ -72,6 +78,12 @@ def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | b
     raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
                      "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
                      + (", ..." if len(data) > 3 else ""))
+
+
+def join_sections(comment: str, sections: list[tuple[str, str]]) -> str:
+    """Texts as one, each after a ``<comment> ----- <name> -----`` line (tools split them again)."""
+    return "".join(f"{comment} ----- {name} -----\n{text}" + ("" if text.endswith("\n") else "\n")
+                   for name, text in sections)
 
 
 class Deferred(abc.ABC):
@@ -154,10 +166,17 @@ class StageRequest:
     module_name: str
     options: StageOptions
     registry: Registry = field(repr=False)  # the stages produce() can give
+    # The stages the caller will ask for: the first XLA compile dumps what they all need.
+    stages: tuple[str, ...] = ()
     source: str | None = None  # the file, for errors in check ops (xla.backend.module_for_xla)
     line_offset: int = 0       # the chunk's first line in it (--split-input-file)
     defer: bool = False        # produce() may return a Deferred: the caller finishes it
     _derived: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def expect(self, names: list[str] | tuple[str, ...]) -> None:
+        """The caller will ask for these stages too: the first XLA compile dumps what they
+        need (no effect once it has run; a stage that needs more compiles again, once)."""
+        self.stages = tuple(dict.fromkeys((*self.stages, *names)))
 
     def derived(self, key: str, compute: Callable[[StageRequest], Any]) -> Any:
         """``compute(self)`` once per request, for what several stages read (a cubin assembly)."""

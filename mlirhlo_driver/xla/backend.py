@@ -60,6 +60,8 @@ class XlaArtifacts:
     cost: dict[str, float] | None = None
     compile_error: str | None = None  # set when only the dumps written before a failure exist
     mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
+    pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
+    emitters: tuple[str, ...] = ()  # codegen emitters dumped besides LLVM IR and PTX (Triton's)
 
     def matching(self, pattern: str) -> list[tuple[str, bytes]]:
         rx = re.compile(pattern)
@@ -78,13 +80,14 @@ def _natural_key(name: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def flag_overrides(options: Any) -> list[tuple[str, Any]]:
-    """DebugOptions for this compile: driver defaults, then the user's flags."""
+def flag_overrides(options: Any, emitters: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+    """DebugOptions for this compile: driver defaults, then the user's flags. ``emitters``:
+    codegen emitters whose output to dump too (Triton's, for the Triton stages)."""
     from .._native import jaxlib as _jaxlib
 
     user = dict(options.xla_flags)
     # The codegen dump regex already holds the user's own, beside the driver's.
-    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"))
+    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), emitters)
     flags: dict[str, Any] = {**dict(_DUMP_FLAGS), **codegen}
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)
@@ -123,7 +126,8 @@ def _devices(platform: str, spec_text: str | None, spec_name: str) -> list[Any]:
 
 
 def compile_module(module: Any, module_name: str, options: Any, *,
-                   keep_going: bool = False, isolated: bool = False) -> XlaArtifacts:
+                   keep_going: bool = False, isolated: bool = False,
+                   native_log: list[str] | None = None, emitters: tuple[str, ...] = ()) -> XlaArtifacts:
     """Compile ``module`` for ``options.platform`` and read back every artifact.
 
     With ``keep_going``, a failed compile still returns the dumps XLA wrote
@@ -134,10 +138,20 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     the dumps written before that death are still read (no executable then). Flags that
     cut the pipeline short (:func:`cuts_pipeline`) compile that way first as well; once
     that compile has finished, XLA compiles here again for the executable.
+    ``native_log`` gets what XLA wrote on fd 2 while it compiled here. ``emitters``: see
+    :func:`flag_overrides`.
     """
+    from .._native import isolate
     from .._native import jaxlib as _jaxlib
     from . import flags as xla_flags
 
+    if not isolated and _dumps_triton_log(options, emitters) and not isolate.in_helper():
+        # XLA's Triton log leaves IR printing on in its process: every later Triton compile
+        # there prints every pass too, once more per log written (measured: the MLP step's
+        # next compile for another spec, 1 s -> 60 s). So each such compile has a helper
+        # process of its own, ended after it.
+        return _in_helper_process(module, module_name, options, _TRITON_LOG_HELPER,
+                                  keep_going=keep_going, emitters=emitters, keep=False)[0]
     user_cuda_dir = str(dict(options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
     if options.platform == "cuda" and options.gpu_spec is not None:
         from ..cuda import tools as cuda_tools
@@ -149,7 +163,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     devices = None if isolated else devices_for(options)
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
     try:
-        overrides = flag_overrides(options)
+        overrides = flag_overrides(options, emitters)
         if options.platform == "cuda" and not dict(options.xla_flags).get(KERNEL_CACHE_FLAG):
             # XLA writes the cubins it assembled there, one per kernel module: the cubin,
             # sass and kernels stages read them instead of running ptxas again (same output).
@@ -165,7 +179,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
                     executable = _jaxlib.compile_executable(
                         module, devices, _jaxlib.compile_options(dump_to=scratch, env_overrides=overrides))
             elif not isolated:
-                executable = _jaxlib.compile_executable(module, devices, opts)
+                executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log)
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
             if flag_error is not None:
@@ -193,7 +207,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
-                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()})
+                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters))
     if executable is not None:
         art.scheduled_hlo = executable.hlo_modules()[0].to_string()
         stats = executable.get_compiled_memory_stats()
@@ -205,6 +219,68 @@ def compile_module(module: Any, module_name: str, options: Any, *,
         except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
             art.cost = None
     return art
+
+
+# What marks the helper process of the compiles that write XLA's Triton log.
+_TRITON_LOG_HELPER = {"MLIRHLO_DRIVER_HELPER": "triton-log"}
+TRITON_LOG_EMITTER = "triton-to-llvm"
+
+
+def _dumps_triton_log(options: Any, emitters: tuple[str, ...]) -> bool:
+    """Whether this compile writes XLA's Triton log (asked by a stage, or by the user's own
+    ``--xla_dump_emitter_re``, which XLA matches as a regex)."""
+    if options.platform != "cuda":
+        return False
+    if TRITON_LOG_EMITTER in emitters:
+        return True
+    user = str(dict(options.xla_flags).get("xla_dump_emitter_re") or "")
+    try:
+        return bool(user) and re.search(user, TRITON_LOG_EMITTER) is not None
+    except re.error:
+        return False  # XLA refuses it: that compile's error
+
+
+def compile_logged(module: Any, module_name: str, options: Any, level: int, *,
+                   keep_going: bool = False) -> XlaArtifacts:
+    """:func:`compile_module`, in a helper process whose XLA logs its HLO passes at ``level``
+    (xla.pass_log); the artifacts come back with ``pass_calls`` set. The helper starts once
+    per level (a fresh interpreter: XLA reads the setting when it loads) and is kept.
+    With ``keep_going`` a failed compile still gives its dumps and its log so far."""
+    from . import pass_log
+
+    art, log = _in_helper_process(module, module_name, options, pass_log.log_env(level), keep_going=keep_going)
+    art.pass_calls = pass_log.parse(log, changes_logged=level >= pass_log.CHANGES_LEVEL)
+    return art
+
+
+def _in_helper_process(module: Any, module_name: str, options: Any, env: dict[str, str], *,
+                       keep_going: bool = False, emitters: tuple[str, ...] = (),
+                       keep: bool = True) -> tuple[XlaArtifacts, str]:
+    """:func:`compile_module` in isolate's helper started with ``env`` (one per ``env``; kept
+    for later calls unless ``keep`` is False): its artifacts, and what XLA wrote on fd 2."""
+    import io
+
+    from .._native import isolate
+    from .._native import jaxlib as _jaxlib
+
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return isolate.call(_compile_in_helper_process, (buf.getvalue(), module_name, options, keep_going, emitters),
+                        what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env, keep=keep)
+
+
+def _compile_in_helper_process(bytecode: bytes, module_name: str, options: Any, keep_going: bool,
+                               emitters: tuple[str, ...]) -> tuple[XlaArtifacts, str]:
+    from jaxlib.mlir import ir
+
+    from .._native import jaxlib as _jaxlib
+
+    log: list[str] = []
+    with _jaxlib.ir_context():
+        module = ir.Module.parse(bytecode)
+        art = compile_module(module, module_name, options, keep_going=keep_going, native_log=log,
+                             emitters=emitters)
+    return art, "".join(log)
 
 
 def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:

@@ -14,6 +14,7 @@ where a flag had to be set for a pass to exist at all.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +29,8 @@ GATED_PASSES = {
 _DUMP_ALL = (("xla_dump_hlo_pass_re", ".*"),)
 
 
-def _label(options: Any) -> str:
+def label(options: Any) -> str:
+    """How a target is named in listings and tables: ``cpu``, ``cuda (h100_sxm)``."""
     return options.platform if options.platform != "cuda" else f"cuda ({options.gpu_spec.name})"
 
 
@@ -49,17 +51,18 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
     (StageOptions, one per pipeline to try) whose pipeline runs them all; the
     compile that ran them is appended to ``arts``."""
     from . import backend as xla_backend
+    from . import pass_log
 
     tried: list[tuple[str, list[str], set[str]]] = []
     for options in candidates:
         options = _with_gates(options, names) if options.platform == "cuda" else options
-        full = xla_backend.compile_module(module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL),
-                                          keep_going=True)
-        known = xla_backend.passes_by_pipeline(full)
+        # XLA's pass log says which passes ran, in which pipelines, changed or not.
+        known = pipelines_of(xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL,
+                                                        keep_going=True).pass_calls or [])
         seen = {p for ps in known.values() for p in ps}
         missing = [n for n in names if n not in seen]
         if missing:
-            tried.append((_label(options), missing, seen))
+            tried.append((label(options), missing, seen))
             continue
         # A pass runs only if its enclosing pipelines are enabled too. Enabling just
         # the pipelines that hold the passes keeps other passes from running; a
@@ -71,20 +74,34 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
                 module, name,
                 replace(options, xla_flags=options.xla_flags + _DUMP_ALL + (("xla_enable_hlo_passes_only", only),)),
                 keep_going=True, isolated=True)
-            ran = {d.pipeline for d in xla_backend.pass_dumps(art)}
-            if all(pipe in ran for pipe in holding):
+            # Dump file names spell a pipeline's spaces as underscores.
+            ran = {_file_safe(d.pipeline) for d in xla_backend.pass_dumps(art)}
+            if all(_file_safe(pipe) in ran for pipe in holding):
                 break
         if arts is not None:
             arts.append(art)
         return xla_backend.hlo_after_only(art, names)
-    hint = "jaxlib runs XLA passes only inside a platform pipeline, and only where the module gives " \
-           "them work; see --list-passes"
+    hint = "jaxlib runs XLA passes only inside a platform's pipeline; see --list-passes"
     if len(tried) == 1:
         from ..errors import did_you_mean
 
         hint = did_you_mean(tried[0][1][0], tried[0][2]) or hint
     raise DriverError("XLA passes not run: " + "; ".join(f"{label}: {', '.join(missing)} did not run"
                                                          for label, missing, _ in tried), hint=hint)
+
+
+def _file_safe(name: str) -> str:
+    return re.sub(r"[^\w.-]", "_", name)
+
+
+def pipelines_of(calls: list[Any]) -> dict[str, list[str]]:
+    """Pass names (nested pipelines included) that ran in each pipeline of a pass log, in first-run order."""
+    grouped: dict[str, list[str]] = {}
+    for c in sorted(calls, key=lambda c: c.index):
+        names = grouped.setdefault(c.pipeline, [])
+        if not c.skipped and c.name not in names:
+            names.append(c.name)
+    return grouped
 
 
 def hlo_after_pass(module: Any, name: str, options: Any, pass_name: str) -> str:
@@ -143,10 +160,12 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
 def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
     """XLA's HLO pass names per pipeline, for each of ``candidates`` (StageOptions).
 
-    Read from XLA's per-pass dumps of ``modules`` (inputs.LoadedModule), or of
-    xla.backend's reference module: a pass that never changes them is missing.
+    Read from XLA's own log of the passes its pipelines ran on ``modules``
+    (inputs.LoadedModule), or on xla.backend's reference module, whether they
+    changed the module or not. Nested pipelines are listed as passes of theirs.
     """
     from . import backend as xla_backend
+    from . import pass_log
 
     if modules:
         compiled = [(xla_backend.module_for_xla(m.module, m.source, m.line_offset), m.name) for m in modules]
@@ -158,18 +177,18 @@ def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
     for options in candidates:
         grouped: dict[str, list[str]] = {}
         for module, name in compiled:
-            art = xla_backend.compile_module(
-                module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL), keep_going=True)
-            for pipe, names in xla_backend.passes_by_pipeline(art).items():
+            art = xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL, keep_going=True)
+            for pipe, names in pipelines_of(art.pass_calls or []).items():
                 have = grouped.setdefault(pipe, [])
                 have.extend(n for n in names if n not in have)
-        lines.append(f"# XLA HLO passes of the {_label(options)} pipeline (--platform={options.platform.upper()})"
+        lines.append(f"# XLA HLO passes of the {label(options)} pipeline (--platform={options.platform.upper()})"
                      f"{source}, by pipeline")
         for pipe, names in grouped.items():
             if names:
                 lines.append(f"{pipe}:")
                 lines.extend(f"  {n}" for n in names)
                 if options.platform == "cuda" and pipe == "collective-optimizations":
-                    lines.extend(f"  {n} (with --{flag} > 0)" for n, (flag, _) in GATED_PASSES.items())
+                    lines.extend(f"  {n} (with --{flag} > 0)" for n, (flag, _) in GATED_PASSES.items()
+                                 if n not in names)
         lines.append("")
     return "\n".join(lines)

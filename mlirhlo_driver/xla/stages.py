@@ -259,16 +259,112 @@ def _autotune_results(req: Any) -> str:
     return _text(artifacts(req).one(r"^autotune_results\.pbtxt$", "autotune-results"))
 
 
-def artifacts(req: StageRequest) -> Any:
-    """XLA's compile of the request's module (xla.backend.XlaArtifacts), once per request."""
-    return req.derived("xla", _compile)
+def artifacts(req: StageRequest, emitters: tuple[str, ...] = ()) -> Any:
+    """XLA's compile of the request's module (xla.backend.XlaArtifacts), once per request.
+
+    It dumps what the request's ``stages`` need (:data:`STAGE_EMITTERS`). A stage that
+    needs ``emitters`` the first compile did not dump gets a compile of its own, once.
+    """
+    art = req.derived("xla", _compile)
+    if set(emitters) - set(art.emitters):
+        art = req.derived("xla:" + ",".join(sorted(emitters)), lambda r: _compile(r, emitters))
+    return art
 
 
-def _compile(req: StageRequest) -> Any:
+def _compile(req: StageRequest, emitters: tuple[str, ...] = ()) -> Any:
     from . import backend
 
+    wanted = sorted(set(emitters) | {e for s in req.stages for e in STAGE_EMITTERS.get(s, ())})
     module = backend.module_for_xla(req.module, req.source, req.line_offset)
-    return backend.compile_module(module, req.module_name, req.options)
+    return backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted))
+
+
+# ------------------------------------------------------------------ Triton
+
+# XLA's emitters whose dumps the Triton stages read (TTIR; the log of Triton's pipeline).
+_TTIR_EMITTER = "triton-fusion"
+_TRITON_LOG_EMITTER = "triton-to-llvm"  # xla.backend.TRITON_LOG_EMITTER: its compiles run apart
+# The log's stages read the TTIR files too (for the fusions' names).
+STAGE_EMITTERS = {"triton": (_TTIR_EMITTER,), "ttir": (_TTIR_EMITTER,), "ttgir": (_TTIR_EMITTER, _TRITON_LOG_EMITTER),
+                  "triton-passes": (_TTIR_EMITTER, _TRITON_LOG_EMITTER)}
+_TTIR_FILE = re.compile(r"^(.+?)\.ttir\.txt$")
+_TRITON_LOG_FILE = re.compile(r"^(.+)\.triton-to-llvm\.txt$")
+# The pass that lowers TritonGPU IR to LLVM: the IR dumped before it is the TTGIR.
+_TO_LLVM = re.compile(r"^// -----// IR Dump Before ConvertTritonGPUToLLVM\b.*$", re.M)
+_DUMP_HEADER = re.compile(r"^// -----// IR Dump (?:Before|After) .*$", re.M)
+
+
+def _no_triton(req: Any) -> str:
+    return (f"// {req.module_name}: no Triton fusions (XLA emitted every kernel of this module "
+            "without Triton)\n")
+
+
+def _ttir_fusions(art: Any) -> list[tuple[str, str, str]]:
+    """(fusion, its HLO, its TTIR as XLA emitted it) for each Triton fusion, by name."""
+    out = []
+    for key, data in art.files.items():
+        m = _TTIR_FILE.match(key)
+        if m and not key.endswith(".before_validation.ttir.txt"):
+            fusion = m.group(1)
+            hlo = art.files.get(f"{fusion}.hlo", b"")
+            out.append((fusion, _text(hlo), _text(data)))
+    return sorted(out, key=lambda f: _natural(f[0]))
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _triton_logs(req: Any) -> list[tuple[str, str]]:
+    """(fusion, the "IR Dump Before" log of XLA's Triton pipeline for it), by fusion name.
+    The log's file names the fusion with ``_`` for ``.``; named as in the HLO where known."""
+    art = artifacts(req, STAGE_EMITTERS["ttgir"])
+    known = {re.sub(r"\W", "_", f): f for f, _, _ in _ttir_fusions(art)}
+    prefix = re.sub(r"\W", "_", art.hlo_module_name) + "."
+    out = []
+    for key, data in art.files.items():
+        m = _TRITON_LOG_FILE.match(key)
+        if m:
+            name = m.group(1)
+            name = name[len(art.hlo_module_name) + 1:] if name.startswith(art.hlo_module_name + ".") else \
+                name[len(prefix):] if name.startswith(prefix) else name
+            out.append((known.get(name, name), _text(data)))
+    return sorted(out, key=lambda f: _natural(f[0]))
+
+
+def _triton(req: Any) -> str:
+    fusions = _ttir_fusions(artifacts(req, (_TTIR_EMITTER,)))
+    if not fusions:
+        return _no_triton(req)
+    from ..stages.base import join_sections
+
+    return join_sections("//", [(name, "".join(f"// {ln}\n" for ln in hlo.splitlines()) + ttir)
+                                for name, hlo, ttir in fusions])
+
+
+def _ttgir(req: Any) -> str:
+    logs = _triton_logs(req)
+    if not logs:
+        return _no_triton(req)
+    from ..errors import StageError
+    from ..stages.base import join_sections
+
+    sections = []
+    for name, log in logs:
+        start = _TO_LLVM.search(log)
+        if start is None:
+            raise StageError(f"XLA's Triton log for fusion '{name}' has no TritonGPU IR "
+                             "(no dump before ConvertTritonGPUToLLVM)")
+        end = _DUMP_HEADER.search(log, start.end())
+        sections.append((name, log[start.end() + 1:end.start() if end else len(log)].strip("\n") + "\n"))
+    return join_sections("//", sections)
+
+
+def _triton_passes(req: Any) -> str | dict[str, bytes]:
+    logs = _triton_logs(req)
+    if not logs:
+        return _no_triton(req)
+    return {name: log.encode() for name, log in logs}
 
 
 def add_stages(stages: Registry) -> None:
@@ -289,6 +385,15 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("llvm-after-optimizations", "ir-with-opt.ll", XLA, False, "same as 'llvm'", _llvm_after,
                      alias_of="llvm"))
     stages.add(Stage("ptx", "ptx", XLA, False, "PTX for the spec's compute capability", _ptx, CUDA_ONLY))
+    stages.add(Stage("triton", "ttir", XLA, False,
+                     "each Triton fusion's TTIR as XLA emitted it, after the fusion's HLO", _triton, CUDA_ONLY))
+    stages.add(Stage("ttir", "ttir", XLA, False, "same as 'triton' (Triton's own name)", _triton, CUDA_ONLY,
+                     alias_of="triton"))
+    stages.add(Stage("ttgir", "ttgir", XLA, False,
+                     "each Triton fusion's TritonGPU IR, just before its lowering to LLVM", _ttgir, CUDA_ONLY))
+    stages.add(Stage("triton-passes", "triton-passes.txt", XLA, False,
+                     "the IR before each pass of XLA's Triton pipeline: one log per fusion",
+                     _triton_passes, CUDA_ONLY, multi=True, join="//"))
     stages.add(Stage("cubin", "cubin", XLA, True,
                      "the kernels assembled for the spec's sm by XLA's ptxas: one file per kernel module",
                      _cubin, CUDA_ONLY, multi=True))

@@ -1,0 +1,511 @@
+"""Inside XLA's compile: Triton IR stages, XLA's per-pass timing and IR, and the pass
+behind a wrong number (``run --bisect-passes``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import DATA, assert_one_line_error, filecheck
+
+# A dot with a bias and a tanh: XLA's CUDA compiler makes it one Triton gemm fusion.
+GEMM = """HloModule gemm_tanh
+
+ENTRY main {
+  x = f32[4,16] parameter(0)
+  w = f32[16,32] parameter(1)
+  b = f32[32] parameter(2)
+  d = f32[4,32] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[4,32] broadcast(b), dimensions={1}
+  a = f32[4,32] add(d, bb)
+  ROOT t = f32[4,32] tanh(a)
+}
+"""
+
+# No dot: no Triton fusion; algsimp makes the divide by 2 a multiply by 0.5 (the
+# importer folds simpler rewrites, such as an add of zero, before XLA sees them).
+PLAIN = """HloModule plain
+
+ENTRY main {
+  p = f32[4,8] parameter(0)
+  two = f32[] constant(2)
+  tb = f32[4,8] broadcast(two), dimensions={}
+  s = f32[4,8] divide(p, tb)
+  ROOT t = f32[4,8] tanh(s)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("pass_views")
+    (d / "gemm.hlo").write_text(GEMM)
+    (d / "plain.hlo").write_text(PLAIN)
+    return d
+
+
+# ------------------------------------------------------------------ the pass log
+
+LOG = textwrap.dedent("""\
+    I1201 18:20:26.192600   17649 hlo_pass_pipeline.cc:303] Running HLO pass pipeline on module m: outer pipe
+    I1201 18:20:26.192601   17649 hlo_pass_pipeline.cc:211]   HLO pass first pass
+    I1201 18:20:26.192602   17649 hlo_pass_pipeline.cc:269]   Pass caused changes first pass
+    I1201 18:20:26.192603   17649 hlo_pass_pipeline.cc:206] HLO pass: first pass time: 1.23 ms (1230 us) (cumulative: 1.23 ms, max: 1.23 ms, #called: 1)
+    I1201 18:20:26.192604   17649 hlo_pass_pipeline.cc:211]   HLO pass simplification
+    I1201 18:20:26.192605   17649 hlo_pass_pipeline.cc:303] Running HLO pass pipeline on module m: simplification
+    I1201 18:20:26.192606   99999 hlo_pass_pipeline.cc:303] Running HLO pass pipeline on module other: elsewhere
+    I1201 18:20:26.192607   17649 hlo_pass_pipeline.cc:211]   HLO pass algsimp
+    I1201 18:20:26.192608   99999 hlo_pass_pipeline.cc:211]   HLO pass dce
+    I1201 18:20:26.192609   17649 hlo_pass_pipeline.cc:206] HLO pass: algsimp time: 7 us (7 us) (cumulative: 1 ms, max: 1 ms, #called: 2)
+    W1201 18:20:26.192610   17649 some_other.cc:1] not a pass line
+    I1201 18:20:26.192611   17649 hlo_pass_pipeline.cc:303] Running HLO pass pipeline on module m: simplification
+    I1201 18:20:26.192612   17649 hlo_pass_pipeline.cc:211]   HLO pass algsimp
+    I1201 18:20:26.192613   17649 hlo_pass_pipeline.cc:206] HLO pass: algsimp time: 5 us (5 us) (cumulative: 1 ms, max: 1 ms, #called: 3)
+    I1201 18:20:26.192614   99999 hlo_pass_pipeline.cc:206] HLO pass: dce time: 40 us (40 us) (cumulative: 1 ms, max: 1 ms, #called: 4)
+    I1201 18:20:26.192615   17649 hlo_pass_pipeline.cc:206] HLO pass: simplification time: 20 us (20 us) (cumulative: 1 ms, max: 1 ms, #called: 5)
+    I1201 18:20:26.192616   17649 hlo_pass_pipeline.cc:211]   HLO pass last
+    I1201 18:20:26.192617   17649 hlo_pass_pipeline.cc:199]   Skipping HLO pass (filtered by xla_disable_hlo_passes / xla_enable_hlo_passes_only): last
+    I1201 18:20:26.192618   17649 hlo_pass_pipeline.cc:206] HLO pass: last time: 1 us (1 us) (cumulative: 1 ms, max: 1 ms, #called: 6)
+    """)
+
+
+def test_pass_log_parses_nesting_threads_fixed_points_and_skips():
+    from mlirhlo_driver.xla import pass_log
+
+    calls = pass_log.parse(LOG, changes_logged=True)
+    got = [(c.module, c.pipeline, c.name, c.us, c.changed, c.is_pipeline, c.skipped) for c in calls]
+    assert got == [
+        ("m", "outer pipe", "first pass", 1230, True, False, False),
+        ("m", "simplification", "algsimp", 7, False, False, False),
+        # a fixed-point pipeline runs again: still the same nested pipeline
+        ("m", "simplification", "algsimp", 5, False, False, False),
+        # another thread keeps its own pipeline
+        ("other", "elsewhere", "dce", 40, False, False, False),
+        # the nested pipeline ends: its passes were done, the outer one goes on
+        ("m", "outer pipe", "simplification", 20, False, True, False),
+        ("m", "outer pipe", "last", 1, False, False, True),
+    ]
+    rows = pass_log.rows(calls)
+    # longest first; pipelines and skipped passes are not rows of their own
+    assert [(r.name, r.pipeline, r.calls, r.us, r.changed) for r in rows] == [
+        ("first pass", "outer pipe", 1, 1230, True), ("dce", "elsewhere", 1, 40, False),
+        ("algsimp", "simplification", 2, 12, False)]
+    text = pass_log.format_table(calls, "cpu")
+    assert text.splitlines()[0] == "// XLA HLO passes (cpu): 4 runs of 3 passes, 1.282 ms in passes"
+    assert re.search(r"^\s+1\.230\s+95\.9%\s+1\s+yes\s+first pass \(outer pipe\)$", text, re.M), text
+    assert re.search(r"^\s+0\.012\s+0\.9%\s+2\s+no\s+algsimp \(simplification\)$", text, re.M), text
+
+
+def test_changes_come_from_a_level_3_log_of_the_same_compile():
+    from mlirhlo_driver.xla import pass_log
+
+    timed = pass_log.parse(LOG.replace("Pass caused changes first pass", "unrelated"))
+    assert {c.changed for c in timed} == {None}  # a level-1 log says nothing about changes
+    assert "?" in pass_log.format_table(timed, "cpu")
+    merged = pass_log.merge_changes(timed, pass_log.parse(LOG, changes_logged=True))
+    assert [(c.name, c.changed) for c in merged if not c.is_pipeline][:2] == [("first pass", True),
+                                                                              ("algsimp", False)]
+
+
+def test_log_env_is_what_xla_reads():
+    from mlirhlo_driver.xla import pass_log
+
+    assert pass_log.log_env(1) == {"TF_CPP_VMODULE": "hlo_pass_pipeline=1", "TF_CPP_MIN_LOG_LEVEL": "0"}
+
+
+def _env_var_at_start(name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def test_isolate_env_runs_in_a_helper_started_with_it():
+    from mlirhlo_driver._native import isolate
+
+    env = {"MLIRHLO_TEST_ENV_AT_START": "yes"}
+    assert isolate.call(_env_var_at_start, ("MLIRHLO_TEST_ENV_AT_START",), env=env) == "yes"
+    first = isolate._helpers[tuple(env.items())].pid
+    assert isolate.call(_env_var_at_start, ("MLIRHLO_TEST_ENV_AT_START",), env=env) == "yes"
+    assert isolate._helpers[tuple(env.items())].pid == first  # kept for later calls
+    assert isolate.call(_env_var_at_start, ("MLIRHLO_TEST_ENV_AT_START",)) is None  # the default helper
+
+
+# ------------------------------------------------------------------ --timing and --print-ir-*
+
+def test_timing_lists_xla_passes_with_time_and_change(cli, files):
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--timing", "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule plain")  # the stage is still written
+    lines = r.err.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("// XLA HLO passes (cpu): "))
+    rows = [ln for ln in lines[head + 2:] if ln.strip()]
+    times = [float(ln.split()[0]) for ln in rows]
+    assert times == sorted(times, reverse=True) and times[0] > 0
+    algsimp = [ln for ln in rows if re.search(r"\balgsimp \(simplification\)$", ln)]
+    assert algsimp and re.match(r"^\s+\d+\.\d{3}\s+\d+\.\d%\s+\d+\s+yes\s+algsimp", algsimp[0]), rows
+    assert any(re.search(r"\s+no\s+\S", ln) for ln in rows)  # passes that changed nothing are listed too
+
+
+def test_timing_json_has_mlir_and_xla_tables(cli, files):
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--timing", "--timing-format", "json",
+            "--passes", "canonicalize", "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    doc = json.loads(r.err)
+    assert doc["module"] == "plain"
+    assert doc["mlir"] and {"pass", "wall_us", "percent", "depth"} <= set(doc["mlir"][0])
+    (xla,) = doc["xla"]
+    assert xla["target"] == "cpu"
+    passes = xla["passes"]
+    assert [p["total_us"] for p in passes] == sorted((p["total_us"] for p in passes), reverse=True)
+    assert {"pass": "algsimp", "pipeline": "simplification"}.items() <= next(
+        p for p in passes if p["pass"] == "algsimp").items()
+    assert sum(p["total_us"] for p in passes) == xla["total_us"]
+
+
+def test_print_ir_after_change_shows_hlo_after_algsimp(cli, files, tmp_path):
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--print-ir-after-change", "--stage", "hlo",
+            "--no-cache")
+    assert r.code == 0, r.err
+    filecheck(r.err, textwrap.dedent("""\
+        CHECK: // -----// HLO after algsimp (simplification) //----- //
+        CHECK-NEXT: HloModule plain
+        CHECK-NOT: divide(
+        CHECK: multiply(
+        CHECK: tanh(
+        """), tmp_path)
+
+
+def test_print_ir_before_and_after_a_named_pass(cli, files, tmp_path):
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--print-ir-before=algsimp",
+            "--print-ir-after=algsimp", "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    filecheck(r.err, textwrap.dedent("""\
+        CHECK: // -----// HLO before algsimp (simplification) //----- //
+        CHECK: divide(
+        CHECK: // -----// HLO after algsimp (simplification) //----- //
+        CHECK-NOT: divide(
+        CHECK: multiply(
+        CHECK: tanh(
+        """), tmp_path)
+    # a run that changed nothing is printed too: every run of a named pass is
+    assert r.err.count("HLO after algsimp") >= 2
+
+
+def test_ir_dump_dir_gets_one_file_per_xla_pass(cli, files, tmp_path):
+    out = tmp_path / "ir"
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--print-ir-after-change", "--ir-dump-dir", out,
+            "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    assert "HLO after" not in r.err
+    dumps = sorted((out / "plain").iterdir())
+    assert dumps and all(re.fullmatch(r"xla-\d{3}-after-[\w.-]+\.hlo", p.name) for p in dumps), dumps
+    algsimp = next(p for p in dumps if p.name.endswith("-after-algsimp.hlo"))
+    assert algsimp.read_text().startswith("// -----// HLO after algsimp (simplification) //----- //\nHloModule")
+
+
+def test_an_xla_pass_that_did_not_run_is_one_error(cli, files):
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--print-ir-after", "algsimpx", "--stage", "hlo",
+            "--no-cache")
+    line = assert_one_line_error(r, contains="XLA pass 'algsimpx' did not run on this module")
+    assert line.startswith("error: --print-ir-after: ") and "did you mean 'algsimp'?" in line
+
+
+def test_without_a_platform_print_ir_names_stay_mlirs(cli, files):
+    r = cli("opt", files / "plain.hlo", "--print-ir-after", "algsimp")
+    assert_one_line_error(r, contains="unknown pass 'algsimp'")
+
+
+def test_mlir_names_in_the_pipeline_stay_mlirs_with_a_platform(cli, files):
+    r = cli("opt", files / "plain.hlo", "--passes", "canonicalize", "--platform", "cpu",
+            "--print-ir-after", "canonicalize", "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    assert "IR Dump After" in r.err and "HLO after" not in r.err
+
+
+def test_instrumentation_costs_nothing_unless_asked(monkeypatch, cli, files):
+    from mlirhlo_driver.xla import backend
+
+    def no(*a, **k):
+        raise AssertionError("a logged compile without --timing")
+
+    monkeypatch.setattr(backend, "compile_logged", no)
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    assert "XLA HLO passes" not in r.err
+
+
+# ------------------------------------------------------------------ hlo-opt --passes
+
+def _tool(name: str, argv: list[str], cwd: Path, capfd) -> tuple[int, str, str]:
+    from mlirhlo_driver.cli.xla import tools as xla_tools
+
+    mains = {"hlo-opt": xla_tools.hlo_opt_main}
+    capfd.readouterr()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        mains[name](argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    finally:
+        os.chdir(here)
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("line", [
+    "--passes=schedule-aware-collective-cse --xla_gpu_experimental_collective_cse_distance_threshold=20",
+    "--passes=reduce-window-rewriter,scatter_simplifier --xla_reduce_window_rewrite_base_length=128",
+])
+def test_doc_pass_lines_print_the_module_when_the_passes_changed_nothing(line, files, capfd):
+    """XLA's tools page's command lines, on a module that gives the passes nothing to do:
+    the pass log shows they ran, so the module is printed."""
+    (files / "input.hlo").write_text(PLAIN)
+    code, out, err = _tool("hlo-opt", [*line.split(), "input.hlo"], files, capfd)
+    assert code == 0, err
+    assert out.startswith("HloModule plain") and "tanh(" in out
+
+
+def test_hlo_opt_pass_that_no_pipeline_runs_is_still_an_error(files, capfd):
+    (files / "input.hlo").write_text(PLAIN)
+    code, out, err = _tool("hlo-opt", ["--passes=algsimpx", "input.hlo"], files, capfd)
+    assert code == 2 and out == ""
+    assert "algsimpx did not run" in err and "algsimp" in err
+
+
+def test_list_passes_comes_from_the_pipelines_own_log(files, capfd):
+    code, out, err = _tool("hlo-opt", ["--list-passes", "--platform=CPU"], files, capfd)
+    assert code == 0, err
+    # passes that change nothing on the reference module are listed too, under their pipelines
+    assert "\nsimplification:\n  algsimp\n" in out
+    for name in ("cholesky_expander", "qr_expander", "copy-insertion", "layout-assignment"):
+        assert f"\n  {name}\n" in out, name
+
+
+# ------------------------------------------------------------------ Triton stages
+
+@pytest.fixture(scope="module")
+def triton_dump(files, tmp_path_factory) -> Path:
+    from mlirhlo_driver.cli.mlirhlo import main
+
+    out = tmp_path_factory.mktemp("triton")
+    try:
+        main(["opt", str(files / "gemm.hlo"), "--platform", "cuda", "--gpu-spec", "h100_sxm",
+              "--stage", "triton,ttgir,triton-passes", "--dump-dir", str(out), "--no-cache"])
+    except SystemExit as e:
+        assert not e.code
+    return out
+
+
+def test_triton_stage_has_each_fusions_hlo_and_ttir(triton_dump, tmp_path):
+    text = (triton_dump / "gemm.ttir").read_text()
+    filecheck(text, textwrap.dedent("""\
+        CHECK: // ----- [[FUSION:gemm_fusion[\\w.]*]] -----
+        CHECK-NEXT: // HloModule [[FUSION]]
+        CHECK: //   {{.*}} dot(
+        CHECK: // ENTRY
+        CHECK-NOT: // -----
+        CHECK: tt.dot
+        """), tmp_path)
+
+
+def test_ttgir_stage_is_tritongpu_ir_before_llvm(triton_dump, tmp_path):
+    text = (triton_dump / "gemm.ttgir").read_text()
+    filecheck(text, textwrap.dedent("""\
+        CHECK: // ----- gemm_fusion{{[\\w.]*}} -----
+        CHECK: #ttg.
+        CHECK: "tt.func"
+        CHECK-NOT: IR Dump
+        CHECK-NOT: llvm.func
+        """), tmp_path)
+
+
+def test_triton_passes_with_dump_dir_is_one_log_per_fusion(triton_dump):
+    (log,) = triton_dump.glob("gemm.*.triton-passes.txt")
+    assert re.fullmatch(r"gemm\.gemm_fusion[\w.]*\.triton-passes\.txt", log.name)
+    text = log.read_text()
+    passes = re.findall(r"^// -----// IR Dump Before (\w+)", text, re.M)
+    assert len(passes) > 20 and "ConvertTritonGPUToLLVM" in passes
+
+
+def test_triton_stages_of_a_module_without_triton_fusions_say_so(cli, files):
+    r = cli("opt", files / "plain.hlo", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "triton",
+            "--no-cache")
+    assert r.code == 0, r.err
+    assert r.out == "// plain: no Triton fusions (XLA emitted every kernel of this module without Triton)\n"
+
+
+def test_triton_stages_are_cuda_only(cli, files):
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--stage", "ttgir")
+    assert_one_line_error(r, contains="stage 'ttgir' does not exist for --platform cpu")
+    listing = cli("opt", "--list-stages", "--platform", "cuda").out
+    for name in ("triton", "ttir", "ttgir", "triton-passes"):
+        assert re.search(rf"^\s*{name}\b", listing, re.M), listing
+    same = cli("opt", files / "gemm.hlo", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ttir",
+               "--no-cache")
+    assert same.code == 0 and "tt.dot" in same.out  # Triton's name for the stage
+
+
+def test_only_stages_that_need_them_ask_xla_for_triton_dumps():
+    from mlirhlo_driver import api
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    program = api.load(str(DATA / "xla_tools" / "input.hlo"))
+    compiled = program.compile(api.Target.cuda("h100_sxm"))
+    compiled.stage("hlo")
+    assert xla_stages.artifacts(compiled.request).emitters == ()
+    # asked later: a compile of its own, once
+    assert compiled.stage("triton").startswith("// ")
+    assert "triton-fusion" in xla_stages.artifacts(compiled.request, ("triton-fusion",)).emitters
+
+
+# ------------------------------------------------------------------ run --bisect-passes
+
+# Two modules a known algsimp rewrite changes the numbers of. jaxlib 0.12's algsimp
+# folds A - A to 0 only under fast math (inf - inf is NaN); older ones also assume
+# abs(x) >= 0, which s8 abs(-128) breaks.
+MINUS_ITSELF = """HloModule minus_itself
+
+ENTRY main {
+  x = f32[64] parameter(0)
+  ax = f32[64] abs(x)
+  c = f32[] constant(100)
+  cb = f32[64] broadcast(c), dimensions={}
+  y = f32[64] multiply(ax, cb)
+  e = f32[64] exponential(y)
+  ROOT d = f32[64] subtract(e, e)
+}
+"""
+FAST_MATH = ["--xla_cpu_enable_fast_math=true", "--xla_cpu_fast_math_honor_infs=true",
+             "--xla_cpu_fast_math_honor_nans=true"]
+ABS_NONNEGATIVE = """HloModule abs_nonnegative
+
+ENTRY main {
+  p = s8[1024] parameter(0)
+  k = s8[] constant(16)
+  kb = s8[1024] broadcast(k), dimensions={}
+  x = s8[1024] multiply(p, kb)
+  a = s8[1024] abs(x)
+  z = s8[] constant(0)
+  zb = s8[1024] broadcast(z), dimensions={}
+  ROOT c = pred[1024] compare(a, zb), direction=GE
+}
+"""
+
+
+def test_bisect_passes_names_the_pass(cli, tmp_path):
+    mismatched = 0
+    for name, text, flags in (("minus_itself", MINUS_ITSELF, FAST_MATH), ("abs_nonnegative", ABS_NONNEGATIVE, [])):
+        path = tmp_path / f"{name}.hlo"
+        path.write_text(text)
+        plain = cli("run", path, *flags)
+        if plain.code == 0:
+            continue  # this XLA does not make that rewrite
+        mismatched += 1
+        report = tmp_path / f"{name}.json"
+        r = cli("run", path, *flags, "--bisect-passes", "--json", report)
+        assert r.code == 1, r.err  # the mismatch is real
+        assert re.search(r"^  bisect-passes: XLA pass 'algsimp' \(simplification[,)].*: disabled, the module "
+                         r"matches its reference \(\d+ trials over \d+ passes\)$", r.out, re.M), r.out
+        flag_line = next(ln for ln in r.out.splitlines() if ln.startswith("  matches with: "))
+        assert flag_line.endswith(" --xla_disable_hlo_passes=algsimp")
+        assert "// -----// HLO before algsimp (simplification) //----- //" in r.out
+        assert "// -----// HLO after algsimp (simplification) //----- //" in r.out
+        # the line it prints does make the module match
+        argv = flag_line.removeprefix("  matches with: mlirhlo ").split()
+        assert cli(*argv).code == 0
+        row = json.loads(report.read_text())[0]["bisect_passes"]
+        assert row["passes"] == ["algsimp"] and row["confirmed"] and row["flag"] == "--xla_disable_hlo_passes=algsimp"
+    assert mismatched, "no module here mismatches on this XLA: the test would prove nothing"
+
+
+def test_bisect_passes_on_a_difference_no_pass_explains(cli, tmp_path):
+    from mlirhlo_driver.execute import pass_bisect
+
+    b = pass_bisect.PassBisect([], 90, 1, note="disabling all 90 HLO passes that ran does not make it match")
+    assert b.row()["flag"] is None and b.row()["passes"] == []
+
+
+def test_bisect_passes_is_not_run_for_a_match(cli, tmp_path):
+    path = tmp_path / "plain.hlo"
+    path.write_text(PLAIN)
+    r = cli("run", path, "--bisect-passes")
+    assert r.code == 0 and "bisect-passes" not in r.out
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the isolate helper needs Linux")
+def test_pass_bisect_keeps_the_users_disabled_passes():
+    from mlirhlo_driver.execute import pass_bisect
+
+    b = pass_bisect.PassBisect(["algsimp"], 10, 3, already_disabled=["cse"])
+    assert b.flag == "--xla_disable_hlo_passes=cse,algsimp"
+    flags = pass_bisect._with_disabled((("xla_disable_hlo_passes", "cse"),), ["algsimp"])
+    assert dict(flags)["xla_disable_hlo_passes"] == "cse,algsimp"
+
+
+def test_run_timing_gives_each_modules_xla_pass_table(cli, tmp_path):
+    path = tmp_path / "plain.hlo"
+    path.write_text(PLAIN)
+    report = tmp_path / "r.json"
+    r = cli("run", path, "--timing", "--json", report)
+    assert r.code == 0, r.err
+    assert re.search(r"^  // XLA HLO passes \(cpu\): \d+ runs of \d+ passes", r.out, re.M), r.out
+    assert re.search(r"^\s+\d+\.\d{3}\s+\d+\.\d%\s+\d+\s+yes\s+algsimp \(simplification\)$", r.out, re.M), r.out
+    (row,) = json.loads(report.read_text())
+    assert any(p["pass"] == "algsimp" and p["changed"] for p in row["xla_passes"])
+    plain = cli("run", path)
+    assert "XLA HLO passes" not in plain.out
+
+
+@pytest.mark.parametrize("stage, ext", [("triton", "ttir"), ("ttgir", "ttgir")])
+def test_triton_stages_are_deterministic(stage, ext, triton_dump, files):
+    """A second, independent compile gives the same bytes (the API's, here)."""
+    from mlirhlo_driver import api
+
+    again = api.load(str(files / "gemm.hlo")).compile(api.Target.cuda("h100_sxm"))
+    assert again.stage(stage) == (triton_dump / f"gemm.{ext}").read_text()
+
+
+class _Sentinel(Exception):
+    pass
+
+
+def test_compiles_that_write_xlas_triton_log_run_in_a_process_of_their_own(monkeypatch):
+    """XLA leaves IR printing on in a process that wrote its Triton log: every later Triton
+    compile there would print every pass too. Each log's compile has a helper of its own."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver._native import isolate
+    from mlirhlo_driver.xla import backend
+
+    seen = []
+
+    def elsewhere(module, name, options, env, **kw):
+        seen.append((env, kw))
+        raise _Sentinel
+
+    monkeypatch.setattr(backend, "_in_helper_process", elsewhere)
+    cuda = SimpleNamespace(platform="cuda", xla_flags=(), gpu_spec=None)
+    with pytest.raises(_Sentinel):
+        backend.compile_module(None, "m", cuda, emitters=("triton-fusion", "triton-to-llvm"))
+    assert seen == [(backend._TRITON_LOG_HELPER, {"keep_going": False, "emitters": ("triton-fusion",
+                                                                                      "triton-to-llvm"),
+                                                  "keep": False})]
+    env = {"MLIRHLO_TEST_ONE_CALL": "1"}
+    assert isolate.call(_env_var_at_start, ("MLIRHLO_TEST_ONE_CALL",), env=env, keep=False) == "1"
+    assert tuple(env.items()) not in isolate._helpers  # ended after its call
+
+    def opts(platform="cuda", **flags):
+        return SimpleNamespace(platform=platform, xla_flags=tuple(flags.items()))
+
+
+    assert backend._dumps_triton_log(opts(), ("triton-fusion", "triton-to-llvm"))
+    assert not backend._dumps_triton_log(opts(), ("triton-fusion",))
+    assert backend._dumps_triton_log(opts(xla_dump_emitter_re="triton.*"), ())
+    assert not backend._dumps_triton_log(opts(xla_dump_emitter_re="^ptx$"), ())
+    assert not backend._dumps_triton_log(opts(xla_dump_emitter_re="(("), ())  # XLA's own error, later
+    assert not backend._dumps_triton_log(opts("cpu"), ("triton-to-llvm",))
