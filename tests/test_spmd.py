@@ -7,6 +7,7 @@ runs use loopback only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -166,6 +167,8 @@ def test_replicas_get_their_own_inputs_and_talk_to_each_other(tmp_path):
     stdout = ok(spmd(MATMUL, "--num-replicas", "2"))
     assert "matmul: OK" in stdout and "devices: 2 (2 replicas x 1 partition)" in stdout
     assert "random (seeds 0..1, one per replica)" in stdout
+    shared = ok(spmd(MATMUL, "--num-replicas", "2", "--argument-mode", "shared-random"))
+    assert "random (seed 0); the same for every replica" in shared
     module = tmp_path / "cross_replica.hlo"
     module.write_text("HloModule cross_replica, replica_count=2\n\n"
                       "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
@@ -352,6 +355,9 @@ def test_ctrl_c_stops_every_process():
         _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
+        for pid in pids.values():  # a failure here must not leave the workers loading the machine
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130
     assert err.strip().splitlines()[-1] == "error: interrupted; stopped every process", err
     assert_gone(pids)
