@@ -140,6 +140,13 @@ def add_mlir_file(tmp_path_factory) -> Path:
 # ------------------------------------------------------- CUDA environment markers
 
 def pytest_configure(config):
+    import signal
+
+    # A suite started in the background of a non-interactive shell (``cmd &``) inherits
+    # SIGINT ignored, as would every process it starts: the Ctrl-C tests would fail for
+    # nothing. Python's own handler, as an interactive start has it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", "cuda13: needs jax-cuda13-plugin as the CUDA plugin in use")
     config.addinivalue_line("markers", "sm70_ptxas: needs a ptxas in use that targets sm_60/sm_70 "
                                        "(CUDA 12's: CUDA 13 dropped them)")
