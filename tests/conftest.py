@@ -51,6 +51,28 @@ def cli(capfd):
     return run
 
 
+XLA_TOOL_MAINS = {"hlo-opt": "hlo_opt_main", "run_hlo_module": "run_hlo_module_main",
+                  "multihost_hlo_runner": "multihost_main", "ptx-opt": "ptx_opt_main"}
+
+
+def run_xla_tool(name: str, argv: list[str], cwd: Path, capfd) -> CliResult:
+    """An XLA-named console script's main, in this process, in ``cwd``."""
+    from mlirhlo_driver.cli.xla import tools as xla_tools
+
+    capfd.readouterr()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        getattr(xla_tools, XLA_TOOL_MAINS[name])(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    finally:
+        os.chdir(here)
+    out, err = capfd.readouterr()
+    return CliResult(code, out, err)
+
+
 def run_subprocess(code: str, *, env: dict | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env.update(env or {})

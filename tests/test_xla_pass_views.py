@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import DATA, assert_one_line_error, filecheck
+from conftest import DATA, assert_one_line_error, filecheck, run_xla_tool
 
 # A dot with a bias and a tanh: XLA's CUDA compiler makes it one Triton gemm fusion.
 GEMM = """HloModule gemm_tanh
@@ -240,21 +240,8 @@ def test_instrumentation_costs_nothing_unless_asked(monkeypatch, cli, files):
 # ------------------------------------------------------------------ hlo-opt --passes
 
 def _tool(name: str, argv: list[str], cwd: Path, capfd) -> tuple[int, str, str]:
-    from mlirhlo_driver.cli.xla import tools as xla_tools
-
-    mains = {"hlo-opt": xla_tools.hlo_opt_main}
-    capfd.readouterr()
-    here = os.getcwd()
-    os.chdir(cwd)
-    try:
-        mains[name](argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 0
-    finally:
-        os.chdir(here)
-    out, err = capfd.readouterr()
-    return code, out, err
+    r = run_xla_tool(name, argv, cwd, capfd)
+    return r.code, r.out, r.err
 
 
 @pytest.mark.parametrize("line", [

@@ -14,11 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, CliResult, assert_one_line_error
+from conftest import DATA, XLA_TOOL_MAINS, CliResult, assert_one_line_error, run_xla_tool
 
 BIN = Path(sys.executable).parent
-TOOLS = {"hlo-opt": "hlo_opt_main", "run_hlo_module": "run_hlo_module_main",
-         "multihost_hlo_runner": "multihost_main", "ptx-opt": "ptx_opt_main"}
+TOOLS = XLA_TOOL_MAINS
 
 
 @pytest.fixture(scope="module")
@@ -32,22 +31,9 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture
 def tool(capfd, work):
     """``tool("hlo-opt --platform=cpu input.hlo")``: the console script's main, in this process, in ``work``."""
-    from mlirhlo_driver.cli.xla import tools as xla_tools
-
     def run(line: str) -> CliResult:
         name, *argv = line.split()
-        capfd.readouterr()
-        cwd = os.getcwd()
-        os.chdir(work)
-        try:
-            getattr(xla_tools, TOOLS[name])(argv)
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 0
-        finally:
-            os.chdir(cwd)
-        out, err = capfd.readouterr()
-        return CliResult(code, out, err)
+        return run_xla_tool(name, argv, work, capfd)
 
     return run
 
