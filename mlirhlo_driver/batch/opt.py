@@ -166,13 +166,13 @@ def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, reque
         else:
             err.append(text if text.endswith("\n") else text + "\n")
     if done.calls is not None:
-        if job.timing_format == "json":
-            from ..xla import pass_log
+        from ..xla import pass_log
 
+        if job.timing_format == "json":
             timings.setdefault("xla", []).append(pass_log.as_json(done.calls, label(options)))
         else:
             title = f"// timing: {loaded.name}\n" if job.several else ""
-            err.append(title + instrument.timing_text(done.calls, label(options), "text"))
+            err.append(title + pass_log.format_table(done.calls, label(options)))
 
 
 def pending(result: OptResult) -> bool:

@@ -379,17 +379,6 @@ def pass_dumps(art: XlaArtifacts) -> list[PassDump]:
     return sorted(out, key=lambda d: d.index)
 
 
-def passes_by_pipeline(art: XlaArtifacts) -> dict[str, list[str]]:
-    """HLO pass names seen in each XLA pipeline, in first-seen order."""
-    grouped: dict[str, list[str]] = {}
-    for d in pass_dumps(art):
-        names = grouped.setdefault(d.pipeline, [])
-        for p in (d.after, d.before):
-            if p not in ("pipeline-start", "pipeline-end") and p not in names:
-                names.append(p)
-    return grouped
-
-
 def hlo_after_pass(art: XlaArtifacts, pass_name: str) -> str:
     """HLO right after the first run of ``pass_name`` (from XLA's per-pass dumps)."""
     dumps = pass_dumps(art)

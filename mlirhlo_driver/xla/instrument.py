@@ -136,13 +136,3 @@ def _check_named(out: Instrumented, dump_arts: list[tuple[str, Any]], inst: XlaI
             seen = {c.name for c in (out.calls if out.calls is not None else logged())}
             raise DriverError(f"XLA pass '{name}' did not run on this module", file=flag,
                               hint=did_you_mean(name, sorted(seen)) or "see --list-passes --platform")
-
-
-def timing_text(calls: list[Any], label: str, fmt: str) -> str:
-    from . import pass_log
-
-    if fmt == "json":
-        import json
-
-        return json.dumps(pass_log.as_json(calls, label), indent=2) + "\n"
-    return pass_log.format_table(calls, label)
