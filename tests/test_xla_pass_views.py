@@ -481,7 +481,7 @@ def test_compiles_that_write_xlas_triton_log_run_in_a_process_of_their_own(monke
         backend.compile_module(None, "m", cuda, emitters=("triton-fusion", "triton-to-llvm"))
     assert seen == [(backend._TRITON_LOG_HELPER, {"keep_going": False, "emitters": ("triton-fusion",
                                                                                       "triton-to-llvm"),
-                                                  "keep": False})]
+                                                  "dumps": backend.ALL_DUMPS, "keep": False})]
     env = {"MLIRHLO_TEST_ONE_CALL": "1"}
     assert isolate.call(_env_var_at_start, ("MLIRHLO_TEST_ONE_CALL",), env=env, keep=False) == "1"
     assert tuple(env.items()) not in isolate._helpers  # ended after its call

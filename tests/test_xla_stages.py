@@ -596,3 +596,89 @@ def test_list_passes_cpu_stderr_is_quiet():
     assert proc.returncode == 0
     assert "simplification:" in proc.stdout
     assert proc.stderr == ""
+
+
+# ------------------------------------------------------------ what a compile dumps
+
+def test_every_xla_stage_says_what_it_reads():
+    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla.stages import STAGE_DUMPS
+
+    xla_stages = {s.name for p in ("cpu", "cuda") for s in registry.available(p) if s.level == "xla"}
+    assert xla_stages == set(STAGE_DUMPS)
+    assert set().union(*STAGE_DUMPS.values()) <= set(xla_backend.ALL_DUMPS)
+
+
+def _dumped(monkeypatch, opt_args: list[str]) -> list[tuple[tuple[str, ...], set[str]]]:
+    """(dumps asked for, file extensions XLA wrote) per compile of an in-process ``opt``."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    seen = []
+    real = xla_backend.compile_module
+
+    def recording(*a, **kw):
+        art = real(*a, **kw)
+        seen.append((art.dumps, {k.rsplit(".", 1)[-1] for k in art.files}))
+        return art
+
+    monkeypatch.setattr(xla_backend, "compile_module", recording)
+    assert _main(["opt", *opt_args, "--no-cache", MLP]) == 0
+    return seen
+
+
+@pytest.mark.parametrize("stage, wanted, unwanted", [
+    ("ptx", {"ptx", "ll"}, {"html", "dot"}),
+    ("hlo", {"txt"}, {"html", "dot", "ptx", "ll"}),
+    ("html", {"html"}, {"dot", "ptx", "ll"}),
+])
+def test_a_compile_dumps_only_what_its_stages_read(monkeypatch, capsys, stage, wanted, unwanted):
+    """The HTML and dot graphs were 80 of 101 MB of a 16.7k-line module's dumps, written on
+    every compile; LLVM IR and PTX are printed only when asked (jaxlib 0.11+)."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    seen = _dumped(monkeypatch, ["--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", stage])
+    capsys.readouterr()
+    assert len(seen) == 1
+    _, exts = seen[0]
+    assert wanted <= exts
+    if not _jaxlib.codegen_dumps_need_emitters():
+        unwanted = unwanted - {"ptx", "ll"}  # 0.10's XLA writes them whenever it dumps
+    assert not exts & unwanted
+
+
+def test_stage_all_still_compiles_once_with_every_dump(monkeypatch, capsys, tmp_path):
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    seen = []
+    real = xla_backend.compile_module
+    monkeypatch.setattr(xla_backend, "compile_module",
+                        lambda *a, **kw: seen.append(kw.get("dumps")) or real(*a, **kw))
+    assert _main(["opt", "--platform", "cpu", "--stage", "hlo,html,dot,llvm", "--no-cache",
+                  "--dump-dir", str(tmp_path), MLP]) == 0
+    assert seen == [tuple(sorted(xla_backend.ALL_DUMPS))]
+
+
+def test_a_stage_read_later_compiles_once_more_for_its_dumps():
+    """A request that named only ``ptx`` still gives ``html`` when asked (one more compile)."""
+    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.cuda.specs import resolve_spec
+
+    loaded = loader.load(str(MLP))[0]
+    req = registry.request(loaded.module, loaded.name,
+                           StageOptions(platform="cuda", gpu_spec=resolve_spec("h100_sxm")), stages=("ptx",))
+    assert ".entry" in req.produce("ptx")
+    assert "<html" in req.produce("html").lower()
+
+
+def test_hlo_opt_xla_dump_to_writes_what_xla_would(tmp_path, capfd):
+    """hlo-opt --xla_dump_to=DIR writes XLA's default dump (text); graphs only when asked."""
+    from conftest import run_xla_tool
+
+    plain, graphs = tmp_path / "plain", tmp_path / "graphs"
+    for args in ([f"--xla_dump_to={plain}"], [f"--xla_dump_to={graphs}", "--xla_dump_hlo_as_html"]):
+        result = run_xla_tool("hlo-opt", ["--platform=cpu", "--stage=hlo", *args, str(MLP)], tmp_path, capfd)
+        assert result.code == 0, result
+    assert any(p.name.endswith(".txt") for p in plain.iterdir())
+    assert not any(p.name.endswith((".html", ".dot")) for p in plain.iterdir())
+    assert any(p.name.endswith(".html") for p in graphs.iterdir())

@@ -601,8 +601,10 @@ def codegen_dumps_need_emitters() -> bool:
     return jaxlib_at_least("0.11.0")
 
 
-def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, ...] = ()) -> dict[str, Any]:
-    """DebugOptions that make this XLA dump its LLVM IR and PTX, and what ``emitters`` emit.
+def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, ...] = (), *,
+                       llvm_and_ptx: bool = True) -> dict[str, Any]:
+    """DebugOptions that make this XLA dump its LLVM IR and PTX (unless ``llvm_and_ptx`` is
+    False), and what ``emitters`` emit.
 
     jaxlib 0.10.2's XLA writes ``*.ir-no-opt.ll``, ``*.ir-with-opt.ll`` and ``*.ptx``
     whenever it dumps. 0.12's writes them only for emitters ``xla_dump_emitter_re``
@@ -611,9 +613,10 @@ def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, 
     ``triton-to-llvm`` (the log of Triton's pipeline), and only when asked: the log costs
     seconds per fusion. A user's own regex is kept beside them.
     """
-    names = ([_CODEGEN_EMITTERS] if codegen_dumps_need_emitters() else []) + [re.escape(e) for e in emitters]
+    names = ([_CODEGEN_EMITTERS] if llvm_and_ptx and codegen_dumps_need_emitters() else []) + \
+        [re.escape(e) for e in emitters]
     if not names:
-        return {}
+        return {"xla_dump_emitter_re": user_emitter_re} if user_emitter_re else {}
     ours = "^(?:" + "|".join(names) + ")$"
     return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
 

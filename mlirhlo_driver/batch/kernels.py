@@ -32,7 +32,7 @@ def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None
     for loaded in modules:
         for j, spec in enumerate(specs):
             options = StageOptions(platform="cuda", gpu_spec=spec)
-            req = registry.request(loaded.module, loaded.name, options, source=loaded.source,
+            req = registry.request(loaded.module, loaded.name, options, stages=("kernels",), source=loaded.source,
                                    line_offset=loaded.line_offset)
             pending.append((loaded.name, j, pending_kernels(req)))
     # One ptxas -v run per spec for all the modules.

@@ -154,9 +154,10 @@ def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, reque
     from ..xla import instrument
     from ..xla.backend import module_for_xla
     from ..xla.passes import label
+    from ..xla.stages import dumps_for
 
     module = module_for_xla(loaded.module, loaded.source, loaded.line_offset)
-    done = instrument.compile(module, loaded.name, options, job.xla_instrumentation)
+    done = instrument.compile(module, loaded.name, options, job.xla_instrumentation, dumps_for(request))
     request.derived("xla", lambda _: done.art)
     for i, printed in enumerate(done.printed):
         text = printed.header() + "\n" + printed.text

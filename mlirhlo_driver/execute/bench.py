@@ -167,7 +167,7 @@ def bench_xla_pipeline(module: Any, name: str, options: Any, repeats: int) -> tu
     with interruptible() as check:
         for i in range(repeats):
             t0 = time.perf_counter()
-            art = xla_backend.compile_module(module, name, opts)
+            art = xla_backend.compile_module(module, name, opts, dumps=(xla_backend.HLO_TEXT,))
             check()
             compiles.append((time.perf_counter() - t0) * 1000)
             _add_dump_intervals(rows, art, i)

@@ -79,7 +79,8 @@ def find(module: Any, name: str, arrays: list[np.ndarray], options: Any, *,
     from ..xla import backend, pass_log
 
     target = StageOptions(platform=options.platform, xla_flags=options.xla_flags)
-    calls = backend.compile_logged(module, name, target, pass_log.TIMES_LEVEL, keep_going=True).pass_calls or []
+    calls = backend.compile_logged(module, name, target, pass_log.TIMES_LEVEL, keep_going=True,
+                                   dumps=(backend.HLO_TEXT,)).pass_calls or []
     already = set(_disabled(options.xla_flags))
     leaves = [c for c in sorted(calls, key=lambda c: c.index) if not c.is_pipeline and not c.skipped]
     candidates = [n for n in dict.fromkeys(c.name for c in leaves) if n not in already]
@@ -148,7 +149,7 @@ def _around(module: Any, name: str, target: Any, pass_name: str) -> tuple[str | 
     flags = dict(target.xla_flags)
     flags["xla_dump_hlo_pass_re"] = f"^{re.escape(pass_name)}$"
     art = backend.compile_module(module, name, replace(target, xla_flags=tuple(sorted(flags.items()))),
-                                 keep_going=True)
+                                 keep_going=True, dumps=(backend.HLO_TEXT,))
     before = None
     for d in backend.pass_dumps(art):
         text = art.files[d.key].decode("utf-8", "replace")

@@ -20,12 +20,14 @@ from typing import Any
 
 from ..errors import CompileError, StageError, param
 
-# Dumps every XLA stage needs; asked for on each compile so one compile serves all.
-_DUMP_FLAGS = (
-    ("xla_dump_hlo_as_text", True),
-    ("xla_dump_hlo_as_html", True),
-    ("xla_dump_hlo_as_dot", True),
-)
+# What XLA can dump for the stages, each asked for only where a stage needs it: on a
+# 64-block transformer step (16.7k HLO lines) the HTML and dot graphs were 80 of the dump's
+# 101 MB, and XLA renders and deflates them inside the compile. XLA dumps text whenever it
+# dumps in no other format, and writes the thunk sequence and buffer assignment with it.
+HLO_TEXT, HLO_HTML, HLO_DOT = "hlo-text", "hlo-html", "hlo-dot"
+CODEGEN = "codegen"  # LLVM IR and PTX (the emitters _jaxlib.codegen_dump_flags names)
+ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, CODEGEN)
+_FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot"}
 # XLA's kernel cache file (a CompilationCacheProto), written into the dump directory.
 KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
 KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
@@ -62,6 +64,7 @@ class XlaArtifacts:
     mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
     pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
     emitters: tuple[str, ...] = ()  # codegen emitters dumped besides LLVM IR and PTX (Triton's)
+    dumps: tuple[str, ...] = ALL_DUMPS  # what the compile was asked to dump (ALL_DUMPS' names)
 
     def matching(self, pattern: str) -> list[tuple[str, bytes]]:
         rx = re.compile(pattern)
@@ -80,15 +83,17 @@ def _natural_key(name: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def flag_overrides(options: Any, emitters: tuple[str, ...] = ()) -> list[tuple[str, Any]]:
+def flag_overrides(options: Any, emitters: tuple[str, ...] = (),
+                   dumps: tuple[str, ...] = ALL_DUMPS) -> list[tuple[str, Any]]:
     """DebugOptions for this compile: driver defaults, then the user's flags. ``emitters``:
-    codegen emitters whose output to dump too (Triton's, for the Triton stages)."""
+    codegen emitters whose output to dump too (Triton's, for the Triton stages); ``dumps``:
+    which of :data:`ALL_DUMPS` to ask XLA for (the user's own dump flags are kept)."""
     from .._native import jaxlib as _jaxlib
 
     user = dict(options.xla_flags)
     # The codegen dump regex already holds the user's own, beside the driver's.
-    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), emitters)
-    flags: dict[str, Any] = {**dict(_DUMP_FLAGS), **codegen}
+    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), emitters, llvm_and_ptx=CODEGEN in dumps)
+    flags: dict[str, Any] = {**{_FORMAT_FLAGS[d]: True for d in dumps if d in _FORMAT_FLAGS}, **codegen}
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)
         if not user.get("xla_gpu_cuda_data_dir"):
@@ -127,7 +132,8 @@ def _devices(platform: str, spec_text: str | None, spec_name: str) -> list[Any]:
 
 def compile_module(module: Any, module_name: str, options: Any, *,
                    keep_going: bool = False, isolated: bool = False,
-                   native_log: list[str] | None = None, emitters: tuple[str, ...] = ()) -> XlaArtifacts:
+                   native_log: list[str] | None = None, emitters: tuple[str, ...] = (),
+                   dumps: tuple[str, ...] = ALL_DUMPS) -> XlaArtifacts:
     """Compile ``module`` for ``options.platform`` and read back every artifact.
 
     With ``keep_going``, a failed compile still returns the dumps XLA wrote
@@ -138,8 +144,8 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     the dumps written before that death are still read (no executable then). Flags that
     cut the pipeline short (:func:`cuts_pipeline`) compile that way first as well; once
     that compile has finished, XLA compiles here again for the executable.
-    ``native_log`` gets what XLA wrote on fd 2 while it compiled here. ``emitters``: see
-    :func:`flag_overrides`.
+    ``native_log`` gets what XLA wrote on fd 2 while it compiled here. ``emitters`` and
+    ``dumps`` (what to dump, :data:`ALL_DUMPS` by default): see :func:`flag_overrides`.
     """
     from .._native import isolate
     from .._native import jaxlib as _jaxlib
@@ -151,7 +157,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
         # next compile for another spec, 1 s -> 60 s). So each such compile has a helper
         # process of its own, ended after it.
         return _in_helper_process(module, module_name, options, _TRITON_LOG_HELPER,
-                                  keep_going=keep_going, emitters=emitters, keep=False)[0]
+                                  keep_going=keep_going, emitters=emitters, dumps=dumps, keep=False)[0]
     user_cuda_dir = str(dict(options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
     if options.platform == "cuda" and options.gpu_spec is not None:
         from ..cuda import tools as cuda_tools
@@ -163,7 +169,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     devices = None if isolated else devices_for(options)
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
     try:
-        overrides = flag_overrides(options, emitters)
+        overrides = flag_overrides(options, emitters, dumps)
         if options.platform == "cuda" and not dict(options.xla_flags).get(KERNEL_CACHE_FLAG):
             # XLA writes the cubins it assembled there, one per kernel module: the cubin,
             # sass and kernels stages read them instead of running ptxas again (same output).
@@ -207,7 +213,8 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
-                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters))
+                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters),
+                       dumps=tuple(dumps))
     if executable is not None:
         art.scheduled_hlo = executable.hlo_modules()[0].to_string()
         stats = executable.get_compiled_memory_stats()
@@ -241,21 +248,22 @@ def _dumps_triton_log(options: Any, emitters: tuple[str, ...]) -> bool:
 
 
 def compile_logged(module: Any, module_name: str, options: Any, level: int, *,
-                   keep_going: bool = False) -> XlaArtifacts:
+                   keep_going: bool = False, dumps: tuple[str, ...] = ALL_DUMPS) -> XlaArtifacts:
     """:func:`compile_module`, in a helper process whose XLA logs its HLO passes at ``level``
     (xla.pass_log); the artifacts come back with ``pass_calls`` set. The helper starts once
     per level (a fresh interpreter: XLA reads the setting when it loads) and is kept.
     With ``keep_going`` a failed compile still gives its dumps and its log so far."""
     from . import pass_log
 
-    art, log = _in_helper_process(module, module_name, options, pass_log.log_env(level), keep_going=keep_going)
+    art, log = _in_helper_process(module, module_name, options, pass_log.log_env(level), keep_going=keep_going,
+                                  dumps=dumps)
     art.pass_calls = pass_log.parse(log, changes_logged=level >= pass_log.CHANGES_LEVEL)
     return art
 
 
 def _in_helper_process(module: Any, module_name: str, options: Any, env: dict[str, str], *,
                        keep_going: bool = False, emitters: tuple[str, ...] = (),
-                       keep: bool = True) -> tuple[XlaArtifacts, str]:
+                       dumps: tuple[str, ...] = ALL_DUMPS, keep: bool = True) -> tuple[XlaArtifacts, str]:
     """:func:`compile_module` in isolate's helper started with ``env`` (one per ``env``; kept
     for later calls unless ``keep`` is False): its artifacts, and what XLA wrote on fd 2."""
     import io
@@ -265,12 +273,13 @@ def _in_helper_process(module: Any, module_name: str, options: Any, env: dict[st
 
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
-    return isolate.call(_compile_in_helper_process, (buf.getvalue(), module_name, options, keep_going, emitters),
+    return isolate.call(_compile_in_helper_process,
+                        (buf.getvalue(), module_name, options, keep_going, emitters, dumps),
                         what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env, keep=keep)
 
 
 def _compile_in_helper_process(bytecode: bytes, module_name: str, options: Any, keep_going: bool,
-                               emitters: tuple[str, ...]) -> tuple[XlaArtifacts, str]:
+                               emitters: tuple[str, ...], dumps: tuple[str, ...]) -> tuple[XlaArtifacts, str]:
     from jaxlib.mlir import ir
 
     from .._native import jaxlib as _jaxlib
@@ -279,7 +288,7 @@ def _compile_in_helper_process(bytecode: bytes, module_name: str, options: Any, 
     with _jaxlib.ir_context():
         module = ir.Module.parse(bytecode)
         art = compile_module(module, module_name, options, keep_going=keep_going, native_log=log,
-                             emitters=emitters)
+                             emitters=emitters, dumps=dumps)
     return art, "".join(log)
 
 

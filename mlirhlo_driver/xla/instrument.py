@@ -75,34 +75,40 @@ def _with_dump_re(options: Any, regex: str | None) -> Any:
     return replace(options, xla_flags=tuple(sorted(flags.items())))
 
 
-def compile(module: Any, module_name: str, options: Any, inst: XlaInstrumentation) -> Instrumented:
+def compile(module: Any, module_name: str, options: Any, inst: XlaInstrumentation,
+            dumps: tuple[str, ...] | None = None) -> Instrumented:
     """Compile ``module`` (as XLA compiles it: xla.backend.module_for_xla) once for its stages,
-    plus what ``inst`` needs; raises DriverError for a named pass that did not run."""
+    dumping ``dumps`` (xla.backend.ALL_DUMPS by default), plus what ``inst`` needs; raises
+    DriverError for a named pass that did not run."""
     from . import backend, pass_log
+
+    dumps = backend.ALL_DUMPS if dumps is None else dumps
+    per_pass = (backend.HLO_TEXT,)  # the compiles for per-pass HLO read only its text dumps
 
     regexes = ([_ALL_CHANGES] if inst.after_change else []) + \
               ([_names_re(inst.before + inst.after)] if inst.before or inst.after else [])
     dump_arts: list[tuple[str, Any]] = []
     if inst.timing:
-        art = backend.compile_logged(module, module_name, options, pass_log.TIMES_LEVEL)
+        art = backend.compile_logged(module, module_name, options, pass_log.TIMES_LEVEL, dumps=dumps)
         rx = regexes.pop(0) if regexes else None
-        changes = backend.compile_logged(module, module_name, _with_dump_re(options, rx), pass_log.CHANGES_LEVEL)
+        changes = backend.compile_logged(module, module_name, _with_dump_re(options, rx), pass_log.CHANGES_LEVEL,
+                                         dumps=per_pass)
         calls = pass_log.merge_changes(art.pass_calls or [], changes.pass_calls or [])
         if rx is not None:
             dump_arts.append((rx, changes))
     else:
         rx = regexes.pop(0) if regexes else None
-        art = backend.compile_module(module, module_name, _with_dump_re(options, rx))
+        art = backend.compile_module(module, module_name, _with_dump_re(options, rx), dumps=dumps)
         calls = None
         if rx is not None:
             dump_arts.append((rx, art))
     for rx in regexes:
-        dump_arts.append((rx, backend.compile_module(module, module_name, _with_dump_re(options, rx))))
+        dump_arts.append((rx, backend.compile_module(module, module_name, _with_dump_re(options, rx), dumps=per_pass)))
     out = Instrumented(art, calls)
     for rx, dumped in dump_arts:
         out.printed += _printed(dumped, rx, inst)
     _check_named(out, dump_arts, inst, lambda: backend.compile_logged(
-        module, module_name, options, pass_log.TIMES_LEVEL).pass_calls or [])
+        module, module_name, options, pass_log.TIMES_LEVEL, dumps=per_pass).pass_calls or [])
     return out
 
 

@@ -27,6 +27,7 @@ GATED_PASSES = {
 }
 
 _DUMP_ALL = (("xla_dump_hlo_pass_re", ".*"),)
+_TEXT = ("hlo-text",)  # xla.backend.HLO_TEXT: per-pass dumps are read as text; XLA would write each as HTML too
 
 
 def label(options: Any) -> str:
@@ -58,7 +59,7 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
         options = _with_gates(options, names) if options.platform == "cuda" else options
         # XLA's pass log says which passes ran, in which pipelines, changed or not.
         known = pipelines_of(xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL,
-                                                        keep_going=True).pass_calls or [])
+                                                        keep_going=True, dumps=_TEXT).pass_calls or [])
         seen = {p for ps in known.values() for p in ps}
         missing = [n for n in names if n not in seen]
         if missing:
@@ -73,7 +74,7 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
             art = xla_backend.compile_module(
                 module, name,
                 replace(options, xla_flags=options.xla_flags + _DUMP_ALL + (("xla_enable_hlo_passes_only", only),)),
-                keep_going=True, isolated=True)
+                keep_going=True, isolated=True, dumps=_TEXT)
             # Dump file names spell a pipeline's spaces as underscores.
             ran = {_file_safe(d.pipeline) for d in xla_backend.pass_dumps(art)}
             if all(_file_safe(pipe) in ran for pipe in holding):
@@ -108,7 +109,8 @@ def hlo_after_pass(module: Any, name: str, options: Any, pass_name: str) -> str:
     """HLO right after the first run of ``pass_name`` in the normal pipeline."""
     from . import backend as xla_backend
 
-    art = xla_backend.compile_module(module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL))
+    art = xla_backend.compile_module(module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL),
+                                     dumps=_TEXT)
     return xla_backend.hlo_after_pass(art, pass_name)
 
 
@@ -177,7 +179,8 @@ def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
     for options in candidates:
         grouped: dict[str, list[str]] = {}
         for module, name in compiled:
-            art = xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL, keep_going=True)
+            art = xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL, keep_going=True,
+                                             dumps=_TEXT)
             for pipe, names in pipelines_of(art.pass_calls or []).items():
                 have = grouped.setdefault(pipe, [])
                 have.extend(n for n in names if n not in have)

@@ -31,7 +31,7 @@ def _codegen_files(req: Any, pattern: str, stage: str) -> list[tuple[str, bytes]
     then writes none (_jaxlib.codegen_dumps_need_emitters), else the "no output" error."""
     from .._native import jaxlib as _jaxlib
 
-    art = artifacts(req)
+    art = artifacts(req, dumps=(_CODEGEN,))
     found = art.matching(pattern)
     if not found and not (art.compile_error is None and _jaxlib.codegen_dumps_need_emitters()):
         art.one(pattern, stage)  # raises the "no output" error
@@ -69,7 +69,7 @@ def _joined(req: Any, pattern: str, stage: str, comment: str, kernel_rx: str) ->
 
 
 def _hlo(req: Any) -> str:
-    return _text(artifacts(req).one(_AFTER_OPT + r"\.txt$", "hlo"))
+    return _text(_stage_artifacts(req, "hlo").one(_AFTER_OPT + r"\.txt$", "hlo"))
 
 
 def _hlo_backend(req: Any) -> str:
@@ -80,17 +80,18 @@ def _hlo_backend(req: Any) -> str:
 def _html(req: Any) -> str:
     from .graph_dumps import canonical_html
 
-    return canonical_html(_text(artifacts(req).one(_AFTER_OPT + r"\.html$", "html")))
+    return canonical_html(_text(_stage_artifacts(req, "html").one(_AFTER_OPT + r"\.html$", "html")))
 
 
 def _dot(req: Any) -> str:
     from .graph_dumps import canonical_dot
 
-    return canonical_dot(_text(artifacts(req).one(_AFTER_OPT + r"\.dot$", "dot")))
+    return canonical_dot(_text(_stage_artifacts(req, "dot").one(_AFTER_OPT + r"\.dot$", "dot")))
 
 
 def _buffer_assignment(req: Any) -> str:
-    return _text(artifacts(req).one(_AFTER_OPT + r"-buffer-assignment\.txt$", "buffer-assignment"))
+    return _text(_stage_artifacts(req, "buffer-assignment").one(_AFTER_OPT + r"-buffer-assignment\.txt$",
+                                                                "buffer-assignment"))
 
 
 def _memory_usage(req: Any) -> str:
@@ -130,7 +131,7 @@ def _assembly(req: Any) -> Any:
 
         found = _codegen_files(r, _PTX_FILE, "cubin")
         return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags),
-                                     artifacts(r).files.get(xla_backend.KERNEL_CACHE_FILE))
+                                     artifacts(r, dumps=(_CODEGEN,)).files.get(xla_backend.KERNEL_CACHE_FILE))
 
     return req.derived("cuda-assembly", compute)
 
@@ -259,25 +260,58 @@ def _autotune_results(req: Any) -> str:
     return _text(artifacts(req).one(r"^autotune_results\.pbtxt$", "autotune-results"))
 
 
-def artifacts(req: StageRequest, emitters: tuple[str, ...] = ()) -> Any:
+def artifacts(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str, ...] = ()) -> Any:
     """XLA's compile of the request's module (xla.backend.XlaArtifacts), once per request.
 
-    It dumps what the request's ``stages`` need (:data:`STAGE_EMITTERS`). A stage that
-    needs ``emitters`` the first compile did not dump gets a compile of its own, once.
+    It dumps what the request's ``stages`` need (:data:`STAGE_DUMPS`, :data:`STAGE_EMITTERS`),
+    and everything where the request names none. A stage that needs ``emitters`` or ``dumps``
+    the first compile did not ask for gets a compile of its own, once.
     """
     art = req.derived("xla", _compile)
-    if set(emitters) - set(art.emitters):
-        art = req.derived("xla:" + ",".join(sorted(emitters)), lambda r: _compile(r, emitters))
+    if set(emitters) - set(art.emitters) or set(dumps) - set(art.dumps):
+        key = "xla:" + ",".join(sorted(emitters)) + ":" + ",".join(sorted(dumps))
+        art = req.derived(key, lambda r: _compile(r, emitters, dumps))
     return art
 
 
-def _compile(req: StageRequest, emitters: tuple[str, ...] = ()) -> Any:
+def _stage_artifacts(req: StageRequest, stage: str) -> Any:
+    """:func:`artifacts` with what ``stage`` reads dumped."""
+    return artifacts(req, STAGE_EMITTERS.get(stage, ()), STAGE_DUMPS[stage])
+
+
+def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str, ...] = ()) -> Any:
     from . import backend
 
     wanted = sorted(set(emitters) | {e for s in req.stages for e in STAGE_EMITTERS.get(s, ())})
     module = backend.module_for_xla(req.module, req.source, req.line_offset)
-    return backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted))
+    return backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
+                                  dumps=dumps_for(req, dumps))
 
+
+def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What the request's first compile dumps: what its XLA ``stages`` read, and ``extra``;
+    everything (xla.backend.ALL_DUMPS) where it names no XLA stage (the API's Compiled, whose
+    stages are read later: one compile serves them all)."""
+    from . import backend
+
+    xla_stages = [s for s in req.stages if getattr(req.registry.stages.get(s), "level", None) == XLA]
+    if not xla_stages:
+        return backend.ALL_DUMPS
+    # A stage missing from STAGE_DUMPS would get everything (a test keeps the table complete).
+    return tuple(sorted(set(extra).union(*(STAGE_DUMPS.get(s, backend.ALL_DUMPS) for s in xla_stages))))
+
+
+# What each XLA stage reads from XLA's dump (xla.backend.ALL_DUMPS' names). The thunk
+# sequence, buffer assignment and autotune results come with any dump; the executable's
+# scheduled HLO, memory stats and cost analysis with none.
+_TEXT, _HTML, _DOT, _CODEGEN = "hlo-text", "hlo-html", "hlo-dot", "codegen"  # xla.backend's names
+STAGE_DUMPS: dict[str, tuple[str, ...]] = {
+    "hlo": (_TEXT,), "hlo-backend": (), "html": (_HTML,), "dot": (_DOT,), "buffer-assignment": (_TEXT,),
+    "memory-usage": (), "cost": (), "llvm-before-optimizations": (_CODEGEN,), "llvm": (_CODEGEN,),
+    "llvm-after-optimizations": (_CODEGEN,), "ptx": (_CODEGEN,), "triton": (), "ttir": (), "ttgir": (),
+    "triton-passes": (), "cubin": (_CODEGEN,), "sass": (_CODEGEN,), "kernels": (_CODEGEN,),
+    "thunk-sequence": (), "autotune-results": (),
+}
 
 # ------------------------------------------------------------------ Triton
 
