@@ -225,13 +225,27 @@ class Compiled:
 
     def kernels(self) -> list[Any] | None:
         """Per CUDA kernel (``cuda.kernels.KernelRow``): registers, spills, shared and
-        local memory, launch dimensions, occupancy on the spec's GPU. None on CPU,
+        local memory, launch dimensions, occupancy on the spec's GPU, and its source:
+        the HLO instruction it runs, that fusion root's ``op_name`` and ``file:line``
+        (``op_name``, ``source``) and the instructions fused into it. None on CPU,
         which has no kernels to list."""
         if self.platform != "cuda":
             return None
         from .xla.stages import kernel_rows
 
         return kernel_rows(self.request)
+
+    def fusion_costs(self) -> list[Any] | None:
+        """Per launched fusion of a CUDA compile (``cuda.roofline.CostRow``): FLOPs, bytes
+        accessed and where those figures came from, arithmetic intensity, the peak it is
+        held to, memory or compute bound and a lower-bound time on the spec's GPU, as the
+        ``cost`` and ``roofline`` stages show them. None on CPU (the ``cost`` stage there
+        is XLA's own analysis)."""
+        if self.platform != "cuda":
+            return None
+        from .xla.stages import cost_rows
+
+        return list(cost_rows(self.request)[0])
 
     def xla_passes(self) -> list[Any]:
         """XLA's HLO passes in this compile, longest first (``xla.pass_log.PassRow``: name,

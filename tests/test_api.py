@@ -64,9 +64,13 @@ def test_readme_snippet_runs_as_written(tmp_path, monkeypatch, compiles):
     assert q.as_text().startswith("module @") and q.as_text("hlo").startswith("HloModule")
     # ptx, the stage list, kernels and two written stages: one XLA compile.
     assert compiles == ["f"]
-    assert "ptx" in c.stages and "cost" not in c.stages and list(c.stages)[0] == "stablehlo"
+    assert "ptx" in c.stages and "roofline" in c.stages and list(c.stages)[0] == "stablehlo"
     rows = c.kernels()
     assert rows and all(k.resources.registers > 0 for k in rows)
+    # Each kernel names the jax op it came from (the fusion root's metadata).
+    assert all(k.op_name and k.op_name.startswith("jit(f)/") for k in rows), [k.op_name for k in rows]
+    costs = c.fusion_costs()
+    assert {r.kernel for r in costs} >= {k.kernel for k in rows} and all(r.bound for r in costs)
     ptx = (tmp_path / "out" / "f.ptx").read_text()
     assert ".target sm_90a" in ptx and any(f".entry {k.kernel}(" in ptx for k in rows)
     sass = (tmp_path / "out" / "f.sass").read_text()

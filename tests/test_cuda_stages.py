@@ -633,3 +633,123 @@ def test_kernels_command_three_specs(cli):
 
 def test_kernels_command_bad_spec(cli):
     assert_one_line_error(cli("kernels", MLP, "--gpu-spec", "a100_sxm_80,h99"), contains="h99")
+
+
+# ------------------------------------------------------------------ sources and cost
+
+# A matmul and an elementwise kernel, with the two location forms XLA turns into
+# metadata: loc("name"("file":line:col)) becomes op_name plus a stack frame
+# (stack_frame_id), a bare loc("file":line:col) becomes source_file/source_line. The
+# tanh is the add's consumer, so they fuse: the root (tanh) has no op_name of its own.
+MM_ADD = """\
+func.func @main(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>, %c: tensor<1024x1024xf32>) -> (tensor<1024x1024xf32>, tensor<1024x1024xf32>) {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("jit(f)/dot_general"("model.py":3:8))
+  %1 = stablehlo.add %b, %c : tensor<1024x1024xf32> loc("jit(f)/add"("model.py":4:8))
+  %2 = stablehlo.tanh %1 : tensor<1024x1024xf32> loc("model.py":5:8)
+  return %0, %2 : tensor<1024x1024xf32>, tensor<1024x1024xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mm_add(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mm") / "mm_add.mlir"
+    path.write_text(MM_ADD)
+    return path
+
+
+def test_kernels_json_rows_name_their_source(cli, mm_add):
+    r = cli("kernels", mm_add, "--gpu-spec", "h100_sxm", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    rows = [k["specs"]["h100_sxm"] for k in data["kernels"]]
+    dot = next(k for k in rows if any(f["opcode"] == "dot" for f in k["fused"]))
+    assert (dot["op_name"], dot["source"]) == ("jit(f)/dot_general", "model.py:3:8")
+    assert dot["hlo_instruction"].replace(".", "_") == dot["kernel"]
+    ew = next(k for k in rows if any(f["opcode"] == "tanh" for f in k["fused"]))
+    # The root is the tanh: its source_file/line, and no op_name (the loc had no name).
+    assert (ew["op_name"], ew["source"]) == (None, "model.py:5:8")
+    fused = {f["opcode"]: f for f in ew["fused"]}
+    assert (fused["add"]["op_name"], fused["add"]["source"]) == ("jit(f)/add", "model.py:4:8")
+    # The side-by-side row carries the first spec's source as well.
+    top = next(k for k in data["kernels"] if k["kernel"] == dot["kernel"])
+    assert (top["op_name"], top["source"]) == ("jit(f)/dot_general", "model.py:3:8")
+
+
+def test_kernels_table_names_the_source(cli, mm_add, tmp_path):
+    from conftest import filecheck
+
+    r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "kernels", "--no-cache")
+    assert r.code == 0, r.err
+    filecheck(r.out, """\
+CHECK: mm_add on h100_sxm (sm_90a, 64 warps/SM)
+CHECK: kernel {{.*}} limiter   op_name @ source {{ *}}fused
+CHECK: gemm_fusion{{.*}} jit(f)/dot_general @ model.py:3:8 {{ *}}1
+CHECK: model.py:5:8 {{ *}}2
+""", tmp_path)
+
+
+# H100 SXM (h100_sxm.txtpb): 132 SMs; FP32 CUDA cores: scalar_unit_description F32, 128
+# units x 1 FMA per clock at 1.98 GHz; tensor cores for F32 (TF32):
+# matrix_unit_description F32, 4 units x 256 FMAs per clock at 1.8295201 GHz; 3.35 TB/s.
+H100_FP32 = 2 * 128 * 1 * 132 * 1.98e9          # 66.9 TFLOP/s
+H100_TC_F32 = 2 * 4 * 256 * 132 * 1.8295201e9   # 494.6 TFLOP/s
+H100_BW = 3.35e12
+N = 1024
+
+
+def test_cost_on_cuda_by_hand(cli, mm_add):
+    r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cost", "--no-cache")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    rows = data["fusions"]
+    assert len(rows) == 2, [x["name"] for x in rows]
+    mm = next(x for x in rows if x["op_name"] == "jit(f)/dot_general")
+    ew = next(x for x in rows if x["source"] == "model.py:5:8")
+    # The matmul: 2 x M x N x K flops; it reads both f32 operands and writes its result.
+    assert mm["flops"] == 2 * N ** 3 and mm["bytes_accessed"] == 3 * N * N * 4
+    assert mm["figures_from"] == "xla-cost-analysis" and mm["transcendentals"] == 0
+    assert (mm["peak"]["unit"], mm["peak"]["dtype"]) == ("tensor core", "F32")
+    assert mm["peak"]["flops_per_s"] == pytest.approx(H100_TC_F32, rel=1e-9)
+    assert mm["arithmetic_intensity"] == pytest.approx(2 * N / 12)          # 170.7 FLOP/B
+    assert mm["ridge_flops_per_byte"] == pytest.approx(H100_TC_F32 / H100_BW)  # 147.6 FLOP/B
+    assert mm["bound"] == "compute"
+    assert mm["lower_bound_seconds"] == pytest.approx(2 * N ** 3 / H100_TC_F32)  # 4.34 us
+    # The elementwise kernel: one add per element (tanh counted as a transcendental),
+    # two f32 inputs read and one written.
+    assert ew["flops"] == N * N and ew["transcendentals"] == N * N and ew["bytes_accessed"] == 3 * N * N * 4
+    assert (ew["peak"]["unit"], ew["peak"]["dtype"]) == ("cuda core", "F32")
+    assert ew["peak"]["flops_per_s"] == pytest.approx(H100_FP32, rel=1e-9)
+    assert ew["arithmetic_intensity"] == pytest.approx(1 / 12) and ew["bound"] == "memory"
+    assert ew["lower_bound_seconds"] == pytest.approx(3 * N * N * 4 / H100_BW)   # 3.76 us
+    # Module totals: the rows summed; the CPU stage's keys.
+    assert data["flops"] == 2 * N ** 3 + N * N and data["bytes accessed"] == 6 * N * N * 4
+    assert data["transcendentals"] == N * N
+    assert data["lower_bound_seconds"] == pytest.approx(2 * N ** 3 / H100_TC_F32 + 3 * N * N * 4 / H100_BW)
+    assert data["peaks"]["fp32"]["flops_per_s"] == pytest.approx(H100_FP32, rel=1e-9)
+
+
+def test_fp32_peak_without_scalar_rates_is_the_fpus_formula():
+    """Specs before Hopper have no scalar/matrix unit descriptions: FP32 is 2 x
+    fpus_per_core x SMs x clock, and a dot is held to it, with a note."""
+    from mlirhlo_driver.cuda import roofline, specs
+
+    p = roofline.peaks(specs.resolve_spec("a100_sxm_80"))
+    assert p.fp32.flops_per_s == pytest.approx(2 * 64 * 108 * 1.41e9)   # 19.5 TFLOP/s
+    assert p.bandwidth == 2.039e12 and not p.matrix
+    peak, note = p.for_row(True, 11, 11)
+    assert peak is p.fp32 and note == "spec has no tensor-core rates"
+
+
+def test_roofline_table(cli, mm_add, tmp_path):
+    from conftest import filecheck
+
+    r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "roofline", "--no-cache")
+    assert r.code == 0, r.err
+    filecheck(r.out, """\
+CHECK: mm_add on h100_sxm (sm_90a): FP32 66.9TFLOP/s, memory 3.35TB/s, ridge 20.0 FLOP/B
+CHECK: fusion {{.*}} FLOPs {{.*}} bytes {{.*}} FLOP/B {{.*}} bound {{.*}} op_name @ source
+CHECK-DAG: gemm_fusion{{[^ ]*}} {{ *}}kCustom {{ *}}2.15G {{ *}}12.6M {{ *}}170.67 {{ *}}TC F32 495T {{ *}}compute {{ *}}4.342 {{ *}}xla-cost-analysis {{ *}}jit(f)/dot_general @ model.py:3:8
+CHECK-DAG: {{ *}}kLoop {{ *}}1.05M {{ *}}12.6M {{ *}}0.08 {{ *}}CUDA F32 66.9T {{ *}}memory {{ *}}3.756 {{ *}}xla-cost-analysis {{ *}}model.py:5:8
+CHECK: total: 2.15G FLOPs, 1.05M transcendentals, 25.2MB accessed, time ≥ 8.098 µs
+""", tmp_path)

@@ -346,12 +346,11 @@ def test_ptx_on_cpu_names_cpu_stages(cli):
     assert "cost" in cpu_names and "hlo-backend" in cpu_names and "ptx" not in cpu_names
 
 
-def test_cost_on_cuda_names_cuda_stages(cli):
-    line = assert_one_line_error(
-        cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cost", MLP),
-        contains="stage 'cost' does not exist for --platform cuda")
-    cuda_names = line.split("cuda stages: ", 1)[1]
-    assert "ptx" in cuda_names and "thunk-sequence" in cuda_names and "cost" not in cuda_names
+def test_roofline_on_cpu_names_cpu_stages(cli):
+    line = assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "roofline", MLP),
+                                 contains="stage 'roofline' does not exist for --platform cpu")
+    cpu_names = line.split("cpu stages: ", 1)[1]
+    assert "cost" in cpu_names and "roofline" not in cpu_names
 
 
 def test_unknown_stage_did_you_mean(cli):
@@ -376,10 +375,10 @@ def test_list_stages_per_platform(cli):
     r = cli("opt", "--list-stages", "--platform", "cpu")
     assert r.code == 0
     assert _listed(r.out) == [s.name for s in registry.available("cpu")]
-    assert "ptx" not in _listed(r.out) and "cost" in _listed(r.out)
+    assert "ptx" not in _listed(r.out) and "cost" in _listed(r.out) and "roofline" not in _listed(r.out)
     r = cli("opt", "--list-stages", "--platform", "cuda")
     assert r.code == 0 and r.err == ""  # no default-spec note for a listing
-    assert "ptx" in _listed(r.out) and "cost" not in _listed(r.out)
+    assert "ptx" in _listed(r.out) and "cost" in _listed(r.out) and "roofline" in _listed(r.out)
 
 
 def test_list_stages_without_platform_is_mlir_only_and_does_not_import_jax():

@@ -563,6 +563,28 @@ def stablehlo_to_hlo_proto(module_bytecode: bytes) -> bytes:
         raise RuntimeError(str(e)) from None
 
 
+def hlo_cost_analysis(protos: list[bytes]) -> list[dict[str, float] | str]:
+    """XLA's ``HloCostAnalysis`` of each HloModuleProto, as jaxlib exposes it
+    (``hlo_module_cost_analysis``, with the CPU client's shape sizes: dense arrays, no
+    padding): its module-level figures (``flops``, ``transcendentals``, ``bytes
+    accessed``, ...). The analysis reads only the HLO, so it runs on modules optimized for
+    any backend; ``-1`` marks what it cannot count (a custom call). A module it refuses
+    gives XLA's message instead of a dict."""
+    from jaxlib import _jax
+
+    _hlo = hlo_lib()
+    client = cpu_devices()[0].client
+    out: list[dict[str, float] | str] = []
+    with filtered_native_stderr():
+        for proto in protos:
+            try:
+                found = _jax.hlo_module_cost_analysis(client, _hlo.HloModule.from_serialized_hlo_module_proto(proto))
+                out.append({k: float(v) for k, v in sorted(dict(found).items())})
+            except Exception as e:  # XlaRuntimeError / JaxRuntimeError
+                out.append(str(e))
+    return out
+
+
 def hlo_proto_to_dot(proto: bytes) -> str:
     _hlo = hlo_lib()
 

@@ -204,9 +204,22 @@ class KernelRow:
     resources: Any         # cuda_binaries.KernelResources
     launch: Launch | None
     occupancy: Occupancy | None
+    # Where it came from: the HLO instruction it runs (ir.fusions.Launched), whose root's
+    # metadata gives op_name and "file:line", and the instructions fused into it. None:
+    # a kernel no instruction of the optimized module is named after.
+    hlo: Any = None
+
+    @property
+    def op_name(self) -> str | None:
+        return self.hlo.op_name if self.hlo is not None else None
+
+    @property
+    def source(self) -> str | None:
+        return self.hlo.source if self.hlo is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.resources
+        h = self.hlo
         return {
             "kernel": self.kernel, "kernel_module": self.module,
             "registers": r.registers, "spill_stores": r.spill_stores, "spill_loads": r.spill_loads,
@@ -215,13 +228,18 @@ class KernelRow:
             "block": list(self.launch.block) if self.launch else None,
             "dynamic_shared_memory": self.launch.shared_memory if self.launch else None,
             "occupancy": self.occupancy.to_dict() if self.occupancy else None,
+            "hlo_instruction": h.name if h is not None else None,
+            "op_name": self.op_name, "source": self.source,
+            "fused": [f.to_dict() for f in h.fused] if h is not None else [],
         }
 
 
 def rows(modules: list[tuple[str, list[str]]], resources: dict[str, Any], thunk_sequence: str,
-         spec: Any) -> list[KernelRow]:
+         spec: Any, launched: dict[str, Any] | None = None) -> list[KernelRow]:
     """One row per (kernel, distinct launch); kernels XLA never launches directly get one row.
-    ``modules``: (kernel module, its kernels); ``resources``: kernel -> KernelResources."""
+    ``modules``: (kernel module, its kernels); ``resources``: kernel -> KernelResources;
+    ``launched``: kernel -> the HLO instruction it runs (ir.fusions.by_kernel)."""
+    launched = launched or {}
     limits = sm_limits(spec)
     launches = parse_launches(thunk_sequence)
     out = []
@@ -233,7 +251,7 @@ def rows(modules: list[tuple[str, list[str]]], resources: dict[str, Any], thunk_
             for launch in launches.get(name) or [None]:
                 occ = None if launch is None else occupancy(
                     limits, launch.threads, res.registers, res.shared, launch.shared_memory)
-                out.append(KernelRow(module_name, name, res, launch, occ))
+                out.append(KernelRow(module_name, name, res, launch, occ, launched.get(name)))
     out.sort(key=lambda r: r.kernel)
     return out
 
@@ -254,6 +272,11 @@ def _occ_text(occ: Occupancy | None) -> str:
 
 def _spill_text(r: Any) -> str:
     return f"{r.spill_stores}/{r.spill_loads}"
+
+
+def source_text(row: KernelRow) -> str:
+    """``op_name @ file:line``, what of it the metadata has, or ``-``."""
+    return " @ ".join(x for x in (row.op_name, row.source) if x) or "-"
 
 
 def _render(table: Any) -> str:
@@ -277,14 +300,14 @@ def table_text(module_name: str, spec: Any, kernel_rows: list[KernelRow]) -> str
     for col, just in (("kernel", "left"), ("regs", "right"), ("spill st/ld B", "right"),
                       ("smem B", "right"), ("dyn smem B", "right"), ("stack B", "right"),
                       ("grid × block", "right"), ("blocks/SM", "right"), ("warps/SM", "right"),
-                      ("limiter", "left")):
+                      ("limiter", "left"), ("op_name @ source", "left"), ("fused", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in kernel_rows:
         occ = r.occupancy
         t.add_row(r.kernel, str(r.resources.registers), _spill_text(r.resources), str(r.resources.shared),
                   str(r.launch.shared_memory) if r.launch else "-", str(r.resources.stack_frame),
                   _launch_text(r.launch), str(occ.blocks_per_sm) if occ else "-", _occ_text(occ),
-                  occ.limiter if occ else "-")
+                  occ.limiter if occ else "-", source_text(r), str(len(r.hlo.fused)) if r.hlo is not None else "-")
     return _render(t)
 
 
@@ -316,6 +339,7 @@ def side_by_side(per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]]) 
     if several_modules:
         t.add_column("module")
     t.add_column("kernel")
+    t.add_column("op_name @ source")
     for spec, _ in per_spec:
         for i, col in enumerate(("regs", "spill", "smem", "grid × block", "warps/SM")):
             t.add_column(f"{spec.name if i == 0 else ''}\n{col}", justify="right")
@@ -323,7 +347,12 @@ def side_by_side(per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]]) 
     for key in keys:
         row = [key[0]] if several_modules else []
         row.append(key[1])
-        js = {"module": key[0], "kernel": key[1], "specs": {}}
+        # The instruction a kernel runs can differ between specs (XLA fuses per GPU):
+        # the table shows the first spec's, each spec's JSON its own.
+        first = next(r for r in (cells[key].get(s.name) for s, _ in per_spec) if r is not None)
+        row.append(source_text(first))
+        js = {"module": key[0], "kernel": key[1], "op_name": first.op_name, "source": first.source,
+              "specs": {}}
         for spec, _ in per_spec:
             r = cells[key].get(spec.name)
             if r is None:

@@ -60,6 +60,9 @@ class XlaArtifacts:
     scheduled_hlo: str = field(repr=False, default="")
     memory_stats: dict[str, int] = field(default_factory=dict)
     cost: dict[str, float] | None = None
+    # The optimized HloModuleProto (the executable's, as ``scheduled_hlo`` prints it):
+    # kernel sources and per-fusion cost read its instructions and metadata.
+    optimized_proto: bytes = field(repr=False, default=b"")
     compile_error: str | None = None  # set when only the dumps written before a failure exist
     mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
     pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
@@ -216,7 +219,9 @@ def compile_module(module: Any, module_name: str, options: Any, *,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters),
                        dumps=tuple(dumps))
     if executable is not None:
-        art.scheduled_hlo = executable.hlo_modules()[0].to_string()
+        optimized = executable.hlo_modules()[0]
+        art.scheduled_hlo = optimized.to_string()
+        art.optimized_proto = optimized.as_serialized_hlo_module_proto()
         stats = executable.get_compiled_memory_stats()
         art.memory_stats = {k: getattr(stats, k) for k in dir(stats)
                             if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}

@@ -101,10 +101,53 @@ def _memory_usage(req: Any) -> str:
 
 
 def _cost(req: Any) -> str:
+    """CPU: XLA's cost analysis of the executable. CUDA (whose compile-only client has
+    none): per launched fusion, XLA's analysis of it alone and the roofline on the spec
+    (cuda/roofline.py)."""
     from .backend import to_json
 
     art = artifacts(req)
-    return to_json(art.cost or {})
+    if req.options.platform != "cuda":
+        return to_json(art.cost or {})
+    from ..cuda import roofline
+
+    rows, xla_module = cost_rows(req)
+    return to_json(roofline.to_json_data(req.module_name, req.options.gpu_spec, rows, xla_module))
+
+
+def _roofline(req: Any) -> str:
+    from ..cuda import roofline
+
+    return roofline.table_text(req.module_name, req.options.gpu_spec, cost_rows(req)[0])
+
+
+def _optimized_proto(req: Any) -> bytes:
+    from ..errors import StageError
+
+    art = artifacts(req)
+    if not art.optimized_proto:
+        raise StageError("stage 'cost' reads the optimized module, and XLA made no executable"
+                         + (f" (compile failed: {art.compile_error})" if art.compile_error else ""))
+    return art.optimized_proto
+
+
+def cost_rows(req: Any) -> tuple[list[Any], Any]:
+    """The request's per-fusion cost rows (cuda.roofline.CostRow) and XLA's analysis of
+    the whole module, once per request."""
+    from ..cuda import roofline
+
+    return req.derived("cuda-cost", lambda r: roofline.cost_rows(_optimized_proto(r), r.options.gpu_spec))
+
+
+def _launched(req: Any) -> dict[str, Any]:
+    """Kernel name -> the instruction it runs (ir.fusions.Launched), once per request."""
+    def compute(r: Any) -> dict[str, Any]:
+        from ..ir import fusions
+
+        proto = artifacts(r).optimized_proto
+        return fusions.by_kernel(fusions.launched(proto)) if proto else {}
+
+    return req.derived("launched", compute)
 
 
 def _llvm_before(req: Any) -> str:
@@ -157,9 +200,10 @@ class PendingBinary(Deferred):
     (cuda_binaries.assemble_many). Both stages of one compile share its job, so
     ``--stage sass,kernels`` assembles it once."""
 
-    def __init__(self, job: Any, kernels: tuple[str, Any, str, dict[str, int]] | None = None):
+    def __init__(self, job: Any, kernels: tuple[str, Any, str, dict[str, int], dict[str, Any]] | None = None):
         self.job = job
-        # kernels: (module name, GPU spec, thunk sequence, kernel -> static shared memory); None: sass
+        # kernels: (module name, GPU spec, thunk sequence, kernel -> static shared memory,
+        # kernel -> the HLO instruction it runs); None: sass
         self.kernels = kernels
 
     @property
@@ -178,21 +222,21 @@ class PendingBinary(Deferred):
 
         if self.kernels is None:
             return result.sass if isinstance(result.sass, DriverError) else _sass_text(result.sass)
-        module_name, spec, _, _ = self.kernels
+        module_name, spec = self.kernels[:2]
         return kernels.table_text(module_name, spec, self.rows(result))
 
     def rows(self, result: Any) -> list[Any]:
         from ..cuda import kernels
 
         assert self.kernels is not None
-        _, spec, thunk_sequence, shared = self.kernels
+        _, spec, thunk_sequence, shared, launched = self.kernels
         # ptxas -v leaves out static shared memory it adds itself (1 KiB in some sm_90a
         # Triton kernels); the .nv.shared.<kernel> section of the kernel's own cubin is what
         # the driver reserves per block (cudaFuncAttributes::sharedSizeBytes, cuobjdump's
         # SHARED). No section: ptxas -v's figure (0 in every case seen).
         resources = {k: replace(r, shared=shared.get(k, r.shared)) for k, r in result.resources.items()}
         return kernels.rows([(name, list(ks)) for name, ks, _ in self.job.modules], resources,
-                            thunk_sequence, spec)
+                            thunk_sequence, spec, launched)
 
 
 def _each(items: list[PendingBinary], use: Any) -> list[Any]:
@@ -233,7 +277,7 @@ def _sass(req: Any) -> PendingBinary:
 def pending_kernels(req: Any) -> PendingBinary:
     asm = _assembly(req)
     return PendingBinary(_ptx_job(req), (req.module_name, req.options.gpu_spec, _thunk_sequence(req),
-                                         asm.shared_sizes()))
+                                         asm.shared_sizes(), _launched(req)))
 
 
 def kernel_rows_many(items: list[PendingBinary]) -> list[Any]:
@@ -412,7 +456,11 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("memory-usage", "memory-usage.json", XLA, False,
                      "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage))
     stages.add(Stage("cost", "cost.json", XLA, False,
-                     "XLA's cost analysis: flops, bytes accessed, transcendentals", _cost, CPU_ONLY))
+                     "XLA's cost analysis: flops, bytes accessed, transcendentals (CUDA: per fusion, "
+                     "with the roofline bound on the spec)", _cost))
+    stages.add(Stage("roofline", "roofline.txt", XLA, False,
+                     "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
+                     "time on the spec's GPU", _roofline, CUDA_ONLY))
     stages.add(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
                      "LLVM IR as emitted, before LLVM's optimizations", _llvm_before))
     stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after))
