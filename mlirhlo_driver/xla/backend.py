@@ -62,6 +62,7 @@ class XlaArtifacts:
     mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
     pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
     emitters: tuple[str, ...] = ()  # codegen emitters dumped besides LLVM IR and PTX (Triton's)
+    optimized_proto: bytes = field(repr=False, default=b"")  # the executable's HloModuleProto
 
     def matching(self, pattern: str) -> list[tuple[str, bytes]]:
         rx = re.compile(pattern)
@@ -210,6 +211,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters))
     if executable is not None:
         art.scheduled_hlo = executable.hlo_modules()[0].to_string()
+        art.optimized_proto = executable.hlo_modules()[0].as_serialized_hlo_module_proto()
         stats = executable.get_compiled_memory_stats()
         art.memory_stats = {k: getattr(stats, k) for k in dir(stats)
                             if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
@@ -455,18 +457,27 @@ def reference_module() -> Any:
     return parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<reference>")
 
 
-def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0) -> Any:
-    """The module XLA compiles for the XLA stages.
+def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0,
+                   fold_constants: bool = False) -> Any:
+    """The module XLA compiles for the XLA stages (:func:`prepared_for_xla`'s module)."""
+    return prepared_for_xla(module, source, line_offset, fold_constants)[0]
+
+
+def prepared_for_xla(module: Any, source: str | None = None, line_offset: int = 0,
+                     fold_constants: bool = False) -> tuple[Any, Any]:
+    """(the module XLA compiles for the XLA stages, its ``checks.CheckPlan`` or None).
 
     A self-checking module (``check.*`` custom calls, which no XLA backend
     implements) is compiled as ``mlirhlo run`` executes it: ``checks.prepare``
     takes the checks out, makes their operands results of ``@main`` and feeds
-    its non-splat constants as parameters, so XLA compiles the ops under test
-    instead of folding them away. Any other module is compiled as given. The
-    MLIR-level stages keep printing the module itself.
+    its ``@inputs()`` values (and @main's non-splat constants) as parameters, so
+    XLA compiles the ops under test instead of folding them away; with
+    ``fold_constants`` they stay constants. Any other module is compiled as
+    given (plan None). The MLIR-level stages keep printing the module itself.
     """
     from ..inputs import checks
 
     if not checks.has_checks(module):
-        return module
-    return checks.prepare(module, source=source, line_offset=line_offset).module
+        return module, None
+    plan = checks.prepare(module, fold_constants=fold_constants, source=source, line_offset=line_offset)
+    return plan.module, plan
