@@ -256,7 +256,7 @@ class Compiled:
         def compute(req: StageRequest) -> list[Any]:
             from .xla import backend, instrument, pass_log
 
-            module = backend.module_for_xla(req.module, req.source, req.line_offset)
+            module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
             done = instrument.compile(module, req.module_name, req.options,
                                       instrument.XlaInstrumentation(timing=True))
             return pass_log.rows(done.calls or [])

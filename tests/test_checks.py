@@ -252,6 +252,122 @@ def test_fold_constants_keeps_constants_and_xla_folds_them(name):
     assert all(r.passed for r in checks.evaluate(plan, run(plan)))
 
 
+# ------------------------------------------------ @inputs() values as parameters
+
+CORPUS = DATA / "corpus"  # a sample of scripts/make_check_corpus.py's files
+CORPUS_FILES = sorted(p.name for p in CORPUS.glob("*.mlir"))
+# What each sample file keeps as a constant, and where its checked values come from:
+# argmax over one element is index 0 whatever the input, so XLA computes it without
+# reading the parameter.
+KEPT = {"dynamic_reshape_f32_splat_shape_inputs.mlir": ["stablehlo.dynamic_reshape output shape"],
+        "dynamic_broadcast_in_dim_i32_varied_shape_main.mlir": ["stablehlo.dynamic_broadcast_in_dim output dimensions"],
+        "real_dynamic_slice_f32_splat_shape_inputs.mlir": [
+            "stablehlo.real_dynamic_slice start indices", "stablehlo.real_dynamic_slice limit indices",
+            "stablehlo.real_dynamic_slice strides"]}
+FOLDED = {"argmax_f32_one.mlir"}
+
+
+def _inputs_values(module):
+    """The constants @inputs() returns (their types), read from the file's own module."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and str(op.operation.attributes["sym_name"]) == '"inputs"':
+            return [str(t) for t in op.type.results]
+    return []
+
+
+def _optimized_deps(plan):
+    from mlirhlo_driver.ir import hlo_dataflow
+
+    exe = compile_cpu(plan.module)
+    return hlo_dataflow.outputs_from_parameters(exe.hlo_modules()[0].as_serialized_hlo_module_proto())
+
+
+@pytest.mark.parametrize("name", CORPUS_FILES)
+def test_every_inputs_value_reaches_xla_as_a_parameter(name):
+    [loaded] = inputs.load(str(CORPUS / name))
+    plan = checks.prepare(loaded.module, source=name)
+    wanted = _inputs_values(loaded.module)
+    kept_from_inputs = [k for k in plan.kept if k.from_inputs and not k.also_parameter]
+    # Splat, one-element and scalar values too: each is a parameter unless kept, with a reason.
+    assert len(plan.parameters) == len(wanted) - len(kept_from_inputs), (wanted, plan.kept)
+    assert [r for k in plan.kept for r in k.reasons] == KEPT.get(name, [])
+    assert all(k.location.startswith(f"{name}:") for k in plan.kept)
+    args = list(entry_block(plan.module).arguments)
+    assert [str(a.type) for a in args] == [str(t) for t in (
+        [t for t in wanted if t not in [k.type for k in kept_from_inputs]] if "shape_main" not in name else wanted)]
+    results = checks.evaluate(plan, run(plan))
+    assert results and all(r.passed for r in results), results
+    provenance = checks.checked_values(plan, _optimized_deps(plan))
+    assert provenance.state == ("folded" if name in FOLDED else "compiled"), provenance
+
+
+@pytest.mark.parametrize("name", ["add_f32_splat.mlir", "scatter_add_f32_one_idx_main.mlir", "select_i1_splat.mlir"])
+def test_fold_constants_leaves_the_checked_values_to_the_folder(name):
+    [loaded] = inputs.load(str(CORPUS / name))
+    plan = checks.prepare(loaded.module, source=name, fold_constants=True)
+    assert plan.parameters == [] and plan.kept == []
+    assert checks.checked_values(plan, _optimized_deps(plan)).state == "folded"
+    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+
+
+def test_a_constant_used_as_data_and_as_a_shape_is_both():
+    src = """\
+func.func @main() {
+  %0 = call @inputs() : () -> tensor<2xi64>
+  %d = stablehlo.constant dense<[1.5, 2.5, 3.5, 4.5, 5.5, 6.5]> : tensor<6xf32>
+  %r = stablehlo.dynamic_reshape %d, %0 : (tensor<6xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %s = stablehlo.add %0, %0 : tensor<2xi64>
+  check.expect_eq_const %s, dense<[4, 6]> : tensor<2xi64>
+  check.expect_eq_const %r, dense<[[1.5, 2.5, 3.5], [4.5, 5.5, 6.5]]> : tensor<2x3xf32>
+  func.return
+}
+func.func private @inputs() -> tensor<2xi64> {
+  %c = stablehlo.constant dense<[2, 3]> : tensor<2xi64>
+  return %c : tensor<2xi64>
+}
+"""
+    plan = checks.prepare(parse(src), source="t.mlir")
+    [kept] = plan.kept
+    assert (kept.reasons, kept.from_inputs, kept.also_parameter) == (
+        ["stablehlo.dynamic_reshape output shape"], True, True)
+    assert kept.location == "t.mlir:11:8"
+    assert checks.kept_note(plan) == "kept 1 constant (stablehlo.dynamic_reshape output shape)"
+    assert [a.tolist() for a in plan.parameters] == [[2, 3], [1.5, 2.5, 3.5, 4.5, 5.5, 6.5]]
+    text = str(plan.module)
+    assert "stablehlo.dynamic_reshape %arg1, %c" in text and "stablehlo.add %arg0, %arg0" in text
+    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+
+
+def test_outputs_from_parameters_reads_the_optimized_module():
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.ir import hlo_dataflow
+
+    hlo = """\
+HloModule m
+
+fused (p0: f32[4], p1: f32[4]) -> (f32[4], f32[4]) {
+  p0 = f32[4] parameter(0)
+  p1 = f32[4] parameter(1)
+  n = f32[4] negate(p0)
+  e = f32[4] exponential(p1)
+  ROOT t = (f32[4], f32[4]) tuple(n, e)
+}
+
+ENTRY main (a: f32[4]) -> (f32[4], f32[4], f32[4], f32[]) {
+  a = f32[4] parameter(0)
+  c = f32[4] constant({1, 2, 3, 4})
+  f = (f32[4], f32[4]) fusion(a, c), kind=kLoop, calls=fused
+  g0 = f32[4] get-tuple-element(f), index=0
+  g1 = f32[4] get-tuple-element(f), index=1
+  i = f32[4] iota(), iota_dimension=0
+  s = f32[] constant(0)
+  ROOT r = (f32[4], f32[4], f32[4], f32[]) tuple(g0, g1, i, s)
+}
+"""
+    deps = hlo_dataflow.outputs_from_parameters(_jaxlib.hlo_text_to_proto(hlo))
+    assert deps == [True, False, False, False]  # each fusion output keeps its own operands
+
+
 def test_testdata_form_inlines_inputs_and_expected():
     plan = checks.prepare(load("testdata_softplus.mlir"))
     text = str(plan.module)
@@ -516,3 +632,40 @@ def test_expect_almost_eq_follows_the_interpreter():
     assert _eval("expect_almost_eq", np.complex64([1 + 1j]), np.complex64([1 + 1.00001j])).passed
     assert not _eval("expect_almost_eq", np.complex64([1 + 1j]), np.complex64([1 + 1.1j])).passed
     assert _eval("expect_almost_eq", np.int32([3]), np.int32([4]), tolerance=1.0).passed
+
+
+# ====================================================================== CLI
+
+def test_run_and_opt_report_where_the_checked_values_came_from(cli, tmp_path):
+    import json
+
+    from conftest import assert_one_line_error
+
+    files = [CORPUS / n for n in ("add_f32_splat.mlir", "argmax_f32_one.mlir",
+                                  "dynamic_reshape_f32_splat_shape_inputs.mlir")]
+    report = tmp_path / "run.json"
+    result = cli("run", *files, "--jobs", "0", "--json", report)
+    assert result.code == 0, result.out
+    rows = {r["module"]: r for r in json.loads(report.read_text())}
+    assert {m: r["checked_values"] for m, r in rows.items()} == {
+        "add_f32_splat": "compiled", "argmax_f32_one": "folded",
+        "dynamic_reshape_f32_splat_shape_inputs": "compiled"}
+    [kept] = rows["dynamic_reshape_f32_splat_shape_inputs"]["kept_constants"]
+    assert kept["reasons"] == ["stablehlo.dynamic_reshape output shape"] and kept["from_inputs"]
+    assert rows["add_f32_splat"]["inputs"] == "2 constants fed as runtime parameters"
+    assert "  checked values: compiled (1 of 1 computed from parameters by XLA's generated code)" in result.out
+    assert (f"  kept constant: {files[2]}:12:11 tensor<2xi64> (stablehlo.dynamic_reshape output shape)"
+            in result.out)
+    folded = cli("run", files[0], "--jobs", "0", "--fold-constants", "--json", report)
+    assert folded.code == 0 and json.loads(report.read_text())[0]["checked_values"] == "folded"
+
+    out = cli("opt", *files, "--platform", "cpu", "--stage", "hlo", "--no-cache", "--dump-dir", tmp_path / "d")
+    assert out.code == 0, out.err
+    notes = [ln for ln in out.err.splitlines() if ln.startswith("note:")]
+    assert notes == [
+        f"note: {files[1]}: checked values folded (none of 1 depends on a parameter: XLA computed it while compiling)",
+        f"note: {files[2]}: kept 1 constant (stablehlo.dynamic_reshape output shape)"]
+    assert "parameter(" in (tmp_path / "d" / "add_f32_splat.hlo").read_text()
+    out = cli("opt", files[0], "--platform", "cpu", "--stage", "hlo", "--no-cache", "--fold-constants")
+    assert out.code == 0 and "(--fold-constants)" in out.err and "ENTRY %main.1 () ->" in out.out
+    assert_one_line_error(cli("opt", files[0], "--fold-constants"), contains="needs --platform cpu|cuda")

@@ -155,3 +155,20 @@ CHECK: entry_computation_layout={()->(s32[2,3]{1,0}, s32[2,3]{1,0})}
 CHECK: iota(), iota_dimension=1
 """, tmp_path)
     assert re.search(r"^\.target\s+sm_100a\b", (out / "dyn.ptx").read_text(), re.M)
+
+
+# Splat and one-element @inputs() values: before they were parameters, XLA folded these
+# tests and the PTX held no kernel.
+SPLAT_FILES = ["scatter_add_f32_one_idx_main", "add_i1_one", "compare_EQ_f32_scalar", "select_i1_splat"]
+
+
+def test_splat_inputs_compile_to_kernels(cli, tmp_path):
+    files = [CHECKS / "corpus" / f"{f}.mlir" for f in SPLAT_FILES]
+    result = cli("opt", *files, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx,hlo",
+                 "--dump-dir", tmp_path, "--no-cache")
+    assert result.code == 0, result.err
+    assert "checked values" not in result.err  # each is computed from parameters
+    for name in SPLAT_FILES:
+        entry = (tmp_path / f"{name}.hlo").read_text().split("\nENTRY ", 1)[1]
+        assert " parameter(0)" in entry, name
+        assert re.search(r"^\.visible \.entry ", (tmp_path / f"{name}.ptx").read_text(), re.M), name

@@ -135,6 +135,7 @@ def process(job: OptJob, task: OptTask) -> OptResult:
                 _instrumented_compile(job, loaded, options, request, stem, result, err, timings)
             for name in job.stage_names:
                 result.parts.append((stem, name, request.produce(name)))
+            err.extend(f"note: {n}\n" for n in request.notes)
         if not pending(result):
             finalize(job, result)
     except DriverError as e:
@@ -156,7 +157,7 @@ def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, reque
     from ..xla.passes import label
     from ..xla.stages import dumps_for
 
-    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset)
+    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset, options.fold_constants)
     done = instrument.compile(module, loaded.name, options, job.xla_instrumentation, dumps_for(request))
     request.derived("xla", lambda _: done.art)
     for i, printed in enumerate(done.printed):
@@ -296,7 +297,7 @@ def xla_pass_hlo(loaded: Any, options: StageOptions, xla_passes: str | None,
     from ..xla import passes as xla_pass_runner
     from ..xla.backend import module_for_xla
 
-    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset)
+    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset, options.fold_constants)
     if after_pass:
         return xla_pass_runner.hlo_after_pass(module, loaded.name, options, after_pass)
     enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
@@ -524,6 +525,7 @@ class OptOptions:
     timeout: float | None = None
     scheduler: str | None = None
     load_pass_plugin: tuple[str, ...] = ()
+    fold_constants: bool = False               # check files: keep their constants (XLA folds them)
 
 
 def _split_print_names(names: Sequence[str], root: Any, platform: str | None) -> tuple[tuple[str, ...],
@@ -593,9 +595,12 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
     if not o.inputs:
         raise DriverError("no input modules given", hint="mlirhlo opt --help")
 
-    targets = target.stage_options(target_version=o.target_version, debug_info=o.debug_info)
+    targets = target.stage_options(target_version=o.target_version, debug_info=o.debug_info,
+                                   fold_constants=o.fold_constants)
     if (o.xla_passes or o.after_pass) and target.platform is None:
         raise DriverError("--xla-passes and --after-pass need --platform cpu|cuda")
+    if o.fold_constants and target.platform is None:
+        raise DriverError("--fold-constants changes what XLA compiles: it needs --platform cpu|cuda")
     stage_names = ["hlo"] if (o.xla_passes or o.after_pass) else stage_list(o.stage, target.platform, o.dump_dir)
     if o.output and o.dump_dir:
         raise DriverError("give either -o or --dump-dir, not both")

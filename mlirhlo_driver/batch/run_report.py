@@ -122,6 +122,10 @@ def print_run_reports(reports: list[Any], options: Any, print_literals: bool, ex
         lines = [head]
         if r.inputs_note:
             lines.append(f"  inputs: {r.inputs_note}")
+        for k in r.kept_constants:
+            lines.append(f"  kept constant: {k['location']} {k['type']} ({'; '.join(k['reasons'])})")
+        if r.checked_values_detail:
+            lines.append(f"  checked values: {r.checked_values_detail}")
         if r.compile_ms is not None:
             timing = f"  compile {r.compile_ms:.1f} ms, run {r.run_ms:.3f} ms"
             if options.iterations > 1:

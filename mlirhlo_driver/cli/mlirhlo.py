@@ -145,6 +145,9 @@ def opt(
     after_pass: Annotated[Optional[str], typer.Option(
         "--after-pass", metavar="PASS", help="Print the HLO right after this XLA pass of the normal pipeline.")] = None,
     load_pass_plugin: LoadPluginOption = None,
+    fold_constants: Annotated[bool, typer.Option(
+        "--fold-constants", help="Check files: keep their @inputs() constants in what XLA compiles "
+                                 "(XLA folds the test); default: they are parameters.")] = False,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")] = False,
     jobs: JobsOption = 0,
@@ -345,7 +348,8 @@ def run(
     save_outputs: Annotated[Optional[str], typer.Option(
         "--save-outputs", metavar="FILE", help="Write outputs to this .npz.")] = None,
     fold_constants: Annotated[bool, typer.Option(
-        "--fold-constants", help="Check files: keep their constant inputs (XLA folds the test).")] = False,
+        "--fold-constants", help="Check files: keep their @inputs() constants (XLA folds the test); "
+                                 "default: they are runtime parameters.")] = False,
     bisect: Annotated[bool, typer.Option(
         "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
     bisect_passes: Annotated[bool, typer.Option(

@@ -106,6 +106,11 @@ class ModuleReport:
     pass_bisect: Any = None            # execute.pass_bisect.PassBisect, with --bisect-passes
     xla_passes: list[Any] | None = None  # xla.pass_log.PassRow, with --timing
     inputs_note: str = ""
+    # Check files: where the checked values came from (inputs.checks.Provenance.describe),
+    # and the constants left for XLA (inputs.checks.KeptConstant fields).
+    checked_values: str | None = None      # compiled, folded, partly folded, unknown
+    checked_values_detail: str = ""
+    kept_constants: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[Any] | None = None            # kept with keep_outputs, for --print-literals
     outputs: list[Any] | None = None
     reference_outputs: list[Any] | None = None
@@ -132,7 +137,10 @@ class ModuleReport:
                     "mismatch": self.bisect.mismatch.describe()},
                 "bisect_passes": None if self.pass_bisect is None else self.pass_bisect.row(),
                 "xla_passes": None if self.xla_passes is None else [p.as_dict() for p in self.xla_passes],
-                "inputs": self.inputs_note, "reproducer": self.reproducer}
+                "inputs": self.inputs_note,
+                "checked_values": self.checked_values, "checked_values_detail": self.checked_values_detail,
+                "kept_constants": self.kept_constants,
+                "reproducer": self.reproducer}
 
 
 # --------------------------------------------------------------------- types
@@ -408,6 +416,12 @@ def _devices(platform: str) -> list[Any]:
 def run_xla(module: Any, arrays: list[np.ndarray], platform: str, iterations: int = 1,
             xla_flags: tuple[tuple[str, Any], ...] = ()) -> tuple[list[np.ndarray], float, float]:
     """(outputs, compile ms, median run ms) for ``module`` on ``platform``."""
+    return _compile_and_run(module, arrays, platform, iterations, xla_flags)[:3]
+
+
+def _compile_and_run(module: Any, arrays: list[np.ndarray], platform: str, iterations: int,
+                     xla_flags: tuple[tuple[str, Any], ...]) -> tuple[list[np.ndarray], float, float, Any]:
+    """:func:`run_xla`'s results and the loaded executable."""
     from .._native import jaxlib as _jaxlib
 
     device = _devices(platform)[0]
@@ -420,7 +434,7 @@ def run_xla(module: Any, arrays: list[np.ndarray], platform: str, iterations: in
         t0 = time.perf_counter()
         outputs = _jaxlib.execute(exe, arrays, device)
         times.append((time.perf_counter() - t0) * 1000)
-    return outputs, compile_ms, statistics.median(times)
+    return outputs, compile_ms, statistics.median(times), exe
 
 
 def run_in_helper(bytecode: bytes, arrays: list[np.ndarray], platform: str,
@@ -628,7 +642,8 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
         from ..xla import backend, instrument, pass_log
 
         try:
-            done = instrument.compile(backend.module_for_xla(module, source, line_offset), name,
+            done = instrument.compile(backend.module_for_xla(module, source, line_offset, options.fold_constants),
+                                      name,
                                       StageOptions(platform=options.platform, xla_flags=options.xla_flags),
                                       instrument.XlaInstrumentation(timing=True))
             report.xla_passes = pass_log.rows(done.calls or [])
@@ -720,16 +735,20 @@ def _run_checks(module: Any, report: ModuleReport, options: RunOptions, line_off
     plan = checks.prepare(module, fold_constants=options.fold_constants, source=report.source,
                           line_offset=line_offset)
     report.inputs_note = ("constants folded by XLA (--fold-constants)" if plan.folded
-                          else f"{len(plan.parameters)} constants fed as runtime parameters")
+                          else f"{len(plan.parameters)} constant{'s' if len(plan.parameters) != 1 else ''} "
+                          "fed as runtime parameters")
+    report.kept_constants = [dict(k.__dict__) for k in plan.kept]
     extra, note = [], ""
     if plan.num_original_params:
         sub = RunOptions(**{**options.__dict__})
         extra, note = make_inputs(plan.module, sub)
         extra = extra[: plan.num_original_params]
         report.inputs_note += f"; {note}"
-    outputs, report.compile_ms, report.run_ms = run_xla(
+    outputs, report.compile_ms, report.run_ms, exe = _compile_and_run(
         plan.module, list(extra) + list(plan.parameters), options.platform, options.iterations,
         options.xla_flags)
+    provenance = checks.checked_values(plan, _outputs_from_parameters(exe))
+    report.checked_values, report.checked_values_detail = provenance.state, provenance.describe()
     if options.keep_outputs:
         report.outputs = outputs[: plan.num_original_results]
     results = checks.evaluate(plan, outputs)
@@ -738,6 +757,16 @@ def _run_checks(module: Any, report: ModuleReport, options: RunOptions, line_off
     report.status = "check-failed" if failed else "ok"
     report.message = f"{len(results) - len(failed)}/{len(results)} checks passed"
     return report
+
+
+def _outputs_from_parameters(exe: Any) -> list[bool] | None:
+    """Which outputs of the executable's optimized module depend on its parameters."""
+    from ..ir import hlo_dataflow
+
+    modules = exe.hlo_modules()
+    if len(modules) != 1:
+        return None
+    return hlo_dataflow.outputs_from_parameters(modules[0].as_serialized_hlo_module_proto())
 
 
 # ------------------------------------------------------------------- bisect

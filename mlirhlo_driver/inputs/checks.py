@@ -613,6 +613,69 @@ class CheckPlan:
     checks: list[Check]
     folded: bool                      # True: constants left for XLA to fold
     x64: bool = False                 # the module has 64-bit types (jax x64 was enabled)
+    kept: list[KeptConstant] = field(default_factory=list)  # constants XLA must see as constants
+
+
+@dataclass
+class KeptConstant:
+    """A constant that stays one in the prepared module, and why."""
+
+    location: str             # file:line:col of the constant (in @inputs for its values)
+    type: str
+    reasons: list[str]        # the operands that need it, e.g. "stablehlo.dynamic_reshape output shape"
+    from_inputs: bool         # a value @inputs() returns
+    also_parameter: bool      # its other uses read a parameter
+
+    def describe(self) -> str:
+        return f"{self.location} {self.type} ({'; '.join(self.reasons)})"
+
+
+@dataclass
+class Provenance:
+    """Where a prepared module's checked values came from, read from XLA's optimized HLO.
+
+    ``compiled``: every checked value is computed from an entry parameter, by the
+    code XLA generated. ``folded``: none is (XLA computed them while compiling,
+    with its constant folder). ``partly folded``: some are. ``unknown``: no
+    optimized module to read.
+    """
+
+    state: str
+    from_parameters: int = 0
+    total: int = 0
+
+    def describe(self) -> str:
+        n, t = self.from_parameters, self.total
+        if self.state == "compiled":
+            return f"compiled ({n} of {t} computed from parameters by XLA's generated code)"
+        if self.state == "folded":
+            return (f"folded (none of {t} depends on a parameter: XLA computed "
+                    f"{'it' if t == 1 else 'them'} while compiling)")
+        if self.state == "partly folded":
+            return f"partly folded ({n} of {t} computed from parameters, the rest while compiling)"
+        return "unknown (no optimized HLO to read)"
+
+
+def checked_values(plan: CheckPlan, outputs_from_parameters: list[bool] | None) -> Provenance:
+    """The provenance of ``plan``'s checked (actual) values, from which of the compiled
+    module's outputs depend on its parameters (ir.hlo_dataflow.outputs_from_parameters)."""
+    indices = sorted({c.actual_index for c in plan.checks})
+    if outputs_from_parameters is None or any(i >= len(outputs_from_parameters) for i in indices):
+        return Provenance("unknown", 0, len(indices))
+    n = sum(bool(outputs_from_parameters[i]) for i in indices)
+    state = "compiled" if n == len(indices) else "folded" if n == 0 else "partly folded"
+    return Provenance(state, n, len(indices))
+
+
+def kept_note(plan: CheckPlan) -> str:
+    """``kept N constant(s) (reason, ...)`` for a plan that kept some, else ''."""
+    if not plan.kept:
+        return ""
+    reasons: list[str] = []
+    for k in plan.kept:
+        reasons += [r for r in k.reasons if r not in reasons]
+    n = len(plan.kept)
+    return f"kept {n} constant{'s' if n != 1 else ''} ({', '.join(reasons)})"
 
 
 @dataclass
@@ -688,10 +751,12 @@ def _symbol_ref_name(attr: Any) -> str:
     return ir.FlatSymbolRefAttr(attr).value
 
 
-def _inline_constant_calls(module: Any, block: Any) -> None:
-    """Replace calls to functions that only return constants with those constants."""
+def _inline_constant_calls(module: Any, block: Any) -> list[Any]:
+    """Replace calls to functions that only return constants with those constants;
+    returns the constant ops made (the values ``@inputs()`` and ``@expected()`` return)."""
     from jaxlib.mlir import ir
 
+    made: list[Any] = []
     funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op
              for op in module.body.operations if op.operation.name == "func.func"}
     inlined: set[str] = set()
@@ -722,6 +787,7 @@ def _inline_constant_calls(module: Any, block: Any) -> None:
                     key = id(const)
                     if key not in clones:
                         clones[key] = const.clone()
+                        made.append(clones[key].operation)
                     res.replace_all_uses_with(clones[key].result)
             inlined.add(ir.StringAttr(callee.attributes["sym_name"]).value)
             op.erase()
@@ -733,6 +799,7 @@ def _inline_constant_calls(module: Any, block: Any) -> None:
             continue
         if not _symbol_used(module, name):
             f.operation.erase()
+    return made
 
 
 def _symbol_used(module: Any, name: str) -> bool:
@@ -782,10 +849,38 @@ def needs_x64(module: Any) -> bool:
     return bool(found)
 
 
-# Ops whose integer operands give shapes: a parameter there would make the result dynamic.
-_SHAPE_OPERAND_OPS = ("stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape",
-                      "stablehlo.dynamic_iota", "stablehlo.dynamic_pad", "stablehlo.real_dynamic_slice",
-                      "stablehlo.dynamic_gather", "stablehlo.dynamic_conv", "stablehlo.custom_call")
+# Operands that give a result's shape, by op and operand number: XLA compiles static
+# shapes only, and jaxlib's conversion turns these ops into their static forms only
+# while the operand is a constant (a parameter there makes the result dynamic).
+_SHAPE_OPERANDS = {
+    "stablehlo.dynamic_broadcast_in_dim": {1: "output dimensions"},
+    "stablehlo.dynamic_reshape": {1: "output shape"},
+    "stablehlo.dynamic_iota": {0: "output shape"},
+    "stablehlo.dynamic_pad": {2: "low padding", 3: "high padding", 4: "interior padding"},
+    "stablehlo.real_dynamic_slice": {1: "start indices", 2: "limit indices", 3: "strides"},
+    "stablehlo.dynamic_gather": {2: "slice sizes"},
+    "stablehlo.dynamic_conv": {2: "padding"},
+    "stablehlo.rng": {2: "shape"},
+}
+
+
+def _kept_reason(owner: Any, operand_number: int) -> str | None:
+    """Why this operand must stay a constant for XLA, or None where a parameter does."""
+    from jaxlib.mlir import ir
+
+    roles = _SHAPE_OPERANDS.get(owner.name)
+    if roles is not None:
+        role = roles.get(operand_number)
+        return None if role is None else f"{owner.name} {role}"
+    if owner.name == "stablehlo.custom_call":
+        # What a custom call does with its operands is its target's business (some
+        # read them as shapes or attributes at compile time): left as written.
+        try:
+            target = ir.StringAttr(owner.attributes["call_target_name"]).value
+        except (KeyError, ValueError):
+            target = "?"
+        return f"operand of stablehlo.custom_call @{target}"
+    return None
 
 # jaxlib's StableHLO -> HLO conversion folds an integer division or remainder
 # whose operands are both constants, and a zero divisor then kills the whole
@@ -905,11 +1000,15 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
     (``@inputs``/``@expected``) are replaced by those constants; every check
     custom call is removed and its operands become extra results (each value
     once; an original result is reused); unless ``fold_constants``, every
-    non-splat ``stablehlo.constant`` that feeds the computation (used by an op
-    other than a check or the return), and every constant operand of an
-    integer divide or remainder, becomes a new trailing argument, whose
-    value ``parameters`` holds. ``source``/``line_offset`` name the file and
-    the chunk's first line for check locations.
+    value ``@inputs()`` (any inlined constant call) returns, splats included,
+    every other non-splat ``stablehlo.constant`` of @main, and every constant
+    operand of an integer divide or remainder, where it feeds the computation
+    (is used by an op other than a check or the return), becomes a new
+    trailing argument, whose value ``parameters`` holds. Uses that XLA needs
+    as constants (shape operands of the dynamic-shape ops, custom call
+    operands: ``_kept_reason``) keep reading the constant, and ``kept`` says
+    which and why. ``source``/``line_offset`` name the file and the chunk's
+    first line for check locations.
     """
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func
@@ -920,7 +1019,7 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
     with m.context, ir.Location.unknown():
         entry = _entry_function(m, source)
         block = entry.regions[0].blocks[0]
-        _inline_constant_calls(m, block)
+        inlined = _inline_constant_calls(m, block)
 
         # Check calls must be top-level ops of the entry function.
         misplaced = []
@@ -999,35 +1098,49 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
                         if r == res:
                             results[i] = true.result
 
-        # Constants that feed the computation become parameters.
-        params_consts: list[Any] = []
+        # Constants that feed the computation become parameters: every value that
+        # @inputs() returns (splats too: XLA folds a splat as readily as any other
+        # constant), and @main's own non-splat constants (its splats are mostly
+        # init values and bounds, as jax writes them). An operand XLA must see as a
+        # constant keeps it (_kept_reason); the constant's other uses still read
+        # the parameter.
+        params_consts: list[tuple[Any, list[tuple[Any, int]]]] = []
+        kept: list[KeptConstant] = []
         if not fold_constants:
             for op in ops:
                 if op.name != "stablehlo.constant":
                     continue
-                if _is_splat_constant(op) and not _feeds_integer_division(op):
+                from_inputs = any(op == c for c in inlined)
+                if not from_inputs and _is_splat_constant(op) and not _feeds_integer_division(op):
                     continue
-                uses = [u.owner for u in op.result.uses]
-                feeds = False
-                ok = True
-                for owner in uses:
+                lift: list[tuple[Any, int]] = []
+                reasons: list[str] = []
+                for use in op.result.uses:
+                    owner = use.owner
                     owner = owner.operation if hasattr(owner, "operation") else owner
                     if owner == ret or any(owner == c for c in check_ops):
                         continue
-                    # A use inside a region (while body, if branch) is an
-                    # implicit capture, which XLA takes from a parameter too.
-                    if owner.name in _SHAPE_OPERAND_OPS or not _inside(owner, entry.operation):
-                        ok = False
-                        break
-                    feeds = True
-                if feeds and ok:
-                    params_consts.append(op)
+                    # A use inside a region (while body, if branch) is an implicit
+                    # capture, which XLA takes from a parameter too.
+                    reason = _kept_reason(owner, use.operand_number)
+                    if reason is None and not _inside(owner, entry.operation):
+                        reason = "used outside @main"
+                    if reason is None:
+                        lift.append((owner, use.operand_number))
+                    elif reason not in reasons:
+                        reasons.append(reason)
+                if reasons:
+                    loc, _, _ = _location(op, source, line_offset)
+                    kept.append(KeptConstant(loc, str(op.result.type), reasons, from_inputs, bool(lift)))
+                if lift:
+                    params_consts.append((op, lift))
 
-        parameters = _constant_values(params_consts) if params_consts else []
+        parameters = _constant_values([op for op, _ in params_consts]) if params_consts else []
 
-        for op in params_consts:
+        for op, uses in params_consts:
             arg = block.add_argument(op.result.type, op.location)
-            op.result.replace_all_uses_with(arg)
+            for owner, number in uses:
+                owner.operands[number] = arg
             for i, r in enumerate(results):
                 if r == op.result:
                     results[i] = arg
@@ -1038,8 +1151,9 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
         ret.erase()
         for op in check_ops:
             op.erase()
-        for op in params_consts:
-            op.erase()
+        for op, _ in params_consts:
+            if not len(list(op.result.uses)):  # a kept operand still reads it
+                op.erase()
 
         arg_types = [a.type for a in block.arguments]
         res_types = [r.type for r in results]
@@ -1064,7 +1178,7 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
 
         _jaxlib.enable_x64()
     return CheckPlan(m, parameters, num_original_params, num_original_results, plan_checks,
-                     folded=fold_constants, x64=x64)
+                     folded=fold_constants, x64=x64, kept=kept)
 
 
 # Element types whose DenseElementsAttr numpy reads directly, with the dtype it must give.

@@ -34,6 +34,7 @@ class StageOptions:
     xla_flags: tuple[tuple[str, Any], ...] = ()
     target_version: str | None = None      # VHLO target
     debug_info: bool = False               # print MLIR locations
+    fold_constants: bool = False           # check files: leave their constants for XLA to fold
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,9 @@ class StageRequest:
     source: str | None = None  # the file, for errors in check ops (xla.backend.module_for_xla)
     line_offset: int = 0       # the chunk's first line in it (--split-input-file)
     defer: bool = False        # produce() may return a Deferred: the caller finishes it
+    # Notes about the module the stages found (a check file's kept constants, checked
+    # values XLA folded), for the caller to print with the module's other output.
+    notes: list[str] = field(default_factory=list)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def expect(self, names: list[str] | tuple[str, ...]) -> None:

@@ -469,18 +469,27 @@ def reference_module() -> Any:
     return parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<reference>")
 
 
-def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0) -> Any:
-    """The module XLA compiles for the XLA stages.
+def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0,
+                   fold_constants: bool = False) -> Any:
+    """The module XLA compiles for the XLA stages (:func:`prepared_for_xla`'s module)."""
+    return prepared_for_xla(module, source, line_offset, fold_constants)[0]
+
+
+def prepared_for_xla(module: Any, source: str | None = None, line_offset: int = 0,
+                     fold_constants: bool = False) -> tuple[Any, Any]:
+    """(the module XLA compiles for the XLA stages, its ``checks.CheckPlan`` or None).
 
     A self-checking module (``check.*`` custom calls, which no XLA backend
     implements) is compiled as ``mlirhlo run`` executes it: ``checks.prepare``
     takes the checks out, makes their operands results of ``@main`` and feeds
-    its non-splat constants as parameters, so XLA compiles the ops under test
-    instead of folding them away. Any other module is compiled as given. The
-    MLIR-level stages keep printing the module itself.
+    its ``@inputs()`` values (and @main's non-splat constants) as parameters, so
+    XLA compiles the ops under test instead of folding them away; with
+    ``fold_constants`` they stay constants. Any other module is compiled as
+    given (plan None). The MLIR-level stages keep printing the module itself.
     """
     from ..inputs import checks
 
     if not checks.has_checks(module):
-        return module
-    return checks.prepare(module, source=source, line_offset=line_offset).module
+        return module, None
+    plan = checks.prepare(module, fold_constants=fold_constants, source=source, line_offset=line_offset)
+    return plan.module, plan

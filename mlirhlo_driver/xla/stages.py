@@ -327,9 +327,29 @@ def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str
     from . import backend
 
     wanted = sorted(set(emitters) | {e for s in req.stages for e in STAGE_EMITTERS.get(s, ())})
-    module = backend.module_for_xla(req.module, req.source, req.line_offset)
-    return backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
-                                  dumps=dumps_for(req, dumps))
+    module, plan = backend.prepared_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
+    art = backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
+                                 dumps=dumps_for(req, dumps))
+    if plan is not None and not emitters and not dumps:  # once per request: a second compile says nothing new
+        _check_file_notes(req, plan, art)
+    return art
+
+
+def _check_file_notes(req: StageRequest, plan: Any, art: Any) -> None:
+    """Notes for a self-checking module: the constants XLA must see as constants, and
+    checked values that the optimized HLO computes from no parameter (XLA folded them)."""
+    from ..inputs import checks
+    from ..ir import hlo_dataflow
+
+    name = req.source or req.module_name
+    kept = checks.kept_note(plan)
+    if kept:
+        req.notes.append(f"{name}: {kept}")
+    deps = hlo_dataflow.outputs_from_parameters(art.optimized_proto) if art.optimized_proto else None
+    provenance = checks.checked_values(plan, deps)
+    if provenance.state != "compiled":
+        why = " (--fold-constants)" if plan.folded else ""
+        req.notes.append(f"{name}: checked values {provenance.describe()}{why}")
 
 
 def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -354,7 +374,7 @@ STAGE_DUMPS: dict[str, tuple[str, ...]] = {
     "memory-usage": (), "cost": (), "llvm-before-optimizations": (_CODEGEN,), "llvm": (_CODEGEN,),
     "llvm-after-optimizations": (_CODEGEN,), "ptx": (_CODEGEN,), "triton": (), "ttir": (), "ttgir": (),
     "triton-passes": (), "cubin": (_CODEGEN,), "sass": (_CODEGEN,), "kernels": (_CODEGEN,),
-    "thunk-sequence": (), "autotune-results": (),
+    "thunk-sequence": (), "autotune-results": (), "roofline": (),
 }
 
 # ------------------------------------------------------------------ Triton
