@@ -659,9 +659,9 @@ def test_stage_all_still_compiles_once_with_every_dump(monkeypatch, capsys, tmp_
 
 def test_a_stage_read_later_compiles_once_more_for_its_dumps():
     """A request that named only ``ptx`` still gives ``html`` when asked (one more compile)."""
+    from mlirhlo_driver.cuda.specs import resolve_spec
     from mlirhlo_driver.inputs import loader
     from mlirhlo_driver.stages.base import StageOptions
-    from mlirhlo_driver.cuda.specs import resolve_spec
 
     loaded = loader.load(str(MLP))[0]
     req = registry.request(loaded.module, loaded.name,
