@@ -34,6 +34,21 @@ def time_command_cpu(cmd: list[str], *, env: dict[str, str] | None = None,
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def time_command_rss(cmd: list[str], *, env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """(wall s, CPU s, peak RSS in KiB) of one run of ``cmd`` from the repo root, output
+    discarded. The figures are the child's own (wait4), with the children it waited for."""
+    import os
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
 def bytecode_env(mode: str, prefix: str) -> dict[str, str]:
     """The environment for a benchmark run, as a user's install has it.
 

@@ -2,6 +2,7 @@
 
     python scripts/bench_stages.py [--repeats N] [--bytecode installed|none] [--in-process]
                                    [--no-binary-stages | --only-binary-stages] [--gpu-spec NAME]
+    python scripts/bench_stages.py --sweep [--blocks 4,16,64,256] [--repeats N]
 
 Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
 - `opt --stage ptx` (device-less CUDA, --no-cache) against a bare script that
@@ -12,6 +13,11 @@ Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
   parses, runs the same pipeline and prints (goal: <= 1.2x).
 - `opt --stage sass` and `--stage kernels` on a 10-module dump against `--stage
   ptx` on it (goal: <= 1.3x).
+`--sweep` (issue 22): one JAX program, a transformer-style training step (attention and an
+MLP per block, forward and backward, unrolled), generated at each block count. Per size,
+interleaved: `opt --stage ptx` against the bare PTX script (goal: <= 1.0x), and MLIR-only
+`opt --passes canonicalize,cse` on its StableHLO against the bare jaxlib script (goal:
+<= 1.05x), with each process's peak RSS (goal: at most the bare script's + 10%).
 Ratios are per pair, then the median; CPU (user + system) is the steadier figure
 on a loaded machine, wall is shown too. `--in-process` adds the driver's API
 against the bare compile in one warm process (its own overhead).
@@ -79,6 +85,38 @@ with ctx:
 '''
 
 
+# The sweep's program: N unrolled blocks (layer norm, attention, GELU MLP, residuals), the
+# gradient of a mean-square loss; its HLO text and its StableHLO (jax's own lowering).
+GEN_PROGRAM = r'''
+import sys
+import jax, jax.numpy as jnp
+jax.config.update("jax_platforms", "cpu")
+n, hlo_path, mlir_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+d, s = 64, 32
+def norm(x):
+    return (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+def block(x, p):
+    h = norm(x)
+    a = jax.nn.softmax((h @ p["q"]) @ (h @ p["k"]).T / 8.0, axis=-1) @ (h @ p["v"])
+    x = x + a @ p["o"]
+    return x + jax.nn.gelu(norm(x) @ p["w1"]) @ p["w2"]
+def loss(params, x):
+    for p in params:
+        x = block(x, p)
+    return (x * x).mean()
+shapes = {"q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "w1": (d, 4 * d), "w2": (4 * d, d)}
+params = [{k: jax.ShapeDtypeStruct(v, jnp.float32) for k, v in shapes.items()} for _ in range(n)]
+lowered = jax.jit(jax.grad(loss)).lower(params, jax.ShapeDtypeStruct((s, d), jnp.float32))
+open(hlo_path, "w").write(lowered.as_text(dialect="hlo"))
+open(mlir_path, "w").write(lowered.as_text())
+'''
+
+# BARE_MLIR, with CHLO too (jax's lowering of the sweep's program uses chlo.square & co.).
+BARE_MLIR_CHLO = BARE_MLIR.replace("stablehlo.register_dialect(ctx)\n",
+                                   "stablehlo.register_dialect(ctx)\n"
+                                   "from jaxlib.mlir.dialects import chlo\nchlo.register_dialect(ctx)\n")
+
+
 def generated_module(ops: int) -> str:
     """A StableHLO function of ``ops`` ops with work for canonicalize (x+0, x*1) and cse (repeats)."""
     lines = ["func.func @main(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {",
@@ -140,7 +178,12 @@ def main() -> None:
                         help="leave out the 10-module dump rows (--stage sass/kernels against ptx)")
     parser.add_argument("--only-binary-stages", action="store_true",
                         help="only the 10-module dump rows (--stage ptx, cubin, sass, kernels)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="the size sweep: one generated program at --blocks sizes (its own rows only)")
+    parser.add_argument("--blocks", default="4,16,64,256", help="--sweep's block counts")
     args = parser.parse_args()
+    if args.sweep:
+        return sweep(args)
     if args.only_binary_stages and (args.no_binary_stages or args.in_process):
         parser.error("--only-binary-stages leaves out the other rows")
 
@@ -198,6 +241,53 @@ def main() -> None:
 
     if args.in_process:
         in_process(args)
+
+
+def sweep(args: argparse.Namespace) -> None:
+    import subprocess
+
+    from bench_common import time_command_rss
+
+    work = Path(tempfile.mkdtemp(prefix="mlirhlo-sweep-"))
+    env = bytecode_env(args.bytecode, str(work / "pycache"))
+    spec_path = str(REPO / "mlirhlo_driver" / "gpu_specs" / f"{args.gpu_spec}.txtpb")
+    cli = cli_command()
+    pipeline = subprocess.run(cli + ["opt", "--passes", "canonicalize,cse", "--print-pipeline"],
+                              capture_output=True, text=True, check=True, env=env).stdout.strip()
+    sizes = [int(b) for b in args.blocks.split(",")]
+    programs = {}
+    for n in sizes:
+        hlo, mlir = work / f"blocks{n}.hlo", work / f"blocks{n}.mlir"
+        subprocess.run([sys.executable, "-c", GEN_PROGRAM, str(n), str(hlo), str(mlir)], check=True, env=env)
+        instructions = sum(1 for ln in hlo.read_text().splitlines() if " = " in ln and not ln.startswith("HloModule"))
+        programs[n] = (hlo, mlir, instructions)
+    print(f"{args.repeats} interleaved rounds per size; bytecode: {args.bytecode}; spec {args.gpu_spec}; "
+          f"pipeline {pipeline}", flush=True)
+    header = (f"{'blocks':>6}{'HLO instrs':>11}  {'row':<30}{'driver s':>9}{'bare s':>8}{'wall':>7}{'CPU':>7}"
+              f"{'RSS MiB':>9}{'bare MiB':>9}{'RSS':>7}{'goal':>10}")
+    print(header, flush=True)
+    for n in sizes:
+        hlo, mlir, instructions = programs[n]
+        rows = {
+            "opt --stage ptx": (cli + ["opt", str(hlo), "--platform", "cuda", "--gpu-spec", args.gpu_spec,
+                                       "--stage", "ptx", "--no-cache"],
+                                [sys.executable, "-c", BARE_PTX, str(hlo), spec_path], 1.0),
+            "opt --passes canonicalize,cse": (cli + ["opt", str(mlir), "--passes", "canonicalize,cse", "--no-cache"],
+                                              [sys.executable, "-c", BARE_MLIR_CHLO, str(mlir), pipeline], 1.05),
+        }
+        runs: dict[str, list[tuple[float, float, int]]] = {}
+        for _ in range(args.repeats):  # A B A B, every row of this size in each round
+            for name, (driver, bare, _) in rows.items():
+                runs.setdefault(name, []).append(time_command_rss(driver, env=env))
+                runs.setdefault(name + " bare", []).append(time_command_rss(bare, env=env))
+        for name, (_, _, goal) in rows.items():
+            a, b = runs[name], runs[name + " bare"]
+            wall, cpu, _, _ = pair_ratios([x[:2] for x in a], [x[:2] for x in b])
+            rss_a = statistics.median(x[2] for x in a) / 1024
+            rss_b = statistics.median(x[2] for x in b) / 1024
+            print(f"{n:>6}{instructions:>11}  {name:<30}{statistics.median(x[0] for x in a):>9.2f}"
+                  f"{statistics.median(x[0] for x in b):>8.2f}{wall:>6.2f}x{cpu:>6.2f}x{rss_a:>9.0f}{rss_b:>9.0f}"
+                  f"{rss_a / rss_b - 1:>+7.0%}{'<= ' + str(goal) + 'x':>10}", flush=True)
 
 
 def in_process(args: argparse.Namespace) -> None:
