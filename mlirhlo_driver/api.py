@@ -113,6 +113,22 @@ class Program(inputs.LoadedModule):
         return Compiled(self, target, registry.request(
             self.module, self.name, target.options(), source=self.source, line_offset=self.line_offset))
 
+    def diff(self, target_a: Target, target_b: Target | None = None, *, other: Program | None = None,
+             stage: str | None = None) -> dict[str, Any]:
+        """Two compiles side by side, as ``mlirhlo diff --json`` gives them: this module
+        for ``target_a``, and ``other`` (default: this module) for ``target_b`` (default:
+        ``target_a``). The keys: ``a``, ``b``, ``fusions``, ``kernels`` (None on CPU),
+        ``memory``, ``buffers``, ``stage`` (a unified diff of ``stage``, names
+        renumbered; None without one) and ``identical``; see ``batch.diff.compare``.
+        """
+        from .batch import diff
+
+        if stage is not None:
+            stage = registry.get(stage, target_a.platform).name
+        side_a = diff.side(self, target_a, stage)
+        side_b = diff.side(other if other is not None else self, target_b or target_a, stage)
+        return diff.compare(side_a, side_b)
+
     def run(self, target: Target | None = None, *, reference: str = "interpreter", seed: int = 0,
             rtol: float | None = None, atol: float | None = None, inputs_npz: str | None = None,
             zeros: bool = False, bisect: bool = False, bisect_passes: bool = False,

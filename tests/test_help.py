@@ -40,7 +40,7 @@ COMMANDS = _commands()
 
 def test_every_command_is_scanned():
     names = {" ".join(path) for path, _ in COMMANDS}
-    assert {"", "opt", "run", "spmd-run", "ptx", "convert", "passes", "kernels", "bench-pipeline",
+    assert {"", "opt", "run", "spmd-run", "ptx", "convert", "passes", "kernels", "diff", "bench-pipeline",
             "specs", "specs list", "specs show", "specs check", "cache", "cache info"} <= names
 
 

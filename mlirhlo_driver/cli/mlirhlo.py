@@ -526,6 +526,47 @@ def kernels_command(
         _fail(e)
 
 
+# ---------------------------------------------------------------------- diff
+
+@app.command("diff")
+def diff_command(
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module (side A; side B too without FILE_B).")],
+    input_b: Annotated[Optional[str], typer.Argument(
+        metavar="FILE_B", help="Side B's module, when the two sides are two files.", show_default=False)] = None,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", metavar="NAME", help="cpu or cuda (device-less).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="A[,B]", help="Side A's GPU spec and side B's (one spec: both; default h100_sxm).")] = None,
+    flags_a: Annotated[Optional[str], typer.Option(
+        "--flags-a", metavar="FLAGS", help="XLA flags of side A, as in XLA_FLAGS (over XLA_FLAGS).")] = None,
+    flags_b: Annotated[Optional[str], typer.Option(
+        "--flags-b", metavar="FLAGS",
+        help="XLA flags of side B, e.g. '--xla_gpu_enable_triton_gemm=false'.")] = None,
+    stage: Annotated[Optional[str], typer.Option(
+        "--stage", metavar="STAGE",
+        help="Also a unified diff of this stage (hlo, buffer-assignment, thunk-sequence, ptx, ...), "
+             "names renumbered.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of text.")] = False,
+    input_format: InputFormatOption = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Neither read nor write the stage cache.")] = False,
+) -> None:
+    """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
+
+    The sides differ by input (FILE FILE_B), GPU spec (--gpu-spec A,B) or XLA flags
+    (--flags-a, --flags-b). Kernels are matched by name, fusions by HLO name.
+    """
+    try:
+        from .. import outputs
+        from ..batch import diff
+
+        outputs.write_stdout(diff.report(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
+                                         flags_b=flags_b, stage=stage, input_format=input_format,
+                                         as_json=json_out, use_cache=not no_cache))
+    except DriverError as e:
+        _fail(e)
+
+
 # ---------------------------------------------------------------------- ptx
 
 
@@ -704,7 +745,7 @@ def cache_clear() -> None:
 # entry point ends them with os._exit, skipping interpreter teardown (~40 ms, more
 # with jaxlib loaded). run/spmd-run/bench-pipeline keep a normal exit: worker pools
 # and jax's distributed runtime clean up at exit.
-_FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache"})
+_FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache", "diff"})
 
 
 def _invoked_command(argv: list[str]) -> str | None:

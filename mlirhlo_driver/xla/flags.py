@@ -85,17 +85,25 @@ def parse_flag_args(args: list[str], *, separate_values: bool = True) -> tuple[d
 
 
 def from_environment() -> dict[str, Any]:
-    text = os.environ.get("XLA_FLAGS", "")
+    return from_text(os.environ.get("XLA_FLAGS", ""), "XLA_FLAGS")
+
+
+def from_text(text: str, what: str, *, strict: bool = False) -> dict[str, Any]:
+    """Flags from an XLA_FLAGS-style string (``--xla_a=1 --xla_b``), shell-quoted
+    words; ``what`` names the string in errors. Like XLA, words that are not
+    ``--xla_*`` flags are ignored, unless ``strict`` (an option of ours, where a
+    stray word is a mistake)."""
     if not text.strip():
         return {}
     try:
         words = shlex.split(text)
     except ValueError as e:
-        raise FlagError(f"cannot parse XLA_FLAGS: {e}") from None
+        raise FlagError(f"cannot parse {what}: {e}") from None
     flags, rest = parse_flag_args(words)
-    bad = [w for w in rest if w.startswith("--xla") or not w.startswith("-")]
+    bad = [w for w in rest if strict or w.startswith("--xla") or not w.startswith("-")]
     if bad:
-        raise FlagError(f"cannot parse XLA_FLAGS near '{bad[0]}'")
+        raise FlagError(f"cannot parse {what} near '{bad[0]}'",
+                        hint="XLA flags as in XLA_FLAGS, e.g. '--xla_gpu_enable_triton_gemm=false'")
     return flags
 
 
