@@ -159,8 +159,9 @@ def side(loaded: Any, target: Any, stage: str | None = None) -> dict[str, Any]:
                             xla_flags=tuple(sorted({**flags, summary.PROTO_DUMP_FLAG[0]: True}.items())))
     req = registry.request(loaded.module, loaded.name, options, source=loaded.source,
                            line_offset=loaded.line_offset)
-    if stage is not None:
-        req.expect([stage])
+    # One compile, dumping only what is read: the summary (the proto dump, asked for above),
+    # the kernel rows, the stage.
+    req.expect(["memory-usage", *(["kernels"] if options.platform == "cuda" else []), *([stage] if stage else [])])
     out: dict[str, Any] = {"input": loaded.source, "module": loaded.name, "platform": options.platform, "gpu_spec": None,
                            "xla_flags": {k: v for k, v in sorted(flags.items())}}
     spec = options.gpu_spec
