@@ -110,6 +110,12 @@ MODULE_TESTS: dict[str, list[str]] = {
     "resources.py": ["test_package_data.py", "test_cache.py"],
     "stages/mlir.py": ["test_convert.py", "test_xla_stages.py"],
     "xla/graph_dumps.py": ["test_xla_stages.py"],
+    # Kernel sources and the roofline (cuda stages), check-file dataflow, the compile diff.
+    "ir/fusions.py": ["test_cuda_stages.py", "test_api.py"],
+    "cuda/roofline.py": ["test_cuda_stages.py"],
+    "ir/hlo_dataflow.py": ["test_checks.py"],
+    "batch/diff.py": ["test_diff.py"],
+    "xla/summary.py": ["test_diff.py"],
     "execute/interpreter.py": ["test_run.py", "test_mutation_guards_lib.py"],
 }
 
