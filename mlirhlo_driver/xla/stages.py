@@ -73,7 +73,7 @@ def _hlo(req: Any) -> str:
 
 
 def _hlo_backend(req: Any) -> str:
-    art = artifacts(req)
+    art = _stage_artifacts(req, "hlo-backend")
     return art.scheduled_hlo if art.scheduled_hlo.endswith("\n") else art.scheduled_hlo + "\n"
 
 
@@ -124,7 +124,7 @@ def _roofline(req: Any) -> str:
 def _optimized_proto(req: Any) -> bytes:
     from ..errors import StageError
 
-    art = artifacts(req)
+    art = artifacts(req, dumps=(_EXE,))
     if not art.optimized_proto:
         raise StageError("stage 'cost' reads the optimized module, and XLA made no executable"
                          + (f" (compile failed: {art.compile_error})" if art.compile_error else ""))
@@ -144,7 +144,7 @@ def _launched(req: Any) -> dict[str, Any]:
     def compute(r: Any) -> dict[str, Any]:
         from ..ir import fusions
 
-        proto = artifacts(r).optimized_proto
+        proto = artifacts(r, dumps=(_EXE,)).optimized_proto
         return fusions.by_kernel(fusions.launched(proto)) if proto else {}
 
     return req.derived("launched", compute)
@@ -328,8 +328,10 @@ def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str
 
     wanted = sorted(set(emitters) | {e for s in req.stages for e in STAGE_EMITTERS.get(s, ())})
     module, plan = backend.prepared_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
+    # A check file's notes read the optimized module (which outputs came from parameters).
+    extra = (*dumps, _EXE) if plan is not None else dumps
     art = backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
-                                 dumps=dumps_for(req, dumps))
+                                 dumps=dumps_for(req, extra))
     if plan is not None and not emitters and not dumps:  # once per request: a second compile says nothing new
         _check_file_notes(req, plan, art)
     return art
@@ -368,13 +370,13 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
 # What each XLA stage reads from XLA's dump (xla.backend.ALL_DUMPS' names). The thunk
 # sequence, buffer assignment and autotune results come with any dump; the executable's
 # scheduled HLO, memory stats and cost analysis with none.
-_TEXT, _HTML, _DOT, _CODEGEN = "hlo-text", "hlo-html", "hlo-dot", "codegen"  # xla.backend's names
+_TEXT, _HTML, _DOT, _CODEGEN, _EXE = "hlo-text", "hlo-html", "hlo-dot", "codegen", "executable-hlo"  # xla.backend's
 STAGE_DUMPS: dict[str, tuple[str, ...]] = {
-    "hlo": (_TEXT,), "hlo-backend": (), "html": (_HTML,), "dot": (_DOT,), "buffer-assignment": (_TEXT,),
-    "memory-usage": (), "cost": (), "llvm-before-optimizations": (_CODEGEN,), "llvm": (_CODEGEN,),
+    "hlo": (_TEXT,), "hlo-backend": (_EXE,), "html": (_HTML,), "dot": (_DOT,), "buffer-assignment": (_TEXT,),
+    "memory-usage": (), "cost": (_EXE,), "llvm-before-optimizations": (_CODEGEN,), "llvm": (_CODEGEN,),
     "llvm-after-optimizations": (_CODEGEN,), "ptx": (_CODEGEN,), "triton": (), "ttir": (), "ttgir": (),
-    "triton-passes": (), "cubin": (_CODEGEN,), "sass": (_CODEGEN,), "kernels": (_CODEGEN,),
-    "thunk-sequence": (), "autotune-results": (), "roofline": (),
+    "triton-passes": (), "cubin": (_CODEGEN,), "sass": (_CODEGEN,), "kernels": (_CODEGEN, _EXE),
+    "thunk-sequence": (), "autotune-results": (), "roofline": (_EXE,),
 }
 
 # ------------------------------------------------------------------ Triton
