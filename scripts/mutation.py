@@ -158,6 +158,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "reached only where os.sched_getaffinity is missing and os.cpu_count() is None; "
         "ptxas's thread count changes no code",
     ("cuda/kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
+    ("xla/summary.py", '"memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS}}', "0 -> 1"):
+        "the default is never taken: summarize runs only after a compile that made an executable, "
+        "and every supported jaxlib's CompiledMemoryStats has all six fields (0.9.0 and 0.12.0.1 checked)",
     ("cuda/kernels.py", "by_smem = limits.smem_per_sm // smem if smem else 1 << 30", "30 -> 31"):
         "1 << 30 stands for 'no limit'; 1 << 31 does too",
     ("xla/flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):

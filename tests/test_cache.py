@@ -390,3 +390,15 @@ def test_help_is_what_the_fully_built_app_prints(cli, capfd, argv):
         pass
     full, _ = capfd.readouterr()
     assert lazy.code == 0 and lazy.out == full and "Usage: " in full
+
+
+def test_files_a_glob_matches_are_in_the_key(cli, cache_dir, tmp_path):
+    """``opt 'dir/*.mlir'``: editing a file the glob matches is a cache miss, not the old output."""
+    (tmp_path / "g").mkdir()
+    module = tmp_path / "g" / "m.mlir"
+    module.write_text(SMALL)
+    first = cli("opt", str(tmp_path / "g" / "*.mlir"))
+    assert first.code == 0 and "stablehlo.multiply" in first.out, first.err
+    module.write_text(SMALL.replace("multiply", "subtract"))
+    second = cli("opt", str(tmp_path / "g" / "*.mlir"))
+    assert second.code == 0 and "stablehlo.subtract" in second.out, second.err

@@ -546,3 +546,28 @@ def test_literal_text():
     assert literals.literal_text(np.array([True, False])) == "pred[2] {true, false}"
     assert literals.literal_text(np.arange(6, dtype=np.int32).reshape(2, 3)) == \
         "s32[2,3] {\n  { 0, 1, 2 },\n  { 3, 4, 5 }\n}"
+
+
+def test_multihost_counts_on_the_command_line_beat_execution_options(tool, work):
+    """Both --num_replicas and --num_partitions given: they win over ExecutionOptions' counts
+    (as XLA's runner), 1 included; one of them alone leaves the file's."""
+    (work / "two_replicas.pbtxt").write_text("num_replicas: 2\nnum_partitions: 1\n")
+    rowsum = "dump/module_0002.jit_rowsum.before_optimizations.txt"
+    common = f"--execution_options_path=two_replicas.pbtxt --hlo_argument_mode=use_device_id_as_input --log_output {rowsum}"
+    flags = tool(f"multihost_hlo_runner --num_replicas=1 --num_partitions=2 {common}")
+    assert flags.code == 0, flags.err
+    assert "output 0 = [0., 0., 6., 6.]" in flags.out and "replica 1" not in flags.out  # 2 partitions
+    from_file = tool(f"multihost_hlo_runner --num_partitions=2 {common}")
+    assert from_file.code == 0, from_file.err
+    assert "replica 1 output 0 = [6., 6., 6., 6.]" in from_file.out  # the file's 2 replicas
+
+
+def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):
+    """A device_assignment whose counts differ from the run's, even where its lists fit."""
+    (work / "da.pbtxt").write_text(
+        "num_replicas: 1\nnum_partitions: 2\ndevice_assignment {\n  replica_count: 1\n  computation_count: 3\n"
+        "  computation_devices { replica_device_ids: 1 }\n  computation_devices { replica_device_ids: 0 }\n}\n")
+    r = tool("multihost_hlo_runner --execution_options_path=da.pbtxt "
+             "dump/module_0002.jit_rowsum.before_optimizations.txt")
+    assert r.code == 2
+    assert r.err == "error: da.pbtxt: device_assignment is 1 replicas x 3 computations; the run has 1 x 2\n"

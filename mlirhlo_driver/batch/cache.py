@@ -398,19 +398,16 @@ def _entries() -> list[tuple[float, int, Path]]:
     return out
 
 
-def evict(limit: int) -> int:
+def evict(limit: int) -> None:
     """Delete least recently used entries until the total is at most ``limit`` bytes."""
     entries = sorted(_entries())
     total = sum(size for _, size, _ in entries)
-    removed = 0
     for _, size, path in entries:
         if total <= limit:
             break
         with contextlib.suppress(OSError):
             path.unlink()
-            removed += 1
         total -= size
-    return removed
 
 
 def info() -> dict[str, Any]:
