@@ -150,3 +150,33 @@ def test_module_xla_cannot_convert_gives_the_diagnostic_text(cli):
     assert_one_line_error(cli("convert", src, "--to", "hlo"),
                           contains="XLA cannot convert this module to HLO: "
                                    "'stablehlo.dynamic_reshape' op expected bounded result")
+
+
+def test_a_failed_rename_is_one_error_and_an_interrupt_stays_one(tmp_path, monkeypatch):
+    """write_atomic: an OSError while the file is being put in place (a full disk, a quota)
+    becomes a DriverError naming the path, with no temp file left; anything else (Ctrl-C)
+    goes on as it is, the temp file removed too."""
+    import errno
+    import os
+
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    target = tmp_path / "out.mlir"
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(outputs.os, "replace", full)
+    with pytest.raises(DriverError) as e:
+        outputs.write_atomic(target, "module {}\n")
+    assert e.value.message == "cannot write: No space left on device" and e.value.file == str(target)
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_atomic(target, "module {}\n")
+    assert list(tmp_path.iterdir()) == []
