@@ -109,7 +109,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "mlir/ops.py": ["test_python_passes.py"],
     "resources.py": ["test_package_data.py", "test_cache.py"],
     "stages/mlir.py": ["test_convert.py", "test_xla_stages.py"],
-    "xla/graph_dumps.py": ["test_xla_stages.py"],
+    "xla/graph_dumps.py": ["test_xla_stages.py", "test_html_view.py"],
+    "xla/html_page.py": ["test_html_view.py"],
     "execute/interpreter.py": ["test_run.py", "test_mutation_guards_lib.py"],
 }
 
