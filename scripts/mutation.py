@@ -109,7 +109,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "mlir/ops.py": ["test_python_passes.py"],
     "resources.py": ["test_package_data.py", "test_cache.py"],
     "stages/mlir.py": ["test_convert.py", "test_xla_stages.py"],
-    "xla/graph_dumps.py": ["test_xla_stages.py"],
+    "xla/graph_dumps.py": ["test_xla_stages.py", "test_html_view.py"],
+    "xla/html_page.py": ["test_html_view.py"],
     # Kernel sources and the roofline (cuda stages), check-file dataflow, the compile diff.
     "ir/fusions.py": ["test_cuda_stages.py", "test_api.py"],
     "cuda/roofline.py": ["test_cuda_stages.py"],

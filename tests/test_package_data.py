@@ -91,6 +91,29 @@ def test_target_install_resolves_a_named_pipeline(target, outside):
     assert "func.func" in proc.stdout
 
 
+VENDOR = REPO / "mlirhlo_driver" / "xla" / "_vendor"
+# What html_page inlines: the installed files, read as the stage reads them.
+READ_VENDORED = ("import hashlib, mlirhlo_driver.xla.html_page as h; print(h.__file__); "
+                 "print(*(hashlib.sha256(h._vendored(n).encode()).hexdigest() for n in (h.VIZ_JS, h.PAN_ZOOM_JS)))")
+
+
+def _vendored_digests() -> str:
+    import hashlib
+
+    return " ".join(hashlib.sha256((VENDOR / n).read_bytes()).hexdigest()
+                    for n in ("viz-global.js", "svg-pan-zoom.min.js"))
+
+
+def test_target_install_holds_the_html_views_scripts_and_licenses(target, outside):
+    installed = target / "mlirhlo_driver" / "xla" / "_vendor"
+    assert sorted(p.name for p in installed.iterdir()) == sorted(p.name for p in VENDOR.iterdir())
+    proc = _run(["-c", READ_VENDORED], target, outside)
+    assert proc.returncode == 0, proc.stderr
+    module, digests = proc.stdout.splitlines()
+    assert Path(module) == target / "mlirhlo_driver" / "xla" / "html_page.py"
+    assert digests == _vendored_digests()
+
+
 def test_zipped_package_finds_its_data(target, tmp_path):
     """zipimport: the folders are no file-system paths; resources.data_dir extracts them."""
     archive = tmp_path / "pkg.zip"
@@ -107,6 +130,9 @@ def test_zipped_package_finds_its_data(target, tmp_path):
     assert module.startswith(str(archive))
     assert specs.split(",") == SPECS
     assert "simplify" in pipelines.split(",")
+    proc = _run(["-c", READ_VENDORED], archive, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1] == _vendored_digests()
 
 
 def test_python_m_version_is_the_console_scripts(target, outside):

@@ -144,15 +144,19 @@ def hlo_proto_text(m: Any) -> str:
 def write_xla_dump(directory: str, art: Any, number: int) -> None:
     """What XLA dumped for one compile, in its ``--xla_dump_to`` layout:
     ``module_NNNN.<name>.<what>`` (NNNN counts the modules of this command,
-    where XLA uses a process-wide counter)."""
+    where XLA uses a process-wide counter). Its ``*.html`` graph views are made
+    self-contained (xla/html_page.py): XLA's load their scripts from a CDN."""
     import re
 
     from .. import outputs
+    from ..xla import html_page
 
     for key, data in art.files.items():
         # Keys are XLA's names less their module_NNNN.<name>. prefix (xla/backend.py).
         name = re.sub(r"^module_\d+\.", f"module_{number:04d}.", key) if key.startswith("module_") \
             else f"module_{number:04d}.{art.hlo_module_name}.{key}"
+        if name.endswith(".html"):
+            data = html_page.self_contained(data.decode("utf-8")).encode("utf-8")
         outputs.write_atomic(Path(directory) / name, data)
 
 

@@ -15,6 +15,7 @@ import base64
 import gzip
 import json
 import re
+from typing import Callable
 
 _ADDRESS = re.compile(r"(?<![\w#%])(cluster_)?(\d{9,})(?!\d)")
 _PAYLOAD = re.compile(r'(const dots_compressed = ")([A-Za-z0-9+/=]*)(")')
@@ -58,6 +59,12 @@ def _sort_hover_rules(text: str) -> str:
 
 
 def canonical_html(text: str) -> str:
+    return map_dots(text, canonical_dot)
+
+
+def map_dots(text: str, fn: Callable[[str], str]) -> str:
+    """XLA's HTML page ``text`` with ``fn`` applied to each dot graph it carries,
+    re-packed with a fixed gzip timestamp; a page without them is returned as is."""
     m = _PAYLOAD.search(text)
     if not m:
         return text
@@ -65,6 +72,6 @@ def canonical_html(text: str) -> str:
     raw = gzip.decompress(base64.b64decode(payload + "=" * (-len(payload) % 4)))
     dots = json.loads(raw)
     if isinstance(dots, list):
-        dots = [canonical_dot(d) if isinstance(d, str) else d for d in dots]
+        dots = [fn(d) if isinstance(d, str) else d for d in dots]
     packed = base64.b64encode(gzip.compress(json.dumps(dots).encode(), mtime=0)).decode()
     return text[:m.start(2)] + packed + text[m.end(2):]

@@ -79,8 +79,9 @@ def _hlo_backend(req: Any) -> str:
 
 def _html(req: Any) -> str:
     from .graph_dumps import canonical_html
+    from .html_page import self_contained
 
-    return canonical_html(_text(_stage_artifacts(req, "html").one(_AFTER_OPT + r"\.html$", "html")))
+    return self_contained(canonical_html(_text(_stage_artifacts(req, "html").one(_AFTER_OPT + r"\.html$", "html"))))
 
 
 def _dot(req: Any) -> str:
@@ -472,7 +473,8 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo))
     stages.add(Stage("hlo-backend", "hlo-backend.hlo", XLA, False,
                      "the executable's final scheduled HLO module", _hlo_backend))
-    stages.add(Stage("html", "html", XLA, False, "standalone HTML view of the optimized HLO graph", _html))
+    stages.add(Stage("html", "html", XLA, False,
+                     "self-contained HTML view of the optimized HLO graph (works offline)", _html))
     stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot))
     stages.add(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment", _buffer_assignment))
     stages.add(Stage("memory-usage", "memory-usage.json", XLA, False,
