@@ -402,3 +402,20 @@ def test_files_a_glob_matches_are_in_the_key(cli, cache_dir, tmp_path):
     module.write_text(SMALL.replace("multiply", "subtract"))
     second = cli("opt", str(tmp_path / "g" / "*.mlir"))
     assert second.code == 0 and "stablehlo.subtract" in second.out, second.err
+
+
+def test_every_file_of_the_driver_is_in_the_key(monkeypatch):
+    """An edit anywhere in the package (not only batch/) changes the key: its stages, its
+    specs and its vendored JavaScript make the outputs."""
+    import mlirhlo_driver
+
+    seen = []
+    real = cache._Hasher.add_stat
+    monkeypatch.setattr(cache._Hasher, "add_stat", lambda self, label, path: seen.append(str(path))
+                        or real(self, label, path))
+    cache.opt_key({"inputs": [str(DATA / "softmax.vhlo")], "platform": "cpu", "stage": "hlo"}, [])
+    package = Path(mlirhlo_driver.__file__).parent
+    for rel in ("xla/stages.py", "xla/html_page.py", "xla/_vendor/viz-global.js", "gpu_specs/h100_sxm.txtpb",
+                "cli/mlirhlo.py", "batch/cache.py"):
+        assert str(package / rel) in seen, rel
+    assert not any("__pycache__" in p for p in seen)

@@ -212,10 +212,13 @@ def _add_environment(h: _Hasher) -> None:
 
     h.add("python", sys.version)
     h.add("driver", __version__)
-    package = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(package)):
-        if name.endswith(".py"):
-            h.add_stat("driver-source", os.path.join(package, name))
+    # Every file of the package, in every subpackage (its code, specs, pipelines, vendored
+    # JavaScript): an edit or reinstall at the same version is another driver.
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for root, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            h.add_stat("driver-file", os.path.join(root, name))
     for library in ("jaxlib", "cuda_plugin"):
         h.add_stat("library:" + library, native_library_path(library))
     for top in ("jax", "jaxlib"):
