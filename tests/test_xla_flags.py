@@ -568,3 +568,22 @@ def test_specs_check_reports_each_bad_file(cli, tmp_path):
     errors = r.err.splitlines()
     assert len(errors) == 1
     assert re.match(rf"error: {re.escape(str(unclosed))}:1:17: ", errors[0])
+
+
+@pytest.mark.parametrize("name, value, kind", [
+    ("xla_gpu_autotune_gemm_rtol", True, "a number"),         # a float field: no bool
+    ("xla_gpu_autotune_gemm_rtol", "x", "a number"),
+    ("xla_gpu_autotune_level", True, "an integer"),           # an int field: no bool
+    ("xla_gpu_autotune_level", 1.5, "an integer"),
+    ("xla_cpu_enable_fast_math", 1, "true or false"),
+])
+def test_value_types_refused_per_field_type(name, value, kind):
+    from mlirhlo_driver.errors import FlagError
+    from mlirhlo_driver.xla import flags as xla_flags
+
+    with pytest.raises(FlagError) as e:
+        xla_flags.check_value_types({name: value})
+    shown = str(value).lower() if isinstance(value, bool) else value
+    assert e.value.message == f"--{name}={shown}: expected {kind}"
+    xla_flags.check_value_types({"xla_gpu_autotune_gemm_rtol": 0.1, "xla_gpu_autotune_level": 2,
+                                 "xla_cpu_enable_fast_math": False})  # the right types pass
