@@ -73,6 +73,17 @@ def run_xla_tool(name: str, argv: list[str], cwd: Path, capfd) -> CliResult:
     return CliResult(code, out, err)
 
 
+def main_exit_code(argv: list) -> int:
+    """``mlirhlo ARGV``'s main in this process; its exit code."""
+    from mlirhlo_driver.cli.mlirhlo import main
+
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
+
+
 def run_subprocess(code: str, *, env: dict | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env.update(env or {})

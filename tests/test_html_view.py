@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA, REPO, run_xla_tool
+from conftest import main_exit_code as _main
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 TARGETS = {"cpu": ("--platform", "cpu"), "cuda": ("--platform", "cuda", "--gpu-spec", "h100_sxm")}
@@ -36,14 +37,6 @@ RENDERED = """(() => {
 })()"""
 
 
-def _main(argv: list[str]) -> int:
-    from mlirhlo_driver.cli.mlirhlo import main
-
-    try:
-        main([str(a) for a in argv])
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
 
 
 @pytest.fixture(scope="module")

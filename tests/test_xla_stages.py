@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
+from conftest import main_exit_code as _main
 
 from mlirhlo_driver import registry
 from mlirhlo_driver._native import jaxlib as _jaxlib
@@ -52,14 +53,6 @@ def _run_child(argv: list[str]) -> subprocess.CompletedProcess:
                           env=_clean_env(), cwd=str(REPO), timeout=300)
 
 
-def _main(argv: list[str]) -> int:
-    from mlirhlo_driver.cli.mlirhlo import main
-
-    try:
-        main([str(a) for a in argv])
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
 
 
 @dataclass

@@ -197,9 +197,9 @@ def isolate(proto: bytes, names: list[str]) -> dict[str, bytes]:
     its operands become parameters, the computations it calls come along, and so does
     the stack frame index its metadata points into."""
     from . import hlo_proto
+    from .decompose import _called_closure
 
     msg = hlo_proto.decode(proto)
-    by_id = {c.id: c for c in msg.computations}
     wanted = set(names)
     new_cid = max((c.id for c in msg.computations), default=0) + 1
     out: dict[str, bytes] = {}
@@ -214,7 +214,7 @@ def isolate(proto: bytes, names: list[str]) -> dict[str, bytes]:
             m.id = msg.id
             if msg.HasField("stack_frame_index"):
                 m.stack_frame_index.CopyFrom(msg.stack_frame_index)
-            for c in _callees(by_id, list(ins.called_computation_ids)):
+            for c in _called_closure(msg, list(ins.called_computation_ids)):
                 m.computations.add().CopyFrom(c)
             entry = m.computations.add()
             entry.name, entry.id = "entry_computation", new_cid
@@ -236,24 +236,6 @@ def isolate(proto: bytes, names: list[str]) -> dict[str, bytes]:
             m.host_program_shape.CopyFrom(entry.program_shape)
             out[ins.name] = hlo_proto.encode(m)
     return out
-
-
-def _callees(by_id: dict[int, Any], roots: list[int]) -> list[Any]:
-    seen: set[int] = set()
-    order: list[Any] = []
-
-    def visit(cid: int) -> None:
-        if cid in seen or cid not in by_id:
-            return
-        seen.add(cid)
-        for i in by_id[cid].instructions:
-            for callee in i.called_computation_ids:
-                visit(callee)
-        order.append(by_id[cid])
-
-    for r in roots:
-        visit(r)
-    return order
 
 
 # ------------------------------------------------------------------ cuBLAS GEMMs
