@@ -105,9 +105,11 @@ def test_html_stage_references_nothing_remote(pages, target):
 
 
 def _dumped_html(tmp_path: Path, capfd) -> list[Path]:
-    """The graph views among the files hlo-opt's --xla_dump_to writes (XLA's dump files)."""
+    """The graph views among the files hlo-opt's --xla_dump_to writes (XLA's dump files),
+    asked for as in XLA (--xla_dump_hlo_as_html)."""
     dump = tmp_path / "dump"
-    r = run_xla_tool("hlo-opt", ["--platform=cpu", "--stage=hlo", f"--xla_dump_to={dump}", str(MLP)],
+    r = run_xla_tool("hlo-opt", ["--platform=cpu", "--stage=hlo", f"--xla_dump_to={dump}", "--xla_dump_hlo_as_html",
+                                 str(MLP)],
                      tmp_path, capfd)
     assert r.code == 0, r.err
     html = sorted(dump.glob("*.html"))
