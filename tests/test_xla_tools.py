@@ -548,18 +548,19 @@ def test_literal_text():
         "s32[2,3] {\n  { 0, 1, 2 },\n  { 3, 4, 5 }\n}"
 
 
-def test_multihost_counts_on_the_command_line_beat_execution_options(tool, work):
+def test_multihost_counts_on_the_command_line_beat_execution_options(work):
     """Both --num_replicas and --num_partitions given: they win over ExecutionOptions' counts
-    (as XLA's runner), 1 included; one of them alone leaves the file's."""
+    (as XLA's runner), 1 included; one of them alone leaves the file's. A fresh process each
+    (jax starts its CPU devices once)."""
     (work / "two_replicas.pbtxt").write_text("num_replicas: 2\nnum_partitions: 1\n")
     rowsum = "dump/module_0002.jit_rowsum.before_optimizations.txt"
     common = f"--execution_options_path=two_replicas.pbtxt --hlo_argument_mode=use_device_id_as_input --log_output {rowsum}"
-    flags = tool(f"multihost_hlo_runner --num_replicas=1 --num_partitions=2 {common}")
-    assert flags.code == 0, flags.err
-    assert "output 0 = [0., 0., 6., 6.]" in flags.out and "replica 1" not in flags.out  # 2 partitions
-    from_file = tool(f"multihost_hlo_runner --num_partitions=2 {common}")
-    assert from_file.code == 0, from_file.err
-    assert "replica 1 output 0 = [6., 6., 6., 6.]" in from_file.out  # the file's 2 replicas
+    p = shell(f"multihost_hlo_runner --num_replicas=1 --num_partitions=2 {common} && echo === && "
+              f"multihost_hlo_runner --num_partitions=2 {common}", work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    flags, from_file = p.stdout.split("===\n")
+    assert "output 0 = [0., 0., 6., 6.]" in flags and "replica 1" not in flags  # 2 partitions
+    assert "replica 1 output 0 = [6., 6., 6., 6.]" in from_file  # the file's 2 replicas
 
 
 def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):

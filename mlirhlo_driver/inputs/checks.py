@@ -1201,8 +1201,13 @@ def _host_value(op: Any) -> Any | None:
     if not isinstance(attr, (ir.DenseIntElementsAttr, ir.DenseFPElementsAttr)):
         return None
     value = np.array(attr)
-    if value.dtype != np.dtype(want) or list(value.shape) != list(ir.ShapedType(op.result.type).shape):
+    shape = list(ir.ShapedType(op.result.type).shape)
+    if value.dtype != np.dtype(want) or list(value.shape) != shape:
         return None
+    if attr.is_splat:
+        # A splat stores one element; jaxlib 0.9's buffer for an i1 splat reads past it
+        # (dense<true> : tensor<3x4xi1> came back as eight trues and four falses).
+        return np.full(shape, value.ravel()[0], dtype=value.dtype)
     return np.ascontiguousarray(value)
 
 
