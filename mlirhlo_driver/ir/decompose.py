@@ -87,33 +87,49 @@ def isolate_instructions(proto: bytes) -> list[tuple[str, bytes]]:
         if key in seen:
             continue
         seen.add(key)
-        m = hlo_proto.message_class("HloModuleProto")()
-        m.name = ins.name
-        m.id = msg.id
-        for c in callees:
-            m.computations.add().CopyFrom(c)
-        comp = m.computations.add()
-        comp.name = "entry_computation"
-        comp.id = new_cid
-        for k, o in enumerate(operands):
-            p = comp.instructions.add()
-            p.name, p.opcode, p.parameter_number, p.id = o.name, "parameter", k, (new_cid << 32) + k
-            p.shape.CopyFrom(o.shape)
-            comp.program_shape.parameters.add().CopyFrom(o.shape)
-            comp.program_shape.parameter_names.append(o.name)
-        clone = comp.instructions.add()
-        clone.CopyFrom(ins)
-        clone.id = (new_cid << 32) + len(operands)
-        del clone.operand_ids[:]
-        clone.operand_ids.extend((new_cid << 32) + k for k in range(len(operands)))
-        del clone.control_predecessor_ids[:]
-        comp.root_id = clone.id
-        comp.program_shape.result.CopyFrom(ins.shape)
-        m.entry_computation_name = comp.name
-        m.entry_computation_id = comp.id
-        m.host_program_shape.CopyFrom(comp.program_shape)
+        m = instruction_module(msg, ins, operands, callees, new_cid, ins.name)
         out.append((ins.name, hlo_proto.encode(m)))
     return out
+
+
+def instruction_module(msg: Any, ins: Any, operands: list[Any], callees: list[Any], new_cid: int,
+                       name: str, *, numbered_params: bool = False) -> Any:
+    """An HloModuleProto named ``name`` whose entry runs ``ins`` of ``msg`` alone: its
+    ``operands`` become parameters (named as the operands, or ``p0, p1, ...`` with
+    ``numbered_params``: an operand used twice is two parameters), ``callees`` (the
+    computations it calls) come along, and so does ``msg``'s stack frame index, which
+    metadata points into."""
+    from . import hlo_proto
+
+    m = hlo_proto.message_class("HloModuleProto")()
+    m.name = name
+    m.id = msg.id
+    if msg.HasField("stack_frame_index"):
+        m.stack_frame_index.CopyFrom(msg.stack_frame_index)
+    for c in callees:
+        m.computations.add().CopyFrom(c)
+    comp = m.computations.add()
+    comp.name = "entry_computation"
+    comp.id = new_cid
+    for k, o in enumerate(operands):
+        p = comp.instructions.add()
+        p.name = f"p{k}" if numbered_params else o.name
+        p.opcode, p.parameter_number, p.id = "parameter", k, (new_cid << 32) + k
+        p.shape.CopyFrom(o.shape)
+        comp.program_shape.parameters.add().CopyFrom(o.shape)
+        comp.program_shape.parameter_names.append(p.name)
+    clone = comp.instructions.add()
+    clone.CopyFrom(ins)
+    clone.id = (new_cid << 32) + len(operands)
+    del clone.operand_ids[:]
+    clone.operand_ids.extend((new_cid << 32) + k for k in range(len(operands)))
+    del clone.control_predecessor_ids[:]
+    comp.root_id = clone.id
+    comp.program_shape.result.CopyFrom(ins.shape)
+    m.entry_computation_name = comp.name
+    m.entry_computation_id = comp.id
+    m.host_program_shape.CopyFrom(comp.program_shape)
+    return m
 
 
 def has_infeed_outfeed(proto: bytes) -> bool:

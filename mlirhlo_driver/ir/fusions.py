@@ -197,7 +197,7 @@ def isolate(proto: bytes, names: list[str]) -> dict[str, bytes]:
     its operands become parameters, the computations it calls come along, and so does
     the stack frame index its metadata points into."""
     from . import hlo_proto
-    from .decompose import _called_closure
+    from .decompose import _called_closure, instruction_module
 
     msg = hlo_proto.decode(proto)
     wanted = set(names)
@@ -209,31 +209,8 @@ def isolate(proto: bytes, names: list[str]) -> dict[str, bytes]:
             if ins.name not in wanted or ins.name in out:
                 continue
             operands = [values[o] for o in ins.operand_ids]
-            m = hlo_proto.message_class("HloModuleProto")()
-            m.name = kernel_name(ins.name)
-            m.id = msg.id
-            if msg.HasField("stack_frame_index"):
-                m.stack_frame_index.CopyFrom(msg.stack_frame_index)
-            for c in _called_closure(msg, list(ins.called_computation_ids)):
-                m.computations.add().CopyFrom(c)
-            entry = m.computations.add()
-            entry.name, entry.id = "entry_computation", new_cid
-            for k, o in enumerate(operands):
-                p = entry.instructions.add()
-                p.name, p.opcode, p.parameter_number, p.id = f"p{k}", "parameter", k, (new_cid << 32) + k
-                p.shape.CopyFrom(o.shape)
-                entry.program_shape.parameters.add().CopyFrom(o.shape)
-                entry.program_shape.parameter_names.append(f"p{k}")
-            clone = entry.instructions.add()
-            clone.CopyFrom(ins)
-            clone.id = (new_cid << 32) + len(operands)
-            del clone.operand_ids[:]
-            clone.operand_ids.extend((new_cid << 32) + k for k in range(len(operands)))
-            del clone.control_predecessor_ids[:]
-            entry.root_id = clone.id
-            entry.program_shape.result.CopyFrom(ins.shape)
-            m.entry_computation_name, m.entry_computation_id = entry.name, entry.id
-            m.host_program_shape.CopyFrom(entry.program_shape)
+            callees = _called_closure(msg, list(ins.called_computation_ids))
+            m = instruction_module(msg, ins, operands, callees, new_cid, kernel_name(ins.name), numbered_params=True)
             out[ins.name] = hlo_proto.encode(m)
     return out
 
