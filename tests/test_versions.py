@@ -277,22 +277,83 @@ def test_spec_cuda_versions_follow_the_plugin(monkeypatch):
     from mlirhlo_driver.ir import protos
 
     text = gpu_specs.resolve_spec("b200").text
-    try:
-        for cuda, cudnn in (("13.0.0", "9.12.0"), ("12.8.0", "9.7.1")):
-            monkeypatch.setattr(_jaxlib, "plugin_build_versions", lambda: {"cuda": cuda, "cudnn": cudnn})
-            gpu_specs.target_config_for_installed_xla.cache_clear()
-            spec = protos.parse_text(gpu_specs.target_config_for_installed_xla(text),
-                                     "stream_executor.GpuTargetConfigProto")
-            info = spec.gpu_device_info
-            if "runtime_version" in info.DESCRIPTOR.fields_by_name:
-                assert info.runtime_version == info.driver_version == cuda
-                assert info.compile_time_toolkit_version == cuda
-            else:
-                assert f"{spec.runtime_version.major}.{spec.runtime_version.minor}.0" == cuda
-            if "dnn_version_info" in spec.DESCRIPTOR.fields_by_name:
-                dnn = spec.dnn_version_info
-                assert f"{dnn.major}.{dnn.minor}.{dnn.patch}" == cudnn
-            else:
-                assert info.dnn_version == cudnn
-    finally:
-        gpu_specs.target_config_for_installed_xla.cache_clear()
+    # No cache_clear: the fitted text is kept per plugin build, so each fake gets its own.
+    for cuda, cudnn in (("13.0.0", "9.12.0"), ("12.8.0", "9.7.1")):
+        monkeypatch.setattr(_jaxlib, "plugin_build_versions", lambda: {"cuda": cuda, "cudnn": cudnn})
+        spec = protos.parse_text(gpu_specs.target_config_for_installed_xla(text),
+                                 "stream_executor.GpuTargetConfigProto")
+        info = spec.gpu_device_info
+        if "runtime_version" in info.DESCRIPTOR.fields_by_name:
+            assert info.runtime_version == info.driver_version == cuda
+            assert info.compile_time_toolkit_version == cuda
+        else:
+            assert f"{spec.runtime_version.major}.{spec.runtime_version.minor}.0" == cuda
+        if "dnn_version_info" in spec.DESCRIPTOR.fields_by_name:
+            dnn = spec.dnn_version_info
+            assert f"{dnn.major}.{dnn.minor}.{dnn.patch}" == cudnn
+        else:
+            assert info.dnn_version == cudnn
+
+
+# --------------------------------------------- the metadata scan, kept on disk
+
+@pytest.fixture
+def private_site(tmp_path, monkeypatch):
+    """A private cache directory and a fresh sys.path entry, as pip would fill one."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def _dist(site, name, version):
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return info
+
+
+def test_installed_versions_are_scanned_once_then_read_from_disk(private_site, monkeypatch):
+    """The scan (50+ ms a process) runs on the first command only; the record says the same."""
+    import importlib.metadata
+
+    from mlirhlo_driver import installed
+
+    _dist(private_site, "fake-dist", "1.2.3")
+    first = installed._facts(("versions", "fake-dist", "jaxlib", "no-such-dist"))["versions"]
+    assert first["fake-dist"] == "1.2.3" and first["no-such-dist"] is None
+    assert first["jaxlib"] == importlib.metadata.version("jaxlib")
+
+    def no_scan(*_, **__):
+        raise AssertionError("metadata scanned again")
+
+    monkeypatch.setattr(importlib.metadata, "distribution", no_scan)
+    assert installed._facts(("versions", "fake-dist", "jaxlib", "no-such-dist"))["versions"] == first
+
+
+def test_installed_versions_see_an_install_an_upgrade_and_an_edit(private_site):
+    from mlirhlo_driver import installed
+
+    def version():
+        return installed._facts(("versions", "fake-dist"))["versions"]["fake-dist"]
+
+    assert version() is None
+    info = _dist(private_site, "fake-dist", "1.0")  # an install: the sys.path entry changes
+    assert version() == "1.0"
+    (info / "METADATA").rename(info / "METADATA.old")  # an upgrade, as pip does it
+    info.rename(private_site / "fake_dist-2.0.dist-info")
+    info = private_site / "fake_dist-2.0.dist-info"
+    (info / "METADATA.old").rename(info / "METADATA")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-dist\nVersion: 2.0\n")
+    assert version() == "2.0"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-dist\nVersion: 2.0.1\n")  # in place
+    assert version() == "2.0.1"
+
+
+def test_an_unwritable_cache_only_costs_the_scan(private_site, tmp_path, monkeypatch):
+    from mlirhlo_driver import installed
+
+    (tmp_path / "xdg").write_text("")  # a file where the cache directory should be
+    _dist(private_site, "fake-dist", "3.0")
+    assert installed._facts(("versions", "fake-dist"))["versions"]["fake-dist"] == "3.0"

@@ -792,7 +792,6 @@ def _name_hint(arg: str, names: list[str]) -> str | None:
 
 # ------------------------------------------------ the spec as the installed XLA reads it
 
-@functools.lru_cache(maxsize=32)
 def target_config_for_installed_xla(text: str) -> str:
     """A GpuTargetConfigProto textproto as the installed XLA reads it, for the plugin in use.
 
@@ -813,6 +812,14 @@ def target_config_for_installed_xla(text: str) -> str:
 
     The schema is the installed jaxlib's own (ir/protos.py); the text was validated before.
     """
+    from .._native import jaxlib as _jaxlib
+
+    # Kept per plugin build: the plugin in use can change within a process (tests fake it).
+    return _fitted_for_xla(text, tuple(sorted(_jaxlib.plugin_build_versions().items())))
+
+
+@functools.lru_cache(maxsize=32)
+def _fitted_for_xla(text: str, built: tuple[tuple[str, str], ...]) -> str:
     from google.protobuf import text_format
 
     from .._native import jaxlib as _jaxlib
@@ -851,7 +858,7 @@ def target_config_for_installed_xla(text: str) -> str:
         if name in info_fields and not getattr(info, name) and not re.search(rf"\b{name}:", text):
             setattr(info, name, value)
             changed = True
-    changed |= _follow_plugin_toolkit(msg)
+    changed |= _follow_plugin_toolkit(msg, dict(built))
     if ("compile_time_toolkit_version" not in info_fields and cc >= 10
             and re.search(r"compile_time_toolkit_version:", text)):
         _jaxlib.note_once(f"jaxlib {_jaxlib.jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
@@ -877,14 +884,11 @@ def _reported_since_0_12(major: int, minor: int) -> dict[str, int]:
 _CUDA_VERSION_FIELDS = ("runtime_version", "compile_time_toolkit_version", "driver_version")
 
 
-def _follow_plugin_toolkit(msg: Any) -> bool:
+def _follow_plugin_toolkit(msg: Any, built: dict[str, str]) -> bool:
     """Set the spec's CUDA and cuDNN version fields to those the plugin in use was built
     with. They describe the compiler's toolchain, not the GPU: a GPU running this plugin
     reports them (a spec written for CUDA 12.9 under jax-cuda13-plugin gets 13.0). True if
     anything changed; fields the spec leaves unset stay unset."""
-    from .._native import jaxlib as _jaxlib
-
-    built = _jaxlib.plugin_build_versions()
     info, changed = msg.gpu_device_info, False
     if built.get("cuda"):
         for f in _CUDA_VERSION_FIELDS:

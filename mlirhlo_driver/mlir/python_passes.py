@@ -24,7 +24,6 @@ the ``mlirhlo_driver.passes`` group (an entry point names a module to import).
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import sys
 from collections.abc import Callable, Container
@@ -137,60 +136,11 @@ def load_entry_points() -> None:
 
 def entry_point_specs() -> list[tuple[str, str, str]]:
     """``(name, value, distribution version)`` of each installed entry point in
-    ENTRY_POINT_GROUP, sorted: what ``importlib.metadata`` finds on ``sys.path``.
+    ENTRY_POINT_GROUP, sorted: what ``importlib.metadata`` finds on ``sys.path``,
+    through the on-disk record of that scan (``installed.py``)."""
+    from .. import installed
 
-    That scan costs 20-35 ms a process (it imports email, zipfile and csv, and
-    reads every distribution's metadata), more than the rest of a small ``opt``.
-    Its result is kept under the pass catalogue's cache directory, keyed on
-    ``sys.path`` with each entry's mtime (pip adds or removes a ``*.dist-info``
-    directory there on every install, upgrade and uninstall) and on the
-    ``entry_points.txt`` files that declared the group (their size and mtime).
-    """
-    import json
-    import zlib
-
-    from ..resources import cache_dir
-
-    entries = [os.path.abspath(entry or os.curdir) for entry in sys.path]  # '' is the current directory
-    stamp = [[entry, _stat(entry)] for entry in entries]
-    # One file per interpreter (a venv), holding the last few sys.path variants
-    # (the console script, python -m, test runners each see their own).
-    path = cache_dir() / f"entry-points-{zlib.crc32(sys.executable.encode()):08x}.json"
-    try:
-        variants = json.loads(path.read_text())["variants"]
-        for v in variants:
-            if v["stamp"] == stamp and all(_stat(f) == st for f, st in v["files"]):
-                return [tuple(e) for e in v["entry_points"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        variants = []
-    from importlib.metadata import entry_points
-
-    found = list(entry_points(group=ENTRY_POINT_GROUP))
-    specs = sorted((ep.name, ep.value, getattr(ep.dist, "version", None) or "") for ep in found)
-    files = sorted({str(Path(d._path) / "entry_points.txt") for d in (ep.dist for ep in found)
-                    if getattr(d, "_path", None) is not None})
-    fresh = {"stamp": stamp, "files": [[f, _stat(f)] for f in files], "entry_points": specs}
-    try:
-        kept = [v for v in variants if isinstance(v, dict) and
-                [e for e, _ in v.get("stamp", [])] != entries][:_ENTRY_POINT_VARIANTS - 1]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"variants": [fresh, *kept]}))
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
-        pass  # a read-only cache directory only costs the scan next time
-    return specs
-
-
-_ENTRY_POINT_VARIANTS = 16
-
-
-def _stat(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns]
+    return list(installed.entry_points(ENTRY_POINT_GROUP))
 
 
 def load_plugin(path: str, reserved: Callable[[], Container[str]] | None = None) -> list[str]:
