@@ -41,9 +41,9 @@ def _extracted(folder: resources.abc.Traversable, name: str) -> Path:
 
 def cache_dir(name: str | None = None) -> Path:
     """The driver's cache folder, ``$XDG_CACHE_HOME/mlirhlo-driver`` (``~/.cache`` without
-    it), or ``name`` in it. Every cache lives here: the pass catalogue, the entry-point
-    and XLA-flag lists, the ptxas probe, and the stage cache (``stages/``), which alone
-    moves with ``MLIRHLO_CACHE_DIR`` (batch/cache.py)."""
+    it), or ``name`` in it. Every cache lives here: the pass catalogue, the record of the
+    installed distributions and entry points (installed.py), the XLA-flag list, the ptxas
+    probe, and the stage cache (``stages/``), which alone moves with ``MLIRHLO_CACHE_DIR`` (batch/cache.py)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     root = Path(base) / "mlirhlo-driver"
     return root / name if name else root
