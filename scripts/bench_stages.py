@@ -59,7 +59,9 @@ devices = topo._make_compile_only_devices()
 with tempfile.TemporaryDirectory() as d:
     opts = xla_client.CompileOptions()
     opts.executable_build_options.debug_options.xla_dump_to = d
-    opts.env_option_overrides = [("xla_gpu_autotune_level", 0)]
+    # jaxlib 0.11+ dumps PTX only for the emitters this names (unset: none at all); the
+    # driver's --stage ptx asks for the same, and no LLVM IR.
+    opts.env_option_overrides = [("xla_gpu_autotune_level", 0), ("xla_dump_emitter_re", "ptx")]
     devices[0].client.compile(module, executable_devices=xla_client.DeviceList(tuple(devices)),
                               compile_options=opts)
     for p in sorted(glob.glob(os.path.join(d, "*.ptx"))):
@@ -275,6 +277,8 @@ def sweep(args: argparse.Namespace) -> None:
             "opt --passes canonicalize,cse": (cli + ["opt", str(mlir), "--passes", "canonicalize,cse", "--no-cache"],
                                               [sys.executable, "-c", BARE_MLIR_CHLO, str(mlir), pipeline], 1.05),
         }
+        if n == sizes[0]:
+            _same_work(rows["opt --stage ptx"][:2], env)
         runs: dict[str, list[tuple[float, float, int]]] = {}
         for _ in range(args.repeats):  # A B A B, every row of this size in each round
             for name, (driver, bare, _) in rows.items():
@@ -288,6 +292,22 @@ def sweep(args: argparse.Namespace) -> None:
             print(f"{n:>6}{instructions:>11}  {name:<30}{statistics.median(x[0] for x in a):>9.2f}"
                   f"{statistics.median(x[0] for x in b):>8.2f}{wall:>6.2f}x{cpu:>6.2f}x{rss_a:>9.0f}{rss_b:>9.0f}"
                   f"{rss_a / rss_b - 1:>+7.0%}{'<= ' + str(goal) + 'x':>10}", flush=True)
+
+
+def _same_work(commands: tuple[list[str], list[str]], env: dict[str, str]) -> None:
+    """Refuse to time a bare script that does less than the driver: both must print PTX
+    with the same kernels (a bare script on jaxlib 0.12 once printed none, and was fast)."""
+    import re
+    import subprocess
+
+    kernels = []
+    for cmd in commands:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env, cwd=REPO).stdout
+        kernels.append(sorted(re.findall(r"^\.(?:visible )?\.entry (\w+)", out, re.M)))
+    if not kernels[0] or kernels[0] != kernels[1]:
+        raise SystemExit(f"driver and bare script print different PTX: {len(kernels[0])} and "
+                         f"{len(kernels[1])} kernels")
+    print(f"same work: both print the PTX of the same {len(kernels[0])} kernels", flush=True)
 
 
 def in_process(args: argparse.Namespace) -> None:

@@ -143,3 +143,42 @@ def test_mhlo_input_becomes_stablehlo(tmp_path):
     (loaded,) = inputs.load(str(mhlo))
     text = _ops(loaded.module)
     assert "= mhlo." not in text and "stablehlo.constant" in text
+
+
+class _Diag:
+    message = "op has no StableHLO form"
+
+
+class _FailureWithDiagnostics(Exception):
+    error_diagnostics = [_Diag()]
+
+
+@pytest.mark.parametrize("diagnostics, native_stderr, said", [
+    (True, b"", "op has no StableHLO form"),  # MLIR's own diagnostic first
+    (False, b"LLVM ERROR: first\nlegalization ran out of patterns\n", "legalization ran out of patterns"),
+    (False, b"", "failed"),
+])
+def test_mhlo_legalization_failure_says_why(tmp_path, monkeypatch, diagnostics, native_stderr, said):
+    """A legalization that fails gives MLIR's diagnostic, else the last line the pass wrote
+    to the native stderr, else 'failed': one line, never an IndexError."""
+    import os
+
+    from jaxlib.mlir import passmanager
+
+    (src,) = inputs.load(str(DATA / "chlo_special.mlir"))
+    mhlo = tmp_path / "m.mlir"
+    mhlo.write_text(emit.mhlo_text(src.module))
+
+    class FailingPipeline:
+        @staticmethod
+        def parse(_spec):
+            return FailingPipeline()
+
+        def run(self, _op):
+            os.write(2, native_stderr)
+            raise _FailureWithDiagnostics("pass failed") if diagnostics else RuntimeError("pass failed")
+
+    monkeypatch.setattr(passmanager, "PassManager", FailingPipeline)
+    with pytest.raises(InputError) as e:
+        inputs.load(str(mhlo))
+    assert e.value.format() == f"error: {mhlo}: cannot legalize MHLO to StableHLO: {said}"

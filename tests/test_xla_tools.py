@@ -348,6 +348,18 @@ def test_run_hlo_module_literal_files(tool, work):
     # the same arguments came back, through the binary file this time
     assert [a.tolist() for a in literals.read_iteration_arguments(str(work / "lits.pb"))[0]] == \
         [a.tolist() for a in literals.read_iteration_arguments(str(work / "lits.pbtxt"))[0]]
+    # Both results are the module's value of the written arguments: sum over rows of tanh(x @ w).
+    import numpy as np
+
+    files_cls, _ = literals._file_classes()
+    msg = files_cls()
+    msg.ParseFromString((work / "lits.pb").read_bytes())
+    (it,) = msg.iterations
+    x, w = (literals.to_array(a) for a in it.arguments)
+    want = np.tanh(x.astype(np.float64) @ w).sum(axis=0)
+    for field in ("result", "reference_result"):
+        assert it.HasField(field), field
+        np.testing.assert_allclose(literals.to_array(getattr(it, field)), want, rtol=1e-4, atol=1e-4)
 
 
 def test_literal_layouts_and_types():
@@ -531,6 +543,7 @@ def test_multihost_runner_options(work):
     assert "output 0 = 3" in flat and "output 0 = 10" in loop
     assert "1 while loop set to run 3 iterations" in p.stderr
     assert "output 0 = [0., 0., 0., 0.]" in feed and "2 infeed/outfeed replaced" in p.stderr
+    assert p.stderr.count("infeed/outfeed replaced") == 1  # the modules without any are left alone
     assert p.stderr.rstrip().splitlines()[-1].startswith("error: feed.hlo: the module has infeed/outfeed")
 
 

@@ -608,7 +608,7 @@ def compile_options_from_proto(data: bytes) -> Any:
 
 
 # The emitters whose dumps are the LLVM IR (before/after optimization) and PTX stages.
-_CODEGEN_EMITTERS = "llvm|ptx"
+_LLVM_EMITTER, _PTX_EMITTER = "llvm", "ptx"
 
 
 def codegen_dumps_need_emitters() -> bool:
@@ -618,9 +618,9 @@ def codegen_dumps_need_emitters() -> bool:
 
 
 def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, ...] = (), *,
-                       llvm_and_ptx: bool = True) -> dict[str, Any]:
-    """DebugOptions that make this XLA dump its LLVM IR and PTX (unless ``llvm_and_ptx`` is
-    False), and what ``emitters`` emit.
+                       llvm: bool = True, ptx: bool = True) -> dict[str, Any]:
+    """DebugOptions that make this XLA dump its LLVM IR (``llvm``) and PTX (``ptx``), and
+    what ``emitters`` emit.
 
     jaxlib 0.10.2's XLA writes ``*.ir-no-opt.ll``, ``*.ir-with-opt.ll`` and ``*.ptx``
     whenever it dumps. 0.12's writes them only for emitters ``xla_dump_emitter_re``
@@ -629,8 +629,8 @@ def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, 
     ``triton-to-llvm`` (the log of Triton's pipeline), and only when asked: the log costs
     seconds per fusion. A user's own regex is kept beside them.
     """
-    names = ([_CODEGEN_EMITTERS] if llvm_and_ptx and codegen_dumps_need_emitters() else []) + \
-        [re.escape(e) for e in emitters]
+    codegen = [e for e, wanted in ((_LLVM_EMITTER, llvm), (_PTX_EMITTER, ptx)) if wanted]
+    names = (codegen if codegen_dumps_need_emitters() else []) + [re.escape(e) for e in emitters]
     if not names:
         return {"xla_dump_emitter_re": user_emitter_re} if user_emitter_re else {}
     ours = "^(?:" + "|".join(names) + ")$"

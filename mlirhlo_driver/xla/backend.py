@@ -25,11 +25,13 @@ from ..errors import CompileError, StageError, param
 # 101 MB, and XLA renders and deflates them inside the compile. XLA dumps text whenever it
 # dumps in no other format, and writes the thunk sequence and buffer assignment with it.
 HLO_TEXT, HLO_HTML, HLO_DOT = "hlo-text", "hlo-html", "hlo-dot"
-CODEGEN = "codegen"  # LLVM IR and PTX (the emitters _jaxlib.codegen_dump_flags names)
+# The codegen dumps, apart: printing a large module's LLVM IR twice (before and after
+# LLVM's optimizations) is work inside the compile that the PTX stages do not read.
+LLVM_IR, PTX = "llvm-ir", "ptx"  # the emitters _jaxlib.codegen_dump_flags names
 # Not a dump: the executable's optimized module, as text and proto. Copying it out of the
 # executable took 9.9 s after a 66k-line module's compile; only some stages read it.
 EXECUTABLE_HLO = "executable-hlo"
-ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, CODEGEN, EXECUTABLE_HLO)
+ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, LLVM_IR, PTX, EXECUTABLE_HLO)
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot"}
 # XLA's kernel cache file (a CompilationCacheProto), written into the dump directory.
 KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
@@ -98,7 +100,8 @@ def flag_overrides(options: Any, emitters: tuple[str, ...] = (),
 
     user = dict(options.xla_flags)
     # The codegen dump regex already holds the user's own, beside the driver's.
-    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), emitters, llvm_and_ptx=CODEGEN in dumps)
+    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), emitters,
+                                         llvm=LLVM_IR in dumps, ptx=PTX in dumps)
     flags: dict[str, Any] = {**{_FORMAT_FLAGS[d]: True for d in dumps if d in _FORMAT_FLAGS}, **codegen}
     if options.platform == "cuda":
         flags.update(_DEVICELESS_CUDA_DEFAULTS)

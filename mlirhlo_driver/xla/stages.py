@@ -31,7 +31,7 @@ def _codegen_files(req: Any, pattern: str, stage: str) -> list[tuple[str, bytes]
     then writes none (_jaxlib.codegen_dumps_need_emitters), else the "no output" error."""
     from .._native import jaxlib as _jaxlib
 
-    art = artifacts(req, dumps=(_CODEGEN,))
+    art = artifacts(req, dumps=STAGE_DUMPS[stage])
     found = art.matching(pattern)
     if not found and not (art.compile_error is None and _jaxlib.codegen_dumps_need_emitters()):
         art.one(pattern, stage)  # raises the "no output" error
@@ -175,7 +175,7 @@ def _assembly(req: Any) -> Any:
 
         found = _codegen_files(r, _PTX_FILE, "cubin")
         return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags),
-                                     artifacts(r, dumps=(_CODEGEN,)).files.get(xla_backend.KERNEL_CACHE_FILE))
+                                     artifacts(r, dumps=(_PTX,)).files.get(xla_backend.KERNEL_CACHE_FILE))
 
     return req.derived("cuda-assembly", compute)
 
@@ -371,12 +371,12 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
 # What each XLA stage reads from XLA's dump (xla.backend.ALL_DUMPS' names). The thunk
 # sequence, buffer assignment and autotune results come with any dump; the executable's
 # scheduled HLO, memory stats and cost analysis with none.
-_TEXT, _HTML, _DOT, _CODEGEN, _EXE = "hlo-text", "hlo-html", "hlo-dot", "codegen", "executable-hlo"  # xla.backend's
+_TEXT, _HTML, _DOT, _LLVM, _PTX, _EXE = "hlo-text", "hlo-html", "hlo-dot", "llvm-ir", "ptx", "executable-hlo"  # backend's
 STAGE_DUMPS: dict[str, tuple[str, ...]] = {
     "hlo": (_TEXT,), "hlo-backend": (_EXE,), "html": (_HTML,), "dot": (_DOT,), "buffer-assignment": (_TEXT,),
-    "memory-usage": (), "cost": (_EXE,), "llvm-before-optimizations": (_CODEGEN,), "llvm": (_CODEGEN,),
-    "llvm-after-optimizations": (_CODEGEN,), "ptx": (_CODEGEN,), "triton": (), "ttir": (), "ttgir": (),
-    "triton-passes": (), "cubin": (_CODEGEN,), "sass": (_CODEGEN,), "kernels": (_CODEGEN, _EXE),
+    "memory-usage": (), "cost": (_EXE,), "llvm-before-optimizations": (_LLVM,), "llvm": (_LLVM,),
+    "llvm-after-optimizations": (_LLVM,), "ptx": (_PTX,), "triton": (), "ttir": (), "ttgir": (),
+    "triton-passes": (), "cubin": (_PTX,), "sass": (_PTX,), "kernels": (_PTX, _EXE),
     "thunk-sequence": (), "autotune-results": (), "roofline": (_EXE,),
 }
 
