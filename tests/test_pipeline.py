@@ -183,6 +183,18 @@ def _dump_headers(err: str) -> list[str]:
     return re.findall(r"^// -----// IR Dump (\w+) (\S+) \((\S+)\) //----- //$", err, re.M)
 
 
+def test_what_a_pass_prints_reaches_stderr(cli, tmp_path):
+    """A pass's own output (print-op-stats writes a table) goes to stderr, the module to stdout;
+    with --ir-dump-dir too, it is not a dump."""
+    result = cli("opt", ERF, "--passes", "print-op-stats")
+    assert result.code == 0, result.err
+    assert result.err.startswith("Operations encountered:\n")
+    assert re.search(r"^\s+func\.func\s+, 1$", result.err, re.M)
+    assert result.out.startswith("module {") and "Operations encountered" not in result.out
+    dumped = cli("opt", ERF, "--passes", "print-op-stats", "--print-ir-after-all", "--ir-dump-dir", tmp_path)
+    assert dumped.code == 0 and dumped.err.startswith("Operations encountered:\n"), dumped.err
+
+
 def test_print_ir_after_all_in_order(cli):
     result = cli("opt", ERF, "--passes", "chlo-legalize-to-stablehlo,canonicalize,cse",
                  "--print-ir-after-all", "--print-ir-module-scope")
