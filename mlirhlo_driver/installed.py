@@ -3,11 +3,13 @@ points), kept on disk so that a command does not pay for the scan each time.
 
 The scan costs 50-150 ms a process: importing ``importlib.metadata`` pulls in
 email, zipfile and csv, and each lookup walks every ``sys.path`` entry. A small
-``opt`` takes about 0.3 s in all. The result is keyed on ``sys.path`` with each
-entry's size and mtime, since pip adds or removes a ``*.dist-info`` directory
-there on every install, upgrade and uninstall. It is also keyed on the metadata
-files it read (``METADATA``, ``entry_points.txt``), which an editable project can
-rewrite in place. A stale or unreadable cache only costs a fresh scan.
+``opt`` takes about 0.3 s in all. The result is keyed on ``sys.path`` and, per
+entry, the distributions' metadata directories in it (pip adds, renames or removes
+a ``NAME-VERSION.dist-info`` on every install, upgrade and uninstall), not the
+entry's mtime: ``python -m`` puts the working directory on ``sys.path``, and any
+file written there would change it. It is also keyed on the metadata files it read
+(``METADATA``, ``entry_points.txt``), which an editable project can rewrite in
+place. A stale or unreadable cache only costs a fresh scan.
 """
 
 from __future__ import annotations
@@ -44,9 +46,23 @@ def _stat(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
+
+
+def _entry_stamp(entry: str) -> list | None:
+    """What of a sys.path entry decides which distributions it holds: a directory's
+    metadata directories by name (their versions are in the names), a zip's size and mtime."""
+    try:
+        return sorted(n for n in os.listdir(entry) if n.endswith(_METADATA_SUFFIXES))
+    except NotADirectoryError:
+        return _stat(entry)
+    except OSError:
+        return None
+
+
 def _facts(request: tuple[str, ...]) -> dict:
     entries = [os.path.abspath(entry or os.curdir) for entry in sys.path]  # '' is the current directory
-    stamp = [[entry, _stat(entry)] for entry in entries]
+    stamp = [[entry, _entry_stamp(entry)] for entry in entries]
     path = cache_dir() / f"installed-{zlib.crc32(sys.executable.encode()):08x}.json"  # one per venv
     try:
         variants = json.loads(path.read_text())["variants"]

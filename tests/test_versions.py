@@ -329,6 +329,10 @@ def test_installed_versions_are_scanned_once_then_read_from_disk(private_site, m
         raise AssertionError("metadata scanned again")
 
     monkeypatch.setattr(importlib.metadata, "distribution", no_scan)
+    # Other files written into a sys.path directory (python -m puts the working directory
+    # there) change no distribution.
+    (private_site / "notes.txt").write_text("x")
+    (private_site / "scratch").mkdir()
     assert installed._facts(("versions", "fake-dist", "jaxlib", "no-such-dist"))["versions"] == first
 
 
