@@ -182,3 +182,45 @@ def test_mhlo_legalization_failure_says_why(tmp_path, monkeypatch, diagnostics, 
     with pytest.raises(InputError) as e:
         inputs.load(str(mhlo))
     assert e.value.format() == f"error: {mhlo}: cannot legalize MHLO to StableHLO: {said}"
+
+
+@pytest.mark.parametrize("line, candidate", [
+    ("%0 = mhlo.add %a, %b : tensor<f32>", True),
+    ("  mhlo.return %0 : tensor<f32>", True),
+    ('%0 = "mhlo.add"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>', True),
+    ('"mhlo.return"() : () -> ()', True),
+    ("%1 = stablehlo.abs %a : tensor<f32>  %2 = mhlo.abs %1 : tensor<f32>", True),  # two ops, one line
+    ("%0:2 = mhlo.while(%iterArg = %a) : tensor<f32>", True),
+    ("module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {", False),
+    ('func.func @main(%arg0: tensor<4xf32> {mhlo.sharding = "{replicated}"}) -> tensor<4xf32> {', False),
+    ("func.func public @main() attributes {mhlo.is_entry}", False),
+    ("%0 = stablehlo.custom_call @mhlo.topk(%a) : (tensor<4xf32>) -> tensor<4xf32>", False),
+    ('%0 = stablehlo.add %a, %a {"mhlo.frontend_attributes" = {}} : tensor<f32>', False),
+    ('%0 = stablehlo.abs %a : tensor<f32> loc("mhlo.abs")', False),
+    ("%t = stablehlo.after_all : !mhlo.token", False),
+])
+def test_mhlo_op_names_are_told_from_mhlo_attributes(line, candidate):
+    """Only text that can name an MHLO op makes the loader walk the module for one."""
+    assert bool(inputs._MHLO_OP.search(line)) == candidate
+
+
+def test_mhlo_attributes_alone_cost_no_walk_and_ops_on_one_line_are_found(tmp_path, monkeypatch):
+    from mlirhlo_driver.ir import emit as ir_emit
+
+    attrs = tmp_path / "attrs.mlir"
+    attrs.write_text('module @m attributes {mhlo.num_partitions = 1 : i32} {\n'
+                     '  func.func @main(%a: tensor<4xf32> {mhlo.sharding = "{replicated}"}) -> tensor<4xf32> {\n'
+                     "    %0 = stablehlo.abs %a : tensor<4xf32>\n    return %0 : tensor<4xf32>\n  }\n}\n")
+    walked = []
+    real = ir_emit.has_mhlo
+    monkeypatch.setattr(ir_emit, "has_mhlo", lambda m: walked.append(1) or real(m))
+    inputs.load(str(attrs))
+    assert walked == []
+    one_line = tmp_path / "one_line.mlir"
+    one_line.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                        "  %0 = stablehlo.abs %a : tensor<4xf32>  %1 = mhlo.negate %0 : tensor<4xf32>\n"
+                        "  return %1 : tensor<4xf32>\n}\n")
+    (loaded,) = inputs.load(str(one_line))
+    assert walked == [1]
+    text = _ops(loaded.module)
+    assert "mhlo." not in text and "stablehlo.negate" in text
