@@ -337,7 +337,7 @@ def check_format(fmt: str) -> None:
 
 
 def _program(m: inputs.LoadedModule) -> Program:
-    return Program(m.name, m.source, m.format, m.module, m.line_offset, m.source_text, m.hlo_proto)
+    return Program(m.name, m.source, m.format, m.module, m.line_offset, m.hlo_proto)
 
 
 def load_all(sources: str | list[str], *, input_format: str | None = None,

@@ -157,7 +157,7 @@ def test_jax_lowers_each_args_spelling_to_the_mlir_spelling():
     # the newest supported jax on.
     lowers = [t for t in HERE if NEWEST or t.numpy not in ("int1", "uint1")]
     structs = [jax.ShapeDtypeStruct((2,), dtypes.np_dtype(t.numpy)) for t in lowers]
-    text = loader.lower_jax_function(lambda *a: a, structs, name="ids").source_text
+    text = loader.lower_jax_function(lambda *a: a, structs, name="ids").module.operation.get_asm()
     signature = re.search(r"func\.func public @main\((.*?)\) ->", text).group(1)
     assert re.findall(r"tensor<2x([^>]+>?)>", signature) == [t.mlir for t in lowers]
 

@@ -56,7 +56,6 @@ class LoadedModule:
     format: str          # one of INPUT_FORMATS
     module: Any          # jaxlib.mlir.ir.Module, StableHLO (or what the file holds)
     line_offset: int = 0  # of this chunk within the file (for --split-input-file)
-    source_text: str | None = field(default=None, repr=False)  # chunk text, for reproducers
     # The HloModuleProto as read, for HLO inputs: HLO-to-HLO conversions use it
     # directly, since a trip through StableHLO renames computations.
     hlo_proto: bytes | None = field(default=None, repr=False)
@@ -306,7 +305,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         from ..ir.emit import stable_hlo_proto
 
         module = parse_mlir(bytecode, source)
-        return LoadedModule(name, source, fmt, module, offset, text, stable_hlo_proto(raw))
+        return LoadedModule(name, source, fmt, module, offset, stable_hlo_proto(raw))
     if fmt == "hlo-pbtxt":
         from ..ir import hlo_proto
 
@@ -325,7 +324,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
                 e.line += offset
             raise
         proto = hlo_proto.encode(msg)
-        return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset, text, proto)
+        return LoadedModule(name, source, fmt, _module_from_hlo_proto(proto, source), offset, proto)
     if fmt == "hlo-proto":
         from ..ir import hlo_proto
 
@@ -354,8 +353,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         # walking every op to find none cost 37 ms on a 57k-instruction module.
         if _MHLO_OP.search(payload) if isinstance(payload, str) else (b"mhlo" in payload):
             module = _mhlo_to_stablehlo(module, source)
-        return LoadedModule(name, source, fmt, module, offset,
-                            payload if isinstance(payload, str) else None)
+        return LoadedModule(name, source, fmt, module, offset)
     raise InputError(f"unknown input format '{fmt}'", file=source)  # pragma: no cover
 
 
@@ -756,4 +754,4 @@ def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
         raise InputError(f"jax could not lower '{source}': {type(e).__name__}: {e}", file=source) from None
     text = lowered.as_text(debug_info=True)
     module = parse_mlir(text, source)
-    return LoadedModule(name, source, "jax", module, 0, text)
+    return LoadedModule(name, source, "jax", module, 0)
