@@ -318,6 +318,27 @@ def test_print_ir_after_failure(cli, tmp_path):
     assert "IR Dump After" in result.err and "Failed" in result.err
 
 
+def test_opt_takes_no_snapshot_and_reloads_the_failing_chunk(cli, tmp_path, monkeypatch):
+    """A pipeline that runs fine costs no copy of the module; a failing chunk of a split
+    file gets its own text, loaded anew, in the reproducer."""
+    from mlirhlo_driver.mlir import pipeline
+
+    monkeypatch.setattr(pipeline, "_snapshot", lambda m: pytest.fail("snapshot taken"))
+    src = tmp_path / "two.mlir"
+    src.write_text("func.func @first(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                   "  %0 = stablehlo.abs %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
+                   "// -----\n"
+                   "func.func @second(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                   "  %0 = chlo.erf %a : tensor<4xf32> -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    result = cli("opt", src, "--split-input-file", "--passes", "canonicalize,stablehlo-legalize-to-vhlo",
+                 "--reproducer-dir", tmp_path)
+    assert result.code == 1, result.err
+    (repro,) = tmp_path.glob("mlirhlo-reproducer-two.1-*.mlir")
+    text = repro.read_text()
+    assert "@second" in text and "chlo.erf" in text and "@first" not in text
+    assert f"(reproducer: {repro})" in result.err
+
+
 def test_program_api_is_pure():
     import mlirhlo_driver as mhd
 
@@ -329,8 +350,8 @@ def test_program_api_is_pure():
 
 
 def test_reproducer_holds_the_module_as_it_was_before_the_pipeline(cli, tmp_path):
-    """The module is kept (as bytecode) before the passes change it in place; the
-    reproducer is its text with the original locations."""
+    """The passes change the module in place; the reproducer is its text as loaded, with
+    the original locations (opt loads the file again on a failure; the API keeps a snapshot)."""
     src = tmp_path / "m.mlir"
     src.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                    "  %zero = stablehlo.constant dense<0.0> : tensor<4xf32>\n"

@@ -117,11 +117,16 @@ def process(job: OptJob, task: OptTask) -> OptResult:
     err: list[str] = []
     timings: dict[str, Any] = {}  # --timing-format json: the module's tables, printed together
     try:
-        loaded = loader.load(task.source, input_format=job.input_format,
-                             split_input_file=job.split_input_file, arg_specs=job.arg_specs,
-                             chunk=task.chunk, data=task.data)[0]
+        def load() -> Any:
+            return loader.load(task.source, input_format=job.input_format,
+                               split_input_file=job.split_input_file, arg_specs=job.arg_specs,
+                               chunk=task.chunk, data=task.data)[0]
+
+        loaded = load()
         if job.root is not None:
-            _run_pipeline(job, loaded, result, err, timings)
+            # A failing pipeline's reproducer gets the module loaded anew, not a snapshot
+            # taken before every run (a file edited meanwhile is the one case it differs).
+            _run_pipeline(job, loaded, result, err, timings, remake=lambda: load().module)
         for spec_name, options in job.targets:
             stem = f"{loaded.name}.{spec_name}" if spec_name and len(job.targets) > 1 else loaded.name
             if job.xla_passes or job.after_pass:
@@ -253,13 +258,13 @@ def error_text(err: DriverError) -> str:
 
 
 def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str],
-                  timings: dict[str, Any]) -> None:
+                  timings: dict[str, Any], remake: Any = None) -> None:
     from ..mlir import pipeline
 
     try:
         run = pipeline.run(loaded.module, job.root, instrumentation=job.instrumentation,
                            module_name=loaded.name, reproducer_dir=job.reproducer_dir,
-                           source_for_reproducer=loaded.source)
+                           source_for_reproducer=loaded.source, remake=remake)
     except PassFailure as failure:
         _run_output(job, getattr(failure, "run", None), loaded.name, result, err, timings)
         raise

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -417,8 +418,13 @@ _TIME_COL = re.compile(r"([\d.]+) \(\s*([\d.]+)%\)")
 
 def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = None,
         module_name: str = "module", reproducer_dir: str | None = None,
-        source_for_reproducer: str | None = None) -> PipelineRun:
-    """Run ``root`` on ``module`` in place; raise PassFailure with a reproducer on failure."""
+        source_for_reproducer: str | None = None, remake: Callable[[], Any] | None = None) -> PipelineRun:
+    """Run ``root`` on ``module`` in place; raise PassFailure with a reproducer on failure.
+
+    The reproducer holds the module as it was before the run: ``remake()`` makes it again
+    (a file's module: loaded anew), only on a failure; without it a snapshot is taken
+    first, which cost 78 ms and 6 MB on a 57k-instruction module that then ran fine.
+    """
     import gc
     import time
 
@@ -428,7 +434,7 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
     inst = instrumentation or Instrumentation()
     spec = root.render()
     ctx = _jaxlib.ir_context()
-    original = _snapshot(module)  # for the reproducer, before the pipeline touches it
+    original = _snapshot(module) if remake is None else None  # before the pipeline touches it
     result = PipelineRun(spec)
     failure: Exception | None = None
     with ctx:
@@ -465,8 +471,8 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
             ctx.enable_multithreading(True)
     _parse_native_output(captured.text, inst, result)
     if failure is not None:
-        raise _pass_failure(failure, root, _snapshot_text(original), module_name, reproducer_dir,
-                            source_for_reproducer, result)
+        before = _snapshot_text(original) if original is not None else _module_asm(remake())
+        raise _pass_failure(failure, root, before, module_name, reproducer_dir, source_for_reproducer, result)
     return result
 
 
