@@ -156,3 +156,32 @@ def test_multihost_defaults_reach_the_run(monkeypatch, tmp_path):
     assert (o.num_replicas, o.num_partitions, o.num_repeats) == (1, 1, 1)  # the header has no counts
     assert (o.argument_mode, o.is_spmd_partitioned_module, o.run_xla_backend_only) == ("random", False, False)
     assert dict(o.xla_flags) == {}
+
+
+@pytest.mark.parametrize("flags, counts", [
+    ([], (2, 4)),                                              # unset (-1): the header's counts
+    (["--num_replicas=0", "--num_partitions=0"], (2, 4)),      # 0 is no count either
+    (["--num_replicas=-1", "--num_partitions=-1"], (2, 4)),
+    (["--num_partitions=0"], (2, 4)),
+    (["--num_replicas=1", "--num_partitions=2"], (1, 2)),     # both given: the flags
+    (["--num_partitions=8"], (2, 8)),                          # one given: it, and the header's other
+])
+def test_multihost_counts_come_from_the_header_unless_given(monkeypatch, tmp_path, flags, counts):
+    seen = []
+
+    def stand_in(*args, **kwargs):
+        seen.append(kwargs.get("options", args[1] if len(args) > 1 else None))
+        raise _Stop
+
+    monkeypatch.setattr(spmd, "run_in_process", stand_in)
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    # Nothing runs: the counts need no devices (jax may have started with one already).
+    monkeypatch.setattr(spmd, "check_options", lambda o: None)
+    monkeypatch.setattr(_jaxlib, "ensure_cpu_devices", lambda n: None)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    src = tmp_path / "m.hlo"
+    src.write_text("HloModule m, replica_count=2, num_partitions=4\n\nENTRY main {\n  ROOT p = f32[2] parameter(0)\n}\n")
+    with pytest.raises(_Stop):
+        xla_tools.multihost_main([*flags, str(src)])
+    assert (seen[0].num_replicas, seen[0].num_partitions) == counts

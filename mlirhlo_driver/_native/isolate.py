@@ -267,13 +267,10 @@ def _start(preload: tuple[str, ...], env: tuple[tuple[str, str], ...] = ()) -> _
             if ":" not in name:
                 importlib.import_module(name)
 
-        def helper() -> None:
-            try:
-                os.close(req_w)
-                os.close(resp_r)
-                _serve(req_r, resp_w, log.fileno())
-            finally:
-                os._exit(0)
+        def helper() -> None:  # _fork's exit ends it: 0 at EOF, 1 if the loop raised
+            os.close(req_w)
+            os.close(resp_r)
+            _serve(req_r, resp_w, log.fileno())
 
         pid = _fork(helper)
         proc = None
@@ -460,8 +457,7 @@ def forked(fn: Callable[..., object], *args: Any, timeout: float | None = None) 
             note = b"e" + f"{type(e).__name__}: {e}".encode("utf-8", "replace")[:2000]
         sys.stdout.flush()
         sys.stderr.flush()
-        _write_all(wfd, note)
-        os._exit(0)
+        _write_all(wfd, note)  # then _fork's exit: 0, whatever fn did (the note says)
 
     try:
         pid = _fork(child)

@@ -27,6 +27,7 @@ from ..errors import (
     note,
     param,
 )
+from ..timing import ms, ms_since
 from .fds import capture_fd2
 
 # The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
@@ -941,7 +942,7 @@ def execute_spmd(executable: Any, arguments: list[Any]) -> tuple[list[list[tuple
         for out in results:
             for a in out:
                 a.block_until_ready()
-        ms = (time.perf_counter() - t0) * 1000
+        ms = ms_since(t0)
         return [[(next(iter(a.devices())), np.asarray(a)) for a in out] for out in results], ms
     except Exception as e:
         raise ExecutionError(f"execution failed: {_strip_status(str(e)).splitlines()[0]}") from None
@@ -1001,7 +1002,7 @@ def kv_set(key: str, value: bytes) -> None:
 def kv_get(key: str, timeout_s: float) -> bytes | None:
     """Bytes stored under ``key`` by any process, waiting up to ``timeout_s``; None on timeout."""
     try:
-        return _distributed_client().blocking_key_value_get_bytes(key, max(1, int(timeout_s * 1000)))
+        return _distributed_client().blocking_key_value_get_bytes(key, max(1, int(ms(timeout_s))))
     except DistributedError:
         raise
     except Exception as e:

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import targets
 from ..errors import EXIT_FAILURE, EXIT_USAGE, CompileError, DriverError, ExecutionError, FlagError, did_you_mean
+from ..timing import ms_since
 from ..xla.cli_flags import platform as xla_platform
 
 # Any values are valid for uninitialized buffers: zeros stand in for them.
@@ -408,7 +409,7 @@ def _compile_only(loaded: Any, options: Any) -> str:
     start = time.perf_counter()
     spmd.compile_plan(plan, options, _jaxlib.local_device_order()[: options.num_devices])
     return (f"{loaded.name}: COMPILED ({options.num_replicas} replica x {options.num_partitions} partitions, "
-            f"{(time.perf_counter() - start) * 1e3:.1f} ms); not run (--run=false)")
+            f"{ms_since(start):.1f} ms); not run (--run=false)")
 
 
 def _execution_options(path: str) -> Any:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..timing import ms, ms_since
+
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[Callable[[], None]]:
@@ -101,7 +103,7 @@ def _one_run(module: Any, root: Any) -> tuple[list[Any], float]:
         raise KeyboardInterrupt from None
     rows = [r for r in result.timing if r.name not in ("Total",)]
     total = next((r.wall_s for r in result.timing if r.name == "Total"), result.total_s)
-    return rows, total * 1000
+    return rows, ms(total)
 
 
 def _drop_quietly(e: BaseException) -> None:
@@ -125,7 +127,7 @@ def _accumulate(stats: list[PassStat], rows: list[Any]) -> None:
     if not stats:
         stats.extend(PassStat(r.name, r.depth) for r in rows)
     for stat, row in zip(stats, rows):
-        stat.times_ms.append(row.wall_s * 1000)
+        stat.times_ms.append(ms(row.wall_s))
 
 
 def bench_pipelines(module: Any, roots: list[Any], repeats: int, warmup: int = 1) -> list[PipelineBench]:
@@ -169,7 +171,7 @@ def bench_xla_pipeline(module: Any, name: str, options: Any, repeats: int) -> tu
             t0 = time.perf_counter()
             art = xla_backend.compile_module(module, name, opts, dumps=(xla_backend.HLO_TEXT,))
             check()
-            compiles.append((time.perf_counter() - t0) * 1000)
+            compiles.append(ms_since(t0))
             _add_dump_intervals(rows, art, i)
     return rows, compiles
 

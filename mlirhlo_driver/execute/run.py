@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import DriverError, InputError, PipelineError
 from ..ir import dtypes
+from ..timing import ms_since
 
 REFERENCES = ("interpreter", "cpu", "none")
 
@@ -428,12 +429,12 @@ def _compile_and_run(module: Any, arrays: list[np.ndarray], platform: str, itera
     t0 = time.perf_counter()
     exe = _jaxlib.compile_executable(module, [device],
                                      _jaxlib.compile_options(env_overrides=list(xla_flags)))
-    compile_ms = (time.perf_counter() - t0) * 1000
+    compile_ms = ms_since(t0)
     times, outputs = [], []
     for _ in range(max(1, iterations)):
         t0 = time.perf_counter()
         outputs = _jaxlib.execute(exe, arrays, device)
-        times.append((time.perf_counter() - t0) * 1000)
+        times.append(ms_since(t0))
     return outputs, compile_ms, statistics.median(times), exe
 
 
@@ -465,7 +466,7 @@ def run_interpreter(module: Any, arrays: list[np.ndarray]) -> tuple[list[np.ndar
     t0 = time.perf_counter()
     outs = interpreter.evaluate(emit.bytecode(wrapped), carried,
                                          [_carrier_spec_text(p) for p in params])
-    ms = (time.perf_counter() - t0) * 1000
+    ms = ms_since(t0)
     return [_from_carrier(a, r) for a, r in zip(outs, results)], ms
 
 

@@ -40,6 +40,7 @@ import numpy as np
 
 from .._native import processes
 from ..errors import CompileError, DriverError, InputError, param
+from ..timing import ms_since
 
 ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
 PARTITIONERS = ("shardy", "gspmd")
@@ -540,7 +541,7 @@ def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Execut
             e.hint = ("jaxlib's HLO import drops fusion backend configs, which XLA CPU's backend "
                       "needs: after-optimizations CPU dumps with fusions cannot run backend-only")
         raise
-    compile_ms = (time.perf_counter() - t0) * 1000
+    compile_ms = ms_since(t0)
     P = options.num_partitions
     if plan.param_layouts is not None and plan.result_layouts is not None:
         return Executable(exe, devices, plan.param_layouts, plan.result_layouts, compile_ms)

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import resources
 from ..errors import PassFailure, PipelineError, did_you_mean, param
+from ..timing import ms
 from .passes import ANY, FUNC, MODULE, PassInfo
 
 PIPELINE_SUFFIX = ".pipeline"
@@ -746,5 +747,5 @@ def format_timing(run_result: PipelineRun) -> str:
     buf = io.StringIO()
     buf.write(f"{'wall ms':>10}  {'%':>6}  pass\n")
     for row in run_result.timing:
-        buf.write(f"{row.wall_s * 1000:>10.3f}  {row.percent:>5.1f}%  {'  ' * row.depth}{row.name}\n")
+        buf.write(f"{ms(row.wall_s):>10.3f}  {row.percent:>5.1f}%  {'  ' * row.depth}{row.name}\n")
     return buf.getvalue()

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..timing import ms_from_us
+
 # The environment of a process whose XLA logs its passes (level 1: times; 3: changes).
 TIMES_LEVEL = 1
 CHANGES_LEVEL = 3
@@ -169,11 +171,11 @@ def format_rows(table: list[PassRow], label: str) -> str:
     """:func:`rows`' table as text: a title line, a header, one line per pass."""
     total = sum(r.us for r in table) or 1
     lines = [f"// XLA HLO passes ({label}): {sum(r.calls for r in table)} runs of {len(table)} passes, "
-             f"{total / 1000:.3f} ms in passes",
+             f"{ms_from_us(total):.3f} ms in passes",
              f"{'total ms':>10}  {'%':>6}  {'calls':>5}  {'changed':<7}  pass (pipeline)"]
     for r in table:
         changed = "?" if r.changed is None else ("yes" if r.changed else "no")
-        lines.append(f"{r.us / 1000:>10.3f}  {100 * r.us / total:>5.1f}%  {r.calls:>5}  {changed:<7}  "
+        lines.append(f"{ms_from_us(r.us):>10.3f}  {100 * r.us / total:>5.1f}%  {r.calls:>5}  {changed:<7}  "
                      f"{r.name} ({r.pipeline})")
     return "\n".join(lines) + "\n"
 
