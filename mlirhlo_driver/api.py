@@ -73,8 +73,10 @@ class Program(inputs.LoadedModule):
         copy = emit.clone(self.module)
         if root is None:
             return self._with(copy, None)
+        # The pipeline runs on a copy: this program's own module is the one before it.
         run = pipeline.run(copy, root, instrumentation=instrumentation, module_name=self.name,
-                           reproducer_dir=reproducer_dir, source_for_reproducer=self.source)
+                           reproducer_dir=reproducer_dir, source_for_reproducer=self.source,
+                           remake=lambda: self.module, line_offset=self.line_offset)
         return self._with(copy, run)
 
     def stage(self, name: str = "stablehlo", *, debug_info: bool = False,

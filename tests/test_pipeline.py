@@ -337,6 +337,7 @@ def test_opt_takes_no_snapshot_and_reloads_the_failing_chunk(cli, tmp_path, monk
     text = repro.read_text()
     assert "@second" in text and "chlo.erf" in text and "@first" not in text
     assert f"(reproducer: {repro})" in result.err
+    assert f"{src}:8:3: pass 'stablehlo-legalize-to-vhlo' failed" in result.err  # the file's line (chunk: 3)
 
 
 def test_program_api_is_pure():

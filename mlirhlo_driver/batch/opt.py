@@ -264,7 +264,7 @@ def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str],
     try:
         run = pipeline.run(loaded.module, job.root, instrumentation=job.instrumentation,
                            module_name=loaded.name, reproducer_dir=job.reproducer_dir,
-                           source_for_reproducer=loaded.source, remake=remake)
+                           source_for_reproducer=loaded.source, remake=remake, line_offset=loaded.line_offset)
     except PassFailure as failure:
         _run_output(job, getattr(failure, "run", None), loaded.name, result, err, timings)
         raise
