@@ -193,3 +193,17 @@ def test_parameters_are_spelled_for_the_caller(monkeypatch):
             "--gpu-spec", "--platform cuda", "--num-partitions 4")
         assert os.environ["MLIRHLO_DRIVER_ERRORS_NAME_FLAGS"] == "1"
     assert param("gpu_spec") == "gpu_spec" and "MLIRHLO_DRIVER_ERRORS_NAME_FLAGS" not in os.environ
+
+
+@pytest.mark.parametrize("log, line", [
+    ("noise\nLLVM ERROR: Cannot select: intrinsic. More text\nlast\n", "Cannot select: intrinsic"),
+    ("noise\nF0101 check.cc:1] Check failed: " + "x" * 400 + "\nlast\n", ("F0101 check.cc:1] Check failed: " + "x" * 400)[:300]),
+    ("noise\n" + "y" * 400 + "\n", "y" * 300),
+    ("", ""),
+])
+def test_native_error_line_picks_the_line_that_says_why_and_bounds_it(log, line):
+    """LLVM's fatal error first, then an error-looking line, then the last: at most 300
+    characters of it, the rest of a long line is noise in a one-line error."""
+    from mlirhlo_driver._native.fds import native_error_line
+
+    assert native_error_line(log) == line

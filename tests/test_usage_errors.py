@@ -519,3 +519,37 @@ def test_ctrl_c_that_typer_silences_is_one_error_line(cli, small, monkeypatch):
     monkeypatch.setattr(interrupts, "received", False)  # not a signal: typer's 130 is left as it is
     r = cli("opt", str(small))
     assert (r.code, r.err) == (130, "")
+
+
+INTERRUPTED_MAIN = """
+import sys
+from mlirhlo_driver.cli import mlirhlo as cli
+
+def interrupted(argv):
+    raise KeyboardInterrupt
+
+cli._main = interrupted
+sys.argv = ["mlirhlo", *sys.argv[1:]]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "opt"])  # a normal exit, and one by os._exit
+def test_ctrl_c_the_command_did_not_catch_is_exit_130(command):
+    r = subprocess.run([sys.executable, "-c", INTERRUPTED_MAIN, command, "m.mlir"], capture_output=True,
+                       text=True, cwd=str(REPO), timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (130, "", "error: interrupted\n")
+
+
+def test_a_split_marker_splits_only_when_asked(cli, tmp_path):
+    """As mlir-opt: ``// -----`` is a comment unless --split-input-file is given."""
+    src = tmp_path / "two.mlir"
+    src.write_text("func.func @first(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"
+                   "// -----\n"
+                   "func.func @second(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n")
+    whole = cli("opt", src)
+    assert whole.code == 0, whole.err
+    assert whole.out.count("module {") == 1 and "@first" in whole.out and "@second" in whole.out
+    split = cli("opt", src, "--split-input-file")
+    assert split.code == 0, split.err
+    assert split.out.count("module {") == 2 and "// -----" in split.out

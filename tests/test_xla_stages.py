@@ -688,3 +688,22 @@ def test_the_executables_module_is_copied_out_only_for_the_stages_that_read_it(m
     backend_hlo = _dumped(monkeypatch, ["--platform", "cpu", "--stage", "hlo-backend"])
     capsys.readouterr()
     assert "executable-hlo" in backend_hlo[0][0]
+
+
+def test_one_output_of_a_many_part_stage():
+    """-o or stdout takes one output: a joined stage's parts as sections (triton-passes'
+    logs), a lone part as it is, and otherwise one clean error."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.stages.base import single_output
+
+    joined, per_module = registry.get("triton-passes", "cuda"), registry.get("cubin", "cuda")
+    assert joined.join == "//" and per_module.join is None
+    assert single_output(joined, {"fusion_a": "a\n", "fusion_b": b"b"}) == \
+        "// ----- fusion_a -----\na\n// ----- fusion_b -----\nb\n"
+    assert single_output(joined, {"fusion_a": "a\n"}) == "// ----- fusion_a -----\na\n"
+    assert single_output(per_module, {"m": b"\x7fELF"}) == b"\x7fELF"
+    assert single_output(per_module, b"\x7fELF") == b"\x7fELF"
+    with pytest.raises(StageError, match="gives 2 files"):
+        single_output(per_module, {"m1": b"1", "m2": b"2"})
+    with pytest.raises(StageError, match="has nothing to give"):
+        single_output(per_module, {})
