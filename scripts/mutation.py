@@ -58,7 +58,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "cuda/ptx.py": ["test_ptx.py", "test_ptx_cli.py"],
     "inputs/checks.py": ["test_checks.py", "test_mutation_guards_lib.py"],
     "execute/run.py": ["test_run.py", "test_mutation_guards_lib.py", "test_xla_pass_views.py",
-                       "test_checks.py"],  # check files run through run_check_file
+                       "test_checks.py", "test_bad_inputs.py"],  # check files; the guards' positions
     "execute/spmd.py": ["test_spmd.py"],
     "xla/flags.py": ["test_xla_flags.py", "test_mutation_guards_lib.py"],
     "xla/cli_flags.py": ["test_xla_tools.py", "test_xla_flags.py"],

@@ -691,6 +691,8 @@ def run_compared(module: Any, name: str, source: str, options: RunOptions, line_
                                                   matching=matching)
     except (InputError, PipelineError) as e:
         report.status = "invalid"  # bad input, not a failure of the module: exit code 2
+        if e.file is None and e.line is not None:
+            e.file = source  # a position in this module's text (the guards' errors): say which file
         report.message = e.format().removeprefix("error: ")
     except DriverError as e:
         report.status = "failed"
