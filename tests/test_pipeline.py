@@ -337,7 +337,11 @@ def test_opt_takes_no_snapshot_and_reloads_the_failing_chunk(cli, tmp_path, monk
     text = repro.read_text()
     assert "@second" in text and "chlo.erf" in text and "@first" not in text
     assert f"(reproducer: {repro})" in result.err
-    assert f"{src}:8:3: pass 'stablehlo-legalize-to-vhlo' failed" in result.err  # the file's line (chunk: 3)
+    # The file's line, in the second chunk (lines 6-8; chunk-relative it would be 1-3). jaxlib
+    # 0.12 points at the return (8:3), 0.9 at the argument (6:19).
+    line = int(re.search(rf"{re.escape(str(src))}:(\d+):\d+: pass 'stablehlo-legalize-to-vhlo' failed",
+                         result.err).group(1))
+    assert 6 <= line <= 8, result.err
 
 
 def test_program_api_is_pure():
