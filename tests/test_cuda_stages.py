@@ -774,3 +774,26 @@ CHECK-DAG: gemm_fusion{{[^ ]*}} {{ *}}kCustom {{ *}}2.15G {{ *}}12.6M {{ *}}170.
 CHECK-DAG: {{ *}}kLoop {{ *}}1.05M {{ *}}12.6M {{ *}}0.08 {{ *}}CUDA F32 66.9T {{ *}}memory {{ *}}3.756 {{ *}}xla-cost-analysis {{ *}}model.py:5:8
 CHECK: total: 2.15G FLOPs, 1.05M transcendentals, 25.2MB accessed, time ≥ 8.098 µs
 """, tmp_path)
+
+
+def test_cost_counts_a_cublas_gemm_from_its_hlo(cli, mm_add):
+    """XLA's analysis cannot count a cuBLAS call (-1): its figures come from the HLO,
+    2 x M x N x K FLOPs, both operands read and the result written."""
+    r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cost", "--no-cache",
+            "--xla_gpu_enable_triton_gemm=false")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)["fusions"]
+    (gemm,) = [x for x in rows if x["figures_from"] == "hlo-gemm"]
+    assert gemm["flops"] == 2 * N ** 3 and gemm["bytes_accessed"] == 3 * N * N * 4 and gemm["transcendentals"] == 0
+    assert gemm["bound"] == "compute"
+
+
+def test_binary_stages_are_the_ones_that_give_bytes(a100):
+    """A stage's ``binary`` says how it is written (-o, stdout, --dump-dir): it must match
+    what the stage gives."""
+    from mlirhlo_driver import registry
+
+    for name in ("ptx", "sass", "kernels", "cubin"):
+        out = a100.stage(name)
+        values = list(out.values()) if isinstance(out, dict) else [out]
+        assert values and all(isinstance(v, bytes) == registry.get(name, "cuda").binary for v in values), name

@@ -566,3 +566,20 @@ def test_ptxas_error_quotes_the_line():
     assert ei.value.file == "k.ll"
     assert "rejected the PTX for sm_80 at PTX line 4" in ei.value.message
     assert ei.value.message.endswith("[not.an.instruction;]")
+
+
+def test_lowest_ptx_isa_per_target_is_what_llvm_picks():
+    """_MIN_PTX is measured, not copied: for every target, LLVM's NVPTX backend given no
+    +ptxNN writes the lowest PTX ISA it accepts; the table must say the same."""
+    from mlirhlo_driver.cuda import ptx
+
+    llvm = ptx._llvm()
+    ir = (f'target triple = "{ptx.TRIPLE}"\n'
+          "define ptx_kernel void @k() {\n  ret void\n}\n")
+    target = llvm.Target.from_triple(ptx.TRIPLE)
+    picked = {}
+    for cpu in ptx.supported_archs():
+        text = target.create_target_machine(cpu=cpu, features="").emit_assembly(llvm.parse_assembly(ir))
+        major, minor = re.search(r"^\.version (\d+)\.(\d+)$", text, re.M).groups()
+        picked[cpu] = int(major) * 10 + int(minor)
+    assert picked == ptx._MIN_PTX

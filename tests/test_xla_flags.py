@@ -587,3 +587,25 @@ def test_value_types_refused_per_field_type(name, value, kind):
     assert e.value.message == f"--{name}={shown}: expected {kind}"
     xla_flags.check_value_types({"xla_gpu_autotune_gemm_rtol": 0.1, "xla_gpu_autotune_level": 2,
                                  "xla_cpu_enable_fast_math": False})  # the right types pass
+
+
+@pytest.mark.parametrize("where", ["cli", "environment", "file"])
+def test_a_targets_debug_options_refuse_a_misspelt_name_from_anywhere(where, monkeypatch, tmp_path):
+    """targets.debug_options checks every name against this XLA, whichever layer gave it."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.errors import FlagError
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    cli, path = None, None
+    if where == "cli":
+        cli = {"xla_cpu_enable_fast_mathh": True}
+    elif where == "environment":
+        monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_mathh=true")
+    else:
+        path = tmp_path / "debug_options.txt"
+        path.write_text("xla_cpu_enable_fast_mathh: true\n")
+    with pytest.raises(FlagError, match="xla_cpu_enable_fast_math"):
+        targets.debug_options(cli, str(path) if path else None)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert targets.debug_options({"xla_cpu_enable_fast_math": True}) == {"xla_cpu_enable_fast_math": True}
+    assert targets.debug_options() == {}

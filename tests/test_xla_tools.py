@@ -585,3 +585,20 @@ def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):
              "dump/module_0002.jit_rowsum.before_optimizations.txt")
     assert r.code == 2
     assert r.err == "error: da.pbtxt: device_assignment is 1 replicas x 3 computations; the run has 1 x 2\n"
+
+
+@pytest.mark.parametrize("entry_id", [0, 7])
+def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
+    """A proto may leave entry_computation_id unset (0): the entry is then the computation
+    of that name, not the first one listed (XLA lists callees, like a reducer, first)."""
+    from mlirhlo_driver.ir import decompose, protos
+
+    msg = protos.message_class("xla.HloModuleProto")()
+    msg.entry_computation_name = "main"
+    msg.entry_computation_id = entry_id
+    for cid, name in ((3, "add"), (7, "main"), (9, "other")):
+        c = msg.computations.add()
+        c.id, c.name = cid, name
+    assert decompose._entry(msg).name == "main"
+    msg.entry_computation_name = ""
+    assert decompose._entry(msg).name == ("main" if entry_id else "other")  # else XLA's habit: the last

@@ -575,7 +575,13 @@ def decode(data: bytes, full_name: str, *, what: str | None = None,
 
 # Which fields lead to a map with integer keys: upb writes those maps in
 # descending key order even when asked to be deterministic, C++ in ascending.
-_INT_KEY_TYPES = frozenset({3, 4, 5, 6, 7, 8, 13, 15, 16, 17, 18})  # FieldDescriptor.TYPE_*
+@lru_cache(maxsize=1)
+def _int_key_types() -> frozenset[int]:
+    from google.protobuf.descriptor import FieldDescriptor  # here: protobuf is imported on use
+
+    return frozenset(getattr(FieldDescriptor, f"TYPE_{t}") for t in (
+        "INT64", "UINT64", "INT32", "FIXED64", "FIXED32", "BOOL", "UINT32", "SFIXED32", "SFIXED64", "SINT32",
+        "SINT64"))
 
 
 def _is_map(f: Any) -> bool:
@@ -593,7 +599,7 @@ def _int_map_paths(desc: Any) -> tuple[Any, ...]:
             types[d.full_name] = d
             todo.extend(f.message_type for f in d.fields if f.message_type is not None)
     leads = {name for name, d in types.items()
-             if any(_is_map(f) and f.message_type.fields_by_name["key"].type in _INT_KEY_TYPES
+             if any(_is_map(f) and f.message_type.fields_by_name["key"].type in _int_key_types()
                     for f in d.fields)}
     changed = True
     while changed:  # a fixpoint: recursive types (HloModuleProto inside its own table) included
@@ -605,7 +611,7 @@ def _int_map_paths(desc: Any) -> tuple[Any, ...]:
                 changed = True
     return tuple(f for f in desc.fields if f.message_type is not None
                  and (f.message_type.full_name in leads
-                      or (_is_map(f) and f.message_type.fields_by_name["key"].type in _INT_KEY_TYPES)))
+                      or (_is_map(f) and f.message_type.fields_by_name["key"].type in _int_key_types())))
 
 
 def _encode_varint(value: int) -> bytes:
