@@ -568,6 +568,9 @@ def test_failure_messages_name_the_worst_element():
     assert r.message.endswith("actual=18446744073709551615, expected=0, abs error=18446744073709551615")
     r = _eval("expect_eq", np.bool_(True), np.bool_(False))
     assert r.message == "1 of 1 element not equal; worst at index []: actual=true, expected=false, abs error=1"
+    # complex: errors as moduli, |(1+2j) - (1+1j)| = 1 over |1+1j| = sqrt(2)
+    r = _eval("expect_almost_eq", np.complex64([1 + 2j]), np.complex64([1 + 1j]), tolerance=0.1)
+    assert r.message.endswith("abs error=1, rel error=0.707107"), r.message
     r = _eval("expect_eq", np.float32([1, 2]), np.float64([1, 2]))
     assert not r.passed and r.message == "actual is float32[2], expected float64[2]"
     r = _eval("expect_close", np.float32([1, 2]), np.float32([1, 2]), max_ulp_difference=3)

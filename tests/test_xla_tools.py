@@ -602,3 +602,19 @@ def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
     assert decompose._entry(msg).name == "main"
     msg.entry_computation_name = ""
     assert decompose._entry(msg).name == ("main" if entry_id else "other")  # else XLA's habit: the last
+
+
+def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
+    """The same module as StableHLO text (no HLO proto read): its infeed and outfeed,
+    both, are found in the text and replaced as for HLO input."""
+    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.ir import emit
+
+    (work / "feed_in.hlo").write_text(_FEED_HLO)
+    text = emit.stablehlo_text(loader.load(str(work / "feed_in.hlo"))[0].module)
+    assert "stablehlo.infeed" in text and "stablehlo.outfeed" in text
+    (work / "feed.mlir").write_text(text)
+    r = tool("multihost_hlo_runner --log_output feed.mlir")
+    assert r.code == 0, r.err
+    assert "note: feed.mlir: 2 infeed/outfeed replaced (infeed gives zeros)" in r.err
+    assert "output 0 = [0., 0., 0., 0.]" in r.out

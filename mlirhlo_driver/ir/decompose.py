@@ -185,13 +185,15 @@ def remove_infeed_outfeed(proto: bytes) -> tuple[bytes, int]:
     return hlo_proto.encode(msg), count
 
 
-def _zeros(new: Any, shape: Any) -> Any:
-    """Instructions making zeros of ``shape`` (tuples element by element)."""
+def _zeros(new: Any, shape: Any, label: str = "zeros") -> Any:
+    """Instructions making zeros of ``shape`` (tuples element by element), named after
+    ``label`` and each element's index: XLA refuses two instructions of one name (a
+    StableHLO infeed comes back from HLO as a tuple of its results)."""
     from . import hlo_proto
 
     if shape.tuple_shapes:
-        parts = [_zeros(new, s) for s in shape.tuple_shapes]
-        return new("tuple", shape, [p.id for p in parts], "zeros")
+        parts = [_zeros(new, s, f"{label}.{i}") for i, s in enumerate(shape.tuple_shapes)]
+        return new("tuple", shape, [p.id for p in parts], label)
     scalar = hlo_proto.message_class("ShapeProto")()
     scalar.element_type = shape.element_type
     scalar.layout.SetInParent()  # XLA rejects a literal without one, even for a scalar
@@ -201,10 +203,9 @@ def _zeros(new: Any, shape: Any) -> Any:
 
     type_name = shape.DESCRIPTOR.fields_by_name["element_type"].enum_type.values_by_number[shape.element_type].name
     literals.set_zero(lit, type_name)
-    c = new("constant", scalar, [], "zero")
+    c = new("constant", scalar, [], label.replace("zeros", "zero", 1))
     c.literal.CopyFrom(lit)
-    b = new("broadcast", shape, [c.id], "zeros")
-    return b
+    return new("broadcast", shape, [c.id], label)
 
 
 class _Builder:
