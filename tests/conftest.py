@@ -34,6 +34,16 @@ class CliResult:
 
 
 @pytest.fixture
+def private_site(tmp_path, monkeypatch) -> Path:
+    """A private cache directory and a fresh sys.path entry to put distributions in, as pip would."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+@pytest.fixture
 def cli(capfd):
     """``cli("opt", path, ...)`` runs ``mlirhlo`` in this process (jax is imported once)."""
     from mlirhlo_driver.cli.mlirhlo import main

@@ -372,17 +372,7 @@ def test_reproducer_holds_the_module_as_it_was_before_the_pipeline(cli, tmp_path
     assert "pass 'stablehlo-legalize-to-vhlo' failed" in result.err
 
 
-@pytest.fixture
-def entry_point_cache(tmp_path, monkeypatch):
-    """A private catalogue cache directory and a fresh sys.path entry holding packages."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    site = tmp_path / "site"
-    site.mkdir()
-    monkeypatch.syspath_prepend(str(site))
-    return site
-
-
-def test_entry_point_scan_is_cached(entry_point_cache, monkeypatch):
+def test_entry_point_scan_is_cached(private_site, monkeypatch):
     import importlib.metadata
 
     from mlirhlo_driver.mlir import python_passes
@@ -396,11 +386,11 @@ def test_entry_point_scan_is_cached(entry_point_cache, monkeypatch):
     assert python_passes.entry_point_specs() == first
 
 
-def test_entry_point_cache_sees_an_install(entry_point_cache):
+def test_entry_point_cache_sees_an_install(private_site):
     from mlirhlo_driver.mlir import python_passes
 
     assert ("late", "late_passes", "2.0") not in python_passes.entry_point_specs()
-    dist = entry_point_cache / "late_passes-2.0.dist-info"  # what pip writes: the directory changes
+    dist = private_site / "late_passes-2.0.dist-info"  # what pip writes: the directory changes
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: late-passes\nVersion: 2.0\n")
     (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nlate = late_passes\n")

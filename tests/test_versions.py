@@ -297,16 +297,6 @@ def test_spec_cuda_versions_follow_the_plugin(monkeypatch):
 
 # --------------------------------------------- the metadata scan, kept on disk
 
-@pytest.fixture
-def private_site(tmp_path, monkeypatch):
-    """A private cache directory and a fresh sys.path entry, as pip would fill one."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    site = tmp_path / "site"
-    site.mkdir()
-    monkeypatch.syspath_prepend(str(site))
-    return site
-
-
 def _dist(site, name, version):
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
