@@ -14,7 +14,6 @@ place. A stale or unreadable cache only costs a fresh scan.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -26,9 +25,9 @@ from .resources import cache_dir
 _VARIANTS = 16  # sys.path variants kept per interpreter: console script, python -m, pytest...
 
 
-@functools.cache
 def versions(dists: tuple[str, ...]) -> dict[str, str | None]:
-    """The installed version of each distribution in ``dists`` (None: not installed)."""
+    """The installed version of each distribution in ``dists`` (None: not installed); the
+    caller keeps it for the process (_native.jaxlib.installed_versions)."""
     return dict(_facts(("versions", *dists))["versions"])
 
 

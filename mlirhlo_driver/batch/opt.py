@@ -258,7 +258,7 @@ def error_text(err: DriverError) -> str:
 
 
 def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str],
-                  timings: dict[str, Any], remake: Any = None) -> None:
+                  timings: dict[str, Any], remake: Callable[[], Any] | None = None) -> None:
     from ..mlir import pipeline
 
     try:
