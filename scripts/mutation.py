@@ -81,8 +81,12 @@ MODULE_TESTS: dict[str, list[str]] = {
     "ir/emit.py": ["test_convert.py", "test_inputs.py", "test_mutation_guards_io.py"],
     "outputs.py": ["test_convert.py", "test_errors.py", "test_mutation_guards_io.py"],
     "cuda/tools.py": ["test_cuda_tools.py", "test_mutation_guards_lib.py"],
-    "cli/mlirhlo.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py",
-                       "test_checks.py"],  # run's and opt's --fold-constants default
+    "cli/mlirhlo.py": ["test_usage_errors.py", "test_errors.py", "test_mutation_guards_io.py", "test_startup.py",
+                       "test_cache.py"],
+    "cli/opt.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py",
+                   "test_checks.py", "test_cache.py", "test_help.py"],  # opt's --fold-constants default
+    "cli/app.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py",
+                   "test_checks.py", "test_help.py", "test_cache.py"],  # run's --fold-constants default
     "api.py": ["test_api.py", "test_end_to_end.py", "test_xla_stages.py", "test_mutation_guards_lib.py"],
     "execute/bench.py": ["test_usage_errors.py", "test_python_passes.py", "test_mutation_guards_lib.py"],
     "_native/isolate.py": ["test_bad_inputs.py", "test_mutation_guards_lib.py", "test_behaviour_isolation.py",
@@ -166,7 +170,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "reached only where os.sched_getaffinity is missing and os.cpu_count() is None; "
         "ptxas's thread count changes no code",
     ("cuda/kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
-    ("cli/mlirhlo.py", "cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)", "False -> True"):
+    ("cli/app.py", "cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)", "False -> True"):
         "run's extra words are all options (typer gives every other word to the inputs), so no "
         "word is there to be taken as a separate value: both settings parse the same list",
     ("xla/summary.py", '"memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS}}', "0 -> 1"):

@@ -284,7 +284,7 @@ def small_module(tmp_path_factory):
     ["--stage", "stablehlo-bytecode", "-o", "{out}/m.mlirbc"],
 ], ids=["cuda-dump-dir", "cuda-stdout", "mlir-print-pipeline", "bytecode"])
 def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monkeypatch, small_module, args):
-    from mlirhlo_driver.cli import mlirhlo as cli_module
+    from mlirhlo_driver.cli import opt as cli_module
 
     def outputs(tag):
         out = tmp_path / tag
@@ -297,7 +297,7 @@ def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monk
     assert len(list(cache_dir.rglob("*.entry"))) == 1
     shutil.rmtree(tmp_path / "run", ignore_errors=True)
 
-    def no_work(**_):
+    def no_work(*_, **__):
         raise AssertionError("a cache hit compiled")
 
     monkeypatch.setattr(cli_module, "_run_opt", no_work)
@@ -308,13 +308,13 @@ def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monk
 
 
 def test_no_cache_neither_reads_nor_writes(cli, cache_dir, small_module, monkeypatch):
-    from mlirhlo_driver.cli import mlirhlo as cli_module
+    from mlirhlo_driver.cli import opt as cli_module
 
     first = cli("opt", small_module, "--no-cache")
     assert first.code == 0 and "stablehlo.add" in first.out
     assert not cache_dir.exists() or not list(cache_dir.rglob("*.entry"))
     assert cli("opt", small_module).code == 0  # now cached
-    monkeypatch.setattr(cli_module, "_run_opt", lambda **_: sys.stdout.write("recomputed\n"))
+    monkeypatch.setattr(cli_module, "_run_opt", lambda *_: sys.stdout.write("recomputed\n") and None)
     assert cli("opt", small_module, "--no-cache").out == "recomputed\n"
 
 

@@ -44,6 +44,28 @@ def test_every_command_is_scanned():
             "specs", "specs list", "specs show", "specs check", "cache", "cache info"} <= names
 
 
+def test_opt_help_has_words_and_help_for_every_option(cli):
+    """opt parses with argparse (cli/opt.py): the same rules as the typer commands."""
+    from mlirhlo_driver.cli import opt
+
+    r = cli("opt", "--help")
+    assert r.code == 0, r.err
+    assert r.out.startswith("Usage: mlirhlo opt [OPTIONS] [FILE...]\n")
+    assert not PYTHON_TYPES.search(r.out), PYTHON_TYPES.search(r.out).group(0)
+    actions = opt.parser()._actions
+    assert len(actions) >= 40
+    for action in actions:
+        assert (action.help or "").strip(), f"mlirhlo opt {action.dest}: no help text"
+        for spelling in action.option_strings:
+            assert spelling in r.out, spelling
+        takes_value = action.nargs != 0 and action.option_strings and action.dest != "help"
+        if takes_value:  # its metavariable is an upper-case word
+            assert action.metavar and re.fullmatch(r"[A-Z][A-Z0-9_:=.\[\],]*", action.metavar), \
+                (action.option_strings, action.metavar)
+        if not action.option_strings:
+            assert action.metavar == "FILE" and "[FILE...]" in r.out
+
+
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=lambda p: " ".join(p) or "mlirhlo")
 def test_mlirhlo_help_has_words_and_help_for_every_option(cli, path):
     cmd = dict((" ".join(p), c) for p, c in COMMANDS)[" ".join(path)]

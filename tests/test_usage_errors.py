@@ -501,9 +501,9 @@ def test_ctrl_c_waits_for_an_import_to_finish(tmp_path):
     assert r.stdout == "interrupted after the import True True\n", r.stdout + r.stderr
 
 
-def test_ctrl_c_that_typer_silences_is_one_error_line(cli, small, monkeypatch):
-    """typer turns KeyboardInterrupt into a silent exit 130; the console script's handler
-    saw the signal, so the error line is written, once."""
+def test_ctrl_c_in_opt_is_one_error_line(cli, small, monkeypatch):
+    """A KeyboardInterrupt inside opt is one error line and exit 130, written once, whether
+    or not the console script's handler saw a signal (typer made the latter a silent 130)."""
     from mlirhlo_driver._native import interrupts
     from mlirhlo_driver.batch import opt as batch
 
@@ -511,14 +511,11 @@ def test_ctrl_c_that_typer_silences_is_one_error_line(cli, small, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(batch, "run_batch", interrupted)
-    monkeypatch.setattr(interrupts, "received", True)
-    monkeypatch.setattr(interrupts, "_reported", False)
-    r = cli("opt", str(small))
-    assert (r.code, r.err, r.out) == (130, "error: interrupted\n", "")
-    monkeypatch.setattr(interrupts, "_reported", False)
-    monkeypatch.setattr(interrupts, "received", False)  # not a signal: typer's 130 is left as it is
-    r = cli("opt", str(small))
-    assert (r.code, r.err) == (130, "")
+    for signalled in (True, False):
+        monkeypatch.setattr(interrupts, "received", signalled)
+        monkeypatch.setattr(interrupts, "_reported", False)
+        r = cli("opt", str(small))
+        assert (r.code, r.err, r.out) == (130, "error: interrupted\n", ""), signalled
 
 
 INTERRUPTED_MAIN = """
@@ -553,3 +550,38 @@ def test_a_split_marker_splits_only_when_asked(cli, tmp_path):
     split = cli("opt", src, "--split-input-file")
     assert split.code == 0, split.err
     assert split.out.count("module {") == 2 and "// -----" in split.out
+
+
+# ------------------------------------------------------------ opt's own parser (cli/opt.py)
+
+@pytest.mark.parametrize("args, message", [
+    (["--jobs", "x"], "Invalid value for '--jobs' / '-j': 'x' is not a valid integer."),
+    (["-j", "1.5"], "Invalid value for '--jobs' / '-j': '1.5' is not a valid integer."),
+    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not a finite number > 0"),
+    (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a finite number > 0"),
+    (["--stage"], "Option '--stage' requires an argument."),
+    (["--print-pipeline=yes"], "Option '--print-pipeline' does not take a value."),
+    (["--no-verify-each=1"], "Option '--no-verify-each' does not take a value."),
+])
+def test_opt_option_values(cli, small, args, message):
+    assert assert_one_line_error(cli("opt", small, *args)) == f"error: {message} (see 'mlirhlo opt --help')"
+
+
+def test_opt_inputs_anywhere_on_the_line(cli, tmp_path):
+    """Inputs before, between and after options, and after an --xla_* flag, are all modules."""
+    names = []
+    for i in range(3):
+        path = tmp_path / f"m{i}.mlir"
+        t = f"tensor<{i + 2}xf32>"  # each module's own shape, to find it in the output
+        path.write_text(f"func.func @main(%a: {t}) -> {t} {{\n  %0 = stablehlo.add %a, %a : {t}\n  return %0 : {t}\n}}\n")
+        names.append(str(path))
+    r = cli("opt", names[0], "--platform", "cpu", names[1], "--xla_cpu_enable_fast_math=true", names[2],
+            "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    assert [f"f32[{i + 2}]" in r.out for i in range(3)] == [True] * 3
+
+
+def test_opt_unknown_and_abbreviated_options_are_refused(cli, small):
+    """No prefix matching (click has none): '--stag' is not '--stage'."""
+    assert assert_one_line_error(cli("opt", small, "--stag", "hlo")) == \
+        "error: no such option: --stag (did you mean '--stage', '--args', '--list-stages'?)"

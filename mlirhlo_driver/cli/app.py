@@ -1,0 +1,644 @@
+"""The ``mlirhlo`` commands other than ``opt``: thin typer commands over the library.
+
+Library errors are typed (errors.py); only the front-ends turn them into
+messages and exit codes: 2 for bad usage or input, 1 for a failure of a valid
+module (a pass or a compile). Nothing heavy is imported at start-up. The entry
+point, and ``opt``'s own parser, are cli/mlirhlo.py and cli/opt.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .._native import interrupts
+from ..errors import EXIT_USAGE, DriverError
+from . import opt as opt_cli
+
+app = typer.Typer(
+    name="mlirhlo",
+    help="Compile, transform and dump StableHLO / HLO modules with jaxlib's MLIR and XLA.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+
+def _print_version(value: bool) -> None:
+    if not value:
+        return
+    from ..commands.mlirhlo import version_text
+
+    typer.echo(version_text(), nl=False)
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the versions of the driver, jax, jaxlib, the CUDA plugin, the CUDA tools "
+             "(ptxas, libdevice, nvdisasm) and llvmlite.")] = False,
+) -> None:
+    pass
+
+
+def _fail(err: DriverError) -> None:
+    from ..batch.opt import error_text
+
+    sys.stderr.write(error_text(err))
+    sys.stderr.flush()
+    raise typer.Exit(err.exit_code)
+
+
+# ----------------------------------------------------------------------- opt
+
+# Options several commands share, spelled once.
+OutputOption = Annotated[Optional[str], typer.Option(
+    "-o", "--output", "--o", metavar="FILE", help="Output file (default stdout).")]
+InputFormatOption = Annotated[Optional[str], typer.Option(
+    "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo, jax.")]
+ArgsOption = Annotated[Optional[str], typer.Option(
+    "--args", metavar="SPECS", help="Argument specs for a JAX function, e.g. 'f32[8,128],i32[8]'.")]
+LoadPluginOption = Annotated[Optional[list[str]], typer.Option(
+    "--load-pass-plugin", metavar="FILE", help="A .py file registering Python passes (repeatable).")]
+InputsArg = Annotated[Optional[list[str]], typer.Argument(
+    metavar="FILE...", help="Files, globs, directories, or package.module:function (with --args).", show_default=False)]
+
+
+@app.command(help=opt_cli.HELP, add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def opt(ctx: typer.Context) -> None:
+    # The entry point parses opt itself (cli/opt.py), before typer is imported; this
+    # command lists it at the root and serves an app invoked directly.
+    raise typer.Exit(opt_cli.main(list(ctx.args)))
+
+
+# ------------------------------------------------------------------- passes
+
+@app.command("passes")
+def passes_command(
+    load_pass_plugin: LoadPluginOption = None,
+) -> None:
+    """List every pass the installed jaxlib accepts, Python passes, and the named pipelines."""
+    try:
+        from .. import listings
+
+        listings.load_plugins(load_pass_plugin)
+        typer.echo(listings.pass_catalog(), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
+# ------------------------------------------------------------------ convert
+
+@app.command()
+def convert(
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module to convert (any input format).")],
+    output: OutputOption = None,
+    to: Annotated[Optional[str], typer.Option(
+        "--to", metavar="FORMAT", help="hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo "
+                     "(default: from -o's extension).")] = None,
+    emit_proto: Annotated[bool, typer.Option(
+        "--emit-proto", help="As in hlo-opt: emit a binary HloModuleProto (same as --to hlo-proto).")] = False,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+    target_version: Annotated[Optional[str], typer.Option(
+        "--target-version", metavar="VERSION", help="VHLO version for --to vhlo: current, minimum or X.Y.Z.")] = None,
+) -> None:
+    """Convert between HLO text/proto, StableHLO text/bytecode and VHLO artifacts."""
+    try:
+        from ..commands import mlirhlo as commands
+
+        commands.convert(input, output=output, to=to, emit_proto=emit_proto, input_format=input_format,
+                         args=args, target_version=target_version)
+    except DriverError as e:
+        _fail(e)
+
+
+# ---------------------------------------------------------------------- run
+
+def _non_negative(value: Optional[float]) -> Optional[float]:
+    """Option callback: a finite number >= 0 (NaN would pass every comparison)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value} is not a finite number >= 0")
+    return value
+
+
+def _positive(value: Optional[float]) -> Optional[float]:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a finite number > 0")
+    return value
+
+
+# Options that opt and run share, spelled once.
+JobsOption = Annotated[int, typer.Option(
+    "--jobs", "-j", metavar="N", help="Worker processes; each module is isolated (0: run in this process).")]
+TimeoutOption = Annotated[Optional[float], typer.Option(
+    "--timeout", metavar="SECONDS", callback=_positive, help="Seconds per module (with --jobs or --scheduler).")]
+SplitInputFileOption = Annotated[bool, typer.Option(
+    "--split-input-file", help="Split inputs on '// -----' lines; each chunk is a module.")]
+
+# Options that run and spmd-run share, spelled once.
+SeedOption = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random inputs.")]
+LargeFloatRangeOption = Annotated[bool, typer.Option(
+    "--large-float-range", "--use_large_float_range", help="Random floats in +-1e4 instead of +-1.")]
+RtolOption = Annotated[Optional[float], typer.Option(
+    "--rtol", "--rel_error_bound", metavar="X", callback=_non_negative, help="Relative tolerance (default per dtype).")]
+AtolOption = Annotated[Optional[float], typer.Option(
+    "--atol", "--abs_error_bound", metavar="X", callback=_non_negative, help="Absolute tolerance (default per dtype).")]
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    ctx: typer.Context,
+    inputs: InputsArg = None,
+    platform: Annotated[str, typer.Option("--platform", metavar="NAME", help="cpu, or cuda (needs a GPU).")] = "cpu",
+    reference: Annotated[str, typer.Option(
+        "--reference", "--reference_platform", metavar="NAME",
+        help="interpreter (StableHLO reference interpreter; also XLA's Interpreter, default), cpu (XLA CPU; "
+             "also CPU, Host) or none.")] = "interpreter",
+    seed: SeedOption = 0,
+    zeros: Annotated[bool, typer.Option("--zeros", help="All-zero inputs.")] = False,
+    inputs_npz: Annotated[Optional[str], typer.Option(
+        "--inputs", metavar="FILE",
+        help=".npz with one array per parameter (by name, argN, arr_N or position).")] = None,
+    large_float_range: LargeFloatRangeOption = False,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
+    iterations: Annotated[int, typer.Option("--iterations", metavar="N", help="Run N times; report the median.")] = 1,
+    print_literals: Annotated[bool, typer.Option("--print-literals", "--print_literals", help="Print inputs' and outputs' values.")] = False,
+    save_outputs: Annotated[Optional[str], typer.Option(
+        "--save-outputs", metavar="FILE", help="Write outputs to this .npz.")] = None,
+    fold_constants: Annotated[bool, typer.Option(
+        "--fold-constants", help="Check files: keep their @inputs() constants (XLA folds the test); "
+                                 "default: they are runtime parameters.")] = False,
+    bisect: Annotated[bool, typer.Option(
+        "--bisect", help="On a mismatch, find the first op whose value diverges.")] = False,
+    bisect_passes: Annotated[bool, typer.Option(
+        "--bisect-passes", help="On a mismatch, find the XLA HLO pass (or smallest set) whose disabling "
+                                "makes the module match, with the HLO before and after it.")] = False,
+    timing: Annotated[bool, typer.Option(
+        "--timing", help="XLA's per-pass table of each module's compile: calls, time, whether each "
+                         "HLO pass changed the module.")] = False,
+    jobs: JobsOption = 1,
+    timeout: TimeoutOption = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", metavar="URL",
+        help="Run the modules on a Dask cluster (tcp://HOST:8786) instead of local workers.")] = None,
+    json_report: Annotated[Optional[str], typer.Option(
+        "--json", metavar="FILE", help="Write the report rows as JSON.")] = None,
+    input_format: InputFormatOption = None,
+    split_input_file: SplitInputFileOption = False,
+    args: ArgsOption = None,
+) -> None:
+    """Compile with XLA, execute, and compare against a reference (run_hlo_module).
+
+    Exit code 0 when every module matches, 1 when some mismatch or fail, 2 for
+    bad usage or input. XLA dump directories contribute their
+    *before_optimizations* modules.
+    """
+    try:
+        from ..commands import mlirhlo as commands
+        from ..xla import flags as xla_flags
+
+        extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
+        inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
+        cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
+        if rest:
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
+        code = commands.run(
+            inputs, cli_flags=cli_flags, extra_words=extra, platform=platform, reference=reference, seed=seed,
+            zeros=zeros, inputs_npz=inputs_npz, large_float_range=large_float_range, rtol=rtol, atol=atol,
+            iterations=iterations, print_literals=print_literals, save_outputs=save_outputs,
+            fold_constants=fold_constants, bisect=bisect, bisect_passes=bisect_passes, timing=timing, jobs=jobs,
+            timeout=timeout, scheduler=scheduler,
+            json_report=json_report, input_format=input_format, split_input_file=split_input_file, args=args)
+        if code:
+            raise typer.Exit(code)
+    except DriverError as e:
+        _fail(e)
+
+
+# ----------------------------------------------------------------- spmd-run
+
+@app.command("spmd-run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def spmd_run(
+    ctx: typer.Context,
+    input: Annotated[str, typer.Argument(
+        metavar="FILE", help="The module (any input format, or package.module:function).")],
+    num_partitions: Annotated[int, typer.Option(
+        "--num-partitions", "--num_partitions", metavar="N", help="SPMD partitions.")] = 1,
+    num_replicas: Annotated[int, typer.Option("--num-replicas", "--num_replicas", metavar="N", help="Replicas.")] = 1,
+    partitioner: Annotated[Optional[str], typer.Option(
+        "--partitioner", metavar="NAME",
+        help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
+    arg_sharding: Annotated[Optional[list[str]], typer.Option(
+        "--arg-sharding", metavar="PARAM=SHARDING",
+        help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
+                               "parameters without one are replicated.")] = None,
+    is_spmd_partitioned_module: Annotated[bool, typer.Option(
+        "--is-spmd-partitioned-module", "--is_spmd_partitioned_module", help="The module is already partitioned (per-device shapes): "
+                                             "XLA does not partition it again.")] = False,
+    run_xla_backend_only: Annotated[bool, typer.Option(
+        "--run-xla-backend-only", "--run_xla_backend_only", help="Only XLA's backend compiles (an after-optimizations module).")] = False,
+    argument_mode: Annotated[Optional[str], typer.Option(
+        "--argument-mode", metavar="MODE", help="random (one set per replica), shared-random, zeros, or device-id "
+                                "(each device's part filled with its device id).")] = None,
+    seed: SeedOption = 0,
+    inputs_npz: Annotated[Optional[str], typer.Option(
+        "--inputs", metavar="FILE", help=".npz with one global (unpartitioned) array per parameter.")] = None,
+    large_float_range: LargeFloatRangeOption = False,
+    rtol: RtolOption = None,
+    atol: AtolOption = None,
+    num_repeats: Annotated[int, typer.Option(
+        "--num-repeats", "--num_repeats", metavar="N", help="Run N times; print each time.")] = 1,
+    reference: Annotated[str, typer.Option(
+        "--reference", metavar="NAME", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
+    reference_module: Annotated[Optional[str], typer.Option(
+        "--reference-module", metavar="FILE", help="The unpartitioned computation to compare against "
+                                   "(for an already partitioned module).")] = None,
+    dump_output: Annotated[Optional[str], typer.Option(
+        "--dump-output", metavar="FILE", help="Write the gathered outputs to this .npz (out0, out1, ...).")] = None,
+    num_processes: Annotated[int, typer.Option(
+        "--num-processes", metavar="N", help="Processes in a distributed run (with --process-id, --coordinator).")] = 1,
+    process_id: Annotated[Optional[int], typer.Option(
+        "--process-id", metavar="N", help="This process's number, 0 to N-1; process 0 hosts the coordinator.")] = None,
+    coordinator: Annotated[Optional[str], typer.Option(
+        "--coordinator", metavar="HOST:PORT",
+        callback=_host_port, help="HOST:PORT of process 0's coordinator.")] = None,
+    launch_local: Annotated[Optional[int], typer.Option(
+        "--launch-local", metavar="N", help="Start N processes on 127.0.0.1 and run across them.")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", metavar="SECONDS", callback=_positive,
+        help="Seconds a distributed run may take before every process stops.")] = 300.0,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+) -> None:
+    """Run a module SPMD-partitioned on many devices, in one or several processes (multihost_hlo_runner).
+
+    Outputs are gathered to full arrays and compared against the unpartitioned
+    module on one device. On CPU the driver creates the devices itself. Exit
+    code 0 when the outputs match, 1 on a mismatch or a failed run, 2 for bad
+    usage or input. Any --xla_NAME=VALUE flag applies to the compile.
+    """
+    from ..execute import spmd_launch
+    from ..xla import flags as xla_flags
+
+    try:
+        flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
+        if rest and rest[0].startswith("-"):
+            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
+        if rest:
+            raise DriverError(f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
+        options = spmd_launch.spmd_options(
+            flags, argument_mode=argument_mode, inputs_npz=inputs_npz, partitioner=partitioner,
+            arg_sharding=tuple(arg_sharding or ()), num_partitions=num_partitions, num_replicas=num_replicas,
+            is_spmd_partitioned_module=is_spmd_partitioned_module, run_xla_backend_only=run_xla_backend_only,
+            seed=seed, large_float_range=large_float_range, rtol=rtol, atol=atol, num_repeats=num_repeats,
+            reference=reference, reference_module=reference_module)
+        code = spmd_launch.run(spmd_launch.SpmdLaunch(
+            input, input_format=input_format, args=args, arg_sharding=tuple(arg_sharding or ()),
+            dump_output=dump_output, num_processes=num_processes, process_id=process_id, coordinator=coordinator,
+            launch_local=launch_local, timeout=timeout), options)
+        if code:
+            raise typer.Exit(code)
+    except DriverError as e:
+        _spmd_fail(e)
+
+
+def _host_port(value: Optional[str]) -> Optional[str]:
+    """Option callback: spmd_launch.check_host_port's refusal as a usage error."""
+    from ..execute import spmd_launch
+
+    if value is not None:
+        try:
+            spmd_launch.check_host_port(value)
+        except DriverError as e:
+            raise typer.BadParameter(e.message) from None
+    return value
+
+
+def _spmd_fail(err: DriverError) -> None:
+    sys.stderr.write(err.format() + "\n")
+    sys.stderr.flush()
+    raise typer.Exit(err.exit_code)
+
+
+# ---------------------------------------------------------------------- kernels
+
+@app.command("kernels")
+def kernels_command(
+    inputs: Annotated[Optional[list[str]], typer.Argument(
+        metavar="FILE...", help="Files, globs or directories (an XLA dump directory: its modules).",
+        show_default=False)] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="SPEC", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
+    input_format: Annotated[Optional[str], typer.Option(
+        "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo.")] = None,
+) -> None:
+    """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec."""
+    try:
+        from .. import outputs
+        from ..batch import kernels
+
+        outputs.write_stdout(kernels.report(inputs or [], gpu_spec, input_format=input_format,
+                                            as_json=json_out))
+    except DriverError as e:
+        _fail(e)
+
+
+# ---------------------------------------------------------------------- diff
+
+@app.command("diff")
+def diff_command(
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module (side A; side B too without FILE_B).")],
+    input_b: Annotated[Optional[str], typer.Argument(
+        metavar="FILE_B", help="Side B's module, when the two sides are two files.", show_default=False)] = None,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", metavar="NAME", help="cpu or cuda (device-less).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="A[,B]", help="Side A's GPU spec and side B's (one spec: both; default h100_sxm).")] = None,
+    flags_a: Annotated[Optional[str], typer.Option(
+        "--flags-a", metavar="FLAGS", help="XLA flags of side A, as in XLA_FLAGS (over XLA_FLAGS).")] = None,
+    flags_b: Annotated[Optional[str], typer.Option(
+        "--flags-b", metavar="FLAGS",
+        help="XLA flags of side B, e.g. '--xla_gpu_enable_triton_gemm=false'.")] = None,
+    stage: Annotated[Optional[str], typer.Option(
+        "--stage", metavar="STAGE",
+        help="Also a unified diff of this stage (hlo, buffer-assignment, thunk-sequence, ptx, ...), "
+             "names renumbered.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of text.")] = False,
+    input_format: InputFormatOption = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Neither read nor write the stage cache.")] = False,
+) -> None:
+    """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
+
+    The sides differ by input (FILE FILE_B), GPU spec (--gpu-spec A,B) or XLA flags
+    (--flags-a, --flags-b). Kernels are matched by name, fusions by HLO name.
+    """
+    try:
+        from .. import outputs
+        from ..batch import diff
+
+        outputs.write_stdout(diff.report(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
+                                         flags_b=flags_b, stage=stage, input_format=input_format,
+                                         as_json=json_out, use_cache=not no_cache))
+    except DriverError as e:
+        _fail(e)
+
+
+# ---------------------------------------------------------------------- ptx
+
+
+
+@app.command()
+def ptx(
+    input: Annotated[str, typer.Argument(
+        metavar="FILE", help="LLVM IR (.ll), e.g. from 'opt --stage llvm-before-optimizations'; - reads stdin.")],
+    arch: Annotated[str, typer.Option(
+        "--arch", metavar="ARCH", help="sm_XX[a] or X.Y[a], e.g. 9.0a or sm_80.")] = "sm_90a",
+    opt_level: Annotated[int, typer.Option("-O", "--opt-level", metavar="N", help="LLVM optimization level 0-3.")] = 3,
+    optimize: Annotated[bool, typer.Option(
+        "--optimize/--no-optimize",
+        help="Run LLVM's -O pipeline first (off for XLA's *.ir-with-opt.ll, already optimized).")] = True,
+    output: OutputOption = None,
+    print_after_all: Annotated[bool, typer.Option(
+        "--print-after-all", help="Print the IR after each LLVM pass (stderr).")] = False,
+    ir_dump_dir: Annotated[Optional[str], typer.Option(
+        "--ir-dump-dir", metavar="DIR", help="Write the IR after each LLVM pass here, one file per pass.")] = None,
+    libdevice: Annotated[Optional[str], typer.Option(
+        "--libdevice", metavar="FILE", help="libdevice.10.bc for IR calling __nv_* (default: CUDA_HOME).")] = None,
+    check_ptxas: Annotated[bool, typer.Option(
+        "--ptxas/--no-ptxas", help="Assemble each PTX module with ptxas for --arch to check it.")] = True,
+) -> None:
+    """LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt).
+
+    Takes the LLVM IR XLA writes, including its newer float-constant syntax.
+    Several modules joined by '; ----- NAME -----' lines (the 'llvm' stages'
+    output) are compiled one by one in a helper process (an LLVM fatal error
+    is reported, not fatal), and each PTX is assembled by ptxas for --arch.
+    """
+    try:
+        from ..commands import mlirhlo as commands
+
+        commands.ptx(input, arch=arch, opt_level=opt_level, optimize=optimize, output=output,
+                     print_after_all=print_after_all, ir_dump_dir=ir_dump_dir, libdevice=libdevice,
+                     check_ptxas=check_ptxas)
+    except DriverError as e:
+        _fail(e)
+
+
+# ----------------------------------------------------------- bench-pipeline
+
+@app.command("bench-pipeline", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_pipeline(
+    ctx: typer.Context,
+    input: Annotated[str, typer.Argument(metavar="FILE", help="The module to run the pipeline on.")],
+    pipeline_spec: Annotated[Optional[str], typer.Option(
+        "--pipeline", metavar="PIPELINE", help="Textual pipeline or @NAME.")] = None,
+    passes: Annotated[Optional[str], typer.Option("--passes", metavar="LIST", help="hlo-opt style pass list.")] = None,
+    compare: Annotated[Optional[str], typer.Option(
+        "--compare", metavar="PIPELINE",
+        help="Another pipeline (spec, @NAME or pass list) run in turn with the first; prints the ratio.")] = None,
+    repeats: Annotated[int, typer.Option(
+        "--repeats", metavar="N", help="Runs per pipeline (each on a fresh copy).")] = 10,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", metavar="NAME",
+        help="Instead: time XLA's HLO pipeline on cpu|cuda (from per-pass dump timestamps).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="SPEC", help="GPU spec for --platform cuda (default: h100_sxm).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of a table.")] = False,
+    load_pass_plugin: LoadPluginOption = None,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+) -> None:
+    """Run a pipeline N times; per-pass median and spread, and the total (hlo-opt + time, done properly)."""
+    try:
+        from .. import listings
+        from ..commands import mlirhlo as commands
+
+        listings.load_plugins(load_pass_plugin)
+        target = None
+        if platform is not None:
+            target = opt_cli.resolve_target(platform, gpu_spec, list(ctx.args), None, None, needs_spec=True,
+                                            known=lambda: _option_names("bench-pipeline"))
+        elif ctx.args:
+            raise DriverError(f"no such option: {ctx.args[0]}")
+        typer.echo(commands.bench_pipeline(input, target=target, pipeline_spec=pipeline_spec, passes=passes,
+                                           compare=compare, repeats=repeats, json_out=json_out,
+                                           input_format=input_format, args=args), nl=False)
+    except DriverError as e:
+        _fail(e)
+    except KeyboardInterrupt:
+        # Caught here: typer would turn it into a silent exit 130.
+        interrupts.report()
+        raise typer.Exit(130) from None
+
+
+# -------------------------------------------------------------------- specs
+
+specs_app = typer.Typer(help="GPU target specs for device-less CUDA compiles (gpu_specs/*.txtpb).",
+                        no_args_is_help=True)
+app.add_typer(specs_app, name="specs")
+
+
+@specs_app.command("list")
+def specs_list(
+    json_out: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
+) -> None:
+    """List the shipped GPU specs: name, GPU, compute capability, SMs, memory, and
+    whether the ptxas XLA will use (shown below the table) can target each."""
+    try:
+        from .. import listings
+
+        typer.echo(listings.spec_table(as_json=json_out), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
+@specs_app.command("show")
+def specs_show(name: Annotated[str, typer.Argument(
+        metavar="SPEC", help="A shipped spec name or a .txtpb path.")]) -> None:
+    """Print a spec's summary and its textproto."""
+    try:
+        from ..cuda import specs as gpu_specs
+
+        spec = gpu_specs.resolve_spec(name)
+        for note in spec.notes:
+            sys.stderr.write(note + "\n")
+        for key, value in spec.to_dict().items():
+            typer.echo(f"# {key}: {value}")
+        typer.echo(spec.text.rstrip("\n"))
+    except DriverError as e:
+        _fail(e)
+
+
+@specs_app.command("check")
+def specs_check(files: Annotated[list[str], typer.Argument(
+        metavar="FILE...", help="Spec files to validate (- reads stdin).")]) -> None:
+    """Validate spec files before any compile; one error line per bad file."""
+    from ..cuda import specs as gpu_specs
+
+    failed = False
+    for path in files:
+        try:
+            spec = gpu_specs.check_spec(path)
+            for note in spec.notes:
+                sys.stderr.write(note + "\n")
+            typer.echo(f"{path}: ok ({spec.gpu}, {spec.sm}, {spec.sm_count} SMs)")
+        except DriverError as e:
+            sys.stderr.write(e.format() + "\n")
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_USAGE)
+
+
+# -------------------------------------------------------------------- cache
+
+cache_app = typer.Typer(help="The stage cache that answers repeated 'opt' commands.",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info() -> None:
+    """Where the cache is, how many entries and bytes it holds, and its size cap."""
+    from ..batch import cache
+
+    found = cache.info()
+    typer.echo(f"directory  {found['directory']}")
+    typer.echo(f"entries    {found['entries']}")
+    typer.echo(f"size       {found['bytes']} bytes")
+    typer.echo(f"max size   {found['max_bytes']} bytes (MLIRHLO_CACHE_MAX_BYTES; least recently used go first)")
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Remove every cached entry."""
+    from ..batch import cache
+
+    typer.echo(f"removed {cache.clear()} entries from {cache.cache_dir()}")
+
+
+def _option_names(command: str) -> list[str]:
+    """Every spelling of a command's options (for 'did you mean' hints)."""
+    sub = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    return [o for p in sub.params for o in (*p.opts, *p.secondary_opts)]
+
+
+def _app_for(name: str | None) -> typer.Typer:
+    """The app as typer would build it, but with only the invoked sub-command in full.
+
+    Typer evaluates the signature of every command it builds (string annotations,
+    ~40% of `opt --help`); a command not invoked only needs its name and help
+    line, for the root's listing and for "no such command" suggestions.
+    """
+    import copy
+
+    def command_name(info: Any) -> str:
+        return info.name or typer.main.get_command_name(info.callback.__name__)
+
+    names = [command_name(c) for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    view = copy.copy(app)
+    if name in names:
+        view.registered_commands = [c for c in app.registered_commands if command_name(c) == name]
+        view.registered_groups = [g for g in app.registered_groups if g.name == name]
+        return view
+
+    def listing_only(info: Any) -> Any:
+        stub_info = copy.copy(info)
+        stub_info.name = command_name(info)
+
+        def stub() -> None:
+            raise AssertionError("a listing-only command cannot run")
+
+        stub.__doc__ = info.callback.__doc__
+        stub_info.callback = stub
+        return stub_info
+
+    view.registered_commands = [listing_only(c) for c in app.registered_commands]
+    view.registered_groups = [copy.copy(g) for g in app.registered_groups]
+    for group in view.registered_groups:  # their sub-commands are not listed at the root
+        group.typer_instance = copy.copy(group.typer_instance)
+        group.typer_instance.registered_commands = [
+            listing_only(c) for c in group.typer_instance.registered_commands]
+    return view
+
+
+def run_app(argv: list[str], command: str | None) -> None:
+    """Run ``argv``, whose sub-command is ``command`` (None: the root); exits (SystemExit)
+    with its code. typer's own usage errors become one ``error:`` line and exit 2."""
+    try:
+        result = _app_for(command)(args=argv, standalone_mode=False)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        sys.exit(130)
+    except Exception as e:
+        # typer vendors click privately; its usage errors are recognised by shape.
+        if type(e).__name__ == "NoArgsIsHelpError":
+            typer.echo(e.ctx.get_help())  # type: ignore[attr-defined]
+            sys.exit(EXIT_USAGE)
+        if hasattr(e, "format_message") and getattr(e, "exit_code", None) == EXIT_USAGE:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            sys.stderr.write(f"error: {e.format_message()}{hint}\n")
+            sys.exit(EXIT_USAGE)
+        raise
+    if result == 130 and interrupts.received:
+        interrupts.report()  # typer turns Ctrl-C into a silent exit 130
+    sys.exit(result if isinstance(result, int) else 0)
+
