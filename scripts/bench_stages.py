@@ -18,7 +18,8 @@ MLP per block, forward and backward, unrolled), generated at each block count. P
 interleaved: `opt --stage ptx` against the bare PTX script (goal: <= 1.0x), and MLIR-only
 `opt --passes canonicalize,cse` on its StableHLO against the bare jaxlib script (goal:
 <= 1.05x), with each process's peak RSS (goal: at most the bare script's + 10%).
-Ratios are per pair, then the median; CPU (user + system) is the steadier figure
+Ratios are per pair, then the median (the MLIR-only row runs three pairs a round, in
+alternating order, for its wider spread); CPU (user + system) is the steadier figure
 on a loaded machine, wall is shown too. `--in-process` adds the driver's API
 against the bare compile in one warm process (its own overhead).
 """
@@ -263,28 +264,35 @@ def sweep(args: argparse.Namespace) -> None:
         subprocess.run([sys.executable, "-c", GEN_PROGRAM, str(n), str(hlo), str(mlir)], check=True, env=env)
         instructions = sum(1 for ln in hlo.read_text().splitlines() if " = " in ln and not ln.startswith("HloModule"))
         programs[n] = (hlo, mlir, instructions)
-    print(f"{args.repeats} interleaved rounds per size; bytecode: {args.bytecode}; spec {args.gpu_spec}; "
+    print(f"{args.repeats} interleaved rounds per size (MLIR-only: 3 pairs a round, in alternating order); bytecode: {args.bytecode}; spec {args.gpu_spec}; "
           f"pipeline {pipeline}", flush=True)
     header = (f"{'blocks':>6}{'HLO instrs':>11}  {'row':<30}{'driver s':>9}{'bare s':>8}{'wall':>7}{'CPU':>7}"
               f"{'RSS MiB':>9}{'bare MiB':>9}{'RSS':>7}{'goal':>10}")
     print(header, flush=True)
     for n in sizes:
         hlo, mlir, instructions = programs[n]
+        # (driver, bare, goal, pairs per round): the MLIR-only pair takes a second where the
+        # PTX one takes minutes, and its run-to-run spread on a shared machine (+-15% at
+        # 256 blocks, measured) needs more pairs than the PTX row's for a stable median.
         rows = {
             "opt --stage ptx": (cli + ["opt", str(hlo), "--platform", "cuda", "--gpu-spec", args.gpu_spec,
                                        "--stage", "ptx", "--no-cache"],
-                                [sys.executable, "-c", BARE_PTX, str(hlo), spec_path], 1.0),
+                                [sys.executable, "-c", BARE_PTX, str(hlo), spec_path], 1.0, 1),
             "opt --passes canonicalize,cse": (cli + ["opt", str(mlir), "--passes", "canonicalize,cse", "--no-cache"],
-                                              [sys.executable, "-c", BARE_MLIR_CHLO, str(mlir), pipeline], 1.05),
+                                              [sys.executable, "-c", BARE_MLIR_CHLO, str(mlir), pipeline], 1.05, 3),
         }
         if n == sizes[0]:
             _same_work(rows["opt --stage ptx"][:2], env)
         runs: dict[str, list[tuple[float, float, int]]] = {}
-        for _ in range(args.repeats):  # A B A B, every row of this size in each round
-            for name, (driver, bare, _) in rows.items():
-                runs.setdefault(name, []).append(time_command_rss(driver, env=env))
-                runs.setdefault(name + " bare", []).append(time_command_rss(bare, env=env))
-        for name, (_, _, goal) in rows.items():
+        for r in range(args.repeats):  # every row of this size in each round
+            for name, (driver, bare, _, pairs) in rows.items():
+                for k in range(pairs):
+                    # A B, then B A: neither command always runs right after the other
+                    # row's (a PTX compile's 1.5 GB process has just exited).
+                    pair = [(name, driver), (name + " bare", bare)]
+                    for key, cmd in pair[::-1] if (r * pairs + k) % 2 else pair:
+                        runs.setdefault(key, []).append(time_command_rss(cmd, env=env))
+        for name, (_, _, goal, _) in rows.items():
             a, b = runs[name], runs[name + " bare"]
             wall, cpu, _, _ = pair_ratios([x[:2] for x in a], [x[:2] for x in b])
             rss_a = statistics.median(x[2] for x in a) / 1024

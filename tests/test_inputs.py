@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 from conftest import DATA
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.inputs import loader as inputs
@@ -224,3 +226,16 @@ def test_mhlo_attributes_alone_cost_no_walk_and_ops_on_one_line_are_found(tmp_pa
     assert walked == [1]
     text = _ops(loaded.module)
     assert "mhlo." not in text and "stablehlo.negate" in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["", "  ", "// c", "# c", "HloModule m", " module {", "x", "\t//"]), max_size=8),
+       st.lists(st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x0c", "\u2028", "\x1c"]), min_size=8, max_size=8))
+def test_first_code_line_is_the_first_line_splitlines_gives(lines, breaks):
+    """The head is read line by line, not by splitting the whole text; every line break
+    str.splitlines knows still ends a line."""
+    from mlirhlo_driver.inputs.loader import _first_code_line
+
+    text = "".join(line + brk for line, brk in zip(lines, breaks))
+    expected = next((s for s in (ln.strip() for ln in text.splitlines()) if s and not s.startswith(("//", "#"))), "")
+    assert _first_code_line(text) == expected

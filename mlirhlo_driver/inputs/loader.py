@@ -305,10 +305,19 @@ def _raise_if_bad_utf8_text(data: bytes, source: str) -> None:
 
 
 def _first_code_line(text: str) -> str:
-    for line in text.splitlines():
-        s = line.strip()
-        if s and not s.startswith(("//", "#")):
-            return s
+    """The first line that is neither blank nor a comment, stripped ("" if none).
+
+    Line by line from the start: splitting all of a large module (12 ms at 5 MB)
+    to read its head cost more than every other guard together."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        for line in text[start:end].splitlines():  # the other line breaks splitlines knows
+            s = line.strip()
+            if s and not s.startswith(("//", "#")):
+                return s
+        start = end + 1
     return ""
 
 
