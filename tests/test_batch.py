@@ -155,3 +155,20 @@ def test_timing_tables_get_a_title_only_among_several_modules(cli, tmp_path):
     assert two.code == 0
     assert [line for line in two.err.splitlines() if line.startswith("// timing:")] == [
         "// timing: chlo_special", "// timing: erf_inv"]
+
+
+@pytest.mark.parametrize("platform", [None, "cpu", "cuda"])
+@pytest.mark.parametrize("asked", ["nothing", "timing", "after_change", "before", "after"])
+def test_xla_instrumentation_exactly_when_a_platform_and_a_view_are_asked(platform, asked):
+    """XLA's pass views (--timing, --print-ir-after-change, --print-ir-before/after NAME)
+    instrument the compile only with a platform, and each one alone is enough."""
+    from mlirhlo_driver.batch import opt as batch
+
+    o = batch.OptOptions(timing=asked == "timing", print_ir_after_change=asked == "after_change")
+    before = ("simplify-fp-conversions",) if asked == "before" else ()
+    after = ("algsimp",) if asked == "after" else ()
+    got = batch._xla_instrumentation(o, platform, before, after)
+    assert (got is not None) == (platform is not None and asked != "nothing")
+    if got is not None:
+        assert (got.timing, got.after_change, tuple(got.before), tuple(got.after)) == \
+            (o.timing, o.print_ir_after_change, before, after)

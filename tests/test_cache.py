@@ -419,3 +419,17 @@ def test_every_file_of_the_driver_is_in_the_key(monkeypatch):
                 "cli/mlirhlo.py", "batch/cache.py"):
         assert str(package / rel) in seen, rel
     assert not any("__pycache__" in p for p in seen)
+
+
+def test_the_key_opens_only_regular_files_a_spec_name_names(tmp_path):
+    """``--gpu-spec NAME`` where the working directory holds a FIFO of that name: the key
+    reads a spec *file* only, so it never blocks on opening the pipe."""
+    module = tmp_path / "m.mlir"
+    module.write_text(SMALL)
+    os.mkfifo(tmp_path / "h100_sxm")
+    code = ("import sys; from mlirhlo_driver.batch import cache\n"
+            "print(cache.opt_key({'inputs': [sys.argv[1]], 'platform': 'cuda', 'gpu_spec': 'h100_sxm', "
+            "'stage': 'ptx'}, []) is not None)")
+    r = subprocess.run([sys.executable, "-c", code, str(module)], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert (r.returncode, r.stdout) == (0, "True\n"), r.stderr

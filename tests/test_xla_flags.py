@@ -609,3 +609,19 @@ def test_a_targets_debug_options_refuse_a_misspelt_name_from_anywhere(where, mon
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     assert targets.debug_options({"xla_cpu_enable_fast_math": True}) == {"xla_cpu_enable_fast_math": True}
     assert targets.debug_options() == {}
+
+
+@pytest.mark.parametrize("line, col", [
+    ("  --xla_cpu_enable_fast_math=maybe", 30),          # a bad value: the value's column
+    ("    --xla_backend_optimization_level=x2", 38),
+    ("  --xla_no_such_field_at_all=1", 3),                # an unknown name: the name's column
+    ("--xla_dump_to=/tmp/d --xla_cpu_fast_mathz=true", 22),  # the second flag on the line
+])
+def test_flag_lines_of_an_options_file_place_errors_at_their_column(tmp_path, line, col):
+    """'--xla_NAME=VALUE' lines of a debug-options file: an error is placed at the value it
+    refuses, or at the name it does not know, on that line."""
+    path = tmp_path / "opts.txt"
+    path.write_text("# options\n" + line + "\n")
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file_checked(str(path))
+    assert (e.value.line, e.value.col) == (2, col), e.value.format()
