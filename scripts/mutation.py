@@ -66,7 +66,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                          "test_behaviour_flag_values.py"],
     "stages/base.py": ["test_xla_stages.py", "test_end_to_end.py"],
     "xla/stages.py": ["test_xla_stages.py", "test_cuda_stages.py", "test_mutation_guards_lib.py",
-                      "test_mutation_guards_io.py"],
+                      "test_mutation_guards_io.py", "test_checks.py"],  # check files' notes
     "cuda/binaries.py": ["test_cuda_stages.py", "test_cuda_tools.py"],
     "cuda/kernels.py": ["test_cuda_stages.py"],
     "_native/interrupts.py": ["test_usage_errors.py"],

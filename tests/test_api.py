@@ -209,3 +209,15 @@ def test_run_refuses_an_unknown_reference_before_compiling(compiles):
         p.run(reference="gpu")
     assert e.value.message == "unknown reference 'gpu'" and e.value.hint == "interpreter, cpu, none"
     assert compiles == []
+
+
+def test_run_of_a_check_file_compiles_its_inputs_by_default():
+    """Program.run, as `mlirhlo run`: a check file's @inputs() values are parameters unless
+    fold_constants=True, so the checked values come from compiled code."""
+    from mlirhlo_driver import api
+
+    p = api.load(str(DATA / "checks" / "corpus" / "dynamic_slice_i32_splat.mlir"))
+    default = p.run(reference="none")
+    folded = p.run(reference="none", fold_constants=True)
+    assert default.checked_values == "compiled", default.checked_values_detail
+    assert folded.checked_values != "compiled", folded.checked_values_detail

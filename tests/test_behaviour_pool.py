@@ -220,6 +220,18 @@ def test_worker_call_as_the_cluster_uses_it(tmp_path):
         w.close()
 
 
+def test_worker_call_without_a_timeout(tmp_path):
+    """The cluster calls with timeout None when no --timeout is given: a fresh worker's
+    start and its task are then waited for as long as they take."""
+    w = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:slow_init")
+    try:
+        value, pid = w.call(("ok", 3))
+        assert value == 3 and pid == w.process.pid and w.alive
+        assert w.call(("ok", 4), None)[0] == 4
+    finally:
+        w.close()
+
+
 # --------------------------------------------------- run's rows (run_pool), from the pool
 
 def test_run_rows_in_order_whatever_the_workers_did(tmp_path, monkeypatch):

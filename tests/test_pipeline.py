@@ -445,3 +445,20 @@ def test_pass_failure_lines_name_what_is_known_of_the_place():
     assert pipeline._format_diag("error", (3, 5), "boom\n", "m.mlir") == "error: m.mlir:3:5: boom"
     assert pipeline._format_diag("error", (None, None), "boom", "m.mlir") == "error: m.mlir: boom"
     assert pipeline._format_diag("note", (None, None), "a\nb\nc", None) == "note: a ... (2 more lines)"
+
+
+@pytest.mark.parametrize("col_base", [0, 7])
+@pytest.mark.parametrize("spec, col, message", [
+    ("builtin.module(cse,,canonicalize)", 20, "expected a pass name or an op name, found ','"),
+    ("builtin.module(cse", 19, "unbalanced parentheses: expected ')' to close 'builtin.module(' from column {}"),
+    ("cse)", 4, "unexpected ')'"),
+    ("builtin.module(cse{a=1)", 19, "unbalanced braces in the options of 'cse'"),
+])
+def test_a_malformed_spec_is_placed_at_its_column(spec, col, message, col_base):
+    """Columns count from 1, shifted by where the spec starts on its line (a pipeline file's)."""
+    from mlirhlo_driver.errors import PipelineError
+    from mlirhlo_driver.mlir import pipeline
+
+    with pytest.raises(PipelineError) as e:
+        pipeline.parse_spec(spec, col_base=col_base)
+    assert (e.value.line, e.value.col, e.value.message) == (1, col + col_base, message.format(1 + col_base))
