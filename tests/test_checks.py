@@ -672,3 +672,15 @@ def test_run_and_opt_report_where_the_checked_values_came_from(cli, tmp_path):
     out = cli("opt", files[0], "--platform", "cpu", "--stage", "hlo", "--no-cache", "--fold-constants")
     assert out.code == 0 and "(--fold-constants)" in out.err and "ENTRY %main.1 () ->" in out.out
     assert_one_line_error(cli("opt", files[0], "--fold-constants"), contains="needs --platform cpu|cuda")
+
+
+def test_symbol_references_named_check_are_not_check_ops():
+    """A generic-form check op is found; '@"check.helper"' (a callee's quoted name, with or
+    without a space after the '@') and a commented-out op are not."""
+    text = ('func.func @main() {\n'
+            '  %0 = func.call @"check.helper"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n'
+            '  %1 = func.call @ "check.other"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n'
+            '  "check.expect_eq"(%0, %b) : (tensor<2xf32>, tensor<2xf32>) -> ()\n'
+            '  // "check.expect_eq"(%0, %b)\n'
+            '  return\n}\n')
+    assert checks._find_check_ops(text) == [text.index('  "check.expect_eq"') + 2]

@@ -156,7 +156,7 @@ def side(loaded: Any, target: Any, stage: str | None = None) -> dict[str, Any]:
     options = target.options()
     flags = dict(options.xla_flags)
     options = type(options)(platform=options.platform, gpu_spec=options.gpu_spec,
-                            xla_flags=tuple(sorted({**flags, summary.PROTO_DUMP_FLAG[0]: True}.items())))
+                            xla_flags=tuple(sorted({**flags, summary.PROTO_DUMP_FLAG: True}.items())))
     req = registry.request(loaded.module, loaded.name, options, source=loaded.source,
                            line_offset=loaded.line_offset)
     # One compile, dumping only what is read: the summary (the proto dump, asked for above),

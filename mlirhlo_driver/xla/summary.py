@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Asked of the compiles that are summarized; it adds dump files and changes no output.
-PROTO_DUMP_FLAG = ("xla_dump_hlo_as_proto", True)
+# Set true on the compiles that are summarized; it adds dump files and changes no output.
+PROTO_DUMP_FLAG = "xla_dump_hlo_as_proto"
 _AFTER_OPT_PROTO = r"(?:^|_)(?:cpu|gpu)_after_optimizations\.hlo\.pb$"
 
 # The executable's memory stats shown, in this order (device memory; jaxlib's names).
@@ -38,7 +38,7 @@ def summarize(req: Any) -> dict[str, Any]:
     or the custom call's target. ``buffers``: :data:`BUFFER_FIELDS`; each allocation
     counts once, as a parameter, else a constant, else thread-local, else an output
     (live out), else a temporary. ``memory``: :data:`MEMORY_FIELDS` from the executable.
-    The request's options must carry :data:`PROTO_DUMP_FLAG`.
+    The request's options must set :data:`PROTO_DUMP_FLAG` true.
     """
     from ..errors import StageError
     from ..ir import hlo_proto
