@@ -128,3 +128,12 @@ def test_every_console_script_has_version(script):
     assert proc.returncode == 0, proc.stderr
     assert "mlirhlo-driver" in proc.stdout.splitlines()[0]
     assert proc.stderr == ""
+
+
+def test_mlirhlo_alone_prints_the_root_help_and_exits_2(cli):
+    """No command: the root's help (every command listed), as typer's no_args_is_help gives."""
+    r = cli()
+    assert r.code == 2
+    assert r.out.startswith("Usage: ") and "Commands:" in r.out, r.out + r.err
+    for name in ("opt", "run", "convert", "specs"):
+        assert f"\n  {name} " in r.out, name

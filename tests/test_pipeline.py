@@ -462,3 +462,24 @@ def test_a_malformed_spec_is_placed_at_its_column(spec, col, message, col_base):
     with pytest.raises(PipelineError) as e:
         pipeline.parse_spec(spec, col_base=col_base)
     assert (e.value.line, e.value.col, e.value.message) == (1, col + col_base, message.format(1 + col_base))
+
+
+@pytest.mark.parametrize("names, message", [
+    (["all", "cse", "no-such-pass"], "unknown pass 'no-such-pass'"),
+    (["no-such-pass", "all"], "unknown pass 'no-such-pass'"),
+    (["all"], None),
+    (["cse", "all"], None),
+])
+def test_print_ir_names_are_checked_beside_all(names, message):
+    """--print-ir-before/after: 'all' is always accepted, and a misspelt name beside it is
+    still refused (MLIR would print nothing for it)."""
+    from mlirhlo_driver.errors import PipelineError
+    from mlirhlo_driver.mlir import pipeline
+
+    root = pipeline.parse_spec("builtin.module(cse)")
+    if message is None:
+        pipeline.check_print_ir_passes(names, root, "--print-ir-after")
+        return
+    with pytest.raises(PipelineError) as e:
+        pipeline.check_print_ir_passes(names, root, "--print-ir-after")
+    assert (e.value.file, e.value.message) == ("--print-ir-after", message)

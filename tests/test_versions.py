@@ -351,3 +351,23 @@ def test_an_unwritable_cache_only_costs_the_scan(private_site, tmp_path, monkeyp
     (tmp_path / "xdg").write_text("")  # a file where the cache directory should be
     _dist(private_site, "fake-dist", "3.0")
     assert installed._facts(("versions", "fake-dist"))["versions"]["fake-dist"] == "3.0"
+
+
+def test_the_record_keeps_every_variant_up_to_its_bound(private_site, monkeypatch):
+    """One record per venv holds a variant per request and sys.path (console script,
+    python -m, pytest, ...): the _VARIANTS newest are all answered without a scan."""
+    import importlib.metadata
+
+    from mlirhlo_driver import installed
+
+    _dist(private_site, "fake-dist", "1.2.3")
+    requests = [("versions", "fake-dist", f"no-such-dist-{i}") for i in range(installed._VARIANTS)]
+    for request in requests:
+        installed._facts(request)
+
+    def no_scan(*_, **__):
+        raise AssertionError("metadata scanned again")
+
+    monkeypatch.setattr(importlib.metadata, "distribution", no_scan)
+    for request in requests:
+        assert installed._facts(request)["versions"]["fake-dist"] == "1.2.3"
