@@ -174,9 +174,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "ptxas's thread count changes no code",
     ("cuda/binaries.py", 'cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") '
      'else os.cpu_count() or 1', "Or -> And"):
-        "reached only where os.sched_getaffinity is missing (not on Linux, where the suite runs); "
-        "there it gives ptxas 1 thread instead of cpu_count, and --split-compile's thread count "
-        "changes no code (the same reason as this line's '1 -> 2')",
+        "the else branch never runs: ptxas runs only with a jax CUDA plugin, which is built for "
+        "Linux alone, and Linux always has os.sched_getaffinity",
     ("cuda/kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
     ("cli/app.py", "cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)", "False -> True"):
         "run's extra words are all options (typer gives every other word to the inputs), so no "
