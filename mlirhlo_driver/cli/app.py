@@ -28,7 +28,6 @@ app = typer.Typer(
 )
 
 
-
 def _print_version(value: bool) -> None:
     if not value:
         return
@@ -56,9 +55,9 @@ def _fail(err: DriverError) -> None:
     raise typer.Exit(err.exit_code)
 
 
-# ----------------------------------------------------------------------- opt
+# ------------------------------------------------------------ shared options
 
-# Options several commands share, spelled once.
+# Options several commands share, spelled once (opt's own are in cli/opt.py).
 OutputOption = Annotated[Optional[str], typer.Option(
     "-o", "--output", "--o", metavar="FILE", help="Output file (default stdout).")]
 InputFormatOption = Annotated[Optional[str], typer.Option(
