@@ -132,14 +132,13 @@ def _non_negative(value: Optional[float]) -> Optional[float]:
 
 
 def _positive(value: Optional[float]) -> Optional[float]:
-    import math
-
-    if value is not None and not (math.isfinite(value) and value > 0):
+    """Option callback: opt's rule for --timeout (cli/opt.py), in typer's words."""
+    if value is not None and not opt_cli.finite_positive(value):
         raise typer.BadParameter(f"{value} is not a finite number > 0")
     return value
 
 
-# Options that opt and run share, spelled once.
+# Options that run and the other commands share, spelled once.
 JobsOption = Annotated[int, typer.Option(
     "--jobs", "-j", metavar="N", help="Worker processes; each module is isolated (0: run in this process).")]
 TimeoutOption = Annotated[Optional[float], typer.Option(

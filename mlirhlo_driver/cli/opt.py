@@ -69,7 +69,8 @@ def _number(kind: type, noun: str, check: Callable[[Any], bool] | None = None,
     return convert
 
 
-def _finite_positive(value: float) -> bool:
+def finite_positive(value: float) -> bool:
+    """A --timeout's rule, for every command: finite and > 0 (NaN passes every comparison)."""
     import math
 
     return math.isfinite(value) and value > 0
@@ -138,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
     add("--jobs", "-j", type=_number(int, "integer"), default=0, metavar="N",
         help="Worker processes; each module is isolated (0: run in this process). Default: 0.")
     add("--fail-fast", action="store_true", help="Stop at the first module that fails (default: report it and go on).")
-    add("--timeout", type=_number(float, "float", _finite_positive, "a finite number > 0"), metavar="SECONDS",
+    add("--timeout", type=_number(float, "float", finite_positive, "a finite number > 0"), metavar="SECONDS",
         help="Seconds per module (with --jobs or --scheduler).")
     add("--scheduler", metavar="URL", help="Run the modules on a Dask cluster (tcp://HOST:8786); needs --dump-dir.")
     return p
