@@ -13,7 +13,9 @@ Docstrings and other strings are left alone.
 
 For each mutant it runs the test files mapped to the mutated module
 (``pytest -x``) and counts the mutant *killed* when a test fails or the run
-times out, *survived* when every test passes. It prints the kill rate and each
+times out. A mutant those files miss then meets the rest of the suite: it is
+*killed* when a test there fails with it and passes without it, *survived*
+when the whole suite passes (``--no-whole-suite`` stops at the mapped files). It prints the kill rate and each
 survivor (module:line, what changed) to look at: an unguarded behaviour (write
 a test of that behaviour), or an equivalent mutant (add it to EQUIVALENT with
 the reason; those are run too, left out of the rate and listed apart).
@@ -507,6 +509,40 @@ def baseline_failures(copy: Path, tests: list[str], timeout: float) -> list[str]
     return sorted(set(re.findall(r"^FAILED (\S+)", out, re.M)))
 
 
+def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[str], timeout: float,
+            tries: int = 3) -> tuple[str, str]:
+    """A survivor of its mapped tests against the rest of the suite: ('failed', 'by TEST') when a
+    test fails with the mutant and passes without it, else ('passed', why).
+
+    The mapped files are a fast first filter, not the definition: the suite guards a behaviour
+    wherever its test lives. A test that fails without the mutant too (work in progress, a flaky
+    or machine-bound test) is deselected and the rest run again, at most ``tries`` times.
+    A timeout here counts as survived: only a failing test is taken as a kill.
+    """
+    rest = sorted(p.name for p in (copy / "tests").glob("test_*.py") if p.name not in mapped)
+    deselected: list[str] = []
+    for _ in range(tries):
+        target.write_text(source)
+        try:
+            status, out = run_tests(copy, rest, timeout, deselected)
+        finally:
+            target.write_text(original)
+        if status == "passed" or status == "no-tests":
+            return "passed", "the whole suite passes" + (
+                f" (but {', '.join(deselected)}, failing without the mutant too)" if deselected else "")
+        if status == "timeout":
+            return "passed", "the rest of the suite timed out: not counted as a kill"
+        failing = sorted(set(re.findall(r"^FAILED (\S+)", out, re.M)))
+        if not failing:
+            return "passed", f"the rest of the suite ended '{status}' with no failing test named"
+        # The mutant is gone from the copy: does the test pass without it?
+        again, _ = run_tests(copy, [f.removeprefix("tests/") for f in failing], timeout, stop_first=False)
+        if again == "passed":
+            return "failed", "killed by " + ", ".join(failing)
+        deselected += failing
+    return "passed", "tests failing without the mutant too: " + ", ".join(deselected)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=60, help="mutants to sample (default 60)")
@@ -520,6 +556,12 @@ def main() -> int:
                     help="draw over the whole package, weighted by lines, seeded by REV's hash (default HEAD); "
                          "modules outside MODULE_TESTS run the test files that import them")
     ap.add_argument("--list", action="store_true", help="print the sites per module and the sample; run nothing")
+    ap.add_argument("--no-whole-suite", dest="whole_suite", action="store_false",
+                    help="count a mutant that passes its mapped tests as survived without running the rest of "
+                         "the suite (default: the rest runs, and only a mutant the whole suite misses survives)")
+    ap.add_argument("--whole-suite-timeout", type=float, default=3600,
+                    help="most seconds for the rest of the suite on one mutant; past it the mutant counts as "
+                         "survived (a slow machine must not pass for a kill)")
     args = ap.parse_args()
 
     if args.commit:
@@ -604,7 +646,10 @@ def main() -> int:
                                         deselect[tuple(tests[mod])])
             finally:
                 target.write_text(original)
-            return k, mutant, status, time.monotonic() - started
+            by = ""
+            if status == "passed" and args.whole_suite:
+                status, by = confirm(copies[job], target, source, original, tests[mod], args.whole_suite_timeout)
+            return k, mutant, status, time.monotonic() - started, by
 
         free = list(range(len(copies)))
         with cf.ThreadPoolExecutor(len(copies)) as pool:
@@ -617,7 +662,7 @@ def main() -> int:
                 done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
                 for f in done:
                     free.append(futures.pop(f))
-                    k, (mod, i, line, what), status, secs = f.result()
+                    k, (mod, i, line, what), status, secs, by = f.result()
                     if status == "no-tests":
                         print(f"no tests ran for {mod}:{line} {what}; left out", flush=True)
                         continue
@@ -630,7 +675,7 @@ def main() -> int:
                         continue
                     results.append((mod, line, what, status, killed))
                     print(f"[{len(results)}/{len(chosen)}] {'killed  ' if killed else 'SURVIVED'} {mod}:{line} "
-                          f"{what} ({status}, {secs:.0f} s)", flush=True)
+                          f"{what} ({status}, {secs:.0f} s{'; ' + by if by else ''})", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -71,3 +71,33 @@ def test_every_equivalent_mutant_is_still_in_the_source():
         seen: dict = {}
         keys |= {mutation.site_key(mod, lines, line, what, seen) for line, what in mutation.sites_of(path)}
     assert set(mutation.EQUIVALENT) - keys == set()
+
+
+def _fake_copy(tmp_path: Path) -> Path:
+    """A package of one function and three test files: one mapped, one that notices the
+    mutant, one that fails with or without it."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("def f(x):\n    return x + 1\n")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_mapped.py").write_text("import pkg\n\n\ndef test_runs():\n    assert pkg.f(1) is not None\n")
+    (tests / "test_other.py").write_text("import pkg\n\n\ndef test_value():\n    assert pkg.f(1) == 2\n")
+    (tests / "test_broken.py").write_text("def test_always_fails():\n    assert False\n")
+    return tmp_path
+
+
+def test_a_survivor_of_its_mapped_tests_meets_the_rest_of_the_suite(tmp_path):
+    """The mapped files only filter: a test elsewhere that fails with the mutant (and passes
+    without it) kills it; a test failing either way is set aside, not taken as a kill."""
+    copy = _fake_copy(tmp_path)
+    target = copy / "pkg" / "__init__.py"
+    original = target.read_text()
+    status, by = mutation.confirm(copy, target, original.replace("x + 1", "x - 1"), original, ["test_mapped.py"], 120)
+    assert (status, by) == ("failed", "killed by tests/test_other.py::test_value")
+    assert target.read_text() == original  # the copy is left unmutated
+    status, by = mutation.confirm(copy, target, original.replace("x + 1", "1 + x"), original, ["test_mapped.py"], 120)
+    assert (status, by) == ("passed", "the whole suite passes (but tests/test_broken.py::test_always_fails, "
+                                      "failing without the mutant too)")
+    (copy / "tests" / "test_broken.py").unlink()
+    assert mutation.confirm(copy, target, original, original, ["test_mapped.py"], 120) == (
+        "passed", "the whole suite passes")
