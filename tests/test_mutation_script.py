@@ -101,3 +101,31 @@ def test_a_survivor_of_its_mapped_tests_meets_the_rest_of_the_suite(tmp_path):
     (copy / "tests" / "test_broken.py").unlink()
     assert mutation.confirm(copy, target, original, original, ["test_mapped.py"], 120) == (
         "passed", "the whole suite passes")
+
+
+def test_a_mutant_changes_its_own_text_and_nothing_else(tmp_path):
+    """Only the mutated node's text is replaced: comments, formatting and the other lines stay,
+    so the linter and the source-reading tests see what a one-line regression would show."""
+    src = tmp_path / "m.py"
+    src.write_text("import os\nimport sys  # why\n\n\ndef f(a, b):\n    if a and not b:  # keep\n"
+                   "        return a + 1\n    return (a or\n            b)\n")
+    got = {what: mutation.mutant_source(src, i)[0] for i, (_, what) in enumerate(mutation.sites_of(src))}
+    assert got["negate if condition"].splitlines()[5] == "    if not (a and not b):  # keep"
+    assert got["drop 'not'"].splitlines()[5] == "    if a and b:  # keep"
+    assert got["And -> Or"].splitlines()[5] == "    if a or not b:  # keep"
+    assert got["1 -> 2"].splitlines()[6] == "        return a + 2"
+    assert [t.count("\n") for t in got.values()] == [9] * len(got)
+    assert got["Add -> Sub"].splitlines()[6] == "        return a - 1"
+    assert got["Or -> And"].splitlines()[7:] == ["    return (a and", "            b)"]
+    assert got["return None"].splitlines()[7:] == ["    return ((None", "))"]  # the last return: lines kept
+    for text in got.values():
+        assert text.startswith("import os\nimport sys  # why\n\n\ndef f(a, b):\n")
+
+
+def test_every_mutant_of_a_module_keeps_its_comments():
+    """No site of a real module falls back to printing the whole module again (which drops comments)."""
+    path = REPO / "mlirhlo_driver" / "cuda" / "kernels.py"
+    comments = [ln for ln in path.read_text().splitlines() if ln.strip().startswith("#")]
+    for i in range(len(mutation.sites_of(path))):
+        text, _ = mutation.mutant_source(path, i)
+        assert [ln for ln in text.splitlines() if ln.strip().startswith("#")] == comments, i
