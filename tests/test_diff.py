@@ -56,6 +56,21 @@ def test_fusions_outside_fused_computations_only():
         {"name": "cublas-lt-matmul.2", "opcode": "custom-call", "kind": "__cublas$lt$matmul"}]
 
 
+def test_buffer_totals_count_each_allocation_once_and_its_bytes_by_kind():
+    """The buffers table: one allocation is one, and its bytes go to exactly one kind (the first
+    of parameter, constant, thread-local, live-out that applies; else temp)."""
+    from mlirhlo_driver.ir import hlo_proto
+    from mlirhlo_driver.xla.summary import BUFFER_FIELDS, buffer_totals
+
+    assignment = hlo_proto.message_class("BufferAssignmentProto")()
+    for size, flags in [(8, {"is_entry_computation_parameter": True, "maybe_live_out": True}),
+                        (16, {"is_constant": True}), (32, {"is_thread_local": True}),
+                        (64, {"maybe_live_out": True}), (128, {}), (256, {})]:
+        assignment.buffer_allocations.add(size=size, **flags)
+    assert buffer_totals(assignment) == dict(zip(BUFFER_FIELDS, (6, 504, 8, 64, 384, 16, 32)))
+    assert buffer_totals(hlo_proto.message_class("BufferAssignmentProto")()) == dict.fromkeys(BUFFER_FIELDS, 0)
+
+
 def test_pair_matches_names_then_names_numbered_apart():
     from mlirhlo_driver.batch.diff import _unnumbered, pair
 

@@ -239,3 +239,24 @@ def test_first_code_line_is_the_first_line_splitlines_gives(lines, breaks):
     text = "".join(line + brk for line, brk in zip(lines, breaks))
     expected = next((s for s in (ln.strip() for ln in text.splitlines()) if s and not s.startswith(("//", "#"))), "")
     assert _first_code_line(text) == expected
+
+
+@pytest.mark.parametrize("opener, closer", [("(", ")"), ("[", "]"), ("{", "}"), ("<", ">")])
+def test_nesting_up_to_the_limit_is_read_and_one_deeper_is_one_error(opener, closer):
+    """check_nesting's bound is exact, for each bracket kind alone and mixed with the others: MAX_NESTING
+    levels pass, one more is refused at the bracket that goes over (line and column), with the offset
+    of a split file's part added; '->' closes nothing."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.inputs.loader import MAX_NESTING, check_nesting
+
+    mixed = "([{<" * MAX_NESTING
+    for text in (opener * MAX_NESTING + closer * MAX_NESTING, "x\n" + "->".join(opener * MAX_NESTING),
+                 mixed[:MAX_NESTING] + ")" * MAX_NESTING + "()" * 300):
+        check_nesting(text)
+    deep = "a\n  " + opener * (MAX_NESTING + 1) + closer * (MAX_NESTING + 1)
+    with pytest.raises(InputError) as e:
+        check_nesting(deep, "m.mlir", offset=10)
+    assert (e.value.file, e.value.line, e.value.col) == ("m.mlir", 12, 3 + MAX_NESTING)
+    assert f"nested more than {MAX_NESTING} levels deep" in str(e.value)
+    with pytest.raises(InputError):
+        check_nesting(mixed[:MAX_NESTING + 1])

@@ -417,6 +417,8 @@ def test_error_text_without_an_error_line_is_its_last_line():
 
     assert _first_line(RuntimeError("first\n\nsecond\n")) == "second"
     assert _first_line(RuntimeError("noise\nerror: the reason\nmore")) == "the reason"
+    # Only the first "error:" marks where the reason starts; the rest of the line is the reason.
+    assert _first_line(RuntimeError("m.hlo:3: error: bad op: error: in operand 0")) == "bad op: error: in operand 0"
     assert _first_line(RuntimeError("")) == "RuntimeError"
 
 

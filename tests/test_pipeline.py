@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from conftest import DATA, filecheck
@@ -483,3 +484,28 @@ def test_print_ir_names_are_checked_beside_all(names, message):
     with pytest.raises(PipelineError) as e:
         pipeline.check_print_ir_passes(names, root, "--print-ir-after")
     assert (e.value.file, e.value.message) == ("--print-ir-after", message)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the probe forks")
+def test_a_pass_probe_answers_even_when_its_scratch_dir_cannot_be_removed(monkeypatch):
+    """The placement probe runs each pass in a child whose cwd and TMPDIR are a scratch dir,
+    removed afterwards; a leftover that cannot be removed (another user's file, a busy NFS
+    handle) costs a stray directory, never the answer or the command."""
+    import os
+
+    from mlirhlo_driver.mlir import passes
+
+    real_rmdir, refused = os.rmdir, []
+
+    def rmdir(path, *args, **kwargs):
+        if "mlirhlo-pass-probe-" in str(path):
+            refused.append(path)
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", rmdir)
+    assert passes._runs_nested_in_child("canonicalize") is True
+    assert passes._runs_nested_in_child("symbol-dce") is False
+    assert refused
+    for path in refused:
+        real_rmdir(path)

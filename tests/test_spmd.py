@@ -398,3 +398,16 @@ def free_port() -> int:
     from mlirhlo_driver.execute.spmd import free_port as port
 
     return port()
+
+
+def test_a_layout_gives_each_element_one_owner_exactly_when_it_should():
+    """device-id inputs make a global array only when no element lives on two partitions:
+    per-device values always; tiles when no two partitions hold the same tile; a replicated
+    value only on a single partition."""
+    from mlirhlo_driver.execute.spmd import Layout
+
+    for p in (1, 2, 4):
+        assert Layout("stacked", (p, 2), (1, 2)).unique(p)
+        assert Layout("replicated", (4,), (4,)).unique(p) == (p == 1)
+    assert Layout("tiled", (4, 2), (2, 2), tiles=((0, 0), (1, 0))).unique(2)
+    assert not Layout("tiled", (2, 2), (2, 2), tiles=((0, 0), (0, 0))).unique(2)  # partial replication

@@ -496,3 +496,29 @@ def test_compiles_that_write_xlas_triton_log_run_in_a_process_of_their_own(monke
     assert not backend._dumps_triton_log(opts(xla_dump_emitter_re="^ptx$"), ())
     assert not backend._dumps_triton_log(opts(xla_dump_emitter_re="(("), ())  # XLA's own error, later
     assert not backend._dumps_triton_log(opts("cpu"), ("triton-to-llvm",))
+
+
+def test_the_pass_shown_is_the_first_run_that_changed_the_instructions(monkeypatch):
+    """bisect-passes shows HLO around the first run of the culprit whose instructions changed:
+    a run whose dumps differ only in the module's header line (XLA numbers it) is passed over,
+    and a one-line dump is compared whole."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.execute import pass_bisect
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla import backend
+
+    texts = {
+        "0": "HloModule m, id=1\nROOT a = f32[] add(x, y)\n",   # before the first run
+        "1": "HloModule m, id=2\nROOT a = f32[] add(x, y)\n",   # after it: the header alone changed
+        "2": "HloModule m, id=3\nROOT a = f32[] add(x, y)\n",   # before the second run
+        "3": "HloModule m, id=4\nROOT a = f32[] add(y, x)\n",   # after it: the instructions changed
+    }
+    dumps = [backend.PassDump(0, "p", "cse", "algsimp", "0"), backend.PassDump(1, "p", "algsimp", "dce", "1"),
+             backend.PassDump(2, "q", "cse", "algsimp", "2"), backend.PassDump(3, "q", "algsimp", "dce", "3")]
+    art = SimpleNamespace(files={k: v.encode() for k, v in texts.items()})
+    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: art)
+    monkeypatch.setattr(backend, "pass_dumps", lambda a: dumps)
+    assert pass_bisect._around(None, "m", StageOptions(platform="cpu"), "algsimp") == (texts["2"], texts["3"], "q")
+    assert pass_bisect._body("ROOT a = f32[] add(x, y)") == "ROOT a = f32[] add(x, y)"
+    assert pass_bisect._body(texts["0"]) == pass_bisect._body(texts["1"]) != pass_bisect._body(texts["3"])

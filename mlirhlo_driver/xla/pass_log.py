@@ -52,8 +52,8 @@ class PassCall:
     us: int                # wall microseconds (a pipeline's includes its passes)
     changed: bool | None   # None: not logged (a level-1 log)
     is_pipeline: bool      # a nested pipeline, run as a pass of the outer one
-    skipped: bool = False  # left out by --xla_disable_hlo_passes / --xla_enable_hlo_passes_only
-    index: int = 0         # order of completion in the log
+    skipped: bool          # left out by --xla_disable_hlo_passes / --xla_enable_hlo_passes_only
+    index: int             # order of completion in the log
 
 
 @dataclass
