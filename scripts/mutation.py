@@ -190,12 +190,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("xla/flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):
         "blank and comment lines skipped early are skipped again by the field loop below "
         "(its first check breaks on an empty or '#' rest of line); nothing else reaches it",
-    ("xla/flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "18 -> 19"):
-        "type 18 is TYPE_SINT64; the pinned jaxlib's DebugOptions has no sint64 field "
-        "(its field types: 2, 3, 5, 8, 9, 11, 14), and 19 is no type at all",
-    ("xla/flags.py", '8: "bool", 9: "str", 13: "int", 15: "int", 16: "int", 17: "int", 18: "int"}', "17 -> 18"):
-        "type 17 is TYPE_SINT32, which no DebugOptions field has (its field types: 2, 3, 5, 8, 9, "
-        "11, 14); 18 is already int",
+    ("batch/cache.py", "return cache_dir() / key[:2] / (key + _SUFFIX)", "2 -> 3"):
+        "the fan-out directory of a private cache: _entry_path is the one place entries are named, "
+        "for writing, reading and pruning alike, so a three-character fan-out finds every entry it wrote",
     ("ir/protos.py", 'if line is not None and 0 < line <= text.count("\\n") + 1:', "1 -> 2"):
         "the line comes from text_format's ParseError, whose tokenizer reads text.split('\\n'): "
         "it never reports a line past the last one, so the wider bound is never reached",

@@ -108,3 +108,16 @@ def test_misnamed_files_load(tmp_path, content, name, key, fmt):
 def test_binary_that_is_no_module_is_an_error(name):
     with pytest.raises(InputError, match="not a module: binary data"):
         inputs.detect_format(bytes(range(256)) * 4, name)
+
+
+@pytest.mark.parametrize("key", ["hlo", "mlir", "bytecode"])
+def test_a_dash_reads_the_module_from_standard_input(content, key):
+    """FILE '-' is standard input, read whole as bytes (text or bytecode), and named '-' nowhere else."""
+    import subprocess
+    import sys
+
+    data = content[key]
+    proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", "-"],
+                          input=data if isinstance(data, bytes) else data.encode(), capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert b"func.func" in proc.stdout and b"stablehlo." in proc.stdout

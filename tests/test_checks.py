@@ -684,3 +684,21 @@ def test_symbol_references_named_check_are_not_check_ops():
             '  // "check.expect_eq"(%0, %b)\n'
             '  return\n}\n')
     assert checks._find_check_ops(text) == [text.index('  "check.expect_eq"') + 2]
+
+
+def test_a_check_on_an_element_type_it_cannot_compare_fails_and_says_why():
+    """An output of a type no comparison knows never passes a check by default."""
+    got = evaluate_check(Check("expect_eq", 0, 1, {}, "f.mlir:3:5"), [np.array(["a"]), np.array(["a"])])
+    assert (got.passed, got.location, got.message) == (False, "f.mlir:3:5", "unsupported element type <U1")
+
+
+def test_expect_close_with_a_lower_bound_names_the_element_below_it():
+    """With min_ulp_difference, a failing element may differ by 0 ULP: the report names it, never a
+    passing element that differs more."""
+    a = np.array([1.0, 2.0], np.float32)
+    b = a.copy()
+    b[0] = np.nextafter(np.nextafter(a[0], np.float32(3)), np.float32(3))  # 2 ULP: inside [1, 5]
+    got = evaluate_check(Check("expect_close", 0, 1, {"min_ulp_difference": 1, "max_ulp_difference": 5}, "f:1:1"),
+                         [a, b])
+    assert got.message == ("1 of 2 elements outside [1, 5] ULP; worst at index [1]: actual=2.0, expected=2.0, "
+                           "ULP difference=0")

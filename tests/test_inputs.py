@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -260,3 +261,19 @@ def test_nesting_up_to_the_limit_is_read_and_one_deeper_is_one_error(opener, clo
     assert f"nested more than {MAX_NESTING} levels deep" in str(e.value)
     with pytest.raises(InputError):
         check_nesting(mixed[:MAX_NESTING + 1])
+
+
+def test_64_bit_arguments_and_only_they_turn_on_jax_64_bit_mode(tmp_path):
+    """A JAX function's 64-bit arguments (f64, s64, u64; not c64, which is two f32) lower with JAX's
+    64-bit mode on, which also widens the function's own integers; other arguments leave it off."""
+    import subprocess
+    import sys
+
+    (tmp_path / "m64.py").write_text("import jax.numpy as jnp\n\ndef f(x):\n    return x, jnp.arange(2)\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for arg, wide in [("f32[2]", False), ("c64[2]", False), ("f64[2]", True), ("u64[2]", True), ("s64[2]", True)]:
+        proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", "m64:f", "--args", arg],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert ("-> (tensor<2x" in proc.stdout) and (("tensor<2xi64>" in proc.stdout) == wide), (arg, proc.stdout)
+        assert ("tensor<2xi32>" in proc.stdout) == (not wide), arg

@@ -369,3 +369,41 @@ def test_max_error_of_a_match_is_the_largest_difference_within_tolerance():
     run._compare_all(report, got, want, run.RunOptions())
     assert report.status == "ok" and not report.mismatches
     assert report.max_error == pytest.approx(float(np.float32(2.0 + 3e-6) - np.float32(2.0)))
+
+
+def test_npz_raw_integers_stand_for_types_npz_cannot_name_and_nothing_is_converted(tmp_path):
+    """A bf16 / f8 parameter takes raw integers of its width (uint16 for bf16, uint8 or int8 for f8),
+    reinterpreted bit for bit; an array of another kind (f16 for bf16, same width) or another width
+    is refused, and a type numpy can name (f32) takes no integers at all."""
+    import ml_dtypes
+
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.execute.run import TensorSpec, _inputs_from_npz
+
+    bf16 = TensorSpec((2,), "bf16", "bfloat16", "x")
+    f8 = TensorSpec((2,), "f8E4M3FN", "float8_e4m3fn", "y")
+    want = np.array([1.5, -2.0], ml_dtypes.bfloat16)
+    path = tmp_path / "ok.npz"
+    np.savez(path, x=want.view(np.uint16), y=np.array([0x38, 0xC0], np.uint8))
+    got = _inputs_from_npz(str(path), [bf16, f8])
+    assert got[0].dtype == ml_dtypes.bfloat16 and got[0].tolist() == want.tolist()
+    assert got[1].dtype == ml_dtypes.float8_e4m3fn and got[1].astype(np.float32).tolist() == [1.0, -2.0]
+    for bad, spec in [(np.array([1.5, -2.0], np.float16), bf16), (np.array([1, 2], np.uint32), bf16),
+                      (np.array([1, 2], np.int32), TensorSpec((2,), "f32", "float32", "x"))]:
+        path = tmp_path / "bad.npz"
+        np.savez(path, x=bad)
+        with pytest.raises(InputError, match=rf"array 'x' is {bad.dtype}, parameter 0 \(x\) is "):
+            _inputs_from_npz(str(path), [spec])
+
+
+def test_saved_outputs_of_several_modules_are_named_per_module(cli, tmp_path):
+    """--save-outputs with more than one module keys each array by its module ('NAME/outI'), so
+    two modules' out0 never overwrite each other; one module keeps plain 'outI'."""
+    a = _module(tmp_path, "HloModule a\n\nENTRY main {\n  ROOT c = f32[2] constant({1, 2})\n}\n", "a.hlo")
+    b = _module(tmp_path, "HloModule b\n\nENTRY main {\n  ROOT c = s32[3] constant({7, 8, 9})\n}\n", "b.hlo")
+    out = tmp_path / "both.npz"
+    result = cli("run", a, b, "--jobs", "0", "--save-outputs", out)
+    assert result.code == 0, result.out + result.err
+    saved = np.load(out)
+    assert sorted(saved.keys()) == ["a/out0", "b/out0"]
+    assert saved["a/out0"].tolist() == [1.0, 2.0] and saved["b/out0"].tolist() == [7, 8, 9]

@@ -411,3 +411,19 @@ def test_a_layout_gives_each_element_one_owner_exactly_when_it_should():
         assert Layout("replicated", (4,), (4,)).unique(p) == (p == 1)
     assert Layout("tiled", (4, 2), (2, 2), tiles=((0, 0), (1, 0))).unique(2)
     assert not Layout("tiled", (2, 2), (2, 2), tiles=((0, 0), (0, 0))).unique(2)  # partial replication
+
+
+def test_a_lost_coordinator_is_one_line_of_its_first_reason(monkeypatch):
+    """A failed key-value write names the runtime's first line, its status word stripped; the
+    rest (gRPC's debug info) stays out of the one error line."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.errors import DistributedError
+
+    class Client:
+        def key_value_set_bytes(self, key, value):
+            raise RuntimeError("UNAVAILABLE: failed to connect to all addresses\nDebug info: {grpc_status:14}")
+
+    monkeypatch.setattr(_jaxlib, "_distributed_client", lambda: Client())
+    with pytest.raises(DistributedError) as e:
+        _jaxlib.kv_set("k", b"v")
+    assert str(e.value) == "error: cannot reach the coordinator: failed to connect to all addresses"

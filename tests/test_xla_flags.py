@@ -625,3 +625,18 @@ def test_flag_lines_of_an_options_file_place_errors_at_their_column(tmp_path, li
     with pytest.raises(FlagError) as e:
         xla_flags.from_file_checked(str(path))
     assert (e.value.line, e.value.col) == (2, col), e.value.format()
+
+
+def test_every_protobuf_scalar_type_has_its_flag_kind():
+    """How a DebugOptions field's value is parsed follows its protobuf type, for every scalar type a
+    jaxlib may use (not only those today's DebugOptions has): floats, each integer encoding, bool,
+    string and bytes."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    from mlirhlo_driver.xla.flags import _SCALAR_KIND
+
+    want = {F.TYPE_DOUBLE: "float", F.TYPE_FLOAT: "float", F.TYPE_BOOL: "bool", F.TYPE_STRING: "str"}
+    want |= dict.fromkeys((F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_INT32, F.TYPE_FIXED64, F.TYPE_FIXED32,
+                           F.TYPE_UINT32, F.TYPE_SFIXED32, F.TYPE_SFIXED64, F.TYPE_SINT32, F.TYPE_SINT64), "int")
+    assert {t: _SCALAR_KIND.get(t, "str") for t in [*want, F.TYPE_BYTES]} == want | {F.TYPE_BYTES: "str"}
+    assert set(_SCALAR_KIND) == set(want)
