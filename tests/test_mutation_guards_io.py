@@ -181,3 +181,53 @@ def test_a_failed_rename_is_one_error_and_an_interrupt_stays_one(tmp_path, monke
     with pytest.raises(KeyboardInterrupt):
         outputs.write_atomic(target, "module {}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def _hlo_opt(capfd, argv):
+    from mlirhlo_driver.cli.xla import tools as xla_tools
+
+    capfd.readouterr()
+    try:
+        xla_tools.hlo_opt_main([str(a) for a in argv])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    out, err = capfd.readouterr()
+    return CliResult(code, out, err)
+
+
+def test_hlo_opt_checks_its_output_path_before_reading_the_module(capfd, tmp_path):
+    """A bad --o is the one error even when the input is bad too (nothing is read or compiled for an
+    output that cannot be written); '-' and no --o are standard output, never checked as paths."""
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\n\nENTRY main {\n  ROOT x = f32[] nonsense()\n}\n")
+    (tmp_path / "outdir").mkdir()
+    r = _hlo_opt(capfd, [bad, f"--o={tmp_path / 'outdir'}"])
+    assert_one_line_error(r, contains="outdir: is a directory; expected an output file name")
+    good = Path(__file__).parent / "data" / "xla_tools" / "computation.hlo"
+    for o in (["--o=-"], []):
+        r = _hlo_opt(capfd, [good, *o])
+        assert r.code == 0 and r.out.startswith("HloModule"), r.err
+
+
+def test_typer_abort_is_one_line_and_exit_130(monkeypatch, capfd):
+    """click's Abort (Ctrl-C at a prompt or inside a command) is 'error: aborted', exit 130, as an
+    interrupt is everywhere else."""
+    import typer
+
+    from mlirhlo_driver.cli import app
+
+    def aborting(**kwargs):
+        raise typer.Abort()
+
+    monkeypatch.setattr(app, "_app_for", lambda command: aborting)
+    with pytest.raises(SystemExit) as e:
+        app.run_app(["run"], "run")
+    assert e.value.code == 130 and capfd.readouterr().err == "error: aborted\n"
+
+
+def test_bench_pipeline_takes_one_repeat_and_refuses_zero(cli, mlir_file):
+    r = cli("bench-pipeline", mlir_file, "--passes", "cse", "--repeats", "1")
+    assert r.code == 0 and "cse" in r.out, r.err
+    assert_one_line_error(cli("bench-pipeline", mlir_file, "--passes", "cse", "--repeats", "0"),
+                          contains="--repeats must be >= 1")

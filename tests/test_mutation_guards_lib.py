@@ -505,3 +505,76 @@ def test_kernels_json_is_two_space_indented(cli, tmp_path):
     r = cli("kernels", path, "--gpu-spec", "h100_sxm", "--json")
     assert r.code == 0, r.err
     assert r.out == json.dumps(json.loads(r.out), indent=2) + "\n"
+
+
+def test_the_spec_table_names_the_ptxas_in_use_or_why_there_is_none(monkeypatch):
+    from types import SimpleNamespace
+
+    from mlirhlo_driver import listings, targets
+
+    monkeypatch.setattr(targets, "ptxas_in_use", lambda: (None, [], "no ptxas on PATH or in pip's nvidia packages"))
+    lines = listings.spec_table().splitlines()
+    assert lines[-1] == "ptxas: none usable: no ptxas on PATH or in pip's nvidia packages"
+    assert all(ln.endswith("  no") for ln in lines[1:-1])
+    found = SimpleNamespace(version_str="12.9.86", path="/opt/ptxas", source="pip nvidia-cuda-nvcc-cu12",
+                            can_target=lambda sm: sm == "sm_80", arch_range=lambda: "sm_50-sm_90a")
+    monkeypatch.setattr(targets, "ptxas_in_use", lambda: (found, [], ""))
+    lines = listings.spec_table().splitlines()
+    assert lines[-1] == "ptxas: 12.9.86 /opt/ptxas (pip nvidia-cuda-nvcc-cu12; targets sm_50-sm_90a)"
+    assert any(" sm_80 " in ln and ln.endswith("  ok") for ln in lines)
+
+
+def test_a_constant_division_by_zero_is_placed_where_its_location_says():
+    """The refusal names the file, line and column of the divide's own location; a location
+    without a file name ('-', the parser's name for unnamed text) leaves the file to the caller."""
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver._native.guards import refuse_constant_division_by_zero
+    from mlirhlo_driver.errors import InputError
+
+    def text(file):
+        return ("func.func @main() -> tensor<i32> {\n"
+                "  %a = stablehlo.constant dense<7> : tensor<i32>\n"
+                "  %b = stablehlo.constant dense<0> : tensor<i32>\n"
+                f'  %c = stablehlo.divide %a, %b : tensor<i32> loc("{file}":4:8)\n'
+                "  return %c : tensor<i32>\n}\n")
+
+    with _jaxlib.ir_context():
+        for file, want in (("model.mlir", "model.mlir"), ("-", None)):
+            with pytest.raises(InputError) as e:
+                refuse_constant_division_by_zero(ir.Module.parse(text(file)))
+            assert (e.value.file, e.value.line, e.value.col) == (want, 4, 8)
+            assert "stablehlo.divide of two constants with a zero divisor" in str(e.value)
+
+
+@pytest.mark.parametrize("raised, code", [(None, 0), (0, 0), (2, 2), ("error: text", 1)])
+def test_the_fast_exit_keeps_what_sys_exit_means(monkeypatch, capfd, raised, code):
+    """The short-lived commands leave by os._exit: SystemExit(None) is success as in Python, an
+    int is itself, and a message is printed to stderr with exit 1."""
+    import os
+    import sys
+
+    from mlirhlo_driver.cli import mlirhlo
+
+    class Left(Exception):
+        pass
+
+    def fake_exit(c):
+        raise Left(c)
+
+    def fake_main(argv):
+        raise SystemExit(raised)
+
+    monkeypatch.setattr(sys, "argv", ["mlirhlo", "opt", "m.mlir"])
+    monkeypatch.setattr(mlirhlo, "_main", fake_main)
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr("atexit._run_exitfuncs", lambda: None)
+    # What main does to its own short-lived process stays out of pytest's.
+    monkeypatch.setattr("gc.freeze", lambda: None)
+    monkeypatch.setattr("gc.set_threshold", lambda *a: None)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", os.environ.get("OPENBLAS_NUM_THREADS", "1"))
+    with pytest.raises(Left) as e:
+        mlirhlo.main()
+    assert e.value.args == (code,)
+    assert capfd.readouterr().err == (f"{raised}\n" if isinstance(raised, str) else "")
