@@ -797,3 +797,20 @@ def test_binary_stages_are_the_ones_that_give_bytes(a100):
         out = a100.stage(name)
         values = list(out.values()) if isinstance(out, dict) else [out]
         assert values and all(isinstance(v, bytes) == registry.get(name, "cuda").binary for v in values), name
+
+
+def test_roofline_totals_sum_the_rows_with_figures_and_count_the_others():
+    """Each launch with figures adds its flops, bytes and lower bound once; a launch without
+    figures (a custom call XLA cannot count) adds nothing and is counted apart."""
+    from mlirhlo_driver.cuda.roofline import CostRow, Peak, totals
+
+    peak = Peak("cuda core", "F32", 1e12, "test")
+
+    def row(name, flops, nbytes, trans=0.0):
+        return CostRow(name, name, "main", "fusion", None, None, None, flops, trans, nbytes,
+                       "xla-cost-analysis" if flops is not None else "none: test", peak, None, 1e9)
+
+    rows = [row("a", 2e12, 1e9, 5.0), row("b", 1e6, 3e9), row("c", None, None), row("d", None, 4e9)]
+    assert totals(rows) == {"flops": 2e12 + 1e6, "transcendentals": 5.0, "bytes accessed": 4e9,
+                            "lower_bound_seconds": 2.0 + 3.0, "rows_without_figures": 2.0}
+    assert totals([])["rows_without_figures"] == 0.0
