@@ -814,3 +814,20 @@ def test_roofline_totals_sum_the_rows_with_figures_and_count_the_others():
     assert totals(rows) == {"flops": 2e12 + 1e6, "transcendentals": 5.0, "bytes accessed": 4e9,
                             "lower_bound_seconds": 2.0 + 3.0, "rows_without_figures": 2.0}
     assert totals([])["rows_without_figures"] == 0.0
+
+
+def test_launched_computations_follow_control_flow_once_and_skip_missing_ids():
+    """The computations whose instructions launch kernels: the entry and what its control flow
+    calls, transitively, each once; fusion bodies are not followed, and an id the module lacks
+    (a truncated dump) is passed over rather than failing the table."""
+    from mlirhlo_driver.ir import hlo_proto
+    from mlirhlo_driver.ir.fusions import _scheduled
+
+    m = hlo_proto.message_class("HloModuleProto")()
+    m.entry_computation_id = 1
+    comps = {cid: m.computations.add(id=cid, name=f"c{cid}") for cid in (1, 2, 3, 4, 5)}
+    comps[1].instructions.add(name="w", opcode="while", called_computation_ids=[2, 3, 99])
+    comps[1].instructions.add(name="f", opcode="fusion", called_computation_ids=[5])
+    comps[2].instructions.add(name="c", opcode="call", called_computation_ids=[4, 3])
+    comps[3].instructions.add(name="c2", opcode="call", called_computation_ids=[4])
+    assert _scheduled(m, {c.id: c for c in m.computations}) == {1, 2, 3, 4}
