@@ -41,6 +41,8 @@ def _no_env_flags(monkeypatch):
     ("3", 3), ("-2", -2), ("+4", 4), ("0", 0),
     ("1.5", 1.5), (".5", 0.5), ("2.", 2.0), ("1e3", 1000.0), ("1e-3", 0.001),
     ('"a b"', "a b"), ("'x'", "x"), ("abc", "abc"), ("", ""), ("0x10", "0x10"), (".*", ".*"),
+    # An empty quoted value is the empty string; a lone or unmatched quote stays as written.
+    ('""', ""), ("''", ""), ('"', '"'), ("'", "'"), ("\"a'", "\"a'"),
 ])
 def test_parse_value(text, value):
     got = xla_flags.parse_value(text)
