@@ -208,6 +208,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("commands/xla_tools.py", "return 0", "return None"):
         "hlo_opt's code goes to the front-end's sys.exit (cli/xla/tools.py _entry), where None is exit 0 "
         "too; --list-stages prints the same lines either way",
+    ("ir/fusions.py", 'frame_id = getattr(md, "stack_frame_id", 0)', "0 -> 1"):
+        "the default is never read: OpMetadata has stack_frame_id in both supported jaxlibs "
+        "(0.9.0 and 0.12.0.1 checked)",
     ("ir/protos.py", 'if line is not None and 0 < line <= text.count("\\n") + 1:', "1 -> 2"):
         "the line comes from text_format's ParseError, whose tokenizer reads text.split('\\n'): "
         "it never reports a line past the last one, so the wider bound is never reached",
