@@ -246,6 +246,10 @@ class Mutator(ast.NodeTransformer):
     def __init__(self, target: int = -1) -> None:
         self.target = target
         self.sites: list[tuple[int, str]] = []
+        # Per site: inside a function body (runs when called), or at import (module and class
+        # level, decorators, defaults): every test relies on those, whichever imported first.
+        self.in_call: list[bool] = []
+        self._depth = 0
         self.applied: str | None = None
         # How the mutant edits the source text (mutant_source): the kind, then its nodes.
         self.edit: tuple | None = None
@@ -253,6 +257,7 @@ class Mutator(ast.NodeTransformer):
     def _site(self, node: ast.AST, what: str) -> bool:
         index = len(self.sites)
         self.sites.append((getattr(node, "lineno", 0), what))
+        self.in_call.append(self._depth > 0)
         if index == self.target:
             self.applied = what
             return True
@@ -274,7 +279,11 @@ class Mutator(ast.NodeTransformer):
     def visit_FunctionDef(self, node):
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
         node.args = self.visit(node.args)
-        return self._body(node)
+        self._depth += 1
+        try:
+            return self._body(node)
+        finally:
+            self._depth -= 1
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -563,14 +572,29 @@ def _env(copy: Path) -> dict:
     return env
 
 
+HOOKS = Path(__file__).resolve().parent / "mutation_hooks"
+
+
 def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] = (),
-              stop_first: bool = True) -> tuple[str, str]:
-    """('passed' | 'failed' | 'timeout' | 'error', pytest's output tail)."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "--no-header",
-           *(["-x"] if stop_first else []), *[f"tests/{t}" for t in tests]]
+              stop_first: bool = True, select: list[str] | None = None) -> tuple[str, str]:
+    """('passed' | 'failed' | 'timeout' | 'error', pytest's output tail).
+
+    ``tests`` are files or test ids under tests/; ``select``, test ids (``tests/...::name``)
+    to run instead, read from a file by the mutation_pytest plugin (too many for a command line).
+    """
+    env = _env(copy)
+    args = [f"tests/{t}" for t in tests]
+    if select is not None:
+        listing = copy / ".mutation-select"
+        listing.write_text("\n".join(select) + "\n")
+        env["MUTATION_SELECT"] = str(listing)
+        env["PYTHONPATH"] += os.pathsep + str(HOOKS)
+        args = ["-p", "mutation_pytest", *sorted({t.split("::")[0] for t in select})]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--no-header",
+           *(["-x"] if stop_first else []), *args]
     for d in deselect:
         cmd += ["--deselect", d]
-    proc = subprocess.Popen(cmd, cwd=copy, env=_env(copy), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -594,14 +618,14 @@ def baseline_failures(copy: Path, tests: list[str], timeout: float) -> list[str]
     status, out = run_tests(copy, tests, timeout, stop_first=False)
     if status not in ("passed", "failed"):
         return None
-    return sorted(set(re.findall(r"^FAILED (\S+)", out, re.M)))
+    return sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)))
 
 
 STYLE_TESTS = ("tests/test_architecture.py::test_ruff_is_clean",)
 
 
 def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[str], timeout: float,
-            tries: int = 3) -> tuple[str, str]:
+            tries: int = 3, select: list[str] | None = None, timeout_kills: bool = False) -> tuple[str, str]:
     """A survivor of its mapped tests against the rest of the suite: ('failed', 'by TEST') when a
     test fails with the mutant, passes without it and fails with it again when run alone, else
     ('passed', why).
@@ -610,26 +634,33 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
     wherever its test lives. A test that fails without the mutant too (work in progress, a flaky
     or machine-bound test) is deselected and the rest run again, at most ``tries`` times.
     A timeout here counts as survived: only a failing test is taken as a kill.
+
+    ``select``: these test ids (the tests that run the mutated line) instead of the rest of the suite;
+    ``timeout_kills``: their run is bounded by their own measured time, so running past it is a hang
+    the mutant caused: ('timeout', ...), a kill as in the mapped files.
     """
-    rest = sorted(p.name for p in (copy / "tests").glob("test_*.py") if p.name not in mapped)
+    rest = [] if select is not None else sorted(
+        p.name for p in (copy / "tests").glob("test_*.py") if p.name not in mapped)
     # A lint finding on the mutated line is style, not a behaviour the suite guards.
     deselected: list[str] = list(STYLE_TESTS)
     for _ in range(tries):
         target.write_text(source)
         try:
-            status, out = run_tests(copy, rest, timeout, deselected)
+            status, out = run_tests(copy, rest, timeout, deselected, select=select)
         finally:
             target.write_text(original)
         unmutated_failing = [t for t in deselected if t not in STYLE_TESTS]
         if status == "passed" or status == "no-tests":
-            return "passed", "the whole suite passes" + (
+            return "passed", ("the tests that run it pass" if select is not None else "the whole suite passes") + (
                 f" (but {', '.join(unmutated_failing)}, failing without the mutant too, or only once with it)"
                 if unmutated_failing else "")
         if status == "timeout":
-            return "passed", "the rest of the suite timed out: not counted as a kill"
-        failing = sorted(set(re.findall(r"^FAILED (\S+)", out, re.M)))
+            if timeout_kills:
+                return "timeout", f"the tests that run it ran past {timeout:.0f} s"
+            return "passed", "the tests timed out: not counted as a kill"
+        failing = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)))
         if not failing:
-            return "passed", f"the rest of the suite ended '{status}' with no failing test named"
+            return "passed", f"the tests ended '{status}' with no failing test named"
         # The mutant is gone from the copy: does the test pass without it, and fail again with it
         # when run alone? A test that fails only under the load of the whole run (a timing bound)
         # is flaky, not a kill.
@@ -646,6 +677,115 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
         deselected += failing
     return "passed", "tests failing without the mutant too, or only once with it: " + ", ".join(
         t for t in deselected if t not in STYLE_TESTS)
+
+
+def statement_lines(text: str) -> dict[int, int]:
+    """Line -> the first line of the innermost statement holding it: coverage records a
+    statement by its first line, a mutation site by its own."""
+    starts: dict[int, int] = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.stmt):
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                if starts.get(line, 0) < node.lineno:  # nested statements start later
+                    starts[line] = node.lineno
+    return starts
+
+
+def build_covmap(out: Path, timeout: float) -> int:
+    """Runs the whole suite once under coverage, each test's lines under its id (in its
+    subprocesses too), and writes OUT: per module, its source's hash and, per line, the
+    tests that ran it; per test, its time. Needs the coverage package."""
+    import json
+
+    try:
+        import coverage
+    except ImportError:
+        raise SystemExit("error: --build-covmap needs coverage (pip install coverage)") from None
+    root = Path(tempfile.mkdtemp(prefix="mlirhlo-covmap-"))
+    try:
+        copy = make_copy(root / "copy")
+        data, rc, durations = root / "data", root / "coveragerc", root / "durations.json"
+        data.mkdir()
+        # context: each process's lines carry the test that started it (MUTATION_TEST, set by the
+        # plugin); _exit and fork: the native-code helpers' forked children are measured too.
+        rc.write_text(f"[run]\nsource = {PKG}\nparallel = true\ndata_file = {data / '.coverage'}\n"
+                      "context = ${MUTATION_TEST}\npatch =\n    _exit\n    fork\n")
+        env = _env(copy)
+        env["PYTHONPATH"] += os.pathsep + str(HOOKS)
+        env.update(COVERAGE_PROCESS_START=str(rc), MUTATION_DURATIONS=str(durations))
+        # Not sysmon: it stops reporting a line after its first run, so only the first test to run
+        # a line would be recorded for it.
+        env["COVERAGE_CORE"] = "ctrace"
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                               "mutation_pytest", "--no-header", "tests"], cwd=copy, env=env, timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "(no output)",
+              f"({time.monotonic() - started:.0f} s)", flush=True)
+        cov = coverage.Coverage(config_file=str(rc), data_file=str(data / ".coverage"))
+        cov.combine([str(data)])
+        cov.save()
+        measured = coverage.CoverageData(basename=str(data / ".coverage"))
+        measured.read()
+        tests: dict[str, int] = {}
+        modules: dict[str, dict] = {}
+        pkg_root = (copy / PKG).resolve()
+        for name in measured.measured_files():
+            path = Path(name).resolve()
+            if not path.is_relative_to(pkg_root):
+                continue
+            lines: dict[str, list[int]] = {}
+            for line, contexts in (measured.contexts_by_lineno(name) or {}).items():
+                # A context is the test's id as it is: no static context in the suite's own process
+                # (so no "static|dynamic" join), no dynamic one in a subprocess. Ids may hold "|".
+                ids = sorted({tests.setdefault(c, len(tests)) for c in contexts if c})
+                if ids:
+                    lines[str(line)] = ids
+            modules[str(path.relative_to(pkg_root))] = {
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "lines": lines}
+        times = json.loads(durations.read_text()) if durations.exists() else {}
+        out.write_text(json.dumps({"tests": sorted(tests, key=tests.get), "seconds": times, "modules": modules}))
+        print(f"{out}: {len(tests)} tests over {len(modules)} modules", flush=True)
+        return 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class Covmap:
+    """``--build-covmap``'s file: which tests run a site's line."""
+
+    def __init__(self, path: Path) -> None:
+        import json
+
+        raw = json.loads(path.read_text())
+        self.tests: list[str] = raw["tests"]
+        self.seconds: dict[str, float] = raw.get("seconds", {})
+        self.modules: dict[str, dict] = raw["modules"]
+
+    def covering(self, mod: str, index: int, base: Path) -> list[str] | None:
+        """The ids of the tests that run site ``index`` of ``mod``; [] when no test does; None
+        when the map cannot say: the module changed since the map was built, or the site runs
+        at import (module level, a default, a decorator), which every test relies on."""
+        path = base / PKG / mod
+        entry = self.modules.get(mod)
+        text = path.read_text()
+        if entry is None:  # no test imported it at all
+            return []
+        if entry["sha256"] != hashlib.sha256(text.encode()).hexdigest():
+            return None
+        m = Mutator()
+        m.visit(ast.parse(text))
+        line = m.sites[index][0]
+        if not m.in_call[index]:
+            return None
+        first = statement_lines(text).get(line, line)
+        ids = set(entry["lines"].get(str(first), [])) | set(entry["lines"].get(str(line), []))
+        return [self.tests[i] for i in sorted(ids)]
+
+    def limit(self, ids: list[str], cap: float) -> float:
+        """Seconds the tests may take with a mutant: a few times their measured time (a loaded
+        machine: generous factor and floor), at most ``cap``."""
+        return min(cap, max(120.0, 5 * sum(self.seconds.get(t, 1.0) for t in ids)))
 
 
 def main() -> int:
@@ -667,7 +807,17 @@ def main() -> int:
     ap.add_argument("--whole-suite-timeout", type=float, default=3600,
                     help="most seconds for the rest of the suite on one mutant; past it the mutant counts as "
                          "survived (a slow machine must not pass for a kill)")
+    ap.add_argument("--build-covmap", type=Path, metavar="FILE",
+                    help="run the whole suite once under coverage (needs the coverage package) and write FILE: "
+                         "which tests run each line; nothing else is done")
+    ap.add_argument("--covmap", type=Path, metavar="FILE",
+                    help="a --build-covmap FILE of this tree: a mutant inside a function runs exactly the tests "
+                         "that run its line (none: survived unrun) instead of its mapped files and the rest of "
+                         "the suite; a mutant at import time, or in a module changed since, runs as without it")
     args = ap.parse_args()
+    if args.build_covmap:
+        return build_covmap(args.build_covmap, args.whole_suite_timeout)
+    covmap = Covmap(args.covmap) if args.covmap else None
 
     if args.commit:
         args.seed, sha = commit_seed(args.commit)
@@ -709,7 +859,10 @@ def main() -> int:
         # baseline runs once (files are shared between modules), the jobs' worth at a time.
         import concurrent.futures as cf
 
-        files = sorted({f for m, *_ in chosen for f in tests[m]})
+        # With a covmap, a site inside a function runs the tests that run its line; the others
+        # (None) their mapped files, as without one.
+        cover = {(m, i): covmap.covering(m, i, copies[0]) if covmap else None for m, i, *_ in chosen}
+        files = sorted({f for m, i, *_ in chosen if cover[(m, i)] is None for f in tests[m]})
 
         def base_one(name: str) -> tuple[str, list[str] | None, float]:
             started = time.monotonic()
@@ -724,13 +877,13 @@ def main() -> int:
                       flush=True)
         deselect: dict[tuple[str, ...], list[str] | None] = {}
         limit: dict[tuple[str, ...], float] = {}
-        for key in {tuple(tests[m]) for m, *_ in chosen}:
+        for key in {tuple(tests[m]) for m, i, *_ in chosen if cover[(m, i)] is None}:
             runs = [base[t][0] for t in key]
             deselect[key] = None if any(r is None for r in runs) else sorted({f for r in runs for f in r})
             # A mutant that makes these tests hang is killed at a few times their normal run, not
             # after the full --timeout (the machine may be loaded: generous factor and floor).
             limit[key] = min(args.timeout, max(120.0, 5 * sum(base[t][1] for t in key)))
-        skipped = [c for c in chosen if deselect[tuple(tests[c[0]])] is None]
+        skipped = [c for c in chosen if cover[c[:2]] is None and deselect[tuple(tests[c[0]])] is None]
         chosen = [c for c in chosen if c not in skipped]
 
         # Keys now, from the unmutated copy: mutants are written into the copies below.
@@ -744,8 +897,15 @@ def main() -> int:
             target = copies[job] / PKG / mod
             original = target.read_text()
             source, applied = mutant_source(target, i)
-            target.write_text(source)
             started = time.monotonic()
+            ids = cover[(mod, i)]
+            if ids == []:
+                return k, mutant, "unexecuted", 0.0, "no test runs this line"
+            if ids is not None:
+                status, by = confirm(copies[job], target, source, original, [], covmap.limit(ids, args.timeout),
+                                     select=ids, timeout_kills=True)
+                return k, mutant, status, time.monotonic() - started, f"{len(ids)} tests run it; {by}"
+            target.write_text(source)
             try:
                 status, out = run_tests(copies[job], tests[mod], limit[tuple(tests[mod])],
                                         deselect[tuple(tests[mod])])

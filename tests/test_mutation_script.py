@@ -145,3 +145,96 @@ def test_a_test_that_fails_once_under_load_is_no_kill(tmp_path):
     status, by = mutation.confirm(copy, target, original.replace("x + 1", "1 + x"), original, ["test_mapped.py"], 120)
     assert (status, by) == ("passed", "the whole suite passes (but tests/test_flaky.py::test_slow_under_load, "
                                       "failing without the mutant too, or only once with it)")
+
+
+def test_a_site_knows_whether_it_runs_at_import_or_when_called(tmp_path):
+    """Module and class level, defaults and decorators run at import (every test relies on
+    them); a function's body runs when called (only the tests that call it can notice)."""
+    src = tmp_path / "m.py"
+    src.write_text("X = 1\n\n\n@deco(2)\ndef f(a=3):\n    return a + 4\n\n\nclass C:\n    y = 5\n\n"
+                   "    def g(self):\n        def h():\n            return 6\n        return h\n")
+    m = mutation.Mutator()
+    import ast
+
+    m.visit(ast.parse(src.read_text()))
+    got = {what: call for (line, what), call in zip(m.sites, m.in_call)}
+    assert got == {"1 -> 2": False, "2 -> 3": False, "3 -> 4": False, "4 -> 5": True, "Add -> Sub": True,
+                   "return None": True, "5 -> 6": False, "6 -> 7": True}
+
+
+def test_a_site_in_a_statement_over_several_lines_is_known_by_its_first():
+    text = "x = (1 +\n     2)\nif (a and\n        b):\n    y = [3,\n         4]\n"
+    starts = mutation.statement_lines(text)
+    assert [starts[n] for n in range(1, 7)] == [1, 1, 3, 3, 5, 5]
+
+
+def test_the_tests_that_run_a_line_judge_its_mutant(tmp_path):
+    """With a covmap, a mutant runs the tests that run its line, and only them: a failing one
+    (that passes without it) kills it, a test elsewhere failing is not run, a hang the mutant
+    causes is a kill, and a line no test runs survives without a run."""
+    import json
+
+    copy = _fake_copy(tmp_path)
+    target = copy / "pkg" / "__init__.py"
+    original = target.read_text()
+    mutant = original.replace("x + 1", "x - 1")
+    assert mutation.confirm(copy, target, mutant, original, [], 120,
+                            select=["tests/test_other.py::test_value"]) == (
+        "failed", "killed by tests/test_other.py::test_value")
+    # Only the selected test runs: test_broken (failing anyway) is not even collected.
+    assert mutation.confirm(copy, target, mutant, original, [], 120, select=["tests/test_mapped.py::test_runs"]) == (
+        "passed", "the tests that run it pass")
+    hang = original.replace("return x + 1", "while True:\n        pass")
+    assert mutation.confirm(copy, target, hang, original, [], 5, select=["tests/test_other.py::test_value"],
+                            timeout_kills=True)[0] == "timeout"
+    assert target.read_text() == original
+
+    pkg = tmp_path / "tree" / mutation.PKG
+    pkg.mkdir(parents=True)
+    (pkg / "m.py").write_text("K = 1\n\n\ndef f(x):\n    if x:\n        return (x +\n                2)\n"
+                              "    return 3\n")
+    sha = __import__("hashlib").sha256((pkg / "m.py").read_bytes()).hexdigest()
+    covmap = tmp_path / "covmap.json"
+    covmap.write_text(json.dumps({"tests": ["tests/test_a.py::t1", "tests/test_a.py::t2"], "seconds": {},
+                                  "modules": {"m.py": {"sha256": sha, "lines": {"5": [0, 1], "6": [1]}}}}))
+    cm = mutation.Covmap(covmap)
+    sites = {what: i for i, (_, what) in enumerate(mutation.sites_of(pkg / "m.py"))}
+    base = tmp_path / "tree"
+    assert cm.covering("m.py", sites["1 -> 2"], base) is None  # at import: every test relies on it
+    assert cm.covering("m.py", sites["negate if condition"], base) == ["tests/test_a.py::t1", "tests/test_a.py::t2"]
+    assert cm.covering("m.py", sites["2 -> 3"], base) == ["tests/test_a.py::t2"]  # line 7: statement of line 6
+    assert cm.covering("m.py", sites["3 -> 4"], base) == []  # line 8: no test runs it
+    (pkg / "other.py").write_text("def g():\n    return 1\n")
+    assert cm.covering("other.py", 0, base) == []  # no test imports it
+    (pkg / "m.py").write_text((pkg / "m.py").read_text() + "\n")
+    assert cm.covering("m.py", sites["2 -> 3"], base) is None  # changed since the map: it cannot say
+
+
+def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monkeypatch):
+    """--build-covmap: a line run in the test's own process and one run only in a subprocess
+    it starts are both put down to that test; a line no test runs, to none."""
+    import json
+
+    tree = tmp_path / "tree"
+    (tree / mutation.PKG).mkdir(parents=True)
+    (tree / mutation.PKG / "__init__.py").write_text(
+        "def here():\n    return 1\n\n\ndef there():\n    return 2\n\n\ndef nowhere():\n    return 3\n")
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_x.py").write_text(
+        "import subprocess\nimport sys\n\nimport pytest\n\nimport mlirhlo_driver\n\n\n"
+        "def test_in_process():\n    assert mlirhlo_driver.here() == 1\n\n\n"
+        "@pytest.mark.parametrize('p', ['a|b'])\ndef test_again(p):\n    assert mlirhlo_driver.here() == 1\n\n\n"
+        "def test_in_a_subprocess():\n"
+        "    subprocess.run([sys.executable, '-c', 'import mlirhlo_driver; mlirhlo_driver.there()'], check=True)\n")
+    monkeypatch.setattr(mutation, "REPO", tree)
+    out = tmp_path / "covmap.json"
+    assert mutation.build_covmap(out, 300) == 0
+    raw = json.loads(out.read_text())
+    lines = {int(n): sorted(raw["tests"][i] for i in ids)
+             for n, ids in raw["modules"]["__init__.py"]["lines"].items()}
+    # Every test that runs a line, not only the first (sys.monitoring reports a line once).
+    assert lines[2] == ["tests/test_x.py::test_again[a|b]", "tests/test_x.py::test_in_process"]
+    assert lines[6] == ["tests/test_x.py::test_in_a_subprocess"]
+    assert 10 not in lines
+    assert set(raw["seconds"]) == {"tests/test_x.py::test_in_process", "tests/test_x.py::test_again[a|b]",
+                                   "tests/test_x.py::test_in_a_subprocess"}
