@@ -576,22 +576,27 @@ HOOKS = Path(__file__).resolve().parent / "mutation_hooks"
 
 
 def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] = (),
-              stop_first: bool = True, select: list[str] | None = None) -> tuple[str, str]:
-    """('passed' | 'failed' | 'timeout' | 'error', pytest's output tail).
+              stop_first: bool = True, select: list[str] | None = None) -> tuple[str, str, list[str]]:
+    """('passed' | 'failed' | 'timeout' | 'error', pytest's output tail, the ids of the tests that
+    failed or errored).
 
-    ``tests`` are files or test ids under tests/; ``select``, test ids (``tests/...::name``)
-    to run instead, read from a file by the mutation_pytest plugin (too many for a command line).
+    ``tests`` are files under tests/; ``select``, test ids (``tests/...::name``) to run instead.
+    Both lists go through the mutation_pytest plugin's files, not pytest's output or command
+    line: ids can hold spaces, and a line's tests can be thousands.
     """
     env = _env(copy)
+    env["PYTHONPATH"] += os.pathsep + str(HOOKS)
+    failed_file = copy / ".mutation-failed"
+    failed_file.write_text("")
+    env["MUTATION_FAILED"] = str(failed_file)
     args = [f"tests/{t}" for t in tests]
     if select is not None:
         listing = copy / ".mutation-select"
         listing.write_text("\n".join(select) + "\n")
         env["MUTATION_SELECT"] = str(listing)
-        env["PYTHONPATH"] += os.pathsep + str(HOOKS)
-        args = ["-p", "mutation_pytest", *sorted({t.split("::")[0] for t in select})]
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--no-header",
-           *(["-x"] if stop_first else []), *args]
+        args = sorted({t.split("::")[0] for t in select})
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_pytest", "-rfE",
+           "--no-header", *(["-x"] if stop_first else []), *args]
     for d in deselect:
         cmd += ["--deselect", d]
     proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -607,18 +612,19 @@ def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] 
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait()
+    failed = sorted(set(failed_file.read_text().splitlines()) - {""})
     if out is None:
-        return "timeout", ""
+        return "timeout", "", failed
     status = {0: "passed", 1: "failed", 5: "no-tests"}.get(proc.returncode, "error")
-    return status, out
+    return status, out, failed
 
 
 def baseline_failures(copy: Path, tests: list[str], timeout: float) -> list[str] | None:
     """Test ids failing on the unmutated copy; None when the files do not even run (collection errors)."""
-    status, out = run_tests(copy, tests, timeout, stop_first=False)
+    status, _, failed = run_tests(copy, tests, timeout, stop_first=False)
     if status not in ("passed", "failed"):
         return None
-    return sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)))
+    return failed
 
 
 STYLE_TESTS = ("tests/test_architecture.py::test_ruff_is_clean",)
@@ -646,7 +652,7 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
     for _ in range(tries):
         target.write_text(source)
         try:
-            status, out = run_tests(copy, rest, timeout, deselected, select=select)
+            status, _, failing = run_tests(copy, rest, timeout, deselected, select=select)
         finally:
             target.write_text(original)
         unmutated_failing = [t for t in deselected if t not in STYLE_TESTS]
@@ -658,18 +664,16 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
             if timeout_kills:
                 return "timeout", f"the tests that run it ran past {timeout:.0f} s"
             return "passed", "the tests timed out: not counted as a kill"
-        failing = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", out, re.M)))
         if not failing:
             return "passed", f"the tests ended '{status}' with no failing test named"
         # The mutant is gone from the copy: does the test pass without it, and fail again with it
         # when run alone? A test that fails only under the load of the whole run (a timing bound)
         # is flaky, not a kill.
-        ids = [f.removeprefix("tests/") for f in failing]
-        clean, _ = run_tests(copy, ids, timeout, stop_first=False)
+        clean, _, _ = run_tests(copy, [], timeout, stop_first=False, select=failing)
         if clean == "passed":
             target.write_text(source)
             try:
-                again, _ = run_tests(copy, ids, timeout, stop_first=False)
+                again, _, _ = run_tests(copy, [], timeout, stop_first=False, select=failing)
             finally:
                 target.write_text(original)
             if again == "failed":
@@ -907,7 +911,7 @@ def main() -> int:
                 return k, mutant, status, time.monotonic() - started, f"{len(ids)} tests run it; {by}"
             target.write_text(source)
             try:
-                status, out = run_tests(copies[job], tests[mod], limit[tuple(tests[mod])],
+                status, _, _ = run_tests(copies[job], tests[mod], limit[tuple(tests[mod])],
                                         deselect[tuple(tests[mod])])
             finally:
                 target.write_text(original)

@@ -238,3 +238,19 @@ def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monk
     assert 10 not in lines
     assert set(raw["seconds"]) == {"tests/test_x.py::test_in_process", "tests/test_x.py::test_again[a|b]",
                                    "tests/test_x.py::test_in_a_subprocess"}
+
+
+def test_a_test_id_with_spaces_is_rerun_as_itself(tmp_path):
+    """Failing tests are known by their full ids (parameters can hold spaces), so the rerun
+    alone finds them and the kill stands."""
+    copy = _fake_copy(tmp_path)
+    (copy / "tests" / "test_other.py").write_text(
+        "import pytest\n\nimport pkg\n\n\n@pytest.mark.parametrize('text', ['a b: c'])\n"
+        "def test_value(text):\n    assert pkg.f(1) == 2\n")
+    target = copy / "pkg" / "__init__.py"
+    original = target.read_text()
+    status, by = mutation.confirm(copy, target, original.replace("x + 1", "x - 1"), original, ["test_mapped.py"], 120)
+    assert (status, by) == ("failed", "killed by tests/test_other.py::test_value[a b: c]")
+    status, by = mutation.confirm(copy, target, original.replace("x + 1", "x - 1"), original, [], 120,
+                                  select=["tests/test_other.py::test_value[a b: c]"])
+    assert (status, by) == ("failed", "killed by tests/test_other.py::test_value[a b: c]")
