@@ -253,3 +253,86 @@ def test_python_api_diff():
     assert d["a"]["input"] == MLP and d["b"]["xla_flags"] == {"xla_disable_hlo_passes": "algsimp"}
     assert d["fusions"]["only_a"] and not d["identical"] and d["stage"]["diff"]
     assert program.diff(mh.Target.cpu(), other=program)["identical"]
+
+
+# ------------------------------------------------------------------ compare, by hand-made sides
+
+def _side(fusions, kernels, memory, spec="a100_sxm_80", stage=None):
+    return {"input": "m.hlo", "module": "m", "platform": "cuda",
+            "gpu_spec": {"name": spec, "sm": "sm_80", "gpu": "A100"}, "xla_flags": {},
+            "fusions": [{"name": n, "kind": k} for n, k in fusions], "kernels": kernels,
+            "memory": memory, "buffers": {"total_bytes": memory.get("temp_size_in_bytes", 0)},
+            "stage": stage, "stage_name": "ptx" if stage is not None else None}
+
+
+def _k(name, regs, grid=(4, 1, 1), warps=None):
+    row = {"kernel": name, "registers": regs, "grid": list(grid), "block": [128, 1, 1]}
+    if warps is not None:
+        row["occupancy"] = {"warps_per_sm": warps, "blocks_per_sm": warps // 4, "occupancy": warps / 64,
+                            "limiter": "registers"}
+    return row
+
+
+def test_compare_pairs_renumbered_kernels_by_launch_and_counts_what_changed():
+    """Every part of the JSON: fusions by name then by name but for numbering (of the same
+    kind), kernels by (name, launch) likewise, each changed field with its change."""
+    from mlirhlo_driver.batch.diff import compare, text
+
+    a = _side([("fusion.1", "kLoop"), ("fusion.2", "kInput"), ("dot.3", "kCustom"), ("old.4", "kLoop")],
+              [_k("fusion_1", 32), _k("fusion_1", 32, grid=(8, 1, 1)), _k("loop_add", 16, warps=32),
+               _k("gone", 8)],
+              {"temp_size_in_bytes": 100, "peak_memory_in_bytes": 500})
+    b = _side([("fusion.1", "kLoop"), ("fusion.7", "kInput"), ("dot.3", "kOutput"), ("new.9", "kLoop")],
+              [_k("fusion_2", 32), _k("fusion_2", 40, grid=(8, 1, 1)), _k("loop_add", 16, warps=48),
+               _k("added", 4)],
+              {"temp_size_in_bytes": 60, "peak_memory_in_bytes": 500})
+    d = compare(a, b)
+    f = d["fusions"]
+    assert [x["name"] for x in f["only_a"]] == ["old.4"] and [x["name"] for x in f["only_b"]] == ["new.9"]
+    assert f["kind_changed"] == [{"name": "dot.3", "a": "kCustom", "b": "kOutput"}]
+    assert f["renumbered"] == [{"a": "fusion.2", "b": "fusion.7"}] and f["both"] == 3
+    k = d["kernels"]
+    assert k["renumbered"] == [{"a": "fusion_1", "b": "fusion_2", "launch": 0},
+                               {"a": "fusion_1", "b": "fusion_2", "launch": 1}]
+    assert k["changed"] == [  # names equal on both sides pair first
+        {"kernel": "loop_add", "launch": 0,
+         "fields": {"blocks_per_sm": {"a": 8, "b": 12, "change": 4}, "warps_per_sm": {"a": 32, "b": 48, "change": 16},
+                    "occupancy": {"a": 0.5, "b": 0.75, "change": 0.25}}},
+        {"kernel": "fusion_1", "launch": 1, "kernel_b": "fusion_2",
+         "fields": {"registers": {"a": 32, "b": 40, "change": 8}}}]
+    assert k["unchanged"] == 1 and (k["count_a"], k["count_b"]) == (4, 4)
+    assert [x["kernel"] for x in k["only_a"]] == ["gone"] and [x["kernel"] for x in k["only_b"]] == ["added"]
+    assert d["memory"] == {"temp_size_in_bytes": {"a": 100, "b": 60, "change": -40},
+                           "peak_memory_in_bytes": {"a": 500, "b": 500, "change": 0}}
+    assert d["identical"] is False
+    filecheck_text = text(d)
+    assert "fusions and custom calls: 3 on both sides (1 numbered apart), 1 only in A, 1 only in B, 1 of another kind" \
+        in filecheck_text
+    assert "  = fusion.2 is fusion.7 in B" in filecheck_text
+    assert "kernels: 4 in A, 4 in B; 2 changed, 1 the same (2 numbered apart), 1 only in A, 1 only in B" \
+        in filecheck_text
+    assert "fusion_1 (launch 2) (B: fusion_2)" in filecheck_text
+
+
+@pytest.mark.parametrize("change", ["none", "renumbered", "memory", "kernel", "only_b", "kind", "stage"])
+def test_compare_is_identical_only_when_renumbering_is_all(change):
+    from mlirhlo_driver.batch.diff import compare
+
+    fa, fb = [("fusion.1", "kLoop")], [("fusion.1", "kLoop")]
+    ka, kb = [_k("k_1", 32)], [_k("k_1", 32)]
+    ma, mb = {"temp_size_in_bytes": 10}, {"temp_size_in_bytes": 10}
+    sa = sb = None
+    if change == "renumbered":
+        fb, kb = [("fusion.5", "kLoop")], [_k("k_5", 32)]
+    elif change == "memory":
+        mb = {"temp_size_in_bytes": 11}
+    elif change == "kernel":
+        kb = [_k("k_1", 33)]
+    elif change == "only_b":
+        fb = fb + [("fusion.2", "kInput")]
+    elif change == "kind":
+        fb = [("fusion.1", "kInput")]
+    elif change == "stage":
+        sa, sb = "a\n", "b\n"
+    d = compare(_side(fa, ka, ma, stage=sa), _side(fb, kb, mb, stage=sb))
+    assert d["identical"] is (change in ("none", "renumbered"))

@@ -61,6 +61,18 @@ def test_print_after_all_and_ir_dump_dir(cli, xla_outputs, tmp_path):
     assert cli("ptx", src, "--arch", arch, "--ir-dump-dir", d, "-o", tmp_path / "o2.ptx").code == 0
     files = sorted(p.name for p in d.iterdir())
     assert len(files) > 10 and files[0].startswith("000-")
+    # One file per pass run, in order, named by the pass: LLVM's names hold <>:, (replaced by _).
+    assert [int(f[:3]) for f in files] == list(range(len(files)))
+    assert all(re.fullmatch(r"\d{3}-[\w.-]+\.ll", f) for f in files), files
+    # Several modules: each pass's name is led by its module's, cut to 80 characters in all
+    # (XLA's kernel names can be long; a file name cannot).
+    long = "fused_" + "x" * 90
+    src.write_text(f"; ----- {long} -----\n{first}")
+    d2 = tmp_path / "dumps2"
+    assert cli("ptx", src, "--arch", arch, "--ir-dump-dir", d2, "-o", tmp_path / "o3.ptx").code == 0
+    named = sorted(p.name for p in d2.iterdir())
+    assert len(named) == len(files)
+    assert all(re.fullmatch(r"\d{3}-fused_x{74}\.ll", f) for f in named), named[:3]
     assert (tmp_path / "o.ptx").read_text() == (tmp_path / "o2.ptx").read_text()
 
 
