@@ -220,6 +220,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("mlir/passes.py", "tmp.write_text(json.dumps([asdict(p) for p in found], indent=0))", "0 -> 1"):
         "only the whitespace of the private pass-list cache file changes; its one reader, "
         "json.loads in native_passes, gets the same rows",
+    ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False).print(table)",
+     "False -> True"):
+        "highlight only adds styles, and no_color=True drops every style from the text",
 }
 
 _SWAP_CMP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,

@@ -684,12 +684,28 @@ def test_symbol_references_named_check_are_not_check_ops():
             '  // "check.expect_eq"(%0, %b)\n'
             '  return\n}\n')
     assert checks._find_check_ops(text) == [text.index('  "check.expect_eq"') + 2]
+    # The '@' is seen wherever it is, the text's first character too (a split file's piece).
+    assert checks._find_check_ops('@"check.helper"(%a)') == []
+    assert checks._find_check_ops('"check.expect_eq"(%a, %b)') == [0]
 
 
 def test_a_check_on_an_element_type_it_cannot_compare_fails_and_says_why():
     """An output of a type no comparison knows never passes a check by default."""
     got = evaluate_check(Check("expect_eq", 0, 1, {}, "f.mlir:3:5"), [np.array(["a"]), np.array(["a"])])
     assert (got.passed, got.location, got.message) == (False, "f.mlir:3:5", "unsupported element type <U1")
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2])
+def test_narrow_integers_compare_as_integers(dtype):
+    """ml_dtypes' narrow integers (numpy kind 'V') are integers to every check: equal passes,
+    one element off fails and names it, as for int8."""
+    a = np.array([1, 0, 1], dtype)
+    b = np.array([1, 1, 1], dtype)
+    ok = evaluate_check(Check("expect_eq", 0, 1, {}, "f.mlir:3:5"), [a, a.copy()])
+    assert ok.passed, ok.message
+    bad = evaluate_check(Check("expect_eq", 0, 1, {}, "f.mlir:3:5"), [a, b])
+    ref = evaluate_check(Check("expect_eq", 0, 1, {}, "f.mlir:3:5"), [a.astype(np.int8), b.astype(np.int8)])
+    assert not bad.passed and bad.message == ref.message
 
 
 def test_expect_close_with_a_lower_bound_names_the_element_below_it():

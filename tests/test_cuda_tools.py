@@ -622,3 +622,16 @@ def test_xlas_own_reports_become_one_error_line(bare, tmp_path, module, hide, me
               "h100_sxm", f"--xla_gpu_cuda_data_dir={empty}", str(path)], hide_pip=hide)
     line = assert_one_line_error(r, contains=message)
     assert "pip install" in line
+
+
+def test_the_cache_fingerprints_ptxas_in_the_order_tried(tmp_path):
+    """The stage cache's tool list starts with the ptxas the stages run: the one cuda_data_dir
+    picks, or a given data dir's."""
+    from mlirhlo_driver.cuda import binaries
+
+    picked = cuda_tools.ptxas()
+    assert binaries.tool_paths()[0] == picked.path
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ptxas").write_text("")
+    paths = binaries.tool_paths(str(tmp_path))
+    assert paths[0] == str(tmp_path / "bin" / "ptxas") and picked.path in paths

@@ -228,6 +228,16 @@ def test_bench_pipeline_compares_with_and_without_a_python_pass(cli, tmp_path):
     assert data["ratio"] == pytest.approx(b["total_median_ms"] / a["total_median_ms"])
     table = cli("bench-pipeline", DATA / "erf_inv.mlir", "--pipeline", "@legalize-chlo", "--repeats", "2")
     assert "ChloLegalizeToStablehloPass" in table.out and "Total" in table.out
+    assert "B/A" not in table.out
+    # The text form of a comparison: each side's table, then B's total over A's.
+    both = cli("bench-pipeline", DATA / "erf_inv.mlir", "--passes", "cse", "--compare", "canonicalize,cse",
+               "--repeats", "2")
+    assert both.code == 0, both.err
+    heads = re.findall(r"^# ([AB]): (.*)  \(2 runs, fresh copy each\)$", both.out, re.M)
+    assert [h[0] for h in heads] == ["A", "B"]
+    totals = [float(t) for t in re.findall(r"^ *([0-9.]+) +[0-9.]+ +[0-9.]+  Total$", both.out, re.M)]
+    ratio = re.search(r"^# B/A total \(medians, runs interleaved A B A B\): ([0-9.]+)x$", both.out, re.M)
+    assert len(totals) == 2 and ratio and float(ratio.group(1)) == pytest.approx(totals[1] / totals[0], rel=0.05)
 
 
 def test_bench_xla_pipeline_from_dump_timestamps(cli):

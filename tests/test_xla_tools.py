@@ -618,3 +618,26 @@ def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
     assert r.code == 0, r.err
     assert "note: feed.mlir: 2 infeed/outfeed replaced (infeed gives zeros)" in r.err
     assert "output 0 = [0., 0., 0., 0.]" in r.out
+
+
+def test_rewritten_modules_keep_xlas_instruction_ids():
+    """An instruction the rewrites add takes XLA's 64-bit id: its computation's id in the
+    upper 32 bits, a local id past the computation's own in the lower; ids stay unique."""
+    from mlirhlo_driver._native import jaxlib
+    from mlirhlo_driver.ir import decompose, protos
+
+    def check(data: bytes) -> None:
+        msg = protos.message_class("xla.HloModuleProto")()
+        msg.ParseFromString(data)
+        ids = []
+        for c in msg.computations:
+            assert all(i.id >> 32 == c.id for i in c.instructions), c.name
+            ids += [i.id for i in c.instructions]
+        assert len(ids) == len(set(ids))
+
+    out, n = decompose.remove_infeed_outfeed(jaxlib.hlo_text_to_proto(_FEED_HLO))
+    assert n == 2
+    check(out)
+    out, n = decompose.flatten_while_loops(jaxlib.hlo_text_to_proto(_LOOP_HLO), 3)
+    assert n == 1
+    check(out)
