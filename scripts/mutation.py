@@ -711,7 +711,8 @@ def build_covmap(out: Path, timeout: float) -> int:
     root = Path(tempfile.mkdtemp(prefix="mlirhlo-covmap-"))
     try:
         copy = make_copy(root / "copy")
-        data, rc, durations = root / "data", root / "coveragerc", root / "durations.json"
+        data, rc = root / "data", root / "coveragerc"
+        durations, fixtures = root / "durations.json", root / "fixtures.json"
         data.mkdir()
         # context: each process's lines carry the test that started it (MUTATION_TEST, set by the
         # plugin); _exit and fork: the native-code helpers' forked children are measured too.
@@ -719,7 +720,8 @@ def build_covmap(out: Path, timeout: float) -> int:
                       "context = ${MUTATION_TEST}\npatch =\n    _exit\n    fork\n")
         env = _env(copy)
         env["PYTHONPATH"] += os.pathsep + str(HOOKS)
-        env.update(COVERAGE_PROCESS_START=str(rc), MUTATION_DURATIONS=str(durations))
+        env.update(COVERAGE_PROCESS_START=str(rc), MUTATION_DURATIONS=str(durations),
+                   MUTATION_FIXTURES=str(fixtures))
         # Not sysmon: it stops reporting a line after its first run, so only the first test to run
         # a line would be recorded for it.
         env["COVERAGE_CORE"] = "ctrace"
@@ -734,6 +736,11 @@ def build_covmap(out: Path, timeout: float) -> int:
         cov.save()
         measured = coverage.CoverageData(basename=str(data / ".coverage"))
         measured.read()
+        # A shared fixture's lines belong to every test that uses it (the plugin's labels).
+        users: dict[str, list[str]] = {}
+        for test, labels in (json.loads(fixtures.read_text()) if fixtures.exists() else {}).items():
+            for label in labels:
+                users.setdefault(label, []).append(test)
         tests: dict[str, int] = {}
         modules: dict[str, dict] = {}
         pkg_root = (copy / PKG).resolve()
@@ -745,7 +752,8 @@ def build_covmap(out: Path, timeout: float) -> int:
             for line, contexts in (measured.contexts_by_lineno(name) or {}).items():
                 # A context is the test's id as it is: no static context in the suite's own process
                 # (so no "static|dynamic" join), no dynamic one in a subprocess. Ids may hold "|".
-                ids = sorted({tests.setdefault(c, len(tests)) for c in contexts if c})
+                ids = sorted({tests.setdefault(t, len(tests)) for c in contexts if c
+                              for t in users.get(c, [] if c.startswith("fixture ") else [c])})
                 if ids:
                     lines[str(line)] = ids
             modules[str(path.relative_to(pkg_root))] = {

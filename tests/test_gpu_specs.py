@@ -626,3 +626,39 @@ CHECK: .target sm_100a
 CHECK-NOT: st.global.v8
 CHECK: st.global.v4.b32
 """, tmp_path)
+
+
+def test_the_plugins_toolkit_replaces_the_specs_cuda_and_cudnn_versions():
+    """The versions that describe the compiler's toolchain follow the plugin it was built with;
+    the top-level runtime_version (what XLA before 0.10 reads) too, as major.minor.0; fields
+    the spec leaves unset stay unset; nothing to change is no change."""
+    from mlirhlo_driver.cuda import specs
+    from mlirhlo_driver.ir import protos
+
+    msg = protos.message_class("stream_executor.GpuTargetConfigProto")()
+    info = msg.gpu_device_info
+    fields = info.DESCRIPTOR.fields_by_name
+    set_here = [f for f in specs._CUDA_VERSION_FIELDS if f in fields and fields[f].type == fields[f].TYPE_STRING]
+    for f in set_here[:1]:
+        setattr(info, f, "12.9.0")
+    if "runtime_version" in msg.DESCRIPTOR.fields_by_name:
+        msg.runtime_version.major, msg.runtime_version.minor, msg.runtime_version.patch = 12, 9, 1
+    if "dnn_version_info" in msg.DESCRIPTOR.fields_by_name:
+        msg.dnn_version_info.major, msg.dnn_version_info.minor, msg.dnn_version_info.patch = 9, 8, 0
+    if "dnn_version" in fields:
+        info.dnn_version = "9.8.0"
+    assert specs._follow_plugin_toolkit(msg, {"cuda": "13.0.2", "cudnn": "9.10.1"}) is True
+    for f in set_here[:1]:
+        assert getattr(info, f) == "13.0.2"
+    for f in set_here[1:]:
+        assert getattr(info, f) == ""
+    if "runtime_version" in msg.DESCRIPTOR.fields_by_name:
+        v = msg.runtime_version
+        assert (v.major, v.minor, v.patch) == (13, 0, 0)
+    if "dnn_version_info" in msg.DESCRIPTOR.fields_by_name:
+        d = msg.dnn_version_info
+        assert (d.major, d.minor, d.patch) == (9, 10, 1)
+    if "dnn_version" in fields:
+        assert info.dnn_version == "9.10.1"
+    assert specs._follow_plugin_toolkit(msg, {"cuda": "13.0.2", "cudnn": "9.10.1"}) is False
+    assert specs._follow_plugin_toolkit(msg, {}) is False

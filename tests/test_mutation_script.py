@@ -218,12 +218,16 @@ def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monk
     tree = tmp_path / "tree"
     (tree / mutation.PKG).mkdir(parents=True)
     (tree / mutation.PKG / "__init__.py").write_text(
-        "def here():\n    return 1\n\n\ndef there():\n    return 2\n\n\ndef nowhere():\n    return 3\n")
+        "def here():\n    return 1\n\n\ndef there():\n    return 2\n\n\ndef nowhere():\n    return 3\n\n\n"
+        "def once():\n    return 4\n")
     (tree / "tests").mkdir()
     (tree / "tests" / "test_x.py").write_text(
         "import subprocess\nimport sys\n\nimport pytest\n\nimport mlirhlo_driver\n\n\n"
         "def test_in_process():\n    assert mlirhlo_driver.here() == 1\n\n\n"
         "@pytest.mark.parametrize('p', ['a|b'])\ndef test_again(p):\n    assert mlirhlo_driver.here() == 1\n\n\n"
+        "@pytest.fixture(scope='module')\ndef shared():\n    return mlirhlo_driver.once()\n\n\n"
+        "def test_first_user(shared):\n    assert shared == 4\n\n\n"
+        "def test_second_user(shared):\n    assert shared == 4\n\n\n"
         "def test_in_a_subprocess():\n"
         "    subprocess.run([sys.executable, '-c', 'import mlirhlo_driver; mlirhlo_driver.there()'], check=True)\n")
     monkeypatch.setattr(mutation, "REPO", tree)
@@ -236,8 +240,11 @@ def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monk
     assert lines[2] == ["tests/test_x.py::test_again[a|b]", "tests/test_x.py::test_in_process"]
     assert lines[6] == ["tests/test_x.py::test_in_a_subprocess"]
     assert 10 not in lines
+    # A module-scoped fixture runs once, under the first test: its lines are every user's.
+    assert lines[14] == ["tests/test_x.py::test_first_user", "tests/test_x.py::test_second_user"]
     assert set(raw["seconds"]) == {"tests/test_x.py::test_in_process", "tests/test_x.py::test_again[a|b]",
-                                   "tests/test_x.py::test_in_a_subprocess"}
+                                   "tests/test_x.py::test_in_a_subprocess", "tests/test_x.py::test_first_user",
+                                   "tests/test_x.py::test_second_user"}
 
 
 def test_a_test_id_with_spaces_is_rerun_as_itself(tmp_path):

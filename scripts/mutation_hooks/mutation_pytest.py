@@ -8,7 +8,8 @@
 - ``MUTATION_DURATIONS=FILE``: each test's seconds, written at the end;
 - under coverage (``--build-covmap``): each test's lines are recorded under its
   id, in this process and, through ``MUTATION_TEST`` in the environment, in the
-  processes it starts.
+  processes it starts; a shared (not function-scoped) fixture's lines under the
+  fixture, and ``MUTATION_FIXTURES=FILE`` gets each test's shared fixtures.
 """
 
 from __future__ import annotations
@@ -34,16 +35,54 @@ def pytest_collection_modifyitems(config, items):
     items[:] = keep
 
 
+def _label(label: str) -> None:
+    """Lines run from here on (here and in processes started from here) are ``label``'s."""
+    import coverage
+
+    os.environ["MUTATION_TEST"] = label
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        cov.switch_context(label)
+
+
+_SCOPE_NODES = {"session": pytest.Session, "package": pytest.Package, "module": pytest.Module,
+                "class": pytest.Class}
+_fixtures: dict[str, list[str]] = {}
+
+
+def _fixture_label(argname: str, node) -> str:
+    return f"fixture {argname} @ {node.nodeid}"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if os.environ.get("COVERAGE_PROCESS_START"):
-        import coverage
-
-        os.environ["MUTATION_TEST"] = item.nodeid
-        cov = coverage.Coverage.current()
-        if cov is not None:
-            cov.switch_context(item.nodeid)
+        _label(item.nodeid)
+        # The tests that use each shared fixture: what it runs, it runs for all of them.
+        labels = []
+        for name in item.fixturenames:
+            defs = item._fixtureinfo.name2fixturedefs.get(name)
+            kind = _SCOPE_NODES.get(defs[-1].scope) if defs else None
+            node = item.getparent(kind) if kind else None
+            if node is not None:
+                labels.append(_fixture_label(name, node))
+        _fixtures[item.nodeid] = labels
     yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    # A fixture shared by several tests runs once, under whichever test came first: its lines
+    # are labelled as the fixture's, then put down to every test that uses it.
+    if not os.environ.get("COVERAGE_PROCESS_START") or fixturedef.scope == "function":
+        yield
+        return
+    before = os.environ.get("MUTATION_TEST", "")
+    _label(_fixture_label(fixturedef.argname, request.node))
+    try:
+        yield
+    finally:
+        _label(before)
 
 
 def pytest_runtest_logreport(report):
@@ -60,3 +99,7 @@ def pytest_sessionfinish(session):
     if path:
         with open(path, "w") as f:
             json.dump(_seconds, f)
+    path = os.environ.get("MUTATION_FIXTURES")
+    if path:
+        with open(path, "w") as f:
+            json.dump(_fixtures, f)
