@@ -635,3 +635,22 @@ def test_the_cache_fingerprints_ptxas_in_the_order_tried(tmp_path):
     (tmp_path / "bin" / "ptxas").write_text("")
     paths = binaries.tool_paths(str(tmp_path))
     assert paths[0] == str(tmp_path / "bin" / "ptxas") and picked.path in paths
+
+
+def test_a_ptxas_wrapper_script_is_probed_every_time_and_a_binary_once(tmp_path, monkeypatch):
+    """A script's stat says nothing of the binary it runs: its answers never go to the probe's
+    disk cache. A script is a file that starts with '#!'; one that cannot be read counts as one."""
+    import json
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    script = tmp_path / "wrap" / "ptxas"
+    _fake_ptxas(script, "12.9.86", CU12_ARCHS)
+    cuda_tools._probe.cache_clear()
+    assert cuda_tools._probe_file(str(script))[0] == (12, 9, 86)
+    cache = Path(cuda_tools._cache_path())
+    assert not cache.exists() or not any(str(script) in k for k in json.loads(cache.read_text()))
+    binary = tmp_path / "bin" / "ptxas"
+    _fake_ptxas(binary, "13.2.51", CU13_ARCHS)
+    binary.write_bytes(b"\x7fELF" + binary.read_bytes()[2:])
+    assert cuda_tools._is_script(str(script)) and not cuda_tools._is_script(str(binary))
+    assert cuda_tools._is_script(str(tmp_path / "missing"))  # unreadable: as careful as a script
