@@ -239,6 +239,15 @@ _CMP_TOKEN = {**{k: re.escape(v) for k, v in _CMP_TEXT.items()},
 _BIN_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
+_MEMOIZERS = {"lru_cache", "cache", "cached_property"}
+
+
+def _decorator_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
 class Mutator(ast.NodeTransformer):
     """Visits mutation sites in a fixed order; mutates the ``target``-th one (or none: -1).
 
@@ -282,11 +291,15 @@ class Mutator(ast.NodeTransformer):
     def visit_FunctionDef(self, node):
         node.decorator_list = [self.visit(d) for d in node.decorator_list]
         node.args = self.visit(node.args)
-        self._depth += 1
+        # A memoized function's body runs once per process, under whichever test called it
+        # first: the tests that rely on its result are not the ones that ran it. Such a body
+        # counts as import time.
+        step = 0 if any(_decorator_name(d) in _MEMOIZERS for d in node.decorator_list) else 1
+        self._depth += step
         try:
             return self._body(node)
         finally:
-            self._depth -= 1
+            self._depth -= step
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -826,9 +839,10 @@ def main() -> int:
                     help="run the whole suite once under coverage (needs the coverage package) and write FILE: "
                          "which tests run each line; nothing else is done")
     ap.add_argument("--covmap", type=Path, metavar="FILE",
-                    help="a --build-covmap FILE of this tree: a mutant inside a function runs exactly the tests "
-                         "that run its line (none: survived unrun) instead of its mapped files and the rest of "
-                         "the suite; a mutant at import time, or in a module changed since, runs as without it")
+                    help="a --build-covmap FILE of this tree: a mutant inside a function that its mapped files "
+                         "miss runs the other tests that run its line instead of the rest of the suite (none: "
+                         "survived); one at import time or in a memoized function, or in a module changed since, "
+                         "runs as without it")
     args = ap.parse_args()
     if args.build_covmap:
         return build_covmap(args.build_covmap, args.whole_suite_timeout)
@@ -874,10 +888,10 @@ def main() -> int:
         # baseline runs once (files are shared between modules), the jobs' worth at a time.
         import concurrent.futures as cf
 
-        # With a covmap, a site inside a function runs the tests that run its line; the others
-        # (None) their mapped files, as without one.
+        # With a covmap, a site inside a function that its mapped files miss then runs the other
+        # tests that run its line; the others (None) the rest of the suite, as without one.
         cover = {(m, i): covmap.covering(m, i, copies[0]) if covmap else None for m, i, *_ in chosen}
-        files = sorted({f for m, i, *_ in chosen if cover[(m, i)] is None for f in tests[m]})
+        files = sorted({f for m, *_ in chosen for f in tests[m]})
 
         def base_one(name: str) -> tuple[str, list[str] | None, float]:
             started = time.monotonic()
@@ -892,13 +906,13 @@ def main() -> int:
                       flush=True)
         deselect: dict[tuple[str, ...], list[str] | None] = {}
         limit: dict[tuple[str, ...], float] = {}
-        for key in {tuple(tests[m]) for m, i, *_ in chosen if cover[(m, i)] is None}:
+        for key in {tuple(tests[m]) for m, *_ in chosen}:
             runs = [base[t][0] for t in key]
             deselect[key] = None if any(r is None for r in runs) else sorted({f for r in runs for f in r})
             # A mutant that makes these tests hang is killed at a few times their normal run, not
             # after the full --timeout (the machine may be loaded: generous factor and floor).
             limit[key] = min(args.timeout, max(120.0, 5 * sum(base[t][1] for t in key)))
-        skipped = [c for c in chosen if cover[c[:2]] is None and deselect[tuple(tests[c[0]])] is None]
+        skipped = [c for c in chosen if deselect[tuple(tests[c[0]])] is None]
         chosen = [c for c in chosen if c not in skipped]
 
         # Keys now, from the unmutated copy: mutants are written into the copies below.
@@ -913,13 +927,6 @@ def main() -> int:
             original = target.read_text()
             source, applied = mutant_source(target, i)
             started = time.monotonic()
-            ids = cover[(mod, i)]
-            if ids == []:
-                return k, mutant, "unexecuted", 0.0, "no test runs this line"
-            if ids is not None:
-                status, by = confirm(copies[job], target, source, original, [], covmap.limit(ids, args.timeout),
-                                     select=ids, timeout_kills=True)
-                return k, mutant, status, time.monotonic() - started, f"{len(ids)} tests run it; {by}"
             target.write_text(source)
             try:
                 status, _, _ = run_tests(copies[job], tests[mod], limit[tuple(tests[mod])],
@@ -927,7 +934,18 @@ def main() -> int:
             finally:
                 target.write_text(original)
             by = ""
-            if status == "passed" and args.whole_suite:
+            ids = cover[(mod, i)]
+            if status == "passed" and ids is not None:
+                # Its mapped files pass: the other tests that run its line (their own limit: a
+                # hang there is the mutant's too).
+                rest = [t for t in ids if t.split("::")[0].removeprefix("tests/") not in tests[mod]]
+                if not rest:
+                    return k, mutant, "unexecuted" if not ids else "passed", time.monotonic() - started, \
+                        "no test runs this line" if not ids else "no test outside its mapped files runs this line"
+                status, by = confirm(copies[job], target, source, original, [], covmap.limit(rest, args.timeout),
+                                     select=rest, timeout_kills=True)
+                by = f"{len(rest)} more tests run it; {by}"
+            elif status == "passed" and args.whole_suite:
                 status, by = confirm(copies[job], target, source, original, tests[mod], args.whole_suite_timeout)
             return k, mutant, status, time.monotonic() - started, by
 

@@ -160,6 +160,14 @@ def test_a_site_knows_whether_it_runs_at_import_or_when_called(tmp_path):
     got = {what: call for (line, what), call in zip(m.sites, m.in_call)}
     assert got == {"1 -> 2": False, "2 -> 3": False, "3 -> 4": False, "4 -> 5": True, "Add -> Sub": True,
                    "return None": True, "5 -> 6": False, "6 -> 7": True}
+    # A memoized body runs once per process, for whichever test came first: as at import.
+    src.write_text("import functools\n\n\n@functools.lru_cache(maxsize=None)\ndef f():\n    return 1\n\n\n"
+                   "@cache\ndef g():\n    return 2\n\n\ndef h():\n    return 3\n")
+    m = mutation.Mutator()
+    m.visit(ast.parse(src.read_text()))
+    assert [(what, call) for (line, what), call in zip(m.sites, m.in_call)] == [
+        ("1 -> 2", False), ("return None", False), ("2 -> 3", False), ("return None", False),
+        ("3 -> 4", True), ("return None", True)]
 
 
 def test_a_site_in_a_statement_over_several_lines_is_known_by_its_first():

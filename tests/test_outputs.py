@@ -118,6 +118,25 @@ def test_a_directory_is_one_error_line(cli, tmp_path):
                           contains=f"error: {tmp_path}: is a directory; expected an output file name")
 
 
+def test_no_room_for_the_temp_file_is_the_oss_reason(tmp_path, monkeypatch):
+    """The temp file cannot be made (a full disk): the OS's reason, without errno's decoration,
+    and nothing written."""
+    import errno
+    import tempfile
+
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    with pytest.raises(DriverError) as e:
+        outputs.write_atomic(tmp_path / "out.mlir", "x")
+    assert (e.value.file, e.value.message) == (str(tmp_path / "out.mlir"), "cannot write: No space left on device")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_regular_file_is_replaced_atomically(cli, tmp_path):
     want = _expected(cli, tmp_path)
     out = tmp_path / "out.mlir"
