@@ -831,3 +831,28 @@ def test_launched_computations_follow_control_flow_once_and_skip_missing_ids():
     comps[2].instructions.add(name="c", opcode="call", called_computation_ids=[4, 3])
     comps[3].instructions.add(name="c2", opcode="call", called_computation_ids=[4])
     assert _scheduled(m, {c.id: c for c in m.computations}) == {1, 2, 3, 4}
+
+
+@pytest.mark.parametrize("sm", ["sm_75", "sm_90a", "sm_100a", "sm_120"])
+def test_elf_sm_reads_both_elf_abi_versions(sm, tmp_path):
+    """ptxas puts the SM in e_flags' low byte up to sm_90a (ELF ABI 7), in the next byte from
+    sm_100 (ABI 8): elf_sm reads each cubin as ptxas wrote it."""
+    import subprocess
+
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(f".version 8.7\n.target {sm}\n.address_size 64\n\n.visible .entry k()\n{{\n  ret;\n}}\n")
+    out = tmp_path / "k.cubin"
+    subprocess.run([cuda_tools.ptxas().path, "-arch", sm, str(ptx), "-o", str(out)], check=True)
+    data = out.read_bytes()
+    number = int(sm[3:].rstrip("a"))
+    assert data[8] == (8 if number >= 100 else 7)  # EI_ABIVERSION
+    assert cuda_binaries.elf_sm(data) == number
+    from mlirhlo_driver.errors import StageError
+
+    with pytest.raises(StageError, match="ELF e_machine is 62, not EM_CUDA"):
+        cuda_binaries.elf_sm(data[:0x12] + (62).to_bytes(2, "little") + data[0x14:])
+    with pytest.raises(StageError, match="not a 64-bit little-endian ELF file"):
+        cuda_binaries.elf_sm(data[:4] + b"\x01" + data[5:])

@@ -259,6 +259,15 @@ def test_alias_scope_domain_flag_compiles(optimize):
     assert ".entry k(" in out and "ld.global" in out
 
 
+def test_every_llvm_opt_level_and_no_other():
+    for level in (0, 1, 2, 3):
+        assert ".entry k(" in ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", opt_level=level, assemble=False)
+    for level in (-1, 4):
+        with pytest.raises(InputError) as ei:
+            ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", opt_level=level)
+        assert ei.value.message == f"opt_level must be 0, 1, 2 or 3, got {level}"
+
+
 # An overloaded intrinsic (jaxlib 0.12's XLA calls stmatrix with its .p3 suffix): LLVM names
 # it without the suffix when it cannot select it, and the error still finds the call.
 OVERLOADED_SM90_IR = """\
