@@ -223,6 +223,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False).print(table)",
      "False -> True"):
         "highlight only adds styles, and no_color=True drops every style from the text",
+    ("batch/diff.py", 'width = max([len(_kernel_name(x["kernel"], x["launch"])) for x in k["only_a"] + k["only_b"]] + [0])',
+     "0 -> 1"):
+        "the default width is taken only when no kernel is on one side only, and then no row is padded to it",
 }
 
 _SWAP_CMP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,

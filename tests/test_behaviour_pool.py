@@ -232,6 +232,25 @@ def test_worker_call_without_a_timeout(tmp_path):
         w.close()
 
 
+def test_a_worker_removes_only_its_own_log_folder_and_never_fails_to(tmp_path):
+    """Without a log_dir a worker makes its own and removes it at close, even when something
+    (a /tmp cleaner) took it first; a given log_dir stays."""
+    import shutil
+
+    own = pool.Worker(FN, str(tmp_path))
+    assert own.call(("ok", 1), timeout=TIMEOUT)[0] == 1
+    folder = own.log_dir
+    shutil.rmtree(folder)
+    own.close()
+    assert not os.path.exists(folder)
+    given = tmp_path / "logs"
+    given.mkdir()
+    w = pool.Worker(FN, str(tmp_path), log_dir=str(given))
+    assert w.call(("ok", 2), timeout=TIMEOUT)[0] == 2
+    w.close()
+    assert given.is_dir()
+
+
 # --------------------------------------------------- run's rows (run_pool), from the pool
 
 def test_run_rows_in_order_whatever_the_workers_did(tmp_path, monkeypatch):

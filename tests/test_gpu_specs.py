@@ -662,3 +662,29 @@ def test_the_plugins_toolkit_replaces_the_specs_cuda_and_cudnn_versions():
         assert info.dnn_version == "9.10.1"
     assert specs._follow_plugin_toolkit(msg, {"cuda": "13.0.2", "cudnn": "9.10.1"}) is False
     assert specs._follow_plugin_toolkit(msg, {}) is False
+
+
+@pytest.mark.parametrize("spec, reserved, blocks", [("a100_sxm_80", 1024, 32), ("v100", None, 32), ("l4", 1024, 24), ("t4", None, 16)])
+def test_fields_xla_reads_since_0_12_are_filled_from_the_compute_capability(spec, reserved, blocks):
+    """A spec written before jaxlib 0.12 lacks what a GPU now reports (reserved shared memory per
+    block from CC 8.0, the blocks per SM): filled from the CC, where XLA's schema has the field;
+    a value the spec gives is kept."""
+    from google.protobuf import text_format
+
+    from mlirhlo_driver.cuda import specs
+    from mlirhlo_driver.ir import protos
+
+    cls = protos.message_class("stream_executor.GpuTargetConfigProto")
+    fields = cls().gpu_device_info.DESCRIPTOR.fields_by_name
+    text = (Path(specs.__file__).parent.parent / "gpu_specs" / f"{spec}.txtpb").read_text()
+    assert "max_blocks_per_multiprocessor" not in text
+    fitted = specs._fitted_for_xla(text, ())
+    info = text_format.Parse(fitted, cls(), descriptor_pool=protos.pool()).gpu_device_info
+    if "max_blocks_per_multiprocessor" in fields:
+        assert info.max_blocks_per_multiprocessor == blocks
+    if "reserved_shared_memory_per_block" in fields:
+        assert info.reserved_shared_memory_per_block == (reserved or 0)
+    kept = text.replace("gpu_device_info {", "gpu_device_info {\n  max_blocks_per_multiprocessor: 7", 1)
+    again = text_format.Parse(specs._fitted_for_xla(kept, ()), cls(), descriptor_pool=protos.pool())
+    if "max_blocks_per_multiprocessor" in fields:
+        assert again.gpu_device_info.max_blocks_per_multiprocessor == 7
