@@ -642,3 +642,32 @@ def test_every_protobuf_scalar_type_has_its_flag_kind():
                            F.TYPE_UINT32, F.TYPE_SFIXED32, F.TYPE_SFIXED64, F.TYPE_SINT32, F.TYPE_SINT64), "int")
     assert {t: _SCALAR_KIND.get(t, "str") for t in [*want, F.TYPE_BYTES]} == want | {F.TYPE_BYTES: "str"}
     assert set(_SCALAR_KIND) == set(want)
+
+
+def test_only_a_compile_error_about_autotuning_blames_the_autotune_file(monkeypatch, tmp_path):
+    """With --autotune-results given, XLA's error names the file only when it is about
+    autotuning; any other compile error stays XLA's own."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.errors import CompileError, FlagError
+    from mlirhlo_driver.xla import backend
+
+    results = tmp_path / "autotune.pbtxt"
+    message = []
+
+    def failing(*args, **kwargs):
+        raise CompileError(message[0])
+
+    monkeypatch.setattr(_jaxlib, "compile_executable", failing)
+    options = SimpleNamespace(platform="cpu", gpu_spec=None,
+                              xla_flags=(("xla_gpu_load_autotune_results_from", str(results)),))
+    message[:] = ["INVALID_ARGUMENT: Failed to load autotune results"]
+    with pytest.raises(FlagError) as e:
+        backend.compile_module(None, "m", options)
+    assert (e.value.file, e.value.message) == (str(results), "malformed autotune results (not an AutotuneResults "
+                                                             "textproto)")
+    message[:] = ["INTERNAL: the module has no entry computation"]
+    with pytest.raises(CompileError) as e:
+        backend.compile_module(None, "m", options)
+    assert type(e.value) is CompileError and e.value.message == message[0]
