@@ -281,6 +281,26 @@ def test_cuda_without_gpu_is_a_clear_error(cli):
     assert "--platform cuda needs an NVIDIA GPU" in line
 
 
+def test_cuda_devices_are_what_the_plugin_finds(monkeypatch):
+    """Without a GPU here, the plugin's client is stood in for: the devices it lists are
+    returned as they are; none is a NoGpu of its own, not an empty list to run on."""
+    from types import SimpleNamespace
+
+    from jax._src.lib import xla_client
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.errors import NoGpu
+
+    found: list = []
+    monkeypatch.setattr(xla_client, "make_c_api_client",
+                        lambda *a, **k: SimpleNamespace(devices=lambda: list(found)))
+    with pytest.raises(NoGpu) as e:
+        _jaxlib.cuda_devices()
+    assert e.value.message.endswith(" needs an NVIDIA GPU; the CUDA plugin found none")
+    found[:] = ["gpu0", "gpu1"]
+    assert _jaxlib.cuda_devices() == ["gpu0", "gpu1"]
+
+
 @pytest.mark.gpu
 def test_cuda_run_matches_cpu(cli):
     from mlirhlo_driver._native import jaxlib as _jaxlib
