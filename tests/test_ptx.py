@@ -259,6 +259,26 @@ def test_alias_scope_domain_flag_compiles(optimize):
     assert ".entry k(" in out and "ld.global" in out
 
 
+@pytest.mark.parametrize("spelling", [86, "86", "8.6", " +ptx86 ", "PTX86", "ptx8.6"])
+def test_every_ptx_version_spelling_reaches_the_ptx_header(spelling):
+    out = ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_80", ptx_version=spelling, assemble=False)
+    assert re.search(r"^\.version (\S+)", out, re.M).group(1) == "8.6"
+
+
+def test_a_ptx_version_llvm_lacks_or_below_the_arch_is_refused():
+    for bad in ("8.9", "89", "ptx", "x", 0):
+        with pytest.raises(InputError) as ei:
+            ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_80", ptx_version=bad)
+        assert ei.value.message == f"unsupported PTX ISA version '{bad}'"
+        assert ei.value.hint.startswith("supported: 3.2, 4.0, 4.1,") and ei.value.hint.endswith(", 8.8, 9.0")
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", ptx_version="7.8")
+    assert ei.value.message == "sm_90a needs PTX ISA 8.0 or newer, got 7.8"
+    # The lowest the arch takes is taken.
+    out = ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", ptx_version=80, assemble=False)
+    assert re.search(r"^\.version (\S+)", out, re.M).group(1) == "8.0"
+
+
 def test_every_llvm_opt_level_and_no_other():
     for level in (0, 1, 2, 3):
         assert ".entry k(" in ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", opt_level=level, assemble=False)
