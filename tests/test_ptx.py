@@ -142,6 +142,8 @@ def test_normalize_leaves_alone(line):
     ("float", "9.999940e-41", "0x37A16C2000000000"),
     ("float", "5.724980e-03", None),
     ("float", "3.402823e+38", None),
+    ("float", "1.999999990e+00", "0x4000000000000000"),   # rounds up into the next binade
+    ("float", "-1.999999990e+00", "0xC000000000000000"),
     ("double", "1.000000e-01", "0x3FB999999999999A"),
 ])
 def test_decimal_rounding_is_bit_exact(ty, decimal, expected):
@@ -178,6 +180,15 @@ def test_decimal_rounding_is_bit_exact(ty, decimal, expected):
     ("double", 64, "f0x3FF0000000000001", 0x3FF0000000000001),
     ("fp128", 128, "1.000000e-01", 0x3FFB999999999999999999999999999A),
     ("x86_fp80", 80, "-qnan", 0xFFFFC000000000000000),
+    # sNaN without a payload: APFloat's default, the quiet bit's neighbour
+    ("float", 32, "+snan", 0x7FA00000),
+    ("half", 16, "-snan", 0xFD00),
+    ("double", 64, "+snan", 0x7FF4000000000000),
+    # raw subnormals and signed zeros, carried into the double form exactly
+    ("float", 32, "f0x00000001", 0x00000001),
+    ("float", 32, "f0x80400000", 0x80400000),
+    ("float", 32, "f0x80000000", 0x80000000),
+    ("half", 16, "f0x0001", 0x0001),
 ])
 def test_special_and_raw_forms_are_bit_exact(ty, width, new, bits):
     classic = _norm(f"{ty} {new}").split()[1]
