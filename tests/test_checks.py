@@ -674,6 +674,18 @@ def test_run_and_opt_report_where_the_checked_values_came_from(cli, tmp_path):
     assert_one_line_error(cli("opt", files[0], "--fold-constants"), contains="needs --platform cpu|cuda")
 
 
+def test_the_parenthesized_spelling_takes_one_type_or_one_per_operand():
+    """IREE's ``check.expect_eq(%a, %b) : T[, T2]``: a second type is the expected operand's."""
+    src = ("func.func @f(%a: tensor<2xf32>, %b: tensor<2xf64>) {\n"
+           "  check.expect_eq(%a, %b) : tensor<2xf32>, tensor<2xf64>\n"
+           "  check.expect_eq(%a, %a) : tensor<2xf32>\n  return\n}\n")
+    lines = checks.preprocess_check_ops(src, "t.mlir").splitlines()
+    assert lines[1] == ("  stablehlo.custom_call @check.expect_eq(%a, %b) {has_side_effect = true} : "
+                        "(tensor<2xf32>, tensor<2xf64>) -> ()")
+    assert lines[2] == ("  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : "
+                        "(tensor<2xf32>, tensor<2xf32>) -> ()")
+
+
 def test_symbol_references_named_check_are_not_check_ops():
     """A generic-form check op is found; '@"check.helper"' (a callee's quoted name, with or
     without a space after the '@') and a commented-out op are not."""
