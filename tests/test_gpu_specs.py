@@ -688,3 +688,23 @@ def test_fields_xla_reads_since_0_12_are_filled_from_the_compute_capability(spec
     again = text_format.Parse(specs._fitted_for_xla(kept, ()), cls(), descriptor_pool=protos.pool())
     if "max_blocks_per_multiprocessor" in fields:
         assert again.gpu_device_info.max_blocks_per_multiprocessor == 7
+
+
+@pytest.mark.parametrize("cudart, cudnn, want", [
+    (12090, 90800, ("12.9.0", "9.8.0")),
+    (13000, 91002, ("13.0.0", "9.10.2")),
+    (13020, 100101, ("13.2.0", "10.1.1")),
+])
+def test_plugin_build_versions_are_dotted_as_nvidia_numbers_them(cudart, cudnn, want, monkeypatch):
+    """CUDART_VERSION is 1000 * major + 10 * minor, CUDNN_VERSION 10000 * major + 100 * minor +
+    patch (cuDNN 9): each read as a dotted version, whatever plugin reports them."""
+    import sys
+    import types
+
+    name = f"fake_cuda_plugin_{cudart}_{cudnn}"
+    versions = types.ModuleType(f"{name}._versions")
+    versions.cuda_runtime_build_version = lambda: cudart
+    versions.cudnn_build_version = lambda: cudnn
+    monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, f"{name}._versions", versions)
+    assert _jaxlib._build_versions(name) == (("cuda", want[0]), ("cudnn", want[1]))
