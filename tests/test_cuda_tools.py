@@ -654,3 +654,18 @@ def test_a_ptxas_wrapper_script_is_probed_every_time_and_a_binary_once(tmp_path,
     binary.write_bytes(b"\x7fELF" + binary.read_bytes()[2:])
     assert cuda_tools._is_script(str(script)) and not cuda_tools._is_script(str(binary))
     assert cuda_tools._is_script(str(tmp_path / "missing"))  # unreadable: as careful as a script
+
+
+def test_the_version_lists_the_other_ptxas_found_once_per_version(fake_pip, monkeypatch, tmp_path):
+    """--version names the ptxas in use, then each other version found; a second copy of the one
+    in use (same version, elsewhere) is not news."""
+    from mlirhlo_driver import targets
+
+    _use_plugin(monkeypatch, 12)
+    copy = tmp_path / "on-path" / "ptxas"
+    _fake_ptxas(copy, "12.9.86", CU12_ARCHS)
+    monkeypatch.setenv("PATH", str(copy.parent))
+    cuda_tools._probe.cache_clear()
+    used, others, why = targets.ptxas_in_use()
+    assert (used.version, used.path, why) == ((12, 9, 86), str(fake_pip / "cuda_nvcc" / "bin" / "ptxas"), "")
+    assert [(p.version, p.path) for p in others] == [((13, 5, 37), str(fake_pip / "cu13" / "bin" / "ptxas"))]

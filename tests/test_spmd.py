@@ -263,6 +263,17 @@ def test_bad_modules_are_one_line_errors(args, message):
     assert proc.stdout == ""
 
 
+def test_a_one_device_shardy_mesh_runs_on_any_partition_count(tmp_path):
+    """A mesh whose axes are all of size 1 shards nothing: every partition holds it all, so
+    it is no mismatch with --num-partitions (a bigger mesh is: see above)."""
+    text = (DATA / "sharded_matmul.mlir").read_text()
+    one = tmp_path / "one_device_mesh.mlir"
+    one.write_text(text.replace('"x"=4', '"x"=1').replace("size = 4 : i64", "size = 1 : i64")
+                   .replace("num_partitions = 4", "num_partitions = 2"))
+    stdout = ok(spmd(one, "--num-partitions", "2"))
+    assert stdout.startswith("one_device_mesh: OK\n") and "parameter 0 arg0 float32[8, 16]: {replicated}" in stdout
+
+
 # ------------------------------------------------------- several processes
 
 def test_mlp_step_across_two_local_processes(tmp_path):
