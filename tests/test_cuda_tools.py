@@ -156,6 +156,13 @@ def test_translate_xla_reports():
     err = cuda_tools.translate_xla_error("INTERNAL: libdevice not found at ./libdevice.10.bc")
     assert err is not None and "libdevice" in err.message
     assert cuda_tools.translate_xla_error("some other failure") is None
+    # XLA's "ptxas too old" (its ptxas cannot target the GPU): the spec's sm, and the data dir given.
+    old = "UNIMPLEMENTED: ptxas ptxas too old. Falling back to the driver to compile."
+    err = cuda_tools.translate_xla_error(old, sm="sm_100a", data_dir="/opt/cuda-12.4")
+    assert err.message == "ptxas cannot target sm_100a (XLA: ptxas too old) (xla_gpu_cuda_data_dir=/opt/cuda-12.4)"
+    assert err.hint == cuda_tools.fix_hint()
+    err = cuda_tools.translate_xla_error("", native_log="W asm_compiler.cc] /usr/bin/ptxas too old.")
+    assert err.message == "/usr/bin/ptxas cannot target this GPU (XLA: ptxas too old)"
 
 
 # ------------------------------------- pip's tools follow the plugin's CUDA major
