@@ -226,6 +226,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("batch/diff.py", 'width = max([len(_kernel_name(x["kernel"], x["launch"])) for x in k["only_a"] + k["only_b"]] + [0])',
      "0 -> 1"):
         "the default width is taken only when no kernel is on one side only, and then no row is padded to it",
+    ("ir/hlo_proto.py", "if _last_sniff is not None and _last_sniff[0] == buf:  # detect_format, then the loader",
+     "0 -> 1"):
+        "a memo of the last sniff: comparing the bytes with the cached answer (a str or None) never "
+        "matches, so the sniff is done again and gives the same answer, only later",
+    ("execute/run.py", "got, _, _ = run_xla(probe, arrays, options.platform, 1, options.xla_flags)", "1 -> 2"):
+        "the bisect probe's iteration count: a second run of the same executable on the same inputs gives "
+        "the same outputs, and its times are discarded",
 }
 
 _SWAP_CMP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
