@@ -65,6 +65,10 @@ def hung_init(context):
         time.sleep(600)
 
 
+def dying_init(context):
+    os._exit(4)
+
+
 def module_task(context, task):
     """run_pool's task, misbehaving as its module's name says; a report-like row (execute/run.py's
     ModuleReport would make the worker import numpy)."""
@@ -205,6 +209,20 @@ def test_a_worker_that_never_starts_times_out(tmp_path, monkeypatch):
                           init="behaviour_pool_tasks:hung_init"))
     assert [rows[i].status for i in (0, 1)] == ["timeout", "timeout"]
     assert rows[0].message == "the worker did not start within 1 s"
+
+
+def test_a_worker_that_dies_while_starting_is_a_crash_not_a_wait(tmp_path):
+    """Its init ends the process: each task it was given is a crashed row at once (workers are
+    replaced while tasks are left), and the cluster's Worker.call says the same."""
+    rows = dict(pool.imap(FN, str(tmp_path), [("ok", 0), ("ok", 1)], jobs=1, timeout=30,
+                          init="behaviour_pool_tasks:dying_init"))
+    assert [rows[i].status for i in (0, 1)] == ["crashed", "crashed"]
+    w = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:dying_init")
+    try:
+        lost = w.call(("ok", 2), timeout=30)
+    finally:
+        w.close()
+    assert lost.status == "crashed" and lost.message == rows[0].message, (lost, rows[0])
 
 
 def test_worker_call_as_the_cluster_uses_it(tmp_path):
