@@ -364,6 +364,7 @@ def test_ctrl_c_stops_bench_pipeline(passes):
     text = err.decode(errors="replace")
     assert "Traceback" not in text
     assert "===---" not in text and "Execution time report" not in text  # MLIR's raw timing report
+    assert text.splitlines()[-1:] == ["error: interrupted"] and text.count("error: interrupted") == 1, text
     assert out == b""
 
 

@@ -707,3 +707,23 @@ def test_one_output_of_a_many_part_stage():
         single_output(per_module, {"m1": b"1", "m2": b"2"})
     with pytest.raises(StageError, match="has nothing to give"):
         single_output(per_module, {})
+
+
+def test_a_registry_keeps_stages_in_the_order_added_and_each_name_once():
+    """What a user's add_stages(stages) relies on: add returns the stage it registered, a
+    second stage of a name is refused, and each platform sees its own stages in order."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.stages.base import MLIR, XLA, Registry, Stage
+
+    reg = Registry()
+    text = reg.add(Stage("text", "txt", MLIR, False, "the module", lambda req: ""))
+    assert reg.add(Stage("gpu-only", "g", XLA, False, "cuda", lambda req: "", frozenset({"cuda"}))) \
+        is reg.stages["gpu-only"]
+    assert text is reg.stages["text"]
+    with pytest.raises(ValueError, match="stage 'text' registered twice"):
+        reg.add(Stage("text", "t2", MLIR, False, "again", lambda req: ""))
+    assert [s.name for s in reg.available(None)] == ["text"]
+    assert [s.name for s in reg.available("cuda")] == ["text", "gpu-only"]
+    assert [s.name for s in reg.available("cpu")] == ["text"]
+    with pytest.raises(StageError, match="stage 'gpu-only' does not exist for"):
+        reg.get("gpu-only", "cpu")

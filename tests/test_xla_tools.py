@@ -587,6 +587,18 @@ def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):
     assert r.err == "error: da.pbtxt: device_assignment is 1 replicas x 3 computations; the run has 1 x 2\n"
 
 
+@pytest.mark.parametrize("field", ['xla_disable_hlo_passes: "algsimp"', "xla_gpu_disable_async_collectives: ALLREDUCE"])
+def test_execution_options_with_a_list_field_is_refused(tool, work, field):
+    """A repeated DebugOptions field (strings or enums) cannot be a per-compile flag: one line
+    naming it, not a list handed to jaxlib."""
+    (work / "lists.pbtxt").write_text(f"debug_options {{\n  {field}\n}}\n")
+    r = tool("multihost_hlo_runner --execution_options_path=lists.pbtxt "
+             "dump/module_0002.jit_rowsum.before_optimizations.txt")
+    name = field.split(":")[0]
+    assert (r.code, r.err) == (2, f"error: lists.pbtxt: debug_options.{name}: list and message fields cannot be "
+                                  "passed to a jaxlib compile (per-compile options take scalars)\n")
+
+
 @pytest.mark.parametrize("entry_id", [0, 7])
 def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
     """A proto may leave entry_computation_id unset (0): the entry is then the computation
