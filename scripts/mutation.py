@@ -233,6 +233,9 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("execute/run.py", "got, _, _ = run_xla(probe, arrays, options.platform, 1, options.xla_flags)", "1 -> 2"):
         "the bisect probe's iteration count: a second run of the same executable on the same inputs gives "
         "the same outputs, and its times are discarded",
+    ("cuda/specs.py", 'before = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""', "Lt -> LtE"):
+        "the line is ParseError.GetLine(), which text_format reports 1-based (its tokenizer's line + 1): "
+        "never 0, so '0 <= line' admits nothing more",
 }
 
 _SWAP_CMP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
