@@ -674,6 +674,23 @@ def test_run_and_opt_report_where_the_checked_values_came_from(cli, tmp_path):
     assert_one_line_error(cli("opt", files[0], "--fold-constants"), contains="needs --platform cpu|cuda")
 
 
+@pytest.mark.parametrize("op, message", [
+    ('"check.expect_eq"(%a) : (tensor<2xf32>) -> ()', "expected 2 operands, found 1"),
+    ('"check.expect_eq"(%a, %a) : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> ()',
+     "expected 2 operand types, found 3"),
+    ('"check.expect_eq_const"(%a, %a) {value = dense<1.0> : tensor<2xf32>} : (tensor<2xf32>, tensor<2xf32>) -> ()',
+     "expected 1 operand, found 2"),
+    ('"check.expect_eq_const"(%a) {value = dense<1.0> : tensor<2xf32>} : (tensor<2xf32>, tensor<2xf32>) -> ()',
+     "expected 1 operand type, found 2"),
+])
+def test_a_generic_check_op_with_the_wrong_arity_says_which_part(op, message):
+    src = f"func.func @f(%a: tensor<2xf32>) {{\n  {op}\n  return\n}}\n"
+    with pytest.raises(InputError) as e:
+        checks.preprocess_check_ops(src, "t.mlir")
+    short = op.split('"')[1]
+    assert e.value.format() == f"error: t.mlir:2:3: cannot rewrite {short}: {message}"
+
+
 def test_the_parenthesized_spelling_takes_one_type_or_one_per_operand():
     """IREE's ``check.expect_eq(%a, %b) : T[, T2]``: a second type is the expected operand's."""
     src = ("func.func @f(%a: tensor<2xf32>, %b: tensor<2xf64>) {\n"

@@ -537,8 +537,8 @@ class _Parser:
         opts = self._options(entries)
         want = 1 if short in _CONST_OPS else 2
         if len(operands) != want or len(types) != want:
-            raise self.error(f"expected {want} operand{'s' if want > 1 else ''}, found {len(operands)}",
-                             self.start)
+            what, found = ("operand", len(operands)) if len(operands) != want else ("operand type", len(types))
+            raise self.error(f"expected {want} {what}{'s' if want > 1 else ''}, found {found}", self.start)
         if short in _CONST_OPS:
             if "value" not in entries:
                 raise self.error("missing the 'value' attribute", self.start)
