@@ -236,8 +236,12 @@ def test_bench_pipeline_compares_with_and_without_a_python_pass(cli, tmp_path):
     heads = re.findall(r"^# ([AB]): (.*)  \(2 runs, fresh copy each\)$", both.out, re.M)
     assert [h[0] for h in heads] == ["A", "B"]
     totals = [float(t) for t in re.findall(r"^ *([0-9.]+) +[0-9.]+ +[0-9.]+  Total$", both.out, re.M)]
-    ratio = re.search(r"^# B/A total \(medians, runs interleaved A B A B\): ([0-9.]+)x$", both.out, re.M)
-    assert len(totals) == 2 and ratio and float(ratio.group(1)) == pytest.approx(totals[1] / totals[0], rel=0.05)
+    ratio = re.search(r"^# B/A total \(medians, runs interleaved A B A B\): (.*)$", both.out, re.M)
+    assert len(totals) == 2 and ratio, both.out
+    if totals[0] > 0.01:  # printed to 3 decimals
+        assert float(ratio.group(1).removesuffix("x")) == pytest.approx(totals[1] / totals[0], rel=0.05)
+    elif totals[0] == 0:  # cse alone can be too fast for the timer: no ratio, and no crash
+        assert ratio.group(1) == "none (A's median total is 0 ms)"
 
 
 def test_bench_xla_pipeline_from_dump_timestamps(cli):

@@ -294,11 +294,13 @@ def test_cuda_devices_are_what_the_plugin_finds(monkeypatch):
     found: list = []
     monkeypatch.setattr(xla_client, "make_c_api_client",
                         lambda *a, **k: SimpleNamespace(devices=lambda: list(found)))
+    # The function itself, not its per-process cache: stand-in devices must not outlive the test.
+    cuda_devices = _jaxlib.cuda_devices.__wrapped__
     with pytest.raises(NoGpu) as e:
-        _jaxlib.cuda_devices()
+        cuda_devices()
     assert e.value.message.endswith(" needs an NVIDIA GPU; the CUDA plugin found none")
     found[:] = ["gpu0", "gpu1"]
-    assert _jaxlib.cuda_devices() == ["gpu0", "gpu1"]
+    assert cuda_devices() == ["gpu0", "gpu1"]
 
 
 @pytest.mark.gpu

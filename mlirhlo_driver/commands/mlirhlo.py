@@ -214,10 +214,13 @@ def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None 
         other = compare if compare.startswith(("@", "builtin.module(")) else None
         roots.append(pipeline.resolve(other) if other else pipeline.resolve(passes=compare))
     results = bench.bench_pipelines(program.module, roots, repeats)
+    # B over A; none where A's median is 0 ms (a pipeline too fast for the timer to see).
+    ratio = (results[1].median_total_ms / results[0].median_total_ms
+             if len(results) == 2 and results[0].median_total_ms > 0 else None)
     if json_out:
         payload: dict[str, Any] = {"module": program.name, "runs": [r.to_dict() for r in results]}
         if len(results) == 2:
-            payload["ratio"] = results[1].median_total_ms / results[0].median_total_ms
+            payload["ratio"] = ratio
         return json.dumps(payload, indent=2) + "\n"
     for label, res in zip(("A", "B"), results):
         out.append(f"# {label}: {res.spec}  ({repeats} runs, fresh copy each)")
@@ -228,6 +231,6 @@ def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None 
         out.append(f"{res.median_total_ms:>10.3f}  {min(res.totals_ms):>8.3f}  "
                    f"{max(res.totals_ms):>8.3f}  Total")
     if len(results) == 2:
-        out.append(f"# B/A total (medians, runs interleaved A B A B): "
-                   f"{results[1].median_total_ms / results[0].median_total_ms:.3f}x")
+        out.append("# B/A total (medians, runs interleaved A B A B): "
+                   + (f"{ratio:.3f}x" if ratio is not None else "none (A's median total is 0 ms)"))
     return "\n".join(out) + "\n"
