@@ -108,6 +108,12 @@ def _umask() -> int:
     return mask
 
 
+def dump_number(i: int, count: int) -> str:
+    """``i`` of ``count`` numbered dumps, zero-padded to one width (at least 3 digits), so that
+    sorting their names (``ls``) is their order even past 999."""
+    return f"{i:0{max(3, len(str(count - 1)))}d}"
+
+
 def write_stdout(data: str | bytes) -> None:
     if isinstance(data, bytes):
         if sys.stdout.isatty():

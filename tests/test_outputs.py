@@ -144,3 +144,13 @@ def test_a_regular_file_is_replaced_atomically(cli, tmp_path):
     before = os.stat(out).st_ino
     assert _opt(cli, out).code == 0
     assert out.read_bytes() == want and os.stat(out).st_ino != before  # renamed into place
+
+
+def test_dump_numbers_share_one_width_so_names_sort_in_order():
+    from mlirhlo_driver import outputs
+
+    assert [outputs.dump_number(i, 10) for i in (0, 9)] == ["000", "009"]
+    assert [outputs.dump_number(i, 1000) for i in (0, 999)] == ["000", "999"]
+    assert [outputs.dump_number(i, 1001) for i in (0, 7, 1000)] == ["0000", "0007", "1000"]
+    names = [outputs.dump_number(i, 12345) for i in range(12345)]
+    assert sorted(names) == names and {len(n) for n in names} == {5}

@@ -60,10 +60,12 @@ def test_print_after_all_and_ir_dump_dir(cli, xla_outputs, tmp_path):
     d = tmp_path / "dumps"
     assert cli("ptx", src, "--arch", arch, "--ir-dump-dir", d, "-o", tmp_path / "o2.ptx").code == 0
     files = sorted(p.name for p in d.iterdir())
-    assert len(files) > 10 and files[0].startswith("000-")
-    # One file per pass run, in order, named by the pass: LLVM's names hold <>:, (replaced by _).
-    assert [int(f[:3]) for f in files] == list(range(len(files)))
-    assert all(re.fullmatch(r"\d{3}-[\w.-]+\.ll", f) for f in files), files
+    # One file per pass run, named by the pass (LLVM's names hold <>:, (replaced by _)), numbered
+    # at one width (3 digits, more past 999 passes) so that sorting by name is pass order.
+    width = max(3, len(str(len(files) - 1)))
+    assert len(files) > 10 and files[0].startswith("0" * width + "-")
+    assert [int(f.split("-", 1)[0]) for f in files] == list(range(len(files)))
+    assert all(re.fullmatch(rf"\d{{{width}}}-[\w.-]+\.ll", f) for f in files), files
     # Several modules: each pass's name is led by its module's, cut to 80 characters in all
     # (XLA's kernel names can be long; a file name cannot).
     long = "fused_" + "x" * 90
@@ -72,8 +74,21 @@ def test_print_after_all_and_ir_dump_dir(cli, xla_outputs, tmp_path):
     assert cli("ptx", src, "--arch", arch, "--ir-dump-dir", d2, "-o", tmp_path / "o3.ptx").code == 0
     named = sorted(p.name for p in d2.iterdir())
     assert len(named) == len(files)
-    assert all(re.fullmatch(r"\d{3}-fused_x{74}\.ll", f) for f in named), named[:3]
+    assert all(re.fullmatch(rf"\d{{{width}}}-fused_x{{74}}\.ll", f) for f in named), named[:3]
     assert (tmp_path / "o.ptx").read_text() == (tmp_path / "o2.ptx").read_text()
+
+
+def test_ir_dump_dir_past_a_thousand_passes_sorts_in_pass_order(cli, tmp_path):
+    """Ten small modules run over 1,000 passes: every number gets 4 digits, so `ls` is pass order."""
+    src = tmp_path / "many.ll"
+    src.write_text("".join(f"; ----- m{i} -----\ndefine void @f() {{\n  ret void\n}}\n" for i in range(10)))
+    d = tmp_path / "dumps"
+    assert cli("ptx", src, "--arch", "sm_80", "--no-ptxas", "--ir-dump-dir", d, "-o", tmp_path / "o.ptx").code == 0
+    files = sorted(p.name for p in d.iterdir())
+    assert 1000 < len(files) < 10000
+    assert all(re.fullmatch(r"\d{4}-m\d_[\w.-]+\.ll", f) for f in files), files[:3]
+    assert [int(f[:4]) for f in files] == list(range(len(files)))
+    assert files[0].startswith("0000-m0_") and files[-1].startswith(f"{len(files) - 1}-m9_")
 
 
 def test_ptx_errors(cli, tmp_path):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import outputs
 from .. import registry as stage_registry
 from ..errors import DriverError, InputError, PassFailure, PipelineError
 from ..stages.base import Deferred, StageOptions, single_output
@@ -169,7 +170,7 @@ def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, reque
         text = printed.header() + "\n" + printed.text
         if job.ir_dump_dir:
             safe = printed.pass_name.replace("/", "_").replace(" ", "_")
-            result.files.append((str(Path(job.ir_dump_dir) / stem / f"xla-{i:03d}-{printed.when}-{safe}.hlo"), text))
+            result.files.append((str(Path(job.ir_dump_dir) / stem / f"xla-{outputs.dump_number(i, len(done.printed))}-{printed.when}-{safe}.hlo"), text))
         else:
             err.append(text if text.endswith("\n") else text + "\n")
     if done.calls is not None:
@@ -282,7 +283,7 @@ def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err:
         err.append(run.other_output)
     if job.ir_dump_dir:
         for i, dump in enumerate(run.dumps):
-            name = f"{i:03d}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
+            name = f"{outputs.dump_number(i, len(run.dumps))}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
             result.files.append((str(Path(job.ir_dump_dir) / module_name / name),
                                  dump.header() + "\n" + dump.text))
     else:
@@ -419,8 +420,6 @@ def _results(job: OptJob, tasks: Sequence[OptTask], *, jobs: int, timeout: float
 
 
 def _write(path: str, data: str | bytes) -> None:
-    from .. import outputs
-
     outputs.write_atomic(path, data)
 
 

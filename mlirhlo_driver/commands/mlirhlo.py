@@ -162,7 +162,7 @@ def ptx(input: str, *, arch: str = "sm_90a", opt_level: int = 3, optimize: bool 
     if ir_dump_dir:
         for i, (pass_name, ir) in enumerate(dumps):
             safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
-            outputs.write_atomic(Path(ir_dump_dir) / f"{i:03d}-{safe}.ll", ir)
+            outputs.write_atomic(Path(ir_dump_dir) / f"{outputs.dump_number(i, len(dumps))}-{safe}.ll", ir)
     elif print_after_all:
         for _, ir in dumps:
             sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
