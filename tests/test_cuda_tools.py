@@ -676,3 +676,66 @@ def test_the_version_lists_the_other_ptxas_found_once_per_version(fake_pip, monk
     used, others, why = targets.ptxas_in_use()
     assert (used.version, used.path, why) == ((12, 9, 86), str(fake_pip / "cuda_nvcc" / "bin" / "ptxas"), "")
     assert [(p.version, p.path) for p in others] == [((13, 5, 37), str(fake_pip / "cu13" / "bin" / "ptxas"))]
+
+
+def test_version_lines_for_libdevice_and_each_nvdisasm(monkeypatch):
+    """--version's CUDA tool lines: libdevice, the nvdisasm for the newest arch, and a second
+    nvdisasm line for sm_60/sm_70 only where the ptxas in use targets them (CUDA 12) and a
+    different nvdisasm reads them."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    tool = {"sm_100a": SimpleNamespace(version_str="13.0", path="/new/nvdisasm"),
+            "sm_90a": SimpleNamespace(version_str="13.0", path="/new/nvdisasm"),
+            "sm_70": SimpleNamespace(version_str="12.8", path="/old/nvdisasm")}
+    asked: list[str] = []
+
+    def nvdisasm_for(sm, data_dir=None):
+        asked.append(sm)
+        if sm not in tool:
+            raise ToolchainError(f"no nvdisasm here reads {sm} cubins")
+        return tool[sm]
+
+    monkeypatch.setattr(cuda_binaries, "nvdisasm_for", nvdisasm_for)
+    monkeypatch.setattr(targets, "_user_cuda_dir", lambda: None)
+    monkeypatch.setattr(cuda_tools, "cuda_data_dir", lambda user_dir=None: ("/cuda", "pip"))
+    monkeypatch.setattr(cuda_tools, "libdevice", lambda d=None: f"{d}/nvvm/libdevice/libdevice.10.bc")
+    cuda12 = SimpleNamespace(archs=["sm_70", "sm_90a", "sm_100a"], can_target=lambda sm: True)
+    cuda13 = SimpleNamespace(archs=["sm_75", "sm_100a"], can_target=lambda sm: sm != "sm_70")
+
+    assert targets.cuda_tool_lines(cuda12) == [
+        "libdevice /cuda/nvvm/libdevice/libdevice.10.bc", "nvdisasm 13.0 /new/nvdisasm",
+        "nvdisasm 12.8 /old/nvdisasm (for sm_60/sm_70)"]
+    assert asked == ["sm_100a", "sm_70"]
+    asked.clear()
+    assert targets.cuda_tool_lines(cuda13) == ["libdevice /cuda/nvvm/libdevice/libdevice.10.bc",
+                                               "nvdisasm 13.0 /new/nvdisasm"]
+    assert asked == ["sm_100a"]
+    # No ptxas: the newest arch XLA targets by default; no sm_70 line.
+    assert targets.cuda_tool_lines(None)[1:] == ["nvdisasm 13.0 /new/nvdisasm"]
+    # One nvdisasm reads them all: one line.
+    tool["sm_70"] = tool["sm_100a"]
+    assert targets.cuda_tool_lines(cuda12)[1:] == ["nvdisasm 13.0 /new/nvdisasm"]
+    # None reads sm_70 cubins: say what to install.
+    del tool["sm_70"]
+    assert targets.cuda_tool_lines(cuda12)[2] == \
+        f"nvdisasm for sm_60/sm_70 none ({cuda_binaries.LEGACY_SASS_HINT})"
+    # None reads the newest arch, an old one reads sm_70: both said.
+    tool.clear()
+    tool["sm_70"] = SimpleNamespace(version_str="12.8", path="/old/nvdisasm")
+    assert targets.cuda_tool_lines(cuda12)[1:] == [
+        "nvdisasm none usable: no nvdisasm here reads sm_100a cubins",
+        "nvdisasm 12.8 /old/nvdisasm (for sm_60/sm_70)"]
+    # No libdevice: what to install; the data dir lookup failing falls back to the user's dir.
+    monkeypatch.setattr(cuda_tools, "libdevice", lambda d=None: None)
+    assert targets.cuda_tool_lines(cuda13)[0] == f"libdevice none ({cuda_tools.fix_hint()})"
+    seen: list = []
+    monkeypatch.setattr(targets, "_user_cuda_dir", lambda: "/mine")
+    monkeypatch.setattr(cuda_tools, "libdevice", lambda d=None: seen.append(d))
+
+    def no_dir(user_dir=None):
+        raise ToolchainError("no CUDA data dir")
+
+    monkeypatch.setattr(cuda_tools, "cuda_data_dir", no_dir)
+    targets.cuda_tool_lines(cuda13)
+    assert seen == ["/mine"]

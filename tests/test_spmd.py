@@ -154,6 +154,15 @@ def test_arg_sharding_partitions_an_unsharded_module_with_gspmd(tmp_path):
     assert "parameter 1 w float32[16, 6]: {devices=[4,1]<=[4]}, [4, 6] per device" in stdout
 
 
+def test_a_partly_replicated_sharding_runs(tmp_path):
+    """Tiles over 2 of the 4 devices, each tile on 2 (a REPLICATED subgroup): spmd-run lays it out."""
+    stdout = ok(spmd(MATMUL, "--num-partitions", "4",
+                     "--arg-sharding", "0={devices=[2,1,2]<=[4] last_tile_dim_replicate}"))
+    assert "matmul: OK" in stdout
+    assert "parameter 0 x float32[8, 16]: {devices=[2,1,2]<=[4] last_tile_dim_replicate}, [4, 16] per device" \
+        in stdout
+
+
 def test_a_jax_function_partitioned_from_the_command_line(tmp_path):
     (tmp_path / "model.py").write_text("import jax.numpy as jnp\n\n"
                                        "def f(x, w):\n    return jnp.tanh(x @ w).sum(axis=1)\n")
@@ -248,6 +257,10 @@ def test_usage_errors_are_one_line(cli, args, message):
      "error: --arg-sharding: parameter 0: sharding {devices=[1,4]<=[4]} is for 4 devices, but --num-partitions is 3"),
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[1,1,4]<=[4]"],
      "error: --arg-sharding: parameter 0: sharding {devices=[1,1,4]<=[4]} tiles 3 dimensions"),
+    # Other subgroups than replication are refused before compiling, naming the flag.
+    ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0={devices=[2,1,2]<=[4] last_tile_dims={manual}}"],
+     "error: --arg-sharding: parameter 0: sharding {devices=[2,1,2]<=[4] last_tile_dims={manual}} is not "
+     "supported by spmd-run (tiled, replicated and maximal are)"),
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0={maximal device=5}"],
      "names device 5, but --num-partitions is 4"),
     ([MLP, "--num-partitions", "3"],

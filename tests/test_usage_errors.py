@@ -519,6 +519,23 @@ def test_ctrl_c_in_opt_is_one_error_line(cli, small, monkeypatch):
         assert (r.code, r.err, r.out) == (130, "error: interrupted\n", ""), signalled
 
 
+def test_ctrl_c_a_typer_command_did_not_catch_is_one_error_line(cli, monkeypatch):
+    """typer makes a KeyboardInterrupt that escapes a command a silent exit 130: it is still the
+    one error line, signal or not."""
+    from mlirhlo_driver import listings
+    from mlirhlo_driver._native import interrupts
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(listings, "spec_table", interrupted)
+    for signalled in (True, False):
+        monkeypatch.setattr(interrupts, "received", signalled)
+        monkeypatch.setattr(interrupts, "_reported", False)
+        r = cli("specs", "list")
+        assert (r.code, r.err, r.out) == (130, "error: interrupted\n", ""), signalled
+
+
 INTERRUPTED_MAIN = """
 import sys
 from mlirhlo_driver.cli import mlirhlo as cli

@@ -522,3 +522,22 @@ def test_the_pass_shown_is_the_first_run_that_changed_the_instructions(monkeypat
     assert pass_bisect._around(None, "m", StageOptions(platform="cpu"), "algsimp") == (texts["2"], texts["3"], "q")
     assert pass_bisect._body("ROOT a = f32[] add(x, y)") == "ROOT a = f32[] add(x, y)"
     assert pass_bisect._body(texts["0"]) == pass_bisect._body(texts["1"]) != pass_bisect._body(texts["3"])
+
+
+def test_instrumentation_shows_only_what_it_is_asked(files):
+    """XlaInstrumentation's fields default to showing nothing: timing alone logs the passes and
+    prints no IR (the API's xla_passes() and run's --timing ask for only that); after_change
+    alone prints IR and logs no passes."""
+    from mlirhlo_driver import api
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla import backend, instrument
+
+    assert not instrument.XlaInstrumentation().wanted
+    module = backend.module_for_xla(api.load(str(files / "plain.hlo")).module)
+    options = StageOptions(platform="cpu")
+    timed = instrument.compile(module, "plain", options, instrument.XlaInstrumentation(timing=True))
+    assert timed.calls and timed.printed == []
+    changed = instrument.compile(module, "plain", options, instrument.XlaInstrumentation(after_change=True))
+    assert changed.calls is None
+    assert "algsimp" in [p.pass_name for p in changed.printed]
+    assert {p.when for p in changed.printed} == {"after"}

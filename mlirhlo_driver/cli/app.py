@@ -636,7 +636,9 @@ def run_app(argv: list[str], command: str | None) -> None:
             sys.stderr.write(f"error: {e.format_message()}{hint}\n")
             sys.exit(EXIT_USAGE)
         raise
-    if result == 130 and interrupts.received:
-        interrupts.report()  # typer turns Ctrl-C into a silent exit 130
+    if result == 130:
+        # typer turns a KeyboardInterrupt the command did not catch into a silent exit 130
+        # (commands that report it themselves exit through typer.Exit; report() says it once).
+        interrupts.report()
     sys.exit(result if isinstance(result, int) else 0)
 

@@ -185,6 +185,19 @@ class Layout:
         return f"{self.text}, {list(self.shard_shape)} per device"
 
 
+def _unsupported(sharding: Any) -> bool:
+    """Whether spmd-run cannot lay out values of this (not replicated, not maximal) sharding:
+    manual, unknown or unreduced parts, tuples, or a subgroup other than replication."""
+    return (sharding.is_manual() or sharding.is_unknown() or sharding.is_unreduced()
+            or bool(sharding.tuple_elements())
+            or any(str(t).rsplit(".", 1)[-1] != "REPLICATED" for t in sharding.subgroup_types())
+            or not sharding.is_tiled())
+
+
+def _unsupported_message(what: str, text: str) -> str:
+    return f"{what}: sharding {text} is not supported by spmd-run (tiled, replicated and maximal are)"
+
+
 def layout(sharding: Any, shape: tuple[int, ...], num_partitions: int, *, per_device: bool,
            what: str) -> Layout:
     """The Layout of an HloSharding (None: replicated) for a value of ``shape``.
@@ -201,12 +214,8 @@ def layout(sharding: Any, shape: tuple[int, ...], num_partitions: int, *, per_de
             raise InputError(f"{what}: sharding {text} names device {device}, but there are "
                              f"{num_partitions} partitions")
         return Layout("maximal", shape, shape, device=device, text=text)
-    unsupported = (sharding.is_manual() or sharding.is_unknown() or sharding.is_unreduced()
-                   or bool(sharding.tuple_elements())
-                   or any(str(t).rsplit(".", 1)[-1] != "REPLICATED" for t in sharding.subgroup_types()))
-    if unsupported or not sharding.is_tiled():
-        raise InputError(f"{what}: sharding {text} is not supported by spmd-run "
-                         "(tiled, replicated and maximal are)")
+    if _unsupported(sharding):
+        raise InputError(_unsupported_message(what, text))
     dims = [int(d) for d in sharding.tile_assignment_dimensions()]
     devices = [int(d) for d in sharding.tile_assignment_devices()]
     rank = len(shape)
@@ -307,6 +316,8 @@ def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], 
                 sharding = _jaxlib.hlo_sharding(text)
             except ValueError as e:
                 raise InputError(f"{kind} {i}: malformed sharding '{text}': {e.args[0]}", file=where) from None
+            if from_flag and not (sharding.is_replicated() or sharding.is_maximal()) and _unsupported(sharding):
+                raise InputError(_unsupported_message(f"{kind} {i}", text), file=where)  # named before compiling
             if sharding.tuple_elements() or sharding.is_replicated() or sharding.is_manual() \
                     or sharding.is_unknown():
                 continue
