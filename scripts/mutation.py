@@ -724,6 +724,39 @@ def statement_lines(text: str) -> dict[int, int]:
     return starts
 
 
+def statement_span(text: str, line: int) -> range:
+    """The lines of the innermost statement holding ``line`` (a simple statement, or a compound
+    one's header up to its body)."""
+    best: ast.stmt | None = None
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    if best is None:
+        return range(line, line + 1)
+    body = getattr(best, "body", None)
+    end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > best.lineno \
+        else best.end_lineno or best.lineno
+    return range(best.lineno, max(end, line) + 1)
+
+
+def _unchanged_lines(old: str | None, new: str, span: range) -> dict[int, int] | None:
+    """New line -> old line for the lines of ``span``, when each is unchanged from ``old``
+    (difflib's matching blocks); None when one changed, or there is no old source."""
+    import difflib
+
+    if old is None:
+        return None
+    a, b = old.splitlines(), new.splitlines()
+    moved: dict[int, int] = {}
+    for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            moved[block.b + k + 1] = block.a + k + 1
+    if any(n not in moved for n in span):
+        return None
+    return {n: moved[n] for n in span}
+
+
 def build_covmap(out: Path, timeout: float) -> int:
     """Runs the whole suite once under coverage, each test's lines under its id (in its
     subprocesses too), and writes OUT: per module, its source's hash and, per line, the
@@ -782,8 +815,10 @@ def build_covmap(out: Path, timeout: float) -> int:
                               for t in users.get(c, [] if c.startswith("fixture ") else [c])})
                 if ids:
                     lines[str(line)] = ids
+            text = path.read_text()
+            # The source too: a later edit elsewhere in the module keeps its other lines' tests.
             modules[str(path.relative_to(pkg_root))] = {
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "lines": lines}
+                "sha256": hashlib.sha256(text.encode()).hexdigest(), "lines": lines, "source": text}
         times = json.loads(durations.read_text()) if durations.exists() else {}
         out.write_text(json.dumps({"tests": sorted(tests, key=tests.get), "seconds": times, "modules": modules}))
         print(f"{out}: {len(tests)} tests over {len(modules)} modules", flush=True)
@@ -805,21 +840,27 @@ class Covmap:
 
     def covering(self, mod: str, index: int, base: Path) -> list[str] | None:
         """The ids of the tests that run site ``index`` of ``mod``; [] when no test does; None
-        when the map cannot say: the module changed since the map was built, or the site runs
-        at import (module level, a default, a decorator), which every test relies on."""
+        when the map cannot say: the site's statement changed since the map was built (or the
+        module did, in a map without sources), or the site runs at import (module level, a
+        default, a decorator), which every test relies on. An unchanged statement in an edited
+        module keeps its tests (an edit elsewhere could change who calls it: a rare miss, on
+        the side of a survivor)."""
         path = base / PKG / mod
         entry = self.modules.get(mod)
         text = path.read_text()
         if entry is None:  # no test imported it at all
             return []
-        if entry["sha256"] != hashlib.sha256(text.encode()).hexdigest():
-            return None
         m = Mutator()
         m.visit(ast.parse(text))
         line = m.sites[index][0]
         if not m.in_call[index]:
             return None
         first = statement_lines(text).get(line, line)
+        if entry["sha256"] != hashlib.sha256(text.encode()).hexdigest():
+            moved = _unchanged_lines(entry.get("source"), text, statement_span(text, line))
+            if moved is None:
+                return None
+            first, line = moved.get(first, first), moved.get(line, line)
         ids = set(entry["lines"].get(str(first), [])) | set(entry["lines"].get(str(line), []))
         return [self.tests[i] for i in sorted(ids)]
 

@@ -214,8 +214,24 @@ def test_the_tests_that_run_a_line_judge_its_mutant(tmp_path):
     assert cm.covering("m.py", sites["3 -> 4"], base) == []  # line 8: no test runs it
     (pkg / "other.py").write_text("def g():\n    return 1\n")
     assert cm.covering("other.py", 0, base) == []  # no test imports it
-    (pkg / "m.py").write_text((pkg / "m.py").read_text() + "\n")
+    source = (pkg / "m.py").read_text()
+    (pkg / "m.py").write_text(source + "\n")
     assert cm.covering("m.py", sites["2 -> 3"], base) is None  # changed since the map: it cannot say
+    # A map with the module's source: an edit elsewhere moves the lines, their tests stay.
+    covmap.write_text(json.dumps({"tests": ["tests/test_a.py::t1", "tests/test_a.py::t2"], "seconds": {},
+                                  "modules": {"m.py": {"sha256": sha, "source": source,
+                                                       "lines": {"5": [0, 1], "6": [1]}}}}))
+    cm = mutation.Covmap(covmap)
+    (pkg / "m.py").write_text(source.replace("def f(x):\n", "def f(x):\n    x = abs(x)\n    y = 0\n"))
+    sites = {what: i for i, (_, what) in enumerate(mutation.sites_of(pkg / "m.py"))}
+    assert cm.covering("m.py", sites["negate if condition"], base) == ["tests/test_a.py::t1", "tests/test_a.py::t2"]
+    assert cm.covering("m.py", sites["2 -> 3"], base) == ["tests/test_a.py::t2"]
+    assert cm.covering("m.py", sites["0 -> 1"], base) is None  # the new line: nothing known
+    # The site's own statement edited: it cannot say, even for a line of it left as it was.
+    (pkg / "m.py").write_text(source.replace("return (x +", "return (x *"))
+    sites = {what: i for i, (_, what) in enumerate(mutation.sites_of(pkg / "m.py"))}
+    assert cm.covering("m.py", sites["2 -> 3"], base) is None
+    assert cm.covering("m.py", sites["negate if condition"], base) == ["tests/test_a.py::t1", "tests/test_a.py::t2"]
 
 
 def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monkeypatch):
@@ -250,6 +266,7 @@ def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monk
     assert 10 not in lines
     # A module-scoped fixture runs once, under the first test: its lines are every user's.
     assert lines[14] == ["tests/test_x.py::test_first_user", "tests/test_x.py::test_second_user"]
+    assert raw["modules"]["__init__.py"]["source"] == (tree / mutation.PKG / "__init__.py").read_text()
     assert set(raw["seconds"]) == {"tests/test_x.py::test_in_process", "tests/test_x.py::test_again[a|b]",
                                    "tests/test_x.py::test_in_a_subprocess", "tests/test_x.py::test_first_user",
                                    "tests/test_x.py::test_second_user"}

@@ -580,12 +580,6 @@ def hlo_cost_analysis(protos: list[bytes]) -> list[dict[str, float] | str]:
     return out
 
 
-def hlo_proto_to_dot(proto: bytes) -> str:
-    _hlo = hlo_lib()
-
-    return _hlo.hlo_module_to_dot_graph(_hlo.HloModule.from_serialized_hlo_module_proto(proto))
-
-
 # ----------------------------------------------------------------- XLA clients
 
 def compile_options(*, num_replicas: int = 1, num_partitions: int = 1,

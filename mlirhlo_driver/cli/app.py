@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .._native import interrupts
-from ..errors import EXIT_USAGE, DriverError
+from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, DriverError
 from . import opt as opt_cli
 
 app = typer.Typer(
@@ -482,7 +482,7 @@ def bench_pipeline(
     except KeyboardInterrupt:
         # Caught here: typer would turn it into a silent exit 130.
         interrupts.report()
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 # -------------------------------------------------------------------- specs
@@ -624,7 +624,7 @@ def run_app(argv: list[str], command: str | None) -> None:
         sys.exit(e.exit_code)
     except typer.Abort:
         sys.stderr.write("error: aborted\n")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as e:
         # typer vendors click privately; its usage errors are recognised by shape.
         if type(e).__name__ == "NoArgsIsHelpError":
@@ -636,7 +636,7 @@ def run_app(argv: list[str], command: str | None) -> None:
             sys.stderr.write(f"error: {e.format_message()}{hint}\n")
             sys.exit(EXIT_USAGE)
         raise
-    if result == 130:
+    if result == EXIT_INTERRUPTED:
         # typer turns a KeyboardInterrupt the command did not catch into a silent exit 130
         # (commands that report it themselves exit through typer.Exit; report() says it once).
         interrupts.report()

@@ -14,7 +14,7 @@ from .._native import interrupts
 
 interrupts.install()  # before any parsing: Ctrl-C from here on is one error line, never an abort
 
-from ..errors import EXIT_FAILURE  # noqa: E402
+from ..errors import EXIT_FAILURE, EXIT_INTERRUPTED  # noqa: E402
 
 # Commands that leave nothing running once their outputs are written: the console
 # entry point ends them with os._exit, skipping interpreter teardown (~40 ms, more
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
             _main(argv)
         except KeyboardInterrupt:
             interrupts.report()
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         return
     # A short-lived process: what is imported stays for its whole life, so the
     # collector need not walk it again (gc.freeze), and jaxlib's import would
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         code = e.code
     except KeyboardInterrupt:
         interrupts.report()
-        code = 130
+        code = EXIT_INTERRUPTED
     except BaseException:
         import traceback
 
@@ -121,7 +121,7 @@ def _main(argv: list[str]) -> None:
                 code = opt.main(argv[1:])
             except KeyboardInterrupt:
                 interrupts.report()
-                code = 130
+                code = EXIT_INTERRUPTED
             sys.exit(code)
         from . import app
 

@@ -437,12 +437,6 @@ _lock = threading.RLock()
 _PARSE_ERROR = re.compile(r"<string>:(\d+):(\d+): error: (.*)")
 
 
-@dataclass
-class _Target:
-    cpu: str
-    ptx: int
-
-
 def _llvm():
     import llvmlite.binding as llvm
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .._native import processes
-from ..errors import CompileError, DriverError, InputError, param
+from ..errors import EXIT_INTERRUPTED, CompileError, DriverError, InputError, param
 from ..timing import ms_since
 
 ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
@@ -1151,7 +1151,7 @@ def supervise(cfgs: list[WorkerConfig], *, prefixed: bool,
         from .._native import interrupts
 
         interrupts.report("; stopped every process")
-        return 130
+        return EXIT_INTERRUPTED
     if first_failure is not None and first_failure[1] in (1, 2):
         # A peer's death often makes the others fail at once (a collective's
         # connection resets): give them a moment, and blame the one that died.
