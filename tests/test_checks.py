@@ -691,11 +691,13 @@ def test_a_generic_check_op_with_the_wrong_arity_says_which_part(op, message):
     assert e.value.format() == f"error: t.mlir:2:3: cannot rewrite {short}: {message}"
 
 
-def test_the_parenthesized_spelling_takes_one_type_or_one_per_operand():
-    """IREE's ``check.expect_eq(%a, %b) : T[, T2]``: a second type is the expected operand's."""
+@pytest.mark.parametrize("spelling", ["check.expect_eq({}, {})", "check.expect_eq {}, {}"])
+def test_each_spelling_takes_one_type_or_one_per_operand(spelling):
+    """``check.expect_eq(%a, %b) : T[, T2]`` (IREE's) and ``check.expect_eq %a, %b : T[, T2]``:
+    a second type is the expected operand's (MLIR then checks it against the value's)."""
     src = ("func.func @f(%a: tensor<2xf32>, %b: tensor<2xf64>) {\n"
-           "  check.expect_eq(%a, %b) : tensor<2xf32>, tensor<2xf64>\n"
-           "  check.expect_eq(%a, %a) : tensor<2xf32>\n  return\n}\n")
+           f"  {spelling.format('%a', '%b')} : tensor<2xf32>, tensor<2xf64>\n"
+           f"  {spelling.format('%a', '%a')} : tensor<2xf32>\n  return\n}}\n")
     lines = checks.preprocess_check_ops(src, "t.mlir").splitlines()
     assert lines[1] == ("  stablehlo.custom_call @check.expect_eq(%a, %b) {has_side_effect = true} : "
                         "(tensor<2xf32>, tensor<2xf64>) -> ()")

@@ -487,6 +487,8 @@ class _Parser:
         opts.update(self._optional_attr_dict())
         self.expect(":", "':' and the operands' type")
         type_ = self.type_()
+        if self.accept(","):  # both operands' types, as the parenthesized form allows
+            self.expected_type = self.type_()
         return actual, expected, None, type_, opts
 
     def _parenthesized(self, short: str):
