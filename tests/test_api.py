@@ -152,9 +152,26 @@ def test_load_errors_carry_file_line_and_col(tmp_path):
     assert e.value.format().startswith(f"error: {bad}:2:")
 
 
+FROM_JAX_64 = """
+import jax, numpy as np
+import mlirhlo_driver as mh
+p = mh.from_jax(lambda x: x * 2, np.ones(4, np.float32))
+print("tensor<4xf32>" in p.as_text(), jax.config.jax_enable_x64)
+for dt, mlir in (("int64", "i64"), ("uint64", "ui64"), ("float64", "f64"), ("complex128", "complex<f64>")):
+    p = mh.from_jax(lambda x: x * 2, np.ones(4, dt))
+    print(p.name, f"tensor<4x{mlir}>" in p.as_text())
+print(jax.config.jax_enable_x64)
+"""
+
+
 def test_from_jax_keeps_64_bit_arguments():
-    p = mh.from_jax(lambda x: x * 2, np.arange(4, dtype=np.int64))
-    assert p.name == "jax_function" and "tensor<4xi64>" in p.as_text()
+    """In a fresh process (x64 mode is process-wide): 32-bit arguments leave jax's x64 mode
+    off; each 64-bit dtype turns it on, so the module keeps the argument's type."""
+    from conftest import run_subprocess
+
+    proc = run_subprocess(FROM_JAX_64)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["True False", *["jax_function True"] * 4, "True"]
 
 
 def test_llvm_to_ptx_for_a_spec():

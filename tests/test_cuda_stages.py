@@ -586,6 +586,12 @@ def test_occupancy_limiters():
     assert (o.blocks_per_sm, o.limiter) == (3, "shared memory")
     assert occupancy(a100, 32, 16, 0, 0).limiter == "blocks"             # 32 blocks of 1 warp
     assert occupancy(a100, 1024, 255, 0, 0).warps_per_sm == 0            # 255 regs x 1024 > 64K
+    # Dynamic shared memory past 48 KiB, up to the opt-in size (163 KiB), plus the reserved KiB.
+    o = occupancy(a100, 128, 16, 0, 100 * 1024)
+    assert (o.blocks_per_sm, o.limiter) == (1, "shared memory")
+    assert occupancy(a100, 128, 16, 0, 166912).blocks_per_sm == 1
+    o = occupancy(a100, 128, 16, 0, 166912 + 1)
+    assert (o.blocks_per_sm, o.limiter) == (0, "shared memory per block")
 
 
 # cuda_occupancy.h and the Programming Guide's "Technical Specifications per Compute

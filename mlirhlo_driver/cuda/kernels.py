@@ -151,8 +151,8 @@ def occupancy(limits: SmLimits, block_threads: int, registers: int, static_smem:
 
     # Shared memory: the driver's reserved KiB counts as static shared memory.
     smem = _round_up(static_smem + arch.reserved_smem_per_block + dynamic_smem, arch.smem_alloc_unit)
-    block_limit = (limits.smem_per_block_optin if smem > limits.smem_per_block + arch.reserved_smem_per_block
-                   else limits.smem_per_block) + arch.reserved_smem_per_block
+    # A block may use up to the opt-in size (dynamic shared memory, once the kernel asks for it).
+    block_limit = max(limits.smem_per_block, limits.smem_per_block_optin) + arch.reserved_smem_per_block
     if smem > block_limit:
         return Occupancy(0, 0, limits.max_warps, "shared memory per block")
     by_smem = limits.smem_per_sm // smem if smem else 1 << 30
