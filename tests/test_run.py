@@ -44,7 +44,14 @@ def test_deliberately_broken_platform_is_flagged_and_bisected(cli):
     assert "fast_min_max: MISMATCH: output 0: 8/8 differ" in out
     assert "output 0 (float32[8]): 8 of 8 elements differ" in out
     assert "worst at [0]: got " in out and "expected nan" in out
-    assert f"bisect: first divergence at {src}:8:8: %3 = stablehlo.maximum %arg0, %2" in out
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines)
+              if ln.startswith(f"  bisect: first divergence at {src}:8:8: %3 = stablehlo.maximum %arg0, %2"))
+    # the op's operand types, then the first 3 lines of its value's mismatch, then the reproducer
+    assert lines[at + 1:at + 4] == ["    operands: tensor<8xf32>, tensor<8xf32>",
+                                    "    value (float32[8]): 8 of 8 elements differ",
+                                    "      max abs error inf, max rel error inf"]
+    assert lines[at + 4].startswith("      worst at [0]: got ") and lines[at + 5].startswith("  reproduce: ")
     assert "reproduce: mlirhlo run " in out and "--xla_cpu_enable_fast_min_max=true" in out
 
 
