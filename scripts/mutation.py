@@ -897,7 +897,13 @@ def main() -> int:
                          "miss runs the other tests that run its line instead of the rest of the suite (none: "
                          "survived); one at import time or in a memoized function, or in a module changed since, "
                          "runs as without it")
+    ap.add_argument("--screen", action="store_true",
+                    help="with --covmap, a quick screen: each mutant runs only the tests that run its line "
+                         "(no baselines, no mapped files, no whole suite); a site the map cannot say about is "
+                         "left unjudged. For finding weak spots; the sample's rate is the full judge's")
     args = ap.parse_args()
+    if args.screen and not args.covmap:
+        ap.error("--screen needs --covmap")
     if args.build_covmap:
         return build_covmap(args.build_covmap, args.whole_suite_timeout)
     covmap = Covmap(args.covmap) if args.covmap else None
@@ -945,7 +951,7 @@ def main() -> int:
         # With a covmap, a site inside a function that its mapped files miss then runs the other
         # tests that run its line; the others (None) the rest of the suite, as without one.
         cover = {(m, i): covmap.covering(m, i, copies[0]) if covmap else None for m, i, *_ in chosen}
-        files = sorted({f for m, *_ in chosen for f in tests[m]})
+        files = [] if args.screen else sorted({f for m, *_ in chosen for f in tests[m]})
 
         def base_one(name: str) -> tuple[str, list[str] | None, float]:
             started = time.monotonic()
@@ -960,13 +966,13 @@ def main() -> int:
                       flush=True)
         deselect: dict[tuple[str, ...], list[str] | None] = {}
         limit: dict[tuple[str, ...], float] = {}
-        for key in {tuple(tests[m]) for m, *_ in chosen}:
+        for key in {tuple(tests[m]) for m, *_ in chosen} if not args.screen else ():
             runs = [base[t][0] for t in key]
             deselect[key] = None if any(r is None for r in runs) else sorted({f for r in runs for f in r})
             # A mutant that makes these tests hang is killed at a few times their normal run, not
             # after the full --timeout (the machine may be loaded: generous factor and floor).
             limit[key] = min(args.timeout, max(120.0, 5 * sum(base[t][1] for t in key)))
-        skipped = [c for c in chosen if deselect[tuple(tests[c[0]])] is None]
+        skipped = [] if args.screen else [c for c in chosen if deselect[tuple(tests[c[0]])] is None]
         chosen = [c for c in chosen if c not in skipped]
 
         # Keys now, from the unmutated copy: mutants are written into the copies below.
@@ -981,6 +987,14 @@ def main() -> int:
             original = target.read_text()
             source, applied = mutant_source(target, i)
             started = time.monotonic()
+            if args.screen:
+                ids = cover[(mod, i)]
+                if not ids:
+                    return k, mutant, "unexecuted" if ids == [] else "unjudged", 0.0, \
+                        "no test runs this line" if ids == [] else "the map cannot say (import time, memoized)"
+                status, by = confirm(copies[job], target, source, original, [], covmap.limit(ids, args.timeout),
+                                     select=ids, timeout_kills=True)
+                return k, mutant, status, time.monotonic() - started, f"{len(ids)} tests run it; {by}"
             target.write_text(source)
             try:
                 status, _, _ = run_tests(copies[job], tests[mod], limit[tuple(tests[mod])],
@@ -1017,6 +1031,9 @@ def main() -> int:
                     k, (mod, i, line, what), status, secs, by = f.result()
                     if status == "no-tests":
                         print(f"no tests ran for {mod}:{line} {what}; left out", flush=True)
+                        continue
+                    if status == "unjudged":
+                        print(f"unjudged {mod}:{line} {what} ({by}); left out", flush=True)
                         continue
                     killed = status in ("failed", "timeout", "error")
                     reason = EQUIVALENT.get(keys[(mod, i)])
