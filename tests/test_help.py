@@ -108,6 +108,11 @@ def test_xla_front_end_help(capfd, name):
         else:
             assert re.fullmatch(r"[A-Z][A-Z0-9_:.]*", flag.metavar), (flag.name, flag.metavar)
             assert f"--{flag.name}={flag.metavar}" in out or f"--{flag.name} {flag.metavar}" in out, flag.name
+    # XLA's own flags, which every one of these tools takes, and the two flags every tool has
+    rows = [ln.split()[0] for ln in out.splitlines() if ln.startswith("  --")]
+    assert rows[-3:] == ["--xla_NAME=VALUE", "--version", "--help"], rows
+    assert "--xla_NAME=VALUE Any XLA DebugOptions flag, anywhere on the line (booleans: --xla_NAME, --noxla_NAME)." \
+        in " ".join(out.split())
 
 
 def _console_scripts() -> list[str]:

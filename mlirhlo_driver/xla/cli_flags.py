@@ -177,9 +177,8 @@ def _take_xla_flag(key: str, eq: str, value: str, argv: list[str], i: int, out: 
     return i
 
 
-def usage(prog: str, synopsis: str, description: str, flags: list[Flag], *,
-          xla_flags: bool = True) -> str:
-    """Help text: every flag with a word metavariable and its default."""
+def usage(prog: str, synopsis: str, description: str, flags: list[Flag]) -> str:
+    """Help text: every flag with a word metavariable and its default, then XLA's own flags."""
     rows = []
     for f in flags:
         if f.kind == "bool":
@@ -190,9 +189,8 @@ def usage(prog: str, synopsis: str, description: str, flags: list[Flag], *,
             default = f" (default: {f.default})" if f.default not in (None, "") else ""
         choices = f" One of: {', '.join(f.choices)}." if f.choices else ""
         rows.append((spelled, f.help + choices + default))
-    if xla_flags:
-        rows.append(("--xla_NAME=VALUE", "Any XLA DebugOptions flag, anywhere on the line "
-                                         "(booleans: --xla_NAME, --noxla_NAME)."))
+    rows.append(("--xla_NAME=VALUE", "Any XLA DebugOptions flag, anywhere on the line "
+                                     "(booleans: --xla_NAME, --noxla_NAME)."))
     rows.append(("--version", "Print the version and exit."))
     rows.append(("--help", "Print this help and exit."))
     width = max(len(r[0]) for r in rows) + 2

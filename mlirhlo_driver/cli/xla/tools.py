@@ -36,7 +36,7 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
         with spelled_as_flags():
             p = parse(preprocess(args) if preprocess else args, flags)
             if p.help:
-                sys.stdout.write(usage(prog, synopsis, description, flags, xla_flags=True))
+                sys.stdout.write(usage(prog, synopsis, description, flags))
                 code = 0
             elif p.version:
                 sys.stdout.write(_version(prog))
