@@ -451,3 +451,27 @@ def test_a_lost_coordinator_is_one_line_of_its_first_reason(monkeypatch):
     with pytest.raises(DistributedError) as e:
         _jaxlib.kv_set("k", b"v")
     assert str(e.value) == "error: cannot reach the coordinator: failed to connect to all addresses"
+
+
+@pytest.mark.parametrize("returncode, native, why", [
+    (-9, ["E1202 10:00:00.000000  77 coordination_service_agent.cc:120] RegisterTask timed out"],
+     "not all 2 processes joined the coordinator at 127.0.0.1:5 within 30 s"),
+    # the runtime's three spellings of a peer that went quiet (jaxlib 0.9's names the task by path)
+    (1, ["E1202 10:00:00.000000  77 coordination_service.cc:300] The following tasks are unhealthy "
+         "(stopped sending heartbeats): 1, 3"], "process 1, 3 stopped responding (it died or was killed)"),
+    (1, ["E1202 10:00:00.000000  77 coordination_service.cc:300] Task 1 heartbeat timeout"],
+     "process 1 stopped responding (it died or was killed)"),
+    (1, ["E1202 10:00:00.000000  77 coordination_service.cc:300] The following tasks are unhealthy "
+         "(stopped sending heartbeats): /job:jax_worker/replica:0/task:1"],
+     "process 1 stopped responding (it died or was killed)"),
+    (1, ["E1202 10:00:00.000000  77 client.cc:60] Socket closed"],
+     "lost contact with the coordinator at 127.0.0.1:5 (process 0 died, or the network failed)"),
+    (-6, ["I1202 10:00:00.000000  77 x.cc:1] fine", "F1202 10:00:00.000000  77 y.cc:2] Check failed: a == b"],
+     "the process died (killed by SIGABRT): Check failed: a == b"),
+    (3, [], "the process died (exit code 3)"),
+])
+def test_a_dead_process_is_explained_from_what_the_runtime_logged(returncode, native, why):
+    from mlirhlo_driver.execute.spmd import WorkerConfig, explain_death
+
+    cfg = WorkerConfig("m.hlo", None, None, {}, 2, 0, "127.0.0.1:5", 0.0, 30.0)
+    assert explain_death(returncode, native, cfg) == why

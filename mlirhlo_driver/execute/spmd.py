@@ -1073,7 +1073,7 @@ def explain_death(returncode: int, native: list[str], cfg: WorkerConfig) -> str:
     if "RegisterTask" in text:
         return (f"not all {cfg.num_processes} processes joined the coordinator at {cfg.coordinator} "
                 f"within {cfg.timeout:g} s")
-    m = re.search(r"stopped sending heartbeats\):\s*([\d\s,]+)", text) or \
+    m = re.search(r"stopped sending heartbeats\):\s*(\d[\d\s,]*)", text) or \
         re.search(r"Task (\d+) heartbeat timeout", text) or \
         re.search(r"stopped sending heartbeats\):\s*/job:\w+/replica:\d+/task:(\d+)", text)  # jaxlib 0.9
     if m:
