@@ -577,6 +577,18 @@ def test_failure_messages_name_the_worst_element():
     assert r.passed and r.message == "2 elements ok, max ULP difference 0"
 
 
+def test_expect_close_on_integers_counts_units_up_to_the_widest_difference():
+    """Integers' ULP difference is their distance; past 2**63 (int64's ends, uint64's) it is
+    still huge, never wrapped round to a small number."""
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    assert not _eval("expect_close", np.int64([lo]), np.int64([hi]), max_ulp_difference=10).passed
+    assert not _eval("expect_close", np.uint64([0]), np.uint64([2**64 - 1]), max_ulp_difference=10).passed
+    assert _eval("expect_close", np.int64([hi - 3]), np.int64([hi]), max_ulp_difference=3).passed
+    assert not _eval("expect_close", np.int64([hi - 4]), np.int64([hi]), max_ulp_difference=3).passed
+    r = _eval("expect_close", np.int32([5, 9]), np.int32([5, 7]), max_ulp_difference=2, min_ulp_difference=1)
+    assert not r.passed and r.message.startswith("1 of 2 elements outside [1, 2] ULP")
+
+
 def test_ulp_difference_arithmetic():
     one = np.float32(1.0)
     up = np.nextafter(one, np.float32(2))
