@@ -201,3 +201,28 @@ def test_call_reports_what_went_wrong_when_it_cannot_be_sent_back():
     with pytest.raises(Exception, match="local object") as e:
         isolate.call(_return_unpicklable)
     assert "no pickles here" not in str(e.value)
+
+
+
+PRELOAD = """
+import sys
+from mlirhlo_driver._native import isolate
+
+def imported():
+    return sorted(m for m in ("json", "wave") if m in sys.modules)
+
+print(isolate.call(imported, preload=("wave", "json:JSONDecoder")), "wave" in sys.modules,
+      "json" in sys.modules, isolate.fork_is_safe())
+"""
+
+
+def test_preload_imports_modules_first_and_runs_warm_ups_in_the_helper():
+    """preload: a module is imported before the helper starts (here too, when the helper is
+    forked: shared, not loaded twice); a ``module:function`` warm-up runs in the helper only."""
+    from conftest import run_subprocess
+
+    proc = run_subprocess(PRELOAD)
+    assert proc.returncode == 0, proc.stderr
+    in_helper, wave_here, json_here, forked = proc.stdout.strip().rsplit(" ", 3)
+    assert in_helper == "['json', 'wave']"
+    assert (wave_here, json_here) == (forked, "False"), proc.stdout
