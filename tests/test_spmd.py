@@ -199,6 +199,21 @@ def test_a_wrong_result_is_a_mismatch(tmp_path):
     assert "output 0 (float32[8, 6]):" in proc.stdout and "elements differ" in proc.stdout
 
 
+def test_backend_only_takes_a_two_way_module_as_already_partitioned(tmp_path):
+    """--run-xla-backend-only with more than one partition: the module is per-device, as with
+    --is-spmd-partitioned-module (here 2 ways: the smallest count that is partitioned)."""
+    two = tmp_path / "matmul_allreduce_2way.hlo"
+    two.write_text(MATMUL_AR.read_text().replace("num_partitions=4", "num_partitions=2")
+                   .replace("f32[8,4] parameter(0), sharding={devices=[1,4]<=[4]}",
+                            "f32[8,8] parameter(0), sharding={devices=[1,2]<=[2]}")
+                   .replace("f32[4,6] parameter(1), sharding={devices=[4,1]<=[4]}",
+                            "f32[8,6] parameter(1), sharding={devices=[2,1]<=[2]}")
+                   .replace("replica_groups={{0,1,2,3}}", "replica_groups={{0,1}}"))
+    stdout = ok(spmd(two, "--num-partitions", "2", "--run-xla-backend-only", "--reference-module", MATMUL))
+    assert "matmul_allreduce_2way: OK" in stdout
+    assert "parameter 0 x float32[8, 16]: {devices=[1,2]<=[2]}, [8, 8] per device" in stdout
+
+
 def test_backend_only_runs_a_module_without_fusions_and_explains_cpu_dumps(tmp_path, cli):
     stdout = ok(spmd(MATMUL_AR, "--num-partitions", "4", "--run-xla-backend-only",
                      "--reference-module", MATMUL))
