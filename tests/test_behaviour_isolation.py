@@ -226,3 +226,30 @@ def test_preload_imports_modules_first_and_runs_warm_ups_in_the_helper():
     in_helper, wave_here, json_here, forked = proc.stdout.strip().rsplit(" ", 3)
     assert in_helper == "['json', 'wave']"
     assert (wave_here, json_here) == (forked, "False"), proc.stdout
+
+
+def _write_to_fd2(text: str) -> int:
+    os.write(2, text.encode())
+    return len(text)
+
+
+def test_what_a_call_writes_to_stderr_comes_back_in_whole_lines(capfd):
+    """Native output of the helper (fd 2) is written here after the call, ended by a newline."""
+    assert isolate.call(_write_to_fd2, ("native says hi",)) == 14
+    assert capfd.readouterr().err == "native says hi\n"
+    assert isolate.call(_write_to_fd2, ("two\nlines\n",)) == 10
+    assert capfd.readouterr().err == "two\nlines\n"
+    seen: list[str] = []
+    assert isolate.call(_write_to_fd2, ("to a handler",), on_stderr=seen.append) == 12
+    assert seen == ["to a handler"] and capfd.readouterr().err == ""
+
+
+def test_a_note_about_this_jaxlib_is_said_once(capfd, monkeypatch):
+    from mlirhlo_driver import errors
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    monkeypatch.setenv(errors._FLAGS_ENV, "1")
+    monkeypatch.setattr(_jaxlib, "_noted", set())
+    for message in ("no such field here", "no such field here", "another"):
+        _jaxlib.note_once(message)
+    assert capfd.readouterr().err == "note: no such field here\nnote: another\n"
