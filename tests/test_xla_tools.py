@@ -389,6 +389,39 @@ def test_run_hlo_module_replays_snapshot(tool, work):
     assert "output 0 (float32[3]): [2.656147, 2.656147, 2.656147]" in r.out  # the result XLA recorded
 
 
+def test_a_snapshot_alone_runs_its_own_module(tool, work, tmp_path):
+    """Without XLA's before_optimizations dump beside it, the module the snapshot holds runs on
+    the recorded arguments. That is XLA's optimized module: jaxlib 0.9's CPU runs its fusions,
+    later ones refuse them (the HLO import drops their backend configs)."""
+    import shutil
+
+    alone = tmp_path / "module_0008.jit__lambda.snapshot.75718513.pb"
+    shutil.copy(work / "snapshot" / alone.name, alone)
+    r = tool(f"run_hlo_module --print_literals {alone}")
+    assert "on the recorded arguments" not in r.err
+    assert r.out.startswith("module_0008.jit__lambda.snapshot.75718513: ")
+    if r.code == 0:
+        assert "output 0 (float32[3]): [2.656147, 2.656147, 2.656147]" in r.out
+    else:
+        assert r.code == 1 and "Fusion must have backend config" in r.out.splitlines()[0], r.out
+
+
+@pytest.mark.parametrize("header, note", [
+    ("", None),
+    (", replica_count=2", "replica_count=2, num_partitions=1"),
+    (", num_partitions=4", "replica_count=1, num_partitions=4"),
+])
+def test_run_hlo_module_says_a_replicated_or_partitioned_module_runs_on_one_device(tool, tmp_path, header, note):
+    path = tmp_path / "m.hlo"
+    path.write_text(f"HloModule m{header}\n\nENTRY main {{\n  p = f32[4] parameter(0)\n"
+                    "  ROOT n = f32[4] negate(p)\n}\n")
+    r = tool(f"run_hlo_module --platform=cpu {path}")
+    assert r.code == 0, r.err
+    notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
+    assert notes == ([] if note is None else [
+        f"note: {path}: {note}: run here on one device; multihost_hlo_runner runs it partitioned"])
+
+
 def test_multihost_nodes(work):
     """Two nodes: one command per host (--address, --task_id), and simulated on this machine."""
     import socket
