@@ -739,3 +739,23 @@ def test_version_lines_for_libdevice_and_each_nvdisasm(monkeypatch):
     monkeypatch.setattr(cuda_tools, "cuda_data_dir", no_dir)
     targets.cuda_tool_lines(cuda13)
     assert seen == ["/mine"]
+
+
+@pytest.mark.parametrize("flags, extra", [
+    ({}, []),
+    ({"xla_gpu_disable_gpuasm_optimizations": False}, []),
+    ({"xla_gpu_disable_gpuasm_optimizations": "false"}, []),
+    ({"xla_gpu_disable_gpuasm_optimizations": "0"}, []),
+    ({"xla_gpu_disable_gpuasm_optimizations": True}, ["-O0"]),
+    ({"xla_gpu_disable_gpuasm_optimizations": "True"}, ["-O0"]),
+    ({"xla_gpu_disable_gpuasm_optimizations": "1"}, ["-O0"]),
+    ({"xla_gpu_ptx_compiler_extra_flags": "-maxrregcount=32 -lineinfo"}, ["-maxrregcount=32", "-lineinfo"]),
+    ({"xla_gpu_ptx_compiler_extra_flags": ["-lineinfo"], "xla_gpu_disable_gpuasm_optimizations": True},
+     ["-O0", "-lineinfo"]),
+])
+def test_ptxas_options_follow_xlas_debug_options(flags, extra):
+    """ptxas runs as XLA runs it: -O0 only for a true xla_gpu_disable_gpuasm_optimizations,
+    then the extra flags, split like a command line."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    assert cuda_binaries.ptxas_options("sm_90a", flags) == ["-arch=sm_90a", "--warn-on-spills", *extra]

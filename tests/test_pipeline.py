@@ -86,6 +86,14 @@ def test_pass_catalog_comes_from_jaxlib(cli, catalog):
     assert listing.code == 0
     assert re.search(r"^chlo-legalize-to-stablehlo\s+func\.func\s+Legalize CHLO", listing.out, re.M)
     assert "@simplify" in listing.out and "@shardy-propagate" in listing.out
+    # One column: the passes' anchors, and each named pipeline's summary and its spec below it.
+    rows = listing.out.splitlines()
+    anchor = re.search(r"^chlo-legalize-to-stablehlo\s+", listing.out, re.M)
+    column = anchor.end() - anchor.start()
+    at = next(i for i, r in enumerate(rows) if r.startswith("@simplify "))
+    summary, spec = rows[at], rows[at + 1]
+    assert summary[:column].rstrip() == "@simplify" and summary[column] != " " and summary[column - 1] == " "
+    assert len(spec) - len(spec.lstrip()) == column and spec[column:].startswith("builtin.module(")
     assert cli("opt", "--list-passes").out == listing.out
 
 
