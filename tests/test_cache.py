@@ -145,6 +145,30 @@ def test_the_cuda_tools_in_use_change_the_key(key_inputs, monkeypatch, tmp_path,
     assert _key(_params(platform="cpu", gpu_spec=None)) == cpu_before
 
 
+@pytest.mark.parametrize("folder, params, extra", [
+    ("gpu_specs", dict(platform="cuda", gpu_spec=None), []),
+    ("gpu_specs", dict(platform=None, gpu_spec="h100_sxm"), []),
+    ("gpu_specs", dict(platform=None, gpu_spec=None, stage="hlo"), ["--xla_gpu_autotune_level=0"]),
+    ("pipelines", dict(platform=None, gpu_spec=None, stage="stablehlo", passes="canonicalize"), []),
+    ("pipelines", dict(platform=None, gpu_spec=None, stage="stablehlo", pipeline_spec="@simplify"), []),
+], ids=["platform", "spec-name", "xla-flag", "passes", "pipeline"])
+def test_the_shipped_data_a_command_reads_is_in_its_key_by_content(key_inputs, monkeypatch, tmp_path,
+                                                                      folder, params, extra):
+    """The shipped specs (for a platform, a spec or an XLA flag) and pipelines (for passes) are
+    hashed by content: a zipped install's copies have no file-system stamp of their own."""
+    from mlirhlo_driver import resources
+
+    copy = tmp_path / "data" / folder
+    shutil.copytree(REPO / "mlirhlo_driver" / folder, copy)
+    monkeypatch.setattr(cache, "_add_environment", lambda h: None)  # as in a zip: no files to stat
+    monkeypatch.setattr(resources, "data_dir", lambda name: tmp_path / "data" / name)
+    p = _params(**{"debug_options_file": None, "autotune_results": None, "load_pass_plugin": None, **params})
+    before = _key(p, extra)
+    edited = sorted(copy.iterdir())[0]
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    assert _key(p, extra) != before
+
+
 def test_the_key_is_stable(key_inputs):
     assert _key() == _key()
 
