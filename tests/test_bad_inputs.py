@@ -439,6 +439,9 @@ add(C("opt-passes-unknown", "opt", MLIR, "--passes", "cse,canonicalise", "-o", "
     file_case("opt-pipeline-file-unknown-pass", ["opt", MLIR, "--pipeline-file", "{f}", "-o", "{out}/x.mlir"],
               "unknown.pipeline", "# header\nbuiltin.module(func.func(canonicalise))\n"),
     C("opt-pipeline-file-missing", "opt", MLIR, "--pipeline-file", "{in}/none.pipeline", "-o", "{out}/x.mlir"),
+    # the OS's reason alone, not Python's "[Errno 21] ...: 'path'"
+    C("opt-pipeline-file-is-a-directory", "opt", MLIR, "--pipeline-file", "{in}", "-o", "{out}/x.mlir",
+      contains="in: Is a directory"),
     C("opt-print-ir-before-unknown", "opt", MLIR, "--passes", "cse", "--print-ir-before", "csee",
       "-o", "{out}/x.mlir"),
     C("opt-print-ir-after-unknown", "opt", MLIR, "--passes", "cse", "--print-ir-after", "canonicalise",
