@@ -209,6 +209,13 @@ def test_a_worker_that_never_starts_times_out(tmp_path, monkeypatch):
                           init="behaviour_pool_tasks:hung_init"))
     assert [rows[i].status for i in (0, 1)] == ["timeout", "timeout"]
     assert rows[0].message == "the worker did not start within 1 s"
+    # the cluster's Worker.call waits as long, and says the same
+    w = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:hung_init")
+    try:
+        assert w.call(("ok", 2), timeout=0.5) == pool.Lost("timeout", "the worker did not start within 1 s")
+    finally:
+        w.close()
+    assert not w.alive
 
 
 def test_a_worker_that_dies_while_starting_is_a_crash_not_a_wait(tmp_path):
