@@ -88,6 +88,19 @@ def test_device_id_inputs_show_where_data_went(tmp_path):
     np.testing.assert_array_equal(got["out4"], np.roll(ids, 2, axis=0))  # each id moved one device on
 
 
+def test_device_id_inputs_meet_the_reference_only_where_each_element_has_one_owner():
+    """Device-id inputs of tiles nobody shares are one global array: the reference runs on it.
+    A tile held by two devices gets two ids: no reference, and the note says why."""
+    stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL, "--argument-mode", "device-id"))
+    assert "matmul_allreduce.partitioned: OK" in stdout
+    assert f"reference: reference module {MATMUL} on 1 device" in stdout and "max abs error 0\n" in stdout
+    proc = spmd(MATMUL, "--num-partitions", "4", "--reference-module", MATMUL, "--argument-mode", "device-id",
+                "--arg-sharding", "0={devices=[2,1,2]<=[4] last_tile_dim_replicate}")
+    assert ("  no reference: with device-id inputs, devices holding the same elements of a parameter "
+            "get different values\n") in proc.stdout, proc.stdout + proc.stderr
+    assert "max abs error" not in proc.stdout
+
+
 def mlp_step(w1, b1, w2, b2, x, y, lr=0.1):
     """The sample's training step, by hand in float64."""
     h = np.tanh(x @ w1 + b1)
