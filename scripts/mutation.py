@@ -136,6 +136,8 @@ MODULE_TESTS: dict[str, list[str]] = {
 # of the kill rate and listed apart with the reason. Only truly equivalent
 # mutants belong here; an untested behaviour needs a test instead.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
+    ("inputs/checks.py", "pos = n if j < 0 else j", "Lt -> LtE"):
+        "j is where the '//' comment starting at pos ends: -1 (no newline) or past pos + 1, never 0",
     ("execute/spmd.py", "if time.time() + 0.2 >= deadline:", "GtE -> Gt"):
         "the two differ only when time.time() + 0.2 equals the deadline to the last bit of a "
         "float; the probe then gives up one 0.2 s poll later, still before its caller's deadline",

@@ -717,6 +717,16 @@ def test_each_spelling_takes_one_type_or_one_per_operand(spelling):
                         "(tensor<2xf32>, tensor<2xf32>) -> ()")
 
 
+def test_an_attribute_holding_a_function_type_is_read_past_its_arrow():
+    """A generic op's attribute dict may hold a function type: its '->' closes nothing, and
+    the options after it are still read."""
+    src = ('func.func @f(%a: tensor<2xf32>) {\n  "check.expect_almost_eq"(%a, %a) {note = (tensor<2xf32>) -> '
+           'tensor<2xf32>, tolerance = 0.5 : f64} : (tensor<2xf32>, tensor<2xf32>) -> ()\n  return\n}\n')
+    assert checks.preprocess_check_ops(src, "t.mlir").splitlines()[1] == (
+        "  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {has_side_effect = true, tolerance = 0.5 : f64} "
+        ": (tensor<2xf32>, tensor<2xf32>) -> ()")
+
+
 def test_symbol_references_named_check_are_not_check_ops():
     """A generic-form check op is found; '@"check.helper"' (a callee's quoted name, with or
     without a space after the '@') and a commented-out op are not."""
