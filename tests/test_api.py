@@ -238,3 +238,31 @@ def test_run_of_a_check_file_compiles_its_inputs_by_default():
     folded = p.run(reference="none", fold_constants=True)
     assert default.checked_values == "compiled", default.checked_values_detail
     assert folded.checked_values != "compiled", folded.checked_values_detail
+
+
+def test_optimize_with_no_pipeline_is_a_copy():
+    """optimize() with nothing to run: a new Program with the same text, and no run."""
+    p = mh.load(str(DATA / "chlo_special.mlir"))
+    q = p.optimize()
+    assert q is not p and q.module is not p.module and q.as_text() == p.as_text() and q.last_run is None
+
+
+def test_xla_passes_lists_the_compiles_passes_once(tmp_path):
+    """Compiled.xla_passes(): XLA's passes of this compile, longest first, with whether each
+    changed the module; computed once per Compiled."""
+    path = tmp_path / "plain.hlo"
+    path.write_text("HloModule plain\n\nENTRY main {\n  p = f32[4,8] parameter(0)\n  two = f32[] constant(2)\n"
+                    "  tb = f32[4,8] broadcast(two), dimensions={}\n  ROOT s = f32[4,8] divide(p, tb)\n}\n")
+    compiled = mh.compile(str(path), platform="cpu")
+    rows = compiled.xla_passes()
+    assert rows and [r.us for r in rows] == sorted((r.us for r in rows), reverse=True)
+    algsimp = next(r for r in rows if r.name == "algsimp")
+    assert algsimp.changed is True and algsimp.pipeline and algsimp.calls >= 1
+    assert any(r.changed is False for r in rows)
+    assert compiled.xla_passes() == rows
+
+
+def test_compile_takes_a_target_or_its_parts_not_both():
+    with pytest.raises(mh.DriverError) as e:
+        mh.compile(str(DATA / "chlo_special.mlir"), mh.Target.cpu(), platform="cpu")
+    assert e.value.message == "give a target, or platform/gpu_spec/xla_flags, not both"
