@@ -193,6 +193,14 @@ def test_native_reason_picks_the_telling_line():
                                            "invalid parameter number. Expected [0, 1), got 3")
     assert isolate.native_reason("x\nLLVM ERROR: out of memory\n") == "out of memory"
     assert isolate.native_reason("    @ 0x1 abc::Fatal\n") == ""
+    # without a Check failed: the last absl error line, else the last line saying error or fatal
+    assert isolate.native_reason("E1130 18:32:04.923132 1 a.cc:1] first\nE1130 18:32:04.923132 1 b.cc:2] last\n"
+                                 "noise\n") == "last"
+    assert isolate.native_reason("Fatal Python error: Segmentation fault\nthread 1\n") == \
+        "Fatal Python error: Segmentation fault"
+    assert isolate.native_reason("an Error here\nsome error there\nbye\n") == "some error there"
+    assert isolate.native_reason("terror\n#0 0x1 in f\n0xdeadbeef x\n") == ""
+    assert isolate.native_reason("E1130 18:32:04.923132 1 a.cc:1] " + "x" * 500) == "x" * 400
 
 
 def test_isolate_output_of_each_call_is_its_own():
