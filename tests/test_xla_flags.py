@@ -341,6 +341,31 @@ def test_cli_flags_need_platform(cli):
                           contains="XLA flags need --platform cpu|cuda")
 
 
+def test_cli_a_spec_needs_the_cuda_platform(cli):
+    assert_one_line_error(cli("opt", "--gpu-spec", "h100_sxm", "--stage", "stablehlo", MLP),
+                          contains="error: --gpu-spec needs --platform cuda")
+
+
+def test_a_target_config_in_xla_flags_is_the_spec(cli, monkeypatch, tmp_path):
+    """--xla_gpu_target_config_filename from XLA_FLAGS (or a debug options file) names the spec
+    as --gpu-spec does; for a CPU compile it is an error."""
+    spec = REPO / "mlirhlo_driver" / "gpu_specs" / "a100_sxm_80.txtpb"
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_target_config_filename={spec}")
+    r = cli("opt", MLP, "--platform", "cuda", "--stage", "ptx", "--no-cache")
+    assert r.code == 0, r.err
+    assert ".target sm_80" in r.out and "no --gpu-spec given" not in r.err
+    assert_one_line_error(cli("opt", MLP, "--platform", "cpu", "--stage", "hlo", "--no-cache"),
+                          contains="error: --xla_gpu_target_config_filename is for --platform=CUDA")
+    # the command line's spec wins over the one XLA_FLAGS names
+    r = cli("opt", MLP, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx", "--no-cache")
+    assert r.code == 0 and ".target sm_90a" in r.out, r.err
+    monkeypatch.delenv("XLA_FLAGS")
+    flags = tmp_path / "flags.txt"
+    flags.write_text(f'xla_gpu_target_config_filename: "{spec}"\n')
+    r = cli("opt", MLP, "--platform", "cuda", "--debug-options-file", flags, "--stage", "ptx", "--no-cache")
+    assert r.code == 0 and ".target sm_80" in r.out, r.err
+
+
 @pytest.mark.parametrize("argv", [["opt", "--list-stages"], ["opt", "--stage", "stablehlo", MLP]])
 def test_environment_flags_do_not_break_mlir_stages(cli, monkeypatch, argv):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
