@@ -138,6 +138,23 @@ def test_inputs_are_safe_for_each_op(tmp_path):
     assert np.abs(wide[0]).max() > 100
 
 
+def test_dynamic_update_slice_starts_are_drawn_in_range(tmp_path):
+    """Each start of a dynamic_update_slice (operands 2 on) keeps its update inside the operand,
+    dimension by dimension, over the whole valid range."""
+    text = ("func.func @main(%m: tensor<5x4xf32>, %u: tensor<2x3xf32>, %r: tensor<i32>, %c: tensor<i32>)"
+            " -> tensor<5x4xf32> {\n"
+            "  %d = stablehlo.dynamic_update_slice %m, %u, %r, %c : (tensor<5x4xf32>, tensor<2x3xf32>, "
+            "tensor<i32>, tensor<i32>) -> tensor<5x4xf32>\n"
+            "  return %d : tensor<5x4xf32>\n}\n")
+    module = inputs.load(str(_module(tmp_path, text)))[0].module
+    rows, cols = set(), set()
+    for seed in range(30):
+        _, _, r, c = run.make_inputs(module, run.RunOptions(seed=seed))[0]
+        rows.add(int(r))
+        cols.add(int(c))
+    assert rows == {0, 1, 2, 3} and cols == {0, 1}
+
+
 def test_seed_zeros_and_npz_inputs(cli, tmp_path):
     src = DATA / "erf_inv.mlir"
     a = tmp_path / "a.npz"
