@@ -632,6 +632,38 @@ def test_execution_options_with_a_list_field_is_refused(tool, work, field):
                                   "passed to a jaxlib compile (per-compile options take scalars)\n")
 
 
+def test_run_hlo_module_bad_modules_exit_2(tool, tmp_path):
+    """An invalid module is exit 2, alone (one error line) or among good ones (its row)."""
+    broken = tmp_path / "broken.hlo"
+    broken.write_text("HloModule broken\n\nENTRY main {\n  ROOT x = f32[2] bogus()\n}\n")
+    alone = tool(f"run_hlo_module --platform=cpu {broken}")
+    assert (alone.code, alone.out, alone.err) == (2, "", f"error: {broken}:4:19: Unknown opcode: bogus\n")
+    both = tool(f"run_hlo_module --platform=cpu computation.hlo {broken}")
+    assert both.code == 2 and "computation: OK" in both.out
+    assert f"broken: INVALID: {broken}:4:19: Unknown opcode: bogus" in both.out
+    assert both.err == "1/2 runs miscompared.\n"
+    assert_one_line_error(tool("run_hlo_module --input_format=bogus computation.hlo"),
+                          contains="error: --input_format=bogus: unknown input format (one of hlo, pb, pbtxt, "
+                                   "stablehlo, mhlo)")
+
+
+def test_execution_options_are_read_as_text_or_binary(tool, work, tmp_path):
+    """--execution_options_path: a binary ExecutionOptions as well as a textproto (the same
+    refusal of its device assignment here); a folder is the OS's one line."""
+    from mlirhlo_driver.ir import protos
+
+    text = ("num_replicas: 1\nnum_partitions: 2\ndevice_assignment {\n  replica_count: 1\n  computation_count: 3\n"
+            "  computation_devices { replica_device_ids: 1 }\n}\n")
+    binary = tmp_path / "da.pb"
+    binary.write_bytes(protos.parse_text(text, "xla.ExecutionOptions").SerializeToString())
+    r = tool(f"multihost_hlo_runner --execution_options_path={binary} "
+             "dump/module_0002.jit_rowsum.before_optimizations.txt")
+    assert (r.code, r.err) == (2, f"error: {binary}: device_assignment is 1 replicas x 3 computations; "
+                                  "the run has 1 x 2\n")
+    assert_one_line_error(tool(f"multihost_hlo_runner --execution_options_path={tmp_path} computation.hlo"),
+                          contains=f"error: {tmp_path}: Is a directory")
+
+
 @pytest.mark.parametrize("entry_id", [0, 7])
 def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
     """A proto may leave entry_computation_id unset (0): the entry is then the computation
