@@ -447,6 +447,16 @@ def test_resolve_spec_by_name_and_path(tmp_path):
     assert load_spec(mine) == spec
 
 
+def test_resolve_spec_takes_a_bare_file_name_in_the_working_folder(tmp_path, monkeypatch):
+    """A word that names no shipped spec but a file here is that file (a shipped name wins)."""
+    monkeypatch.chdir(tmp_path)
+    Path("mygpu").write_text(VALID)
+    spec = resolve_spec("mygpu")
+    assert (spec.name, spec.gpu) == ("mygpu", "Test GPU")
+    Path("t4").write_text(VALID)
+    assert resolve_spec("t4").path == SPEC_DIR / "t4.txtpb"
+
+
 def test_resolve_spec_path_from_xla_tree():
     """A path in XLA's source tree that is not here gives the shipped spec of that name."""
     spec = resolve_spec("/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb")
