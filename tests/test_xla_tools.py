@@ -592,6 +592,11 @@ def test_literal_text():
     assert literals.literal_text(np.array([True, False])) == "pred[2] {true, false}"
     assert literals.literal_text(np.arange(6, dtype=np.int32).reshape(2, 3)) == \
         "s32[2,3] {\n  { 0, 1, 2 },\n  { 3, 4, 5 }\n}"
+    # rank 3 and up: each block of the outer dimensions is labelled with its index, as XLA does
+    assert literals.literal_text(np.arange(8, dtype=np.int32).reshape(2, 2, 2)) == \
+        "s32[2,2,2] {\n{ /*i0=0*/\n{ 0, 1 },\n{ 2, 3 }\n},\n{ /*i0=1*/\n{ 4, 5 },\n{ 6, 7 }\n}\n}"
+    assert literals.literal_text(np.arange(4, dtype=np.int8).reshape(1, 2, 1, 2)) == \
+        "s8[1,2,1,2] {\n{ /*i0=0*/\n{ /*i1=0*/\n{ 0, 1 }\n},\n{ /*i1=1*/\n{ 2, 3 }\n}\n}\n}"
 
 
 def test_multihost_counts_on_the_command_line_beat_execution_options(work):
