@@ -503,3 +503,12 @@ def test_a_dead_process_is_explained_from_what_the_runtime_logged(returncode, na
 
     cfg = WorkerConfig("m.hlo", None, None, {}, 2, 0, "127.0.0.1:5", 0.0, 30.0)
     assert explain_death(returncode, native, cfg) == why
+
+
+def test_run_times_are_listed_up_to_twenty_then_summarized():
+    from mlirhlo_driver.execute.spmd import _times
+
+    assert _times([1.0, 2.5]) == "1.000, 2.500"
+    twenty = [float(i) for i in range(1, 21)]
+    assert _times(twenty) == ", ".join(f"{t:.3f}" for t in twenty)
+    assert _times([*twenty, 21.0]) == "min 1.000, median 11.000, max 21.000 over 21 runs"
