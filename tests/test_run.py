@@ -453,3 +453,24 @@ def test_saved_outputs_of_several_modules_are_named_per_module(cli, tmp_path):
     saved = np.load(out)
     assert sorted(saved.keys()) == ["a/out0", "b/out0"]
     assert saved["a/out0"].tolist() == [1.0, 2.0] and saved["b/out0"].tolist() == [7, 8, 9]
+
+
+@pytest.mark.parametrize("options, tail", [
+    (dict(), ""),
+    (dict(seed=5), " --seed 5"),
+    (dict(zeros=True, seed=5), " --zeros"),
+    (dict(inputs_npz="in puts.npz", seed=5), " --inputs 'in puts.npz'"),
+    (dict(rtol=0.5, atol=0.0), " --rtol 0.5 --atol 0.0"),
+    (dict(large_float_range=True, fold_constants=True), " --large-float-range --fold-constants"),
+])
+def test_the_reproducer_line_gives_every_option_that_shaped_the_run(options, tail):
+    """The command line that runs the module again the same way: its inputs (zeros, a file, or
+    a seed other than 0), tolerances given, the input range, folding; quoted for a shell."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.batch.run_report import reproducer
+
+    opts = run.RunOptions(platform="cpu", reference="interpreter", **options)
+    line = reproducer(SimpleNamespace(source="dir/m.mlir"), opts, ["--xla_cpu_enable_fast_math=true"])
+    assert line == ("mlirhlo run dir/m.mlir --platform cpu --reference interpreter" + tail
+                    + " --xla_cpu_enable_fast_math=true")
