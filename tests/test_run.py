@@ -474,3 +474,34 @@ def test_the_reproducer_line_gives_every_option_that_shaped_the_run(options, tai
     line = reproducer(SimpleNamespace(source="dir/m.mlir"), opts, ["--xla_cpu_enable_fast_math=true"])
     assert line == ("mlirhlo run dir/m.mlir --platform cpu --reference interpreter" + tail
                     + " --xla_cpu_enable_fast_math=true")
+
+
+def test_the_pass_bisect_report_lines():
+    """--bisect-passes' lines: the passes found (confirmed or not), the command that matches,
+    the HLO around the first changing run, or why there is none; or why nothing was found."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.batch.run_report import _pass_bisect_lines
+    from mlirhlo_driver.execute.pass_bisect import PassBisect
+
+    opts = run.RunOptions(platform="cpu", reference="interpreter")
+
+    def lines(b):
+        return _pass_bisect_lines(SimpleNamespace(source="m.mlir", pass_bisect=b), opts, [])
+
+    for trials, word in ((1, "trial"), (4, "trials")):
+        assert lines(PassBisect([], 9, trials, note="no pass explains it")) == \
+            [f"  bisect-passes: no pass explains it ({trials} {word})"]
+    found = PassBisect(["algsimp"], 30, 7, {"algsimp": ["simplification", "fusion"]}, True,
+                       "HloModule a\n", "HloModule b\n", "simplification")
+    assert lines(found) == [
+        "  bisect-passes: XLA pass 'algsimp' (simplification, fusion): disabled, the module matches its "
+        "reference (7 trials over 30 passes)",
+        "  matches with: mlirhlo run m.mlir --platform cpu --reference interpreter --xla_disable_hlo_passes=algsimp",
+        "  // -----// HLO before algsimp (simplification) //----- //", "  HloModule a",
+        "  // -----// HLO after algsimp (simplification) //----- //", "  HloModule b"]
+    two = PassBisect(["a", "b"], 30, 9, {"a": ["p"]}, already_disabled=["mine", "a"])
+    assert two.flag == "--xla_disable_hlo_passes=mine,a,b"  # the user's own kept, none twice
+    assert lines(two)[0] == ("  bisect-passes: XLA passes 'a' (p), 'b' (?): disabled, the module matches its "
+                             "reference (not confirmed alone) (9 trials over 30 passes)")
+    assert lines(two)[-1] == "  (XLA dumped no run of a that changed the module)"
