@@ -56,6 +56,17 @@ def test_fusions_outside_fused_computations_only():
         {"name": "cublas-lt-matmul.2", "opcode": "custom-call", "kind": "__cublas$lt$matmul"}]
 
 
+@pytest.mark.parametrize("config, kind", [
+    (b'{"fusion_backend_config":{"kind":"__triton_gemm"}}', "__triton_gemm"),
+    (b"", ""), (b"not json", ""), (b"[1, 2]", ""), (b'{"operation_queue_id":"0"}', ""),
+    (b'{"fusion_backend_config":{"kind":7}}', ""),
+])
+def test_a_fusions_backend_kind_is_read_from_its_config_or_empty(config, kind):
+    from mlirhlo_driver.xla.summary import _backend_kind
+
+    assert _backend_kind(config) == kind
+
+
 def test_buffer_totals_count_each_allocation_once_and_its_bytes_by_kind():
     """The buffers table: one allocation is one, and its bytes go to exactly one kind (the first
     of parameter, constant, thread-local, live-out that applies; else temp)."""
