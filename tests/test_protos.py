@@ -207,8 +207,9 @@ _MAP_FIELDS = [("int32", "int32"), ("int64", "sint64"), ("uint32", "fixed32"), (
                ("int64", "int64"), ("uint32", "fixed64"), ("uint64", "sfixed32"), ("int32", "message")]
 
 
-def _map_message_class():
-    """A message with one map field per _MAP_FIELDS row (a dynamic descriptor: no .proto file)."""
+def _map_message_class(name: str = "M"):
+    """A message with one map field per _MAP_FIELDS row (a dynamic descriptor: no .proto file);
+    ``Outer`` holds such messages in a repeated and a singular field."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     F = descriptor_pb2.FieldDescriptorProto
@@ -228,9 +229,13 @@ def _map_message_class():
             entry.field.add(name="value", number=2, type=kind[v], label=F.LABEL_OPTIONAL)
         m.field.add(name=f"f{i}", number=i, type=F.TYPE_MESSAGE, type_name=f".t.M.F{i}Entry",
                     label=F.LABEL_REPEATED)
+    outer = fdp.message_type.add(name="Outer")  # maps reached through a repeated and a singular field
+    outer.field.add(name="many", number=1, type=F.TYPE_MESSAGE, type_name=".t.M", label=F.LABEL_REPEATED)
+    outer.field.add(name="one", number=2, type=F.TYPE_MESSAGE, type_name=".t.M", label=F.LABEL_OPTIONAL)
+    outer.field.add(name="plain", number=3, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("t.M"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"t.{name}"))
 
 
 def _strategy(t: str):
@@ -289,3 +294,18 @@ def test_integer_keyed_maps_serialize_as_cpp_does(i):
         assert data_bytes == b"".join(alone)
 
     check()
+
+
+def test_maps_inside_repeated_and_singular_messages_are_rewritten_too():
+    """Each nested message's bytes are its own C++ bytes (ascending keys), in place."""
+    Outer = _map_message_class("Outer")
+    o = Outer(plain="x")
+    for m, base in ((o.many.add(), 0), (o.many.add(), 100), (o.one, 200)):
+        for key in (3, 1, 2):
+            m.f1[base + key] = key
+            m.f6[-(base + key)] = str(key)
+    data = protos.serialize(o)
+    assert Outer.FromString(data) == o
+    for m in (*o.many, o.one):
+        assert protos.serialize(m) in data
+    assert protos.serialize(Outer(plain="x")) == Outer(plain="x").SerializeToString()
