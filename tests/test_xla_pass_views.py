@@ -156,6 +156,9 @@ def test_timing_json_has_mlir_and_xla_tables(cli, files):
     doc = json.loads(r.err)
     assert doc["module"] == "plain"
     assert doc["mlir"] and {"pass", "wall_us", "percent", "depth"} <= set(doc["mlir"][0])
+    # MLIR's own figures: whole microseconds, and the percentages it prints (one decimal)
+    assert all(isinstance(r["wall_us"], int) and round(r["percent"], 1) == r["percent"] for r in doc["mlir"])
+    assert doc["mlir"][-1]["pass"] == "Total" and doc["mlir"][-1]["percent"] == 100.0
     (xla,) = doc["xla"]
     assert xla["target"] == "cpu"
     passes = xla["passes"]

@@ -362,6 +362,24 @@ def test_run_hlo_module_literal_files(tool, work):
         np.testing.assert_allclose(literals.to_array(getattr(it, field)), want, rtol=1e-4, atol=1e-4)
 
 
+def test_each_iteration_takes_its_own_literals_then_the_last_again(tool, work):
+    """--iterations=3 on a file of 2 iterations' literals: iteration i takes set i, and the
+    third takes the last set again (as XLA's run_hlo_module)."""
+    from mlirhlo_driver.ir import literals
+
+    made = tool("run_hlo_module --reference_platform= --iterations=2 --random_init_input_literals "
+                "--output_literals_file=two.pb computation.hlo")
+    assert made.code == 0, made.err
+    sets = literals.read_iteration_arguments(str(work / "two.pb"))
+    assert len(sets) == 2 and sets[0][0].tolist() != sets[1][0].tolist()
+    again = tool("run_hlo_module --reference_platform= --iterations=3 --input_literals_file=two.pb "
+                 "--output_literals_file=three.pb computation.hlo")
+    assert again.code == 0, again.err
+    used = literals.read_iteration_arguments(str(work / "three.pb"))
+    assert [[a.tolist() for a in args] for args in used] == \
+        [[a.tolist() for a in args] for args in (sets[0], sets[1], sets[1])]
+
+
 def test_literal_layouts_and_types():
     import ml_dtypes
     import numpy as np

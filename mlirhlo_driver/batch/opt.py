@@ -291,7 +291,7 @@ def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err:
             err.append(dump.header() + "\n" + dump.text + "\n")
     if job.timing and job.timing_format == "json":
         timings["mlir"] = [{"pass": r.name, "depth": r.depth, "wall_us": round(r.wall_s * 1e6),
-                            "percent": round(r.percent, 2)} for r in run.timing]
+                            "percent": r.percent} for r in run.timing]  # as MLIR prints it: one decimal
     elif job.timing:
         title = f"// timing: {module_name}\n" if job.several else ""
         err.append(title + pipeline.format_timing(run))
