@@ -603,3 +603,14 @@ def test_opt_unknown_and_abbreviated_options_are_refused(cli, small):
     """No prefix matching (click has none): '--stag' is not '--stage'."""
     assert assert_one_line_error(cli("opt", small, "--stag", "hlo")) == \
         "error: no such option: --stag (did you mean '--stage', '--args', '--list-stages'?)"
+
+
+def test_argparse_refusals_in_opt_are_a_usage_error_never_an_exit():
+    """opt's parser: what argparse would print with its usage and exit 2 on is raised as the
+    driver's UsageError instead, in typer's words (capitalized, with a full stop)."""
+    from mlirhlo_driver.cli import opt
+    from mlirhlo_driver.errors import UsageError
+
+    with pytest.raises(UsageError) as e:
+        opt.parser().error("the following arguments are required: FILE")
+    assert e.value.message == "The following arguments are required: FILE."
