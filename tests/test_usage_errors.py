@@ -609,8 +609,7 @@ def test_argparse_refusals_in_opt_are_a_usage_error_never_an_exit():
     """opt's parser: what argparse would print with its usage and exit 2 on is raised as the
     driver's UsageError instead, in typer's words (capitalized, with a full stop)."""
     from mlirhlo_driver.cli import opt
-    from mlirhlo_driver.errors import UsageError
 
-    with pytest.raises(UsageError) as e:
+    with pytest.raises(opt.UsageError) as e:
         opt.parser().error("the following arguments are required: FILE")
-    assert e.value.message == "The following arguments are required: FILE."
+    assert e.value.format() == "error: The following arguments are required: FILE. (see 'mlirhlo opt --help')"
