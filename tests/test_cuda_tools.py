@@ -759,3 +759,27 @@ def test_ptxas_options_follow_xlas_debug_options(flags, extra):
     from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     assert cuda_binaries.ptxas_options("sm_90a", flags) == ["-arch=sm_90a", "--warn-on-spills", *extra]
+
+
+PTXAS_V = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for helper
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'fusion_1' for 'sm_90a'
+ptxas info    : Function properties for fusion_1
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem, 384 bytes cmem[0]
+ptxas info    : Compiling entry function 'loop_add_fusion' for 'sm_90a'
+ptxas info    : Used 12 registers, 368 bytes cmem[0]
+"""
+
+
+def test_ptxas_v_report_gives_each_kernels_resources():
+    """Entry functions only; a kernel without a properties block has no stack frame or spills,
+    and one without smem or barriers words has none of them."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    got = cuda_binaries.parse_ptxas_log(PTXAS_V)
+    assert got == {
+        "fusion_1": cuda_binaries.KernelResources("fusion_1", 40, 16, 8, 4, 1024, 1),
+        "loop_add_fusion": cuda_binaries.KernelResources("loop_add_fusion", 12, 0, 0, 0, 0, 0)}
