@@ -185,3 +185,45 @@ def test_multihost_counts_come_from_the_header_unless_given(monkeypatch, tmp_pat
     with pytest.raises(_Stop):
         xla_tools.multihost_main([*flags, str(src)])
     assert (seen[0].num_replicas, seen[0].num_partitions) == counts
+
+
+# The driver's own commands: every option not listed here is off (None or False) by default.
+MLIRHLO_DEFAULTS: dict[str, dict[str, object]] = {
+    "opt": {"inputs": [], "stage": "stablehlo", "timing_format": "text", "verify_each": True, "jobs": 0},
+    "run": {"platform": "cpu", "reference": "interpreter", "seed": 0, "iterations": 1, "jobs": 1},
+    "spmd-run": {"num_partitions": 1, "num_replicas": 1, "seed": 0, "num_repeats": 1, "reference": "cpu",
+                 "num_processes": 1, "timeout": 300.0},
+    "ptx": {"arch": "sm_90a", "opt_level": 3, "optimize": True, "check_ptxas": True},
+    "bench-pipeline": {"repeats": 10},
+}
+
+
+def _mlirhlo_defaults() -> dict[str, dict[str, object]]:
+    """Each command's option defaults as its parser has them (typer's, and opt's argparse)."""
+    import typer.main
+
+    from mlirhlo_driver.cli import app as cli_app
+    from mlirhlo_driver.cli import opt as opt_cli
+
+    out: dict[str, dict[str, object]] = {}
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):  # a group (typer's own click: no isinstance)
+            for name, sub in cmd.commands.items():
+                walk(sub, [*path, name])
+        else:
+            out[" ".join(path)] = {p.name: p.default for p in cmd.params if p.param_type_name == "option"}
+
+    walk(typer.main.get_command(cli_app.app), [])
+    out["opt"] = opt_cli.parse([])[0]
+    return out
+
+
+def test_the_driver_commands_defaults():
+    found = _mlirhlo_defaults()
+    assert {"opt", "run", "spmd-run", "ptx", "bench-pipeline", "convert", "diff", "kernels"} <= set(found)
+    for command, options in found.items():
+        want = MLIRHLO_DEFAULTS.get(command, {})
+        assert {k: options[k] for k in want} == want, command
+        on = {k: v for k, v in options.items() if k not in want and v not in (None, False)}
+        assert on == {}, (command, on)
