@@ -479,6 +479,16 @@ def test_a_lost_coordinator_is_one_line_of_its_first_reason(monkeypatch):
     with pytest.raises(DistributedError) as e:
         _jaxlib.kv_set("k", b"v")
     assert str(e.value) == "error: cannot reach the coordinator: failed to connect to all addresses"
+    # leaving the run: the same one line
+    import jax
+
+    def shutdown():
+        raise RuntimeError("DEADLINE_EXCEEDED: barrier timed out\nDebug info: {grpc_status:4}")
+
+    monkeypatch.setattr(jax.distributed, "shutdown", shutdown)
+    with pytest.raises(DistributedError) as e:
+        _jaxlib.distributed_shutdown()
+    assert str(e.value) == "error: shutting down the distributed run failed: barrier timed out"
 
 
 @pytest.mark.parametrize("returncode, native, why", [
