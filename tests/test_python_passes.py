@@ -250,3 +250,32 @@ def test_bench_xla_pipeline_from_dump_timestamps(cli):
     assert "from file timestamps" in result.out
     assert re.search(r"simplification / algsimp$", result.out, re.M)
     assert result.out.strip().endswith("whole compile")
+
+
+TAGGING_PLUGIN = textwrap.dedent('''
+    import mlirhlo_driver
+    from jaxlib.mlir import ir
+
+
+    @mlirhlo_driver.register_pass("tag-anchor", anchor="any", description="mark the op it ran on")
+    def tag_anchor(op):
+        op = op.operation
+        with op.context:
+            op.attributes["mlirhlo.ran_on"] = ir.StringAttr.get(op.name)
+''')
+
+
+def test_an_any_anchored_python_pass_under_func_func_runs_on_each_function(cli, tmp_path):
+    """Nested in func.func after MLIR passes, a pass anchored on any op runs once per function,
+    as its place in the pipeline says; at the top level, on the module."""
+    plugin = tmp_path / "tagging.py"
+    plugin.write_text(TAGGING_PLUGIN)
+    src = tmp_path / "two.mlir"
+    src.write_text(DOUBLE + DOUBLE.replace("@main", "@helper").replace("func.func", "func.func private"))
+    nested = cli("opt", src, "--load-pass-plugin", plugin, "--pipeline",
+                 "builtin.module(func.func(cse,tag-anchor))")
+    assert nested.code == 0, nested.err
+    assert nested.out.count('mlirhlo.ran_on = "func.func"') == 2 and "builtin.module" not in nested.out
+    top = cli("opt", src, "--load-pass-plugin", plugin, "--pipeline", "builtin.module(cse,tag-anchor)")
+    assert top.code == 0, top.err
+    assert top.out.count("mlirhlo.ran_on") == 1 and 'mlirhlo.ran_on = "builtin.module"' in top.out
