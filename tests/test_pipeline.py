@@ -517,3 +517,20 @@ def test_a_pass_probe_answers_even_when_its_scratch_dir_cannot_be_removed(monkey
     assert refused
     for path in refused:
         real_rmdir(path)
+
+
+@pytest.mark.parametrize("stderr, said", [("Traceback ...\nImportError: no jaxlib here\n", "ImportError: no jaxlib here"),
+                                          ("", "no output")])
+def test_a_failed_pass_scan_says_its_last_line(monkeypatch, stderr, said):
+    """The child that lists jaxlib's passes failing: one error with its last stderr line, as text."""
+    import sys
+
+    from mlirhlo_driver._native import processes
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.mlir import passes
+
+    code = f"import sys; sys.stderr.write({stderr!r}); sys.exit(3)"
+    monkeypatch.setattr(processes, "python_command", lambda module, *args: [sys.executable, "-c", code])
+    with pytest.raises(DriverError) as e:
+        passes._scan_in_subprocess()
+    assert e.value.message == f"could not list jaxlib's passes: {said}"
