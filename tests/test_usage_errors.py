@@ -502,37 +502,26 @@ def test_ctrl_c_waits_for_an_import_to_finish(tmp_path):
     assert r.stdout == "interrupted after the import True True\n", r.stdout + r.stderr
 
 
-def test_ctrl_c_in_opt_is_one_error_line(cli, small, monkeypatch):
-    """A KeyboardInterrupt inside opt is one error line and exit 130, written once, whether
-    or not the console script's handler saw a signal (typer made the latter a silent 130)."""
-    from mlirhlo_driver._native import interrupts
-    from mlirhlo_driver.batch import opt as batch
+@pytest.mark.parametrize("target, argv", [("mlirhlo_driver.batch.opt:run_batch", ["opt", "{small}"]),
+                                          ("mlirhlo_driver.listings:spec_table", ["specs", "list"])],
+                         ids=["opt", "typer-command"])
+def test_ctrl_c_a_command_did_not_catch_is_one_error_line(cli, small, monkeypatch, target, argv):
+    """A KeyboardInterrupt inside opt, or escaping a typer command (which typer makes a silent
+    exit 130), is one error line and exit 130, written once, whether or not the console
+    script's handler saw a signal."""
+    import importlib
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(batch, "run_batch", interrupted)
-    for signalled in (True, False):
-        monkeypatch.setattr(interrupts, "received", signalled)
-        monkeypatch.setattr(interrupts, "_reported", False)
-        r = cli("opt", str(small))
-        assert (r.code, r.err, r.out) == (130, "error: interrupted\n", ""), signalled
-
-
-def test_ctrl_c_a_typer_command_did_not_catch_is_one_error_line(cli, monkeypatch):
-    """typer makes a KeyboardInterrupt that escapes a command a silent exit 130: it is still the
-    one error line, signal or not."""
-    from mlirhlo_driver import listings
     from mlirhlo_driver._native import interrupts
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(listings, "spec_table", interrupted)
+    module, name = target.split(":")
+    monkeypatch.setattr(importlib.import_module(module), name, interrupted)
     for signalled in (True, False):
         monkeypatch.setattr(interrupts, "received", signalled)
         monkeypatch.setattr(interrupts, "_reported", False)
-        r = cli("specs", "list")
+        r = cli(*[a.format(small=small) for a in argv])
         assert (r.code, r.err, r.out) == (130, "error: interrupted\n", ""), signalled
 
 
