@@ -137,10 +137,16 @@ def test_optimize_takes_every_pipeline_spelling(spec):
     assert q.as_text().startswith("module")
 
 
-def test_optimize_errors_name_the_pass():
+@pytest.mark.parametrize("spec, read_as", [
+    ("canonicalize,no-such-pass", "--passes:1:14"),  # hlo-opt's comma list
+    ("func.func(no-such-pass)", "--pipeline:1:11"),
+    ("cse{no-such-option=1}", "--pipeline:1:4"),  # options: MLIR's textual form
+])
+def test_optimize_errors_name_the_pass_and_how_the_spec_was_read(spec, read_as):
     p = mh.load(str(DATA / "chlo_special.mlir"))
-    with pytest.raises(mh.PipelineError, match="no-such-pass"):
-        p.optimize("canonicalize,no-such-pass")
+    with pytest.raises(mh.PipelineError, match="no-such-") as e:
+        p.optimize(spec)
+    assert str(e.value).startswith(f"error: {read_as}: "), e.value
 
 
 def test_load_errors_carry_file_line_and_col(tmp_path):

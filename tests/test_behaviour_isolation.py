@@ -253,3 +253,41 @@ def test_a_note_about_this_jaxlib_is_said_once(capfd, monkeypatch):
     for message in ("no such field here", "no such field here", "another"):
         _jaxlib.note_once(message)
     assert capfd.readouterr().err == "note: no such field here\nnote: another\n"
+
+
+FORKED_CHATTER = """
+import os
+from mlirhlo_driver._native import isolate
+
+def chatter():
+    os.write(1, b"child on fd 1\\n")
+    os.write(2, b"child on fd 2\\n")
+
+print(repr(isolate.forked(chatter).log))
+"""
+
+
+def test_a_forked_childs_output_stays_out_of_the_callers_stdout_and_stderr():
+    """What a forked child writes on fd 1 and fd 2 goes to its log, none of it to the caller's own
+    stdout or stderr (a command's output stays clean)."""
+    from conftest import run_subprocess
+
+    proc = run_subprocess(FORKED_CHATTER)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == repr("child on fd 1\nchild on fd 2\n") + "\n"
+    assert proc.stderr == ""
+
+
+def test_file_line_lines_are_dropped_only_inside_a_source_location_trace(capfd):
+    """Native output keeps a FILE:LINE line unless it follows XLA's '=== Source Location Trace'
+    header; the trace ends at the first line of another shape."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    text = ("model.py:12\nmain.cc:7\nsome detail\n"
+            "=== Source Location Trace: ===\nxla/service/foo.cc:42\nxla/bar.cc:9\n"
+            "after the trace\nuser.py:3\n")
+    assert _jaxlib.without_native_noise(text) == [
+        "model.py:12", "main.cc:7", "some detail", "after the trace", "user.py:3"]
+    with _jaxlib.filtered_native_stderr():
+        os.write(2, b"something went wrong in\nkernel.cc:88\n")
+    assert capfd.readouterr().err == "something went wrong in\nkernel.cc:88\n"

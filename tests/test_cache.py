@@ -209,6 +209,21 @@ def test_a_corrupt_entry_is_never_served_and_is_replaced(cache_dir, damage):
     assert cache.lookup(key) == RECORDS
 
 
+@pytest.mark.parametrize("byte", range(8))
+def test_an_entry_whose_header_length_is_wrong_is_a_miss_even_with_a_valid_checksum(cache_dir, byte):
+    """Each of the 8 bytes of an entry's header length is read: a wrong one makes a miss, checksum or not."""
+    import hashlib
+
+    key = "fa" * 32
+    cache.store(key, RECORDS)
+    (path,) = cache_dir.rglob("*.entry")
+    blob = path.read_bytes()
+    body = bytearray(blob[:-64])
+    body[len(body) - 8 + byte] ^= 0x01  # the header length: 8 bytes, little-endian, before the SHA-256
+    path.write_bytes(bytes(body) + hashlib.sha256(body).hexdigest().encode())
+    assert cache.lookup(key) is None
+    assert not path.exists()
+
 WRITER = """
 import sys
 from mlirhlo_driver.batch import cache

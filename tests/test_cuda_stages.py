@@ -423,6 +423,28 @@ def test_a_job_that_fails_in_a_group_fails_alone(h100):
     assert alone.resources.keys() == {k for _, ks, _ in good.modules for k in ks}
 
 
+def test_two_compiles_with_the_same_kernel_names_share_one_ptxas_and_nvdisasm(h100, monkeypatch):
+    """A group of just two compiles that reuse kernel names still gets one ptxas and one nvdisasm run, each its own."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    job = cuda_binaries.ptx_job(xla_stages._assembly(h100.request))
+    alone = cuda_binaries.assemble_many([job], disassemble=True)[0]
+    assert len(cuda_binaries.group_prefixes(2)) == len(set(cuda_binaries.group_prefixes(2))) == 2
+    runs: list[str] = []
+    real = subprocess.run
+
+    def counting(args, *a, **kw):
+        if Path(str(args[0])).name in ("ptxas", "nvdisasm") and "--version" not in args:
+            runs.append(Path(str(args[0])).name)
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    out = cuda_binaries.assemble_many([job, job], disassemble=True)
+    assert sorted(runs) == ["nvdisasm", "ptxas"], runs   # not retried one job at a time
+    assert out[0] == out[1] == alone and len(alone.sass) == len(job.modules)
+
+
 def test_sass_does_not_depend_on_the_order_of_the_group():
     """Whichever compile comes first in a group (batch workers finish in any order),
     and so whichever kernel nvdisasm prints last, each compile's SASS is the same."""

@@ -270,6 +270,44 @@ def test_cuda13_needs_its_own_ptxas_and_falls_back_in_order(fake_pip, monkeypatc
     assert (p.version, p.source) == ((13, 0, 88), "system CUDA toolkit")
 
 
+def test_a_data_dir_is_labelled_by_the_pip_package_that_installed_it(fake_pip, monkeypatch, tmp_path):
+    """ptxas(DIR)/all_ptxas(DIR) name a pip CUDA dir by its own package (either major), any other
+    DIR by the --xla_gpu_cuda_data_dir flag; a source the caller gives wins."""
+    _use_plugin(monkeypatch, 12)
+    for subdir, package in (("cuda_nvcc", "nvidia-cuda-nvcc-cu12"), ("cu13", "nvidia-cuda-nvcc")):
+        data_dir = str(fake_pip / subdir)
+        p = cuda_tools.ptxas(data_dir)
+        assert (p.path, p.source) == (os.path.join(data_dir, "bin", "ptxas"), f"pip {package}")
+        assert cuda_tools.all_ptxas(data_dir)[0].source == f"pip {package}"
+    mine = tmp_path / "my-cuda"
+    _fake_ptxas(mine / "bin" / "ptxas", "12.8.93", CU12_ARCHS)
+    assert cuda_tools.ptxas(str(mine)).source == "--xla_gpu_cuda_data_dir"
+    assert [p.source for p in cuda_tools.all_ptxas(str(mine))] == [
+        "--xla_gpu_cuda_data_dir", "pip nvidia-cuda-nvcc-cu12", "pip nvidia-cuda-nvcc"]
+    assert cuda_tools.ptxas(str(mine), "system CUDA toolkit").source == "system CUDA toolkit"
+
+
+def test_a_target_no_ptxas_here_has_gets_the_hint_for_where_the_ptxas_came_from(fake_pip, monkeypatch, tmp_path):
+    """pip's own ptxas of the plugin's major cannot target the SM (nor any other here): the hint asks
+    for a toolkit DIR; a ptxas from elsewhere (the user's DIR, PATH, the other major's pip) gets the
+    install-or-pass fix."""
+    _use_plugin(monkeypatch, 12)
+    with pytest.raises(ToolchainError) as e:
+        cuda_tools.check_target("sm_999")
+    assert "(" + str(fake_pip / "cuda_nvcc" / "bin" / "ptxas") + ", pip nvidia-cuda-nvcc-cu12)" in e.value.message
+    assert e.value.hint == ("no ptxas here targets sm_999; pass --xla_gpu_cuda_data_dir=DIR for a CUDA "
+                            "toolkit DIR whose bin/ptxas does")
+    mine = tmp_path / "my-cuda"
+    _fake_ptxas(mine / "bin" / "ptxas", "12.8.93", CU12_ARCHS)
+    with pytest.raises(ToolchainError) as e:
+        cuda_tools.check_target("sm_999", str(mine))
+    assert "--xla_gpu_cuda_data_dir)" in e.value.message and e.value.hint == cuda_tools.fix_hint()
+    for source in ("PATH", "pip nvidia-cuda-nvcc", "system CUDA toolkit"):
+        with pytest.raises(ToolchainError) as e:
+            cuda_tools.Ptxas("/opt/x/bin/ptxas", (12, 9, 86), tuple(CU12_ARCHS), source).require("sm_999")
+        assert e.value.hint == cuda_tools.fix_hint(), source
+
+
 def test_fix_hints_name_each_majors_packages():
     assert cuda_tools.fix_hint(12) == (
         "pip install 'nvidia-cuda-nvcc-cu12>=12.9,<13' (CUDA 12's ptxas and libdevice, for "

@@ -216,6 +216,14 @@ CHECK: differences found
 """, tmp_path)
 
 
+def test_json_output_is_two_space_indented_json_with_a_final_newline(cli):
+    """``diff --json`` prints its result indented by two spaces and ends in one newline, as every --json does."""
+    r = cli("diff", MLP, "--platform", "cpu", "--flags-b", "--xla_disable_hlo_passes=algsimp", "--stage", "hlo",
+            "--json")
+    assert r.code == 0, r.err
+    assert r.out == json.dumps(json.loads(r.out), indent=2) + "\n"
+    assert r.out.startswith('{\n  "a": {\n    "input": ')
+
 def test_two_compiles_of_the_same_module_have_no_differences(cli, tmp_path):
     """Two files, so two compiles: XLA's other numbering is no difference."""
     copy = tmp_path / "copy.hlo"

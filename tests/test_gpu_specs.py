@@ -674,6 +674,47 @@ def test_the_plugins_toolkit_replaces_the_specs_cuda_and_cudnn_versions():
     assert specs._follow_plugin_toolkit(msg, {}) is False
 
 
+def _pre_0_12_target_config_class():
+    """GpuTargetConfigProto as jaxlib's XLA had it before 0.12 (a dynamic descriptor: no .proto
+    file): the cuDNN version in a top-level dnn_version_info, beside the CUDA version fields."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    F = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="mlirhlo_test_xla_0_10.proto", package="t", syntax="proto3")
+    for name in ("RuntimeVersionProto", "VersionInfoProto"):
+        m = fdp.message_type.add(name=name)
+        for i, f in enumerate(("major", "minor", "patch"), start=1):
+            m.field.add(name=f, number=i, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+    info = fdp.message_type.add(name="GpuDeviceInfoProto")
+    for i, f in enumerate(gpu_specs._CUDA_VERSION_FIELDS, start=1):
+        info.field.add(name=f, number=i, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    top = fdp.message_type.add(name="GpuTargetConfigProto")
+    for i, (f, t) in enumerate((("gpu_device_info", "GpuDeviceInfoProto"), ("runtime_version", "RuntimeVersionProto"),
+                                ("dnn_version_info", "VersionInfoProto")), start=1):
+        top.field.add(name=f, number=i, type=F.TYPE_MESSAGE, type_name=f".t.{t}", label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("t.GpuTargetConfigProto"))
+
+
+def test_the_plugins_cudnn_replaces_a_top_level_dnn_version_info():
+    """Under a schema with the top-level dnn_version_info (XLA before jaxlib 0.12), the spec's cuDNN
+    version becomes the plugin's; one already equal is no change, and an unset one stays unset."""
+    cls = _pre_0_12_target_config_class()
+    msg = cls()
+    msg.dnn_version_info.major, msg.dnn_version_info.minor, msg.dnn_version_info.patch = 9, 8, 0
+    assert gpu_specs._follow_plugin_toolkit(msg, {"cudnn": "9.10.1"}) is True
+    d = msg.dnn_version_info
+    assert (d.major, d.minor, d.patch) == (9, 10, 1)
+    assert gpu_specs._follow_plugin_toolkit(msg, {"cudnn": "9.10.1"}) is False
+    assert (d.major, d.minor, d.patch) == (9, 10, 1)
+    assert gpu_specs._follow_plugin_toolkit(msg, {"cudnn": "10.1.1"}) is True
+    assert (d.major, d.minor, d.patch) == (10, 1, 1)
+    unset = cls()
+    assert gpu_specs._follow_plugin_toolkit(unset, {"cudnn": "9.10.1"}) is False
+    assert not unset.HasField("dnn_version_info")
+
+
 @pytest.mark.parametrize("spec, reserved, blocks", [("a100_sxm_80", 1024, 32), ("v100", None, 32), ("l4", 1024, 24), ("t4", None, 16)])
 def test_fields_xla_reads_since_0_12_are_filled_from_the_compute_capability(spec, reserved, blocks):
     """A spec written before jaxlib 0.12 lacks what a GPU now reports (reserved shared memory per

@@ -131,6 +131,17 @@ def test_an_unknown_remote_script_is_an_error():
         self_contained('<html><script src="https://cdn.example/d3.js"></script></html>')
 
 
+def test_a_page_without_graphs_is_kept_as_is():
+    """No graph payload (XLA changed its page, or a page of text only): inlining and
+    canonicalizing change nothing, rather than failing or dropping the page."""
+    from mlirhlo_driver.xla.graph_dumps import canonical_html
+    from mlirhlo_driver.xla.html_page import self_contained
+
+    page = "<html><body><pre>HloModule m</pre></body></html>"
+    assert self_contained(page) == page
+    assert canonical_html(page) == page
+
+
 def test_vendored_scripts_match_their_pins():
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "vendor_js.py"), "--check"],
                           capture_output=True, text=True, timeout=60)

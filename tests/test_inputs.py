@@ -277,3 +277,22 @@ def test_64_bit_arguments_and_only_they_turn_on_jax_64_bit_mode(tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert ("-> (tensor<2x" in proc.stdout) and (("tensor<2xi64>" in proc.stdout) == wide), (arg, proc.stdout)
         assert ("tensor<2xi32>" in proc.stdout) == (not wide), arg
+
+
+@pytest.mark.parametrize("size, bad, as_text", [
+    (100, 3, True), (100, 4, False),  # a small file: up to 3 bad bytes
+    (1000, 10, True), (1000, 11, False),  # a larger one: up to 1% of its bytes
+])
+def test_a_text_module_with_up_to_1_percent_non_utf8_bytes_is_text_with_the_first_bad_byte_placed(size, bad, as_text):
+    """Up to max(3, 1% of the file) non-UTF-8 bytes: text, the first bad byte's line:col named; more: binary data."""
+    head = b"func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"
+    comment = b"// " + b"\xe9 " * bad + b"\n"
+    data = head + comment + b"//" + b"x" * (size - len(head) - len(comment) - 3) + b"\n"
+    assert len(data) == size and data.decode("utf-8", "replace").count("\ufffd") == bad
+    with pytest.raises(InputError) as e:
+        inputs.load("latin.mlir", data=data)
+    if as_text:
+        assert e.value.message == "byte 0xe9 is not UTF-8; a text module must be UTF-8"
+        assert (e.value.file, e.value.line, e.value.col) == ("latin.mlir", 4, 4)
+    else:
+        assert e.value.message.startswith("not a module: binary data")

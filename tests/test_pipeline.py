@@ -534,3 +534,44 @@ def test_a_failed_pass_scan_says_its_last_line(monkeypatch, stderr, said):
     with pytest.raises(DriverError) as e:
         passes._scan_in_subprocess()
     assert e.value.message == f"could not list jaxlib's passes: {said}"
+
+
+def test_a_diagnostic_location_at_line_0_has_no_position_but_column_0_is_a_position():
+    """A pass failure is placed at its diagnostic's line:col; line 0 means no position, column 0 is a column."""
+    from mlirhlo_driver.mlir import pipeline
+
+    assert pipeline._loc('loc("m.mlir":3:5)') == (3, 5)
+    assert pipeline._loc('loc("m.mlir":3:0)') == (3, 0)
+    assert pipeline._loc('loc("m.mlir":0:0)') == (None, None)
+    assert pipeline._loc('loc("m.mlir":0:7)') == (None, None)
+    assert pipeline._loc("loc(unknown)") == (None, None)
+
+
+def test_a_module_the_bytecode_writer_refuses_is_kept_as_its_text():
+    """The module before the pipeline is kept as its text, locations included, when it cannot be written as bytecode."""
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.mlir import pipeline
+
+    class Refusing:
+        def __init__(self, op):
+            self.op = op
+
+        def write_bytecode(self, file):
+            raise RuntimeError("the bytecode writer refuses this module")
+
+        def get_asm(self, **kw):
+            return self.op.get_asm(**kw)
+
+    class Module:
+        def __init__(self, module):
+            self.operation = Refusing(module.operation)
+
+    with _jaxlib.ir_context():
+        real = ir.Module.parse(ERF.read_text())
+        snapshot = pipeline._snapshot(Module(real))
+        text = pipeline._module_asm(real)
+    assert isinstance(snapshot, str) and snapshot == text
+    assert "loc(" in text and "func.func" in text
+    assert pipeline._snapshot_text(snapshot) == text

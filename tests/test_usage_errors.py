@@ -381,6 +381,14 @@ def test_run_option_values(cli, small, args, message):
     assert line.startswith(f"error: Invalid value for '{args[0]}'"), line
 
 
+@pytest.mark.parametrize("args", [["--rtol", "0", "--atol", "0"], ["--rel_error_bound=0", "--abs_error_bound=0"]])
+def test_run_takes_zero_tolerances(cli, small, args):
+    """0 is a tolerance (exact comparison), not a bad value: x + x is exact in float32."""
+    result = cli("run", small, *args)
+    assert result.code == 0, result.err
+    assert "Invalid value" not in result.err
+
+
 @pytest.mark.parametrize("command, extra, message", [
     ("run", ["--bogus=3"], "no such option: --bogus"),
     ("run", ["--no-such-flag"], "no such option: --no-such-flag"),

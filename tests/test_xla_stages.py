@@ -727,3 +727,28 @@ def test_a_registry_keeps_stages_in_the_order_added_and_each_name_once():
     assert [s.name for s in reg.available("cpu")] == ["text"]
     with pytest.raises(StageError, match="stage 'gpu-only' does not exist for"):
         reg.get("gpu-only", "cpu")
+
+
+def test_sass_and_kernels_look_for_nvdisasm_in_the_users_cuda_data_dir(monkeypatch, tmp_path):
+    """The ptxas job 'sass' and 'kernels' finish with carries the user's xla_gpu_cuda_data_dir
+    (where nvdisasm is looked for first), and None when it is not given or empty."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    ptxas = SimpleNamespace(path="/opt/cuda/bin/ptxas", version_str="12.9.86")
+    assembly = SimpleNamespace(sm="sm_90a", ptxas=ptxas, args=("-O3",),
+                               modules=[SimpleNamespace(name="m", kernels=["k"], ptx="// ptx")])
+    monkeypatch.setattr(xla_stages, "_assembly", lambda req: assembly)
+
+    def job(xla_flags):
+        req = SimpleNamespace(options=SimpleNamespace(xla_flags=xla_flags))
+        req.derived = lambda key, compute: compute(req)
+        return xla_stages._ptx_job(req)
+
+    mine = job((("xla_gpu_autotune_level", 0), ("xla_gpu_cuda_data_dir", str(tmp_path))))
+    assert mine.data_dir == str(tmp_path)
+    assert (mine.sm, mine.ptxas, mine.args, mine.modules) == ("sm_90a", ptxas.path, ("-O3",), (("m", ("k",), "// ptx"),))
+    assert job(()).data_dir is None
+    assert job((("xla_gpu_autotune_level", 0),)).data_dir is None
+    assert job((("xla_gpu_cuda_data_dir", ""),)).data_dir is None

@@ -741,3 +741,16 @@ def test_rewritten_modules_keep_xlas_instruction_ids():
     out, n = decompose.flatten_while_loops(jaxlib.hlo_text_to_proto(_LOOP_HLO), 3)
     assert n == 1
     check(out)
+
+
+def test_while_execution_count_note_counts_iterations_in_the_singular_and_plural(tool, work):
+    """--while_execution_count=N notes "N iteration" for one and "N iterations" for more, and the loop runs N times."""
+    (work / "loop_n.hlo").write_text(_LOOP_HLO)
+    one = tool("multihost_hlo_runner --while_execution_count=1 --log_output loop_n.hlo")
+    assert one.code == 0, one.err
+    assert "note: loop_n.hlo: 1 while loop set to run 1 iteration\n" in one.err
+    assert "output 0 = 1\n" in one.out
+    two = tool("multihost_hlo_runner --while_execution_count=2 --log_output loop_n.hlo")
+    assert two.code == 0, two.err
+    assert "note: loop_n.hlo: 1 while loop set to run 2 iterations\n" in two.err
+    assert "output 0 = 2\n" in two.out

@@ -39,10 +39,27 @@ def _label(label: str) -> None:
     """Lines run from here on (here and in processes started from here) are ``label``'s."""
     import coverage
 
+    global _fork_hooked
     os.environ["MUTATION_TEST"] = label
     cov = coverage.Coverage.current()
     if cov is not None:
         cov.switch_context(label)
+        if not _fork_hooked:
+            # A child forked here (the native-code helpers) restarts coverage with the
+            # context this process started with, empty: give it the test's id again.
+            os.register_at_fork(after_in_child=_relabel_child)
+            _fork_hooked = True
+
+
+_fork_hooked = False
+
+
+def _relabel_child() -> None:
+    import coverage
+
+    cov = coverage.Coverage.current()
+    if cov is not None:
+        cov.switch_context(os.environ.get("MUTATION_TEST", ""))
 
 
 _SCOPE_NODES = {"session": pytest.Session, "package": pytest.Package, "module": pytest.Module,
