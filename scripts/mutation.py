@@ -123,7 +123,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "xla/html_page.py": ["test_html_view.py"],
     # Kernel sources and the roofline (cuda stages), check-file dataflow, the compile diff.
     "ir/fusions.py": ["test_cuda_stages.py", "test_api.py", "test_fusions.py"],
-    "cuda/roofline.py": ["test_cuda_stages.py"],
+    "cuda/roofline.py": ["test_cuda_stages.py", "test_roofline.py"],
     "ir/hlo_dataflow.py": ["test_checks.py"],
     "batch/diff.py": ["test_diff.py"],
     "xla/summary.py": ["test_diff.py"],
@@ -279,6 +279,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the added instructions' ids start one later, leaving a gap: still unique and in their "
         "computation, the HLO text of the rewritten module is byte-identical, and its one caller "
         "(_preprocess) hands the proto to the loader, whose StableHLO drops the ids",
+    ("xla/pass_log.py", "total = spent or 1  # the % column's divisor: no pass took time, so every row is 0%",
+     "1 -> 2"):
+        "the divisor is taken only when every row's time is 0 us, and 0 over 1 or over 2 is 0.0%; "
+        "the title prints what was spent, not the divisor (test_a_table_of_no_time_says_zero_ms_and_zero_percent)",
     ("cuda/ptx.py", "man = bits & ((1 << f.mbits) - 1)", "1 -> 2 #3"):
         "the wider mask (2 << mbits) - 1 adds only bit mbits, the exponent's lowest bit: a normal "
         "number ORs that bit in on the next line anyway, a subnormal has it 0; it differs only for "

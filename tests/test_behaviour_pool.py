@@ -297,3 +297,24 @@ def test_run_rows_in_order_whatever_the_workers_did(tmp_path, monkeypatch):
     assert reports[1].message == f"no result within {TIMEOUT:g} s"
     assert "SIGSEGV" in reports[3].message
     assert len(done) == 5 and sorted(r.source for r in done) == sorted(r.source for r in reports)
+
+
+def test_take_ready_is_false_for_a_worker_that_died_before_it_was_ready(tmp_path):
+    """Worker.take_ready answers a bool: False (not some other falsy value) when the worker died
+    during its init, True once a worker says it is ready."""
+    from multiprocessing.connection import wait
+
+    dead = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:dying_init")
+    try:
+        assert wait([dead.conn], timeout=60)
+        assert dead.take_ready() is False
+        assert not dead.ready
+    finally:
+        dead.close()
+    live = pool.Worker(FN, str(tmp_path))
+    try:
+        assert wait([live.conn], timeout=60)
+        assert live.take_ready() is True
+        assert live.ready
+    finally:
+        live.close()

@@ -116,3 +116,26 @@ def test_xla_emits_that_target(tanh_module, cc, ext, want):
         pytest.skip(f"the ptxas here cannot assemble {spec.sm} (CUDA 13 dropped sm_60/sm_70)")
     ptx = registry.request(tanh_module, "tanh", stages.StageOptions(platform="cuda", gpu_spec=spec)).produce("ptx")
     assert set(re.findall(r"^\.target\s+(\w+)", ptx, re.M)) == {want}
+
+
+def test_specs_list_without_a_usable_ptxas_says_why_and_lists_the_others(cli, monkeypatch):
+    """No usable ptxas: `specs list` still succeeds, marks every spec "no", says why there is
+    none (the error without "error: ") and lists the other ptxas found as not used."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.errors import ToolchainError
+
+    def no_ptxas(*_a, **_k):
+        raise ToolchainError("no usable ptxas (XLA runs it even device-less); searched /nowhere",
+                             hint="pip install it")
+
+    stray = cuda_tools.Ptxas("/old/bin/ptxas", (11, 8, 89), ("sm_50", "sm_90"), "PATH")
+    monkeypatch.setattr(cuda_tools, "ptxas", no_ptxas)
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [stray])
+    why = "no usable ptxas (XLA runs it even device-less); searched /nowhere (pip install it)"
+    assert targets.ptxas_in_use() == (None, [stray], why)
+    r = cli("specs", "list")
+    assert r.code == 0 and r.err == ""
+    lines = r.out.splitlines()
+    assert lines[-2:] == [f"ptxas: none usable: {why}",
+                          "  not used: 11.8.89 /old/bin/ptxas (PATH; targets sm_50..sm_90)"]
+    assert lines[1:-2] and all(ln.endswith("  no") for ln in lines[1:-2])

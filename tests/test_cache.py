@@ -472,3 +472,31 @@ def test_the_key_opens_only_regular_files_a_spec_name_names(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(module)], cwd=tmp_path, capture_output=True, text=True,
                        timeout=60)
     assert (r.returncode, r.stdout) == (0, "True\n"), r.stderr
+
+
+def test_a_hit_writes_binary_stdout_again_byte_for_byte(cache_dir, small_module, capfdbinary, monkeypatch):
+    """Binary output sent to stdout (bytecode without -o) is cached and a hit writes the same bytes."""
+    from mlirhlo_driver.cli import opt as cli_module
+    from mlirhlo_driver.cli.mlirhlo import main
+
+    def run():
+        capfdbinary.readouterr()
+        try:
+            main(["opt", str(small_module), "--stage", "stablehlo-bytecode"])
+            code = 0
+        except SystemExit as e:
+            code = e.code
+        return code, *capfdbinary.readouterr()
+
+    miss = run()
+    assert miss[0] == 0, miss[2]
+    assert miss[1].startswith(b"ML\xefR")  # MLIR bytecode magic, on stdout
+    (entry,) = cache_dir.rglob("*.entry")
+    assert [kind for kind, _, _ in cache.lookup(entry.stem)] == ["stdout-bytes"]
+
+    def no_work(*_, **__):
+        raise AssertionError("a cache hit compiled")
+
+    monkeypatch.setattr(cli_module, "_run_opt", no_work)
+    hit = run()
+    assert hit == miss

@@ -771,3 +771,14 @@ def test_expect_close_with_a_lower_bound_names_the_element_below_it():
                          [a, b])
     assert got.message == ("1 of 2 elements outside [1, 5] ULP; worst at index [1]: actual=2.0, expected=2.0, "
                            "ULP difference=0")
+
+
+def test_a_generic_check_ops_operand_type_may_hold_an_arrow():
+    """A generic op's operand type may hold a '->' (a sparse tensor's encoding map): it closes no
+    bracket, so the function type still gives two operand types, each kept as written."""
+    sparse = "tensor<2xf32, #sparse_tensor.encoding<{map = (d0) -> (d0 : compressed)}>>"
+    src = (f'func.func @f(%a: {sparse}, %b: tensor<2xf32>) {{\n'
+           f'  "check.expect_eq"(%a, %b) : ({sparse}, tensor<2xf32>) -> ()\n  return\n}}\n')
+    assert checks.preprocess_check_ops(src, "t.mlir").splitlines()[1] == (
+        f"  stablehlo.custom_call @check.expect_eq(%a, %b) {{has_side_effect = true}} : "
+        f"({sparse}, tensor<2xf32>) -> ()")

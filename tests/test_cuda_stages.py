@@ -885,3 +885,18 @@ def test_elf_sm_reads_both_elf_abi_versions(sm, tmp_path):
         cuda_binaries.elf_sm(data[:0x12] + (62).to_bytes(2, "little") + data[0x14:])
     with pytest.raises(StageError, match="not a 64-bit little-endian ELF file"):
         cuda_binaries.elf_sm(data[:4] + b"\x01" + data[5:])
+
+
+def test_a_failing_nvdisasm_is_one_error_line_naming_its_version_sm_and_message(cli, mm_add, monkeypatch, tmp_path):
+    """nvdisasm exiting non-zero on a compile's cubins: the sass stage fails with one line
+    naming the nvdisasm version, the cubins' sm and nvdisasm's own error."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    fake = tmp_path / "nvdisasm"
+    fake.write_text("#!/bin/sh\necho 'nvdisasm fatal   : Input file is not a cubin' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(cuda_binaries, "nvdisasm_for",
+                        lambda sm, data_dir=None: cuda_binaries.Nvdisasm(str(fake), (13, 0)))
+    r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass", "--no-cache")
+    line = assert_one_line_error(r, contains="nvdisasm 13.0 failed on sm_90a cubins: ")
+    assert line.endswith("nvdisasm fatal   : Input file is not a cubin"), line

@@ -355,3 +355,21 @@ def test_compare_is_identical_only_when_renumbering_is_all(change):
         sa, sb = "a\n", "b\n"
     d = compare(_side(fa, ka, ma, stage=sa), _side(fb, kb, mb, stage=sb))
     assert d["identical"] is (change in ("none", "renumbered"))
+
+
+def test_both_sides_spec_notes_are_said_once_each(cli, tmp_path):
+    """``diff`` says the notes of both sides' GPU specs on stderr, A's then B's, a note both share once."""
+    hlo = tmp_path / "add.hlo"
+    hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
+    moved = "/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb"  # not here: the shipped spec, with a note
+    lacking = str(DATA / "xla_specs" / "a100_pcie_80.txtpb")  # lacks a required field: filled in, with a note
+    r = cli("diff", hlo, "--platform", "cuda", "--gpu-spec", f"{moved},{lacking}", "--no-cache")
+    assert r.code == 0, r.err
+    notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 2, r.err
+    assert f"{moved} does not exist" in notes[0]
+    assert "lacks registers_per_block_limit" in notes[1]
+    r = cli("diff", hlo, "--platform", "cuda", "--gpu-spec", f"{lacking},{lacking}", "--no-cache")
+    assert r.code == 0, r.err
+    notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and "lacks registers_per_block_limit" in notes[0], r.err

@@ -307,3 +307,23 @@ def test_literal_text_prints_nan_and_inf_as_xla_does(name):
     (printed,) = re.findall(r"constant\((.*)\)", text)
     a = np.array([np.nan, -np.nan, np.inf, -np.inf, 1.5], dtype=dtypes.np_dtype(t.numpy))
     assert literals.literal_text(a) == f"{t.hlo}[5] {printed}"
+
+
+def test_literal_text_prints_floats_with_the_fewest_digits_that_read_back_as_xla_does():
+    """f64 elements print with 15 significant digits when those read back exactly, else 17
+    (f32: 6, else 9), matching XLA's printer element for element."""
+    values = [0.1 + 0.2, 1 / 3, 2 / 3, 0.1, 1e300 / 7, -5e-324, 123456789.123456789, 1.5]
+    expected = {
+        "f64": "{0.30000000000000004, 0.33333333333333331, 0.66666666666666663, 0.1, "
+               "1.4285714285714286e+299, -4.94065645841247e-324, 123456789.12345679, 1.5}",
+        "f32": "{0.3, 0.333333343, 0.666666687, 0.1, 1.4285714e+29, -0, 123456792, 1.5}",
+    }
+    for hlo, dtype in (("f64", np.float64), ("f32", np.float32)):
+        a = np.array([v if hlo == "f64" or abs(v) < 1e38 else v * 1e-270 for v in values], dtype=dtype)
+        body = ", ".join(repr(float(v)) for v in a)
+        text = _jaxlib.hlo_proto_to_text(_jaxlib.hlo_text_to_proto(
+            _entry(f"ROOT c = {hlo}[{a.size}] constant({{{body}}})")))
+        (printed,) = re.findall(r"constant\((.*)\)", text)
+        assert printed == expected[hlo]
+        assert literals.literal_text(a) == f"{hlo}[{a.size}] {printed}"
+        assert literals.literal_text(a[0]) == f"{hlo}[] {printed[1:].split(',')[0]}"

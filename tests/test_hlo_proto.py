@@ -697,3 +697,40 @@ def test_sniffing_text_imports_no_protobuf():
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_looks_like_hlo_proto_turns_away_a_module_with_an_implausible_computation():
+    """A module is sniffed as HLO only if every computation has instructions, a first opcode
+    that looks like an HLO opcode and no misread field; else the bytes are no HLO proto."""
+    module_class = hp.message_class()
+
+    def module(*computations):
+        msg = module_class(name="m", entry_computation_name="main")
+        for comp in computations:
+            msg.computations.add().MergeFromString(comp)
+        return msg
+
+    def comp(name, *opcodes):
+        c = hp.message_class("HloComputationProto")(name=name)
+        for i, op in enumerate(opcodes):
+            c.instructions.add(name=f"i{i}", opcode=op)
+        return hp.encode(c)
+
+    good = comp("main", "parameter", "add")
+    assert hp.looks_like_hlo_proto(hp.encode(module(good))) == "HloModuleProto"
+    assert hp.looks_like_hlo_proto(hp.encode(module(comp("a", "all-reduce"), good))) == "HloModuleProto"
+    bad = {
+        "no instructions": comp("main"),
+        "capitalised opcode": comp("main", "Parameter", "add"),
+        "empty opcode": comp("main", "", "add"),
+        "opcode with a call": comp("main", "add(x)"),
+        "name sent as a varint": good + _record(1, 0, b"\x07"),
+    }
+    for why, c in bad.items():
+        for comps in ((c,), (c, good), (good, c)):
+            data = hp.encode(module(*comps))
+            assert hp.looks_like_hlo_proto(data) is None, (why, len(comps))
+            wrapped = hp.encode(hp.message_class("HloProto")(hlo_module=hp.decode(data)))
+            assert hp.looks_like_hlo_proto(wrapped) is None, why
+            with pytest.raises(InputError, match="not a serialized HloProto or HloModuleProto"):
+                hp.module_proto_from_any(data)

@@ -296,3 +296,30 @@ def test_a_text_module_with_up_to_1_percent_non_utf8_bytes_is_text_with_the_firs
         assert (e.value.file, e.value.line, e.value.col) == ("latin.mlir", 4, 4)
     else:
         assert e.value.message.startswith("not a module: binary data")
+
+
+def test_mhlo_bytecode_becomes_stablehlo_and_stablehlo_bytecode_costs_no_walk(tmp_path, monkeypatch):
+    """MLIR bytecode holding MHLO ops loads as StableHLO; bytecode naming no MHLO is not walked."""
+    from mlirhlo_driver.ir import emit as ir_emit
+
+    src = inputs.parse_mlir("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                            "  %0 = stablehlo.constant dense<1.0> : tensor<4xf32>\n"
+                            "  %1 = stablehlo.add %a, %0 : tensor<4xf32>\n"
+                            "  %2 = stablehlo.negate %1 : tensor<4xf32>\n"
+                            "  return %2 : tensor<4xf32>\n}\n")
+    walked = []
+    real = ir_emit.has_mhlo
+    monkeypatch.setattr(ir_emit, "has_mhlo", lambda m: walked.append(1) or real(m))
+    plain = tmp_path / "plain.mlirbc"
+    plain.write_bytes(emit.bytecode(src))
+    assert b"mhlo" not in plain.read_bytes()
+    (loaded,) = inputs.load(str(plain))
+    assert loaded.format == "bytecode" and walked == []
+    assert _ops(loaded.module) == _ops(src)
+    mhlo_bc = tmp_path / "mhlo.mlirbc"
+    mhlo_bc.write_bytes(emit.bytecode(inputs.parse_mlir(emit.mhlo_text(src))))
+    assert b"mhlo" in mhlo_bc.read_bytes()
+    (loaded,) = inputs.load(str(mhlo_bc))
+    assert loaded.format == "bytecode" and walked == [1]
+    text = _ops(loaded.module)
+    assert "mhlo." not in text and "stablehlo.negate" in text and "stablehlo.add" in text

@@ -153,3 +153,22 @@ def test_the_wheel_holds_every_module(target):
         return {str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts}
 
     assert modules(target / "mlirhlo_driver") == modules(REPO / "mlirhlo_driver")
+
+
+def test_data_folders_are_the_packages_own_on_disk_and_copies_from_a_zip(tmp_path):
+    """On the file system a data folder is the package's own; from a zip (zipimport) it is a
+    real directory holding the same files, and a folder the zip lacks is an empty one."""
+    import mlirhlo_driver
+    from mlirhlo_driver import resources
+
+    assert resources.data_dir("gpu_specs") == Path(mlirhlo_driver.__file__).parent / "gpu_specs"
+    archive = tmp_path / "pkg.zip"
+    files = {"a100.txtpb": b"gpu_device_info {}\n", "blob.bin": bytes(range(256))}
+    with zipfile.ZipFile(archive, "w") as z:
+        for name, data in files.items():
+            z.writestr(f"mlirhlo_driver/gpu_specs/{name}", data)
+    out = resources._extracted(zipfile.Path(archive, "mlirhlo_driver/gpu_specs/"), "gpu_specs")
+    assert out.is_dir() and out.name == "gpu_specs" and not out.is_relative_to(tmp_path)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == files
+    empty = resources._extracted(zipfile.Path(archive, "mlirhlo_driver/pipelines/"), "pipelines")
+    assert empty.is_dir() and list(empty.iterdir()) == []

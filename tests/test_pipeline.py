@@ -575,3 +575,26 @@ def test_a_module_the_bytecode_writer_refuses_is_kept_as_its_text():
     assert isinstance(snapshot, str) and snapshot == text
     assert "loc(" in text and "func.func" in text
     assert pipeline._snapshot_text(snapshot) == text
+
+
+@pytest.mark.parametrize("after", [["--print-ir-after-all"], ["--print-ir-after-change"],
+                                   ["--print-ir-after", "canonicalize"]])
+def test_print_ir_after_failure_beside_after_printing_keeps_the_after_dumps(cli, after):
+    """--print-ir-after-failure added to after-printing takes no dump away: the passes that ran fine still print."""
+    args = ("opt", ERF, "--passes", "chlo-legalize-to-stablehlo,canonicalize,cse", *after, "--print-ir-module-scope")
+    alone = cli(*args)
+    both = cli(*args, "--print-ir-after-failure")
+    assert alone.code == 0 and both.code == 0, both.err
+    expected = [(w, n) for w, _, n in _dump_headers(alone.err)]
+    assert expected and all(w == "After" for w, _ in expected)
+    assert [(w, n) for w, _, n in _dump_headers(both.err)] == expected
+
+
+def test_print_ir_after_all_and_after_failure_on_a_failing_pipeline(cli, tmp_path):
+    """With both flags a failing pipeline prints after each pass that ran fine, then the failed pass's dump."""
+    result = cli("opt", DATA / "chlo_special.mlir", "--pipeline",
+                 "builtin.module(canonicalize,stablehlo-legalize-to-vhlo)",
+                 "--print-ir-after-all", "--print-ir-after-failure", "--reproducer-dir", tmp_path)
+    assert result.code == 1
+    headers = re.findall(r"^// -----// IR Dump After \S+( Failed)? \((\S+)\) //----- //$", result.err, re.M)
+    assert headers == [("", "canonicalize"), (" Failed", "stablehlo-legalize-to-vhlo")], result.err

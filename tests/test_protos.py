@@ -309,3 +309,54 @@ def test_maps_inside_repeated_and_singular_messages_are_rewritten_too():
     for m in (*o.many, o.one):
         assert protos.serialize(m) in data
     assert protos.serialize(Outer(plain="x")) == Outer(plain="x").SerializeToString()
+
+
+# ------------------------------------------------------- ELF section header table bounds
+
+def _elf_with_sections(sections: list[tuple[bytes, int, bytes]], shstrndx: int | None = None) -> bytes:
+    """A 64-bit little-endian ELF file holding ``sections`` ((name, sh_type, data) after
+    the null section) plus a .shstrtab, the header table last; ``shstrndx`` defaults to
+    the .shstrtab's index."""
+    import struct
+
+    names = b"\0"
+    entries = [(0, 0, b"")]
+    for name, sh_type, data in [*sections, (b".shstrtab", 3, b"")]:
+        entries.append((len(names), sh_type, data))
+        names += name + b"\0"
+    entries[-1] = (entries[-1][0], 3, names)
+    body = b""
+    offsets = []
+    for _, _, data in entries:
+        offsets.append(64 + len(body))
+        body += data
+    shoff = 64 + len(body)
+    shnum = len(entries)
+    head = bytearray(64)
+    head[:6] = b"\x7fELF\x02\x01"
+    struct.pack_into("<Q", head, 0x28, shoff)
+    struct.pack_into("<HHH", head, 0x3A, 64, shnum, shnum - 1 if shstrndx is None else shstrndx)
+    table = b"".join(struct.pack("<IIQQQQ", name_off, sh_type, 0, 0, off, len(data)) + b"\0" * 24
+                     for (name_off, sh_type, data), off in zip(entries, offsets))
+    return bytes(head) + body + table
+
+
+def test_section_name_table_index_must_lie_inside_the_header_table(fake_jaxlib, tmp_path):
+    """elf_section reads the section whose names table is the last header (index shnum-1)
+    and rejects a names-table index equal to shnum as a truncated table (ValueError, so a
+    ProtoSchemaError at use), never a raw struct error."""
+    desc = _descriptor("a/a.proto", "pa")
+    lib = tmp_path / "libjax_common.so"
+    lib.write_bytes(_elf_with_sections([(protos.SECTION, 1, desc + b"\x00")]))
+    assert protos.elf_section(str(lib)) == desc + b"\x00"
+    fake_jaxlib(lib)
+    assert protos.file_descriptors("jaxlib") == {"a/a.proto": desc}
+
+    shnum = 3  # null, protodesc_cold, .shstrtab
+    for bad in (shnum, shnum + 1):
+        lib.write_bytes(_elf_with_sections([(protos.SECTION, 1, desc + b"\x00")], shstrndx=bad))
+        with pytest.raises(ValueError, match="truncated ELF section header table"):
+            protos.elf_section(str(lib))
+        protos._library_files.cache_clear()
+        with pytest.raises(protos.ProtoSchemaError, match="truncated ELF section header table"):
+            protos.file_descriptors("jaxlib")

@@ -623,3 +623,59 @@ def test_lowest_ptx_isa_per_target_is_what_llvm_picks():
         major, minor = re.search(r"^\.version (\d+)\.(\d+)$", text, re.M).groups()
         picked[cpu] = int(major) * 10 + int(minor)
     assert picked == ptx._MIN_PTX
+
+
+def test_ptxas_runs_at_most_one_per_cpu_and_reports_the_first_rejected_module(monkeypatch):
+    """check_all_with_ptxas runs no more ptxas processes at once than there are CPUs (one at a
+    time where there is one CPU or the count is unknown), checks every module, and reports
+    the first rejected one in module order."""
+    class FakePtxas:
+        path, version_str = "/fake/ptxas", "12.9"
+
+        def require(self, sm, gpu=None):
+            pass
+
+        def describe(self):
+            return f"ptxas {self.version_str} ({self.path}, fake)"
+
+    live: list[object] = []
+    peak = [0]
+    started: list[str] = []
+
+    class FakePopen:
+        def __init__(self, args, **kwargs):
+            self.args = args
+            src = args[2]
+            with open(src) as fh:
+                code = fh.read()
+            self.returncode = 1 if "bad" in code else 0
+            self._out = (f"ptxas {src}, line 1; error   : rejected {code}\n".encode()
+                         if self.returncode else b"")
+            started.append(code)
+            live.append(self)
+            peak[0] = max(peak[0], len(live))
+
+        def communicate(self):
+            live.remove(self)
+            return self._out, None
+
+    monkeypatch.setattr(cuda_tools, "ptxas", lambda *a, **k: FakePtxas())
+    monkeypatch.setattr(subprocess, "Popen", FakePopen)
+    modules = [(f"m{i}", "bad" if i in (2, 4) else f"ok{i}") for i in range(5)]
+    for cpus, allowed in ((None, 1), (1, 1), (2, 2), (3, 3), (64, 5)):
+        monkeypatch.setattr(os, "cpu_count", lambda n=cpus: n)
+        live.clear()
+        started.clear()
+        peak[0] = 0
+        with pytest.raises(InputError) as ei:
+            ptx.check_all_with_ptxas(modules, "sm_80", "k.ll")
+        assert peak[0] == allowed, (cpus, peak[0])
+        assert started == [code for _, code in modules] and not live
+        assert ei.value.message == ("ptxas 12.9 rejected the PTX of module m2 for sm_80 at PTX line 1: "
+                                    "rejected bad [bad]")
+        assert ei.value.file == "k.ll"
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    started.clear()
+    peak[0] = 0
+    ptx.check_all_with_ptxas([("a", "ok-a"), ("b", "ok-b")], "sm_80")
+    assert started == ["ok-a", "ok-b"] and peak[0] == 1

@@ -505,3 +505,60 @@ def test_the_pass_bisect_report_lines():
     assert lines(two)[0] == ("  bisect-passes: XLA passes 'a' (p), 'b' (?): disabled, the module matches its "
                              "reference (not confirmed alone) (9 trials over 30 passes)")
     assert lines(two)[-1] == "  (XLA dumped no run of a that changed the module)"
+
+
+def test_jobs_run_each_module_in_a_worker_and_jobs_0_in_this_process(cli, tmp_path, monkeypatch):
+    """--jobs N (N >= 1) runs the modules in worker processes, --jobs 0 in the calling process."""
+    import os
+    import sys
+
+    pids = tmp_path / "pids.txt"
+    (tmp_path / "whose.py").write_text(
+        "import os\n\ndef f(x):\n"
+        f"    with open({str(pids)!r}, 'a') as out:\n"
+        "        out.write(f'{os.getpid()}\\n')\n"
+        "    return x\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    for jobs, here in (("1", False), ("0", True)):
+        pids.unlink(missing_ok=True)
+        result = cli("run", "whose:f", "--args", "f32[8]", "--jobs", jobs, "--reference", "none")
+        assert result.code == 0, result.out + result.err
+        ran_in = {int(p) for p in (pids.read_text().split() if pids.exists() else [])}
+        assert ran_in and (ran_in == {os.getpid()}) == here, (jobs, ran_in, os.getpid())
+    sys.modules.pop("whose", None)  # imported by the --jobs 0 run; no other test needs it
+
+
+def test_jobs_0_with_a_scheduler_still_runs_on_the_cluster(cli, monkeypatch):
+    """--scheduler sends the modules to the cluster whatever --jobs says, --jobs 0 included."""
+    from mlirhlo_driver._native import cluster
+    from mlirhlo_driver.batch import run_pool
+
+    asked: list[str] = []
+
+    def on_cluster(address, fn, context, tasks, *, timeout=None, init=None):
+        asked.append(address)
+        return ((i, run_pool.worker_task(context, t)) for i, t in enumerate(tasks))
+
+    monkeypatch.setattr(cluster, "imap", on_cluster)
+    result = cli("run", DATA / "erf_inv.mlir", "--jobs", "0", "--scheduler", "tcp://127.0.0.1:8786",
+                 "--reference", "none")
+    assert result.code == 0, result.out + result.err
+    assert asked == ["tcp://127.0.0.1:8786"]
+
+
+def test_large_float_range_draws_over_the_whole_plus_minus_1e4_and_never_beyond(tmp_path):
+    """--large-float-range draws floats (real and imaginary parts) over [-1e4, 1e4], [1e-4, 1e4] for log's input."""
+    text = ("func.func @main(%x: tensor<512x512xf64>, %p: tensor<512x512xf64>, %c: tensor<512x512xcomplex<f64>>)"
+            " -> (tensor<512x512xf64>, tensor<512x512xf64>, tensor<512x512xcomplex<f64>>) {\n"
+            "  %l = stablehlo.log %p : tensor<512x512xf64>\n"
+            "  return %x, %l, %c : tensor<512x512xf64>, tensor<512x512xf64>, tensor<512x512xcomplex<f64>>\n}\n")
+    module = inputs.load(str(_module(tmp_path, text)))[0].module
+    (x, p, c), note = run.make_inputs(module, run.RunOptions(seed=0, large_float_range=True))
+    assert "1 positive-constrained" in note
+    for values in (x, c.real, c.imag):
+        assert values.min() >= -1e4 and values.max() <= 1e4
+        assert values.min() < -9990 and values.max() > 9990  # the whole range is drawn
+    assert p.min() >= 1e-4 and p.max() <= 1e4
+    assert p.min() < 1 and p.max() > 9990

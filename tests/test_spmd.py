@@ -522,3 +522,22 @@ def test_run_times_are_listed_up_to_twenty_then_summarized():
     twenty = [float(i) for i in range(1, 21)]
     assert _times(twenty) == ", ".join(f"{t:.3f}" for t in twenty)
     assert _times([*twenty, 21.0]) == "min 1.000, median 11.000, max 21.000 over 21 runs"
+
+
+WEDGED_WORKER = """
+import json, sys, time
+from mlirhlo_driver.execute import spmd
+spmd._GRACE_S = 0.0
+spmd.worker = lambda cfg: time.sleep(60) or 0  # stuck in a collective, its supervisor gone
+cfg = spmd.WorkerConfig("m.hlo", None, None, {}, 2, 1, "127.0.0.1:1", time.time() + 0.5, 7.0)
+spmd.worker_main([json.dumps(spmd.asdict(cfg))])
+"""
+
+
+def test_a_wedged_worker_ends_itself_as_a_timeout_failure():
+    """A worker still running past its deadline exits 1 (a failure, not usage) with one timeout error line."""
+    proc = subprocess.run([sys.executable, "-c", WEDGED_WORKER], capture_output=True, text=True,
+                          timeout=60, cwd=REPO)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == "error: process 1: timed out after 7 s (--timeout)\n"
+    assert proc.stdout == ""

@@ -610,3 +610,24 @@ def test_argparse_refusals_in_opt_are_a_usage_error_never_an_exit():
     with pytest.raises(opt.UsageError) as e:
         opt.parser().error("the following arguments are required: FILE")
     assert e.value.format() == "error: The following arguments are required: FILE. (see 'mlirhlo opt --help')"
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_stdout_on_a_full_disk_is_one_error_line_and_exit_1(unbuffered):
+    """Output that cannot be written (disk full), whether it fails as it is written
+    (PYTHONUNBUFFERED) or when the buffer is flushed at exit: one error line, exit 1, not 0."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(MLIRHLO + ["opt", "--list-stages"], stdout=full, stderr=subprocess.PIPE,
+                              env=env, timeout=300, cwd=str(REPO), text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == ["error: " + ("" if unbuffered else "cannot write stdout: ")
+                                        + os.strerror(28)], proc.stderr
+    with open(os.devnull, "w") as null:  # the same command, written out, succeeds
+        ok = subprocess.run(MLIRHLO + ["opt", "--list-stages"], stdout=null, stderr=subprocess.PIPE,
+                            env=env, timeout=300, cwd=str(REPO))
+    assert ok.returncode == 0, ok.stderr

@@ -101,6 +101,18 @@ def test_pass_log_parses_nesting_threads_fixed_points_and_skips():
     assert re.search(r"^\s+0\.012\s+0\.9%\s+2\s+no\s+algsimp \(simplification\)$", text, re.M), text
 
 
+@pytest.mark.parametrize("us", [None, 0])
+def test_a_table_of_no_time_says_zero_ms_and_zero_percent(us):
+    """No pass, or passes of 0 us (the log's resolution): the title says 0.000 ms, each row 0.0%."""
+    from mlirhlo_driver.xla import pass_log
+
+    table = [] if us is None else [pass_log.PassRow("dce", "p", 2, us, False)]
+    lines = pass_log.format_rows(table, "cpu").splitlines()
+    runs = "0 runs of 0 passes" if us is None else "2 runs of 1 passes"
+    assert lines[0] == f"// XLA HLO passes (cpu): {runs}, 0.000 ms in passes"
+    assert all("  0.0%  " in ln for ln in lines[2:]) and len(lines) == (2 if us is None else 3)
+
+
 def test_changes_come_from_a_level_3_log_of_the_same_compile():
     from mlirhlo_driver.xla import pass_log
 

@@ -752,3 +752,41 @@ def test_sass_and_kernels_look_for_nvdisasm_in_the_users_cuda_data_dir(monkeypat
     assert job(()).data_dir is None
     assert job((("xla_gpu_autotune_level", 0),)).data_dir is None
     assert job((("xla_gpu_cuda_data_dir", ""),)).data_dir is None
+
+
+@pytest.mark.parametrize("platform, stage", [("cpu", "llvm"), ("cpu", "llvm-before-optimizations"),
+                                             ("cuda", "ptx")])
+@pytest.mark.parametrize("failed, need_emitters, empty", [
+    (False, True, True),    # jaxlib 0.11+: a compile without kernels writes no file, so no kernels
+    (True, True, False),    # a failed compile: the error says so, whatever the jaxlib
+    (False, False, False),  # jaxlib 0.10: every compile writes the files, so none is an error
+    (True, False, False),
+])
+def test_a_codegen_stage_without_files_is_empty_only_after_a_good_compile_that_needs_emitters(
+        monkeypatch, platform, stage, failed, need_emitters, empty):
+    """LLVM IR / PTX that XLA did not write is an empty output only when the compile worked
+    and this XLA writes none for a module without kernels; otherwise the "no output" error."""
+    from mlirhlo_driver.cuda.specs import resolve_spec
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    def compile_module(module, name, options, **kw):
+        return xla_backend.XlaArtifacts(platform, name, {f"{name}.before_optimizations.txt": b"HloModule m"},
+                                        compile_error="boom" if failed else None,
+                                        emitters=kw.get("emitters", ()), dumps=kw.get("dumps", ()))
+
+    monkeypatch.setattr(xla_backend, "compile_module", compile_module)
+    monkeypatch.setattr(_jaxlib, "codegen_dumps_need_emitters", lambda: need_emitters)
+    loaded = loader.load(str(MLP))[0]
+    spec = resolve_spec("h100_sxm") if platform == "cuda" else None
+    req = registry.request(loaded.module, loaded.name, StageOptions(platform=platform, gpu_spec=spec),
+                           stages=(stage,))
+    if empty:
+        assert req.produce(stage) == ""
+        return
+    with pytest.raises(StageError) as info:
+        req.produce(stage)
+    assert info.value.message == (f"XLA wrote no output for stage '{stage}' on {platform}"
+                                  + (" (compile failed: boom)" if failed else ""))

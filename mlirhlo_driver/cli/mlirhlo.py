@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         interrupts.report()
         code = EXIT_INTERRUPTED
+    except BrokenPipeError:  # as at the flush below: the reader went away (| head)
+        pass
+    except OSError as e:  # the system refused a write (stdout on a full disk): one line, no traceback
+        _say_os_error(e)
+        code = EXIT_FAILURE
     except BaseException:
         import traceback
 
@@ -95,7 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
     except BrokenPipeError:  # a reader that went away (| head) is not a failure of ours
         pass
-    except OSError:
+    except OSError as e:
+        if not code:
+            _say_os_error(e, "cannot write stdout")
         code = code or EXIT_FAILURE
     import atexit
 
@@ -107,6 +114,14 @@ def main(argv: list[str] | None = None) -> None:
     except OSError:
         pass
     os._exit(code)
+
+
+def _say_os_error(e: OSError, where: str | None = None) -> None:
+    where = where or e.filename
+    try:
+        sys.stderr.write(f"error: {where + ': ' if where else ''}{e.strerror or e}\n")
+    except OSError:
+        pass
 
 
 def _main(argv: list[str]) -> None:

@@ -169,9 +169,10 @@ def format_table(calls: list[PassCall], label: str) -> str:
 
 def format_rows(table: list[PassRow], label: str) -> str:
     """:func:`rows`' table as text: a title line, a header, one line per pass."""
-    total = sum(r.us for r in table) or 1
+    spent = sum(r.us for r in table)
+    total = spent or 1  # the % column's divisor: no pass took time, so every row is 0%
     lines = [f"// XLA HLO passes ({label}): {sum(r.calls for r in table)} runs of {len(table)} passes, "
-             f"{ms_from_us(total):.3f} ms in passes",
+             f"{ms_from_us(spent):.3f} ms in passes",
              f"{'total ms':>10}  {'%':>6}  {'calls':>5}  {'changed':<7}  pass (pipeline)"]
     for r in table:
         changed = "?" if r.changed is None else ("yes" if r.changed else "no")
