@@ -283,6 +283,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "1 -> 2"):
         "the divisor is taken only when every row's time is 0 us, and 0 over 1 or over 2 is 0.0%; "
         "the title prints what was spent, not the divisor (test_a_table_of_no_time_says_zero_ms_and_zero_percent)",
+    ("ir/literals.py", 'return "inf" if x > 0 else "-inf"', "0 -> 1"):
+        "x is +inf or -inf on this line (np.isinf above): inf > 0 and inf > 1 alike, -inf neither",
+    ("cuda/ptx.py", "edits.append(_Edit(lineno, start + 1, 0, start + 1, end - start))", "1 -> 2 #2"):
+        "the edit removes text (new_len 0), and _map_col reads old_col only for a column inside "
+        "the new text (new_col <= col < new_col + new_len): never, so old_col is never read",
+    ("cuda/ptx.py", "edits.append(_Edit(lineno, start + 1, 0, start + 1, end - start))", "Add -> Sub #2"):
+        "the edit removes text (new_len 0), and _map_col reads old_col only for a column inside "
+        "the new text (new_col <= col < new_col + new_len): never, so old_col is never read",
     ("cuda/ptx.py", "man = bits & ((1 << f.mbits) - 1)", "1 -> 2 #3"):
         "the wider mask (2 << mbits) - 1 adds only bit mbits, the exponent's lowest bit: a normal "
         "number ORs that bit in on the next line anyway, a subnormal has it 0; it differs only for "

@@ -291,3 +291,34 @@ def test_file_line_lines_are_dropped_only_inside_a_source_location_trace(capfd):
     with _jaxlib.filtered_native_stderr():
         os.write(2, b"something went wrong in\nkernel.cc:88\n")
     assert capfd.readouterr().err == "something went wrong in\nkernel.cc:88\n"
+
+
+def _nested_call() -> tuple[bool, int, int]:
+    return isolate.in_helper(), isolate.call(os.getpid), os.getpid()
+
+
+def test_a_call_made_inside_the_helper_runs_in_place_and_returns_its_result():
+    """isolate.call from code already running in the helper runs there, in the same process,
+    and gives back the function's result."""
+    in_helper, inner_pid, helper_pid = isolate.call(_nested_call)
+    assert in_helper and not isolate.in_helper()
+    assert inner_pid == helper_pid != os.getpid()
+
+
+def test_dense_elements_attr_refuses_an_array_that_does_not_fit_the_type():
+    """An array whose size or element type does not fit the MLIR type is a ValueError from the
+    bindings (bool arrays included: this jaxlib takes their bytes, never packed bits)."""
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    with ir.Context():
+        assert str(_jaxlib.dense_elements_attr(np.array([True, False, True, True]),
+                                               ir.Type.parse("tensor<4xi1>"))) == \
+            "dense<[true, false, true, true]> : tensor<4xi1>"
+        bad = [(np.zeros((2, 3), np.float32), "tensor<4xf32>"), (np.zeros((2, 3), np.int32), "tensor<4xi32>")]
+        if _jaxlib.jaxlib_at_least("0.10.2"):
+            bad += [(np.zeros(5, np.bool_), "tensor<4xi1>"), (np.ones(8, np.bool_), "tensor<4xi1>")]
+        for array, type_ in bad:
+            with pytest.raises(ValueError, match="could not be constructed"):
+                _jaxlib.dense_elements_attr(array, ir.Type.parse(type_))

@@ -318,3 +318,17 @@ def test_take_ready_is_false_for_a_worker_that_died_before_it_was_ready(tmp_path
         assert live.ready
     finally:
         live.close()
+
+
+@pytest.mark.parametrize(("platform", "clients"), [("cpu", ["cpu"]), ("cuda", ["cpu", "cuda"])])
+def test_worker_init_starts_the_cuda_client_only_for_a_cuda_run(platform, clients, monkeypatch):
+    """A worker's init starts jaxlib's CPU client always, and the CUDA one only when the run's platform is cuda."""
+    from mlirhlo_driver._native import jaxlib
+    from mlirhlo_driver.batch import run_pool
+    from mlirhlo_driver.execute.run import RunOptions
+
+    started = []
+    monkeypatch.setattr(jaxlib, "cpu_devices", lambda: started.append("cpu"))
+    monkeypatch.setattr(jaxlib, "cuda_devices", lambda: started.append("cuda"))
+    run_pool.worker_init(RunOptions(platform=platform))
+    assert started == clients

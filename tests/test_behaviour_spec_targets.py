@@ -139,3 +139,24 @@ def test_specs_list_without_a_usable_ptxas_says_why_and_lists_the_others(cli, mo
     assert lines[-2:] == [f"ptxas: none usable: {why}",
                           "  not used: 11.8.89 /old/bin/ptxas (PATH; targets sm_50..sm_90)"]
     assert lines[1:-2] and all(ln.endswith("  no") for ln in lines[1:-2])
+
+
+def test_a_binary_autotune_file_that_is_not_utf8_is_passed_to_xla_as_binary(tmp_path):
+    """Autotune results that are not valid UTF-8 are binary: a .pb is used as it is, and
+    any other name (even a text extension) is passed on as a .pb copy of the same bytes."""
+    from pathlib import Path
+
+    from mlirhlo_driver import targets
+
+    data = b"\x0a\x03\xff\xfe\x80results"  # a serialized proto: invalid UTF-8, no low control bytes
+    binary = tmp_path / "results.pb"
+    binary.write_bytes(data)
+    keep: list = []
+    assert targets.autotune_file(str(binary), keep) == str(binary) and keep == []
+    for name in ("results.pbtxt", "results.textpb", "results.txt"):
+        misnamed = tmp_path / name
+        misnamed.write_bytes(data)
+        used = targets.autotune_file(str(misnamed), keep)
+        assert used.endswith(".pb") and used != str(misnamed)
+        assert Path(used).read_bytes() == data
+    assert len(keep) == 3

@@ -821,3 +821,34 @@ def test_ptxas_v_report_gives_each_kernels_resources():
     assert got == {
         "fusion_1": cuda_binaries.KernelResources("fusion_1", 40, 16, 8, 4, 1024, 1),
         "loop_add_fusion": cuda_binaries.KernelResources("loop_add_fusion", 12, 0, 0, 0, 0, 0)}
+
+
+def test_a_ptxas_binarys_probe_is_read_back_from_the_disk_cache_and_a_bad_cache_is_ignored(
+        tmp_path, monkeypatch):
+    """A probed ptxas binary is not run again in a later process: its version and targets come
+    from the disk cache. A cache file that is not a JSON object, or not JSON, counts as empty."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cuda_tools, "_is_script", lambda path: False)  # as a real binary would be
+    ptxas = tmp_path / "bin" / "ptxas"
+    runs = tmp_path / "runs.log"
+    _fake_ptxas(ptxas, "12.9.86", CU12_ARCHS)
+    lines = ptxas.read_text().splitlines()
+    ptxas.write_text("\n".join([lines[0], f'echo "$1" >> {shlex.quote(str(runs))}', *lines[1:]]) + "\n")
+
+    def probe():
+        cuda_tools._probe.cache_clear()  # as a new process would start
+        return cuda_tools._probe_file(str(ptxas))
+
+    def ran() -> int:
+        return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+    expected = ((12, 9, 86), tuple(sorted(CU12_ARCHS, key=lambda s: (cuda_tools.sm_number(s), s))))
+    assert probe() == expected and ran() == 2  # --version and --help
+    assert probe() == expected and ran() == 2  # from the disk cache: not run again
+    cache = Path(cuda_tools._cache_path())
+    for bad in ("[]", "not json"):
+        cache.write_text(bad)
+        before = ran()
+        assert probe() == expected and ran() == before + 2
+        assert any(k.startswith(os.path.realpath(ptxas)) for k in json.loads(cache.read_text()))
+        assert probe() == expected and ran() == before + 2

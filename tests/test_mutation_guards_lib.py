@@ -578,3 +578,15 @@ def test_the_fast_exit_keeps_what_sys_exit_means(monkeypatch, capfd, raised, cod
         mlirhlo.main()
     assert e.value.args == (code,)
     assert capfd.readouterr().err == (f"{raised}\n" if isinstance(raised, str) else "")
+
+
+@pytest.mark.parametrize("found", [None, SimpleNamespace(submodule_search_locations=[])],
+                         ids=["not-installed", "no-package-dir"])
+def test_without_a_jaxlib_package_there_are_no_libraries_and_still_a_cache_key(monkeypatch, found):
+    """No jaxlib package dir: jaxlib_libraries() is an empty list and the cache key is still computed."""
+    from mlirhlo_driver.mlir import passes
+
+    monkeypatch.setattr(passes.util, "find_spec", lambda name: found)
+    assert passes.jaxlib_libraries() == []
+    key = passes.jaxlib_cache_key()
+    assert len(key) == 16 and int(key, 16) >= 0

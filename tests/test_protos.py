@@ -360,3 +360,35 @@ def test_section_name_table_index_must_lie_inside_the_header_table(fake_jaxlib, 
         protos._library_files.cache_clear()
         with pytest.raises(protos.ProtoSchemaError, match="truncated ELF section header table"):
             protos.file_descriptors("jaxlib")
+
+
+# ------------------------------------------------------- groups in the wire format
+
+def test_records_skip_groups_holding_any_field_and_refuse_bad_wire_types_inside():
+    """A group (wire type 3) is one record whatever fields it holds (odd or even numbers, any
+    valid wire type, nested groups); a wire type 6 or 7 or field number 0 inside it is refused."""
+    inner = (b"\x08\x01"            # field 1, varint
+             b"\x11" + b"\0" * 8 +  # field 2, fixed64
+             b"\x1a\x02ab"          # field 3, length-delimited
+             b"\x25" + b"\0" * 4 +  # field 4, fixed32
+             b"\x2b\x38\x07\x2c"    # field 5, a group holding field 7
+             b"\x48\x05")           # field 9, varint
+    group = b"\x0b" + inner + b"\x0c"  # field 1, start and end group
+    data = group + b"\x10\x02"
+    assert protos.records(data) == [(1, 3, 0, len(group)), (2, 0, len(group), len(data))]
+    for bad, what in ((b"\x0e", "invalid wire type 6"), (b"\x0f", "invalid wire type 7"),
+                      (b"\x00", "field number 0"), (b"\x1e", "invalid wire type 6")):
+        with pytest.raises(ValueError, match=what):
+            protos.records(b"\x0b" + bad + b"\x00\x0c")
+
+
+def test_groups_nested_deeper_than_the_cpp_recursion_limit_are_refused():
+    """Groups nested 100 deep are read as C++ protobuf does; 101 deep, or far deeper, is a
+    ValueError naming the limit (never a RecursionError)."""
+    def nested(n: int) -> bytes:
+        return b"\x0b" * n + b"\x0c" * n
+
+    assert protos.records(nested(100)) == [(1, 3, 0, 200)]
+    for n in (101, 5000):
+        with pytest.raises(ValueError, match="groups nested deeper than 100"):
+            protos.records(nested(n))

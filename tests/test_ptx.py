@@ -679,3 +679,37 @@ def test_ptxas_runs_at_most_one_per_cpu_and_reports_the_first_rejected_module(mo
     peak[0] = 0
     ptx.check_all_with_ptxas([("a", "ok-a"), ("b", "ok-b")], "sm_80")
     assert started == ["ok-a", "ok-b"] and peak[0] == 1
+
+
+@pytest.mark.parametrize("ty,width,new,bits", [
+    ("float", 32, "1.000000e+00", 0x3F800000),
+    ("float", 32, "-1.000000e+00", 0xBF800000),
+    ("float", 32, "0.000000e+00", 0x00000000),
+    ("float", 32, "-0.000000e+00", 0x80000000),
+    ("float", 32, "0x1p0", 0x3F800000),
+    ("float", 32, "-0x0p0", 0x80000000),
+    ("half", 16, "0x1.0p0", 0x3C00),
+    ("double", 64, "1.000000e+00", 0x3FF0000000000000),
+    ("double", 64, "0x0.0p0", 0x0000000000000000),
+    ("fp128", 128, "1.000000e+00", 0x3FFF0000000000000000000000000000),
+    ("fp128", 128, "0.000000e+00", 0),
+    ("fp128", 128, "-0.000000e+00", 1 << 127),
+    ("x86_fp80", 80, "1.000000e+00", 0x3FFF8000000000000000),
+    ("x86_fp80", 80, "0.000000e+00", 0),
+])
+def test_zero_and_one_literals_keep_their_values(ty, width, new, bits):
+    """Literals of value one and (signed) zero, decimal or hex, in every type read back as exactly that value."""
+    classic = _norm(f"{ty} {new}").split()[1]
+    assert _bits_via_llvmlite(ty, width, classic) == bits
+
+
+@pytest.mark.parametrize("line,target", [
+    ("!a = !{!a, i1 false}", "!a, i1 false}"),         # the error is before the removed flag
+    ("!0 = distinct !{!0, i1 false, !\"x\", !99}", "99}"),   # ... and after it (LLVM points past the '!')
+])
+def test_errors_on_a_domain_line_with_its_flag_removed_point_into_the_original(line, target):
+    """A parse error on an alias-scope domain line whose LLVM 23 flag was dropped is located at its original column."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(f'target triple = "nvptx64-nvidia-cuda"\n{line}\n', "sm_80", filename="k.ll")
+    assert (ei.value.file, ei.value.line) == ("k.ll", 2)
+    assert ei.value.col == line.index(target) + 1

@@ -66,3 +66,17 @@ def test_xlas_figures_are_used_unless_one_is_negative(transpose, monkeypatch, xl
         assert (row.flops, row.transcendentals, row.bytes_accessed) == figures
         assert row.figures_from == "xla-cost-analysis"
         assert row.bound == ("compute" if figures[2] == 0.0 else "memory")
+
+
+def test_cost_stage_module_totals_sum_the_rows_figures(transpose):
+    """The CUDA ``cost`` stage's module totals are the sums of its rows' figures: a
+    transpose's 0 FLOPs and 0 transcendentals total 0, its bytes and lower bound are kept."""
+    import json
+
+    data = json.loads(transpose.stage("cost"))
+    (row,) = data["fusions"]
+    nbytes = 2 * 1024 * 512 * 4
+    assert (data["flops"], data["transcendentals"], data["bytes accessed"]) == (0.0, 0.0, nbytes)
+    assert data["lower_bound_seconds"] == pytest.approx(nbytes / H100_BW)
+    assert data["rows_without_figures"] == 0.0
+    assert (row["flops"], row["transcendentals"], row["bytes_accessed"]) == (0.0, 0.0, nbytes)

@@ -562,3 +562,42 @@ def test_large_float_range_draws_over_the_whole_plus_minus_1e4_and_never_beyond(
         assert values.min() < -9990 and values.max() > 9990  # the whole range is drawn
     assert p.min() >= 1e-4 and p.max() <= 1e4
     assert p.min() < 1 and p.max() > 9990
+
+
+_GATHER_WHOLE_DIM = (  # the slice covers all of the indexed dimension: one valid start, 0
+    "func.func @main(%t: tensor<4xf32>, %i: tensor<8x1xi32>) -> tensor<8x4xf32> {\n"
+    "  %g = \"stablehlo.gather\"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+    "collapsed_slice_dims = [], start_index_map = [0], index_vector_dim = 1>, "
+    "slice_sizes = array<i64: 4>} : (tensor<4xf32>, tensor<8x1xi32>) -> tensor<8x4xf32>\n"
+    "  return %g : tensor<8x4xf32>\n}\n")
+_GATHER_NO_START_DIM = (  # no start_index_map: the parameter reaches the indices through an empty slice
+    "func.func @main(%t: tensor<4xf32>, %p: tensor<6xi32>) -> tensor<0x4xf32> {\n"
+    "  %s = stablehlo.slice %p [0:0] : (tensor<6xi32>) -> tensor<0xi32>\n"
+    "  %r = stablehlo.reshape %s : (tensor<0xi32>) -> tensor<0x0xi32>\n"
+    "  %g = \"stablehlo.gather\"(%t, %r) {dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+    "index_vector_dim = 1>, slice_sizes = array<i64: 4>} : (tensor<4xf32>, tensor<0x0xi32>) "
+    "-> tensor<0x4xf32>\n"
+    "  return %g : tensor<0x4xf32>\n}\n")
+
+
+@pytest.mark.parametrize("text", [_GATHER_WHOLE_DIM, _GATHER_NO_START_DIM], ids=["whole-dim", "no-start-dim"])
+def test_gather_indices_with_one_valid_start_are_drawn_as_zeros(tmp_path, text):
+    """An integer parameter feeding a gather's indices is index-constrained to the valid starts:
+    where the only one is 0, every drawn value is 0, never one past it."""
+    module = inputs.load(str(_module(tmp_path, text)))[0].module
+    for seed in range(10):
+        arrays, note = run.make_inputs(module, run.RunOptions(seed=seed))
+        assert (arrays[1] == 0).all()
+        assert "1 index-constrained" in note
+
+
+def test_a_mismatch_is_bisected_only_when_asked(cli, tmp_path):
+    """Without --bisect a mismatching module is reported without a bisect (no line, null in JSON)."""
+    src = RUN / "fast_min_max.mlir"
+    report = tmp_path / "report.json"
+    result = cli("run", src, "--jobs", "0", "--xla_cpu_enable_fast_min_max=true", "--json", report)
+    assert result.code == 1
+    assert "fast_min_max: MISMATCH" in result.out
+    assert "bisect:" not in result.out and "first divergence" not in result.out
+    [row] = json.loads(report.read_text())
+    assert row["status"] == "mismatch" and row["bisect"] is None

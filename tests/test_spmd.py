@@ -541,3 +541,32 @@ def test_a_wedged_worker_ends_itself_as_a_timeout_failure():
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr == "error: process 1: timed out after 7 s (--timeout)\n"
     assert proc.stdout == ""
+
+
+def test_the_partitioner_line_says_whether_the_module_was_already_partitioned(tmp_path):
+    """No partitioner: 'none: already partitioned' for a per-device module, plain 'none' otherwise."""
+    x, w = rand(1, 8, 16), rand(2, 16, 6)
+    stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL,
+                     "--inputs", npz(tmp_path / "in.npz", arg0=x, arg1=w)))
+    assert "partitioner: none: already partitioned" in stdout
+    stdout = ok(spmd(MATMUL, "--num-partitions", "1", "--inputs", npz(tmp_path / "in1.npz", arg0=x, arg1=w)))
+    assert "matmul: OK" in stdout
+    assert re.search(r"partitioner: none$", stdout, re.M), stdout
+
+
+def test_an_unsharded_per_device_output_is_gathered_as_one_value_per_partition(tmp_path):
+    """A per-device output without a sharding comes back stacked as [partition, ...]."""
+    partial = tmp_path / "partial.hlo"
+    partial.write_text(MATMUL_AR.read_text().replace(
+        "  ROOT sum = f32[8,6] all-reduce(partial), replica_groups={{0,1,2,3}}, use_global_device_ids=true, "
+        "channel_id=1, to_apply=add, sharding={replicated}\n", "").replace("  partial =", "  ROOT partial ="))
+    x, w = rand(1, 8, 16), rand(2, 16, 6)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(partial, *PARTITIONED, "--inputs", npz(tmp_path / "in.npz", arg0=x, arg1=w),
+                     "--dump-output", out))
+    assert "partial: RAN" in stdout
+    assert "output 0 float32[4, 8, 6]: per device (no sharding): gathered as [partition, ...]" in stdout
+    got = np.load(out)["out0"]
+    assert got.shape == (4, 8, 6)
+    for p in range(4):
+        np.testing.assert_allclose(got[p], x[:, 4 * p:4 * p + 4] @ w[4 * p:4 * p + 4], rtol=1e-5, atol=1e-5)

@@ -556,3 +556,14 @@ def test_instrumentation_shows_only_what_it_is_asked(files):
     assert changed.calls is None
     assert "algsimp" in [p.pass_name for p in changed.printed]
     assert {p.when for p in changed.printed} == {"after"}
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_print_ir_before_or_after_alone_prints_that_named_pass(when, cli, files):
+    """--print-ir-before=PASS or --print-ir-after=PASS given alone prints that pass's HLO, only on that side."""
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", f"--print-ir-{when}=algsimp", "--stage", "hlo",
+            "--no-cache")
+    assert r.code == 0, r.err
+    assert f"// -----// HLO {when} algsimp (simplification) //----- //" in r.err
+    other = "after" if when == "before" else "before"
+    assert f"HLO {other} " not in r.err
