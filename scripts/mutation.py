@@ -577,7 +577,11 @@ def tests_for(mod: str, base: Path = REPO) -> list[str]:
 
 def commit_seed(rev: str = "HEAD") -> tuple[int, str]:
     """A seed from a commit's hash: a sample nobody picked, the same for everyone at that commit."""
-    sha = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=REPO,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"error: --commit: '{rev}' names no commit of this repository")
+    sha = proc.stdout.strip()
     return int(sha[:12], 16), sha
 
 

@@ -53,6 +53,13 @@ def test_the_seed_is_the_commit_hash():
     assert got == sha and seed == int(sha[:12], 16)
 
 
+def test_a_revision_that_names_no_commit_is_one_error_line():
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation.py"), "--commit", "HEAD~99999",
+                           "--list", "-n", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == "error: --commit: 'HEAD~99999' names no commit of this repository\n"
+
+
 def test_a_fields_repr_flag_is_no_mutation_site(tmp_path):
     """field(repr=...) changes only how an object prints: never drawn."""
     src = tmp_path / "m.py"
