@@ -10,7 +10,7 @@ from __future__ import annotations
 from conftest import run_xla_tool
 
 from mlirhlo_driver._native import jaxlib
-from mlirhlo_driver.ir import decompose, protos
+from mlirhlo_driver.ir import decompose, hlo_proto
 
 # One computation reached twice from one instruction: the call's body reduces with
 # ``add`` twice, and the while loop's body and condition both reduce with ``add``.
@@ -99,18 +99,12 @@ ENTRY main {
 """
 
 
-def _decode(data: bytes):
-    msg = protos.message_class("xla.HloModuleProto")()
-    msg.ParseFromString(data)
-    return msg
-
-
 def test_isolated_instruction_carries_a_shared_callee_once(capfd, tmp_path):
     """An isolated instruction that reaches one computation by several paths carries it
     once, callees first, and each isolated module runs and matches the reference."""
     parts = decompose.isolate_instructions(jaxlib.hlo_text_to_proto(_SHARED_CALLEE_HLO))
     assert [name for name, _ in parts] == ["c", "w"]  # the root tuple is not isolated
-    listed = {name: [c.name for c in _decode(data).computations] for name, data in parts}
+    listed = {name: [c.name for c in hlo_proto.decode(data).computations] for name, data in parts}
     assert listed["c"] == ["add", "both", "entry_computation"]
     assert sorted(listed["w"]) == ["add", "body", "cond", "entry_computation"]
     assert listed["w"][0] == "add" and listed["w"][-1] == "entry_computation"
@@ -128,7 +122,7 @@ def test_flattened_loop_state_read_whole_keeps_its_shape(capfd, tmp_path):
     exactly the requested iterations."""
     out, n = decompose.flatten_while_loops(jaxlib.hlo_text_to_proto(_WHOLE_STATE_LOOP_HLO), 3)
     assert n == 1
-    msg = _decode(out)
+    msg = hlo_proto.decode(out)
     for comp in msg.computations:
         by_id = {i.id: i for i in comp.instructions}
         copies = [i for i in comp.instructions if i.opcode == "copy"]
