@@ -190,7 +190,8 @@ class NativeCrash(DriverError):
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str | None:
     """A 'did you mean ...?' hint naming the closest choices, or None."""
-    matches = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
+    # Callers join several sources of names (a pipeline's and the catalogue's): name each once.
+    matches = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=n, cutoff=0.6)
     if not matches:
         return None
     return "did you mean " + ", ".join(f"'{m}'" for m in matches) + "?"

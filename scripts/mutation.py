@@ -15,14 +15,17 @@ For each mutant it runs the test files mapped to the mutated module
 (``pytest -x``) and counts the mutant *killed* when a test fails or the run
 times out. A mutant those files miss then meets the rest of the suite: it is
 *killed* when a test there fails with it and passes without it, *survived*
-when the whole suite passes (``--no-whole-suite`` stops at the mapped files). It prints the kill rate and each
+when the whole suite passes (``--no-whole-suite`` stops at the mapped files).
+A test that kills its own process with the mutant (a native crash) counts as
+failing, and so does a test file that cannot be imported with it. It prints the kill rate and each
 survivor (module:line, what changed) to look at: an unguarded behaviour (write
 a test of that behaviour), or an equivalent mutant (add it to EQUIVALENT with
 the reason; those are run too, left out of the rate and listed apart).
 
 Nothing in the working tree is touched: the package, tests and data are copied
 to a temporary directory first (one copy per job), mutants are written there,
-and tests run with that copy first on PYTHONPATH. Tests that already fail on
+and tests run with that copy first on PYTHONPATH and a fresh copy of the user's
+driver cache as $XDG_CACHE_HOME (a mutant's bad probe stays in its run). Tests that already fail on
 the unmutated copy are deselected, so work in progress elsewhere does not count
 as kills. Offline tool, CPU heavy: minutes per mutant for the slow test files.
 """
@@ -125,6 +128,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "ir/fusions.py": ["test_cuda_stages.py", "test_api.py", "test_fusions.py"],
     "cuda/roofline.py": ["test_cuda_stages.py", "test_roofline.py"],
     "ir/hlo_dataflow.py": ["test_checks.py"],
+    "batch/cache.py": ["test_cache.py"],
     "batch/diff.py": ["test_diff.py"],
     "xla/summary.py": ["test_diff.py"],
     "execute/interpreter.py": ["test_run.py", "test_mutation_guards_lib.py"],
@@ -139,8 +143,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("inputs/loader.py", "while start < len(text):", "Lt -> LtE"):
         "at start == len(text) the extra pass finds no newline, reads an empty line and moves past "
         "the end: the same result",
-    ("batch/run_report.py", "Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60)).print(table)",
-     "100 -> 101"):
+    ("batch/run_report.py",
+     "Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60), markup=False,", "100 -> 101"):
         "the summary table is at most its longest name plus about 53 columns wide (borders, status, "
         "and four numbers of 10 characters at most), so a console of 100 or 101 columns never wraps "
         "it; it does not expand to the console's width",
@@ -166,7 +170,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "a worker's progress line then reaches the supervisor later, not in another order or "
         "form: every worker line goes through the one stdout buffer, which worker_main flushes "
         "before os._exit",
-    ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False).print(table)",
+    ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False, "
+                        "markup=False).print(table)",
      "True -> False"):
         "rich writes no colour codes to a StringIO, which is no terminal, whatever no_color says",
     ("cuda/specs.py", "minor = info.cuda_compute_capability.minor if cc else 0", "0 -> 1"):
@@ -233,7 +238,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("mlir/passes.py", "tmp.write_text(json.dumps([asdict(p) for p in found], indent=0))", "0 -> 1"):
         "only the whitespace of the private pass-list cache file changes; its one reader, "
         "json.loads in native_passes, gets the same rows",
-    ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False).print(table)",
+    ("cuda/kernels.py", "Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False, "
+                        "markup=False).print(table)",
      "False -> True"):
         "highlight only adds styles, and no_color=True drops every style from the text",
     ("batch/diff.py", 'width = max([len(_kernel_name(x["kernel"], x["launch"])) for x in k["only_a"] + k["only_b"]] + [0])',
@@ -300,6 +306,151 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("cuda/specs.py", 'before = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""', "Lt -> LtE"):
         "the line is ParseError.GetLine(), which text_format reports 1-based (its tokenizer's line + 1): "
         "never 0, so '0 <= line' admits nothing more",
+    ("cuda/ptx.py", "if Fraction(n, d) < Fraction(2) ** e:", "Lt -> LtE"):
+        "the two differ only at an exact power of two, where e is then one too high; the carry "
+        "step after rounding gives back the same mantissa and exponent",
+    ("cuda/ptx.py", "man = bits & ((1 << f.mbits) - 1)", "1 -> 2"):
+        "the wider mask keeps the format's lowest exponent bit, which lands on the double's lowest "
+        "exponent bit: that bit always has the same value (the exponent offset, 896 for float, is even, "
+        "and inf/NaN set it anyway)",
+    ("cuda/ptx.py", "man &= (1 << f.mbits) - 1", "1 -> 2 #2"):
+        "a subnormal's mantissa has been shifted left at least once, so bit 0 is already 0 when it is masked",
+    ("cuda/ptx.py", 'bits = _special_bits("inf", neg, 0, f)', "0 -> 1"):
+        "the inf case returns before the payload is read",
+    ("cuda/ptx.py", 'name = m.group(1) if m else os.path.basename(path).rsplit("-", 2)[-2]', "2 -> 3"):
+        "[-2] of rsplit is the same for any split count of 2 or more",
+    ("inputs/loader.py", 'at = text.find("mhlo.", at + 5)', "5 -> 6"):
+        '"mhlo." cannot overlap itself: an occurrence starting at at + 5 follows a ".", which already '
+        "rules it out as an op name",
+    ("inputs/loader.py", "lut = np.zeros(256, np.int8)", "256 -> 257"):
+        "the table is indexed by bytes, 0 to 255: an extra entry is never read",
+    ("inputs/loader.py", "lut[list(_BRACKETS[:4])] = 1", "4 -> 5"):
+        "the fifth bracket is ')', which the next line sets to -1 anyway",
+    ("mlir/pipeline.py", "for n in range(1, len(flat) + 1):", "1 -> 2 #2"):
+        "the extra step runs flat[:len(flat) + 1], the whole pipeline again: it ran one step earlier, "
+        "and had it failed the loop would have returned then",
+    ("batch/diff.py", "SIDE_FORMAT = 1", "1 -> 2"):
+        "a format version that only goes into the cache key's hash: both sides of one tree agree on "
+        "it; it matters only between two versions of the package sharing a cache",
+    ("batch/diff.py", 'return ""', "return None"):
+        "the text goes only into a rich table cell, and rich renders None as an empty cell "
+        "(Table.add_row documents it): the table is byte-identical",
+    ("batch/diff.py", 'width = max([len(x["name"]) for x in f["only_a"] + f["only_b"] + f["kind_changed"]] + [0])',
+     "0 -> 1"):
+        "the default counts only when no fusion row is printed (fusion names are never empty), "
+        "as for the kernel list's width",
+    ("execute/run.py", "window[d] = updates[w] if w is not None else 1", "1 -> 2"):
+        "the else needs update_window_dims shorter than the operand's non-inserted dimensions; "
+        "StableHLO's verifier refuses such a scatter, so no module that loads reaches it",
+    ("execute/spmd.py", "mm = compare(valid, full[region], 0, rtol, atol)", "0 -> 1"):
+        "the index only sets the mismatch's output number, which this message does not use",
+    ("execute/spmd.py", "if not message and (code < 0 or code > 2 or terminated):  # died without saying why",
+     "Lt -> LtE"):
+        "the failing code is never 0 here: it comes from a code outside (None, 0), a timeout's 1, "
+        "or a dead process's (below 0 or above 2)",
+    ("execute/spmd.py", "return code if 0 < code <= 2 else 1", "Lt -> LtE"):
+        "as above: the failing code is never 0 here",
+    ("cuda/tools.py", "dropped = self.version >= (13,) and 0 <= sm_number(sm) < CUDA13_OLDEST_SM", "GtE -> Gt"):
+        "a probed version has at least two parts (its pattern is V(\\d+(?:\\.\\d+)+)), and (13, x) > (13,) "
+        "for every x: only a hand-made version (13,) tells them apart",
+    ("cuda/tools.py", "out, _ = p.communicate(timeout=30)", "30 -> 31"):
+        "only a ptxas that hangs between 30 and 31 seconds sees the difference: a bound on waiting, "
+        "like the timing-only waits below",
+    ("ir/protos.py", "if pos >= end:", "GtE -> Gt"):
+        "at pos == end the next read, sec[pos], raises IndexError, which is caught and also gives None",
+    ("ir/protos.py", "for length in range(6, min(128, end - 1)):", "128 -> 129"):
+        "a 128-byte name takes a two-byte length, so its 0x0A tag sits one byte before the place the "
+        "one-byte length check looks at: no bytes pass the check and give a matching name",
+    ("ir/protos.py", "if lower and len(message) > 1 and message[0].isupper() and message[1].islower():", "1 -> 2"):
+        "the two differ only for a message of exactly 2 characters, which text_format never gives",
+    ("ir/hlo_proto.py", "while pos < len(buf) and shift < 35:", "35 -> 36"):
+        "the extra step reads a sixth length byte, a length upb refuses to decode: the sniff gives None either way",
+    ("ir/hlo_proto.py",
+     'return "HloProto" if after == len(buf) or (after < len(buf) and buf[after] == 0x1A) else None', "Lt -> LtE"):
+        "after == len(buf) has already returned through the or's first half",
+    ("xla/flags.py", "positions[name] = (lineno, at + 1, (value_at + 1 if value_at >= 0 else at) + 1)", "0 -> 1"):
+        "value_at is -1 or past the flag's '--xla_' (the first '=' after it): never 0",
+    ("xla/flags.py", "positions[name] = (lineno, at + 1, (value_at + 1 if value_at >= 0 else at) + 1)", "GtE -> Gt"):
+        "value_at is -1 or past the flag's '--xla_' (the first '=' after it): never 0",
+    ("xla/flags.py", "while pos < len(line):", "Lt -> LtE"):
+        "at pos == len(line), line[pos:] is empty and the loop's first statement breaks out",
+    ("ir/decompose.py", "parts += [s.SerializeToString(deterministic=True) for s in operand_shapes]", "True -> False"):
+        "a ShapeProto has no map fields: its bytes are the same either way",
+    ("ir/decompose.py", "parts.append(body.SerializeToString(deterministic=True))", "True -> False"):
+        "one callee serializes to the same bytes each time, and two callees never match (their ids "
+        "are part of the body)",
+    ("ir/decompose.py", "new_cid = max((c.id for c in msg.computations), default=0) + 1", "0 -> 1"):
+        "a module always has a computation: the default is never taken",
+    ("ir/decompose.py",
+     "next_local = {c.id: max((i.id & 0xFFFFFFFF for i in c.instructions), default=0) + 1", "0 -> 1"):
+        "a computation always has instructions (HLO with an empty one does not load): the default is never taken",
+    ("ir/decompose.py", 'c = new("constant", scalar, [], label.replace("zeros", "zero", 1))', "1 -> 2"):
+        'the label holds "zeros" once',
+    ("ir/decompose.py", "body_id, cond_id = list(w.called_computation_ids)[:2]", "2 -> 3"):
+        "a while calls exactly two computations, its body and its condition",
+    ("ir/decompose.py", "body_id, cond_id = list(w.called_computation_ids)[:2]", "2 -> 3 #2"):
+        "a while calls exactly two computations, its body and its condition",
+    ("ir/literals.py", "if not minor_to_major or minor_to_major == list(range(len(dims) - 1, -1, -1)):", "1 -> 2"):
+        "the row-major test is a shortcut: the general path transposes a row-major literal to the same array",
+    ("ir/literals.py", "if not minor_to_major or minor_to_major == list(range(len(dims) - 1, -1, -1)):", "Sub -> Add"):
+        "the row-major test is a shortcut: the general path transposes a row-major literal to the same array",
+    ("ir/literals.py", "if not minor_to_major or minor_to_major == list(range(len(dims) - 1, -1, -1)):",
+     "1 -> 2 #2"):
+        "the row-major test is a shortcut: the general path transposes a row-major literal to the same array",
+    ("ir/literals.py", "if not minor_to_major or minor_to_major == list(range(len(dims) - 1, -1, -1)):",
+     "1 -> 2 #3"):
+        "the row-major test is a shortcut: the general path transposes a row-major literal to the same array",
+    ("ir/literals.py", 'rows = ",\\n".join("  " + block(r, depth + 1, index + (i,)) for i, r in enumerate(x))',
+     "1 -> 2"):
+        "depth is only compared with 0, and a nested call's depth is never 0 either way",
+    ("ir/literals.py", 'rows = ",\\n".join("  " + block(r, depth + 1, index + (i,)) for i, r in enumerate(x))',
+     "Add -> Sub"):
+        "depth is only compared with 0, and a nested call's depth is never 0 either way",
+    ("ir/literals.py", 'inner = ",\\n".join(block(r, depth + 1, index + (i,)) for i, r in enumerate(x))', "1 -> 2"):
+        "depth is only compared with 0, and a nested call's depth is never 0 either way",
+    ("ir/literals.py", 'inner = ",\\n".join(block(r, depth + 1, index + (i,)) for i, r in enumerate(x))',
+     "Add -> Sub"):
+        "depth is only compared with 0, and a nested call's depth is never 0 either way",
+    ("batch/cache.py", "if not value or len(value) > 4096:", "4096 -> 4097"):
+        "the bound only saves work: no value of 4096 characters or more names a file (PATH_MAX is "
+        "4096 with its NUL; isdir and isfile are False for such paths)",
+    ("batch/cache.py", "if not value or len(value) > 4096:", "Gt -> GtE"):
+        "the bound only saves work: no value of 4096 characters or more names a file (PATH_MAX is "
+        "4096 with its NUL; isdir and isfile are False for such paths)",
+    ("batch/cache.py",
+     'fd, self._tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.path.parent)', "16 -> 17"):
+        "only a temporary file's name prefix: 'cache clear' removes temporary files by */.*.tmp, "
+        "which matches either way",
+    ("batch/opt.py", "width = max((len(r.name) for r in failed), default=0)", "0 -> 1"):
+        "the width is only used to print failed rows, so the list is never empty when it matters",
+    ("cuda/specs.py", "for digits in range(1, 10):", "1 -> 2"):
+        "a value whose 1-digit form reads back as the same float32 gives the same number at 2 digits",
+    ("cuda/specs.py", "cc_at: Pos | None = field(default=None, compare=False, repr=False)  # in the file",
+     "False -> True"):
+        "cc_at is a function of the spec's text, which is compared already: no two specs differ in it alone",
+    ("cuda/roofline.py",
+     'if isinstance(cost, dict) and cost.get("flops", 0) >= 0 and cost.get("bytes accessed", 0) >= 0:', "0 -> 1"):
+        "the default stands for a missing key, and 0 and 1 both pass >= 0",
+    ("cuda/roofline.py",
+     'if isinstance(cost, dict) and cost.get("flops", 0) >= 0 and cost.get("bytes accessed", 0) >= 0:', "0 -> 1 #3"):
+        "the default stands for a missing key, and 0 and 1 both pass >= 0",
+    ("ir/fusions.py", "new_cid = max((c.id for c in msg.computations), default=0) + 1", "0 -> 1"):
+        "the default only counts for a module without computations, where nothing is isolated",
+    ("_native/isolate.py", "return (-code) & 0x7F if code < 0 else code << 8", "0 -> 1"):
+        "returncode is an int: the change moves only 0 to the other branch, and (-0) & 0x7F == 0 << 8",
+    ("cli/app.py",
+     'metavar="FILE...", help="Files, globs, directories, or package.module:function (with --args).", '
+     'show_default=False)]', "False -> True"):
+        "the argument's default is None, for which typer shows nothing: run --help is byte-identical",
+    ("execute/spmd_launch.py", "if procs > 1 and options.num_devices % procs:", "Gt -> GtE"):
+        "procs is at least 1 here, and num_devices % 1 is 0: the two differ in nothing",
+    ("execute/pass_bisect.py", "result = PassBisect([], len(candidates), 0, already_disabled=sorted(already))",
+     "0 -> 1"):
+        "both of find's return paths set result.trials again before returning",
+    ("batch/run_report.py",
+     "Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60), markup=False,", "60 -> 61"):
+        "as for the 100 on this line: the table is narrower than its longest name plus 60, so one "
+        "more column never wraps it (checked with a 90-character name and the widest figures)",
 }
 
 _SWAP_CMP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
@@ -672,20 +823,43 @@ def _env(copy: Path) -> dict:
 HOOKS = Path(__file__).resolve().parent / "mutation_hooks"
 
 
-def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] = (),
-              stop_first: bool = True, select: list[str] | None = None) -> tuple[str, str, list[str]]:
-    """('passed' | 'failed' | 'timeout' | 'error', pytest's output tail, the ids of the tests that
-    failed or errored).
+def _private_cache(copy: Path) -> Path:
+    """A fresh $XDG_CACHE_HOME for one test run, holding a copy of the user's driver cache: a
+    mutant that writes a bad probe or pass list must not reach the user's cache, nor the next
+    mutant's run; the copy keeps the probes' answers, so no run pays for them again."""
+    xdg = copy / ".mutation-xdg"
+    shutil.rmtree(xdg, ignore_errors=True)
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlirhlo-driver"
+    if user.is_dir():
+        try:
+            shutil.copytree(user, xdg / "mlirhlo-driver")
+        except (shutil.Error, OSError):
+            pass  # an entry written meanwhile: what was copied is a cache all the same
+    xdg.mkdir(exist_ok=True)
+    return xdg
 
-    ``tests`` are files under tests/; ``select``, test ids (``tests/...::name``) to run instead.
-    Both lists go through the mutation_pytest plugin's files, not pytest's output or command
-    line: ids can hold spaces, and a line's tests can be thousands.
+
+def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] = (),
+              stop_first: bool = True, select: list[str] | None = None,
+              collect_only: bool = False) -> tuple[str, str, list[str]]:
+    """('passed' | 'failed' | 'timeout' | 'error', pytest's output tail, the ids of the tests that
+    failed, errored or killed the test process, and the paths of the test files that could not
+    be collected).
+
+    ``tests`` are files under tests/; ``select``, test ids (``tests/...::name``, or a file's
+    path for all its tests) to run instead. Both lists go through the mutation_pytest plugin's
+    files, not pytest's output or command line: ids can hold spaces, and a line's tests can be
+    thousands. ``collect_only``: only collect them.
     """
     env = _env(copy)
+    env["XDG_CACHE_HOME"] = str(_private_cache(copy))
     env["PYTHONPATH"] += os.pathsep + str(HOOKS)
     failed_file = copy / ".mutation-failed"
     failed_file.write_text("")
     env["MUTATION_FAILED"] = str(failed_file)
+    running_file = copy / ".mutation-running"
+    running_file.write_text("")
+    env["MUTATION_RUNNING"] = str(running_file)
     args = [f"tests/{t}" for t in tests]
     if select is not None:
         listing = copy / ".mutation-select"
@@ -693,7 +867,7 @@ def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] 
         env["MUTATION_SELECT"] = str(listing)
         args = sorted({t.split("::")[0] for t in select})
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "mutation_pytest", "-rfE",
-           "--no-header", *(["-x"] if stop_first else []), *args]
+           "--no-header", *(["-x"] if stop_first else []), *(["--collect-only"] if collect_only else []), *args]
     for d in deselect:
         cmd += ["--deselect", d]
     proc = subprocess.Popen(cmd, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -709,9 +883,12 @@ def run_tests(copy: Path, tests: list[str], timeout: float, deselect: list[str] 
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait()
-    failed = sorted(set(failed_file.read_text().splitlines()) - {""})
+    failed = set(failed_file.read_text().splitlines()) - {""}
     if out is None:
-        return "timeout", "", failed
+        return "timeout", "", sorted(failed)
+    if proc.returncode < 0 and running_file.read_text():
+        failed.add(running_file.read_text())  # it died of a signal inside this test (a segfault)
+    failed = sorted(failed)
     status = {0: "passed", 1: "failed", 5: "no-tests"}.get(proc.returncode, "error")
     return status, out, failed
 
@@ -763,6 +940,20 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
             return "passed", "the tests timed out: not counted as a kill"
         if not failing:
             return "passed", f"the tests ended '{status}' with no failing test named"
+        unloadable = [t for t in failing if "::" not in t]
+        if unloadable:
+            # A test file that cannot be imported with the mutant (a call at its top level
+            # raises) stops the run before any test: a kill when it imports without it.
+            files = [t.removeprefix("tests/") for t in unloadable]
+            if run_tests(copy, files, timeout, collect_only=True)[0] == "passed":
+                target.write_text(source)
+                try:
+                    _, _, again = run_tests(copy, files, timeout, collect_only=True)
+                finally:
+                    target.write_text(original)
+                if again:
+                    return "failed", "killed by " + ", ".join(unloadable) + " (it cannot be imported)"
+            return "passed", "test files that cannot be imported without the mutant too: " + ", ".join(unloadable)
         # The mutant is gone from the copy: does the test pass without it, and fail again with it
         # when run alone? A test that fails only under the load of the whole run (a timing bound)
         # is flaky, not a kill.
@@ -770,10 +961,10 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
         if clean == "passed":
             target.write_text(source)
             try:
-                again, _, _ = run_tests(copy, [], timeout, stop_first=False, select=failing)
+                again, _, refailed = run_tests(copy, [], timeout, stop_first=False, select=failing)
             finally:
                 target.write_text(original)
-            if again == "failed":
+            if again in ("failed", "error") and refailed:  # error: the test killed its process
                 return "failed", "killed by " + ", ".join(failing)
         deselected += failing
     return "passed", "tests failing without the mutant too, or only once with it: " + ", ".join(

@@ -272,3 +272,14 @@ def processes_gone(pids: list[int], within: float = 5.0) -> bool:
     while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     return not any(process_alive(p) for p in pids)
+
+
+def find_spec_giving(expected: str, result):
+    """A stand-in for importlib.util.find_spec that looks up ``expected`` only and gives
+    ``result`` (a spec, None) or raises it (an exception)."""
+    def find_spec(name):
+        assert name == expected
+        if isinstance(result, Exception):
+            raise result
+        return result
+    return find_spec

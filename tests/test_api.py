@@ -204,12 +204,15 @@ def test_run_spmd_in_a_fresh_process():
         p = mh.load({str(DATA / 'spmd' / 'mlp_step_4way.before_optimizations.txt')!r})
         sr = p.run_spmd(num_partitions=4)
         print(sr.report.ok, sr.report.status, len(sr.param_layouts), sr.partitioner)
+        print(sr.report.inputs_note)
         """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert proc.returncode == 0, proc.stderr
-    ok, status, params, partitioner = proc.stdout.split()
+    first, note = proc.stdout.splitlines()
+    ok, status, params, partitioner = first.split()
     assert (ok, status) == ("True", "ok") and int(params) > 0 and partitioner
+    assert note == "random (seed 0)"  # run_spmd's default seed, one replica
 
 
 def test_errors_name_parameters_in_python_and_flags_on_the_command_line():
@@ -272,3 +275,250 @@ def test_compile_takes_a_target_or_its_parts_not_both():
     with pytest.raises(mh.DriverError) as e:
         mh.compile(str(DATA / "chlo_special.mlir"), mh.Target.cpu(), platform="cpu")
     assert e.value.message == "give a target, or platform/gpu_spec/xla_flags, not both"
+
+
+# ------------------------------------------------------------------ Program: formats, stages, text
+
+CHLO = DATA / "chlo_special.mlir"
+ERF_INV = DATA / "erf_inv.mlir"
+
+
+def test_input_format_is_the_format_the_file_was_read_as():
+    """Program.input_format: ``hlo`` for HLO text, ``mlir`` for StableHLO text."""
+    assert mh.load(str(MLP)).input_format == "hlo"
+    assert mh.load(str(CHLO)).input_format == "mlir"
+
+
+@pytest.mark.parametrize("spec, is_list", [
+    ("canonicalize", True), ("canonicalize,cse", True),
+    ("@simplify", False), ("func.func(cse)", False), ("cse{max-iterations=1}", False),
+])
+def test_a_comma_list_of_passes_is_told_from_a_textual_pipeline(spec, is_list):
+    """optimize(spec) reads a bare comma list as --passes; '@name', '(' or '{' make it a pipeline."""
+    from mlirhlo_driver import api
+
+    assert api._is_pass_list(spec) is is_list
+
+
+def test_as_text_dialects_and_debug_info():
+    """as_text: StableHLO without locations unless debug_info, MHLO ops for 'mhlo', HLO text for
+    'hlo', and an InputError naming the dialects for anything else."""
+    p = mh.load(str(CHLO))
+    text = p.as_text()
+    assert text.startswith("module @jit_special") and "stablehlo." in text and "loc(" not in text
+    assert p.stage() == text and p.stage("stablehlo", debug_info=True) == p.as_text(debug_info=True)
+    assert "loc(" in p.as_text(debug_info=True)
+    mhlo = p.as_text("mhlo")
+    assert "mhlo." in mhlo and "stablehlo." not in mhlo and "loc(" not in mhlo
+    assert p.as_text("hlo").startswith("HloModule jit_special")
+    with pytest.raises(mh.InputError) as e:
+        p.as_text("xla")
+    assert e.value.message == "unknown dialect 'xla' (stablehlo, mhlo, hlo)"
+
+
+# ------------------------------------------------------------------ compile(): targets
+
+def test_compile_defaults_to_cpu_and_keeps_a_given_target(compiles):
+    """Program.compile and mh.compile: CPU by default, else the target given or made from
+    platform/gpu_spec; a Program passed to mh.compile is compiled as is. Nothing compiles yet."""
+    p = mh.load(str(CHLO))
+    c = p.compile()
+    assert c.program is p and c.target == mh.Target.cpu() and c.platform == "cpu"
+    c = p.compile(mh.Target.cuda("a100_sxm_80"))
+    assert (c.platform, c.target.spec.name) == ("cuda", "a100_sxm_80")
+    c = mh.compile(str(CHLO))
+    assert c.platform == "cpu" and c.program.name == "chlo_special"
+    c = mh.compile(p, platform="cuda", gpu_spec="a100_sxm_80")
+    assert c.program is p and (c.platform, c.target.spec.name) == ("cuda", "a100_sxm_80")
+    c = mh.compile(p, mh.Target.cuda("v100"))
+    assert c.target.spec.sm == "sm_70"
+    assert compiles == []
+
+
+@pytest.mark.parametrize("part", [{"platform": "cpu"}, {"gpu_spec": "a100_sxm_80"}, {"xla_flags": {}}])
+def test_compile_refuses_a_target_with_any_of_its_parts(part):
+    """Each of platform, gpu_spec and xla_flags, given with a target, is refused."""
+    with pytest.raises(mh.DriverError) as e:
+        mh.compile(str(CHLO), mh.Target.cpu(), **part)
+    assert e.value.message == "give a target, or platform/gpu_spec/xla_flags, not both"
+
+
+def test_compiled_stages_is_a_mapping_of_the_platforms_stages(compiles):
+    """Compiled.stages: every stage of the platform, in order; a stage it lacks is not in it
+    (KeyError, not StageError); CPU has no kernels or fusion costs. MLIR stages need no compile."""
+    c = mh.load(str(CHLO)).compile()
+    names = [s.name for s in registry.all_for("cpu")]
+    assert list(c.stages) == names and len(c.stages) == len(names) == 14
+    assert "ptx" not in c.stages and "nope" not in c.stages
+    with pytest.raises(KeyError):
+        c.stages["ptx"]
+    assert "stablehlo" in c.stages and c.stages["stablehlo"] == c.program.as_text()
+    assert c.kernels() is None and c.fusion_costs() is None
+    assert compiles == []
+
+
+def test_write_takes_one_name_a_list_or_all(tmp_path, add_mlir_file, compiles):
+    """Compiled.write: the files of the stages named (one, a list in its order, or "all"),
+    returning every path written, from one compile."""
+    c = mh.compile(str(add_mlir_file))
+    one = c.write(str(tmp_path / "one"), stages="hlo")
+    assert one == [str(tmp_path / "one" / "add.hlo")]
+    two = c.write(str(tmp_path / "two"), stages=["mhlo", "hlo"])
+    assert [Path(p).name for p in two] == ["add.mhlo.mlir", "add.hlo"]
+    assert Path(two[0]).read_text() == c.stage("mhlo")
+    compiles.clear()
+    c = mh.compile(str(add_mlir_file))
+    every = c.write(str(tmp_path / "all"))
+    assert compiles == ["add"]
+    expected = [f for s in registry.all_for("cpu") for f, _ in s.files("add", c.stage(s.name))]
+    assert [Path(p).name for p in every] == expected and len(expected) >= 14
+    assert sorted(os.listdir(tmp_path / "all")) == sorted(expected)
+
+
+# ------------------------------------------------------------------ convert
+
+def test_convert_prints_hlo_read_as_hlo_from_its_proto():
+    """HLO read as HLO converts from its own proto (names kept); StableHLO goes through emit."""
+    from mlirhlo_driver.ir import emit
+
+    hlo = mh.load(str(MLP))
+    assert hlo.convert("hlo") == emit.hlo_text_from_proto(hlo.hlo_proto) != emit.hlo_text(hlo.module)
+    assert hlo.convert("hlo-proto") == hlo.hlo_proto
+    assert hlo.convert("hlo-pbtxt") == emit.hlo_pbtxt_from_proto(hlo.hlo_proto) != emit.hlo_pbtxt(hlo.module)
+    mlir = mh.load(str(CHLO))
+    assert mlir.hlo_proto is None
+    assert mlir.convert("hlo") == emit.hlo_text(mlir.module) and mlir.convert("hlo").startswith("HloModule")
+    assert mlir.convert("hlo-proto") == emit.hlo_proto(mlir.module)
+    assert mlir.convert("hlo-pbtxt") == emit.hlo_pbtxt(mlir.module)
+    assert mlir.convert("stablehlo") == mlir.as_text() and mlir.convert("mhlo") == mlir.as_text("mhlo")
+
+
+@pytest.mark.parametrize("fmt, hint", [
+    ("hlo-prot", "did you mean 'hlo-proto', 'hlo-pbtxt'?"),
+    ("jsonx", "hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo"),
+])
+def test_unknown_convert_format_names_close_matches_or_every_format(fmt, hint):
+    """check_format: DriverError with the closest formats, else the list of them all."""
+    from mlirhlo_driver import api
+
+    for call in (lambda: api.check_format(fmt), lambda: mh.load(str(CHLO)).convert(fmt)):
+        with pytest.raises(mh.DriverError) as e:
+            call()
+        assert (e.value.message, e.value.hint) == (f"unknown format '{fmt}'", hint)
+    for fmt in api.CONVERT_FORMATS:
+        api.check_format(fmt)
+
+
+# ------------------------------------------------------------------ load / load_all
+
+def test_load_wants_exactly_one_module(tmp_path):
+    """load: one module, else InputError naming the count; load_all: every module, in order."""
+    shutil.copy(CHLO, tmp_path / "a.mlir")
+    shutil.copy(ERF_INV, tmp_path / "b.mlir")
+    with pytest.raises(mh.InputError) as e:
+        mh.load(str(tmp_path))
+    assert (e.value.message, e.value.file) == ("expected one module, found 2", str(tmp_path))
+    assert [p.name for p in mh.load_all(str(tmp_path))] == ["a", "b"]
+    assert [p.name for p in mh.load_all([str(tmp_path / "b.mlir"), str(tmp_path / "a.mlir")])] == ["b", "a"]
+    one = mh.load(str(tmp_path / "b.mlir"))
+    assert isinstance(one, mh.Program) and one.name == "b"
+
+
+def test_load_all_splits_a_file_only_when_asked(tmp_path):
+    """load_all: '// -----' splits a file into modules only with split_input_file=True."""
+    path = tmp_path / "split.mlir"
+    path.write_text(CHLO.read_text() + "\n// -----\n" + ERF_INV.read_text())
+    assert [p.name for p in mh.load_all(str(path))] == ["split"]
+    assert [p.name for p in mh.load_all(str(path), split_input_file=True)] == ["split.0", "split.1"]
+
+
+# ------------------------------------------------------------------ run / run_spmd
+
+def test_run_defaults_to_seed_0_random_inputs_and_keeps_the_arrays():
+    """Program.run: random inputs from seed 0 unless told, with inputs and outputs kept."""
+    p = mh.load(str(ERF_INV))
+    r = p.run(reference="none")
+    assert (r.status, r.inputs_note) == ("ran", "random (seed 0)")
+    assert r.inputs is not None and r.outputs is not None and r.inputs[0].any()
+    assert p.run(reference="none", seed=3).inputs_note == "random (seed 3)"
+    assert p.run(reference="none", zeros=True).inputs_note == "zeros"
+
+
+def test_run_bisects_a_mismatch_only_when_asked():
+    """A mismatch (exact tolerances) is reported as is; bisect=True finds the op behind it."""
+    p = mh.load(str(ERF_INV))
+    r = p.run(rtol=0.0, atol=0.0)
+    assert r.status == "mismatch" and r.mismatches and r.bisect is None and r.pass_bisect is None
+    assert r.reference_outputs is not None
+    b = p.run(rtol=0.0, atol=0.0, bisect=True)
+    assert b.status == "mismatch" and b.bisect is not None and b.pass_bisect is None
+
+
+def test_run_spmd_checks_flags_and_device_count_before_running(monkeypatch):
+    """run_spmd: an unknown XLA flag is a FlagError; once jax runs, more partitions than its
+    CPU devices is a DriverError (one replica by default, so partitions alone are allowed)."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    p = mh.load(str(DATA / "spmd" / "mlp_step_4way.before_optimizations.txt"))
+    with pytest.raises(mh.FlagError, match="xla_no_such_flag"):
+        p.run_spmd(xla_flags={"xla_no_such_flag": 1})
+    have = len(_jaxlib.jax().devices("cpu"))
+    with pytest.raises(mh.DriverError) as e:
+        p.run_spmd(num_partitions=have + 1)
+    assert e.value.message == f"{have + 1} CPU devices needed, but jax already started with {have}"
+    with pytest.raises(mh.DriverError) as e:
+        p.run_spmd(num_replicas=have + 1)
+    assert e.value.message == f"{have + 1} CPU devices needed, but jax already started with {have}"
+
+
+# ------------------------------------------------------------------ llvm_to_ptx
+
+CALL_KERNEL = textwrap.dedent("""\
+    target triple = "nvptx64-nvidia-cuda"
+    define internal float @twice(float %x) {
+      %y = fmul float %x, 2.0
+      ret float %y
+    }
+    define ptx_kernel void @scale(ptr %p) {
+      %v = load float, ptr %p
+      %w = call float @twice(float %v)
+      store float %w, ptr %p
+      ret void
+    }
+    """)
+
+BIG_SHARED_KERNEL = textwrap.dedent("""\
+    target triple = "nvptx64-nvidia-cuda"
+    @buf = internal addrspace(3) global [300000 x float] undef
+    define ptx_kernel void @big(ptr %p, i32 %i, i32 %j) {
+      %q = getelementptr [300000 x float], ptr addrspace(3) @buf, i32 0, i32 %i
+      %r = getelementptr [300000 x float], ptr addrspace(3) @buf, i32 0, i32 %j
+      %v = load float, ptr %p
+      store volatile float %v, ptr addrspace(3) %q
+      %u = load volatile float, ptr addrspace(3) %r
+      store float %u, ptr %p
+      ret void
+    }
+    """)
+
+
+def test_llvm_to_ptx_defaults_optimize_for_the_default_spec():
+    """llvm_to_ptx with no options: the default spec's sm_90a, LLVM's -O3 first (the internal
+    function inlined: no .func, no call); optimize=False keeps the call; gpu_spec with arch is refused."""
+    ptx = mh.llvm_to_ptx(CALL_KERNEL)
+    assert ".target sm_90a" in ptx and ".entry scale(" in ptx and ".func" not in ptx and "call" not in ptx
+    assert ptx == mh.llvm_to_ptx(CALL_KERNEL, arch="sm_90a", opt_level=3, optimize=True)
+    plain = mh.llvm_to_ptx(CALL_KERNEL, optimize=False)
+    assert ".func" in plain and "call" in plain
+    with pytest.raises(mh.DriverError) as e:
+        mh.llvm_to_ptx(CALL_KERNEL, gpu_spec="a100_sxm_80", arch="sm_80")
+    assert e.value.message == "give gpu_spec or arch, not both"
+
+
+def test_llvm_to_ptx_checks_with_ptxas_unless_told_not_to():
+    """By default ptxas assembles the PTX: too much shared memory is an InputError naming
+    ptxas; check_ptxas=False returns LLVM's PTX unchecked."""
+    with pytest.raises(mh.InputError, match="ptxas .*too much shared data"):
+        mh.llvm_to_ptx(BIG_SHARED_KERNEL, source="big.ll")
+    assert ".entry big(" in mh.llvm_to_ptx(BIG_SHARED_KERNEL, check_ptxas=False)

@@ -172,3 +172,302 @@ def test_xla_instrumentation_exactly_when_a_platform_and_a_view_are_asked(platfo
     if got is not None:
         assert (got.timing, got.after_change, tuple(got.before), tuple(got.after)) == \
             (o.timing, o.print_ir_after_change, before, after)
+
+
+# ------------------------------------------------ rows, summary, writing (unit level)
+
+def _row(i, name, status="ok", message=""):
+    from mlirhlo_driver.batch.opt import OptResult
+
+    return OptResult(i, name, f"{name}.mlir", status=status, message=message)
+
+
+def test_summary_is_a_count_then_one_aligned_row_per_failure():
+    """'opt: D/N modules done, F failed', then each failed module: name padded to the longest,
+    status upper-cased in 8 columns, its message."""
+    from mlirhlo_driver.batch.opt import summary
+
+    rows = [_row(0, "a"), _row(1, "long_name", "invalid", "bad.mlir:1:2: parse error"),
+            _row(2, "b", "crashed", "SIGSEGV"), _row(3, "c"), _row(4, "cc", "timeout", "past 5 s")]
+    assert summary(rows) == ("opt: 2/5 modules done, 3 failed\n"
+                             "  long_name  INVALID  bad.mlir:1:2: parse error\n"
+                             "  b          CRASHED  SIGSEGV\n"
+                             "  cc         TIMEOUT  past 5 s\n")
+    assert summary([_row(0, "a"), _row(1, "b")]) == "opt: 2/2 modules done, 0 failed\n"
+    assert summary([]) == "opt: 0/0 modules done, 0 failed\n"
+
+
+def test_a_row_s_own_exit_code_and_ok():
+    """A row is ok only with status 'ok'; alone, bad input exits 2 and any other failure 1."""
+    assert [(_row(0, "m", s).ok, _row(0, "m", s).exit_code) for s in
+            ("ok", "invalid", "failed", "crashed", "timeout")] == \
+        [(True, 1), (False, 2), (False, 1), (False, 1), (False, 1)]
+
+
+def test_as_text_ends_with_one_newline():
+    from mlirhlo_driver.batch.opt import as_text
+
+    assert [as_text(d) for d in ("a", "a\n", b"b", b"b\n", "", "x\n\n")] == ["a\n", "a\n", "b\n", "b\n", "\n", "x\n\n"]
+
+
+def test_the_size_a_held_result_keeps():
+    """Text and bytes by length, a multi-file output by its files, a deferred stage by its size; both parts and files."""
+    from mlirhlo_driver.batch import opt as batch
+
+    class Held(batch.Deferred):
+        size = 1000
+
+        @classmethod
+        def finish_all(cls, items):
+            return ["" for _ in items]
+
+    r = _row(0, "m")
+    r.parts = [("m", "ptx", "abc"), ("m", "cubin", {"k1": b"12", "k2": b"3456"}), ("m", "sass", Held()),
+               ("m", "x", None)]
+    r.files = [("out/m.ll", b"\x00" * 7), ("out/m.html", "12345")]
+    assert batch._size(r) == 3 + 6 + 1000 + 7 + 5
+    assert batch.HOLD_BYTES == 256 * 1024 * 1024
+
+
+def test_the_writer_joins_stdout_in_task_order(capfd, tmp_path):
+    """Results arriving out of order: stdout follows the task order, joined by '// -----'
+    lines; each result's stderr and files are written at once."""
+    from mlirhlo_driver.batch.opt import Writer
+
+    w = Writer(None)
+    second, first, third = _row(1, "b"), _row(0, "a"), _row(2, "c")
+    second.parts, second.stderr = [("b", "stablehlo", "B")], "note: b\n"
+    second.files = [(str(tmp_path / "b.txt"), "file b")]
+    w(second)
+    assert capfd.readouterr() == ("", "note: b\n")
+    assert (tmp_path / "b.txt").read_text() == "file b"
+    first.parts = [("a", "stablehlo", "A\n"), ("a", "hlo", "A2")]
+    w(first)
+    third.parts = [("c", "stablehlo", "C")]
+    w(third)
+    w.finish()  # no -o: nothing more
+    assert capfd.readouterr() == ("A\n// -----\nA2\n// -----\nB\n// -----\nC\n", "")
+
+
+def test_the_writer_sends_one_binary_output_to_stdout_as_it_is(capfdbinary):
+    """A binary output on stdout is its bytes: no separator, no newline added."""
+    from mlirhlo_driver.batch.opt import Writer
+
+    w = Writer(None)
+    r = _row(0, "a")
+    r.parts = [("a", "stablehlo-bytecode", b"ML\xefR\x00")]
+    w(r)
+    w.finish()
+    assert capfdbinary.readouterr() == (b"ML\xefR\x00", b"")
+
+
+def test_the_writer_s_one_file(tmp_path, capfd):
+    """-o: nothing on stdout; one output is written as it is (bytes too), several joined as text."""
+    from mlirhlo_driver.batch.opt import Writer
+
+    one = tmp_path / "one.bin"
+    w = Writer(str(one))
+    r = _row(0, "a")
+    r.parts = [("a", "stablehlo-bytecode", b"ML\xefR\x00")]
+    w(r)
+    w.finish()
+    assert one.read_bytes() == b"ML\xefR\x00"
+    several = tmp_path / "several.mlir"
+    w = Writer(str(several))
+    for i, text in enumerate(["A", "B\n", "C"]):
+        r = _row(i, f"m{i}")
+        r.parts = [(f"m{i}", "stablehlo", text)]
+        w(r)
+    w.finish()
+    assert several.read_text() == "A\n// -----\nB\n// -----\nC\n"
+    empty = tmp_path / "empty.mlir"
+    Writer(str(empty)).finish()
+    assert not empty.exists()
+    assert capfd.readouterr() == ("", "")
+
+
+class _Later:
+    """Fake deferred outputs (finished in groups): each finish_all call's size is recorded."""
+
+    calls: list[int] = []
+
+
+def _fake_batch(monkeypatch, outcomes):
+    """run_batch over fake modules: outcomes[i] is ('held', size), ('plain', None) or
+    ('bad', None). Returns (job, tasks, finish_all sizes)."""
+    from mlirhlo_driver.batch import opt as batch
+
+    calls = []
+
+    class Later(batch.Deferred):
+        def __init__(self, i, size):
+            self.i, self._size = i, size
+
+        @property
+        def size(self):
+            return self._size
+
+        @classmethod
+        def finish_all(cls, items):
+            calls.append(len(items))
+            return [f"done {item.i}\n" for item in items]
+
+    def process(job, task):
+        kind, size = outcomes[task.index]
+        r = batch.OptResult(task.index, task.name, task.source)
+        if kind == "held":
+            r.parts = [(task.name, "stablehlo", Later(task.index, size))]
+        elif kind == "plain":
+            r.parts = [(task.name, "stablehlo", f"plain {task.index}\n")]
+        else:
+            r.status, r.message, r.stderr = "invalid", f"{task.name} is bad", f"error: {task.name} is bad\n"
+        return r
+
+    monkeypatch.setattr(batch, "process", process)
+    job = batch.OptJob(root=None, stage_names=("stablehlo",), targets=(), platform=None, instrumentation=None)
+    tasks = [batch.OptTask(i, f"m{i}.mlir", f"m{i}") for i in range(len(outcomes))]
+    return job, tasks, calls
+
+
+def _delivered(job, tasks, **kw):
+    from mlirhlo_driver.batch import opt as batch
+
+    got = []
+    rows = batch.run_batch(job, tasks, on_result=lambda r: got.append((r.index, r.status,
+                                                                        [d for _, _, d in r.parts])), **kw)
+    return got, rows
+
+
+def test_deferred_modules_are_finished_in_groups_of_16(monkeypatch):
+    """40 deferred modules: finished 16, 16, then the last 8; each delivered with its own
+    output, in order; a plain module between them is delivered at once."""
+    outcomes = [("held", 0)] * 40
+    outcomes[20] = ("plain", None)
+    job, tasks, calls = _fake_batch(monkeypatch, outcomes)
+    got, rows = _delivered(job, tasks)
+    assert calls == [16, 16, 7]
+    order = list(range(16)) + [20] + list(range(16, 20)) + list(range(21, 33)) + list(range(33, 40))
+    assert [i for i, _, _ in got] == order
+    assert all(data == [f"{'plain' if i == 20 else 'done'} {i}\n"] for i, _, data in got)
+    assert [r.index for r in rows] == list(range(40))
+    assert all(r.parts == [] and r.files == [] and r.exception is None for r in rows)
+
+
+def test_held_modules_are_finished_early_at_the_byte_bound(monkeypatch):
+    """Held modules are finished once they keep HOLD_BYTES or more (the count starts anew)."""
+    from mlirhlo_driver.batch import opt as batch
+
+    monkeypatch.setattr(batch, "HOLD_BYTES", 100)
+    job, tasks, calls = _fake_batch(monkeypatch, [("held", s) for s in (60, 40, 60, 39, 1, 99)])
+    got, _ = _delivered(job, tasks)
+    assert calls == [2, 3, 1]
+    assert [i for i, _, _ in got] == list(range(6))
+
+
+def test_in_a_batch_a_failure_is_a_row(monkeypatch):
+    """Two modules or more, no fail_fast: a bad module is a row among the others."""
+    job, tasks, calls = _fake_batch(monkeypatch, [("held", 0), ("bad", None)])
+    got, rows = _delivered(job, tasks)
+    assert [(i, s) for i, s, _ in got] == [(1, "invalid"), (0, "ok")]
+    assert [(r.index, r.status) for r in rows] == [(0, "ok"), (1, "invalid")]
+
+
+@pytest.mark.parametrize("outcomes, fail_fast", [([("bad", None)], False),
+                                                 ([("held", 0), ("bad", None), ("plain", None)], True)],
+                         ids=["alone", "fail-fast"])
+def test_the_first_failure_stops_after_the_modules_before_it(monkeypatch, capsys, outcomes, fail_fast):
+    """One module, or fail_fast: the modules before the failure are finished and delivered,
+    its error text printed, and BatchStopped carries its row; nothing after it runs."""
+    from mlirhlo_driver.batch import opt as batch
+
+    job, tasks, calls = _fake_batch(monkeypatch, outcomes)
+    got = []
+    with pytest.raises(batch.BatchStopped) as stopped:
+        batch.run_batch(job, tasks, fail_fast=fail_fast, on_result=lambda r: got.append(r.index))
+    bad = len(outcomes) - 1 if not fail_fast else 1
+    assert stopped.value.result.index == bad and str(stopped.value) == f"m{bad} is bad"
+    assert got == list(range(bad))
+    assert capsys.readouterr().err == f"error: m{bad} is bad\n"
+
+
+def test_stage_list_checks_each_named_stage():
+    """A comma list (blanks dropped) is checked name by name; 'all' needs a dump directory
+    and is every stage of the platform."""
+    from mlirhlo_driver import registry
+    from mlirhlo_driver.batch.opt import stage_list
+    from mlirhlo_driver.errors import StageError
+
+    assert stage_list(" stablehlo, ,hlo ,", "cpu", None) == ["stablehlo", "hlo"]
+    assert stage_list("all", "cpu", "d") == [s.name for s in registry.all_for("cpu")]
+    with pytest.raises(StageError, match="--stage all needs --dump-dir"):
+        stage_list("all", "cpu", None)
+    with pytest.raises(StageError):
+        stage_list("stablehlo,hlo", None, None)  # hlo needs a platform
+
+
+def test_print_ir_names_split_between_mlir_and_xla():
+    """Without a platform every name is MLIR's; with one, names the pipeline does not run
+    (but 'all') are XLA's passes."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.batch.opt import _split_print_names
+
+    root = SimpleNamespace(passes=lambda: [SimpleNamespace(name="cse"), SimpleNamespace(name="canonicalize")])
+    names = ("cse", "algsimp", "all", "canonicalize")
+    assert _split_print_names(names, root, None) == (names, ())
+    assert _split_print_names(names, root, "cpu") == (("cse", "all", "canonicalize"), ("algsimp",))
+    assert _split_print_names(names, None, "cuda") == (("all",), ("cse", "algsimp", "canonicalize"))
+
+
+def test_error_text_adds_diagnostics_and_the_reproducer(tmp_path):
+    """A plain error is its one line; a pass failure adds MLIR's diagnostics and how to reproduce."""
+    from mlirhlo_driver.batch.opt import error_text
+    from mlirhlo_driver.errors import DriverError, PassFailure
+
+    assert error_text(DriverError("plain")) == "error: plain\n"
+    assert error_text(PassFailure("pass failed")) == "error: pass failed\n"
+    repro = tmp_path / "r.mlir"
+    repro.write_text("// header\n// mlirhlo opt x.mlir --passes cse\nmodule {}\n")
+    e = PassFailure("pass failed", diagnostics="x.mlir:1:1: error: boom", reproducer=str(repro))
+    assert error_text(e) == (f"error: pass failed\nx.mlir:1:1: error: boom\nnote: reproducer written to {repro}\n"
+                             "note: reproduce with: mlirhlo opt x.mlir --passes cse\n")
+
+
+@pytest.mark.parametrize("error, status", [("InputError", "invalid"), ("PipelineError", "invalid"),
+                                           ("CompileError", "failed"), ("PassFailure", "failed")])
+def test_a_failed_module_s_row(tmp_path, error, status):
+    """fail(): bad input (a file, a pipeline) is 'invalid', any other error 'failed'; the
+    message is the error's line naming the module's file, with the reproducer; only the
+    IR dumps under --ir-dump-dir are still written."""
+    from mlirhlo_driver import errors
+    from mlirhlo_driver.batch import opt as batch
+
+    job = batch.OptJob(root=None, stage_names=("stablehlo",), targets=(), platform=None, instrumentation=None,
+                       ir_dump_dir="dumps")
+    r = _row(0, "m")
+    r.parts = [("m", "stablehlo", "text")]
+    r.files = [("dumps/m/1-after-cse.mlir", "ir"), ("out/m.stablehlo.mlir", "text")]
+    kw = {"reproducer": str(tmp_path / "r.mlir")} if error == "PassFailure" else {}
+    if kw:
+        (tmp_path / "r.mlir").write_text("// header\n// mlirhlo opt m.mlir\n")
+    e = getattr(errors, error)("it broke", **kw)
+    batch.fail(job, r, e)
+    suffix = f" (reproducer: {tmp_path / 'r.mlir'})" if kw else ""
+    assert (r.status, r.message, r.exception) == (status, "m.mlir: it broke" + suffix, e)
+    assert r.error_text.startswith("error: m.mlir: it broke\n")
+    assert (r.parts, r.files) == ([], [("dumps/m/1-after-cse.mlir", "ir")])
+
+
+def test_a_failed_module_s_row_keeps_its_own_file_and_no_files_without_an_ir_dump_dir():
+    """An error that names its file keeps it; stdin is not named; without --ir-dump-dir nothing is kept."""
+    from mlirhlo_driver.batch import opt as batch
+    from mlirhlo_driver.errors import CompileError
+
+    job = batch.OptJob(root=None, stage_names=("stablehlo",), targets=(), platform=None, instrumentation=None)
+    r = _row(0, "m")
+    r.files = [("dumps/m/1-after-cse.mlir", "ir")]
+    batch.fail(job, r, CompileError("it broke", file="other.mlir"))
+    assert (r.message, r.files) == ("other.mlir: it broke", [])
+    stdin = batch.OptResult(0, "stdin", "-")
+    batch.fail(job, stdin, CompileError("it broke"))
+    assert stdin.message == "it broke"

@@ -94,7 +94,10 @@ def test_an_interrupt_while_forked_waits_kills_the_child(tmp_path):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert processes_gone([int(pid_file.read_text())], within=0)  # reaped before the interrupt went on
+    pid = int(pid_file.read_text())
+    assert processes_gone([pid], within=0)  # reaped before the interrupt went on
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # no zombie left behind
 
 
 # ------------------------------------------------------------------ processes
@@ -322,3 +325,186 @@ def test_dense_elements_attr_refuses_an_array_that_does_not_fit_the_type():
         for array, type_ in bad:
             with pytest.raises(ValueError, match="could not be constructed"):
                 _jaxlib.dense_elements_attr(array, ir.Type.parse(type_))
+
+
+# ------------------------------------------------------------------ how a death is worded
+
+@pytest.mark.parametrize(("status", "log", "words"), [
+    (None, "LLVM ERROR: out of registers\n", "the probe died: out of registers"),
+    (signal.SIGSEGV, "", "the probe crashed (SIGSEGV: a stack overflow or a bug)"),
+    (signal.SIGABRT, "Check failed: x > 0\n", "the probe aborted: Check failed: x > 0"),
+    (signal.SIGKILL, "", "the probe died (SIGKILL)"),
+    (40, "", "the probe died (signal 40)"),  # a real-time signal without a name of its own
+    (3 << 8, "", "the probe exited with status 3"),
+    (0, "nothing telling\n", "the probe exited with status 0"),
+])
+def test_a_death_is_worded_by_its_wait_status_and_its_telling_line(status, log, words):
+    """Forked.message (as call() words a crash): the signal or exit code of the wait status, then
+    the native reason after a colon when the log has one."""
+    assert isolate.Forked("died", status, log).message("the probe") == words
+
+
+def test_a_fresh_interpreter_helper_reports_its_exit_code_and_signal_as_a_wait_status():
+    """A helper started as a fresh interpreter (a call with env) that dies gives the same wait
+    status and words as a forked one: exit code shifted by 8, a signal in the low 7 bits."""
+    from mlirhlo_driver.errors import NativeCrash
+
+    env = {"MLIRHLO_TEST_DYING_HELPER": "1"}
+    with pytest.raises(NativeCrash) as ei:
+        isolate.call(os._exit, (3,), env=env, what="the helper")
+    assert ei.value.status == 3 << 8 and ei.value.message == "the helper exited with status 3"
+    with pytest.raises(NativeCrash) as ei:
+        isolate.call(os.abort, env=env, what="the helper")
+    assert ei.value.status == signal.SIGABRT and ei.value.message == "the helper aborted"
+    assert tuple(env.items()) not in isolate._helpers
+
+
+def test_a_helper_killed_between_calls_is_replaced_without_an_error():
+    """A helper that died before a call (killed from outside) is restarted for that call, once:
+    the call returns, from a new helper."""
+    first = isolate.call(os.getpid)
+    os.kill(first, signal.SIGKILL)
+    os.waitid(os.P_PID, first, os.WEXITED | os.WNOWAIT)  # dead, and left for the helper's own wait
+    second = isolate.call(os.getpid)
+    assert second != first and isolate._helpers[()].pid == second
+    assert isolate.call(os.getpid) == second
+
+
+def test_a_result_of_several_megabytes_crosses_the_pipe_whole():
+    """Results are framed by their length, whatever the pipe's chunks: 3 MiB come back intact."""
+    data = isolate.call(bytes.fromhex, ("ab" * (3 << 20),))
+    assert len(data) == 3 << 20 and data == b"\xab" * (3 << 20)
+
+
+FD_OUTPUT = """
+import os
+from mlirhlo_driver._native import isolate
+
+both_fds = ("echo on fd 1; echo on fd 2 >&2",)  # a shell that inherits the helper's fd 1 and fd 2
+seen = []
+print(isolate.fork_is_safe(), isolate.call(os.system, both_fds, on_stderr=seen.append), repr(seen))
+seen = []
+print(isolate.call(os.system, both_fds, on_stderr=seen.append, env={"MLIRHLO_TEST_FRESH": "1"}), repr(seen))
+"""
+
+
+def test_what_a_helper_writes_on_fd_1_and_fd_2_goes_to_on_stderr_only():
+    """Both a forked helper's and a fresh interpreter's fd 1 and fd 2 output of a call reach
+    on_stderr, in order; none of it lands in the caller's stdout or stderr."""
+    from conftest import run_subprocess
+
+    proc = run_subprocess(FD_OUTPUT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "True 0 ['on fd 1\\non fd 2\\n']\n0 ['on fd 1\\non fd 2\\n']\n"
+    assert proc.stderr == ""
+
+
+WARM_UP_ONCE = """
+from mlirhlo_driver._native import isolate
+
+warm_ups = []
+
+def warm_up():
+    warm_ups.append(1)
+
+def count():
+    return len(warm_ups)
+
+print(isolate.call(count, preload=["__main__:warm_up"]), isolate.call(count, preload=["__main__:warm_up"]),
+      isolate.call(count), count())
+"""
+
+
+def test_a_warm_up_runs_once_per_helper_and_only_there():
+    """A ``module:function`` preload runs in the helper before the first call that names it,
+    not again for later calls, and never in the caller."""
+    from conftest import run_subprocess
+
+    proc = run_subprocess(WARM_UP_ONCE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1 1 1 0\n"
+
+
+def test_a_fork_exits_0_after_its_child_returns_and_1_after_it_raises():
+    """isolate._fork: the child's exit code says whether child() returned (0) or raised (1)."""
+    returned = isolate._fork(lambda: None)
+    assert os.waitpid(returned, 0)[1] == 0
+    raised = isolate._fork(lambda: 1 / 0)
+    status = os.waitpid(raised, 0)[1]
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1
+
+
+def _raise_long() -> None:
+    raise ValueError("x" * 5000)
+
+
+def test_forked_keeps_the_first_2000_bytes_of_an_error_and_exits_0():
+    """A forked child's error note is cut to 2000 bytes (one pipe write); the child exits 0."""
+    got = isolate.forked(_raise_long)
+    assert got.ended == "raised" and got.status == 0
+    assert got.error == ("ValueError: " + "x" * 5000)[:2000]
+
+
+def test_native_reason_joins_an_error_detail_at_most_two_lines_after_the_check_and_cuts_at_400():
+    """The ``ERROR:`` detail is joined when it is one of the two lines after ``Check failed``;
+    a Check failed line and a plain error line are cut to 400 characters."""
+    assert isolate.native_reason("Check failed: a\nnoise\nERROR: near\n") == "Check failed: a; near"
+    assert isolate.native_reason("Check failed: a\nnoise\nmore\nERROR: far\n") == "Check failed: a"
+    assert isolate.native_reason("Check failed: " + "y" * 500) == ("Check failed: " + "y" * 500)[:400]
+    assert isolate.native_reason("fatal " + "z" * 500 + "\nbye\n") == ("fatal " + "z" * 500)[:400]
+    assert isolate.native_reason("PC: @ 0x1 error\n*** error\nok\n") == ""
+
+
+HELPER_ENDS = """
+import os, threading
+from mlirhlo_driver._native import isolate
+
+alone = isolate.fork_is_safe()
+stop = threading.Event()
+thread = threading.Thread(target=stop.wait)
+thread.start()
+with_a_thread = isolate.fork_is_safe()
+stop.set()
+thread.join()
+helper = isolate._start((), ())
+forked = helper.proc is None
+print(alone, with_a_thread, forked, helper.close(), os.path.exists(f"/proc/{helper.pid}"))
+fresh = isolate._start((), (("MLIRHLO_TEST_FRESH", "1"),))
+print(fresh.proc is None, fresh.close())
+"""
+
+
+def test_a_helper_is_forked_only_while_one_thread_runs_and_exits_0_when_closed():
+    """fork_is_safe is False while another Python thread runs; a helper, forked or a fresh
+    interpreter, ends with exit status 0 once its request pipe closes, and is reaped."""
+    from conftest import run_subprocess
+
+    proc = run_subprocess(HELPER_ENDS)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "True False True 0 False\nFalse 0\n"
+
+
+def _write_if_asked(text: str) -> int:
+    if text:
+        os.write(2, text.encode())
+    return len(text)
+
+
+def test_a_call_that_writes_nothing_hands_on_nothing_after_one_that_wrote():
+    """The helper's log is emptied before each call: a silent call after a chatty one gives
+    on_stderr nothing, not a leftover of the last call's text."""
+    seen: list[str] = []
+    assert isolate.call(_write_if_asked, ("chatty\n",), on_stderr=seen.append) == 7
+    assert isolate.call(_write_if_asked, ("",), on_stderr=seen.append) == 0
+    assert seen == ["chatty\n"]
+
+
+def test_a_timeout_of_0_does_not_wait_for_the_call():
+    """timeout=0: the call is given no time at all; one that has not answered at once (it sleeps
+    0.5 s) is killed and reported as not finished in 0 s."""
+    from mlirhlo_driver.errors import NativeCrash
+
+    with pytest.raises(NativeCrash) as ei:
+        isolate.call(time.sleep, (0.5,), what="the nap", timeout=0)
+    assert ei.value.timed_out and ei.value.message == "the nap did not finish in 0 s"
+    assert isolate.call(time.sleep, (0,), timeout=60) is None

@@ -16,6 +16,7 @@ The workers run TASKS' ``behave``. Timeouts are 1 s.
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import pytest
@@ -42,6 +43,11 @@ def behave(context, task):
         os.abort()
     if kind == "exit":
         os._exit(3)
+    if kind == "exit0":  # an exit that says all went well, in the middle of a task
+        os._exit(0)
+    if kind == "rtsig":  # a signal without a name of its own (SIGRTMIN + 6), deadly by default
+        os.kill(os.getpid(), signal.SIGRTMIN + 6)
+        time.sleep(600)
     if kind == "raise":
         raise RuntimeError("boom")
     if kind == "slow":  # would finish, after the timeout
@@ -332,3 +338,40 @@ def test_worker_init_starts_the_cuda_client_only_for_a_cuda_run(platform, client
     monkeypatch.setattr(jaxlib, "cuda_devices", lambda: started.append("cuda"))
     run_pool.worker_init(RunOptions(platform=platform))
     assert started == clients
+
+
+def test_a_worker_that_dies_in_a_task_is_worded_by_its_exit_code_or_signal(tmp_path):
+    """A worker's death is a crashed Lost: "exited with status N" for any exit, 0 included, and
+    "killed by signal N" for a signal that has no name."""
+    deaths = {"exit0": "worker exited with status 0",
+              "rtsig": f"worker killed by signal {signal.SIGRTMIN + 6} (a crash in native code)"}
+    for kind, words in deaths.items():
+        w = pool.Worker(FN, str(tmp_path))
+        try:
+            assert w.call((kind, 0), timeout=60) == pool.Lost("crashed", words)
+        finally:
+            w.close()
+
+
+def test_a_worker_waits_two_minutes_more_than_the_timeout_for_its_start():
+    """A worker not ready yet has STARTUP_TIMEOUT (120 s) on top of the task's timeout, from its spawn."""
+    from types import SimpleNamespace
+
+    assert pool.STARTUP_TIMEOUT == 120.0
+    assert pool.Worker.startup_deadline(SimpleNamespace(spawned=1000.0), 5.0) == 1125.0
+
+
+def test_no_jobs_asked_still_runs_every_task_on_one_worker(tmp_path):
+    """jobs below 1 means one worker: every task runs, all in the same process."""
+    rows = dict(pool.imap(FN, str(tmp_path), [("ok", 0), ("ok", 1), ("ok", 2)], jobs=0, timeout=60))
+    assert [rows[i][0] for i in range(3)] == [0, 1, 2]
+    assert len({rows[i][1] for i in range(3)}) == 1
+    assert list(pool.imap(FN, str(tmp_path), [], jobs=4)) == []
+
+
+def test_a_worker_told_to_stop_exits_0(tmp_path):
+    """close() asks a healthy worker to stop: it ends by itself with exit status 0 (not killed)."""
+    w = pool.Worker(FN, str(tmp_path))
+    assert w.call(("ok", 5), timeout=60)[0] == 5
+    w.close()
+    assert w.process.returncode == 0

@@ -564,6 +564,11 @@ def test_failure_messages_name_the_worst_element():
     r = _eval("expect_close", np.float32([1, 2]), np.float32([np.inf, 2]), max_ulp_difference=3)
     assert r.message == ("1 of 2 elements outside 3 ULP; worst at index [0]: actual=1.0, "
                          "expected=inf, ULP difference=inf")
+    # A scalar's ULP difference is a scalar (a failing rank-0 check.expect_close once crashed).
+    r = _eval("expect_close", np.float32(1), np.float32(2), max_ulp_difference=1)
+    assert r.message == ("1 of 1 element outside 1 ULP; worst at index []: actual=1.0, "
+                         "expected=2.0, ULP difference=8388608")
+    assert ulp_difference(np.float32(1), np.float32(2)).shape == ()
     r = _eval("expect_eq", np.uint64([2**64 - 1]), np.uint64([0]))
     assert r.message.endswith("actual=18446744073709551615, expected=0, abs error=18446744073709551615")
     r = _eval("expect_eq", np.bool_(True), np.bool_(False))
@@ -782,3 +787,298 @@ def test_a_generic_check_ops_operand_type_may_hold_an_arrow():
     assert checks.preprocess_check_ops(src, "t.mlir").splitlines()[1] == (
         f"  stablehlo.custom_call @check.expect_eq(%a, %b) {{has_side_effect = true}} : "
         f"({sparse}, tensor<2xf32>) -> ()")
+
+
+# ======================================================= rewrite edge cases
+
+@pytest.mark.parametrize("tail, message, col", [
+    ("  check.expect_eq_const %a, dense<[1.0, 2.0", "unterminated '<'", 34),
+    ("  check.expect_eq_const %a, dense<[1.0, 2.0)> : tensor<2xf32>\n}\n", "unbalanced ')'", 44),
+])
+def test_an_unclosed_or_mismatched_bracket_is_an_input_error_at_it(tail, message, col):
+    """A bracket the text never closes (a truncated file) or closes with the wrong bracket is
+    an InputError naming the bracket and where it is, never a crash."""
+    src = "func.func @f(%a: tensor<2xf32>) {\n" + tail
+    with pytest.raises(InputError) as info:
+        checks.preprocess_check_ops(src, "t.mlir")
+    assert info.value.format() == f"error: t.mlir:2:{col}: cannot rewrite check.expect_eq_const: {message}"
+
+
+def test_string_attributes_are_skipped_whole_empty_and_escaped_ones_too():
+    """An empty string and one with an escaped quote are read to their closing quote, so the
+    options after them are still found, and a check-like text inside a string is no op."""
+    src = ('func.func @f(%a: tensor<2xf32>) {\n'
+           '  "check.expect_almost_eq"(%a, %a) {note = "", msg = "say \\"hi\\", check.expect_eq %a", '
+           'tolerance = 0.5 : f64} : (tensor<2xf32>, tensor<2xf32>) -> ()\n'
+           '  "check.expect_close"(%a, %a) {msg = "\\\\", max_ulp_difference = 4} : '
+           '(tensor<2xf32>, tensor<2xf32>) -> ()\n}\n')
+    assert checks.preprocess_check_ops(src, "t.mlir").splitlines()[1:3] == [
+        "  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {has_side_effect = true, tolerance = 0.5 : f64} "
+        ": (tensor<2xf32>, tensor<2xf32>) -> ()",
+        "  stablehlo.custom_call @check.expect_close(%a, %a) {has_side_effect = true, max_ulp_difference = 4 : i64, "
+        "min_ulp_difference = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> ()"]
+    assert checks._string_end('"" x', 0) == 2
+    assert checks._string_end('"a\\"b" x', 0) == 6
+    assert checks._string_end('"ab\ncd"', 0) == 3  # a string ends at its line's end
+
+
+def test_options_are_written_as_mlir_reads_them():
+    """A tolerance without a '.' in Python's spelling gets one (1e-05 -> 1.0e-05); a hex ULP
+    bound is read as hex; an unreadable option names itself."""
+    src = ("func.func @f(%a: tensor<2xf32>) {\n"
+           "  check.expect_almost_eq %a, %a, tolerance = 1e-5 : tensor<2xf32>\n"
+           "  check.expect_close %a, %a, max_ulp_difference = 0x10, min_ulp_difference = 2 : "
+           "tensor<2xf32>, tensor<2xf32>\n}\n")
+    assert checks.preprocess_check_ops(src, "t.mlir").splitlines()[1:3] == [
+        "  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {has_side_effect = true, tolerance = 1.0e-05 : f64} "
+        ": (tensor<2xf32>, tensor<2xf32>) -> ()",
+        "  stablehlo.custom_call @check.expect_close(%a, %a) {has_side_effect = true, max_ulp_difference = 16 : i64, "
+        "min_ulp_difference = 2 : i64} : (tensor<2xf32>, tensor<2xf32>) -> ()"]
+    assert checks._mlir_float(1e-05) == "1.0e-05"
+    assert checks._mlir_float(2.5e-07) == "2.5e-07"
+    assert checks._mlir_float(0.5) == "0.5"
+    bad = ('func.func @f(%a: tensor<2xf32>) {\n  "check.expect_close"(%a, %a) {max_ulp_difference = zz} : '
+           '(tensor<2xf32>, tensor<2xf32>) -> ()\n}\n')
+    with pytest.raises(InputError) as info:
+        checks.preprocess_check_ops(bad, "t.mlir")
+    assert info.value.message == "cannot rewrite check.expect_close: malformed max_ulp_difference 'zz'"
+
+
+def test_a_const_forms_constant_gets_a_fresh_name_and_keeps_a_written_location():
+    """The expected constant's name never collides with a value already named so, and an op
+    that carries its own loc(...) keeps it instead of getting one."""
+    src = ("func.func @f(%a: tensor<2xf32>) {\n"
+           "  %check_expected_3_3 = stablehlo.constant dense<1.0> : tensor<2xf32>\n"
+           "  check.expect_eq_const %a, dense<1.0> : tensor<2xf32> loc(\"x\":1:1)\n"
+           "  %check_expected_4_3_1 = stablehlo.constant dense<1.0> : tensor<2xf32>\n}\n")
+    src = src.replace("  %check_expected_4_3_1", "  check.expect_eq_const %a, dense<2.0> : tensor<2xf32>\n"
+                      "  %check_expected_4_3 = stablehlo.constant dense<1.0> : tensor<2xf32>\n"
+                      "  %check_expected_4_3_1")
+    lines = checks.preprocess_check_ops(src, "t.mlir").splitlines()
+    assert lines[2] == ("  %check_expected_3_3_1 = stablehlo.constant dense<1.0> : tensor<2xf32> "
+                        "stablehlo.custom_call @check.expect_eq(%a, %check_expected_3_3_1) {has_side_effect = true} "
+                        ": (tensor<2xf32>, tensor<2xf32>) -> () loc(\"x\":1:1)")
+    assert lines[3] == ("  %check_expected_4_3_2 = stablehlo.constant dense<2.0> : tensor<2xf32> "
+                        "stablehlo.custom_call @check.expect_eq(%a, %check_expected_4_3_2) {has_side_effect = true} "
+                        ": (tensor<2xf32>, tensor<2xf32>) -> () loc(\"-\":4:3)")
+
+
+# ============================================================ plan reporting
+
+def test_provenance_and_kept_notes_read_as_sentences():
+    """Each provenance state and count reads as written, singular and plural."""
+    assert checks.Provenance("compiled", 2, 2).describe() == (
+        "compiled (2 of 2 computed from parameters by XLA's generated code)")
+    assert checks.Provenance("folded", 0, 1).describe() == (
+        "folded (none of 1 depends on a parameter: XLA computed it while compiling)")
+    assert checks.Provenance("folded", 0, 3).describe() == (
+        "folded (none of 3 depends on a parameter: XLA computed them while compiling)")
+    assert checks.Provenance("partly folded", 1, 3).describe() == (
+        "partly folded (1 of 3 computed from parameters, the rest while compiling)")
+    assert checks.Provenance("unknown", 0, 2).describe() == "unknown (no optimized HLO to read)"
+    k1 = checks.KeptConstant("t.mlir:3:5", "tensor<2xi64>", ["a", "b"], True, False)
+    k2 = checks.KeptConstant("t.mlir:4:5", "tensor<i64>", ["b", "c"], False, True)
+    assert k1.describe() == "t.mlir:3:5 tensor<2xi64> (a; b)"
+    plan = checks.CheckPlan(None, [], 0, 0, [], folded=False, kept=[k1, k2])
+    assert checks.kept_note(plan) == "kept 2 constants (a, b, c)"
+    plan.kept = [k2]
+    assert checks.kept_note(plan) == "kept 1 constant (b, c)"
+    plan.kept = []
+    assert checks.kept_note(plan) == ""
+
+
+def test_checked_values_counts_the_distinct_checked_outputs():
+    """Provenance comes from the checked (actual) outputs, each counted once; an index past
+    the known outputs, or none known, is 'unknown'."""
+    plan = checks.CheckPlan(None, [], 0, 1, [Check("expect_eq", 0, 3), Check("expect_close", 0, 4),
+                                             Check("expect_eq", 2, 3)], folded=False)
+    got = lambda deps: checks.checked_values(plan, deps)  # noqa: E731
+    assert got([True, False, True, False, False]) == checks.Provenance("compiled", 2, 2)
+    assert got([False, True, False, True, True]) == checks.Provenance("folded", 0, 2)
+    assert got([True, True, False, True, True]) == checks.Provenance("partly folded", 1, 2)
+    assert got([True, True, True]) == checks.Provenance("compiled", 2, 2)
+    assert got([True, True]) == checks.Provenance("unknown", 0, 2)
+    assert got(None) == checks.Provenance("unknown", 0, 2)
+
+
+# ============================================================ evaluate edges
+
+def test_evaluate_reports_missing_outputs_and_unknown_kinds():
+    """A check reading past the outputs, or of a kind nobody knows, fails and says so."""
+    two = [np.int32([1]), np.int32([1])]
+    got = evaluate_check(Check("expect_eq", 0, 2, {}, "l:1:1"), two)
+    assert (got.passed, got.message) == (False, "output 2 missing (2 outputs)")
+    got = evaluate_check(Check("expect_eq", 1, 0, {}, "l:1:1"), two[:1])
+    assert (got.passed, got.message) == (False, "output 1 missing (1 outputs)")
+    assert evaluate_check(Check("expect_eq", 1, 0, {}, "l:1:1"), two).passed
+    got = evaluate_check(Check("expect_frob", 0, 1, {}, "l:1:1"), two)
+    assert (got.kind, got.passed, got.message) == ("expect_frob", False, "unknown check kind 'expect_frob'")
+    got = evaluate_check(Check("expect_eq", 0, 1, {}, "l:1:1"), [np.float32([1, 2]), np.float32([1, 2, 3])])
+    assert got.message == "actual is float32[2], expected float32[3]"
+
+
+def test_passing_messages_count_elements():
+    """A pass says how many elements it compared (one, none, many) and, for expect_close,
+    the largest ULP difference among them."""
+    assert _eval("expect_eq", np.int32(3), np.int32(3)).message == "1 element ok"
+    assert _eval("expect_eq", np.int32([]), np.int32([])).message == "0 elements ok"
+    assert _eval("expect_close", np.float32([]), np.float32([])).message == "0 elements ok"
+    assert _eval("expect_close", np.float32(1), np.float32(1)).message == "1 element ok, max ULP difference 0"
+    one, up = np.float32(1.0), np.nextafter(np.float32(1.0), np.float32(2))
+    up2 = np.nextafter(up, np.float32(2))
+    r = _eval("expect_close", np.float32([one, one, 5]), np.float32([up, up2, 5]))
+    assert (r.passed, r.message) == (True, "3 elements ok, max ULP difference 2")
+    assert _eval("expect_almost_eq", np.int64([1, 5]), np.int64([1, 7]), tolerance=2).message == "2 elements ok"
+
+
+def test_failure_messages_for_scalars_integers_and_complex():
+    """The worst element, its error and (where the expected value is non-zero and the error
+    finite) the relative error, for each element class."""
+    r = _eval("expect_almost_eq", np.float32(2), np.float32(3), tolerance=0.5)
+    assert r.message == ("1 of 1 element outside tolerance 0.5; worst at index []: actual=2.0, expected=3.0, "
+                         "abs error=1, rel error=0.333333")
+    r = _eval("expect_almost_eq", np.float32([0, 2]), np.float32([0, 3]), tolerance=0.5)
+    assert r.message.startswith("1 of 2 elements outside tolerance 0.5; worst at index [1]: ")
+    r = _eval("expect_almost_eq", np.float32([1, 0.5]), np.float32([1.1, 0]))
+    assert r.message == ("2 of 2 elements outside tolerance 0.0001; worst at index [1]: actual=0.5, "
+                         "expected=0.0, abs error=0.5")  # no relative error to a zero
+    r = _eval("expect_almost_eq", np.float32([1, np.nan]), np.float32([1.1, 0]))
+    assert r.message.endswith("worst at index [1]: actual=nan, expected=0.0, abs error=nan")
+    r = _eval("expect_eq", np.float32([np.inf, 1]), np.float32([1, 1]))
+    assert r.message == "1 of 2 elements not equal; worst at index [0]: actual=inf, expected=1.0, abs error=inf"
+    r = _eval("expect_almost_eq", np.int64([1, 5]), np.int64([1, 7]))
+    assert r.message == "1 of 2 elements outside tolerance 0.0001; worst at index [1]: actual=5, expected=7, abs error=2"
+    r = _eval("expect_almost_eq", np.int16([1, 5]), np.int16([3, 7]), tolerance=1)
+    assert r.message == "2 of 2 elements outside tolerance 1; worst at index [0]: actual=1, expected=3, abs error=2"
+    r = _eval("expect_close", np.int16([1, 5]), np.int16([3, 8]), max_ulp_difference=1)
+    assert r.message == "2 of 2 elements outside 1 ULP; worst at index [1]: actual=5, expected=8, ULP difference=3"
+    r = _eval("expect_eq", np.complex64([1 + 1j, 2]), np.complex64([1 + 2j, 2]))
+    assert r.message == ("1 of 2 elements not equal; worst at index [0]: actual=(1+1j), expected=(1+2j), "
+                         "abs error=1, rel error=0.447214")
+    r = _eval("expect_eq", np.complex64([2, 1 + 1j]), np.complex64([2, 2 + 1j]))
+    assert r.message.endswith("worst at index [1]: actual=(1+1j), expected=(2+1j), abs error=1, rel error=0.447214")
+
+
+CHECK_EQ_USED = """\
+func.func public @main() -> (tensor<i1>, tensor<i1>) {
+  %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
+  %1 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %2 = stablehlo.abs %0 : tensor<2xi32>
+  %3 = stablehlo.custom_call @check.eq(%2, %0) : (tensor<2xi32>, tensor<2xi32>) -> tensor<i1>
+  %4 = stablehlo.custom_call @check.eq(%1, %1) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+  %5 = stablehlo.custom_call @check.eq(%1, %1) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+  %6 = stablehlo.and %3, %4 : tensor<i1>
+  return %6, %3 : tensor<i1>, tensor<i1>
+}
+"""
+
+
+def test_check_eq_results_in_use_become_true_and_the_process_survives():
+    """check.eq is expect_eq on integers and expect_almost_eq (1e-4) on floats; its i1 result,
+    used or returned, reads `true` (prepared in a child process: a check op erased while its
+    result is still used aborts the process)."""
+    from conftest import run_subprocess
+
+    code = (
+        "from mlirhlo_driver.inputs import checks, loader\n"
+        f"plan = checks.prepare(loader.parse_mlir({CHECK_EQ_USED!r}, 't.mlir'))\n"
+        "print([(c.kind, c.target, c.options, c.actual_index, c.expected_index) for c in plan.checks])\n"
+        "print(plan.module)\n"
+    )
+    proc = run_subprocess(code)
+    assert proc.returncode == 0, proc.stderr
+    kinds, *module = proc.stdout.splitlines()
+    assert kinds == ("[('expect_eq', 'check.eq', {}, 2, 3), "
+                     "('expect_almost_eq', 'check.eq', {'tolerance': 0.0001}, 4, 4), "
+                     "('expect_almost_eq', 'check.eq', {'tolerance': 0.0001}, 4, 4)]")
+    assert [ln.strip() for ln in module[2:7]] == [
+        "%cst = stablehlo.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>",
+        "%0 = stablehlo.abs %arg0 : tensor<2xi32>",
+        "%c = stablehlo.constant dense<true> : tensor<i1>",
+        "%c_0 = stablehlo.constant dense<true> : tensor<i1>",
+        "%1 = stablehlo.and %c, %c_0 : tensor<i1>"]
+    assert module[7].strip() == ("return %1, %c, %0, %arg0, %cst : tensor<i1>, tensor<i1>, tensor<2xi32>, "
+                                 "tensor<2xi32>, tensor<2xf32>")
+
+
+def test_custom_call_options_merge_attributes_over_backend_config():
+    """Options come from a dict or JSON backend_config, the op's own attributes winning; an
+    unreadable config or value is ignored, and defaults fill the rest."""
+    src = """\
+func.func @main(%a: tensor<2xf32>) {
+  stablehlo.custom_call @check.expect_close(%a, %a) {api_version = 4 : i32, has_side_effect = true, backend_config = {max_ulp_difference = 5 : i64, min_ulp_difference = "2", tolerance = [1]}} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {backend_config = "not json"} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {backend_config = "{\\"tolerance\\": 0.25, \\"max_ulp_difference\\": \\"x\\"}", tolerance = 0.5 : f32} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  stablehlo.custom_call @check.expect_almost_eq(%a, %a) {backend_config = "[1]", max_ulp_difference = 3.0 : f32} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  return
+}
+"""
+    plan = checks.prepare(inputs.parse_mlir(src, "t.mlir"), source="o.mlir", line_offset=1)
+    assert [(c.kind, c.options, c.location) for c in plan.checks] == [
+        ("expect_close", {"max_ulp_difference": 5, "min_ulp_difference": 2}, "o.mlir:3:3"),
+        ("expect_almost_eq", {"tolerance": 1e-3}, "o.mlir:4:3"),
+        ("expect_almost_eq", {"tolerance": 0.5}, "o.mlir:5:3"),
+        ("expect_almost_eq", {"max_ulp_difference": 3, "tolerance": 1e-3}, "o.mlir:6:3")]
+    assert (plan.num_original_params, plan.num_original_results, plan.parameters) == (1, 0, [])
+    assert [(c.actual_index, c.expected_index) for c in plan.checks] == [(0, 0)] * 4
+
+
+def test_prepare_and_run_cpu_reject_what_they_cannot_run():
+    """No entry function, a check with one operand, and a wrong argument count are input
+    errors that say what is wrong and where; a lone public function is the entry."""
+    with pytest.raises(InputError) as info:
+        checks.prepare(inputs.parse_mlir("func.func @a() { return }\nfunc.func @b() { return }\n", "m.mlir"),
+                       source="m.mlir")
+    assert info.value.format() == (
+        "error: m.mlir: a self-checking module needs a @main function (or exactly one public one)")
+    one = ("func.func @main(%a: tensor<2xf32>) {\n  stablehlo.custom_call @check.expect_eq(%a) "
+           "{has_side_effect = true} : (tensor<2xf32>) -> ()\n  return\n}\n")
+    with pytest.raises(InputError) as info:
+        checks.prepare(inputs.parse_mlir(one, "m.mlir"), source="m.mlir", line_offset=3)
+    assert info.value.format() == "error: m.mlir:5:3: check.expect_eq needs 2 operands (actual, expected), found 1"
+    lone = ("func.func private @h() { return }\nfunc.func @only(%a: tensor<2xf32>) {\n"
+            "  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : "
+            "(tensor<2xf32>, tensor<2xf32>) -> ()\n  return\n}\n")
+    plan = checks.prepare(inputs.parse_mlir(lone, "m.mlir"), source="m.mlir", line_offset=5)
+    assert [(c.kind, c.location) for c in plan.checks] == [("expect_eq", "m.mlir:8:3")]
+    assert "func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32>" in str(plan.module)
+    with pytest.raises(InputError) as info:
+        checks.run_cpu(plan, [])
+    assert info.value.format() == "error: @main takes 1 arguments of its own, 0 given"
+    [out] = checks.run_cpu(plan, [np.float32([1, 2])])
+    assert out.tolist() == [1.0, 2.0]
+
+
+def test_main_splats_stay_constants_unless_an_integer_division_reads_them():
+    """@main's splat constants stay for XLA (init values, bounds), except the operands of an
+    integer divide or remainder (a constant zero divisor would kill the process while
+    converting); non-splat constants become parameters; only check-read constants stay."""
+    src = """\
+func.func @main() {
+  %s = stablehlo.constant dense<2.0> : tensor<2xf32>
+  %v = stablehlo.constant dense<[1.0, 3.0]> : tensor<2xf32>
+  %z = stablehlo.constant dense<0> : tensor<2xi32>
+  %n = stablehlo.constant dense<[7, 8]> : tensor<2xi32>
+  %m = stablehlo.multiply %s, %v : tensor<2xf32>
+  %f = stablehlo.divide %m, %s : tensor<2xf32>
+  %d = stablehlo.divide %n, %z : tensor<2xi32>
+  %u = stablehlo.constant dense<5> : tensor<2xi32>
+  %w = stablehlo.add %u, %n : tensor<2xi32>
+  check.expect_eq_const %f, dense<[1.0, 3.0]> : tensor<2xf32>
+  check.expect_eq_const %d, dense<-1> : tensor<2xi32>
+  check.expect_eq_const %w, dense<[12, 13]> : tensor<2xi32>
+  func.return
+}
+"""
+    plan = checks.prepare(parse(src))
+    assert [a.tolist() for a in plan.parameters] == [[1.0, 3.0], [0, 0], [7, 8]]
+    assert (plan.x64, plan.kept, plan.num_original_params, plan.num_original_results) == (False, [], 0, 0)
+    body = [ln.strip() for ln in str(plan.module).splitlines()[2:8]]
+    assert body == [
+        "%cst = stablehlo.constant dense<2.000000e+00> : tensor<2xf32>",
+        "%0 = stablehlo.multiply %cst, %arg0 : tensor<2xf32>",
+        "%1 = stablehlo.divide %0, %cst : tensor<2xf32>",
+        "%2 = stablehlo.divide %arg2, %arg1 : tensor<2xi32>",
+        "%c = stablehlo.constant dense<5> : tensor<2xi32>",
+        "%3 = stablehlo.add %c, %arg2 : tensor<2xi32>"]
+    assert [r.message for r in checks.evaluate(plan, run(plan))] == ["2 elements ok"] * 3

@@ -9,6 +9,7 @@ documented constants.
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 import subprocess
@@ -401,6 +402,8 @@ def test_renamed_ptx_prefixes_module_level_names_only():
         assert kept in out, kept
     assert out.count("P_") == 8
     assert _renamed(ptx, "") == ptx
+    bare = ".version 8.0\n.target sm_90a\n.address_size 64\n"  # no module-level names
+    assert _renamed(bare, "P_") == bare
 
 
 def test_a_job_that_fails_in_a_group_fails_alone(h100):
@@ -900,3 +903,666 @@ def test_a_failing_nvdisasm_is_one_error_line_naming_its_version_sm_and_message(
     r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass", "--no-cache")
     line = assert_one_line_error(r, contains="nvdisasm 13.0 failed on sm_90a cubins: ")
     assert line.endswith("nvdisasm fatal   : Input file is not a cubin"), line
+
+
+# ------------------------------------------------------------ kernels: the table by hand
+
+# A thunk sequence with a nested (indented) launch, a launch without a shared_memory
+# field, and a repeated launch (the same grid, block and shared memory: one row).
+THUNKS = """\
+000: kKernel [source] loop_add_fusion grid: [4, 1, 1] threads: [128, 1, 1]  shared_memory: 0 bytes
+001: kWhile [source | next=003 (1)] while
+  000: kCustomKernel [source | next=004 (2)] reduce grid: [2, 3, 1] threads: [256, 2, 1]  shared_memory: 2048 bytes
+002: kKernel [] loop_add_fusion grid: [8, 1, 1] threads: [128, 1, 1]
+003: kKernel [] loop_add_fusion grid: [4, 1, 1] threads: [128, 1, 1]  shared_memory: 0 bytes
+"""
+
+
+def _table_inputs():
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda.binaries import KernelResources
+
+    resources = {"loop_add_fusion": KernelResources("loop_add_fusion", 16, 0, 0, 0, 0),
+                 "reduce": KernelResources("reduce", 64, 24, 8, 4, 4096, 1),
+                 "zeta": KernelResources("zeta", 8, 0, 0, 0, 0)}
+    fused = [SimpleNamespace(to_dict=lambda: {"opcode": "add"}), SimpleNamespace(to_dict=lambda: {"opcode": "exp"})]
+    hlo = SimpleNamespace(name="reduce.1", op_name="jit(f)/reduce_sum", source="m.py:3", fused=fused)
+    return resources, hlo
+
+
+def test_launches_parsed_from_the_thunk_sequence():
+    """Each kernel's distinct launches in thunk order, nested thunks included; no shared_memory
+    field reads as 0 bytes."""
+    from mlirhlo_driver.cuda.kernels import Launch, parse_launches
+
+    assert parse_launches(THUNKS) == {
+        "loop_add_fusion": [Launch((4, 1, 1), (128, 1, 1), 0), Launch((8, 1, 1), (128, 1, 1), 0)],
+        "reduce": [Launch((2, 3, 1), (256, 2, 1), 2048)]}
+    assert Launch((2, 3, 1), (256, 2, 3), 0).threads == 1536
+    assert parse_launches("") == {}
+
+
+def test_kernel_rows_one_per_launch_sorted_with_occupancy_and_source():
+    """rows(): a row per (kernel, distinct launch), one without launch for a kernel never
+    launched, none for a kernel without figures; sorted by kernel; occupancy per launch."""
+    from mlirhlo_driver.cuda import kernels, specs
+    from mlirhlo_driver.cuda.kernels import Launch, Occupancy
+
+    resources, hlo = _table_inputs()
+    got = kernels.rows([("m2", ["zeta"]), ("m1", ["reduce", "unused", "loop_add_fusion"])], resources, THUNKS,
+                       specs.resolve_spec("a100_sxm_80"), {"reduce": hlo})
+    assert [(r.module, r.kernel, r.launch, r.occupancy) for r in got] == [
+        ("m1", "loop_add_fusion", Launch((4, 1, 1), (128, 1, 1), 0), Occupancy(16, 64, 64, "warps")),
+        ("m1", "loop_add_fusion", Launch((8, 1, 1), (128, 1, 1), 0), Occupancy(16, 64, 64, "warps")),
+        # 512 threads x 64 regs: 8 warps a partition, 2 blocks; smem 4096 + 1024 reserved + 2048 dynamic
+        ("m1", "reduce", Launch((2, 3, 1), (256, 2, 1), 2048), Occupancy(2, 32, 64, "registers")),
+        ("m2", "zeta", None, None)]
+    assert [r.resources.name for r in got] == ["loop_add_fusion", "loop_add_fusion", "reduce", "zeta"]
+    assert [r.hlo for r in got] == [None, None, hlo, None]
+    assert (got[2].op_name, got[2].source, got[0].op_name, got[0].source) == ("jit(f)/reduce_sum", "m.py:3",
+                                                                              None, None)
+    assert [kernels.source_text(r) for r in got] == ["-", "-", "jit(f)/reduce_sum @ m.py:3", "-"]
+    assert got[2].to_dict() == {
+        "kernel": "reduce", "kernel_module": "m1", "registers": 64, "spill_stores": 8, "spill_loads": 4,
+        "static_shared_memory": 4096, "stack_frame": 24, "grid": [2, 3, 1], "block": [256, 2, 1],
+        "dynamic_shared_memory": 2048,
+        "occupancy": {"blocks_per_sm": 2, "warps_per_sm": 32, "max_warps_per_sm": 64, "occupancy": 0.5,
+                      "limiter": "registers"},
+        "hlo_instruction": "reduce.1", "op_name": "jit(f)/reduce_sum", "source": "m.py:3",
+        "fused": [{"opcode": "add"}, {"opcode": "exp"}]}
+    assert got[3].to_dict() == {
+        "kernel": "zeta", "kernel_module": "m2", "registers": 8, "spill_stores": 0, "spill_loads": 0,
+        "static_shared_memory": 0, "stack_frame": 0, "grid": None, "block": None, "dynamic_shared_memory": None,
+        "occupancy": None, "hlo_instruction": None, "op_name": None, "source": None, "fused": []}
+    # The launched map is optional.
+    assert [r.hlo for r in kernels.rows([("m", ["reduce"])], resources, THUNKS, specs.resolve_spec("t4"))] == [None]
+
+
+def test_source_text_has_what_the_metadata_has():
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda.kernels import KernelRow, source_text
+
+    def row(op_name, source):
+        return KernelRow("m", "k", None, None, None, SimpleNamespace(op_name=op_name, source=source))
+
+    assert [source_text(row(*x)) for x in (("a/b", "f.py:1"), ("a/b", None), (None, "f.py:1"), (None, None),
+                                           ("", ""))] == ["a/b @ f.py:1", "a/b", "f.py:1", "-", "-"]
+
+
+KERNELS_TABLE = """\
+mod on a100_sxm_80 (sm_80, 64 warps/SM)
+
+ kernel            regs   spill st/ld B   smem B   dyn smem B   stack B      grid × block   blocks/SM       warps/SM   limiter     op_name @ source             fused
+ ────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+ loop_add_fusion     16             0/0        0            0         0           4 × 128          16   64/64 (100%)   warps       -                                -
+ loop_add_fusion     16             0/0        0            0         0           8 × 128          16   64/64 (100%)   warps       -                                -
+ reduce              64             8/4     4096         2048        24   2x3x1 × 256x2x1           2    32/64 (50%)   registers   jit(f)/reduce_sum @ m.py:3       2
+ zeta                 8             0/0        0            -         0                 -           -              -   -           -                                -
+
+"""  # noqa: E501
+
+
+def test_kernels_table_text_exactly():
+    """The kernels stage's table: title with the spec's warps per SM, one line per row, a 1-D
+    grid or block written as its one number, '-' where a row has no launch or source."""
+    from mlirhlo_driver.cuda import kernels, specs
+
+    resources, hlo = _table_inputs()
+    a100 = specs.resolve_spec("a100_sxm_80")
+    got = kernels.rows([("m2", ["zeta"]), ("m1", ["reduce", "loop_add_fusion"])], resources, THUNKS, a100,
+                       {"reduce": hlo})
+    assert kernels.table_text("mod", a100, got) == KERNELS_TABLE
+
+
+def test_launch_dims_write_trailing_ones_only_when_needed():
+    from mlirhlo_driver.cuda.kernels import Launch, _launch_text
+
+    assert _launch_text(Launch((4, 1, 1), (128, 1, 1), 0)) == "4 × 128"
+    assert _launch_text(Launch((4, 2, 1), (1, 1, 2), 0)) == "4x2x1 × 1x1x2"
+    assert _launch_text(Launch((1, 1, 1), (1, 3, 1), 0)) == "1 × 1x3x1"
+    assert _launch_text(None) == "-"
+
+
+SIDE_BY_SIDE = """\
+
+                                                a100_sxm_80                                                  t4
+ kernel            op_name @ source                    regs   spill   smem   grid × block       warps/SM   regs   spill   smem      grid × block       warps/SM
+ ──────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────────
+ loop_add_fusion   -                                     16     0/0      0        4 × 128   64/64 (100%)     16     0/0      0           4 × 128   32/32 (100%)
+ loop_add_fusion   -                                     16     0/0      0        8 × 128   64/64 (100%)     16     0/0      0           8 × 128   32/32 (100%)
+ zeta              -                                      8     0/0      0              -              -      -       -      -                 -              -
+ reduce            jit(f)/reduce_sum @ m.py:3             -       -      -              -              -     64     8/4   6144   2x3x1 × 256x2x1   32/32 (100%)
+
+"""  # noqa: E501
+
+
+def test_kernels_side_by_side_text_and_json():
+    """mlirhlo kernels: a row per (module, kernel, launch index) in first-seen order, a column
+    group per spec, '-' cells where a spec has no such row (its JSON null), the source of the
+    first spec that has the row; a module column only when there are several modules."""
+    from mlirhlo_driver.cuda import kernels, specs
+
+    resources, hlo = _table_inputs()
+    a100, t4 = specs.resolve_spec("a100_sxm_80"), specs.resolve_spec("t4")
+    rows_a = kernels.rows([("m", ["loop_add_fusion", "zeta"])], resources, THUNKS, a100)
+    rows_t = kernels.rows([("m", ["loop_add_fusion", "reduce"])], resources, THUNKS, t4, {"reduce": hlo})
+    text, data = kernels.side_by_side([(a100, [("mod", rows_a)]), (t4, [("mod", rows_t)])])
+    assert text == SIDE_BY_SIDE
+    assert data["gpu_specs"] == [{"name": "a100_sxm_80", "sm": "sm_80", "gpu": "NVIDIA A100-SXM4-80GB"},
+                                 {"name": "t4", "sm": "sm_75", "gpu": "Tesla T4"}]
+    assert [(k["module"], k["kernel"], k["op_name"], k["source"]) for k in data["kernels"]] == [
+        ("mod", "loop_add_fusion", None, None), ("mod", "loop_add_fusion", None, None), ("mod", "zeta", None, None),
+        ("mod", "reduce", "jit(f)/reduce_sum", "m.py:3")]
+    assert data["kernels"][1]["specs"] == {"a100_sxm_80": rows_a[1].to_dict(), "t4": rows_t[1].to_dict()}
+    assert data["kernels"][2]["specs"] == {"a100_sxm_80": rows_a[2].to_dict(), "t4": None}
+    assert data["kernels"][3]["specs"] == {"a100_sxm_80": None, "t4": rows_t[2].to_dict()}
+    # Two modules: a module column first; a kernel's rows count per module.
+    text, data = kernels.side_by_side([(a100, [("one", rows_a[:1]), ("two", rows_a)])])
+    lines = text.splitlines()
+    assert lines[2].split()[:3] == ["module", "kernel", "op_name"]
+    assert [ln.split()[:2] for ln in lines[4:-1]] == [["one", "loop_add_fusion"], ["two", "loop_add_fusion"],
+                                                    ["two", "loop_add_fusion"], ["two", "zeta"]]
+    assert [k["module"] for k in data["kernels"]] == ["one", "two", "two", "two"]
+
+
+def test_sm_limits_read_from_the_spec_with_its_defaults():
+    """The spec's per-SM limits; a spec without threads_per_warp has 32, one without an
+    opt-in shared memory size has the per-block size."""
+    from mlirhlo_driver.cuda import kernels, specs
+    from mlirhlo_driver.cuda.kernels import SmLimits
+
+    a100 = specs.resolve_spec("a100_sxm_80")
+    assert kernels.sm_limits(a100) == SmLimits((8, 0), 32, 2048, 1024, 65536, 65536, 167936, 49152, 166912)
+    assert kernels.sm_limits(a100).max_warps == 64
+    assert kernels.sm_limits(specs.resolve_spec("t4")) == SmLimits((7, 5), 32, 1024, 1024, 65536, 65536, 65536,
+                                                                   49152, 65536)
+    text = "\n".join(ln for ln in a100.text.splitlines() if "threads_per_warp" not in ln and "optin" not in ln)
+    assert kernels._sm_limits(text, "x.txtpb") == SmLimits((8, 0), 32, 2048, 1024, 65536, 65536, 167936, 49152,
+                                                           49152)
+    assert SmLimits((8, 0), 16, 2048, 1024, 65536, 65536, 167936, 49152, 49152).max_warps == 128
+
+
+def test_occupancy_edges_and_its_dict():
+    """No constants for the CC: None. The block-size limit is inclusive. A kernel with no
+    registers or shared memory (CC 6.0 reserves none) is held by warps or blocks only; ties go
+    to warps, then blocks. The ratio and its rounding."""
+    from mlirhlo_driver.cuda.kernels import Occupancy, SmLimits, occupancy
+
+    a100 = SmLimits((8, 0), 32, 2048, 1024, 65536, 65536, 167936, 49152, 166912)
+    assert occupancy(SmLimits((12, 0), 32, 2048, 1024, 65536, 65536, 167936, 49152, 166912), 128, 16, 0, 0) is None
+    assert occupancy(a100, 1024, 16, 0, 0) == Occupancy(2, 64, 64, "warps")
+    assert occupancy(a100, 1025, 16, 0, 0) == Occupancy(0, 0, 64, "block too large")
+    assert occupancy(a100, 1000, 16, 0, 0) == Occupancy(2, 64, 64, "warps")      # 1000 threads: 32 warps
+    assert occupancy(a100, 64, 16, 0, 0) == Occupancy(32, 64, 64, "warps")       # 32 by warps and by blocks
+    # Registers: exactly the block's 64K (1024 threads x 64) fits, one more register does not.
+    assert occupancy(a100, 1024, 64, 0, 0) == Occupancy(1, 32, 64, "registers")
+    assert occupancy(a100, 1024, 65, 0, 0) == Occupancy(0, 0, 64, "registers per block")
+    assert occupancy(a100, 32, 256, 0, 0) == Occupancy(8, 8, 64, "registers")
+    assert occupancy(a100, 32, 257, 0, 0) == Occupancy(0, 0, 64, "registers per block")
+    p100 = SmLimits((6, 0), 32, 2048, 1024, 65536, 65536, 65536, 49152, 49152)
+    assert occupancy(p100, 32, 0, 0, 0) == Occupancy(32, 32, 64, "blocks")
+    assert occupancy(p100, 256, 0, 0, 0) == Occupancy(8, 64, 64, "warps")
+    assert occupancy(p100, 32, 0, 1, 0) == Occupancy(32, 32, 64, "blocks")       # 256 B: 256 blocks by smem
+    assert occupancy(p100, 32, 0, 8192, 0) == Occupancy(8, 8, 64, "shared memory")
+    assert occupancy(p100, 32, 0, 8192, 1) == Occupancy(7, 7, 64, "shared memory")  # 8448 B
+    assert occupancy(p100, 32, 0, 0, 49152) == Occupancy(1, 1, 64, "shared memory")
+    assert occupancy(p100, 32, 0, 0, 49153) == Occupancy(0, 0, 64, "shared memory per block")
+    o = occupancy(a100, 96, 80, 0, 0)   # 80 x 32 = 2560 regs a warp: 6 warps a partition, 8 blocks of 3
+    assert o == Occupancy(8, 24, 64, "registers")
+    assert (o.ratio, o.to_dict()) == (0.375, {"blocks_per_sm": 8, "warps_per_sm": 24, "max_warps_per_sm": 64,
+                                              "occupancy": 0.375, "limiter": "registers"})
+    assert Occupancy(1, 21, 64, "warps").to_dict()["occupancy"] == 0.3281
+    assert Occupancy(0, 0, 0, "x").ratio == 0.0
+
+
+# ------------------------------------------------------------ binaries: pieces by hand
+
+def _elf(sections: dict[str, int], *, sm: int = 0x50, abi: int = 7, machine: int = 190) -> bytes:
+    """A 64-bit little-endian ELF with a null section, ``sections`` (name -> size) and .shstrtab."""
+    names = b"\0" + b"".join(n.encode() + b"\0" for n in sections) + b".shstrtab\0"
+    shoff = 64 + len(names)
+    head = bytearray(64)
+    head[:4], head[4], head[5], head[6], head[8] = b"\x7fELF", 2, 1, 1, abi
+    struct.pack_into("<H", head, 0x12, machine)
+    struct.pack_into("<Q", head, 0x28, shoff)
+    struct.pack_into("<I", head, 0x30, sm)
+    struct.pack_into("<HHH", head, 0x3A, 64, len(sections) + 2, len(sections) + 1)
+    table = [bytes(64)]
+    for name, size in [*sections.items(), (".shstrtab", len(names))]:
+        offset = 64 if name == ".shstrtab" else 0
+        table.append(struct.pack("<IIQQQQ", names.index(b"\0" + name.encode() + b"\0") + 1, 0, 0, 0, offset,
+                                 size).ljust(64, b"\0"))
+    return bytes(head) + names + b"".join(table)
+
+
+def test_elf_sm_reads_the_header_byte_its_abi_version_says():
+    """e_flags' low byte below ELF ABI version 8, the next byte from 8 on; anything but a
+    64-bit little-endian CUDA ELF of at least a header's 64 bytes is refused."""
+    from mlirhlo_driver.cuda.binaries import elf_sm
+    from mlirhlo_driver.errors import StageError
+
+    flags = 0x7F_00_64_50  # byte 1: 100, byte 0: 80, high bits set as ptxas sets them
+    assert [elf_sm(_elf({}, sm=flags, abi=abi)) for abi in (6, 7, 8, 9)] == [80, 80, 100, 100]
+    cubin = _elf({}, sm=flags)
+    assert elf_sm(cubin[:64]) == 80
+    for bad in (cubin[:63], b"\x7fELG" + cubin[4:], cubin[:4] + b"\x01" + cubin[5:], cubin[:5] + b"\x02" + cubin[6:],
+                b""):
+        with pytest.raises(StageError) as e:
+            elf_sm(bad)
+        assert e.value.message == "not a 64-bit little-endian ELF file"
+    with pytest.raises(StageError) as e:
+        elf_sm(_elf({}, machine=191))
+    assert e.value.message == "ELF e_machine is 191, not EM_CUDA (190)"
+
+
+def test_elf_section_sizes_names_every_section():
+    from mlirhlo_driver.cuda.binaries import elf_section_sizes
+    from mlirhlo_driver.errors import StageError
+
+    cubin = _elf({".text.k": 256, ".nv.shared.k": 1536, ".nv.info": 12})
+    assert elf_section_sizes(cubin) == {"": 0, ".text.k": 256, ".nv.shared.k": 1536, ".nv.info": 12,
+                                        ".shstrtab": len(b"\0.text.k\0.nv.shared.k\0.nv.info\0.shstrtab\0")}
+    for bad in (cubin[:100], cubin[:0x40], b""):
+        with pytest.raises(StageError) as e:
+            elf_section_sizes(bad)
+        assert e.value.message == "ptxas wrote a cubin whose ELF section table cannot be read"
+
+
+def _cache_file(entries: dict[str, bytes]) -> bytes:
+    from mlirhlo_driver.ir import protos
+
+    cache = protos.message_class("xla.gpu.CompilationCacheProto")()
+    for name, binary in entries.items():
+        cache.entries[name].binary = binary
+    return cache.SerializeToString()
+
+
+def test_xla_cubins_from_the_kernel_cache_file():
+    """Kernel -> its module's cubin; entries without a binary left out; no file, an empty one
+    or one that is not the proto: none (the modules are then assembled here)."""
+    from mlirhlo_driver.cuda.binaries import xla_cubins
+
+    data = _cache_file({"k": b"ELF-k", "j": b"ELF-k", "empty": b""})
+    assert xla_cubins(data) == {"k": b"ELF-k", "j": b"ELF-k"}
+    assert xla_cubins(None) == {} and xla_cubins(b"") == {}
+    assert xla_cubins(b"\xff\xff\xff") == {}
+
+
+def test_modules_take_xlas_cubin_only_when_it_holds_all_their_kernels_for_the_sm():
+    """A module takes XLA's cubin when its kernels all map to one ELF for the sm with each
+    kernel's .text; then nothing is assembled; shared_sizes reads its .nv.shared sections."""
+    from mlirhlo_driver.cuda.binaries import Assembly, KernelModule, _take_xla_cubin
+
+    two = _elf({".text.k": 64, ".text.j": 64, ".nv.shared.k": 512}, sm=80)
+    other = _elf({".text.j": 64}, sm=80)
+
+    def module():
+        return KernelModule("k", "k.ptx", ["j", "k"], "")
+
+    assert _take_xla_cubin(m := module(), {"k": two, "j": two}, "sm_80") is True and m.cubin == two
+    for cubins, sm in (({"k": two, "j": two}, "sm_90a"), ({"k": two, "j": other}, "sm_80"), ({"k": two}, "sm_80"),
+                       ({"k": other, "j": other}, "sm_80"), ({"k": b"junk", "j": b"junk"}, "sm_80"),
+                       ({}, "sm_80")):
+        assert _take_xla_cubin(m := module(), cubins, sm) is False and m.cubin == b"", (cubins.keys(), sm)
+    asm = Assembly("sm_80", None, (), [module()], _cache_file({"k": two, "j": two}))
+    assert asm.xla_cubins == {"k": two, "j": two}
+    assert asm.modules_assembled()[0].cubin == two  # no ptxas (there is none here to run)
+    assert asm.shared_sizes() == {"k": 512}
+    assert Assembly("sm_80", None, (), [], None).xla_cubins == {}
+
+
+def test_kernel_module_name_and_first_error_line():
+    from mlirhlo_driver.cuda.binaries import _first_error, kernel_module_name
+
+    ptx = ".visible .entry zeta(\n)\n  .visible .entry alpha$1(\n)\n.func beta()\n.visible  .entry  gamma()\n"
+    assert kernel_module_name(ptx, "file.ptx") == "alpha$1"
+    assert kernel_module_name(".func beta()\n", "file.ptx") == "file.ptx"
+    # A kernel need not be .visible: '.entry k(' names it too.
+    assert kernel_module_name(".entry k(\n)\n{\nret;\n}\n", "fb") == "k"
+    log = "ptxas info : fine\nptxas error   : bad thing  \nptxas fatal : worse\n"
+    assert _first_error(log, 1) == "ptxas error   : bad thing"
+    assert _first_error("x\n ptxas fatal : gone \n", 1) == "ptxas fatal : gone"
+    assert _first_error("\n  first line  \nsecond\n", 2) == "first line"
+    assert _first_error("  \n", 7) == "exit 7"
+
+
+def test_group_prefixes_and_ptxas_threads():
+    import os
+
+    from mlirhlo_driver.cuda.binaries import PtxJob, _threads, group_prefixes
+
+    assert group_prefixes(1) == [""] and group_prefixes(0) == []
+    assert group_prefixes(3) == ["__mlirhlo0_", "__mlirhlo1_", "__mlirhlo2_"]
+    cores = str(len(os.sched_getaffinity(0)))
+    for version, args in (("12.8", ["--split-compile", cores]), ("12.7.9", []), ("13", ["--split-compile", cores]), ("x.y", []), ("", []),
+                          ("14.0.1", ["--split-compile", cores])):
+        assert _threads(PtxJob("sm_90a", "ptxas", version, (), None)) == args, version
+
+
+def test_nvdisasm_text_cut_per_kernel_and_made_canonical():
+    """nvdisasm's text: the header, and each .text.<kernel> section ending in two blank lines;
+    other sections dropped. Canonical: the group prefix gone, banners unpadded, labels
+    numbered in order of appearance across the compile's modules."""
+    from mlirhlo_driver.cuda.binaries import _canonical, _text_sections
+
+    pad = "-" * 30
+    text = (f"\t.headerflags\t@\"EF_CUDA_SM80\"\n\n\n//{pad} .nv.info.__mlirhlo1_k {pad}\n\t.section\t.nv.info\n\n\n"
+            f"//{pad} .text.__mlirhlo1_k       {pad}\n__mlirhlo1_k:\n.L_x_7:\n BRA `(.L_x_9) ;\n.L_x_9:\n EXIT ;\n\n\n"
+            f"//{pad} .text.__mlirhlo1_j       {pad}\n__mlirhlo1_j:\n.L_x_3:\n BRA `(.L_x_3) ;\n")
+    header, sections = _text_sections(text)
+    assert header == "\t.headerflags\t@\"EF_CUDA_SM80\"\n\n\n"
+    assert sections == {
+        "__mlirhlo1_k": f"//{pad} .text.__mlirhlo1_k       {pad}\n__mlirhlo1_k:\n.L_x_7:\n BRA `(.L_x_9) ;\n"
+                        ".L_x_9:\n EXIT ;\n\n\n",
+        "__mlirhlo1_j": f"//{pad} .text.__mlirhlo1_j       {pad}\n__mlirhlo1_j:\n.L_x_3:\n BRA `(.L_x_3) ;\n\n\n"}
+    assert _text_sections("no banners\n") == ("no banners\n", {})
+    parts = [("m1", header + sections["__mlirhlo1_k"]), ("m2", header + sections["__mlirhlo1_j"])]
+    banner = "//" + "-" * 21 + " .text.{} " + "-" * 26
+    assert _canonical(parts, "__mlirhlo1_") == [
+        ("m1", f"{header}{banner.format('k')}\nk:\n.L_x_0:\n BRA `(.L_x_1) ;\n.L_x_1:\n EXIT ;\n\n\n"),
+        ("m2", f"{header}{banner.format('j')}\nj:\n.L_x_2:\n BRA `(.L_x_2) ;\n\n\n")]
+    assert _canonical([("m", "k:\n.L_x_5:\n")], "") == [("m", "k:\n.L_x_0:\n")]
+
+
+def test_nvdisasm_version_is_probed_once_and_cached_on_disk_for_binaries(tmp_path, monkeypatch):
+    """nvdisasm --version's V<version>; a binary's is kept in the probe cache (a script's is
+    not: it may change without its stat changing); no version line or no file: None."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    monkeypatch.setattr(cuda_tools, "_cache_path", lambda: str(tmp_path / "probe.json"))
+    runs = tmp_path / "runs"
+    exe = tmp_path / "nvdisasm"
+    exe.write_text(f"#!/bin/sh\necho x >> {runs}\n"
+                   "echo 'Cuda compilation tools, release 12.8, V12.8.93'\necho 'Build cuda_12.8'\n")
+    exe.chmod(0o755)
+
+    def probe(path=str(exe)):
+        cuda_binaries._nvdisasm_version.cache_clear()  # as a new process would start
+        return cuda_binaries._nvdisasm_version(path, 1)
+
+    assert probe() == (12, 8, 93) and probe() == (12, 8, 93)
+    assert len(runs.read_text().splitlines()) == 2 and not (tmp_path / "probe.json").exists()
+    monkeypatch.setattr(cuda_tools, "_is_script", lambda path: False)
+    assert probe() == (12, 8, 93) and probe() == (12, 8, 93)
+    assert len(runs.read_text().splitlines()) == 3
+    (key, value), = json.loads((tmp_path / "probe.json").read_text()).items()
+    assert key.startswith(f"nvdisasm|{os.path.realpath(exe)}|") and value == {"version": [12, 8, 93]}
+    exe.write_text("#!/bin/sh\necho 'nvdisasm: no version here'\n")
+    assert probe() is None
+    assert probe(str(tmp_path / "none")) is None
+    cuda_binaries._nvdisasm_version.cache_clear()
+
+
+def test_nvdisasm_for_takes_the_first_that_reads_the_sm_or_says_why_none(tmp_path, monkeypatch):
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+    from mlirhlo_driver.errors import ToolchainError
+
+    paths = {}
+    for d in "abcd":
+        paths[d] = tmp_path / d / "nvdisasm"
+        paths[d].parent.mkdir()
+        paths[d].write_text("")
+    a, b, c, d = (str(paths[x]) for x in "abcd")
+    versions = {a: None, b: (11, 7), c: (13, 0), d: (12, 8)}
+    found = list(versions)
+    monkeypatch.setattr(cuda_binaries, "_nvdisasm_candidates", lambda data_dir: found)
+    monkeypatch.setattr(cuda_binaries, "_nvdisasm_version", lambda path, mtime: versions[path])
+    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/sys",))
+    assert cuda_binaries.nvdisasm_for("sm_80") == cuda_binaries.Nvdisasm(b, (11, 7))
+    assert cuda_binaries.nvdisasm_for("sm_90a") == cuda_binaries.Nvdisasm(c, (13, 0))
+    assert cuda_binaries.nvdisasm_for("sm_70", "/data") == cuda_binaries.Nvdisasm(b, (11, 7))
+    assert cuda_binaries.Nvdisasm("/c/nvdisasm", (13, 0, 48)).version_str == "13.0.48"
+    searched = "searched pip's nvidia/*/bin, PATH, /sys/bin, triton/backends/nvidia/bin (triton not installed)"
+    found[:] = [a, c]
+    with pytest.raises(ToolchainError) as e:
+        cuda_binaries.nvdisasm_for("sm_70")
+    assert e.value.message == ("no nvdisasm here reads sm_70 cubins (CUDA 13's dropped sm_50..sm_72): "
+                               f"found 13.0 at {c}; {searched}")
+    assert e.value.hint == cuda_binaries.LEGACY_SASS_HINT
+    found[:] = [a, b]
+    with pytest.raises(ToolchainError) as e:
+        cuda_binaries.nvdisasm_for("sm_100a", "/data")
+    assert e.value.message == (f"no nvdisasm here reads sm_100a cubins (too old): found 11.7 at {b}; "
+                               f"searched /data/bin, {searched[9:]}")
+    assert e.value.hint == "pip install 'nvidia-cuda-nvdisasm>=13.2'"
+    found[:] = [a]
+    with pytest.raises(ToolchainError) as e:
+        cuda_binaries.nvdisasm_for("sm_90a")
+    assert (e.value.message, e.value.hint) == (f"no nvdisasm found; {searched}",
+                                               "pip install 'nvidia-cuda-nvdisasm>=13.2'")
+    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: ["/t/bin"])
+    assert cuda_binaries._nvdisasm_searched(None)[-1] == "/t/bin"
+
+
+def test_nvdisasm_candidates_in_order_executables_once(tmp_path, monkeypatch):
+    """The data dir's bin first, then PATH, the system roots, triton's; a file that is not
+    executable is passed over, one reached twice (a link) listed once, by its real path."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    def exe(d, mode=0o755):
+        p = tmp_path / d / "nvdisasm"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/sh\n")
+        p.chmod(mode)
+        return str(p)
+
+    data, on_path, plain, sys_root, triton = exe("data/bin"), exe("p"), exe("plain", 0o644), exe("sys/bin"), exe("t")
+    (tmp_path / "link").mkdir()
+    (tmp_path / "link" / "nvdisasm").symlink_to(on_path)
+    monkeypatch.setattr(cuda_tools, "pip_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "sys"),))
+    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [str(tmp_path / "t")])
+    monkeypatch.setenv("PATH", os.pathsep.join(["", str(tmp_path / "link"), str(tmp_path / "plain"),
+                                                str(tmp_path / "p"), str(tmp_path / "none")]))
+    assert plain
+    assert cuda_binaries._nvdisasm_candidates(str(tmp_path / "data")) == [data, on_path, sys_root, triton]
+    assert cuda_binaries._nvdisasm_candidates(None) == [on_path, sys_root, triton]
+    assert cuda_binaries._nvdisasm_searched(str(tmp_path / "data"))[:3] == [
+        str(tmp_path / "data" / "bin"), "pip's nvidia/*/bin", "PATH"]
+
+
+def _tiny_ptx(name: str, body: str = "ret;") -> str:
+    return f".version 8.0\n.target sm_90a\n.address_size 64\n\n.visible .entry {name}()\n{{\n\t{body}\n}}\n"
+
+
+def _tiny_job(*modules: tuple[str, str]):
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    tool = cuda_tools.ptxas()
+    return cuda_binaries.PtxJob("sm_90a", tool.path, tool.version_str, ("-arch=sm_90a", "--warn-on-spills"), None,
+                                tuple((name, (name,), _tiny_ptx(name, *body)) for name, *body in modules))
+
+
+def test_assemble_many_groups_jobs_and_passes_a_missing_nvdisasm_to_the_sass(monkeypatch):
+    """A job without modules gets nothing (an empty SASS when asked); jobs sharing sm and
+    tools share one ptxas run, except one whose PTX already holds the group prefix (alone);
+    no usable nvdisasm: each job keeps its figures and gets the error as its SASS."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda.binaries import GroupResult, KernelResources
+    from mlirhlo_driver.errors import ToolchainError
+
+    runs: list[int] = []
+    real = subprocess.run
+
+    def counting(args, *a, **kw):
+        if Path(str(args[0])).name == "ptxas":
+            runs.append(sum(str(x).endswith(".ptx") for x in args))
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    empty, one, odd, two = _tiny_job(), _tiny_job(("k",)), _tiny_job(("__mlirhlo_k",)), _tiny_job(("j",), ("k",))
+    out = cuda_binaries.assemble_many([empty, one, odd, two], disassemble=False)
+    assert sorted(runs) == [1, 3]  # one, two together; the one with the prefix alone
+    assert out[0] == GroupResult({}, None)
+    assert out[1] == GroupResult({"k": KernelResources("k", out[1].resources["k"].registers, 0, 0, 0, 0, 0)}, None)
+    assert out[2].resources.keys() == {"__mlirhlo_k"} and out[2].sass is None
+    assert out[3].resources.keys() == {"j", "k"} and out[3].resources["k"] == out[1].resources["k"]
+
+    def no_nvdisasm(sm, data_dir=None):
+        raise ToolchainError("no nvdisasm here", hint="install one")  # a new error each time
+
+    monkeypatch.setattr(cuda_binaries, "nvdisasm_for", no_nvdisasm)
+    runs.clear()
+    out = cuda_binaries.assemble_many([empty, one, two], disassemble=True)
+    assert runs == [3]  # the same error: still one group
+    assert out[0] == GroupResult({}, [])
+    assert out[1].resources.keys() == {"k"} and out[2].resources.keys() == {"j", "k"}
+    assert all(isinstance(r.sass, ToolchainError) and r.sass.message == "no nvdisasm here" for r in out[1:])
+
+
+def test_sass_per_job_from_one_nvdisasm_print_and_a_kernel_it_left_out(tmp_path, monkeypatch):
+    """Each job's SASS: per kernel module, nvdisasm's header and its kernels' sections, made
+    canonical; a kernel nvdisasm printed no code for fails that group's SASS, not its figures."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    pad = "-" * 12
+    printed = tmp_path / "printed.txt"
+    printed.write_text(f"\t.elftype\t@\"ET_EXEC\"\n\n\n//{pad} .text.__mlirhlo0_k {pad}\n.L_x_4:\n EXIT ;\n\n\n"
+                       f"//{pad} .text.__mlirhlo1_k {pad}\n.L_x_9:\n BRA `(.L_x_4) ;\n\n\n"
+                       f"//{pad} .nv.info {pad}\n\t.section .nv.info\n")
+    fake = tmp_path / "nvdisasm"
+    fake.write_text(f"#!/bin/sh\ncat {printed}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(cuda_binaries, "nvdisasm_for", lambda sm, data_dir=None: cuda_binaries.Nvdisasm(str(fake),
+                                                                                                    (13, 0)))
+    job = _tiny_job(("k",))
+    out = cuda_binaries.assemble_many([job, job], disassemble=True)
+    banner = "//" + "-" * 21 + " .text.k " + "-" * 26
+    header = "\t.elftype\t@\"ET_EXEC\"\n\n\n"
+    assert out[0].sass == [("k", f"{header}{banner}\n.L_x_0:\n EXIT ;\n\n\n")]
+    assert out[1].sass == [("k", f"{header}{banner}\n.L_x_0:\n BRA `(.L_x_1) ;\n\n\n")]
+    assert out[0].resources.keys() == out[1].resources.keys() == {"k"}
+    got = cuda_binaries.assemble_many([_tiny_job(("k",), ("j",)), job], disassemble=True)
+    assert all(str(r.sass) == "error: nvdisasm 13.0 printed no code for kernel 'j'" for r in got)
+    assert got[0].resources.keys() == {"k", "j"} and got[1].resources.keys() == {"k"}
+
+
+def test_prepare_lists_the_kernel_modules_and_a_ptxas_failure_names_its_module():
+    """prepare(): the non-empty PTX files as modules named after their first kernel, in name
+    order, with XLA's options; assembling them, a ptxas failure names the module, the sm and
+    ptxas's first error line."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.errors import StageError
+
+    files = [("z.ptx", _tiny_ptx("zed").encode()), ("e.ptx", b" \n\t\n"),
+             ("b.ptx", _tiny_ptx("bad", "not_an_instruction;").encode()),
+             ("a.ptx", (_tiny_ptx("kb") + "\n.visible .entry ka()\n{\n\tret;\n}\n").encode())]
+    asm = cuda_binaries.prepare(files, "sm_90a", {"xla_gpu_disable_gpuasm_optimizations": True})
+    assert [(m.name, m.ptx_key, m.kernels) for m in asm.modules] == [
+        ("bad", "b.ptx", ["bad"]), ("ka", "a.ptx", ["ka", "kb"]), ("zed", "z.ptx", ["zed"])]
+    assert asm.args == ("-arch=sm_90a", "--warn-on-spills", "-O0") and asm.sm == "sm_90a"
+    job = cuda_binaries.ptx_job(asm, "/data")
+    assert (job.sm, job.ptxas, job.ptxas_version, job.args, job.data_dir) == (
+        "sm_90a", asm.ptxas.path, asm.ptxas.version_str, asm.args, "/data")
+    assert job.modules[1] == ("ka", ("ka", "kb"), asm.modules[1].ptx)
+    with pytest.raises(StageError) as e:
+        asm.modules_assembled()
+    assert e.value.message.startswith(f"ptxas {asm.ptxas.version_str} failed on kernel module 'bad' for sm_90a: ")
+    assert "not_an_instruction" in e.value.message and "\n" not in e.value.message
+    good = cuda_binaries.prepare(files[:1], "sm_90a", {})
+    (m,) = good.modules_assembled()
+    assert cuda_binaries.elf_sm(m.cubin) == 90 and ".text.zed" in cuda_binaries.elf_section_sizes(m.cubin)
+    assert good.shared_sizes() == {}
+
+
+def test_prepare_looks_for_ptxas_in_the_users_cuda_data_dir(monkeypatch):
+    """The ptxas comes from --xla_gpu_cuda_data_dir when given (else the default search)."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    asked = []
+    monkeypatch.setattr(cuda_tools, "check_target", lambda sm, user_dir=None: asked.append((sm, user_dir)) or "tool")
+    for flags in ({"xla_gpu_cuda_data_dir": "/opt/cuda"}, {}, {"xla_gpu_cuda_data_dir": ""},
+                  {"xla_gpu_cuda_data_dir": None}):
+        assert cuda_binaries.prepare([], "sm_80", flags).ptxas == "tool"
+    assert asked == [("sm_80", "/opt/cuda"), ("sm_80", None), ("sm_80", None), ("sm_80", None)]
+
+
+def test_ptxas_v_lines_out_of_place_are_passed_over():
+    """A frame line with no 'Function properties' line before it, and a 'Used' line with no
+    entry being compiled (a function's), count for no kernel; each kernel keeps its own; a
+    kernel without a frame line (none, or a properties line without one) has none."""
+    from mlirhlo_driver.cuda.binaries import KernelResources, parse_ptxas_log
+
+    log = """\
+ptxas info    : Used 99 registers, 1 bytes smem
+    64 bytes stack frame, 64 bytes spill stores, 64 bytes spill loads
+ptxas info    : Compiling entry function 'a' for 'sm_90a'
+ptxas info    : Function properties for a
+    8 bytes stack frame, 4 bytes spill stores, 2 bytes spill loads
+    32 bytes stack frame, 32 bytes spill stores, 32 bytes spill loads
+ptxas info    : Used 20 registers, used 2 barriers, 16 bytes smem, 368 bytes cmem[0]
+ptxas info    : Used 77 registers
+ptxas info    : Function properties for b$1
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'b$1' for 'sm_90a'
+ptxas info    : Used 3 registers, 368 bytes cmem[0]
+ptxas info    : Compiling entry function 'c' for 'sm_90a'
+ptxas info    : Function properties for c
+ptxas info    : Used 5 registers, 368 bytes cmem[0]
+ptxas info    : Compiling entry function 'd' for 'sm_90a'
+ptxas info    : Used 6 registers, used 1 barriers
+"""
+    assert parse_ptxas_log(log) == {"a": KernelResources("a", 20, 8, 4, 2, 16, 2),
+                                    "b$1": KernelResources("b$1", 3, 0, 0, 0, 0, 0),
+                                    "c": KernelResources("c", 5, 0, 0, 0, 0, 0),
+                                    "d": KernelResources("d", 6, 0, 0, 0, 0, 1)}
+    assert parse_ptxas_log("") == {}
+    assert KernelResources("k", 1, 0, 0, 0, 0).barriers == 0  # none unless given
+
+
+@pytest.mark.parametrize("op_name", ["jit(f)/check:ok:", "jit(f)/transpose[permutation=(1, 0)]",
+                                     "jit(f)/mul[/b]"])
+def test_kernels_tables_print_op_names_as_written(op_name):
+    """An op_name is the user's text, not rich markup nor emoji codes: ':ok:', JAX's
+    '[permutation=...]' and a stray '[/b]' stay as written in both tables."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda import kernels, specs
+    from mlirhlo_driver.cuda.binaries import KernelResources
+
+    a100 = specs.resolve_spec("a100_sxm_80")
+    hlo = SimpleNamespace(name="k", op_name=op_name, source="m.py:1:2", fused=[])
+    row = kernels.KernelRow("m", "k", KernelResources("k", 1, 0, 0, 0, 0), None, None, hlo)
+    assert f"{op_name} @ m.py:1:2" in kernels.table_text("mod", a100, [row])
+    assert f"{op_name} @ m.py:1:2" in kernels.side_by_side([(a100, [("m", [row])])])[0]
+
+
+def test_triton_bin_dirs_are_found_without_importing_triton(monkeypatch):
+    """Each triton package root's backends/nvidia/bin; none when triton is not installed or
+    cannot be looked up."""
+    from importlib import util
+    from types import SimpleNamespace
+
+    from conftest import find_spec_giving
+
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    for spec, dirs in ((SimpleNamespace(submodule_search_locations=["/sp/triton", "/ed/triton"]),
+                        ["/sp/triton/backends/nvidia/bin", "/ed/triton/backends/nvidia/bin"]),
+                       (SimpleNamespace(submodule_search_locations=None), []), (None, []),
+                       (ImportError("broken"), []), (ValueError("no spec"), [])):
+        monkeypatch.setattr(util, "find_spec", find_spec_giving("triton", spec))
+        assert cuda_binaries._triton_bin_dirs() == dirs, spec
+
+
+def test_register_limit_per_block_counts_warps_in_whole_sub_partitions():
+    """cuda_occupancy.h checks a block's registers with its warps rounded up to the register
+    file's sub-partitions: on a (hypothetical) SM with 24K registers a block, 3 warps of 256
+    registers a thread need 4 x 8K and do not fit, though 3 x 8K would; with 2 sub-partitions
+    (CC 6.0) 1 warp counts as 2."""
+    from mlirhlo_driver.cuda.kernels import Occupancy, SmLimits, occupancy
+
+    small = SmLimits((8, 0), 32, 2048, 1024, 65536, 24576, 167936, 49152, 166912)
+    assert occupancy(small, 96, 256, 0, 0) == Occupancy(0, 0, 64, "registers per block")
+    assert occupancy(small, 96, 192, 0, 0) == Occupancy(2, 6, 64, "registers")   # 4 x 6K = 24K fits
+    pascal = SmLimits((6, 0), 32, 2048, 1024, 65536, 8192, 65536, 49152, 49152)
+    assert occupancy(pascal, 32, 192, 0, 0) == Occupancy(0, 0, 64, "registers per block")  # 2 x 6K
+    assert occupancy(pascal, 32, 96, 0, 0) == Occupancy(20, 20, 64, "registers")   # 2 x 3K; 10 warps a partition

@@ -852,3 +852,446 @@ def test_a_ptxas_binarys_probe_is_read_back_from_the_disk_cache_and_a_bad_cache_
         assert probe() == expected and ran() == before + 2
         assert any(k.startswith(os.path.realpath(ptxas)) for k in json.loads(cache.read_text()))
         assert probe() == expected and ran() == before + 2
+
+
+# ------------------------------------------------ the locator, piece by piece
+
+
+def test_pip_cuda_and_ptxas_describe_themselves():
+    """PipCuda.requirement quotes each requirement; Ptxas names its version, range, place and dict."""
+    assert cuda_tools.PIP_TOOLS[12].requirement == "'nvidia-cuda-nvcc-cu12>=12.9,<13'"
+    assert cuda_tools.PIP_TOOLS[13].requirement == "'nvidia-cuda-nvcc>=13.0,<14' 'nvidia-nvvm>=13.0,<14'"
+    p = cuda_tools.Ptxas("/opt/c/bin/ptxas", (12, 9, 86), ("sm_50", "sm_75", "sm_90a"), "PATH")
+    assert p.version_str == "12.9.86" and p.arch_range() == "sm_50..sm_90a"
+    assert p.describe() == "ptxas 12.9.86 (/opt/c/bin/ptxas, PATH)"
+    assert p.to_dict() == {"path": "/opt/c/bin/ptxas", "version": "12.9.86", "source": "PATH",
+                           "archs": ["sm_50", "sm_75", "sm_90a"]}
+    assert p.can_target("sm_75") and not p.can_target("sm_80") and not p.can_target("sm_90")
+    one = cuda_tools.Ptxas("/x/ptxas", (13, 0), ("sm_75",), "PATH")
+    assert one.arch_range() == "sm_75..sm_75" and one.version_str == "13.0"
+    assert cuda_tools.Ptxas("/x/ptxas", (13, 0), (), "PATH").arch_range() == "nothing"
+
+
+def test_pip_tools_of_an_unknown_major_are_cuda12s(monkeypatch):
+    """pip_tools(major) picks that major's tools, the plugin's without one, CUDA 12's for any other."""
+    assert cuda_tools.pip_tools(13) is cuda_tools.PIP_TOOLS[13]
+    assert cuda_tools.pip_tools(12) is cuda_tools.PIP_TOOLS[12]
+    assert cuda_tools.pip_tools(11) is cuda_tools.PIP_TOOLS[12]
+    assert cuda_tools.pip_tools(14) is cuda_tools.PIP_TOOLS[12]
+    for major in (12, 13):
+        _use_plugin(monkeypatch, major)
+        assert cuda_tools.pip_tools() is cuda_tools.PIP_TOOLS[major]
+        assert cuda_tools.fix_hint() == cuda_tools.fix_hint(major)
+    assert cuda_tools.fix_hint(11) == cuda_tools.fix_hint(12)
+
+
+CUDA13_PTXAS = cuda_tools.Ptxas("/opt/cu13/bin/ptxas", (13, 0, 88), ("sm_75", "sm_80", "sm_90a"), "PATH")
+
+
+@pytest.mark.parametrize("sm, gpu, arch", [
+    ("sm_70", None, "Volta"),
+    ("sm_72", "spec xavier: Jetson AGX Xavier", "Volta; spec xavier: Jetson AGX Xavier"),
+    ("sm_74", None, "Volta"),
+    ("sm_60", "spec p100: Tesla P100-SXM2-16GB", "Pascal; spec p100: Tesla P100-SXM2-16GB"),
+    ("sm_61", None, "Pascal"),
+    ("sm_50", None, "Maxwell"),
+    ("sm_53", "spec nano: Jetson Nano", "Maxwell; spec nano: Jetson Nano"),
+    ("sm_35", None, "pre-Turing"),
+    ("sm_0", "spec zero: Nothing", "pre-Turing; spec zero: Nothing"),
+])
+def test_cuda13_names_each_architecture_it_dropped(monkeypatch, sm, gpu, arch):
+    """A CUDA 13 ptxas asked for an SM below sm_75: the generation by name (pre-Turing below
+    Maxwell) and the spec when given; alone here under jax-cuda12-plugin, the fix to install."""
+    _use_plugin(monkeypatch, 12)
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [CUDA13_PTXAS])
+    with pytest.raises(ToolchainError) as e:
+        CUDA13_PTXAS.require(sm, gpu)
+    assert e.value.message == (f"CUDA 13 dropped {sm} ({arch}): ptxas 13.0.88 (/opt/cu13/bin/ptxas, PATH) "
+                               "targets sm_75..sm_90a")
+    assert e.value.hint == cuda_tools.fix_hint(12)
+
+
+@pytest.mark.parametrize("major", [12, 13])
+def test_cuda13_dropped_hint_depends_on_the_plugins_major(monkeypatch, major):
+    """No other ptxas here: under jax-cuda13-plugin the way to a CUDA 12 environment; under
+    jax-cuda12-plugin, for a CUDA 13 ptxas from pip's CUDA 12 package (not possible, but the
+    source decides), the ask for a toolkit DIR."""
+    _use_plugin(monkeypatch, major)
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: ["/site/nvidia"])
+    p = cuda_tools.Ptxas("/opt/cu13/bin/ptxas", (13, 0, 88), ("sm_75", "sm_90a"), f"pip {cuda_tools.pip_tools().package}")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [p])
+    with pytest.raises(ToolchainError) as e:
+        p.require("sm_70")
+    assert e.value.message.startswith("CUDA 13 dropped sm_70 (Volta): ")
+    if major == 13:
+        assert e.value.hint == (
+            "use a CUDA 12 environment: a venv with pip install 'mlirhlo-driver[cuda12]' and no "
+            "jax-cuda13-plugin; or pass --xla_gpu_cuda_data_dir=DIR for a CUDA 12 toolkit DIR with "
+            "bin/ptxas, e.g. DIR=/site/nvidia/cuda_nvcc after pip install 'nvidia-cuda-nvcc-cu12>=12.9,<13'")
+    else:
+        assert e.value.hint == ("no ptxas here targets sm_70; pass --xla_gpu_cuda_data_dir=DIR for a CUDA "
+                                "toolkit DIR whose bin/ptxas does")
+
+
+def test_not_dropped_by_cuda13_from_sm75_up_nor_by_cuda12(monkeypatch):
+    """sm_75 is Turing, which CUDA 13 keeps: a CUDA 13 ptxas without it is just too new; a
+    CUDA 12 ptxas without sm_60 is too new, never 'dropped'."""
+    _use_plugin(monkeypatch, 13)
+    p = cuda_tools.Ptxas("/opt/cu13/bin/ptxas", (13, 0, 88), ("sm_80", "sm_90a"), "PATH")
+    old = cuda_tools.Ptxas("/opt/cu12/bin/ptxas", (12, 9, 86), ("sm_75", "sm_90a"), "PATH")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [p, old])
+    with pytest.raises(ToolchainError) as e:
+        p.require("sm_75")
+    assert e.value.message == ("ptxas 13.0.88 (/opt/cu13/bin/ptxas, PATH) cannot target sm_75: "
+                               "too new (oldest target sm_80)")
+    assert e.value.hint == "ptxas 12.9.86 at /opt/cu12/bin/ptxas can: pass --xla_gpu_cuda_data_dir=DIR"
+    with pytest.raises(ToolchainError) as e:
+        old.require("sm_60")
+    assert e.value.message == ("ptxas 12.9.86 (/opt/cu12/bin/ptxas, PATH) cannot target sm_60: "
+                               "too new (oldest target sm_75)")
+    assert e.value.hint == cuda_tools.fix_hint(13)
+
+
+@pytest.mark.parametrize("archs, sm, why", [
+    (("sm_50", "sm_90a"), "sm_0", "too new (oldest target sm_50)"),
+    (("sm_50", "sm_90a"), "sm_90", "not among its targets (sm_50..sm_90a)"),
+    (("sm_90a", "sm_100a"), "sm_90", "not among its targets (sm_90a..sm_100a)"),
+    (("sm_75", "sm_90"), "sm_80", "not among its targets (sm_75..sm_90)"),
+    (("sm_75", "sm_90"), "sm_91", "too old (newest target sm_90)"),
+    (("sm_75", "sm_90"), "sm_74", "too new (oldest target sm_75)"),
+    ((), "sm_80", "not among its targets (nothing)"),
+    ((), "sm80", "not an sm_NN name"),
+])
+def test_why_a_ptxas_cannot_target_an_sm(monkeypatch, archs, sm, why):
+    """Too old only above its newest SM number, too new only below its oldest; an SM number it
+    lists in another variant (sm_90 vs sm_90a) or a gap is 'not among its targets'."""
+    p = cuda_tools.Ptxas("/opt/c/bin/ptxas", (12, 9, 86), archs, "PATH")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [p])
+    with pytest.raises(ToolchainError) as e:
+        p.require(sm)
+    assert e.value.message == f"ptxas 12.9.86 (/opt/c/bin/ptxas, PATH) cannot target {sm}: {why}"
+
+
+def test_another_ptxas_that_can_is_named_with_its_data_dir(monkeypatch, tmp_path):
+    """The hint names the first other ptxas here (not this one, even at another version) that
+    targets the SM, with its toolkit directory when that has libdevice."""
+    kit = tmp_path / "cuda-12.9"
+    _fake_exe(kit / "bin" / "ptxas")
+    _fake_file(kit / cuda_tools.LIBDEVICE)
+    p = cuda_tools.Ptxas("/opt/cu13/bin/ptxas", (13, 0, 88), ("sm_75", "sm_90a"), "PATH")
+    twin = cuda_tools.Ptxas("/opt/cu13/bin/ptxas", (12, 0, 1), ("sm_70",), "PATH")
+    cant = cuda_tools.Ptxas("/opt/cu13b/bin/ptxas", (13, 1, 0), ("sm_75",), "PATH")
+    first = cuda_tools.Ptxas(str(kit / "bin" / "ptxas"), (12, 9, 86), ("sm_60", "sm_70"), "PATH")
+    second = cuda_tools.Ptxas("/opt/cu12.8/bin/ptxas", (12, 8, 93), ("sm_70",), "PATH")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [p, twin, cant, first, second])
+    with pytest.raises(ToolchainError) as e:
+        p.require("sm_70", "spec v100: Tesla V100-SXM2-16GB")
+    assert e.value.hint == f"ptxas 12.9.86 at {kit / 'bin' / 'ptxas'} can: pass --xla_gpu_cuda_data_dir={kit}"
+
+
+def test_cuda12_hint_names_the_site_packages_nvidia_dir(monkeypatch):
+    """The CUDA 12 DIR suggested is under the first nvidia/ root, or site-packages' when none."""
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: ["/a/nvidia", "/b/nvidia"])
+    assert cuda_tools._site_nvidia() == "/a/nvidia"
+    assert cuda_tools.cuda12_hint().endswith(
+        "e.g. DIR=/a/nvidia/cuda_nvcc after pip install 'nvidia-cuda-nvcc-cu12>=12.9,<13'")
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [])
+    purelib = os.path.join(sysconfig.get_paths()["purelib"], "nvidia")
+    assert cuda_tools._site_nvidia() == purelib
+    assert cuda_tools.cuda12_hint().endswith(
+        f"e.g. DIR={os.path.join(purelib, 'cuda_nvcc')} after pip install 'nvidia-cuda-nvcc-cu12>=12.9,<13'")
+
+
+def test_find_nvidia_roots_reads_the_namespace_packages_locations(monkeypatch):
+    """Every directory of the nvidia namespace, in order; none when it is absent, not a package,
+    or its lookup fails."""
+    from importlib import util
+
+    from conftest import find_spec_giving
+
+    cases = [(SimpleNamespace(submodule_search_locations=["/a/nvidia", Path("/b/nvidia")]), ("/a/nvidia", "/b/nvidia")),
+             (SimpleNamespace(submodule_search_locations=[]), ()),
+             (SimpleNamespace(submodule_search_locations=None), ()),
+             (None, ()), (ImportError("no"), ()), (ValueError("bad"), ())]
+    try:
+        for result, roots in cases:
+            monkeypatch.setattr(util, "find_spec", find_spec_giving("nvidia", result))
+            cuda_tools._find_nvidia_roots.cache_clear()
+            assert cuda_tools._find_nvidia_roots() == roots, result
+            assert cuda_tools._nvidia_roots() == list(roots)
+    finally:
+        monkeypatch.undo()
+        cuda_tools._find_nvidia_roots.cache_clear()
+
+
+def test_pip_cuda_dir_for_takes_the_first_root_with_ptxas(monkeypatch, tmp_path):
+    """Each nvidia/ root in turn; a subdir without bin/ptxas does not count; an unknown major has none."""
+    a, b = tmp_path / "a" / "nvidia", tmp_path / "b" / "nvidia"
+    _fake_exe(a / "cu13" / "bin" / "nvdisasm")
+    _fake_exe(b / "cu13" / "bin" / "ptxas")
+    _fake_exe(a / "cuda_nvcc" / "bin" / "ptxas")
+    _fake_exe(b / "cuda_nvcc" / "bin" / "ptxas")
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [str(a), str(b)])
+    assert cuda_tools.pip_cuda_dir_for(13) == str(b / "cu13")
+    assert cuda_tools.pip_cuda_dir_for(12) == str(a / "cuda_nvcc")
+    assert cuda_tools.pip_cuda_dir_for(11) is None
+    _use_plugin(monkeypatch, 13)
+    assert cuda_tools._pip_dirs() == [(str(b / "cu13"), cuda_tools.PIP_TOOLS[13]),
+                                      (str(a / "cuda_nvcc"), cuda_tools.PIP_TOOLS[12])]
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [str(a)])
+    assert cuda_tools.pip_cuda_dir_for(13) is None and cuda_tools.pip_cuda_dir() is None
+    assert cuda_tools._pip_dirs() == [(str(a / "cuda_nvcc"), cuda_tools.PIP_TOOLS[12])]
+
+
+def test_system_dirs_are_the_fixed_roots_with_ptxas_then_paths_toolkit(monkeypatch, tmp_path):
+    """Fixed roots with bin/ptxas, in order; then the toolkit above PATH's ptxas if it has libdevice
+    and is not listed already."""
+    r1, r2, r3 = tmp_path / "r1", tmp_path / "r2", tmp_path / "r3"
+    _fake_exe(r1 / "bin" / "ptxas")
+    (r2 / "bin").mkdir(parents=True)
+    _fake_exe(r3 / "bin" / "ptxas")
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(r1), str(r2), str(r3)))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert cuda_tools._system_dirs() == [str(r1), str(r3)]
+    kit = tmp_path / "kit"
+    _fake_exe(kit / "bin" / "ptxas")
+    monkeypatch.setenv("PATH", str(kit / "bin"))
+    assert cuda_tools._data_dir_of(str(kit / "bin" / "ptxas")) is None
+    assert cuda_tools._system_dirs() == [str(r1), str(r3)]  # no libdevice: not a toolkit
+    _fake_file(kit / cuda_tools.LIBDEVICE)
+    assert cuda_tools._data_dir_of(str(kit / "bin" / "ptxas")) == str(kit)
+    assert cuda_tools._system_dirs() == [str(r1), str(r3), str(kit)]
+    _fake_file(r3 / cuda_tools.LIBDEVICE)
+    monkeypatch.setenv("PATH", str(r3 / "bin"))
+    assert cuda_tools._system_dirs() == [str(r1), str(r3)]  # listed once
+
+
+def test_searched_lists_places_in_xlas_order(monkeypatch):
+    """The user's DIR, PATH, the fixed roots, pip's dir for the plugin's major in each root (or
+    the package to install)."""
+    _use_plugin(monkeypatch, 13)
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/s1", "/s2"))
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: ["/p1/nvidia", "/p2/nvidia"])
+    assert cuda_tools._searched("/mine") == ["/mine/bin/ptxas", "PATH", "/s1/bin/ptxas", "/s2/bin/ptxas",
+                                             "/p1/nvidia/cu13/bin/ptxas", "/p2/nvidia/cu13/bin/ptxas"]
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [])
+    assert cuda_tools._searched() == ["PATH", "/s1/bin/ptxas", "/s2/bin/ptxas",
+                                      "pip's nvidia-cuda-nvcc (not installed)"]
+    _use_plugin(monkeypatch, 12)
+    assert cuda_tools._searched("")[-1] == "pip's nvidia-cuda-nvcc-cu12 (not installed)"
+
+
+def test_no_cuda_data_dir_error_names_every_place(monkeypatch, tmp_path):
+    """Nothing anywhere: one message listing the places searched, with the install fix."""
+    _use_plugin(monkeypatch, 12)
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "s"),))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolchainError) as e:
+        cuda_tools.cuda_data_dir()
+    assert e.value.message == ("no CUDA toolkit for device-less CUDA compiles: no ptxas and libdevice in PATH, "
+                               f"{tmp_path / 's' / 'bin' / 'ptxas'}, pip's nvidia-cuda-nvcc-cu12 (not installed)")
+    assert e.value.hint == cuda_tools.fix_hint(12)
+    assert cuda_tools.libdevice() is None
+    with pytest.raises(ToolchainError) as e:
+        cuda_tools.ptxas()
+    assert e.value.message.startswith("no CUDA toolkit for device-less CUDA compiles")
+    with pytest.raises(ToolchainError) as e:
+        cuda_tools.ptxas(str(tmp_path / "mine"))
+    assert e.value.message == ("no usable ptxas (XLA runs it even device-less); searched "
+                               f"{tmp_path / 'mine' / 'bin' / 'ptxas'}, PATH, {tmp_path / 's' / 'bin' / 'ptxas'}, "
+                               "pip's nvidia-cuda-nvcc-cu12 (not installed)")
+    assert e.value.hint == cuda_tools.fix_hint(12)
+
+
+def test_a_system_toolkit_without_libdevice_is_passed_over(fake_pip, monkeypatch, tmp_path):
+    """Under jax-cuda13-plugin with only pip's CUDA 12 tools: a system root with ptxas but no
+    libdevice is skipped for them; one with libdevice wins."""
+    shutil.rmtree(fake_pip / "cu13")
+    _use_plugin(monkeypatch, 13)
+    bare_kit, kit = tmp_path / "bare-kit", tmp_path / "kit"
+    _fake_ptxas(bare_kit / "bin" / "ptxas", "13.0.88", CU13_ARCHS)
+    _fake_ptxas(kit / "bin" / "ptxas", "13.0.88", CU13_ARCHS)
+    _fake_file(kit / cuda_tools.LIBDEVICE)
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(bare_kit),))
+    assert cuda_tools.cuda_data_dir() == (str(fake_pip / "cuda_nvcc"), "pip nvidia-cuda-nvcc-cu12")
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(bare_kit), str(kit)))
+    assert cuda_tools.cuda_data_dir() == (str(kit), "system CUDA toolkit")
+    assert cuda_tools.cuda_data_dir(str(bare_kit)) == (str(bare_kit), "--xla_gpu_cuda_data_dir")
+
+
+def test_candidates_are_listed_in_xlas_order(fake_pip, monkeypatch, tmp_path):
+    """The data dir's ptxas, each PATH entry's (empty entries skipped), the fixed roots', pip's
+    (the plugin's major first), each labelled by where it came from."""
+    _use_plugin(monkeypatch, 13)
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/s1", "/s2"))
+    monkeypatch.setenv("PATH", os.pathsep.join(["/p1", "", "/p2"]))
+    pip13 = (str(fake_pip / "cu13" / "bin" / "ptxas"), "pip nvidia-cuda-nvcc")
+    pip12 = (str(fake_pip / "cuda_nvcc" / "bin" / "ptxas"), "pip nvidia-cuda-nvcc-cu12")
+    rest = [("/p1/ptxas", "PATH"), ("/p2/ptxas", "PATH"), ("/s1/bin/ptxas", "system CUDA toolkit"),
+            ("/s2/bin/ptxas", "system CUDA toolkit"), pip13, pip12]
+    assert cuda_tools._candidates(None) == rest
+    assert cuda_tools._candidates("") == rest
+    assert cuda_tools._candidates("/mine") == [("/mine/bin/ptxas", "--xla_gpu_cuda_data_dir"), *rest]
+    assert cuda_tools._candidates("/mine", "chosen") == [("/mine/bin/ptxas", "chosen"), *rest]
+    assert cuda_tools._candidates(str(fake_pip / "cuda_nvcc")) == [pip12, *rest]
+    monkeypatch.delenv("PATH")
+    assert cuda_tools._candidates(None) == rest[2:]
+
+
+def test_all_ptxas_lists_each_binary_and_version_once(fake_pip, monkeypatch, tmp_path):
+    """A symlink to a ptxas already seen, or another ptxas of a version already seen, is not listed
+    again; a file that does not run is skipped."""
+    _use_plugin(monkeypatch, 12)
+    on_path = tmp_path / "on-path"
+    on_path.mkdir()
+    os.symlink(fake_pip / "cu13" / "bin" / "ptxas", on_path / "ptxas")
+    broken, odd = tmp_path / "broken", tmp_path / "odd"
+    _fake_exe(broken / "ptxas")  # not a script, not a binary: does not run
+    _fake_ptxas(odd / "ptxas", "12.9.86", CU12_ARCHS)  # a copy of cuda_nvcc's version
+    monkeypatch.setenv("PATH", os.pathsep.join([str(broken), str(on_path), str(odd)]))
+    got = [(p.path, p.version, p.source) for p in cuda_tools.all_ptxas()]
+    assert got == [(str(on_path / "ptxas"), (13, 5, 37), "PATH"), (str(odd / "ptxas"), (12, 9, 86), "PATH")]
+
+
+def test_libdevice_is_looked_for_in_the_data_dir_then_fixed_roots_then_pip(fake_pip, monkeypatch, tmp_path):
+    """The data dir's libdevice first; without one there, a fixed root's, then pip's (plugin's major
+    first); no data dir found: still the fixed roots and pip's; none anywhere: None."""
+    _use_plugin(monkeypatch, 12)
+    mine, s1, s2 = tmp_path / "mine", tmp_path / "s1", tmp_path / "s2"
+    _fake_file(s2 / cuda_tools.LIBDEVICE)
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(s1), str(s2)))
+    assert cuda_tools.libdevice(str(mine)) == str(s2 / cuda_tools.LIBDEVICE)
+    _fake_file(mine / cuda_tools.LIBDEVICE)
+    assert cuda_tools.libdevice(str(mine)) == str(mine / cuda_tools.LIBDEVICE)
+    assert cuda_tools.libdevice() == str(fake_pip / "cuda_nvcc" / cuda_tools.LIBDEVICE)
+    (s2 / cuda_tools.LIBDEVICE).unlink()
+    (fake_pip / "cuda_nvcc" / cuda_tools.LIBDEVICE).unlink()
+    assert cuda_tools.libdevice(str(tmp_path / "none")) == str(fake_pip / "cu13" / cuda_tools.LIBDEVICE)
+
+    def no_dir(user_dir=None):
+        raise ToolchainError("none")
+
+    monkeypatch.setattr(cuda_tools, "cuda_data_dir", no_dir)
+    _fake_file(s1 / cuda_tools.LIBDEVICE)
+    assert cuda_tools.libdevice() == str(s1 / cuda_tools.LIBDEVICE)
+    (s1 / cuda_tools.LIBDEVICE).unlink()
+    (fake_pip / "cu13" / cuda_tools.LIBDEVICE).unlink()
+    assert cuda_tools.libdevice() is None
+
+
+def test_pip_bin_dirs_put_the_plugins_major_first_then_by_name(monkeypatch, tmp_path):
+    """Every package's bin/ under each nvidia/ root: the plugin's subdir first, the rest sorted;
+    a root that cannot be listed is skipped."""
+    a, b = tmp_path / "a" / "nvidia", tmp_path / "b" / "nvidia"
+    for sub in ("nvjitlink", "cu13", "cuda_nvcc", "cublas"):
+        (a / sub).mkdir(parents=True)
+    (b / "cu13").mkdir(parents=True)
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [str(a), str(tmp_path / "missing"), str(b)])
+    _use_plugin(monkeypatch, 13)
+    assert cuda_tools.pip_bin_dirs() == [str(a / s / "bin") for s in ("cu13", "cublas", "cuda_nvcc", "nvjitlink")] \
+        + [str(b / "cu13" / "bin")]
+    _use_plugin(monkeypatch, 12)
+    assert cuda_tools.pip_bin_dirs()[:4] == [str(a / s / "bin") for s in ("cuda_nvcc", "cu13", "cublas", "nvjitlink")]
+
+
+def test_find_tool_looks_in_the_data_dir_pip_path_then_fixed_roots(monkeypatch, tmp_path):
+    """The first executable file named so: the data dir's bin/, pip's bin dirs, PATH, then the
+    fixed roots; a file that is not executable, or a directory, does not count."""
+    _use_plugin(monkeypatch, 12)
+    root = tmp_path / "nvidia"
+    mine, on_path, s1, s2 = tmp_path / "mine", tmp_path / "on-path", tmp_path / "s1", tmp_path / "s2"
+    monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [str(root)])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(s1), str(s2)))
+    on_path.mkdir()
+    monkeypatch.setenv("PATH", str(on_path))
+    assert cuda_tools.find_tool("nvdisasm") is None
+    (s1 / "bin" / "nvdisasm").mkdir(parents=True)  # a directory
+    _fake_file(s2 / "bin" / "nvdisasm")  # not executable
+    assert cuda_tools.find_tool("nvdisasm") is None
+    _fake_exe(s2 / "bin" / "nvdisasm")
+    assert cuda_tools.find_tool("nvdisasm") == str(s2 / "bin" / "nvdisasm")
+    _fake_exe(on_path / "nvdisasm")
+    assert cuda_tools.find_tool("nvdisasm") == str(on_path / "nvdisasm")
+    _fake_file(root / "cuda_nvcc" / "bin" / "nvdisasm")  # not executable
+    _fake_exe(root / "cu13" / "bin" / "nvdisasm")
+    assert cuda_tools.find_tool("nvdisasm") == str(root / "cu13" / "bin" / "nvdisasm")
+    _fake_exe(root / "cuda_nvcc" / "bin" / "nvdisasm")
+    assert cuda_tools.find_tool("nvdisasm") == str(root / "cuda_nvcc" / "bin" / "nvdisasm")
+    assert cuda_tools.find_tool("nvdisasm", str(mine)) == str(root / "cuda_nvcc" / "bin" / "nvdisasm")
+    _fake_exe(mine / "bin" / "nvdisasm")
+    assert cuda_tools.find_tool("nvdisasm", str(mine)) == str(mine / "bin" / "nvdisasm")
+    assert cuda_tools.find_tool("cuobjdump", str(mine)) is None
+
+
+def test_probing_answers_none_for_what_is_no_working_ptxas(monkeypatch, tmp_path):
+    """Missing, not executable, a directory, not runnable, or not saying a release: no ptxas.
+    A --help without a --gpu-name list: no targets. Targets sort by SM number, then name."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert cuda_tools._probe_file(str(tmp_path / "missing")) is None
+    assert cuda_tools._probe_file(str(_fake_file(tmp_path / "plain" / "ptxas"))) is None
+    (tmp_path / "dir" / "ptxas").mkdir(parents=True)
+    os.chmod(tmp_path / "dir" / "ptxas", 0o755)
+    assert cuda_tools._probe_file(str(tmp_path / "dir" / "ptxas")) is None
+    assert cuda_tools._probe_file(str(_fake_exe(tmp_path / "garbage" / "ptxas"))) is None
+    mute = tmp_path / "mute" / "ptxas"
+    mute.parent.mkdir()
+    mute.write_text("#!/bin/sh\necho 'ptxas: fatal'\n")
+    mute.chmod(0o755)
+    assert cuda_tools._probe_file(str(mute)) is None
+    nolist = tmp_path / "nolist" / "ptxas"
+    nolist.parent.mkdir()
+    nolist.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.9, V12.9.86'\n")
+    nolist.chmod(0o755)
+    assert cuda_tools._probe_file(str(nolist)) == ((12, 9, 86), ())
+    mixed = tmp_path / "mixed" / "ptxas"
+    _fake_ptxas(mixed, "13.1", ["sm_90a", "sm_100f", "sm_90", "sm_75", "sm_100a", "sm_90a"])
+    assert cuda_tools._probe_file(str(mixed)) == ((13, 1), ("sm_75", "sm_90", "sm_90a", "sm_100a", "sm_100f"))
+
+
+def test_archs_are_read_only_from_the_gpu_name_list():
+    """Only the quoted sm_ names between --gpu-name's 'Allowed values' and 'Default value'."""
+    text = ("--input-as-string  Allowed values for this option:  'sm_10'. Default value: 'x'.\n"
+            "--gpu-name <gpu name>   (-arch)\n"
+            "        Allowed values for this option:  'compute_90','sm_90a','sm_75','lto_90','sm_100f'.\n"
+            "        Default value:  'sm_75'.\n"
+            "--other  Allowed values for this option: 'sm_120'. Default value: 'sm_120'.\n")
+    assert cuda_tools._archs_from_help(text) == ("sm_75", "sm_90a", "sm_100f")
+    assert cuda_tools._archs_from_help("--gpu-name <gpu name>\n  no list here\n") == ()
+
+
+def test_translate_xla_reports_name_the_data_dir_and_missing_libdevice(fake_pip, monkeypatch):
+    """XLA's libdevice report names the data dir; its autotuner's 'All supported configs failed'
+    means no libdevice only where there is none; the places searched for ptxas are listed."""
+    _use_plugin(monkeypatch, 12)
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/s1",))
+    err = cuda_tools.translate_xla_error("INTERNAL: libdevice not found at ./libdevice.10.bc", data_dir="/mine")
+    assert err.message == ("XLA found no libdevice (nvvm/libdevice/libdevice.10.bc, needed for math functions) "
+                           "(xla_gpu_cuda_data_dir=/mine)")
+    assert err.hint == cuda_tools.fix_hint(12)
+    failed = "INTERNAL: All supported configs failed to compile"
+    assert cuda_tools.translate_xla_error(failed) is None
+    assert cuda_tools.translate_xla_error("", native_log=failed) is None
+    (fake_pip / "cuda_nvcc" / cuda_tools.LIBDEVICE).unlink()
+    (fake_pip / "cu13" / cuda_tools.LIBDEVICE).unlink()
+    err = cuda_tools.translate_xla_error("", native_log=failed)
+    assert err.message == "XLA found no libdevice (nvvm/libdevice/libdevice.10.bc, needed for math functions)"
+    err = cuda_tools.translate_xla_error("No PTX compilation provider", data_dir="/mine")
+    assert err.message == ("XLA found no usable ptxas (it runs ptxas even device-less); searched /mine/bin/ptxas, "
+                           f"PATH, /s1/bin/ptxas, {fake_pip / 'cuda_nvcc' / 'bin' / 'ptxas'}")
+    err = cuda_tools.translate_xla_error("W] /opt/c/bin/ptxas-12.4 too old", sm="sm_90a")
+    assert err.message == "/opt/c/bin/ptxas cannot target sm_90a (XLA: ptxas too old)"
+
+
+def test_a_ptxas_made_executable_later_is_found_in_the_same_process(tmp_path, monkeypatch):
+    """chmod +x keeps a file's size and mtime, the probe's cache key: a file that could not run
+    when looked at must not be remembered as no ptxas."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "bin" / "ptxas"
+    _fake_ptxas(path, "12.9.86", ["sm_75", "sm_90a"])
+    path.chmod(0o644)
+    assert cuda_tools._probe_file(str(path)) is None
+    path.chmod(0o755)
+    assert cuda_tools._probe_file(str(path)) == ((12, 9, 86), ("sm_75", "sm_90a"))

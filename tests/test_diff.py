@@ -373,3 +373,273 @@ def test_both_sides_spec_notes_are_said_once_each(cli, tmp_path):
     assert r.code == 0, r.err
     notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
     assert len(notes) == 1 and "lacks registers_per_block_limit" in notes[0], r.err
+
+
+# ------------------------------------------------------------------ pure parts, exactly
+
+@pytest.mark.parametrize("platform, gpu_spec, names", [
+    ("cpu", None, (None, None)), ("cpu", "", (None, None)), ("cuda", None, (None, None)),
+    ("cuda", "h100_sxm", ("h100_sxm", "h100_sxm")), ("cuda", " a100_sxm_80 , h100_sxm ", ("a100_sxm_80", "h100_sxm")),
+])
+def test_spec_names_give_side_a_the_first_spec_and_side_b_the_last(platform, gpu_spec, names):
+    """One spec is both sides' spec; two are A's and B's (blanks stripped); none leaves the default to targets."""
+    from mlirhlo_driver.batch.diff import _spec_names
+
+    assert _spec_names(platform, gpu_spec) == names
+
+
+@pytest.mark.parametrize("platform, gpu_spec, message", [
+    ("cpu", "h100_sxm", "gpu_spec is for platform='cuda'"),
+    ("cuda", "", "gpu_spec='' names an empty spec"),
+    ("cuda", "a100_sxm_80,", "gpu_spec='a100_sxm_80,' names an empty spec"),
+    ("cuda", "a,b,c", "gpu_spec='a,b,c' names 3 specs: diff compares two"),
+])
+def test_spec_names_refuse_a_spec_off_cuda_an_empty_one_and_more_than_two(platform, gpu_spec, message):
+    """A GPU spec off CUDA, an empty name and a third spec are DriverErrors naming the parameter."""
+    from mlirhlo_driver.batch.diff import _spec_names
+    from mlirhlo_driver.errors import DriverError
+
+    with pytest.raises(DriverError) as e:
+        _spec_names(platform, gpu_spec)
+    assert e.value.args[0] == message
+
+
+def test_parse_flags_reads_typed_flags_and_nothing_for_none():
+    """No flags string is no flags; a flag's value is typed; a stray word or unknown flag is a FlagError."""
+    from mlirhlo_driver.batch.diff import parse_flags
+    from mlirhlo_driver.errors import DriverError
+
+    assert parse_flags(None, "flags_a") == {} and parse_flags("", "flags_a") == {}
+    assert parse_flags("--xla_gpu_enable_triton_gemm=false --xla_disable_hlo_passes=algsimp", "flags_b") == {
+        "xla_gpu_enable_triton_gemm": False, "xla_disable_hlo_passes": "algsimp"}
+    for bad, message in [("xla_gpu_enable_triton_gemm=false", "cannot parse flags_b"),
+                         ("--xla_gpu_enable_trition_gemm=false", "unknown XLA flag"),
+                         ("--xla_gpu_enable_triton_gemm=maybe", "expected true or false")]:
+        with pytest.raises(DriverError, match=message):
+            parse_flags(bad, "flags_b")
+
+
+@pytest.mark.parametrize("a, b, change", [
+    (1, 3, 2), (3, 1, -2), (5, 5, 0), (0.5, 0.75, 0.25), (0.75, 0.5, -0.25), (1, 0.5, -0.5),
+    (0.1, 0.3, 0.2), (0, 1 / 3, 0.3333), (2 / 3, 1, 0.3333), (True, False, None), (1, True, None), (False, 1, None), ([4, 1, 1], [8, 1, 1], None),
+    ("registers", "shared", None), (None, 3, None), (3, None, None),
+])
+def test_change_is_b_minus_a_for_numbers_only(a, b, change):
+    """A field's change: B - A for ints and floats (floats rounded to 4 places); None for bools, lists, names, None."""
+    from mlirhlo_driver.batch.diff import _change
+
+    got = _change(a, b)
+    assert got == change and type(got) is type(change)
+
+
+def test_keyed_kernels_number_each_kernels_launches_from_zero():
+    """A kernel launched twice is two rows, (name, 0) and (name, 1), whatever lies between them."""
+    from mlirhlo_driver.batch.diff import _keyed_kernels
+
+    rows = [{"kernel": "a"}, {"kernel": "b"}, {"kernel": "a"}, {"kernel": "a"}]
+    keyed = _keyed_kernels(rows)
+    assert list(keyed) == [("a", 0), ("b", 0), ("a", 1), ("a", 2)]
+    assert [keyed[k] is r for k, r in zip(keyed, rows)] == [True] * 4
+
+
+def test_kernel_fields_flatten_occupancy_and_fill_missing_fields_with_none():
+    """The compared fields of a kernel row, occupancy's by name; a field the row lacks is None."""
+    from mlirhlo_driver.batch.diff import KERNEL_FIELDS, _kernel_fields
+
+    row = {"kernel": "k", "registers": 32, "grid": [4, 1, 1], "block": [128, 1, 1], "stack_frame": 0,
+           "occupancy": {"blocks_per_sm": 8, "warps_per_sm": 32, "occupancy": 0.5, "limiter": "registers",
+                         "other": 1}}
+    assert _kernel_fields(row) == {
+        "registers": 32, "spill_stores": None, "spill_loads": None, "static_shared_memory": None,
+        "dynamic_shared_memory": None, "stack_frame": 0, "grid": [4, 1, 1], "block": [128, 1, 1],
+        "blocks_per_sm": 8, "warps_per_sm": 32, "occupancy": 0.5, "limiter": "registers"}
+    assert _kernel_fields({"kernel": "k", "occupancy": None}) == dict.fromkeys(KERNEL_FIELDS)
+
+
+def _text_sides():
+    a = _side([("fusion.1", "kLoop"), ("fusion.2", "kInput"), ("dot.3", "kCustom"), ("old_long_name.4", "kLoop")],
+              [_k("fusion_1", 32), _k("fusion_1", 32, grid=(8, 2, 1)), _k("loop_add", 16, warps=32),
+               _k("gone", 8, warps=16), {**_k("gone", 8), "grid": None}],
+              {"temp_size_in_bytes": 100, "peak_memory_in_bytes": 500})
+    a["xla_flags"] = {"xla_a": True, "xla_b": 3}
+    b = _side([("fusion.1", "kLoop"), ("fusion.7", "kInput"), ("dot.3", "kOutput"), ("new.9", "kLoop")],
+              [_k("fusion_2", 32), _k("fusion_2", 40, grid=(8, 2, 3)), _k("loop_add", 16, warps=48),
+               {**_k("added", 4), "block": [256, 2, 1]}],
+              {"temp_size_in_bytes": 60, "peak_memory_in_bytes": 500}, spec="h100_sxm")
+    b["gpu_spec"] = {"name": "h100_sxm", "sm": "sm_90a", "gpu": "H100"}
+    return a, b
+
+
+def test_text_of_a_comparison_exactly():
+    """Every section of the text: side lines with flags, fusion and kernel lists padded to one width,
+    the changed kernels' table (dims, percentages, signed changes), the memory table, the verdict."""
+    from mlirhlo_driver.batch.diff import compare, text
+
+    assert text(compare(*_text_sides())) == """\
+A: m.hlo on cuda a100_sxm_80 (sm_80, A100) --xla_a=true --xla_b=3
+B: m.hlo on cuda h100_sxm (sm_90a, H100)
+
+fusions and custom calls: 3 on both sides (1 numbered apart), 1 only in A, 1 only in B, 1 of another kind
+  - old_long_name.4  kLoop
+  + new.9            kLoop
+  ~ dot.3            kCustom -> kOutput
+  = fusion.2 is fusion.7 in B
+
+kernels: 5 in A, 4 in B; 2 changed, 1 the same (2 numbered apart), 2 only in A, 1 only in B
+  - gone             8 regs, 4 × 128, 16 warps/SM (25%)
+  - gone (launch 2)  8 regs
+  + added            4 regs, 4 × 256x2x1
+
+ kernel                              field           A       B   change
+ ──────────────────────────────────────────────────────────────────────
+ loop_add                            blocks/SM       8      12       +4
+                                     warps/SM       32      48      +16
+                                     occupancy     50%     75%     +25%
+ fusion_1 (launch 2) (B: fusion_2)   registers      32      40       +8
+                                     grid        8x2x1   8x2x3
+
+memory (bytes; executable's stats, then buffer assignment)
+                 A     B   change
+ ────────────────────────────────
+ temporaries   100    60      -40
+ peak memory   500   500        0
+ allocated     100    60      -40
+
+differences found
+"""
+
+
+def test_text_of_cpu_sides_says_stage_sameness_and_no_differences_exactly():
+    """CPU sides: no spec in the side lines, no kernels section, a stage equal but for numbering, no differences."""
+    from mlirhlo_driver.batch.diff import compare, text
+
+    def cpu(input_, flags, stage):
+        s = _side([("fusion.3", "kLoop")], None, {"peak_memory_in_bytes": 64}, stage=stage)
+        s.update(input=input_, platform="cpu", gpu_spec=None, xla_flags=flags, stage_name="hlo")
+        return s
+
+    d = compare(cpu("m.hlo", {}, "%add.4 = add(%p.1)\n"), cpu(None, None, "%add.9 = add(%p.2)\n"))
+    assert d["kernels"] is None and d["stage"] == {"name": "hlo", "diff": ""} and d["identical"] is True
+    assert text(d) == """\
+A: m.hlo on cpu
+B: m on cpu
+
+fusions and custom calls: 1 on both sides, 0 only in A, 0 only in B, 0 of another kind
+
+memory (bytes; executable's stats, then buffer assignment)
+                A    B   change
+ ──────────────────────────────
+ peak memory   64   64        0
+ allocated      0    0        0
+
+stage hlo: the same, names renumbered
+
+no differences
+"""
+    d = compare(cpu("m.hlo", {"xla_x": False}, "%add.4 = add(%p.1)\nx\n"), cpu("m.hlo", {}, "%add.9 = add(%p.2)\ny\n"))
+    assert d["stage"]["diff"] == "--- A cpu\n+++ B cpu\n@@ -1,2 +1,2 @@\n %add.0 = add(%p.0)\n-x\n+y\n"
+    assert text(d).endswith("""\
+stage hlo, names renumbered by first appearance:
+--- A cpu
++++ B cpu
+@@ -1,2 +1,2 @@
+ %add.0 = add(%p.0)
+-x
++y
+
+differences found
+""")
+    assert text(d).startswith("A: m.hlo on cpu --xla_x=false\nB: m.hlo on cpu\n\n")
+
+
+def test_compare_has_kernels_and_a_stage_only_when_both_sides_have_them():
+    """A side without kernel rows or stage text leaves that part None (and not a difference)."""
+    from mlirhlo_driver.batch.diff import compare
+
+    for ka, kb in [(None, [_k("k", 8)]), ([_k("k", 8)], None)]:
+        for sa, sb in [(None, "x\n"), ("x\n", None)]:
+            d = compare(_side([], ka, {}, stage=sa), _side([], kb, {}, stage=sb))
+            assert d["kernels"] is None and d["stage"] is None and d["identical"] is True
+    d = compare(_side([], [], {}, stage=""), _side([], [], {}, stage=""))
+    assert d["kernels"] == {"only_a": [], "only_b": [], "changed": [], "unchanged": 0, "renumbered": [],
+                            "count_a": 0, "count_b": 0}
+    assert d["stage"] == {"name": "ptx", "diff": ""} and d["identical"] is True
+
+
+def test_stage_diff_is_a_unified_diff_with_one_newline_per_line():
+    """Labels as the file names, lines after renumbering, every line (headers too) ending in one newline."""
+    assert stage_diff("%a.1\nb\nc\n", "%a.7\nb\nd\n", "A x", "B y") == (
+        "--- A x\n+++ B y\n@@ -1,3 +1,3 @@\n %a.0\n b\n-c\n+d\n")
+    assert stage_diff("same\n", "same\n", "A", "B") == ""
+
+
+def test_report_compiles_each_side_once_and_reads_sides_back_from_the_cache(tmp_path, monkeypatch):
+    """The same compile on both sides is done once; a side in the stage cache is neither loaded nor compiled."""
+    from mlirhlo_driver.batch import diff
+
+    hlo = tmp_path / "add.hlo"
+    hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
+    calls = []
+    real_side, real_load = diff.side, diff._load_one
+    monkeypatch.setattr(diff, "side", lambda *a, **k: calls.append("side") or real_side(*a, **k))
+    monkeypatch.setattr(diff, "_load_one", lambda *a: calls.append("load") or real_load(*a))
+    first = diff.report(str(hlo), platform="cpu", stage="hlo", as_json=True)
+    assert calls == ["load", "side"]
+    d = json.loads(first)
+    assert d["identical"] is True and d["kernels"] is None and d["stage"] == {"name": "hlo", "diff": ""}
+    assert d["a"] == d["b"] == {"input": str(hlo), "module": "add", "platform": "cpu", "gpu_spec": None,
+                                "xla_flags": {}}
+    calls.clear()
+    assert diff.report(str(hlo), platform="cpu", stage="hlo", as_json=True) == first and calls == []
+    # Side A is the one cached; B, with other flags, is compiled.
+    out = diff.report(str(hlo), platform="cpu", stage="hlo", flags_b="--xla_disable_hlo_passes=algsimp")
+    assert calls == ["load", "side"]
+    assert out.startswith(f"A: {hlo} on cpu\nB: {hlo} on cpu --xla_disable_hlo_passes=algsimp\n\n"
+                          "fusions and custom calls: 1 on both sides, 0 only in A, 0 only in B, 0 of another kind\n")
+    calls.clear()
+    out = diff.report(str(hlo), platform="cpu", stage="hlo", use_cache=False)
+    assert calls == ["load", "side"]
+    assert out.endswith("\nstage hlo: the same, names renumbered\n\nno differences\n")
+
+
+def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alias_names(tmp_path, monkeypatch):
+    """A CUDA side: one device-less compile gives the summary, the kernel rows and the stage, named as aliased."""
+    from mlirhlo_driver.batch import diff
+    from mlirhlo_driver.xla import backend
+
+    hlo = tmp_path / "add.hlo"
+    hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
+    compiles = []
+    real = backend.compile_module
+    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    d = json.loads(diff.report(str(hlo), platform="cuda", gpu_spec="h100_sxm", stage="llvm-after-optimizations",
+                               as_json=True, use_cache=False))
+    assert len(compiles) == 1
+    assert d["a"]["gpu_spec"]["name"] == "h100_sxm" and d["a"]["gpu_spec"]["sm"] == "sm_90a"
+    assert (d["kernels"]["count_a"], d["kernels"]["unchanged"]) == (1, 1)
+    assert d["stage"] == {"name": "llvm", "diff": ""} and d["identical"] is True
+
+
+@pytest.mark.parametrize("platform, stage, message", [
+    ("cpu", "vhlo", "stage 'vhlo' is binary: diff shows text stages"),
+    ("cuda", "cubin", "stage 'cubin' is binary: diff shows text stages"),
+    ("cuda", "triton-passes", "no such file"),  # several parts, joined into one text
+    ("cpu", "hlo", "no such file"),
+    ("cpu", None, "no such file"),
+])
+def test_report_refuses_binary_stages_before_reading_the_input(tmp_path, platform, stage, message):
+    """A binary stage is refused before the input is read; a text stage (one joined from parts too) is not."""
+    from mlirhlo_driver.batch import diff
+    from mlirhlo_driver.errors import DriverError
+
+    with pytest.raises(DriverError, match=message):
+        diff.report(str(tmp_path / "nope.hlo"), platform=platform, stage=stage)
+
+
+def test_parse_flags_refuses_a_word_that_is_not_an_xla_flag():
+    """Unlike XLA_FLAGS, a flags option with a stray option word (not --xla_*) is a mistake, not ignored."""
+    from mlirhlo_driver.batch.diff import parse_flags
+    from mlirhlo_driver.errors import DriverError
+
+    with pytest.raises(DriverError, match="cannot parse flags_b near '--verbose'"):
+        parse_flags("--xla_gpu_enable_triton_gemm=false --verbose", "flags_b")

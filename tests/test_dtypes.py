@@ -327,3 +327,174 @@ def test_literal_text_prints_floats_with_the_fewest_digits_that_read_back_as_xla
         assert printed == expected[hlo]
         assert literals.literal_text(a) == f"{hlo}[{a.size}] {printed}"
         assert literals.literal_text(a[0]) == f"{hlo}[] {printed[1:].split(',')[0]}"
+
+
+# ------------------------------------------------------------------ the table's lookups and literal files
+
+
+def test_from_ml_dtypes_only_for_the_tables_ml_dtypes_names():
+    """numpy's own dtypes and names outside the table are not ml_dtypes' ones."""
+    assert [n for n in dtypes.BY_NUMPY if dtypes.from_ml_dtypes(n)] == [
+        t.numpy for t in ARRAYS if t.numpy not in (
+            "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+            "float16", "float32", "float64", "complex64", "complex128")]
+    assert dtypes.from_ml_dtypes("bfloat16") is True and dtypes.from_ml_dtypes("float32") is False
+    for outside in ("float128", "object", "int3", ""):
+        assert dtypes.from_ml_dtypes(outside) is False, outside
+    assert dtypes.np_dtype("float32") == np.float32 and dtypes.np_dtype("bool") == np.bool_
+
+
+def test_np_dtype_of_a_type_the_installed_ml_dtypes_lacks(monkeypatch):
+    """An older ml_dtypes without one of the table's types: an EnvironmentMismatch naming
+    the type and the version, with the hint to upgrade."""
+    import ml_dtypes
+
+    from mlirhlo_driver.errors import EnvironmentMismatch
+
+    monkeypatch.delattr(ml_dtypes, "float8_e8m0fnu")
+    monkeypatch.setattr(ml_dtypes, "__version__", "0.1.0", raising=False)
+    with pytest.raises(EnvironmentMismatch) as e:
+        dtypes.np_dtype("float8_e8m0fnu")
+    assert e.value.message == "the installed ml_dtypes 0.1.0 has no float8_e8m0fnu (XLA's F8E8M0FNU)"
+    assert e.value.hint == "upgrade ml_dtypes"
+    assert dtypes.np_dtype("bfloat16") == ml_dtypes.bfloat16  # the others still there
+
+
+def test_literals_file_is_xlas_run_hlo_module_literals_wire_format():
+    """RunHloModuleLiterals as XLA numbers it: iterations 1; arguments 2, result 3,
+    reference_result 4, each literal as LiteralProto writes it."""
+    a = np.array([1.5, -2], np.float32)
+    data = literals.literals_file([([a], [np.array(7, np.int32)], [np.array(3, np.int32)])], "x.pb")
+    assert isinstance(data, bytes)
+    assert data.hex() == (
+        "0a2e"  # 1: iterations
+        "1216" "0a0a" "100b" "1a0102" "2a03" "0a0100" "4208" "0000c03f000000c0"  # 2: arguments, f32[2] {1.5, -2}
+        "1a09" "0a04" "1004" "2a00" "220107"  # 3: result, s32[] 7 (shape: element_type, layout; s32s)
+        "2209" "0a04" "1004" "2a00" "220103")  # 4: reference_result, s32[] 3
+    files_cls, iteration_cls = literals._file_classes()
+    assert {f.name: f.number for f in iteration_cls.DESCRIPTOR.fields} == {
+        "arguments": 2, "result": 3, "reference_result": 4}
+    assert {f.name: f.number for f in files_cls.DESCRIPTOR.fields} == {"iterations": 1}
+
+
+def test_from_arrays_one_literal_or_a_tuple():
+    """One array is its own literal; several a TUPLE literal of their shapes and literals, in order."""
+    a, b = np.array([1, 2], np.int8), np.array(True)
+    assert literals.from_arrays([a]) == literals.from_array(a)
+    lit = literals.from_arrays([a, b])
+    assert lit.shape.element_type == dtypes.BY_NAME["TUPLE"].number
+    assert list(lit.shape.tuple_shapes) == [literals.from_array(a).shape, literals.from_array(b).shape]
+    assert list(lit.tuple_literals) == [literals.from_array(a), literals.from_array(b)]
+
+
+@pytest.mark.parametrize("suffix", [".pbtxt", ".txt", ".textproto", ".pb", ".bin"])
+def test_literals_file_is_text_by_name_binary_otherwise(tmp_path, suffix):
+    """Text for .pbtxt/.txt/.textproto, binary else; both read back as the iterations' arguments,
+    results absent where none were given."""
+    a, b = np.arange(6, dtype=np.float64).reshape(2, 3), np.array([True, False])
+    data = literals.literals_file([([a, b], None, None), ([b], [a, b], None)], "f" + suffix)
+    text = suffix in (".pbtxt", ".txt", ".textproto")
+    assert isinstance(data, str if text else bytes)
+    path = tmp_path / f"lits{suffix}"
+    (path.write_text if text else path.write_bytes)(data)
+    got = literals.read_iteration_arguments(str(path))
+    assert [[x.tolist() for x in args] for args in got] == [[a.tolist(), b.tolist()], [b.tolist()]]
+    files_cls, _ = literals._file_classes()
+    first, second = (protos.parse_text(data, "xla.RunHloModuleLiterals") if text else
+                     files_cls.FromString(data)).iterations
+    assert not first.HasField("result") and not first.HasField("reference_result")
+    assert second.HasField("result") and not second.HasField("reference_result")
+    if text:
+        assert data.startswith("iterations {\n  arguments {\n    shape {\n      element_type: F64\n")
+
+
+def test_read_iteration_arguments_refusals(tmp_path):
+    """Missing, unreadable, empty and iteration-less files, and an argument that is not an
+    array: each an InputError on the file, the bad argument named by iteration and position."""
+    def refused(path) -> InputError:
+        with pytest.raises(InputError) as e:
+            literals.read_iteration_arguments(str(path))
+        return e.value
+
+    e = refused(tmp_path / "missing.pb")
+    assert (e.message, e.file) == ("no such file", str(tmp_path / "missing.pb"))
+    e = refused(tmp_path)
+    assert (e.message, e.file) == ("Is a directory", str(tmp_path))
+    for name, content in (("empty.pb", b""), ("none.pbtxt", b"# no iterations\n")):
+        (tmp_path / name).write_bytes(content)
+        e = refused(tmp_path / name)
+        assert (e.message, e.file) == ("no iterations in this literals file", str(tmp_path / name))
+    good = literals.from_array(np.array([1], np.int32))
+    files_cls, _ = literals._file_classes()
+    msg = files_cls()
+    msg.iterations.add().arguments.add().CopyFrom(good)
+    second = msg.iterations.add()
+    second.arguments.add().CopyFrom(good)
+    second.arguments.add().shape.element_type = dtypes.BY_NAME["TOKEN"].number
+    (tmp_path / "bad.pb").write_bytes(protos.serialize(msg))
+    e = refused(tmp_path / "bad.pb")
+    assert e.message == (f"{tmp_path / 'bad.pb'}: iteration 1 argument 1: literals of type TOKEN are not arrays; "
+                         "only array literals are supported here")
+
+
+def test_to_array_refuses_a_literal_of_the_wrong_size():
+    lit = literals.from_array(np.zeros((2, 3), np.float32))
+    del lit.f32s[-1]
+    with pytest.raises(InputError) as e:
+        literals.to_array(lit, "arg")
+    assert e.value.message == "arg: F32[2, 3] holds 5 values, not 6"
+    scalar = literals.from_array(np.array(1.5, np.float32))
+    scalar.f32s.append(2.5)
+    with pytest.raises(InputError) as e:
+        literals.to_array(scalar)
+    assert e.value.message == "literal: F32[] holds 2 values, not 1"
+
+
+def test_to_array_reads_any_layout_and_none():
+    """Row-major whatever the layout: none at all (XLA's default), the default spelled out,
+    and each permutation of a rank-3 array's dimensions."""
+    import itertools
+
+    a = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    bare = literals.from_array(a)
+    bare.shape.ClearField("layout")
+    assert literals.to_array(bare).tolist() == a.tolist()
+    for minor_to_major in itertools.permutations(range(3)):
+        lit = literals.from_array(a)
+        del lit.shape.layout.minor_to_major[:]
+        lit.shape.layout.minor_to_major.extend(minor_to_major)
+        lit.ClearField("s32s")
+        lit.s32s.extend(a.transpose(minor_to_major[::-1]).reshape(-1).tolist())  # major to minor
+        assert literals.to_array(lit).tolist() == a.tolist(), minor_to_major
+    assert list(literals.from_array(a).shape.layout.minor_to_major) == [2, 1, 0]
+    assert list(literals.from_array(np.float32(1).reshape(())).shape.layout.minor_to_major) == []
+
+
+def test_complex_literals_keep_every_bit():
+    """c128 parts are doubles, c64 parts floats: values of full precision come back exactly."""
+    for dtype in (np.complex128, np.complex64):
+        a = np.array([0.1 + 1j / 3, -2 / 3 + 0.2j], dtype)
+        lit = literals.from_array(a)
+        back = literals.to_array(lit)
+        assert back.dtype == a.dtype and back.tobytes() == a.tobytes()
+        zero = type(lit)()
+        zero.shape.element_type = lit.shape.element_type
+        literals.set_zero(zero, dtypes.BY_NUMPY[a.dtype.name].name)
+        assert literals.to_array(zero).tolist() == 0j
+
+
+def test_literal_text_of_scalars_complex_and_ml_dtypes():
+    """Scalars of every kind, complex parts at their own precision, ml_dtypes' types through float32."""
+    import ml_dtypes
+
+    assert literals.literal_text(np.array(1.5, ml_dtypes.bfloat16)) == "bf16[] 1.5"
+    assert literals.literal_text(np.array(-8, ml_dtypes.int4)) == "s4[] -8"
+    assert literals.literal_text(np.array([1, -8, 7], ml_dtypes.int4)) == "s4[3] {1, -8, 7}"
+    assert literals.literal_text(np.array([0.1, -3], ml_dtypes.bfloat16)) == "bf16[2] {0.100097656, -3}"
+    assert literals.literal_text(np.array(True)) == "pred[] true"
+    assert literals.literal_text(np.array(-5, np.int64)) == "s64[] -5"
+    assert literals.literal_text(np.array(0.1 + 2j, np.complex64)) == "c64[] (0.1, 2)"
+    assert literals.literal_text(np.array([1 - 0.5j, 0.1 + 2j], np.complex128)) == "c128[2] {(1, -0.5), (0.1, 2)}"
+    assert literals.literal_text(np.array([1 / 3 + 0j], np.complex64)) == "c64[1] {(0.333333343, 0)}"
+    assert literals.literal_text(np.array([[True]])) == "pred[1,1] {\n  { true }\n}"
+    assert literals.literal_text(np.array([-np.inf, np.nan], np.float32)) == "f32[2] {-inf, nan}"

@@ -30,7 +30,7 @@ from mlirhlo_driver.cuda.specs import (
     parse_textproto,
     resolve_spec,
 )
-from mlirhlo_driver.errors import CompileError, SpecError
+from mlirhlo_driver.errors import CompileError, SpecError, did_you_mean
 
 # name -> (compute_capability, PTX .target XLA emits)
 EXPECTED = {
@@ -759,3 +759,397 @@ def test_plugin_build_versions_are_dotted_as_nvidia_numbers_them(cudart, cudnn, 
     monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
     monkeypatch.setitem(sys.modules, f"{name}._versions", versions)
     assert _jaxlib._build_versions(name) == (("cuda", want[0]), ("cudnn", want[1]))
+
+
+# ------------------------------------------------ summaries, tables and hints, exactly
+
+def test_fill_values_table_for_every_known_compute_capability():
+    """fill_values gives the same-on-every-GPU limits plus the CC's opt-in shared memory and
+    FP32 units per SM, exactly; an unknown CC gets nothing."""
+    common = {"threads_per_warp": 32, "threads_per_block_limit": 1024, "block_dim_limit_x": 2147483647,
+              "shared_memory_per_block": 49152, "registers_per_block_limit": 65536}
+    want = {  # (major, minor): (shared_memory_per_block_optin, fpus_per_core)
+        (6, 0): (49152, 64), (6, 1): (49152, 128), (7, 0): (98304, 64), (7, 5): (65536, 64),
+        (8, 0): (166912, 64), (8, 6): (101376, 128), (8, 7): (166912, 128), (8, 9): (101376, 128),
+        (9, 0): (232448, 128), (10, 0): (232448, 128), (10, 3): (232448, 128), (12, 0): (101376, 128),
+    }
+    for (major, minor), (optin, fpus) in want.items():
+        assert fill_values(major, minor) == {**common, "shared_memory_per_block_optin": optin,
+                                             "fpus_per_core": fpus}, (major, minor)
+    for major, minor in ((7, 2), (5, 0), (11, 0), (9, 1), (0, 0)):
+        assert fill_values(major, minor) == {}
+
+
+def test_fpus_per_core_by_compute_capability():
+    """64 FP32 units per SM on 6.0, 7.x and 8.0, 128 on every other CC (XLA's GetFpusPerCore)."""
+    got = {cc: gpu_specs._fpus_per_core(*cc) for cc in
+           ((5, 0), (6, 0), (6, 1), (7, 0), (7, 2), (7, 5), (8, 0), (8, 6), (9, 0), (10, 0), (12, 0))}
+    assert got == {(5, 0): 128, (6, 0): 64, (6, 1): 128, (7, 0): 64, (7, 2): 64, (7, 5): 64,
+                   (8, 0): 64, (8, 6): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}
+
+
+@pytest.mark.parametrize("cc, ext, compute_capability, sm", [
+    ("major: 8 minor: 6", "", "8.6", "sm_86"),
+    ("major: 9 minor: 0", "", "9.0", "sm_90a"),
+    ("major: 10 minor: 0", "", "10.0", "sm_100a"),
+    ("major: 10 minor: 3", "", "10.3", "sm_103a"),
+    ("major: 12 minor: 0", "", "12.0", "sm_120"),
+    ("major: 9 minor: 0", " feature_extension: NONE", "9.0", "sm_90"),
+    ("major: 9 minor: 0", " feature_extension: ACCELERATED_FEATURES", "9.0a", "sm_90a"),
+    ("major: 10 minor: 0", " feature_extension: ACCELERATED_FEATURES", "10.0a", "sm_100a"),
+    ("major: 10 minor: 0", " feature_extension: FAMILY_COMPATIBLE_FEATURES", "10.0f", "sm_100f"),
+    ("major: 12 minor: 0", " feature_extension: FAMILY_COMPATIBLE_FEATURES", "12.0f", "sm_120f"),
+    ("major: 12 minor: 0", " feature_extension: NONE", "12.0", "sm_120"),
+])
+def test_compute_capability_and_ptx_target_names(cc, ext, compute_capability, sm):
+    """The CC as written (with 'a'/'f' for an explicit feature extension) and the PTX target
+    XLA picks: 'a' by default on 9.x and 10.x only, an explicit extension honoured."""
+    spec = parse_spec(VALID.replace("major: 8 minor: 0", cc + ext), "t.txtpb")
+    assert (spec.compute_capability, spec.sm) == (compute_capability, sm)
+
+
+@pytest.mark.parametrize("major, ext, words", [
+    (8, "ACCELERATED_FEATURES", "feature_extension ACCELERATED_FEATURES needs compute capability "
+                                "9.0 or newer, got major 8"),
+    (9, "FAMILY_COMPATIBLE_FEATURES", "feature_extension FAMILY_COMPATIBLE_FEATURES needs compute "
+                                      "capability 10.0 or newer, got major 9"),
+])
+def test_feature_extension_needs_a_new_enough_compute_capability(major, ext, words):
+    """An 'a' or 'f' extension below the CC that has it is an error at the extension's value."""
+    err = _spec_error(VALID.replace("major: 8 minor: 0", f"major: {major} minor: 0 feature_extension: {ext}"))
+    assert err.message == words
+    assert (err.line, err.col) == (3, 66)
+
+
+def test_spec_summary_to_dict_exactly():
+    """to_dict is the JSON summary: every field but the text, clock as the float32 reads."""
+    spec = parse_spec(VALID.replace("clock_rate_ghz: 1.41", "clock_rate_ghz: 1.755"), "dir/t.txtpb")
+    assert spec.to_dict() == {
+        "name": "t", "path": str(Path("dir/t.txtpb")), "gpu": "Test GPU", "compute_capability": "8.0",
+        "sm": "sm_80", "sm_count": 108, "memory_bytes": 85899345920,
+        "memory_bandwidth": 1935000000000, "clock_ghz": 1.755,
+    }
+    assert parse_spec(VALID, "t.txtpb", name="other").name == "other"
+    assert (spec.filled, spec.notes) == ((), ())
+
+
+@pytest.mark.parametrize("value, short", [
+    (1.41, 1.41), (1.9800000190734863, 1.98), (0.5, 0.5), (0.1, 0.1), (1.0000001192092896, 1.0000001),
+    (123456789.0, 123456789.0), (1e-45, 1e-45), (16777217.0, 16777217.0),
+])
+def test_float32_is_the_shortest_decimal_of_the_same_float32(value, short):
+    """clock_rate_ghz is a float32: summarised as the shortest decimal that reads back the same."""
+    assert gpu_specs._float32(value) == short
+
+
+def test_quote_escapes_like_a_textproto_string():
+    """A platform_name in an error is quoted as it would be written in the spec."""
+    assert gpu_specs._quote('a\\b"c\nd\te') == '"a\\\\b\\"c\\nd\\te"'
+    err = _spec_error(VALID.replace('"CUDA"', '"CU\\"DA\\n"'))
+    assert err.message == 'platform_name must be "CUDA", got "CU\\"DA\\n"'
+    assert err.hint == "device-less compiles are supported for CUDA only"
+
+
+@pytest.mark.parametrize("old, new, message, line, col, hint", [
+    ("  cuda_compute_capability { major: 8 minor: 0 }\n", '  rocm_compute_capability { gcn_arch_name: "gfx90a" }\n',
+     "missing required field 'cuda_compute_capability' in 'gpu_device_info' (GpuDeviceInfoProto)", 2, 1,
+     "only CUDA targets are supported"),
+    ("  cuda_compute_capability { major: 8 minor: 0 }\n", "",
+     "missing required field 'cuda_compute_capability' in 'gpu_device_info' (GpuDeviceInfoProto)", 2, 1, None),
+    ("major: 8 minor: 0", "minor: 0",
+     "missing required field 'major' in 'cuda_compute_capability' (CudaComputeCapabilityProto)", 3, 3, None),
+    ("  core_count: 108\n", "",
+     "missing required field 'core_count' in 'gpu_device_info' (GpuDeviceInfoProto)", 2, 1, None),
+    ('device_description_str: "Test GPU"\n', "",
+     "missing required field 'device_description_str' in GpuTargetConfigProto", 1, 1, None),
+    ("core_count", "core_cont", "unknown field 'core_cont' in 'gpu_device_info' (GpuDeviceInfoProto)", 8, 3,
+     "did you mean 'core_count'?"),
+    ("major: 8", "major: 8 majr: 1",
+     "unknown field 'majr' in 'cuda_compute_capability' (CudaComputeCapabilityProto)", 3, 38,
+     "did you mean 'major'?"),
+    ("device_description_str", "rocm_compute_capability { }\ndevice_description_str",
+     "unknown field 'rocm_compute_capability' in GpuTargetConfigProto", 18, 1,
+     "'rocm_compute_capability' belongs inside gpu_device_info { ... }"),
+    ("clock_rate_ghz: 1.41", "clock_rate_ghz: 0", "field 'clock_rate_ghz' must be positive, got 0.0", 12, 19, None),
+    ("clock_rate_ghz: 1.41", "clock_rate_ghz: nan", "field 'clock_rate_ghz' must be positive, got nan", 12, 19, None),
+    ("clock_rate_ghz: 1.41", "clock_rate_ghz: inf", "field 'clock_rate_ghz' must be finite, got inf", 12, 19, None),
+    ("major: 8", "major: 0", "field 'major' must be positive, got 0", 3, 36, None),
+    ("core_count: 108", "core_count: 1", None, None, None, None),
+    ("major: 8", "major: 11", "compute capability 11.x is not supported by this jaxlib's XLA (PTX 8.8 cannot "
+     "target sm_110; XLA aborts)", 3, 36, None),
+    ("major: 8", "major: 12", None, None, None, None),
+    ("major: 8", "major: 10", None, None, None, None),
+])
+def test_validation_errors_exactly(old, new, message, line, col, hint):
+    """Each validation error's exact words, position and hint; the values just inside the
+    limits (1 SM, CC 10.x and 12.x) pass."""
+    text = VALID.replace(old, new)
+    if message is None:
+        assert parse_spec(text, "t.txtpb").gpu == "Test GPU"
+        return
+    err = _spec_error(text)
+    assert (err.message, err.line, err.col, err.hint) == (message, line, col, hint)
+
+
+@pytest.mark.parametrize("removed, hint", [
+    ("  fpus_per_core: 64\n", True), ("  threads_per_warp: 32\n", True),
+    ("  shared_memory_per_block_optin: 166912\n", True), ("  clock_rate_ghz: 1.41\n", False),
+])
+def test_missing_fillable_field_of_an_unknown_cc_hints_why(removed, hint):
+    """For a CC with no known values a missing fillable field says why it was not filled in;
+    a field no CC determines does not."""
+    err = _spec_error(VALID.replace("major: 8 minor: 0", "major: 7 minor: 2").replace(removed, ""))
+    field = removed.split(":")[0].strip()
+    assert err.message == f"missing required field '{field}' in 'gpu_device_info' (GpuDeviceInfoProto)"
+    assert err.hint == ("mlirhlo fills it in for the compute capabilities it knows, not 7.2" if hint else None)
+
+
+def test_filled_fields_are_written_after_the_brace_in_the_text_xla_receives():
+    """Filled-in fields go right after gpu_device_info's '{', each commented, in REQUIRED's
+    order; what followed the brace on its line stays, on a line of its own."""
+    text = (VALID.replace("  threads_per_warp: 32\n", "").replace("  fpus_per_core: 64\n", "")
+            .replace("  core_count: 108\n", "").replace("gpu_device_info {\n", "gpu_device_info {  core_count: 108\n"))
+    spec = parse_spec(text, "t.txtpb")
+    assert spec.filled == (("fpus_per_core", 64), ("threads_per_warp", 32))
+    assert spec.text.split("\n")[:6] == [
+        "# test spec",
+        "gpu_device_info {",
+        "  fpus_per_core: 64  # filled in by mlirhlo: what every CC 8.0 GPU reports",
+        "  threads_per_warp: 32  # filled in by mlirhlo: what every CC 8.0 GPU reports",
+        "  core_count: 108",
+        "  cuda_compute_capability { major: 8 minor: 0 }",
+    ]
+    assert spec.text.split("\n")[5:] == text.split("\n")[2:]
+    assert spec.notes == ("note: t.txtpb lacks fpus_per_core, threads_per_warp; filled in as every compute "
+                          "capability 8.0 GPU reports: fpus_per_core: 64, threads_per_warp: 32",)
+    assert spec.cc_at == gpu_specs.Pos(3, 3, 3, 27)  # in the file, not the filled text
+
+
+def test_newer_xla_field_is_noted_and_left_out_for_xla():
+    """A field from an XLA newer than this one (data_caches) is noted, kept in the spec's
+    text, and left out of what this XLA receives; a complete spec has no positions."""
+    text = VALID.replace("  core_count: 108\n", "  core_count: 108\n  data_caches { level: 1 }\n")
+    spec = parse_spec(text, "t.txtpb")
+    assert spec.notes == ("note: t.txtpb: data_caches (from a newer XLA) left out: this jaxlib's XLA "
+                          "has no such fields",)
+    assert spec.text == text and spec.filled == ()
+    assert spec.cc_at == gpu_specs.Pos(3, 3, 3, 27)
+    assert "data_caches" not in gpu_specs.target_config_for_installed_xla(text)
+    complete = VALID.replace("dnn_version_info { major: 9 minor: 8 patch: 0 }\n", "")
+    assert parse_spec(complete, "t.txtpb").cc_at is None
+
+
+@pytest.mark.parametrize("old, new, message, line, col", [
+    ("platform_name", 'platform_name: "CUDA"\nplatform_name',
+     "field 'platform_name' is set more than once (first at line 16, col 1)", 17, 1),
+    ("major: 8", "major: 8 major: 9", "field 'major' is set more than once (first at line 3, col 29)", 3, 38),
+    ("core_count: 108", 'core_count: 108 rocm_compute_capability { gcn_arch_name: "x" }',
+     "'rocm_compute_capability' and 'cuda_compute_capability' (line 3) are both set; they are "
+     "alternatives (oneof compute_capability)", 8, 19),
+    ("patch: 0 }", "patch: 0", "'{' of 'dnn_version_info' is never closed (expected '}' before end of file)", 17, 18),
+    ("gpu_device_info {", "gpu_device_info <", None, None, None),
+    ('"Test GPU"', '"a\\1b\\q"', "invalid escape '\\q' in string (XLA's parser rejects it)", 18, 30),
+    ('"Test GPU"', '"ab" "\\q"', "invalid escape '\\q' in string (XLA's parser rejects it)", 18, 31),
+    ('"Test GPU"', "'a\\'b\\z'", "invalid escape '\\z' in string (XLA's parser rejects it)", 18, 30),
+    ('"Test GPU"', '"\\qab"', "invalid escape '\\q' in string (XLA's parser rejects it)", 18, 26),
+    ('"Test GPU"', '"ab\\q"', "invalid escape '\\q' in string (XLA's parser rejects it)", 18, 28),
+    ('"Test GPU"', '"ab\\n" "\\tc\\\\"', None, None, None),
+])
+def test_parse_errors_exactly(old, new, message, line, col):
+    """Fields set twice, clashing oneof members, unclosed braces and escapes XLA rejects: the
+    exact words, at the exact place."""
+    text = VALID.replace(old, new)
+    if message is None and "\\" in new:  # valid escapes first and last in a string
+        assert parse_spec(text, "t.txtpb").gpu == "ab\n\tc\\"
+        return
+    if message is None:  # '<' ... '}' is a mismatch; '<' left open names '>'
+        text = text.replace("}\nplatform_name", "platform_name")
+        message, line, col = "'<' of 'gpu_device_info' is never closed (expected '>' before end of file)", 2, 17
+    err = _spec_error(text)
+    assert (err.message, err.line, err.col) == (message, line, col)
+
+
+def test_angle_brackets_and_lists_parse_like_braces():
+    """'<...>' is a message like '{...}'; a repeated field's '[a, b]' and '[]' are walked."""
+    text = VALID.replace("gpu_device_info {", "gpu_device_info <").replace("}\nplatform_name", ">\nplatform_name")
+    assert parse_spec(text, "t.txtpb").sm_count == 108
+    parsed = parse_textproto("autotune_results { results: [] version: 3 }\n")
+    assert parsed.at("autotune_results", "version") == gpu_specs.Pos(1, 32, 1, 41)
+    assert parsed.message.autotune_results.version == 3
+
+
+def test_spec_pickles_without_its_message():
+    """A GpuSpec sent to a batch worker keeps everything but the protobuf message."""
+    import pickle
+
+    spec = parse_spec(VALID, "t.txtpb")
+    again = pickle.loads(pickle.dumps(spec))
+    assert again == spec and again.text == spec.text and again.proto is None
+    assert spec.proto is not None
+
+
+def test_name_hints_for_an_unknown_spec_name():
+    """Up to three names that extend the word, else close matches, else every name."""
+    names = gpu_specs.shipped_names()
+    assert gpu_specs._name_hint("h100", names) == "did you mean 'h100_pcie', 'h100_sxm'?"
+    assert gpu_specs._name_hint("H100", names) == "did you mean 'h100_pcie', 'h100_sxm'?"
+    assert gpu_specs._name_hint("a100", names) == "did you mean 'a100_pcie_80', 'a100_sxm_40', 'a100_sxm_80'?"
+    every = "known specs: " + ", ".join(names)
+    assert gpu_specs._name_hint("a", names) == every  # four extend it: too many to offer
+    assert gpu_specs._name_hint("zzz", names) == every
+    assert gpu_specs._name_hint("", names) == every
+    assert gpu_specs._name_hint("zzz", []) is None
+    assert gpu_specs._name_hint("h10_sxm", names) == did_you_mean("h10_sxm", names)
+    assert gpu_specs._name_hint("v", names) == "did you mean 'v100'?"  # one extends it; no close match
+
+
+@pytest.mark.parametrize("arg, is_path", [
+    ("a/b", True), (os.path.join("a", "b"), True), ("x.txtpb", True), (".x", True), ("~x", True),
+    ("h100", False), ("-", False), ("x.txt", False), ("x.txtpbz", False),
+])
+def test_what_looks_like_a_spec_path(arg, is_path):
+    """A separator, the .txtpb suffix or a leading '.' or '~' makes an argument a path."""
+    assert gpu_specs._looks_like_path(arg) is is_path
+
+
+@pytest.mark.parametrize("data, line, col", [
+    (b"\xff", 1, 1), (b"# x\nab\xffc\n", 2, 3), (b"a\nb\n\n  \xc3(", 4, 3),
+])
+def test_spec_that_is_not_utf8_names_the_first_bad_byte(tmp_path, data, line, col):
+    """A spec file that is not UTF-8 is an error at the line and column of its first bad byte."""
+    bad = tmp_path / "bad.txtpb"
+    bad.write_bytes(data)
+    with pytest.raises(SpecError) as info:
+        load_spec(bad)
+    assert (info.value.message, info.value.file, info.value.line, info.value.col) == (
+        "spec is not UTF-8 text", str(bad), line, col)
+
+
+def test_spec_path_that_is_a_directory_or_unreadable(tmp_path):
+    """A directory and an unreadable file are errors naming the path, not crashes."""
+    with pytest.raises(SpecError) as info:
+        load_spec(tmp_path)
+    assert (info.value.message, info.value.file, info.value.hint) == (
+        "is a directory", str(tmp_path), "expected a .txtpb spec file")
+    long_name = tmp_path / ("x" * 300 + ".txtpb")
+    with pytest.raises(SpecError) as info:
+        load_spec(long_name)
+    assert (info.value.message, info.value.file) == ("cannot read: File name too long", str(long_name))
+    with pytest.raises(SpecError) as info:
+        load_spec("a\0b.txtpb")
+    assert (info.value.message, info.value.hint) == ("no such file", "the path holds a NUL character")
+
+
+def test_spec_from_stdin(monkeypatch):
+    """'-' reads the spec from standard input ('specs check -')."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(VALID.encode())))
+    spec = load_spec("-")
+    assert (spec.name, spec.gpu, spec.path) == ("-", "Test GPU", Path("-"))
+
+
+def test_resolve_spec_tilde_and_relative_paths(tmp_path, monkeypatch):
+    """'~' is the home folder; an existing path named like a shipped spec is that file."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "t4.txtpb").write_text(VALID)
+    spec = resolve_spec("~/t4.txtpb")
+    assert (spec.path, spec.gpu, spec.notes) == (tmp_path / "t4.txtpb", "Test GPU", ())
+    monkeypatch.chdir(tmp_path)
+    assert resolve_spec("./t4.txtpb").gpu == "Test GPU"
+    assert resolve_spec("t4.txtpb").gpu == "Test GPU"
+    with pytest.raises(SpecError) as info:
+        resolve_spec("./nope.txtpb")
+    assert (info.value.message, info.value.file) == ("no such file", "nope.txtpb")
+    with pytest.raises(SpecError) as info:
+        resolve_spec("h100_sxm.txt")
+    assert info.value.message == "unknown GPU spec 'h100_sxm.txt'"
+    for missing in ("/nowhere/h100_sxm.txt", "/nowhere/mygpu.txtpb"):  # not a shipped spec's file name
+        with pytest.raises(SpecError) as info:
+            resolve_spec(missing)
+        assert (info.value.message, info.value.file) == ("no such file", missing)
+
+
+def test_check_spec_names_the_ptxas_found_when_none_can_target_its_sm(tmp_path, monkeypatch):
+    """check_spec: with no ptxas for the spec's sm the error lists each ptxas found and what it
+    targets, at cuda_compute_capability; with none at all it says how to get one."""
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    spec_file = tmp_path / "t.txtpb"
+    spec_file.write_text(VALID)
+    old = cuda_tools.Ptxas("/a/ptxas", (11, 8, 89), ("sm_50", "sm_75"), "PATH")
+    other = cuda_tools.Ptxas("/b/ptxas", (12, 0, 1), (), "PATH")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [old, other])
+    with pytest.raises(SpecError) as info:
+        check_spec(spec_file)
+    e = info.value
+    assert (e.file, e.line, e.col) == (str(spec_file), 3, 3)
+    assert e.message == ("no ptxas here can target sm_80 (compute capability 8.0): ptxas 11.8.89 "
+                         "targets sm_50..sm_75; ptxas 12.0.1 targets nothing")
+    assert e.hint == "pass --xla_gpu_cuda_data_dir=DIR for a CUDA toolkit whose ptxas targets sm_80"
+    can = cuda_tools.Ptxas("/c/ptxas", (12, 9, 86), ("sm_50", "sm_80"), "PATH")
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [old, can])
+    assert check_spec(spec_file).sm == "sm_80"
+    monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [])
+    for text, where in ((VALID, (3, 3)), (VALID.replace("dnn_version_info { major: 9 minor: 8 patch: 0 }\n", ""), (3, 3)),
+                        (VALID.replace("  threads_per_warp: 32\n", ""), (3, 3))):
+        spec_file.write_text(text)
+        with pytest.raises(SpecError) as info:
+            check_spec(spec_file)
+        e = info.value
+        assert (e.line, e.col) == where
+        assert e.message == "no ptxas here to assemble sm_80 (XLA runs ptxas even device-less)"
+        assert e.hint == cuda_tools.fix_hint()
+
+
+def test_fields_reported_since_0_12_for_every_compute_capability():
+    """Blocks per SM as the CUDA guide tables them, for exactly the CCs it lists; 1 KiB of shared
+    memory reserved per block from CC 8.0 on, none before."""
+    blocks = {(6, 0): 32, (6, 1): 32, (7, 0): 32, (7, 2): 32, (7, 5): 16, (8, 0): 32, (8, 6): 16,
+              (8, 7): 16, (8, 9): 24, (9, 0): 32, (10, 0): 32, (10, 3): 32, (12, 0): 32}
+    for major in range(0, 14):
+        for minor in range(0, 10):
+            want = {"reserved_shared_memory_per_block": 1024} if major >= 8 else {}
+            if (major, minor) in blocks:
+                want["max_blocks_per_multiprocessor"] = blocks[major, minor]
+            assert gpu_specs._reported_since_0_12(major, minor) == want, (major, minor)
+
+
+@pytest.mark.parametrize("old, new, message, line, col", [
+    ("gpu_device_info {", "gpu_device_info: 9 #", "field 'gpu_device_info' expects a message: gpu_device_info { ... }",
+     2, 18),
+    ("core_count: 108", "core_count: 1e", "field 'core_count' expects an integer, got 1e", 8, 15),
+    ("core_count: 108", "core_count: 108 data_caches { x: @ }",
+     'message type "stream_executor.GpuDeviceInfoProto" has no field named "data_caches"', 8, 19),
+    ("core_count: 108", "core_count: 108 data_caches { x: 1", None, 2, 17),
+    ('device_description_str: "Test GPU"', "device_description_str {",
+     "field 'device_description_str' takes a value (device_description_str: ...), not a message", 18, 24),
+    ("gpu_device_info {\n", "gpu_device_info: <\n", None, 2, 18),
+    ("core_count: 108", "core_count{ }", "field 'core_count' takes a value (core_count: ...), not a message", 8, 13),
+])
+def test_type_and_syntax_errors_exactly(old, new, message, line, col):
+    """protobuf's type errors reworded after the field; a bad value inside a field this schema
+    lacks is reported at that field's name, or at the '{' its '}' left open."""
+    if new == "gpu_device_info: <\n":  # named after the field, not the ':'; its '}' is gone
+        err = _spec_error(VALID.replace(old, new).replace("}\nplatform_name", "platform_name"))
+        message = "'<' of 'gpu_device_info' is never closed (expected '>' before end of file)"
+    else:
+        err = _spec_error(VALID.replace(old, new))
+    if message is None:  # data_caches takes gpu_device_info's '}'
+        message = "'{' of 'gpu_device_info' is never closed (expected '}' before end of file)"
+    assert (err.message, err.line, err.col) == (message, line, col)
+
+
+@pytest.mark.parametrize("text, message, line, col, hint", [
+    (VALID.replace("  core_count: 108\n", "  core_count: 108\n  data_cache { }\n"),
+     "unknown field 'data_cache' in 'gpu_device_info' (GpuDeviceInfoProto)", 9, 3, "did you mean 'data_caches'?"),
+    (VALID.replace("  core_count: 108\n", "  core_count: 108\n  dnn_version_info { major: 9 }\n"),
+     "unknown field 'dnn_version_info' in 'gpu_device_info' (GpuDeviceInfoProto)", 9, 3,
+     "did you mean 'dnn_version', 'driver_version'?"),
+    (VALID + "data_caches { }\n", "unknown field 'data_caches' in GpuTargetConfigProto", 19, 1, None),
+])
+def test_fields_from_a_newer_xla_are_tolerated_only_where_xla_has_them(text, message, line, col, hint):
+    """data_caches is tolerated in gpu_device_info only, the moved dnn_version_info at the top
+    level only; a misspelling of a newer field is offered that field."""
+    err = _spec_error(text)
+    assert (err.message, err.line, err.col, err.hint) == (message, line, col, hint)

@@ -142,3 +142,141 @@ def test_mlirhlo_alone_prints_the_root_help_and_exits_2(cli):
     assert r.out.startswith("Usage: ") and "Commands:" in r.out, r.out + r.err
     for name in ("opt", "run", "convert", "specs"):
         assert f"\n  {name} " in r.out, name
+
+
+@pytest.fixture
+def fake_versions(monkeypatch):
+    """version_text's sources as fakes: jax/jaxlib lines, the ptxas in use, the CUDA tools, llvmlite."""
+    from importlib import metadata
+    from types import SimpleNamespace
+
+    from mlirhlo_driver import targets
+    from mlirhlo_driver._native import jaxlib
+
+    state = {"ptxas": SimpleNamespace(version_str="12.8.93", path="/cuda/bin/ptxas", source="nvidia-cuda-nvcc"),
+             "llvmlite": "0.44.0"}
+
+    def version(dist):
+        assert dist == "llvmlite", dist
+        if state["llvmlite"] is None:
+            raise metadata.PackageNotFoundError(dist)
+        return state["llvmlite"]
+
+    monkeypatch.setattr(jaxlib, "version_lines", lambda: ["jax 0.1", "jaxlib 0.1"])
+    monkeypatch.setattr(targets, "ptxas_in_use", lambda: (state["ptxas"], [], "no CUDA found"))
+    monkeypatch.setattr(targets, "cuda_tool_lines", lambda ptxas: [f"libdevice for {ptxas and ptxas.path}",
+                                                                   "nvdisasm none"])
+    monkeypatch.setattr(metadata, "version", version)
+    return state
+
+
+def test_version_text_lists_every_tool_one_per_line(fake_versions):
+    """--version: the driver, jax lines, the ptxas in use (version, path, where from), the CUDA tools, llvmlite."""
+    from mlirhlo_driver import __version__
+    from mlirhlo_driver.commands.mlirhlo import version_text
+
+    assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
+                              "ptxas 12.8.93 /cuda/bin/ptxas (nvidia-cuda-nvcc)\n"
+                              "libdevice for /cuda/bin/ptxas\nnvdisasm none\nllvmlite 0.44.0\n")
+
+
+def test_version_text_without_ptxas_or_llvmlite(fake_versions):
+    """No usable ptxas: why; llvmlite missing: said so, not a crash."""
+    from mlirhlo_driver import __version__
+    from mlirhlo_driver.commands.mlirhlo import version_text
+
+    fake_versions.update(ptxas=None, llvmlite=None)
+    assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
+                              "ptxas none usable: no CUDA found\nlibdevice for None\nnvdisasm none\n"
+                              "llvmlite not installed\n")
+
+
+def test_mlirhlo_version_prints_version_text_and_exits_0(cli, fake_versions):
+    """mlirhlo --version: exactly version_text() on stdout (no extra newline), exit 0, before any command."""
+    from mlirhlo_driver.commands.mlirhlo import version_text
+
+    for argv in (["--version"], ["--version", "run"]):
+        r = cli(*argv)
+        assert (r.code, r.out, r.err) == (0, version_text(), ""), argv
+
+
+def test_root_help_lists_every_command_with_its_summary(cli):
+    """mlirhlo --help: every command and group by its command-line name, in order, with its help's first line."""
+    r = cli("--help")
+    assert r.code == 0, r.err
+    assert re.findall(r"^  (-.*?)  ", r.out.split("Options:\n")[1].split("\n\n")[0], re.M) == ["--version",
+                                                                                             "-h, --help"]
+    rows = re.findall(r"^  (\S+) +(.*)$", r.out.split("Commands:\n")[1], re.M)
+    assert [name for name, _ in rows] == ["opt", "passes", "convert", "run", "spmd-run", "kernels", "diff", "ptx",
+                                          "bench-pipeline", "specs", "cache"]
+    summaries = dict(rows)
+    assert summaries["ptx"] == "LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt)."
+    assert summaries["cache"] == "The stage cache that answers repeated 'opt' commands."
+    assert summaries["passes"].startswith("List every pass the installed jaxlib accepts")
+
+
+@pytest.mark.parametrize("name", ["run", "convert", "ptx", "bench_pipeline"])
+def test_command_functions_default_to_what_the_cli_defaults_to(name):
+    """commands/mlirhlo.py's functions, called from Python, behave as the command line does without
+    options: every keyword default is the typer command's, and there is one for every option."""
+    import inspect
+
+    from mlirhlo_driver.cli import app
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    cli_params = inspect.signature(getattr(app, name)).parameters
+    lib_params = inspect.signature(getattr(commands, name)).parameters
+    options = {k: p.default for k, p in cli_params.items()
+               if p.default is not inspect.Parameter.empty and k not in ("inputs", "input_b")}
+    library = {k: p.default for k, p in lib_params.items()
+               if p.default is not inspect.Parameter.empty and k in cli_params}
+    if name == "bench_pipeline":  # the CLI resolves --platform/--gpu-spec into target
+        options = {k: v for k, v in options.items() if k not in ("platform", "gpu_spec", "load_pass_plugin")}
+        assert lib_params["target"].default is None
+    assert library == options
+    assert len(options) >= 4, options
+
+
+def test_cli_defaults_of_the_thin_commands():
+    """The documented defaults: run on cpu against the interpreter, once, seed 0, one worker;
+    ptx for sm_90a at -O3 with the -O pipeline and ptxas; 10 bench repeats."""
+    import inspect
+
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    def defaults(f):
+        return {k: p.default for k, p in inspect.signature(f).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
+    assert defaults(commands.run) == {
+        "platform": "cpu", "reference": "interpreter", "seed": 0, "zeros": False, "inputs_npz": None,
+        "large_float_range": False, "rtol": None, "atol": None, "iterations": 1, "print_literals": False,
+        "save_outputs": None, "fold_constants": False, "bisect": False, "bisect_passes": False, "timing": False,
+        "jobs": 1, "timeout": None, "scheduler": None, "json_report": None, "input_format": None,
+        "split_input_file": False, "args": None}
+    assert defaults(commands.ptx) == {
+        "arch": "sm_90a", "opt_level": 3, "optimize": True, "output": None, "print_after_all": False,
+        "ir_dump_dir": None, "libdevice": None, "check_ptxas": True}
+    assert defaults(commands.bench_pipeline) == {
+        "target": None, "pipeline_spec": None, "passes": None, "compare": None, "repeats": 10, "json_out": False,
+        "input_format": None, "args": None}
+    assert defaults(commands.convert) == {"output": None, "to": None, "emit_proto": False, "input_format": None,
+                                          "args": None, "target_version": None}
+
+
+def test_opt_invoked_through_the_typer_app_is_opts_own_parser(capfd):
+    """The app's 'opt' command (the root's listing; an app invoked directly) hands every word to
+    opt's own parser: its --help and its options, not typer's."""
+    from mlirhlo_driver.cli import app
+
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as e:
+        app.run_app(["opt", "--help"], "opt")
+    out = capfd.readouterr().out
+    assert e.value.code == 0
+    assert out.startswith("Usage: mlirhlo opt [OPTIONS] [FILE...]\n") and "--list-stages" in out
+    with pytest.raises(SystemExit) as e:
+        app.run_app(["opt", "--list-stages"], "opt")
+    out, err = capfd.readouterr()
+    assert (e.value.code, err) == (0, "")
+    assert "hlo-before-optimizations" in out

@@ -734,3 +734,85 @@ def test_looks_like_hlo_proto_turns_away_a_module_with_an_implausible_computatio
             assert hp.looks_like_hlo_proto(wrapped) is None, why
             with pytest.raises(InputError, match="not a serialized HloProto or HloModuleProto"):
                 hp.module_proto_from_any(data)
+
+
+# ------------------------------------------------------------------ names, sniffing edges, errors
+
+def test_message_names_are_xla_unless_qualified():
+    """Short names are package ``xla`` (nested ones too); names qualified with xla.,
+    stream_executor., tsl. or google. are taken as they are; others are a ValueError."""
+    for name, full in [("HloModuleProto", "xla.HloModuleProto"),
+                       ("HloModuleProto.ProfileInfo", "xla.HloModuleProto.ProfileInfo"),
+                       ("xla.HloProto", "xla.HloProto"),
+                       ("stream_executor.GpuTargetConfigProto", "stream_executor.GpuTargetConfigProto"),
+                       ("tsl.profiler.Trace", "tsl.profiler.Trace"),
+                       ("google.protobuf.Any", "google.protobuf.Any")]:
+        assert hp.message_class(name).DESCRIPTOR.full_name == full, name
+    with pytest.raises(ValueError) as info:
+        hp.message_class("Nope")
+    assert str(info.value) == "unknown message type 'Nope'"
+
+
+def _sniff_module(name: str, entry: str = "main"):
+    msg = hp.message_class()(name=name, entry_computation_name=entry)
+    comp = msg.computations.add(name="main")
+    comp.instructions.add(name="p", opcode="parameter")
+    return msg
+
+
+def test_sniffing_reads_multi_byte_lengths_and_what_may_follow():
+    """A module whose name needs a two-byte length is sniffed, bare or in an HloProto; after the
+    name a module has field 2 or 3, an HloProto's module is last or followed by field 3."""
+    long = _sniff_module("m" * 200)
+    data = hp.encode(long)
+    assert data[:3] == b"\x0a\xc8\x01"
+    assert hp.looks_like_hlo_proto(data) == "HloModuleProto"
+    assert hp.looks_like_hlo_proto(hp.encode(_sniff_module("m", entry=""))) == "HloModuleProto"  # 3 follows 1
+    data128 = hp.encode(_sniff_module("m" * 128))
+    assert data128[:3] == b"\x0a\x80\x01" and hp.looks_like_hlo_proto(data128) == "HloModuleProto"
+    for unterminated in (b"\x0a\x80\x80\x80", b"\x0a\xff\xff\xff\xff\xff\x01\x12"):  # a length never ending
+        assert hp.looks_like_hlo_proto(unterminated) is None
+    short = hp.encode(_sniff_module("m"))
+    assert short[:2] == b"\x0a\x01"
+    # a name length written in five bytes (the most a length may take) is read as protobuf reads it
+    assert hp.looks_like_hlo_proto(b"\x0a\x81\x80\x80\x80\x00" + short[2:]) == "HloModuleProto"
+    wrapper = hp.message_class("HloProto")
+    wrapped = hp.encode(wrapper(hlo_module=long))
+    assert hp.looks_like_hlo_proto(wrapped) == "HloProto" and hp.module_proto_from_any(wrapped) == data
+    with_assignment = wrapper(hlo_module=_sniff_module("m"))
+    with_assignment.buffer_assignment.SetInParent()
+    assert hp.encode(with_assignment).endswith(b"\x1a\x00")
+    assert hp.looks_like_hlo_proto(hp.encode(with_assignment)) == "HloProto"
+    # anything else after the module: not an HloProto as XLA writes it
+    assert hp.looks_like_hlo_proto(hp.encode(wrapper(hlo_module=_sniff_module("m"))) + b"\x10\x01") is None
+    # the module's records split around field 3 merge, as protobuf merges them
+    module = hp.encode(_sniff_module("m"))
+    cut = 3  # after the name record
+    split = _record(1, 2, module[:cut]) + _record(3, 2, b"") + _record(1, 2, module[cut:])
+    assert hp.looks_like_hlo_proto(split) == "HloProto"
+    assert hp.module_proto_from_any(split) == module
+
+
+def test_module_proto_from_any_errors_say_why():
+    """Bad gzip data, bytes that start like a module but break (with where), and bytes that do
+    not start like one (no reason) are InputErrors; strip_module_id and decode name the type."""
+    with pytest.raises(InputError) as info:
+        hp.module_proto_from_any(b"\x1f\x8b\x08\x00\x00")
+    assert info.value.message.startswith("cannot decompress gzip data: ")
+    hint = "expected XLA's binary HLO proto (*.pb); text protos go through parse_text"
+    with pytest.raises(InputError) as info:
+        hp.module_proto_from_any(b"\x0a\x05abc")
+    assert info.value.message == ("not a serialized HloProto or HloModuleProto: length 5 runs past the end "
+                                  "of the enclosing message at byte 1")
+    assert info.value.hint == hint
+    with pytest.raises(InputError) as info:
+        hp.module_proto_from_any(b"\x12\x05abc")
+    assert (info.value.message, info.value.hint) == ("not a serialized HloProto or HloModuleProto", hint)
+    with pytest.raises(InputError) as info:
+        hp.strip_module_id(b"\x08\x01\x0a\x05abc")
+    assert info.value.message == "malformed HloModuleProto: length 5 runs past the end of the enclosing message at byte 3"
+    with pytest.raises(InputError) as info:
+        hp.decode(b"\x0a\x05abc", "xla.HloComputationProto", file="c.pb")
+    assert info.value.format() == ("error: c.pb: malformed HloComputationProto: length 5 runs past the end of "
+                                   "the enclosing message at byte 1")
+    assert hp.strip_module_id(b"\x28\x07\x0a\x01m\x28\x08") == b"\x0a\x01m"

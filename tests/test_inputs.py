@@ -323,3 +323,390 @@ def test_mhlo_bytecode_becomes_stablehlo_and_stablehlo_bytecode_costs_no_walk(tm
     assert loaded.format == "bytecode" and walked == [1]
     text = _ops(loaded.module)
     assert "mhlo." not in text and "stablehlo.negate" in text and "stablehlo.add" in text
+
+
+# ------------------------------------------------------ pinned loader contracts
+
+_TINY_MLIR = b"func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"
+
+
+@pytest.mark.parametrize("text, candidate", [
+    ("mhlo.add %a, %b : tensor<f32>", True),  # at the very start of the text
+    ('"mhlo.add" (%a) : (tensor<f32>) -> tensor<f32>', True),
+    ('"mhlo.sharding" = "x"', False),  # a quoted attribute key, no '('
+    ("%0 = my_mhlo.add %a : tensor<f32>", False),
+    ("%0 = xmhlo.add %a : tensor<f32>", False),
+    ("%0 = $mhlo.add %a : tensor<f32>", False),
+    ("{mhlo.flag, other}", False),
+    ("[mhlo.x]", False),
+    ("#mhlo.x = 1 mhlo.sharding = 2 mhlo.negate %a", True),  # the third one is an op
+    ("no dialect here", False),
+])
+def test_mhlo_op_names_at_the_start_and_after_each_kind_of_prefix(text, candidate):
+    """An MHLO op name is found at offset 0 and after any non-name character; a name glued to a word,
+    '$', '#', or standing as a key is not; every occurrence in the text is judged."""
+    assert inputs.names_mhlo_op(text) is candidate
+
+
+def test_split_chunks_give_each_chunk_its_line_offset():
+    """split_chunks: text between '// -----' lines (trailing blanks allowed), blank chunks dropped,
+    each with the 0-based line where it starts in the file."""
+    text = "a\n// -----\nb\nc\n// -----  \n\n// -----\nd\n"
+    assert inputs.split_chunks(text) == [("a\n", 0), ("b\nc\n", 2), ("d\n", 7)]
+    assert inputs.split_chunks("x\ny\n") == [("x\ny\n", 0)]
+    assert inputs.split_chunks("// -----\nx\n") == [("x\n", 1)]
+
+
+@pytest.mark.parametrize("source, stem", [
+    ("x.before_optimizations.txt", "x"),
+    ("module_1.jit_f.before_optimizations.hlo.pb", "module_1.jit_f"),
+    ("m.after_optimizations.stablehlo.mlir", "m"),
+    ("a.hlo.pb", "a"),
+    ("d/m.stablehlo.mlir", "m"),
+    ("q.mhlo.mlir", "q"),
+    ("r.after_optimizations.hlo", "r"),
+    ("k.vhlo", "k"),
+    ("f.mlirbc", "f"),
+    ("p.pbtxt", "p"),
+    ("z.bin", "z.bin"),
+    ("dir/.mlir", "module"),
+])
+def test_module_stem_strips_one_loadable_suffix_then_dump_suffixes(source, stem):
+    """Output names drop the file's loadable suffix and XLA's dump suffixes; nothing left: 'module'."""
+    assert inputs.module_stem(source) == stem
+
+
+@pytest.mark.parametrize("data, source, fmt", [
+    (b"foo bar", "x.pbtxt", "hlo-pbtxt"),
+    (b"foo", "x.hlo", "hlo"),
+    (b"foo\nENTRY e {", "x.txt", "hlo"),
+    (b"foo", "x.txt", "mlir"),
+    (b"foo", "x", "mlir"),
+    (b"HloModule m", "x.mlir", "hlo"),
+    (b"  // c\n# d\nhlo_module {", "x", "hlo-pbtxt"),
+    (b'name: "m"', "x", "hlo-pbtxt"),
+    (b"computations {", "x", "hlo-pbtxt"),
+    (b'entry_computation_name: "e"', "x", "hlo-pbtxt"),
+    (b"module {\n}", "x.pbtxt", "mlir"),
+    (b"module @m {}", "x.hlo", "mlir"),
+    (b"module attributes {}", "x.txt", "mlir"),
+    (b"func.func @f", "x.hlo", "mlir"),
+    (b'"builtin.module"()', "x.pbtxt", "mlir"),
+    (b"!t = tensor<f32>", "x.hlo", "mlir"),
+    (b"sdy.mesh @m = <>", "x.hlo", "mlir"),
+    (b"\x1f\x8bxx", "x.mlir", "hlo-proto"),
+    (b"ML\xefR\x00StableHLO_v1.0", "x", "vhlo"),
+    (b"ML\xefR\x00MLIR", "x", "bytecode"),
+    (b"\x0afoo ENTRY", "a.txt", "hlo"),  # starts like a proto, but is not one
+    (b"module {}\n" + b" " * 4086 + b"\x00", "n.mlir", "mlir"),  # a NUL past the first 4096 bytes
+])
+def test_detect_format_by_head_then_by_extension(data, source, fmt):
+    """Content decides (bytecode magic, gzip, HLO/pbtxt/MLIR heads); only unknown text falls back on the name."""
+    assert inputs.detect_format(data, source) == fmt
+
+
+@pytest.mark.parametrize("data, message, line, col", [
+    (b"x\x00y", "not a module: binary data that is neither MLIR bytecode nor an HLO proto", None, None),
+    (b"module {}\n" + b" " * 4085 + b"\x00", "not a module: binary data that is neither MLIR bytecode nor an HLO proto",
+     None, None),  # the NUL is the 4096th byte
+    (b"module {}\n" + b" " * 4086 + b"\x00\xe9", "byte 0xe9 is not UTF-8; a text module must be UTF-8", 2, 4088),
+    (b"\n\xe9 x", "byte 0xe9 is not UTF-8; a text module must be UTF-8", 2, 1),
+    (b"\xe9\n", "byte 0xe9 is not UTF-8; a text module must be UTF-8", 1, 1),
+])
+def test_detect_format_refuses_binary_and_places_a_bad_utf8_byte(data, message, line, col):
+    """A NUL in the first 4096 bytes is binary data; past them a stray non-UTF-8 byte is placed line:col."""
+    with pytest.raises(InputError) as e:
+        inputs.detect_format(data, "b.mlir")
+    assert (e.value.message, e.value.file, e.value.line, e.value.col) == (message, "b.mlir", line, col)
+
+
+@pytest.mark.parametrize("raw, value", [
+    (None, 60.0), ("", 60.0), ("  ", 60.0), ("0.5", 0.5), (" 2 ", 2.0), ("1e-9", 1e-9),
+    ("0", None), ("-1", None), ("inf", None), ("nan", None), ("abc", None),
+])
+def test_read_timeout_default_and_only_positive_finite_numbers(monkeypatch, raw, value):
+    """$MLIRHLO_READ_TIMEOUT unset or blank: 60 s; a positive finite number: that; else one error."""
+    if raw is None:
+        monkeypatch.delenv(inputs.READ_TIMEOUT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(inputs.READ_TIMEOUT_ENV, raw)
+    if value is not None:
+        assert inputs.read_timeout() == value
+        return
+    with pytest.raises(InputError) as e:
+        inputs.read_timeout()
+    assert e.value.format() == f"error: MLIRHLO_READ_TIMEOUT must be a positive number of seconds, not '{raw}'"
+
+
+@pytest.mark.parametrize("native_log, words", [
+    ("x nanobind::str(): conversion error y", "MLIR's bytecode reader died on a diagnostic that is not UTF-8 text"),
+    ("nanobind::detail::str_from_cstr_and_size(): conversion error",
+     "MLIR's bytecode reader died on a diagnostic that is not UTF-8 text"),
+    ("some other abort", "MLIR's bytecode reader died: SIGABRT"),
+    (None, "MLIR's bytecode reader died: SIGABRT"),
+])
+def test_crash_words_name_nanobinds_abort_on_undecodable_text(native_log, words):
+    """A crash whose native log is nanobind's text conversion error says so; any other keeps its message."""
+    from types import SimpleNamespace
+
+    crash = SimpleNamespace(message="MLIR's bytecode reader died: SIGABRT", native_log=native_log)
+    assert inputs._crash_words(crash) == words
+
+
+def test_hlo_parse_error_picks_the_most_specific_message_at_the_first_position():
+    """XLA's parse errors: the first position wins, nested-instruction retries are dropped, a 'does not
+    exist'/'unknown'/'expected' message beats the others, the line gets the chunk's offset."""
+    msg = ("was parsing 3:5: error: expects opcode but sees p0\n"
+           "was parsing 3:5: error: other\n"
+           "was parsing 3:5: error: instruction does not exist: p2\n"
+           "was parsing 4:1: error: unknown x")
+    e = inputs._hlo_parse_error(msg, "f.hlo", 10)
+    assert (e.message, e.file, e.line, e.col) == ("instruction does not exist: p2", "f.hlo", 13, 5)
+    e = inputs._hlo_parse_error("was parsing 2:7: error: foo\nwas parsing 2:7: error: bar", "f.hlo", 0)
+    assert (e.message, e.line, e.col) == ("foo", 2, 7)
+    e = inputs._hlo_parse_error("was parsing 2:7: error: expects opcode but sees p0", "f.hlo", 0)
+    assert e.message == "expects opcode but sees p0"  # the only message, though a retry's
+    e = inputs._hlo_parse_error("INVALID_ARGUMENT: bad thing\nsecond line", "f.hlo", 3)
+    assert (e.message, e.file, e.line, e.col) == ("malformed HLO text: bad thing", "f.hlo", None, None)
+
+
+_CRASHY_HLO = ("HloModule m\nENTRY e {\n  p0 = f32[2] parameter(0)\n  p3 = f32[2] parameter(3)\n"
+               "  ROOT r = f32[3] reshape(p0)\n}\n")
+
+
+def test_hlo_crash_and_reshape_error_are_placed_at_the_instruction_name():
+    """XLA CHECKs naming a parameter number or a shape pair, and a reshape count error, point at the
+    instruction's name (past ROOT); anything else has no place."""
+    assert inputs._locate_hlo_crash("Check failed: invalid parameter number 3; got 3", _CRASHY_HLO) == (4, 3)
+    assert inputs._locate_hlo_crash("Check failed: shape: f32[3] operand: f32[2]", _CRASHY_HLO) == (5, 8)
+    assert inputs._locate_hlo_crash("Check failed: invalid parameter number; got 7", _CRASHY_HLO) == (None, None)
+    assert inputs._locate_hlo_crash("something else", _CRASHY_HLO) == (None, None)
+    assert inputs._instruction_before(_CRASHY_HLO, 6, "f32[3]", "reshape") == (5, 8)
+    assert inputs._instruction_before(_CRASHY_HLO, 99, "f32[3]", "reshape") == (5, 8)
+    assert inputs._instruction_before(_CRASHY_HLO, 5, "f32[3]", "reshape") == (5, 8)
+    assert inputs._instruction_before(_CRASHY_HLO, 4, "f32[3]", "reshape") is None
+    assert inputs._instruction_before("r = f32[3] reshape(p)\nx = f32[] add()", 2, "f32[3]", "reshape") == (1, 1)
+    assert [inputs._name_col(s) for s in ("  ROOT add.1 = f32[] add(a, b)", "x = y", "   p = f32[] parameter(0)")] == [
+        8, 1, 4]
+    msg = ("was parsing 6:1: error: expects the same number of elements in result shape f32[3] "
+           "and operand shape f32[2]")
+    e = inputs._hlo_parse_error(msg, "c.hlo", 100, _CRASHY_HLO)
+    assert (e.line, e.col) == (105, 8)
+    e = inputs._hlo_parse_error(msg, "c.hlo", 100)
+    assert (e.line, e.col) == (106, 1)
+
+
+@pytest.mark.parametrize("spec, message, col", [
+    ("f32", "malformed argument spec at column 1: expected DTYPE[DIMS] like f32[8,128]", 1),
+    ("f32[2],f32", "malformed argument spec at column 8: expected DTYPE[DIMS] like f32[8,128]", 8),
+    ("f32[2]x", "malformed argument spec at column 7: expected ','", 7),
+    ("f32[2], zz[1]", "unknown dtype 'zz' in argument spec", 9),
+])
+def test_arg_spec_errors_name_the_column(spec, message, col):
+    """Malformed --args name the 1-based column where reading stopped."""
+    with pytest.raises(InputError) as e:
+        inputs.parse_arg_specs(spec)
+    assert (e.value.message, e.value.file, e.value.col) == (message, "--args", col)
+
+
+def test_arg_specs_aliases_case_and_trailing_comma():
+    """Dtypes are case-blind, 'bool' and MLIR's signless i8..i64 are aliases, a trailing comma is allowed."""
+    assert inputs.parse_arg_specs("F32[1],bool[],i8[2],i64[3],u8[4],") == [
+        ("float32", (1,)), ("bool", ()), ("int8", (2,)), ("int64", (3,)), ("uint8", (4,))]
+    assert inputs.parse_arg_specs("") == []
+
+
+def test_expand_inputs_globs_recurse_and_errors_name_the_spec(tmp_path):
+    """'**' globs recurse; an empty match, a missing path and a bare directory of nothing loadable are
+    errors naming the spec; a JAX entry point passes through; '?' and '[' glob too."""
+    (tmp_path / "sub" / "deep").mkdir(parents=True)
+    for rel in ("a.mlir", "sub/b.mlir", "sub/deep/c.mlir", "sub/d.bin"):
+        (tmp_path / rel).write_bytes(_TINY_MLIR)
+    got = inputs.expand_inputs([str(tmp_path / "**" / "*.mlir")])
+    assert [os.path.relpath(p, tmp_path) for p in got] == ["a.mlir", "sub/b.mlir", "sub/deep/c.mlir"]
+    assert inputs.expand_inputs([str(tmp_path / "?.mlir"), str(tmp_path / "[a]*")]) == [
+        str(tmp_path / "a.mlir")] * 2
+    assert inputs.expand_inputs([str(tmp_path / "sub")]) == [str(tmp_path / "sub/b.mlir"),
+                                                              str(tmp_path / "sub/deep/c.mlir")]
+    assert inputs.expand_inputs(["no_such_pkg.mod:fn", "-"]) == ["no_such_pkg.mod:fn", "-"]
+    for spec, message in [(str(tmp_path / "*.nothing"), "no files match this pattern"),
+                          (str(tmp_path / "missing.mlir"), "no such file or directory")]:
+        with pytest.raises(InputError) as e:
+            inputs.expand_inputs([spec])
+        assert (e.value.message, e.value.file) == (message, spec)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.md").write_text("x")
+    with pytest.raises(InputError) as e:
+        inputs.expand_inputs([str(empty)])
+    assert (e.value.message, e.value.file) == ("directory holds no loadable modules", str(empty))
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    (dump / "m.before_optimizations.txt").write_text("HloModule m\n")
+    (dump / "m.after_optimizations.txt").write_text("HloModule m\n")
+    assert inputs.expand_inputs([str(dump)], prefer_dump_modules=False) == [
+        str(dump / "m.after_optimizations.txt"), str(dump / "m.before_optimizations.txt")]
+
+
+def test_module_units_one_per_module_with_split_chunks_named(tmp_path, monkeypatch):
+    """module_units: one unit per file, one per chunk of a split file (named stem.i), a JAX entry named
+    after its function; '-' is read once and its bytes travel with the unit."""
+    import io
+    import sys
+
+    two = tmp_path / "two.mlir"
+    two.write_bytes(_TINY_MLIR + b"// -----\n" + _TINY_MLIR)
+    one = tmp_path / "one.mlir"
+    one.write_bytes(_TINY_MLIR)
+    assert inputs.module_units([str(two), str(one)], split_input_file=True) == [
+        (str(two), "two.0", 0, True, None), (str(two), "two.1", 1, True, None), (str(one), "one", 0, False, None)]
+    assert inputs.module_units([str(two), "pkg.mod:fn"], split_input_file=False) == [
+        (str(two), "two", 0, False, None), ("pkg.mod:fn", "fn", 0, False, None)]
+    data = _TINY_MLIR + b"// -----\n" + _TINY_MLIR
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert inputs.module_units(["-"], split_input_file=True) == [
+        ("-", "-.0", 0, True, data), ("-", "-.1", 1, True, data)]
+    assert inputs.looks_like_jax_entry("pkg.mod:fn") and not inputs.looks_like_jax_entry(str(two))
+
+
+def test_load_reads_stdin_and_names_unreadable_paths(tmp_path, monkeypatch):
+    """'-' is read from stdin; a directory, a path under a file and an empty file are one error each."""
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_TINY_MLIR)))
+    (loaded,) = inputs.load("-")
+    assert (loaded.name, loaded.source, loaded.format, loaded.line_offset) == ("-", "-", "mlir", 0)
+    assert "func.func @main" in _ops(loaded.module)
+    plain = tmp_path / "plain.mlir"
+    plain.write_bytes(_TINY_MLIR)
+    empty = tmp_path / "empty.mlir"
+    empty.write_bytes(b" \n\t\n")
+    for source, message in [(str(tmp_path), "is a directory, not a module file"),
+                            (str(plain / "x.mlir"), "Not a directory"),
+                            (str(empty), "empty file")]:
+        with pytest.raises(InputError) as e:
+            inputs.load(source)
+        assert (e.value.message, e.value.file) == (message, source)
+    with pytest.raises(InputError) as e:
+        inputs.load("given.mlir", data=b"\n  \n")
+    assert (e.value.message, e.value.file) == ("empty file", "given.mlir")
+
+
+def test_split_load_of_one_chunk_keeps_its_offset_and_single_chunks_keep_the_stem(tmp_path):
+    """chunk= loads that part only (its line offset kept); a split file of one chunk keeps the plain stem;
+    formats that cannot be split load whole."""
+    f = tmp_path / "parts.mlir"
+    f.write_bytes(b"// head\n" + _TINY_MLIR + b"// -----\n" + _TINY_MLIR.replace(b"@main", b"@second"))
+    (second,) = inputs.load(str(f), split_input_file=True, chunk=1)
+    assert (second.name, second.line_offset) == ("parts.1", 5)
+    assert "@second" in _ops(second.module) and "@main" not in _ops(second.module)
+    (first,) = inputs.load(str(f), split_input_file=True, chunk=0)
+    assert (first.name, first.line_offset) == ("parts.0", 0)
+    single = tmp_path / "single.mlir"
+    single.write_bytes(_TINY_MLIR)
+    (only,) = inputs.load(str(single), split_input_file=True)
+    assert (only.name, only.line_offset) == ("single", 0)
+    (whole,) = inputs.load(str(single), split_input_file=False)
+    assert (whole.name, whole.format, whole.line_offset) == ("single", "mlir", 0)
+
+
+def test_forced_bytecode_format_on_text_says_what_it_looks_like(tmp_path):
+    """--input-format vhlo/bytecode on a text file: one error with the detected format as the hint."""
+    f = tmp_path / "t.mlir"
+    f.write_bytes(_TINY_MLIR)
+    for fmt in ("vhlo", "bytecode"):
+        with pytest.raises(InputError) as e:
+            inputs.load(str(f), input_format=fmt)
+        assert e.value.format() == (f"error: {f}: --input-format {fmt} expects MLIR bytecode, but this is not "
+                                    "bytecode (it looks like mlir: --input-format mlir)")
+    with pytest.raises(InputError) as e:
+        inputs.load(str(f), input_format="mlr")
+    assert e.value.message == "unknown input format 'mlr'"
+
+
+def test_jax_entry_points_prefer_the_working_directory(tmp_path, monkeypatch):
+    """An entry point's module is imported from the working directory before other sys.path entries."""
+    import sys
+
+    name = "entry_shadow_probe"
+    other = tmp_path / "other"
+    here = tmp_path / "here"
+    other.mkdir()
+    here.mkdir()
+    (other / f"{name}.py").write_text("def f(x):\n    return x - 1\n")
+    (here / f"{name}.py").write_text("def f(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(other))
+    monkeypatch.chdir(here)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        (loaded,) = inputs.load(f"{name}:f", arg_specs="f32[3]")
+    finally:
+        sys.modules.pop(name, None)
+    text = _ops(loaded.module)
+    assert "stablehlo.multiply" in text and "stablehlo.subtract" not in text
+    assert (loaded.name, loaded.source, loaded.format) == ("f", f"{name}:f", "jax")
+
+
+def test_lower_jax_function_names_lambdas_and_keeps_source_locations():
+    """A lambda is named 'jax_function' (a file-name friendly name), its source defaults to the name,
+    and the lowered module keeps jax's debug locations (this file's name)."""
+    import numpy as np
+
+    loaded = inputs.lower_jax_function(lambda x: x + 1, [np.zeros(3, np.float32)])
+    assert (loaded.name, loaded.source, loaded.format, loaded.line_offset) == (
+        "jax_function", "jax_function", "jax", 0)
+    asm = loaded.module.operation.get_asm(enable_debug_info=True)
+    assert "test_inputs.py" in asm
+
+    def scale(x):
+        return x * 3
+
+    named = inputs.lower_jax_function(scale, [np.zeros(2, np.float32)], source="src:scale")
+    assert (named.name, named.source) == ("scale", "src:scale")
+
+
+def test_nesting_counts_closers_one_level_each():
+    """Each closer takes back exactly one level: 256 deep, one closed, two opened is 257 at column 259."""
+    inputs.check_nesting("(" * inputs.MAX_NESTING + ")" + "(")
+    with pytest.raises(InputError) as e:
+        inputs.check_nesting("(" * inputs.MAX_NESTING + ")" + "((", "n.mlir")
+    assert (e.value.file, e.value.line, e.value.col) == ("n.mlir", 1, inputs.MAX_NESTING + 3)
+
+
+def test_mlir_parse_error_takes_the_first_diagnostic_and_its_place():
+    """MLIR's first diagnostic is the error (line + offset, col); bytecode's 0:0 means no place; an
+    unregistered dialect is named; without diagnostics the exception's last line follows the fallback."""
+    from types import SimpleNamespace
+
+    class Failure(Exception):
+        pass
+
+    def failure(diags, text="boom"):
+        exc = Failure(text)
+        exc.error_diagnostics = diags
+        return exc
+
+    cases = [
+        (failure([SimpleNamespace(location='loc("f.mlir":3:4)', message=" bad op \n"),
+                  SimpleNamespace(location='loc("f.mlir":9:9)', message="second")]),
+         "error: s.mlir:13:4: bad op"),
+        (failure([SimpleNamespace(location='loc("f.mlir":0:0)', message="bytecode bad")]),
+         "error: s.mlir: bytecode bad"),
+        (failure([SimpleNamespace(location="loc(unknown)", message="operation 'foo.bar' not found for custom op")]),
+         "error: s.mlir: operation 'foo.bar' not found for custom op (unregistered dialect)"),
+        (failure([], "first\nlast line "), "error: s.mlir: malformed MLIR: last line"),
+        (Failure(""), "error: s.mlir: malformed MLIR: Failure"),
+    ]
+    for exc, said in cases:
+        assert inputs._mlir_parse_error(exc, "s.mlir", 10, "malformed MLIR").format() == said
+
+
+def test_split_hlo_pbtxt_errors_carry_the_files_line(tmp_path):
+    """A protobuf text error in a later part of a split file is placed at the file's line, not the part's."""
+    f = tmp_path / "s.pbtxt"
+    f.write_text('name: "a"\n// -----\nname: "b"\nbogus_field: 1\n')
+    with pytest.raises(InputError) as e:
+        inputs.load(str(f), split_input_file=True, chunk=1)
+    assert (e.value.file, e.value.line, e.value.col) == (str(f), 4, 1)
+    assert "bogus_field" in e.value.message

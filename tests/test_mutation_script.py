@@ -183,6 +183,65 @@ def test_a_site_in_a_statement_over_several_lines_is_known_by_its_first():
     assert [starts[n] for n in range(1, 7)] == [1, 1, 3, 3, 5, 5]
 
 
+def _copy_with_test(tmp_path: Path, name: str, text: str):
+    """The fake copy with test file ``name`` in place of the one failing anyway: (copy, the
+    module, its source, a mutant of it, x + 2)."""
+    copy = _fake_copy(tmp_path)
+    (copy / "tests" / "test_broken.py").unlink()
+    (copy / "tests" / name).write_text(text)
+    target = copy / "pkg" / "__init__.py"
+    original = target.read_text()
+    return copy, target, original, original.replace("x + 1", "x + 2")
+
+
+def test_a_test_file_that_cannot_be_imported_with_the_mutant_kills_it(tmp_path):
+    """A mutant that makes a test file's top level raise stops pytest before any test: the file
+    is named and the mutant killed, in the whole suite and among a line's tests; a file that
+    cannot be imported without the mutant either kills nothing."""
+    copy, target, original, mutant = _copy_with_test(
+        tmp_path, "test_import.py", "import pkg\n\nSPECS = ['a', 'b'][pkg.f(0)]\n\n\ndef test_spec():\n    assert SPECS\n")
+    killed = ("failed", "killed by tests/test_import.py (it cannot be imported)")
+    assert mutation.confirm(copy, target, mutant, original, ["test_mapped.py"], 120) == killed
+    assert mutation.confirm(copy, target, mutant, original, [], 120,
+                            select=["tests/test_import.py::test_spec", "tests/test_mapped.py::test_runs"]) == killed
+    assert target.read_text() == original
+    (copy / "tests" / "test_import.py").write_text("import pkg\n\nSPECS = ['a'][pkg.f(0)]\n")
+    assert mutation.confirm(copy, target, mutant, original, ["test_mapped.py"], 120) == (
+        "passed", "test files that cannot be imported without the mutant too: tests/test_import.py")
+
+
+def test_a_test_whose_process_dies_with_the_mutant_kills_it(tmp_path):
+    """A mutant that makes a test kill its own process (a native crash) leaves no report: the
+    test that was running is named, and the mutant killed when it passes alone without it."""
+    copy, target, original, mutant = _copy_with_test(
+        tmp_path, "test_crash.py",
+        "import os\n\nimport pkg\n\n\ndef test_native():\n    if pkg.f(1) != 2:\n        os.abort()\n")
+    killed = ("failed", "killed by tests/test_crash.py::test_native")
+    assert mutation.confirm(copy, target, mutant, original, [], 120, select=["tests/test_crash.py::test_native"],
+                            timeout_kills=True) == killed
+    assert mutation.confirm(copy, target, mutant, original, ["test_mapped.py", "test_other.py"], 120) == killed
+    assert mutation.confirm(copy, target, original, original, ["test_mapped.py", "test_other.py"], 120) == (
+        "passed", "the whole suite passes")
+
+
+def test_each_test_run_has_a_private_copy_of_the_users_cache(tmp_path, monkeypatch):
+    """A mutant's run reads the user's driver cache but writes only its own copy: neither the
+    user's cache nor the next run sees what it wrote."""
+    user = tmp_path / "xdg" / "mlirhlo-driver"
+    user.mkdir(parents=True)
+    (user / "probe.json").write_text("good")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "copy").mkdir()
+    copy = _fake_copy(tmp_path / "copy")
+    (copy / "tests" / "test_broken.py").write_text(
+        "import os\nfrom pathlib import Path\n\n\ndef test_spoils_the_cache():\n"
+        "    probe = Path(os.environ['XDG_CACHE_HOME']) / 'mlirhlo-driver' / 'probe.json'\n"
+        "    assert probe.read_text() == 'good'\n    probe.write_text('bad')\n")
+    for _ in range(2):
+        assert mutation.run_tests(copy, ["test_broken.py"], 120)[0] == "passed"
+    assert (user / "probe.json").read_text() == "good"
+
+
 def test_the_tests_that_run_a_line_judge_its_mutant(tmp_path):
     """With a covmap, a mutant runs the tests that run its line, and only them: a failing one
     (that passes without it) kills it, a test elsewhere failing is not run, a hang the mutant

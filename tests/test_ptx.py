@@ -713,3 +713,428 @@ def test_errors_on_a_domain_line_with_its_flag_removed_point_into_the_original(l
         ptx.compile_to_ptx(f'target triple = "nvptx64-nvidia-cuda"\n{line}\n', "sm_80", filename="k.ll")
     assert (ei.value.file, ei.value.line) == ("k.ll", 2)
     assert ei.value.col == line.index(target) + 1
+
+
+# ------------------------------------------------- rounding and range limits
+
+# (input, exact output): each side of the limits where a literal is still a finite,
+# nonzero value of its type (else it is left for llvmlite to reject, located), and of
+# the ties that round to even.
+BOUNDARY_CASES = [
+    # ties: to the even neighbour, up from an odd one and down to an even one
+    ("float 0x1.000003p0", "float 0x3FF0000040000000"),
+    ("float 0x1.000005p0", "float 0x3FF0000040000000"),
+    ("float 0x1.000001p0", "float 0x3FF0000000000000"),
+    ("double -0x1.8p-1", "double 0xBFE8000000000000"),
+    ("double 0x.8p1", "double 0x3FF0000000000000"),
+    # the largest float, and what rounds to infinity (kept)
+    ("float 0x1p127", "float 0x47E0000000000000"),
+    ("float 0x1.fffffep127", "float 0x47EFFFFFE0000000"),
+    ("float 0x1.fffffefp127", "float 0x47EFFFFFE0000000"),
+    ("float 0x1.ffffffp127", "float 0x1.ffffffp127"),
+    ("float 0x1p128", "float 0x1p128"),
+    ("float 3.402823e+38", "float 0x47EFFFFFA0000000"),
+    ("float 3.402824e+38", "float 3.402824e+38"),
+    ("half 6.551900e+04", "half 0xH7BFF"),
+    ("half 6.552000e+04", "half 6.552000e+04"),
+    # the smallest subnormal, the normal/subnormal border, and what rounds to zero (kept)
+    ("float 0x1p-149", "float 0x36A0000000000000"),
+    ("float 0x1.0000001p-150", "float 0x36A0000000000000"),
+    ("float 0x1p-150", "float 0x1p-150"),
+    ("float 1.000000e-50", "float 1.000000e-50"),
+    ("float 0x1p-126", "float 0x3810000000000000"),
+    ("float 0x1.fffffcp-127", "float 0x380FFFFFC0000000"),
+    ("half 2.980233e-08", "half 0xH0001"),
+    ("half 2.980232e-08", "half 2.980232e-08"),
+    ("half 6.103515e-05", "half 0xH0400"),
+    ("half 1.000980e+00", "half 0xH3C01"),
+    ("half 5.9604644775390625e-08", "half 5.9604644775390625e-08"),   # exactly the smallest subnormal
+    ("bfloat 1.003910e+00", "bfloat 0xR3F81"),
+    ("bfloat 1.000000e+00", "bfloat 1.000000e+00"),
+    # hex floats without digits are not numbers: kept
+    ("float 0x.p1", "float 0x.p1"),
+    ("float 0xp1", "float 0xp1"),
+    # NaN payloads: the largest that fits beside the quiet bit; one more, or an sNaN without one, is kept
+    ("float +nan(0x3FFFFF)", "float 0x7FFFFFFFE0000000"),
+    ("float +nan(0x400000)", "float +nan(0x400000)"),
+    ("float -nan(5)", "float 0xFFF80000A0000000"),
+    ("float +snan(0x1)", "float 0x7FF0000020000000"),
+    ("float +snan(0x0)", "float +snan(0x0)"),
+    ("half +nan(0x1FF)", "half 0xH7FFF"),
+    ("half +nan(0x200)", "half +nan(0x200)"),
+    ("bfloat +snan", "bfloat 0xR7FA0"),
+    ("bfloat +qnan", "bfloat 0xR7FC0"),
+    # the wide types' specials: x87 keeps its integer bit, fp128 is low half first
+    ("x86_fp80 -inf", "x86_fp80 0xKFFFF8000000000000000"),
+    ("x86_fp80 +nan(0x1)", "x86_fp80 0xK7FFFC000000000000001"),
+    ("x86_fp80 +snan", "x86_fp80 0xK7FFFA000000000000000"),
+    ("fp128 +inf", "fp128 0xL00000000000000007FFF000000000000"),
+    ("fp128 -qnan", "fp128 0xL0000000000000000FFFF800000000000"),
+    ("fp128 +snan(0x1)", "fp128 0xL00000000000000017FFF000000000000"),
+    # wide types take no decimals at all, exact ones included
+    ("fp128 1.000000e+00", "fp128 0xL00000000000000003FFF000000000000"),
+    ("x86_fp80 1.000000e+00", "x86_fp80 0xK3FFF8000000000000000"),
+    # raw bits: every bit of the type's width, and no more (kept)
+    ("float f0xFFFFFFFF", "float 0xFFFFFFFFE0000000"),
+    ("float f0x100000000", "float f0x100000000"),
+    ("half f0xFFFF", "half 0xHFFFF"),
+    ("half f0x10000", "half f0x10000"),
+    ("bfloat f0x8000", "bfloat 0xR8000"),
+    ("double f0xFFF0000000000000", "double 0xFFF0000000000000"),
+    ("double f0x10000000000000000", "double f0x10000000000000000"),
+    ("x86_fp80 f0x3FFF8000000000000000", "x86_fp80 0xK3FFF8000000000000000"),
+    # the type in force is the last type word: integers and ppc_fp128 end a float's reach
+    ("ppc_fp128 1.000000e-01", "ppc_fp128 1.000000e-01"),
+    ("float 1.000000e-01, i32 1.000000e-01", "float 0x3FB99999A0000000, i32 1.000000e-01"),
+    ("i64 1.000000e-01, double 1.000000e-01", "i64 1.000000e-01, double 0x3FB999999999999A"),
+    ("double 1.000000e-01, ppc_fp128 1.000000e-01", "double 0x3FB999999999999A, ppc_fp128 1.000000e-01"),
+]
+
+
+@pytest.mark.parametrize("line,expected", BOUNDARY_CASES)
+def test_normalize_limits_ties_and_types_exact(line, expected):
+    """Literals at each side of a type's range, rounding ties and width limits normalize exactly as LLVM reads them."""
+    assert _norm(line) == expected
+
+
+def test_normalized_limits_read_back_as_the_same_bits():
+    """The rewritten limits parse in llvmlite to the very bits meant (max/min float, half max/min normal)."""
+    for ty, width, literal, bits in (("float", 32, "0x47EFFFFFE0000000", 0x7F7FFFFF),
+                                     ("float", 32, "0x36A0000000000000", 0x00000001),
+                                     ("float", 32, "0x380FFFFFC0000000", 0x007FFFFF),
+                                     ("half", 16, "0xH7BFF", 0x7BFF), ("half", 16, "0xH0400", 0x0400)):
+        assert _bits_via_llvmlite(ty, width, literal) == bits
+
+
+# ----------------------------------------------------------- arch and ISA
+
+@pytest.mark.parametrize("arch,target,version", [
+    ("SM_90A", "sm_90a", "8.8"), ("sm90", "sm_90", "8.8"), ("12.1", "sm_121", "8.8"),
+    ("10.0f", "sm_100f", "8.8"), ("120f", "sm_120f", "8.8"), (" sm_80 ", "sm_80", "8.8"),
+    ("75", "sm_75", "8.8"), ("sm_20", "sm_20", "8.8"),
+    # the default ISA is XLA's 8.8, or the arch's minimum where that is newer
+    ("sm_88", "sm_88", "9.0"), ("11.0", "sm_110", "9.0"),
+])
+def test_more_arch_spellings_and_default_isa(arch, target, version):
+    """Case, missing underscore, major.minor and a/f suffixes all name the arch; the ISA defaults to max(8.8, minimum)."""
+    out = ptx.compile_to_ptx("define void @f() {\n  ret void\n}\n", arch, assemble=False)
+    assert re.search(r"^\.target (\S+)", out, re.M).group(1) == target
+    assert re.search(r"^\.version (\S+)", out, re.M).group(1) == version
+
+
+@pytest.mark.parametrize("arch,close", [("sm_9", "'sm_90', 'sm_89', 'sm_90a'"), ("sm-90", "'sm_90', 'sm_90a', 'sm_89'"),
+                                        ("sm_8", "'sm_89', 'sm_88', 'sm_87'"),
+                                        ("SM_9", "'sm_90', 'sm_89', 'sm_90a'")])
+def test_unknown_arch_message_lists_every_arch_and_the_closest(arch, close):
+    """An unknown arch names itself, every supported one in order, and the closest three."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx("define void @f() {\n  ret void\n}\n", arch)
+    assert ei.value.message == f"unsupported NVPTX arch '{arch}' (supported: {', '.join(ptx.supported_archs())})"
+    assert ei.value.hint == f"did you mean {close}?"
+
+
+# ------------------------------------------------------ modules and triples
+
+def test_module_triple_other_than_nvptx_is_refused():
+    """IR for another target is one error naming its triple; 32-bit NVPTX and no triple at all compile."""
+    body = "define void @f() {\n  ret void\n}\n"
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(f'target triple = "x86_64-unknown-linux-gnu"\n{body}', "sm_80", filename="k.ll")
+    assert (ei.value.message, ei.value.file) == ("module targets 'x86_64-unknown-linux-gnu', not NVPTX", "k.ll")
+    out32 = ptx.compile_to_ptx(f'target triple = "nvptx-nvidia-cuda"\n{body}', "sm_80", assemble=False)
+    assert re.search(r"^\.address_size (\d+)", out32, re.M).group(1) == "32"
+    out = ptx.compile_to_ptx(body, "sm_80", assemble=False)
+    assert re.search(r"^\.address_size (\d+)", out, re.M).group(1) == "64"
+    assert ".visible .func f()" in out
+
+
+def test_ir_without_triple_or_layout_gets_nvptx_ones():
+    """The pipeline sees IR without a triple or data layout as NVPTX IR: the target's triple and layout are set."""
+    calls: list[tuple[str, str]] = []
+    ptx.compile_to_ptx("define void @f() {\n  ret void\n}\n", "sm_80", assemble=False,
+                       print_after_all=lambda n, t: calls.append((n, t)))
+    header = calls[0][1].split("\n")
+    assert 'target triple = "nvptx64-nvidia-cuda"' in header
+    assert 'target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"' in header
+
+
+def test_ir_that_fails_verification_is_one_error():
+    """IR that parses but does not verify is 'invalid LLVM IR:' with LLVM's reason on one line."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx("define void @f() {\n  %x = add i32 %x, 1\n  ret void\n}\n", "sm_80", filename="k.ll")
+    assert ei.value.message == "invalid LLVM IR: Only PHI nodes may reference their own value!   %x = add i32 %x, 1"
+    assert (ei.value.file, ei.value.line) == ("k.ll", None)
+
+
+def _nv_ir(names: list[str]) -> str:
+    decls = "".join(f"declare float @{n}(float)\n" for n in names)
+    calls = "".join(f"  %v{i} = call float @{n}(float %x)\n" for i, n in enumerate(names))
+    return ('target triple = "nvptx64-nvidia-cuda"\n' + decls
+            + "define float @f(float %x) {\n" + calls + f"  ret float %v{len(names) - 1}\n}}\n")
+
+
+def test_libdevice_missing_names_up_to_three_functions(tmp_path):
+    """IR calling libdevice without one is an error naming the first three __nv_ functions (then '...')."""
+    four = ["__nv_expf", "__nv_logf", "__nv_sinf", "__nv_cosf"]
+    for names, lib, listed in ((four, str(tmp_path / "none.bc"), "__nv_expf, __nv_logf, __nv_sinf, ..."),
+                               (four[:3], str(tmp_path), "__nv_expf, __nv_logf, __nv_sinf"),
+                               (four[:1], str(tmp_path / "none.bc"), "__nv_expf")):
+        with pytest.raises(InputError) as ei:
+            ptx.compile_to_ptx(_nv_ir(names), "sm_80", filename="k.ll", libdevice=lib)
+        assert ei.value.message == f"the IR calls libdevice ({listed}) but libdevice.10.bc was not found"
+        assert (ei.value.file, ei.value.hint) == ("k.ll", "pass libdevice=PATH or set CUDA_HOME")
+    # IR XLA already optimized is not linked: no libdevice needed
+    out = ptx.compile_to_ptx(_nv_ir(four[:1]), "sm_80", optimize=False, libdevice=str(tmp_path / "none.bc"),
+                             assemble=False)
+    assert "call.uni (retval0), __nv_expf," in out
+
+
+def test_libdevice_not_bitcode_is_named(tmp_path):
+    """A libdevice that is not bitcode is an error located at that file."""
+    bad = tmp_path / "libdevice.10.bc"
+    bad.write_text("not bitcode\n")
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(_nv_ir(["__nv_expf"]), "sm_80", filename="k.ll", libdevice=str(bad))
+    assert ei.value.message == ("not a libdevice bitcode file: "
+                                "LLVM bitcode parsing error file doesn't start with bitcode header")
+    assert ei.value.file == str(bad)
+
+
+@pytest.mark.skipif(not ptx._libdevice_candidates(), reason="no libdevice.10.bc here")
+def test_libdevice_is_linked_inlined_and_dropped():
+    """Linked libdevice functions are internal: the used one is inlined, none is left in the PTX."""
+    out = ptx.compile_to_ptx(_nv_ir(["__nv_expf", "__nv_logf"]), "sm_80", assemble=False)
+    assert "__nv_" not in out
+    assert re.findall(r"^\.\w.*\bfunc\b.*", out, re.M) == [".visible .func  (.param .b32 func_retval0) f("]
+
+
+def test_missing_intrinsic_located_at_its_first_call():
+    """An intrinsic named exactly as LLVM names it is located at its first call, not its declaration
+    nor a call in a comment."""
+    ir = ('target triple = "nvptx64-nvidia-cuda"\n'
+          "declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)\n"
+          "define ptx_kernel void @k() {\n"
+          "  ; call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 128)\n"
+          "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 256)\n"
+          "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 256)\n"
+          "  ret void\n}\n")
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(ir, "sm_80", filename="k.ll")
+    assert ei.value.format() == ("error: k.ll:5:13: intrinsic llvm.nvvm.setmaxnreg.inc.sync.aligned.u32 is not "
+                                 "available on sm_80: LLVM cannot select it (compile for an arch that has it with --arch)")
+
+
+def test_codegen_crash_other_than_cannot_select():
+    """A fatal LLVM error that is not 'Cannot select' is passed on as it is; an unlocated one has no line."""
+    from mlirhlo_driver.errors import NativeCrash
+
+    e = ptx._codegen_crash(NativeCrash("LLVM ERROR: out of memory"), "x\n", "sm_80", "k.ll")
+    assert (e.message, e.file, e.line, e.hint) == ("LLVM ERROR: out of memory", "k.ll", None, None)
+    e = ptx._codegen_crash(NativeCrash("LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo"), "x\n", "sm_90", "k.ll")
+    assert (e.message, e.line, e.col) == ("intrinsic llvm.nvvm.foo is not available on sm_90: LLVM cannot select it",
+                                          None, None)
+
+
+# ------------------------------------------------------------ ptxas, faked
+
+class _FakePtxas:
+    path, version_str = "/fake/ptxas", "12.9"
+
+    def __init__(self, missing: str | None = None):
+        self.missing = missing
+
+    def require(self, sm, gpu=None):
+        if self.missing:
+            raise ToolchainError(self.missing)
+
+    def describe(self):
+        return f"ptxas {self.version_str} ({self.path}, fake)"
+
+
+def _fake_run(monkeypatch, output: bytes = b"", returncode: int = 0, error: OSError | None = None):
+    """Replace ptxas by a fake one; returns the argument lists it was started with."""
+    calls: list[list[str]] = []
+
+    class FakePopen:
+        def __init__(self, args, **kwargs):
+            if error is not None:
+                raise error
+            calls.append(args)
+            self.args, self.returncode = args, returncode
+
+        def communicate(self):
+            return output, None
+
+    monkeypatch.setattr(cuda_tools, "ptxas", lambda *a, **k: _FakePtxas())
+    monkeypatch.setattr(subprocess, "Popen", FakePopen)
+    return calls
+
+
+def test_ptxas_is_run_for_the_canonical_arch(monkeypatch):
+    """ptxas gets --gpu-name=<canonical sm>, the PTX file and a cubin output, one module at a time in order."""
+    calls = _fake_run(monkeypatch)
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    ptx.check_all_with_ptxas([("a", "x"), ("b", "y")], "9.0a")
+    assert [(c[0], c[1], os.path.basename(c[2]), c[3], os.path.basename(c[4])) for c in calls] == [
+        ("/fake/ptxas", "--gpu-name=sm_90a", "m0.ptx", "-o", "m0.cubin"),
+        ("/fake/ptxas", "--gpu-name=sm_90a", "m1.ptx", "-o", "m1.cubin")]
+
+
+def test_ptxas_missing_or_unable_is_a_toolchain_error(monkeypatch):
+    """No usable ptxas, or one that cannot start, is a ToolchainError saying how to skip the check."""
+    monkeypatch.setattr(cuda_tools, "ptxas", lambda *a, **k: _FakePtxas(missing="CUDA 13 dropped sm_60"))
+    with pytest.raises(ToolchainError) as ei:
+        ptx.check_with_ptxas(".version 8.8\n", "sm_60", "k.ll")
+    assert (ei.value.message, ei.value.file, ei.value.hint) == (
+        "cannot check the PTX with ptxas: CUDA 13 dropped sm_60", "k.ll",
+        "--no-ptxas (assemble=False) skips the check")
+    _fake_run(monkeypatch, error=OSError(8, "Exec format error"))
+    with pytest.raises(ToolchainError) as ei:
+        ptx.check_with_ptxas(".version 8.8\n", "sm_80", "k.ll")
+    assert (ei.value.message, ei.value.file) == (
+        "cannot run ptxas 12.9 (/fake/ptxas, fake): [Errno 8] Exec format error", "k.ll")
+
+
+def test_ptxas_rejection_without_a_line_number(monkeypatch):
+    """ptxas output with no 'line N' is quoted on one line (at most 300 characters), else its exit status."""
+    _fake_run(monkeypatch, b"ptxas fatal   :  Unresolved\n  extern function 'g'\n", returncode=255)
+    with pytest.raises(InputError) as ei:
+        ptx.check_all_with_ptxas([("", "a;")], "sm_80", "k.ll")
+    assert ei.value.message == "ptxas 12.9 rejected the PTX for sm_80: ptxas fatal : Unresolved extern function 'g'"
+    assert ei.value.file == "k.ll"
+    _fake_run(monkeypatch, b"x" * 299 + b" yz", returncode=1)
+    with pytest.raises(InputError) as ei:
+        ptx.check_all_with_ptxas([("m", "a;")], "sm_80")
+    assert ei.value.message == "ptxas 12.9 rejected the PTX of module m for sm_80: " + "x" * 299 + " "
+    _fake_run(monkeypatch, b" \n", returncode=3)
+    with pytest.raises(InputError) as ei:
+        ptx.check_all_with_ptxas([("", "a;")], "sm_80")
+    assert ei.value.message == "ptxas 12.9 rejected the PTX for sm_80: exit status 3"
+
+
+@pytest.mark.parametrize("number,quote", [(1, " [a;]"), (3, " [c;]"), (4, ""), (0, "")])
+def test_ptxas_error_quotes_only_a_line_the_ptx_has(monkeypatch, number, quote):
+    """The PTX line ptxas names is quoted when the PTX has it (first and last), never another one."""
+    _fake_run(monkeypatch, f"ptxas /tmp/m0.ptx, line {number}; fatal : bad  thing \n".encode(), returncode=1)
+    with pytest.raises(InputError) as ei:
+        ptx.check_all_with_ptxas([("", "  a;\nb;\nc;  ")], "sm_80")
+    assert ei.value.message == f"ptxas 12.9 rejected the PTX for sm_80 at PTX line {number}: bad  thing" + quote
+
+
+# ----------------------------------------------------- joined modules, API
+
+JOINED = ("; ----- a -----\ndefine void @f() {\n  ret void\n}\n"
+          "; ----- b -----\ndefine void @g() {\n  ret void\n}\n")
+
+
+def test_compile_llvm_ir_joins_modules_and_checks_them_together(monkeypatch):
+    """Each module's PTX is headed by '// ----- NAME -----'; ptxas gets them all at once, for the source."""
+    checked = []
+    monkeypatch.setattr(ptx, "check_all_with_ptxas", lambda *a: checked.append(a))
+    res = ptx.compile_llvm_ir(JOINED, "j.ll", ptx.PtxOptions(arch="sm_80", opt_level=0))
+    a = ptx.compile_to_ptx("define void @f() {\n  ret void\n}\n", "sm_80", 0, assemble=False)
+    b = ptx.compile_to_ptx("define void @g() {\n  ret void\n}\n", "sm_80", 0, assemble=False)
+    assert res.modules == [("a", a), ("b", b)]
+    assert res.text == f"// ----- a -----\n{a}// ----- b -----\n{b}"
+    assert res.dumps == []
+    assert checked == [([("a", a), ("b", b)], "sm_80", "j.ll")]
+    one = ptx.compile_llvm_ir("define void @f() {\n  ret void\n}\n", "-", ptx.PtxOptions(arch="sm_80", opt_level=0,
+                                                                                         check_ptxas=False))
+    assert (one.text, one.modules) == (a, [("", a)])
+    assert len(checked) == 1
+
+
+def test_compile_llvm_ir_defaults_and_dumps(monkeypatch):
+    """PtxOptions() asks for sm_90a, -O3 with the pipeline, no libdevice, ptxas on, no dumps; dumps name the module."""
+    seen = []
+
+    def fake(text, arch, opt_level, **kw):
+        seen.append((text, arch, opt_level, kw))
+        if kw["print_after_all"] is not None:
+            kw["print_after_all"]("P", "ir")
+        return "ptx\n"
+
+    checked = []
+    monkeypatch.setattr(ptx, "compile_to_ptx", fake)
+    monkeypatch.setattr(ptx, "check_all_with_ptxas", lambda *a: checked.append(a))
+    res = ptx.compile_llvm_ir("\n" + JOINED, "j.ll", ptx.PtxOptions())
+    assert [(t, arch, lvl) for t, arch, lvl, _ in seen] == [
+        ("\n\ndefine void @f() {\n  ret void\n}\n", "sm_90a", 3),
+        ("\n" * 6 + "define void @g() {\n  ret void\n}\n", "sm_90a", 3)]
+    assert [{k: v for k, v in kw.items() if k != "print_after_all"} for *_, kw in seen] == [
+        {"filename": "j.ll", "optimize": True, "libdevice": None, "assemble": False}] * 2
+    assert all(kw["print_after_all"] is None for *_, kw in seen) and res.dumps == []
+    assert checked == [([("a", "ptx\n"), ("b", "ptx\n")], "sm_90a", "j.ll")]
+    res = ptx.compile_llvm_ir(JOINED, "j.ll", ptx.PtxOptions(dump_passes=True, check_ptxas=False, libdevice="l.bc",
+                                                            optimize=False))
+    assert res.dumps == [("a", "P", "ir"), ("b", "P", "ir")]
+    assert seen[-1][3]["optimize"] is False and seen[-1][3]["libdevice"] == "l.bc"
+    assert len(checked) == 1
+
+
+def test_errors_in_a_later_module_keep_the_files_line():
+    """A parse error in the second of joined modules is located at the file's line."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_llvm_ir(JOINED.replace("define void @g() {\n  ret void", "define void @g() {\n  ret i32 0"),
+                            "j.ll", ptx.PtxOptions(arch="sm_80", check_ptxas=False))
+    assert ei.value.format() == "error: j.ll:7:7: value doesn't match function result type 'void'"
+
+
+def test_read_llvm_ir(tmp_path, monkeypatch):
+    """A file's or stdin's text is returned as read; blank input is 'empty file' / 'empty input'."""
+    import io
+
+    f = tmp_path / "k.ll"
+    f.write_text("define void @f()\n")
+    assert ptx.read_llvm_ir(str(f)) == "define void @f()\n"
+    f.write_text(" \n\t\n")
+    with pytest.raises(InputError) as ei:
+        ptx.read_llvm_ir(str(f))
+    assert (ei.value.message, ei.value.file) == ("empty file", str(f))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n\n"))
+    with pytest.raises(InputError) as ei:
+        ptx.read_llvm_ir("-")
+    assert (ei.value.message, ei.value.file) == ("empty input", "-")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("x\n"))
+    assert ptx.read_llvm_ir("-") == "x\n"
+    with pytest.raises(InputError) as ei:
+        ptx.read_llvm_ir(str(tmp_path))
+    assert ei.value.message == "cannot read LLVM IR: Is a directory"
+
+
+def test_collected_dumps_are_in_pass_number_order(tmp_path):
+    """LLVM's dump files are read in numeric order (unnumbered first), named by their header or file name."""
+    for name, body in (("10-m-B.ll", "; *** IR Dump After BPass on f ***\nb"),
+                       ("9-m-A.ll", "; *** IR Dump After APass on [module] ***\na"),
+                       ("x-Odd-1.ll", "odd"), ("1-m-C.txt", "not a dump")):
+        (tmp_path / name).write_text(body)
+    assert ptx._collect_dumps(str(tmp_path)) == [
+        ("Odd", "odd"), ("APass", "; *** IR Dump After APass on [module] ***\na"),
+        ("BPass", "; *** IR Dump After BPass on f ***\nb")]
+
+
+def test_error_right_after_a_rewritten_literal_points_past_it():
+    """An error at the first character after a rewritten literal (another one later) is located in the original line."""
+    src = "define void @f(float %x, ptr %p) {\n  store float -inf) , float +inf\n  ret void\n}\n"
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(src, "sm_80", filename="k.ll")
+    assert ei.value.format() == "error: k.ll:2:19: expected ',' after store operand"
+    assert src.splitlines()[1][ei.value.col - 1] == ")"
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("\t!7 = distinct !{!7, i1 false}", "\t!7 = distinct !{!7}"),
+    ('  !8 = !{!8, i1 true, !"d"}', '  !8 = !{!8, !"d"}'),
+    ("x!9 = !{!9, i1 false}", "x!9 = !{!9, i1 false}"),
+])
+def test_domain_flag_dropped_whatever_the_indent(line, expected):
+    """A domain line indented by a tab or spaces loses its flag too; a line not starting a metadata node keeps it."""
+    assert _norm(line) == expected
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/mem"), reason="needs Linux's /proc/self/mem (a file that cannot be read)")
+def test_libdevice_unreadable_says_why():
+    """A libdevice file that cannot be read is an error with the OS's reason, located at that file."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(_nv_ir(["__nv_expf"]), "sm_80", filename="k.ll", libdevice="/proc/self/mem")
+    assert (ei.value.message, ei.value.file) == ("cannot read libdevice: Input/output error", "/proc/self/mem")

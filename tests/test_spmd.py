@@ -8,6 +8,7 @@ runs use loopback only.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import signal
@@ -570,3 +571,593 @@ def test_an_unsharded_per_device_output_is_gathered_as_one_value_per_partition(t
     assert got.shape == (4, 8, 6)
     for p in range(4):
         np.testing.assert_allclose(got[p], x[:, 4 * p:4 * p + 4] @ w[4 * p:4 * p + 4], rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------- supervision, without jax
+
+class FakeWorker:
+    """A stand-in for a worker process: ``polls`` polls say running, then it exits ``code``
+    (None: never); its stdout and stderr are the given bytes."""
+
+    def __init__(self, code: int | None, polls: int = 0, out: bytes = b"", err: bytes = b"", pid: int = 4000):
+        self.code, self.polls, self.pid = code, polls, pid
+        self.returncode: int | None = None
+        self.stdout, self.stderr = io.BytesIO(out), io.BytesIO(err)
+
+    def poll(self) -> int | None:
+        if self.polls > 0 or self.code is None:
+            self.polls -= 1
+            return None
+        self.returncode = self.code
+        return self.code
+
+
+def run_supervised(monkeypatch, workers: list[FakeWorker], *, prefixed: bool = True,
+                   deadline: float | None = None, on_start=None) -> int:
+    """``supervise`` over fake workers (process i is workers[i]); nothing is really started or stopped."""
+    from mlirhlo_driver.execute import spmd as spmd_mod
+
+    monkeypatch.setattr(spmd_mod, "_spawn", lambda cfg: workers[cfg.process_id])
+    stopped: list[list[FakeWorker]] = []
+    monkeypatch.setattr(spmd_mod, "_stop", lambda procs: stopped.append(list(procs)))
+    end = time.time() + 60 if deadline is None else deadline
+    cfgs = [spmd_mod.WorkerConfig("m.hlo", None, None, {}, len(workers), i, "127.0.0.1:5", end, 7.0)
+            for i in range(len(workers))]
+    code = spmd_mod.supervise(cfgs, prefixed=prefixed, on_start=on_start)
+    assert stopped == [workers], "every worker is stopped once at the end"
+    return code
+
+
+def test_supervise_returns_process_0s_code_when_all_succeed_and_relays_with_prefixes(monkeypatch, capsys):
+    """All workers exit 0: exit 0, no error line; each line relayed with its '[i] ' prefix, and
+    on_start hears each process id with its pid."""
+    started: list[tuple[int, int]] = []
+    code = run_supervised(monkeypatch, [FakeWorker(0, 2, b"process 0 of 2: joined the run at x\nhello\n", pid=11),
+                                        FakeWorker(0, 1, b"bye\n", b"a note\n", pid=12)],
+                          on_start=lambda i, pid: started.append((i, pid)))
+    assert code == 0
+    assert started == [(0, 11), (1, 12)]
+    out, err = capsys.readouterr()
+    assert sorted(out.splitlines()) == ["[0] hello", "[0] process 0 of 2: joined the run at x", "[1] bye"]
+    assert err == "[1] a note\n"
+
+
+def test_supervise_unprefixed_single_worker_passes_its_code_and_output_through(monkeypatch, capsys):
+    """One worker, no prefix: its own usage error (2) or failure (1) is its exit code, with no
+    added error line (it said why itself)."""
+    for code in (1, 2):
+        assert run_supervised(monkeypatch, [FakeWorker(code, 1, b"x: MISMATCH\n", b"error: bad\n")],
+                              prefixed=False) == code
+        assert capsys.readouterr() == ("x: MISMATCH\n", "error: bad\n")
+
+
+def test_supervise_names_the_process_that_failed_and_stops_the_others(monkeypatch, capsys):
+    """A worker that reports its own failure (exit 1 or 2): that code, one line naming it."""
+    for code in (1, 2):
+        assert run_supervised(monkeypatch, [FakeWorker(None), FakeWorker(code, 1, err=b"error: bad input\n")]) == code
+        assert capsys.readouterr().err == ("[1] error: bad input\n"
+                                           "error: process 1 failed; stopped the other processes\n")
+
+
+@pytest.mark.parametrize("code, why", [
+    (3, "the process died (exit code 3)"),
+    (-9, "the process died (killed by SIGKILL)"),
+    (-6, "the process died (killed by SIGABRT): Check failed: a == b"),
+])
+def test_supervise_explains_a_worker_that_died(monkeypatch, capsys, code, why):
+    """A death (a signal, or an exit code above 2) is exit 1 and explained from the native log,
+    which is kept out of the relayed output."""
+    err = (b"W1202 10:00:00.000000  77 x.cc:1] a warning\n  its second line\n"
+           b"F1202 10:00:00.000000  77 y.cc:2] Check failed: a == b\n") if code == -6 else b""
+    assert run_supervised(monkeypatch, [FakeWorker(None), FakeWorker(code, 1, err=err)]) == 1
+    assert capsys.readouterr().err == f"error: process 1: {why}; stopped the other processes\n"
+
+
+@pytest.mark.parametrize("code", [3, -9])
+def test_supervise_blames_a_peer_that_died_over_one_that_then_failed(monkeypatch, capsys, code):
+    """Process 0 fails (1) as process 1 dies: the death is the cause reported."""
+    assert run_supervised(monkeypatch, [FakeWorker(1), FakeWorker(code)]) == 1
+    why = "exit code 3" if code == 3 else "killed by SIGKILL"
+    assert capsys.readouterr().err == f"error: process 1: the process died ({why}); stopped the other processes\n"
+
+
+def test_supervise_blames_the_first_of_several_peers_that_died(monkeypatch, capsys):
+    """Process 0 fails as processes 1 and 2 die: the first of those is reported."""
+    assert run_supervised(monkeypatch, [FakeWorker(1), FakeWorker(3), FakeWorker(-9)]) == 1
+    assert capsys.readouterr().err == "error: process 1: the process died (exit code 3); stopped the other processes\n"
+
+
+@pytest.mark.parametrize("codes, code", [((2, 1), 2), ((1, 2), 1), ((1, 0), 1)])
+def test_supervise_keeps_the_first_failure_when_the_others_only_failed_too(monkeypatch, capsys, codes, code):
+    """Others that failed by themselves (1, 2) or succeeded (0) are no deaths: the first failure
+    is named, with its code."""
+    assert run_supervised(monkeypatch, [FakeWorker(c) for c in codes]) == code
+    assert capsys.readouterr().err == "error: process 0 failed; stopped the other processes\n"
+
+
+@pytest.mark.parametrize("line", [b"F1202 10:00:00.000000  77 y.cc:2] Check failed: a == b",
+                                  b"E1202 10:00:00.000000  77 c.cc:4] Terminating process soon"])
+def test_supervise_takes_exit_1_for_a_failure_without_an_f_terminating_line(monkeypatch, capsys, line):
+    """Exit 1 is the worker's own failure unless an F line says 'Terminating process'."""
+    assert run_supervised(monkeypatch, [FakeWorker(None), FakeWorker(1, 1, err=line + b"\n")]) == 1
+    assert capsys.readouterr().err == "error: process 1 failed; stopped the other processes\n"
+
+
+def test_supervise_stops_every_worker_on_ctrl_c(monkeypatch, capsys):
+    """Ctrl-C while waiting: every worker stopped, exit 130, one 'interrupted' line."""
+    from mlirhlo_driver._native import interrupts
+
+    class Interrupted(FakeWorker):
+        def poll(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(interrupts, "_reported", False)
+    assert run_supervised(monkeypatch, [FakeWorker(None), Interrupted(None)]) == 130
+    assert capsys.readouterr().err == "error: interrupted; stopped every process\n"
+
+
+def test_supervise_treats_a_runtime_termination_with_exit_1_as_a_death(monkeypatch, capsys):
+    """jaxlib 0.9 ends a process whose peer died with exit 1 and an F 'Terminating process' line."""
+    err = (b"E1202 10:00:00.000000  77 c.cc:3] Task 0 heartbeat timeout\n"
+           b"F1202 10:00:00.000000  77 c.cc:4] Terminating process because the service stopped\n")
+    assert run_supervised(monkeypatch, [FakeWorker(None), FakeWorker(1, 1, err=err)]) == 1
+    assert capsys.readouterr().err == ("error: process 1: process 0 stopped responding (it died or was killed); "
+                                       "stopped the other processes\n")
+
+
+def test_supervise_times_out_naming_who_never_joined_or_is_still_running(monkeypatch, capsys):
+    """Past the deadline (plus a grace period): either not everyone joined, or the ones still
+    running are named (one 'process', several 'processes')."""
+    from mlirhlo_driver.execute.spmd import _GRACE_S
+
+    soon = lambda: time.time() - _GRACE_S + 0.3  # noqa: E731
+    joined = b"process 1 of 2: joined the run at 127.0.0.1:5\n"
+    assert run_supervised(monkeypatch, [FakeWorker(0), FakeWorker(None, out=joined)], deadline=soon()) == 1
+    assert capsys.readouterr().err == ("error: timed out after 7 s (--timeout); process 1 still running "
+                                       "(waiting on a process that stopped responding?); "
+                                       "stopped the other processes\n")
+    both = [FakeWorker(None, out=joined.replace(b"1 of", b"0 of")), FakeWorker(None, out=joined)]
+    assert run_supervised(monkeypatch, both, deadline=soon()) == 1
+    assert "; processes 0, 1 still running" in capsys.readouterr().err
+    # Only a 'joined' line on stdout counts: other output, or the words on stderr, do not.
+    quiet = FakeWorker(None, out=b"loading\n", err=joined)
+    assert run_supervised(monkeypatch, [FakeWorker(None, out=joined), quiet], deadline=soon()) == 1
+    assert capsys.readouterr().err == ("[1] process 1 of 2: joined the run at 127.0.0.1:5\n"
+                                       "error: not all 2 processes joined the coordinator at 127.0.0.1:5 "
+                                       "within 7 s (--timeout); stopped the other processes\n")
+
+
+def test_supervise_waits_a_grace_period_past_the_deadline(monkeypatch, capsys):
+    """Workers that end just after their deadline, within the grace period, are no timeout."""
+    assert run_supervised(monkeypatch, [FakeWorker(0, 3), FakeWorker(0, 3)], deadline=time.time()) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_the_relay_drops_native_noise_and_keeps_native_logs_aside(monkeypatch, capsys):
+    """gloo retries and stack traces are dropped; absl lines and their continuations are kept for
+    explaining a death, not relayed; an 'error:' line ends such a block and is relayed."""
+    err = (b"E1202 10:00:00.000000  77 x.cc:1] native trouble\n  more of it\n"
+           b"error: the worker's own message\n"
+           b"[Gloo] Rank 0 is connected to 1 peer ranks\n[external/gloo/x.cc:1] retry\n"
+           b"    @     0x7f0011 foo\n*** Check failure stack trace: ***\n*** SIGABRT received at time=1\n"
+           b"plain text\n")
+    out = b"W1202 10:00:00.000000  77 y.cc:2] a stdout warning\nresult line\n  indented result\n"
+    assert run_supervised(monkeypatch, [FakeWorker(0, 1, out, err)], prefixed=False) == 0
+    assert capsys.readouterr() == ("result line\n  indented result\n",
+                                   "error: the worker's own message\nplain text\n")
+
+
+# ------------------------------------------------- layouts and reports, in process
+
+@pytest.fixture
+def python_names(monkeypatch):
+    """Messages name parameters as Python spells them (not as command-line flags)."""
+    monkeypatch.delenv("MLIRHLO_DRIVER_ERRORS_NAME_FLAGS", raising=False)
+
+
+def hlo_layout(text: str, shape: tuple[int, ...], partitions: int = 4, per_device: bool = False):
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.execute.spmd import layout
+
+    return layout(_jaxlib.hlo_sharding(text), shape, partitions, per_device=per_device, what="output 1")
+
+
+def test_layout_of_each_kind_of_sharding():
+    """Tiles follow the device order of the tile assignment; uneven global shapes round the
+    per-device shape up; a per-device shape times the tile counts is the global one."""
+    from mlirhlo_driver.execute.spmd import Layout, layout
+
+    assert layout(None, (3,), 4, per_device=False, what="x") == Layout("replicated", (3,), (3,))
+    assert hlo_layout("{replicated}", (3, 2)) == Layout("replicated", (3, 2), (3, 2))
+    assert hlo_layout("{maximal device=3}", (3,)) == Layout("maximal", (3,), (3,), device=3,
+                                                              text="{maximal device=3}")
+    swapped = "{devices=[2,2]1,0,3,2}"
+    tiles = ((0, 1), (0, 0), (1, 1), (1, 0))
+    assert hlo_layout(swapped, (4, 6)) == Layout("tiled", (4, 6), (2, 3), tiles, text=swapped)
+    assert hlo_layout(swapped, (5, 7)) == Layout("tiled", (5, 7), (3, 4), tiles, text=swapped)
+    assert hlo_layout(swapped, (2, 3), per_device=True) == Layout("tiled", (4, 6), (2, 3), tiles, text=swapped)
+    partly = "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"
+    assert hlo_layout(partly, (5, 3)) == Layout("tiled", (5, 3), (3, 3), ((0, 0), (0, 0), (1, 0), (1, 0)),
+                                                text=partly)
+    assert hlo_layout("{devices=[1,2]<=[2]}", (4, 4), partitions=2).shard_shape == (4, 2)
+
+
+@pytest.mark.parametrize("text, shape, message", [
+    ("{maximal device=4}", (4, 4), "error: output 1: sharding {maximal device=4} names device 4, but there are "
+                                   "4 partitions"),
+    ("{devices=[4]<=[4]}", (4, 4), "error: output 1: sharding {devices=[4]<=[4]} has 1 tile dimensions for a "
+                                   "rank-2 value"),
+    ("{devices=[1,2]<=[2]}", (4, 4), "error: output 1: sharding {devices=[1,2]<=[2]} spans 2 devices, but there "
+                                     "are 4 partitions (num_partitions=2)"),
+    ("{devices=[1,8]<=[8]}", (4, 4), "error: output 1: sharding {devices=[1,8]<=[8]} spans 8 devices, but there "
+                                     "are 4 partitions (num_partitions=8)"),
+    ("{manual}", (4, 4), "error: output 1: sharding {manual} is not supported by spmd-run (tiled, replicated and "
+                         "maximal are)"),
+    ("{devices=[2,1,2]<=[4] last_tile_dims={manual}}", (4, 4),
+     "error: output 1: sharding {devices=[2,1,2]<=[4] last_tile_dims={manual}} is not supported by spmd-run "
+     "(tiled, replicated and maximal are)"),
+])
+def test_layout_refuses_shardings_it_cannot_lay_out(python_names, text, shape, message):
+    """Each refusal is one InputError naming the value and the sharding."""
+    from mlirhlo_driver.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        hlo_layout(text, shape)
+    assert str(e.value) == message
+
+
+def test_layout_shards_pad_uneven_tiles_and_gather_undoes_them():
+    """Partition p's part of a global array (the last tiles zero-padded), and back."""
+    from mlirhlo_driver.execute.spmd import Layout, gather
+
+    lay = Layout("tiled", (5, 3), (3, 2), tiles=((0, 0), (0, 1), (1, 0), (1, 1)), text="{t}")
+    full = np.arange(15.0).reshape(5, 3)
+    assert lay.slices(3) == (slice(3, 5), slice(2, 3))
+    shards = {p: lay.shard(full, p) for p in range(4)}
+    np.testing.assert_array_equal(shards[0], [[0, 1], [3, 4], [6, 7]])
+    np.testing.assert_array_equal(shards[1], [[2, 0], [5, 0], [8, 0]])
+    np.testing.assert_array_equal(shards[2], [[9, 10], [12, 13], [0, 0]])
+    np.testing.assert_array_equal(shards[3], [[11, 0], [14, 0], [0, 0]])
+    got, problems = gather(lay, shards)
+    np.testing.assert_array_equal(got, full)
+    assert problems == [] and got.dtype == full.dtype
+    assert lay.describe() == "{t}, [3, 2] per device"
+    even = Layout("tiled", (4,), (4,), tiles=((0,),), text="{e}")
+    assert even.describe() == "{e}"
+    np.testing.assert_array_equal(even.shard(np.arange(4), 0), np.arange(4))
+
+
+def test_gather_of_replicated_maximal_and_stacked_values(python_names):
+    """Copies must agree (each disagreement is one problem); a maximal value is its device's;
+    per-device values stack in partition order."""
+    from mlirhlo_driver.execute.spmd import Layout, gather
+
+    a = np.array([1.0, 2.0, 3.0])
+    rep = Layout("replicated", (3,), (3,))
+    got, problems = gather(rep, {0: a, 1: a.copy(), 2: a + [0, 0.5, 2]})
+    np.testing.assert_array_equal(got, a)
+    assert problems == ["partitions 0 and 2 disagree on 2 of 3 elements (max abs difference 2)"]
+    assert gather(rep, {0: a, 1: a + 1e-9}, rtol=0.0, atol=1e-6)[1] == []
+    np.testing.assert_array_equal(np.asarray(rep.shard(a, 1)), a)
+    maximal = Layout("maximal", (3,), (3,), device=1)
+    assert gather(maximal, {0: a, 1: a * 2, 2: a * 3})[0] is not None
+    np.testing.assert_array_equal(gather(maximal, {0: a, 1: a * 2, 2: a * 3})[0], a * 2)
+    stacked = Layout("stacked", (2, 3), (3,))
+    got, problems = gather(stacked, {1: a * 2, 0: a})
+    np.testing.assert_array_equal(got, [a, a * 2])
+    assert problems == []
+    np.testing.assert_array_equal(stacked.shard(np.stack([a, a * 2]), 1), a * 2)
+    assert stacked.describe() == "per device (no sharding): gathered as [partition, ...]"
+    assert rep.describe() == "{replicated}"
+
+
+@pytest.mark.parametrize("spec, result", [
+    ("0=devices=[4,1]<=[4]", (0, "{devices=[4,1]<=[4]}")),
+    (" 12 = {devices=[4,1]<=[4]} ", (12, "{devices=[4,1]<=[4]}")),
+    ("1={maximal device=0}", (1, "{maximal device=0}")),
+])
+def test_parse_arg_sharding_braces_the_sharding(spec, result):
+    """PARAM=SHARDING, spaces and braces optional."""
+    from mlirhlo_driver.execute.spmd import parse_arg_sharding
+
+    assert parse_arg_sharding(spec) == result
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("0={devices=[4,1<=[4]}", "error: arg_sharding:15: malformed sharding '{devices=[4,1<=[4]}': expected ']' "
+                              "to end sharding devices shape"),
+    ("0=devices=[4,1<=[4]", "error: arg_sharding:14: malformed sharding 'devices=[4,1<=[4]': expected ']' "
+                            "to end sharding devices shape"),
+    ("12=bogus", "error: arg_sharding:4: malformed sharding 'bogus': unexpected token"),
+    ("0={bogus}", "error: arg_sharding:3: malformed sharding '{bogus}': unexpected token"),
+    ("x=devices=[4]<=[4]", "error: arg_sharding: expected PARAM=SHARDING, e.g. 0=devices=[4,1]<=[4]"),
+    ("0=", "error: arg_sharding: expected PARAM=SHARDING, e.g. 0=devices=[4,1]<=[4]"),
+])
+def test_parse_arg_sharding_points_at_the_column_of_a_mistake(python_names, spec, message):
+    """A malformed sharding names the column in the whole PARAM=SHARDING text (braced or not)."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.execute.spmd import parse_arg_sharding
+
+    with pytest.raises(InputError) as e:
+        parse_arg_sharding(spec)
+    assert str(e.value) == message
+
+
+def test_devices_per_process_limit_is_1024_per_process(python_names):
+    """Up to 1024 devices in each process; beyond, one error saying how they divide."""
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.execute.spmd import SpmdOptions, check_devices_per_process
+
+    for options, procs in ((SpmdOptions(num_partitions=1024), 1), (SpmdOptions(num_partitions=1024), 0),
+                           (SpmdOptions(num_replicas=1024), 1), (SpmdOptions(num_partitions=2048), 2)):
+        check_devices_per_process(options, procs)
+    with pytest.raises(DriverError) as e:
+        check_devices_per_process(SpmdOptions(num_partitions=1025), 1)
+    assert str(e.value) == ("error: 1025 partitions x 1 replicas need 1025 devices; one process can create at "
+                            "most 1024 CPU devices (use fewer partitions or more processes)")
+    with pytest.raises(DriverError) as e:
+        check_devices_per_process(SpmdOptions(num_replicas=2050), 2)
+    assert str(e.value).startswith("error: 1 partitions x 2050 replicas need 2050 devices, 1025 in each of 2 "
+                                   "processes; one process")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"num_partitions": 0}, "error: num_partitions and num_replicas must be >= 1"),
+    ({"num_replicas": 0}, "error: num_partitions and num_replicas must be >= 1"),
+    ({"num_partitions": 2, "num_replicas": 2}, "error: replicas and partitions together cannot run with jaxlib "
+                                               "0.10.2 (use --num-replicas or --num-partitions, not both)"),
+    ({"num_repeats": 0}, "error: num_repeats must be >= 1"),
+    ({"argument_mode": "zero"}, "error: unknown argument mode 'zero' (did you mean 'zeros'?)"),
+    ({"argument_mode": "qqq"}, "error: unknown argument mode 'qqq' (random, shared-random, zeros, device-id)"),
+    ({"partitioner": "gsmpd"}, "error: unknown partitioner 'gsmpd' (shardy or gspmd)"),
+    ({"reference": "gpu"}, "error: unknown reference 'gpu' (cpu or none)"),
+])
+def test_check_options_refuses_each_bad_option(python_names, kwargs, message):
+    """Each usage error with its message; every smallest valid setting passes."""
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.execute.spmd import SpmdOptions, check_options
+
+    with pytest.raises(DriverError) as e:
+        check_options(SpmdOptions(**kwargs))
+    assert str(e.value) == message
+
+
+def test_check_options_accepts_every_valid_choice():
+    """The smallest counts, each mode, partitioner and reference are fine."""
+    from mlirhlo_driver.execute.spmd import ARGUMENT_MODES, SpmdOptions, check_options
+
+    for mode in ARGUMENT_MODES:
+        check_options(SpmdOptions(argument_mode=mode))
+    for kwargs in ({"partitioner": "shardy"}, {"partitioner": "gspmd"}, {"reference": "none"},
+                   {"num_partitions": 2}, {"num_replicas": 2}, {"num_repeats": 1}):
+        check_options(SpmdOptions(**kwargs))
+
+
+def test_options_describe_devices_and_per_device_modules():
+    """Devices are replicas x partitions; backend-only is per-device only when partitioned."""
+    from mlirhlo_driver.execute.spmd import SpmdOptions
+
+    assert SpmdOptions(num_partitions=4).num_devices == 4 and SpmdOptions(num_replicas=3).num_devices == 3
+    assert SpmdOptions(num_partitions=2, num_replicas=3).num_devices == 6
+    assert SpmdOptions(is_spmd_partitioned_module=True).per_device_module
+    assert SpmdOptions(run_xla_backend_only=True, num_partitions=2).per_device_module
+    assert not SpmdOptions(run_xla_backend_only=True, num_partitions=1).per_device_module
+    assert not SpmdOptions(num_partitions=4).per_device_module
+
+
+@pytest.mark.parametrize("timeout, seconds", [(1, 3), (12, 3), (15.9, 3), (16, 4), (100, 25), (120, 30),
+                                               (123.9, 30), (1000, 30)])
+def test_heartbeat_is_a_quarter_of_the_timeout_within_3_to_30_seconds(timeout, seconds):
+    """A silent process is called dead after timeout/4 seconds, never under 3 or over 30."""
+    from mlirhlo_driver.execute.spmd import heartbeat_seconds
+
+    assert heartbeat_seconds(timeout) == seconds
+
+
+def test_worker_configs_carry_the_options_and_only_process_0_dumps(monkeypatch):
+    """One config per process id; the deadline is now plus the timeout; options round-trip."""
+    from mlirhlo_driver.execute import spmd as spmd_mod
+
+    monkeypatch.setattr(spmd_mod.time, "time", lambda: 1000.0)
+    options = spmd_mod.SpmdOptions(num_partitions=4, arg_shardings=((0, "{replicated}"),),
+                                   xla_flags=(("xla_cpu_x", True),), seed=7, device_ids=(1, 0, 3, 2))
+    cfgs = spmd_mod.worker_configs("m.hlo", "hlo", "f32[2]", options, num_processes=2, process_ids=[0, 1],
+                                   coordinator="h:5", timeout=30.0, dump_output="o.npz")
+    assert [(c.process_id, c.deadline, c.dump_output, c.num_processes) for c in cfgs] == \
+        [(0, 1030.0, "o.npz", 2), (1, 1030.0, None, 2)]
+    assert cfgs[1].input == "m.hlo" and cfgs[1].input_format == "hlo" and cfgs[1].args == "f32[2]"
+    import json
+
+    got = spmd_mod._options_from_dict(json.loads(json.dumps(cfgs[1].options)))
+    assert got == options and hash(got) == hash(options)
+
+
+def test_output_shards_travel_between_processes_as_raw_bytes():
+    """Packed shards of any dtype unpack to the same arrays, in their per-device shapes."""
+    from mlirhlo_driver.execute.run import TensorSpec
+    from mlirhlo_driver.execute.spmd import Layout, _pack, _unpack
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.array([[1, -2]], dtype=np.int8)
+    shards = {(0, 2): a, (0, 3): a + 1, (1, 3): b}
+    specs = [TensorSpec((4, 3), "f32", "float32"), TensorSpec((1, 4), "i8", "int8")]
+    layouts = [Layout("tiled", (4, 3), (2, 3), ((0, 0), (1, 0))), Layout("tiled", (1, 4), (1, 2), ((0, 0), (0, 1)))]
+    got = _unpack(_pack(shards), layouts, specs)
+    assert sorted(got) == sorted(shards)
+    for k, v in shards.items():
+        np.testing.assert_array_equal(got[k], v)
+        assert got[k].dtype == v.dtype and got[k].shape == v.shape
+
+
+def test_outputs_npz_adds_a_replica_axis_only_for_several_replicas():
+    """out<i> per output; stacked [replica, ...] when there are several replicas."""
+    from mlirhlo_driver.execute.run import ModuleReport
+    from mlirhlo_driver.execute.spmd import SpmdReport, outputs_npz
+
+    a, b = np.arange(3.0), np.ones((2, 2))
+    one = np.load(io.BytesIO(outputs_npz(SpmdReport(ModuleReport("m", "m"), outputs=[[a, b]]))))
+    assert sorted(one.files) == ["out0", "out1"]
+    np.testing.assert_array_equal(one["out0"], a)
+    two = np.load(io.BytesIO(outputs_npz(SpmdReport(ModuleReport("m", "m"), outputs=[[a, b], [a + 1, b * 2]]))))
+    np.testing.assert_array_equal(two["out0"], [a, a + 1])
+    np.testing.assert_array_equal(two["out1"], [b, b * 2])
+    assert np.load(io.BytesIO(outputs_npz(SpmdReport(ModuleReport("m", "m"))))).files == []
+
+
+def test_format_report_lays_out_every_part():
+    """The whole report text: status, devices, inputs, layouts, timings, notes, error, values."""
+    from mlirhlo_driver.execute.run import ModuleReport
+    from mlirhlo_driver.execute.spmd import SpmdReport, format_report
+
+    rep = ModuleReport("m", "m.hlo", status="mismatch", message="output 0: 1/3 differ", max_error=0.25,
+                       compile_ms=12.34, run_ms=1.5, reference_ms=3.25, inputs_note="zeros")
+    sr = SpmdReport(rep, devices="2 (2 replicas x 1 partition)", partitioner="none",
+                    param_layouts=["0 x float32[3]: {replicated}"], result_layouts=["0 float32[3]: {replicated}"],
+                    run_times=[1.0, 1.5, 2.0], notes=["reference: the same module on 1 device", ""],
+                    outputs=[[np.array([1.0, 2.0, 3.0])], [np.array([0.5, 0.0, 1.0])]])
+    assert format_report(sr) == (
+        "m: MISMATCH: output 0: 1/3 differ\n"
+        "  devices: 2 (2 replicas x 1 partition); partitioner: none\n"
+        "  inputs: zeros\n"
+        "  parameter 0 x float32[3]: {replicated}\n"
+        "  output 0 float32[3]: {replicated}\n"
+        "  compile 12.3 ms, run 1.500 ms (median of 3), reference 3.2 ms\n"
+        "  run times (ms): 1.000, 1.500, 2.000\n"
+        "  reference: the same module on 1 device\n"
+        "  max abs error 0.25\n"
+        "  replica 0 output 0 = [1., 2., 3.]\n"
+        "  replica 1 output 0 = [0.5, 0. , 1. ]")
+    one = SpmdReport(ModuleReport("m", "m.hlo", status="ran", compile_ms=2.0, run_ms=0.25),
+                     devices="1 (1 replica x 1 partition)", partitioner="none", run_times=[0.25],
+                     outputs=[[np.arange(21)]])  # one past the 20 shown in full
+    assert format_report(one) == (
+        "m: RAN\n"
+        "  devices: 1 (1 replica x 1 partition); partitioner: none\n"
+        "  compile 2.0 ms, run 0.250 ms\n"
+        "  output 0 = [ 0,  1, ..., 19, 20]")
+    assert format_report(one, values=False) == "m: RAN\n  devices: 1 (1 replica x 1 partition); partitioner: none\n" \
+        "  compile 2.0 ms, run 0.250 ms"
+    one.run_times = [0.5, 0.25]
+    assert format_report(one, values=False).splitlines()[2:] == ["  compile 2.0 ms, run 0.250 ms (median of 2)",
+                                                                 "  run times (ms): 0.500, 0.250"]
+
+
+def bare_plan(params, param_layouts=None, reference_note="", partitioner=None):
+    """A Plan with no module: enough for inputs, device arguments and the report."""
+    from mlirhlo_driver.execute.spmd import Plan
+
+    return Plan("m", "m.hlo", None, None, reference_note, partitioner, params, [], param_layouts, None)
+
+
+class Dev:
+    def __init__(self, id: int) -> None:
+        self.id = id
+
+
+def test_make_inputs_gives_each_replica_its_seed_unless_shared(tmp_path):
+    """Random inputs: seed+r for replica r (or one seed for all); zeros, device-id and .npz say so."""
+    from mlirhlo_driver.execute.run import TensorSpec
+    from mlirhlo_driver.execute.spmd import SpmdOptions, make_inputs
+
+    plan = bare_plan([TensorSpec((2, 3), "f32", "float32", "x"), TensorSpec((4,), "i32", "int32", "n")])
+    alone = {s: make_inputs(plan, SpmdOptions(seed=s)) for s in (5, 6, 7)}
+    assert alone[5].note == "random (seed 5)"
+    per = make_inputs(plan, SpmdOptions(num_replicas=3, seed=5))
+    assert per.note == "random (seeds 5..7, one per replica)"
+    for r in range(3):
+        for got, want in zip(per.per_replica[r], alone[5 + r].per_replica[0]):
+            np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(per.per_replica[0][0], per.per_replica[1][0])
+    shared = make_inputs(plan, SpmdOptions(num_replicas=2, seed=5, argument_mode="shared-random"))
+    assert shared.note == "random (seed 5); the same for every replica" and len(shared.per_replica) == 2
+    assert make_inputs(plan, SpmdOptions(seed=5, argument_mode="shared-random")).note == "random (seed 5)"
+    for r in range(2):
+        np.testing.assert_array_equal(shared.per_replica[r][0], alone[5].per_replica[0][0])
+    zeros = make_inputs(plan, SpmdOptions(num_replicas=2, argument_mode="zeros"))
+    assert zeros.note == "zeros" and len(zeros.per_replica) == 2
+    assert [(a.dtype, a.shape, a.any()) for a in zeros.per_replica[1]] == \
+        [(np.float32, (2, 3), False), (np.int32, (4,), False)]
+    ids = make_inputs(plan, SpmdOptions(argument_mode="device-id"))
+    assert ids.per_replica is None and ids.note == "device-id (each device's part filled with its device id)"
+    path = npz(tmp_path / "in.npz", x=np.ones((2, 3), np.float32), n=np.arange(4, dtype=np.int32))
+    given = make_inputs(plan, SpmdOptions(num_replicas=2, inputs_npz=str(path)))
+    assert given.note == f"from {path}" and len(given.per_replica) == 2
+    np.testing.assert_array_equal(given.per_replica[1][1], np.arange(4))
+
+
+def test_device_arguments_are_each_devices_part_of_its_replicas_inputs():
+    """Device r*P+p gets partition p's part of replica r's arrays; device-id fills with the device's id."""
+    from mlirhlo_driver.execute.run import TensorSpec
+    from mlirhlo_driver.execute.spmd import Executable, Inputs, Layout, SpmdOptions, device_arguments
+
+    spec = TensorSpec((4,), "f32", "float32", "x")
+    lay = Layout("tiled", (4,), (2,), tiles=((0,), (1,)))
+    plan = bare_plan([spec])
+    compiled = Executable(None, [Dev(7), Dev(3)], [lay], [], 0.0)
+    options = SpmdOptions(num_partitions=2)
+    inputs = Inputs([[np.arange(4.0, dtype=np.float32)]], "given")
+    np.testing.assert_array_equal(device_arguments(plan, compiled, inputs, options, 1)[0], [2.0, 3.0])
+    np.testing.assert_array_equal(device_arguments(plan, compiled, inputs, options, 0)[0], [0.0, 1.0])
+    (got,) = device_arguments(plan, compiled, Inputs(None, "ids"), options, 1)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [3.0, 3.0])
+    replicas = SpmdOptions(num_replicas=2)
+    whole = Layout("replicated", (4,), (4,))
+    compiled = Executable(None, [Dev(0), Dev(1)], [whole], [], 0.0)
+    two = Inputs([[np.zeros(4, np.float32)], [np.ones(4, np.float32)]], "two")
+    np.testing.assert_array_equal(device_arguments(plan, compiled, two, replicas, 1)[0], np.ones(4))
+    np.testing.assert_array_equal(device_arguments(plan, compiled, two, replicas, 0)[0], np.zeros(4))
+
+
+def test_finish_without_a_reference_describes_the_run():
+    """No reference: status 'ran' with the plan's note; devices, partitioner and layouts spelled out;
+    disagreeing copies make it a mismatch."""
+    from mlirhlo_driver.execute.run import TensorSpec
+    from mlirhlo_driver.execute.spmd import Executable, Inputs, Layout, SpmdOptions, finish
+
+    spec = TensorSpec((4,), "f32", "float32", "x")
+    lay = Layout("tiled", (4,), (1,), tiles=((0,), (1,), (2,), (3,)), text="{devices=[4]<=[4]}")
+    plan = bare_plan([spec], param_layouts=[lay], reference_note="no reference (--reference none)")
+    plan.results = [TensorSpec((4,), "f32", "float32")]
+    compiled = Executable(None, [Dev(i) for i in range(4)], [lay], [Layout("replicated", (4,), (4,))], 5.0)
+    out = finish(plan, compiled, Inputs(None, "ids"), [[np.zeros(4)]], [], [3.0, 1.0, 2.0],
+                 SpmdOptions(num_partitions=4, reference="none"))
+    assert (out.report.status, out.report.run_ms, out.report.inputs_note) == ("ran", 2.0, "ids")
+    assert out.devices == "4 (1 replica x 4 partitions)"
+    assert out.partitioner == "none: already partitioned"
+    assert out.param_layouts == ["0 x float32[4]: {devices=[4]<=[4]}, [1] per device"]
+    assert out.result_layouts == ["0 float32[4]: {replicated}"]
+    assert out.notes == ["no reference (--reference none)"]
+    assert out.run_times == [3.0, 1.0, 2.0]
+    plan = bare_plan([spec], partitioner="gspmd")
+    plan.results = []
+    one = finish(plan, Executable(None, [Dev(0)], [Layout("replicated", (4,), (4,))], [], 1.0),
+                 Inputs([[np.zeros(4)]], "zeros"), [[]], ["output 0: partitions 0 and 1 disagree"], [1.0],
+                 SpmdOptions(reference="none"))
+    assert one.devices == "1 (1 replica x 1 partition)" and one.partitioner == "gspmd"
+    assert (one.report.status, one.report.message) == ("mismatch", "output 0: partitions 0 and 1 disagree")
+    plan = bare_plan([spec])
+    assert finish(plan, Executable(None, [Dev(0)], [Layout("replicated", (4,), (4,))], [], 1.0),
+                  Inputs([[np.zeros(4)]], "zeros"), [[]], [], [1.0], SpmdOptions()).partitioner == "none"
+    for kwargs, devices in (({"num_replicas": 2}, "2 (2 replicas x 1 partition)"),
+                            ({"num_partitions": 2}, "2 (1 replica x 2 partitions)")):
+        assert finish(bare_plan([]), Executable(None, [Dev(0), Dev(1)], [], [], 1.0), Inputs(None, "ids"),
+                      [[], []], [], [1.0], SpmdOptions(reference="none", **kwargs)).devices == devices
+
+
+def test_probe_waits_for_a_listening_coordinator_and_names_an_unreachable_one(python_names):
+    """A listening port answers at once; a closed one past the deadline is one DistributedError."""
+    import socket
+
+    from mlirhlo_driver.errors import DistributedError
+    from mlirhlo_driver.execute.spmd import _probe
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        assert _probe(f"127.0.0.1:{port}", time.time()) is None
+    with pytest.raises(DistributedError) as e:
+        _probe(f"127.0.0.1:{free_port()}", time.time())
+    assert str(e.value).startswith("error: cannot reach the coordinator at 127.0.0.1:")
+    assert str(e.value).endswith(": Connection refused (is process 0 running, and is the address right?)")

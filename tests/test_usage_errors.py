@@ -3,6 +3,7 @@ silently wrong answer or native noise (issue 12)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import subprocess
@@ -77,6 +78,14 @@ def test_output_path_that_is_a_directory(cli, small, tmp_path, command):
     args = [a.format(small=small, dir=out_dir, ll=ll) for a in command]
     assert_one_line_error(cli(*args), contains=f"{out_dir}: is a directory")
     assert list(out_dir.iterdir()) == []
+
+
+def test_convert_output_path_is_refused_before_the_input_is_read(cli, tmp_path):
+    """convert: a bad -o is refused before any work, even before a missing input is noticed."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert_one_line_error(cli("convert", tmp_path / "missing.mlir", "--to", "hlo", "-o", out_dir),
+                          contains=f"{out_dir}: is a directory")
 
 
 def test_output_under_a_file(cli, small, tmp_path):
@@ -395,6 +404,8 @@ def test_run_takes_zero_tolerances(cli, small, args):
     ("spmd-run", ["--bogus=3"], "no such option: --bogus"),
     ("spmd-run", ["--no-such-flag"], "no such option: --no-such-flag"),
     ("spmd-run", ["other.hlo"], "unexpected argument 'other.hlo' (spmd-run takes one module)"),
+    # XLA flags take their value after '=' (as in XLA_FLAGS): a separate word is another argument
+    ("spmd-run", ["--xla_dump_to", "dumps"], "unexpected argument 'dumps' (spmd-run takes one module)"),
 ])
 def test_words_left_after_the_options(cli, small, command, extra, message):
     """What typer leaves unparsed is an --xla_* flag or one error line naming the word."""
@@ -631,3 +642,698 @@ def test_stdout_on_a_full_disk_is_one_error_line_and_exit_1(unbuffered):
         ok = subprocess.run(MLIRHLO + ["opt", "--list-stages"], stdout=null, stderr=subprocess.PIPE,
                             env=env, timeout=300, cwd=str(REPO))
     assert ok.returncode == 0, ok.stderr
+
+
+# ------------------------------------------------------------ bench-pipeline's report (fake timings)
+
+@pytest.fixture
+def fake_bench(monkeypatch):
+    """bench_pipeline over fixed timings: the program, the pipelines and the clock are fakes;
+    ``calls`` records what was resolved and benchmarked."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver import api
+    from mlirhlo_driver.execute import bench
+    from mlirhlo_driver.mlir import pipeline
+
+    calls: dict = {"resolved": [], "benched": None, "totals": [[3.0, 2.0, 4.0], [6.0, 5.0, 7.0]]}
+
+    def resolve(spec=None, *, passes=None):
+        calls["resolved"].append((spec, passes))
+        given = spec if spec is not None else passes
+        return None if given is None else SimpleNamespace(spec=f"P({given})")
+
+    def bench_pipelines(module, roots, repeats):
+        calls["benched"] = (module, [r.spec for r in roots], repeats)
+        return [bench.PipelineBench(root.spec, [bench.PassStat("outer", 0, [1.0, 0.5, 1.5]),
+                                                bench.PassStat("inner", 1, [0.25, 0.125, 2.0])], totals)
+                for root, totals in zip(roots, calls["totals"])]
+
+    monkeypatch.setattr(api, "load", lambda input, input_format=None, args=None:
+                        SimpleNamespace(module=f"module of {input}", name="m"))
+    monkeypatch.setattr(pipeline, "resolve", resolve)
+    monkeypatch.setattr(bench, "bench_pipelines", bench_pipelines)
+    return calls
+
+
+def test_bench_pipeline_table_of_two_pipelines_and_their_ratio(fake_bench):
+    """Each pipeline's table (passes indented by depth, then Total), then B's median total over A's."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    out = commands.bench_pipeline("x.mlir", passes="cse", compare="canonicalize,cse", repeats=3)
+    assert fake_bench["benched"] == ("module of x.mlir", ["P(cse)", "P(canonicalize,cse)"], 3)
+    assert out == (
+        "# A: P(cse)  (3 runs, fresh copy each)\n"
+        " median ms       min       max  pass\n"
+        "     1.000     0.500     1.500  outer\n"
+        "     0.250     0.125     2.000    inner\n"
+        "     3.000     2.000     4.000  Total\n"
+        "# B: P(canonicalize,cse)  (3 runs, fresh copy each)\n"
+        " median ms       min       max  pass\n"
+        "     1.000     0.500     1.500  outer\n"
+        "     0.250     0.125     2.000    inner\n"
+        "     6.000     5.000     7.000  Total\n"
+        "# B/A total (medians, runs interleaved A B A B): 2.000x\n")
+
+
+def test_bench_pipeline_one_pipeline_has_no_ratio(fake_bench):
+    """One pipeline: its table alone, no B/A line, and no "ratio" in the JSON."""
+    import json
+
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    out = commands.bench_pipeline("x.mlir", pipeline_spec="@p", repeats=1)
+    assert out.splitlines()[0] == "# A: P(@p)  (1 runs, fresh copy each)"
+    assert out.endswith("     3.000     2.000     4.000  Total\n") and "B/A" not in out
+    data = json.loads(commands.bench_pipeline("x.mlir", pipeline_spec="@p", repeats=1, json_out=True))
+    assert data == {"module": "m", "runs": [{
+        "pipeline": "P(@p)", "repeats": 3, "total_median_ms": 3.0, "total_min_ms": 2.0, "total_max_ms": 4.0,
+        "passes": [{"pass": "outer", "depth": 0, "median_ms": 1.0, "min_ms": 0.5, "max_ms": 1.5, "runs": 3},
+                   {"pass": "inner", "depth": 1, "median_ms": 0.25, "min_ms": 0.125, "max_ms": 2.0, "runs": 3}]}]}
+
+
+def test_bench_pipeline_json_of_two_pipelines_has_the_ratio(fake_bench):
+    """JSON: both runs and B/A's ratio of median totals, indented by 2, one final newline."""
+    import json
+
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    out = commands.bench_pipeline("x.mlir", passes="cse", compare="@other", repeats=2, json_out=True)
+    assert out.startswith('{\n  "module": "m",\n  "runs": [\n') and out.endswith("\n}\n")
+    data = json.loads(out)
+    assert [r["pipeline"] for r in data["runs"]] == ["P(cse)", "P(@other)"]
+    assert data["ratio"] == 2.0
+
+
+@pytest.mark.parametrize("compare, resolved", [
+    ("@named", ("@named", None)),
+    ("builtin.module(cse)", ("builtin.module(cse)", None)),
+    ("canonicalize,cse", (None, "canonicalize,cse")),
+])
+def test_bench_pipeline_compare_is_a_spec_a_name_or_a_pass_list(fake_bench, compare, resolved):
+    """--compare: '@NAME' or 'builtin.module(...)' is a pipeline; anything else a pass list."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    commands.bench_pipeline("x.mlir", passes="cse", compare=compare, repeats=1)
+    assert fake_bench["resolved"] == [(None, "cse"), resolved]
+
+
+def test_bench_pipeline_ratio_is_none_when_a_takes_0_ms(fake_bench):
+    """A's median total 0 ms (too fast for the timer): no division; text and JSON say none."""
+    import json
+
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    fake_bench["totals"] = [[0.0, 0.0, 1.0], [6.0, 5.0, 7.0]]
+    out = commands.bench_pipeline("x.mlir", passes="cse", compare="canonicalize", repeats=3)
+    assert out.endswith("\n# B/A total (medians, runs interleaved A B A B): none (A's median total is 0 ms)\n")
+    assert json.loads(commands.bench_pipeline("x.mlir", passes="cse", compare="canonicalize", repeats=3,
+                                              json_out=True))["ratio"] is None
+
+
+def test_bench_pipeline_needs_a_pipeline_and_a_repeat(fake_bench):
+    """No --pipeline nor --passes, or --repeats below 1: a usage error, before any benchmark."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+    from mlirhlo_driver.errors import DriverError
+
+    with pytest.raises(DriverError) as e:
+        commands.bench_pipeline("x.mlir", repeats=1)
+    assert e.value.message == "give --pipeline or --passes"
+    with pytest.raises(DriverError) as e:
+        commands.bench_pipeline("x.mlir", passes="cse", repeats=0)
+    assert e.value.message == "--repeats must be >= 1"
+    assert fake_bench["benched"] is None
+
+
+@pytest.fixture
+def fake_xla_bench(monkeypatch, fake_bench):
+    """bench_pipeline with a target: XLA's pipeline timed by a fake; records the options used."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.execute import bench
+
+    seen: dict = {}
+
+    def bench_xla_pipeline(module, name, options, repeats):
+        seen["call"] = (module, name, options, repeats)
+        return ([bench.XlaPassTime("simplification", "algsimp", [2.0, 1.0, 4.0]),
+                 bench.XlaPassTime("fusion", "fusion-merger", [0.5, 0.25, 0.75])], [10.0, 8.0, 12.5])
+
+    monkeypatch.setattr(bench, "bench_xla_pipeline", bench_xla_pipeline)
+    target = SimpleNamespace(platform="cpu", print_note=lambda: seen.setdefault("note", True),
+                             stage_options=lambda: [("first", "options-1"), ("second", "options-2")])
+    return target, seen
+
+
+def test_bench_pipeline_of_xla_table(fake_xla_bench):
+    """With a target: XLA's HLO pipeline per dump interval, then the whole compile."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    target, seen = fake_xla_bench
+    out = commands.bench_pipeline("x.mlir", target=target, repeats=3)
+    assert seen == {"note": True, "call": ("module of x.mlir", "m", "options-1", 3)}
+    assert out == (
+        "# XLA cpu HLO pipeline, 3 compiles; times between per-pass dumps (XLA dumps after passes that "
+        "change the module), from file timestamps\n"
+        " median ms       min       max  pipeline / ending with pass\n"
+        "     2.000     1.000     4.000  simplification / algsimp\n"
+        "     0.500     0.250     0.750  fusion / fusion-merger\n"
+        "    10.000     8.000    12.500  whole compile\n")
+
+
+def test_bench_pipeline_of_xla_json(fake_xla_bench):
+    """With a target and --json: the platform, the source of the times, and every row."""
+    import json
+
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    target, _ = fake_xla_bench
+    out = commands.bench_pipeline("x.mlir", target=target, repeats=3, json_out=True)
+    assert out.startswith('{\n  "platform": "cpu",\n') and out.endswith("\n}\n")
+    assert json.loads(out) == {
+        "platform": "cpu", "source": "per-pass dump file timestamps", "compile_ms": [10.0, 8.0, 12.5],
+        "passes": [{"pipeline": "simplification", "ending_with": "algsimp", "times_ms": [2.0, 1.0, 4.0]},
+                   {"pipeline": "fusion", "ending_with": "fusion-merger", "times_ms": [0.5, 0.25, 0.75]}]}
+
+
+# ------------------------------------------------------------ the typer commands' front-end (cli/app.py)
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "{small}", "--seed", "-1"], "Invalid value for '--seed': -1 is not in the range x>=0."),
+    (["run", "{small}", "--rtol", "inf"],
+     "Invalid value for '--rtol' / '--rel_error_bound': inf is not a finite number >= 0"),
+    (["run", "{small}", "--atol", "-inf"],
+     "Invalid value for '--atol' / '--abs_error_bound': -inf is not a finite number >= 0"),
+    (["run", "{small}", "--timeout", "inf"], "Invalid value for '--timeout': inf is not a finite number > 0"),
+    (["spmd-run", "{small}", "--coordinator", "localhost"],
+     "Invalid value for '--coordinator': 'localhost' is not HOST:PORT, e.g. 10.0.0.1:1234"),
+])
+def test_typer_usage_error_is_one_line_naming_the_commands_help(cli, small, argv, message):
+    """A value typer refuses (range, non-finite tolerance or timeout, HOST:PORT): exactly one line,
+    typer's message and the command's --help to see, exit 2."""
+    line = assert_one_line_error(cli(*[a.format(small=small) for a in argv]))
+    # (the program's name in the hint is sys.argv[0]'s: 'mlirhlo' from the console script)
+    assert line.startswith(f"error: {message} (see '") and line.endswith(f" {argv[0]} --help')"), line
+
+
+@pytest.mark.parametrize("args", [["--rtol", "1e300", "--atol", "0.5"], ["--timeout", "1e-3", "--jobs", "0"]])
+def test_run_takes_any_finite_tolerance_and_positive_timeout(cli, small, args):
+    """The callbacks pass every finite value in range through: huge tolerances, a tiny timeout."""
+    from mlirhlo_driver.cli import app
+
+    assert app._non_negative(1e300) == 1e300 and app._non_negative(0.0) == 0.0 and app._non_negative(None) is None
+    assert app._positive(1e-3) == 1e-3 and app._positive(None) is None
+    result = cli("run", small, "--reference", "cpu", *args)
+    assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--iterations", "0"], "error: --iterations must be >= 1 and --jobs >= 0"),
+    (["--jobs", "-1"], "error: --iterations must be >= 1 and --jobs >= 0"),
+    (["--zeros", "--inputs", "none.npz"], "error: give --zeros or --inputs, not both"),
+    (["{small}", "--inputs", "none.npz"], "error: --inputs is for one module"),
+    (["--reference", "interp"], "error: unknown reference 'interp' (did you mean 'interpreter'?)"),
+    (["--reference", "bogus"], "error: unknown reference 'bogus' (interpreter, cpu, none)"),
+])
+def test_run_refuses_bad_combinations_before_any_compile(cli, small, args, message):
+    """run's own checks, each one exact line and exit 2."""
+    line = assert_one_line_error(cli("run", small, *[a.format(small=small) for a in args]))
+    assert line == message
+
+
+@pytest.mark.parametrize("reference, label", [
+    ("Default", "reference (interpreter)"), ("Interpreter", "reference (interpreter)"), ("HOST", "reference (cpu)"),
+    ("CPU", "reference (cpu)"), ("", None), ("None", None),
+])
+def test_run_reference_spellings_of_run_hlo_module(cli, small, reference, label):
+    """XLA's spellings of the reference, any case: default/interpreter, host/cpu, '' or none (no reference)."""
+    result = cli("run", small, "--reference", reference, "--jobs", "0", "--iterations", "1")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0] == ("small: OK" if label else "small: RAN"), result.out
+    assert (label in lines[2]) if label else ("reference" not in result.out), result.out
+
+
+def test_specs_check_reports_every_file_and_fails_if_one_is_bad(cli, small):
+    """specs check: an ok line per good file (GPU, sm, SMs), an error line per bad one, exit 2 if any is bad."""
+    good = REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb"
+    result = cli("specs", "check", good, small, good)
+    assert result.code == 2, result.err
+    assert result.out == f"{good}: ok (NVIDIA H100 80GB HBM3, sm_90a, 132 SMs)\n" * 2
+    assert result.err == f"error: {small}:1:5: field 'func' expects a message: func {{ ... }}\n"
+    result = cli("specs", "check", good)
+    assert (result.code, result.err) == (0, "")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--bogus", "--other"], "error: no such option: --bogus"),
+    (["--platform", "cpu", "--repet", "2"], "error: no such option: --repet (did you mean '--repeats'?)"),
+    (["--platform", "cpu", "--gpu_spec", "x"], "error: no such option: --gpu_spec (did you mean '--gpu-spec'?)"),
+])
+def test_bench_pipeline_unknown_option(cli, small, args, message):
+    """bench-pipeline: a word typer left is refused by name; with --platform, with a suggestion
+    from the command's own options."""
+    assert assert_one_line_error(cli("bench-pipeline", small, *args)) == message
+
+
+def test_emit_proto_alone_is_to_hlo_proto(cli, small, tmp_path):
+    """--emit-proto (hlo-opt's spelling) writes what --to hlo-proto writes; given together they agree."""
+    outs = []
+    for i, args in enumerate((["--emit-proto"], ["--to", "hlo-proto"], ["--emit-proto", "--to", "hlo-proto"])):
+        out = tmp_path / f"{i}.bin"  # an extension that names no format
+        result = cli("convert", small, *args, "-o", out)
+        assert result.code == 0, result.err
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2] and outs[0][:6] == b"\n\x04main"
+
+
+@pytest.mark.parametrize("name, fmt", [("m.hlo", "HloModule"), ("m.txt", "HloModule"), ("m.mlir", "module"),
+                                       ("m.pbtxt", "name:")])
+def test_convert_format_from_the_output_extension(cli, small, tmp_path, name, fmt):
+    """Without --to, -o's extension picks the format; an unknown extension asks for --to."""
+    out = tmp_path / name
+    result = cli("convert", small, "-o", out)
+    assert result.code == 0, result.err
+    assert out.read_text().lstrip().startswith(fmt), out.read_text()[:80]
+
+
+def test_convert_to_wins_over_the_output_extension(cli, small, tmp_path):
+    """--to FORMAT is the format whatever -o's extension says."""
+    out = tmp_path / "m.mlir"
+    result = cli("convert", small, "--to", "hlo", "-o", out)
+    assert result.code == 0, result.err
+    assert out.read_text().startswith("HloModule")
+
+
+def test_convert_needs_a_format(cli, small, tmp_path):
+    """No --to and no -o (or an -o whose extension names no format): one line listing the formats."""
+    message = ("error: give --to FORMAT (or an -o file with a known extension) "
+               "(formats: hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo)")
+    assert assert_one_line_error(cli("convert", small)) == message
+    assert assert_one_line_error(cli("convert", small, "-o", tmp_path / "m.xyz")) == message
+    assert not (tmp_path / "m.xyz").exists()
+
+
+def test_a_failed_conversion_names_the_file(cli, tmp_path):
+    """A conversion the module cannot take (CHLO into VHLO): the error names the input file."""
+    src = DATA / "chlo_special.mlir"
+    line = assert_one_line_error(cli("convert", src, "--to", "vhlo", "-o", tmp_path / "x.vhlo"))
+    assert line.startswith(f"error: {src}: cannot serialize as a StableHLO ")
+
+
+class _Refusal(Exception):
+    """Shaped like a click error, but not a usage error (exit code 1)."""
+
+    exit_code = 1
+
+    def format_message(self) -> str:
+        return "refused"
+
+
+@pytest.mark.parametrize("raised", [_Refusal(), "driver-error"], ids=["click-shaped-exit-1", "driver-error"])
+def test_run_app_reraises_what_is_not_a_usage_error(monkeypatch, raised):
+    """run_app turns only typer's usage errors (format_message and exit code 2) into an error line;
+    anything else a command raises reaches the caller unchanged."""
+    from mlirhlo_driver.batch import cache
+    from mlirhlo_driver.cli import app
+    from mlirhlo_driver.errors import DriverError
+
+    error = DriverError("cache is broken") if raised == "driver-error" else raised
+
+    def info():
+        raise error
+
+    monkeypatch.setattr(cache, "info", info)
+    with pytest.raises(type(error)) as e:
+        app.run_app(["cache", "info"], "cache")
+    assert e.value is error
+
+
+def test_run_app_usage_error_without_a_context_has_no_hint(monkeypatch, capfd):
+    """A usage error (by its shape) raised outside any typer context: the message alone, exit 2."""
+    from mlirhlo_driver.batch import cache
+    from mlirhlo_driver.cli import app
+
+    class Unconfigured(Exception):
+        exit_code = 2
+        ctx = None
+
+        def format_message(self) -> str:
+            return "the cache is not configured"
+
+    def info():
+        raise Unconfigured()
+
+    monkeypatch.setattr(cache, "info", info)
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as e:
+        app.run_app(["cache", "info"], "cache")
+    assert e.value.code == 2
+    assert capfd.readouterr() == ("", "error: the cache is not configured\n")
+
+
+@pytest.mark.parametrize("group, listing", [
+    ("specs", ["list", "show", "check"]),
+    ("cache", ["info", "clear"]),
+])
+def test_a_group_alone_prints_its_help_and_exits_2(cli, group, listing):
+    """A command group without a sub-command: its help (every sub-command listed), exit 2."""
+    r = cli(group)
+    assert r.code == 2 and r.err == ""
+    assert r.out.startswith("Usage: ") and r.out.splitlines()[0].endswith(f" {group} [OPTIONS] COMMAND [ARGS]...")
+    assert re.findall(r"^  (\S+)  ", r.out.split("Commands:\n")[1], re.M) == listing
+
+
+# ------------------------------------------------------------ run's verdict (fake reports)
+
+@pytest.fixture
+def fake_run(monkeypatch):
+    """commands.run over fake modules and reports: ``state["statuses"]`` are the reports' statuses
+    (OK passes); ``state`` records the options, the printing and the saving."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.batch import run_report
+    from mlirhlo_driver.execute import run as runner
+
+    state: dict = {"statuses": ["OK"], "printed": None, "saved": None}
+
+    def execute_tasks(tasks, options, jobs, timeout, scheduler):
+        state["executed"] = (tasks, options, jobs, timeout, scheduler)
+        return [SimpleNamespace(status=s, passed=s == "OK", message=f"{s} message", row=lambda s=s: {"status": s})
+                for s in state["statuses"]]
+
+    def print_run_reports(reports, options, print_literals, extra_flags):
+        state["printed"] = ([r.status for r in reports], print_literals, extra_flags)
+
+    monkeypatch.setattr(run_report, "run_tasks", lambda inputs, fmt, split, args: [f"task {i}" for i in inputs])
+    monkeypatch.setattr(run_report, "execute_tasks", execute_tasks)
+    monkeypatch.setattr(run_report, "print_run_reports", print_run_reports)
+    monkeypatch.setattr(run_report, "save_outputs", lambda path, reports: state.update(saved=(path, len(reports))))
+    monkeypatch.setattr(runner, "require_devices", lambda platform: None)
+    return state
+
+
+@pytest.mark.parametrize("statuses, code", [
+    (["OK"], 0), (["OK", "OK"], 0), (["OK", "MISMATCH"], 1), (["FAILED"], 1), (["OK", "invalid"], 2),
+])
+def test_run_exit_code_is_the_worst_report(fake_run, statuses, code):
+    """0 when every module matches, 1 when one mismatches or fails, 2 when one (of several) is invalid;
+    every report is printed."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    fake_run["statuses"] = statuses
+    assert commands.run(["a.mlir"], cli_flags={}, extra_words=[]) == code
+    assert fake_run["printed"] == (statuses, False, [])
+
+
+def test_run_of_one_invalid_module_is_one_error_line(fake_run, capsys):
+    """A single module that is invalid: its message as the one error line, exit 2, no report printed."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    fake_run["statuses"] = ["invalid"]
+    assert commands.run(["a.mlir"], cli_flags={}, extra_words=["--xla_x=1"]) == 2
+    assert capsys.readouterr() == ("", "error: invalid message\n")
+    assert fake_run["printed"] is None
+
+
+def test_run_passes_its_options_on(fake_run, tmp_path):
+    """What run hands the runner and the report: reference aliases resolved, outputs kept only when
+    printed or saved, the XLA flags sorted, --split-input-file in the reproducer's flags."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    commands.run(["a.mlir", "b.mlir"], cli_flags={}, extra_words=["--xla_b=1"], reference="Host", jobs=0,
+                 timeout=2.5, scheduler="tcp://h:8786", split_input_file=True)
+    tasks, options, jobs, timeout, scheduler = fake_run["executed"]
+    assert (tasks, jobs, timeout, scheduler) == (["task a.mlir", "task b.mlir"], 0, 2.5, "tcp://h:8786")
+    assert (options.reference, options.platform, options.keep_outputs) == ("cpu", "cpu", False)
+    assert fake_run["printed"][2] == ["--xla_b=1", "--split-input-file"]
+    for kwargs in ({"print_literals": True}, {"save_outputs": str(tmp_path / "o.npz")}):
+        commands.run(["a.mlir"], cli_flags={}, extra_words=[], **kwargs)
+        assert fake_run["executed"][1].keep_outputs is True, kwargs
+        assert fake_run["printed"][1] is bool(kwargs.get("print_literals")), kwargs
+    assert fake_run["saved"] == (str(tmp_path / "o.npz"), 1)
+
+
+def test_run_json_report_rows(fake_run, tmp_path):
+    """--json: every report's row, a JSON list indented by 2, one final newline; written whatever the verdict."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    fake_run["statuses"] = ["OK", "MISMATCH"]
+    path = tmp_path / "r.json"
+    assert commands.run(["a.mlir"], cli_flags={}, extra_words=[], json_report=str(path)) == 1
+    assert path.read_text() == '[\n  {\n    "status": "OK"\n  },\n  {\n    "status": "MISMATCH"\n  }\n]\n'
+    assert fake_run["saved"] is None
+
+
+# ------------------------------------------------------------ ptx's outputs (fake LLVM)
+
+@pytest.fixture
+def fake_ptx(monkeypatch):
+    """commands.ptx over a fake NVPTX backend: two modules' pass dumps (one unnamed, one named, one
+    IR without its final newline); ``seen`` records the options compiled with."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda import ptx as ptx_backend
+
+    seen: dict = {}
+    long_pass = "x" * 100
+
+    def compile_llvm_ir(text, source, options):
+        seen["call"] = (text, source, options)
+        return SimpleNamespace(text="// ptx\n", dumps=[("", "pass-a", "ir a\n"), ("mod1", "pass b/c", "ir b"),
+                                                       ("", long_pass, "ir c\n")])
+
+    monkeypatch.setattr(ptx_backend, "read_llvm_ir", lambda source: f"IR of {source}")
+    monkeypatch.setattr(ptx_backend, "compile_llvm_ir", compile_llvm_ir)
+    return seen
+
+
+def test_ptx_to_stdout_with_the_options_asked(fake_ptx, capsys):
+    """No -o: the PTX on stdout; the options reach the backend; no pass dumps unless asked for."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    commands.ptx("k.ll", arch="sm_80", opt_level=1, optimize=False, libdevice="ld.bc", check_ptxas=False)
+    assert capsys.readouterr() == ("// ptx\n", "")
+    text, source, options = fake_ptx["call"]
+    assert (text, source) == ("IR of k.ll", "k.ll")
+    assert (options.arch, options.opt_level, options.optimize, options.libdevice, options.check_ptxas,
+            options.dump_passes) == ("sm_80", 1, False, "ld.bc", False, False)
+
+
+def test_ptx_print_after_all_writes_each_ir_to_stderr(fake_ptx, capsys, tmp_path):
+    """--print-after-all: every pass's IR on stderr, each ending in one newline; -o takes the PTX."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    out = tmp_path / "k.ptx"
+    commands.ptx("k.ll", print_after_all=True, output=str(out))
+    assert capsys.readouterr() == ("", "ir a\nir b\nir c\n")
+    assert out.read_text() == "// ptx\n"
+    assert fake_ptx["call"][2].dump_passes is True
+
+
+def test_ptx_ir_dump_dir_has_one_numbered_file_per_pass(fake_ptx, capsys, tmp_path):
+    """--ir-dump-dir: NNN-MODULE_PASS.ll per pass (unsafe characters as '_', names cut at 80), in
+    order; nothing on stderr even with --print-after-all."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    dump = tmp_path / "dump"
+    commands.ptx("k.ll", ir_dump_dir=str(dump), print_after_all=True)
+    assert capsys.readouterr() == ("// ptx\n", "")
+    assert sorted(p.name for p in dump.iterdir()) == ["000-pass-a.ll", "001-mod1_pass_b_c.ll",
+                                                      "002-" + "x" * 80 + ".ll"]
+    assert (dump / "001-mod1_pass_b_c.ll").read_text() == "ir b"
+    assert fake_ptx["call"][2].dump_passes is True
+
+
+# ------------------------------------------------------------ what the typer commands hand the library
+
+@pytest.fixture
+def recorder(monkeypatch):
+    """Library entry points the thin typer commands call, replaced by recorders returning a fixed text."""
+    from mlirhlo_driver import listings, targets
+    from mlirhlo_driver.batch import diff, kernels
+    from mlirhlo_driver.commands import mlirhlo as commands
+
+    calls: dict = {}
+
+    def record(name, result="table\n"):
+        def fake(*args, **kwargs):
+            calls[name] = (args, kwargs)
+            return result
+        return fake
+
+    monkeypatch.setattr(commands, "bench_pipeline", record("bench_pipeline"))
+    monkeypatch.setattr(targets, "resolve", record("resolve", "a target"))
+    monkeypatch.setattr(kernels, "report", record("kernels"))
+    monkeypatch.setattr(diff, "report", record("diff"))
+    monkeypatch.setattr(listings, "spec_table", record("spec_table"))
+    monkeypatch.setattr(listings, "pass_catalog", record("pass_catalog"))
+    monkeypatch.setattr(listings, "load_plugins", record("load_plugins", None))
+    return calls
+
+
+def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):
+    """bench-pipeline: no --platform, no target; with one, targets.resolve's (the spec required);
+    the table written as returned."""
+    r = cli("bench-pipeline", small, "--passes", "cse", "--repeats", "3")
+    assert (r.code, r.out, r.err) == (0, "table\n", "")
+    args, kwargs = recorder["bench_pipeline"]
+    assert args == (str(small),)
+    assert kwargs == {"target": None, "pipeline_spec": None, "passes": "cse", "compare": None, "repeats": 3,
+                      "json_out": False, "input_format": None, "args": None}
+    assert "resolve" not in recorder and recorder["load_plugins"] == ((None,), {})
+    r = cli("bench-pipeline", small, "--passes", "cse", "--platform", "cuda", "--gpu-spec", "a100",
+            "--xla_gpu_autotune_level=0", "--json")
+    assert (r.code, r.out) == (0, "table\n"), r.err
+    args, kwargs = recorder["resolve"]
+    assert args == ("cuda",) and kwargs["gpu_spec"] == "a100" and kwargs["needs_spec"] is True
+    assert kwargs["cli_flags"] == {"xla_gpu_autotune_level": 0}
+    assert recorder["bench_pipeline"][1]["target"] == "a target" and recorder["bench_pipeline"][1]["json_out"]
+
+
+@pytest.mark.parametrize("argv, name, expected", [
+    (["kernels"], "kernels", (([], None), {"input_format": None, "as_json": False})),
+    (["kernels", "a.hlo", "b.hlo", "--gpu-spec", "a100,h100_sxm", "--json"], "kernels",
+     ((["a.hlo", "b.hlo"], "a100,h100_sxm"), {"input_format": None, "as_json": True})),
+    (["diff", "a.hlo"], "diff", (("a.hlo", None), {
+        "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": None, "input_format": None,
+        "as_json": False, "use_cache": True})),
+    (["diff", "a.hlo", "b.hlo", "--no-cache", "--json", "--stage", "hlo"], "diff", (("a.hlo", "b.hlo"), {
+        "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": "hlo", "input_format": None,
+        "as_json": True, "use_cache": False})),
+    (["specs", "list"], "spec_table", ((), {"as_json": False})),
+    (["specs", "list", "--json"], "spec_table", ((), {"as_json": True})),
+    (["passes"], "pass_catalog", ((), {})),
+])
+def test_report_commands_hand_over_their_options(cli, recorder, argv, name, expected):
+    """kernels, diff, specs list and passes: the library's text on stdout as is, their options passed
+    through (defaults: all inputs none, text not JSON, the cache used)."""
+    r = cli(*argv)
+    assert (r.code, r.out, r.err) == (0, "table\n", "")
+    assert recorder[name] == expected
+
+
+@pytest.fixture
+def run_recorder(monkeypatch):
+    """commands.run and the spmd launcher replaced by recorders; ``calls["code"]`` is what they return."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+    from mlirhlo_driver.execute import spmd_launch
+
+    calls: dict = {"code": 0}
+
+    def run(inputs, **kwargs):
+        calls["run"] = (inputs, kwargs)
+        return calls["code"]
+
+    def spmd_options(flags, **kwargs):
+        calls["spmd_options"] = (flags, kwargs)
+        return "options"
+
+    def spmd_run(launch, options):
+        calls["spmd_run"] = launch
+        return calls["code"]
+
+    monkeypatch.setattr(commands, "run", run)
+    monkeypatch.setattr(spmd_launch, "spmd_options", spmd_options)
+    monkeypatch.setattr(spmd_launch, "run", spmd_run)
+    return calls
+
+
+@pytest.mark.parametrize("code", [0, 1, 2])
+def test_run_command_separates_inputs_from_xla_flags_and_exits_with_the_verdict(cli, run_recorder, code):
+    """run: files (and '-', stdin) are inputs wherever they stand; --xla_* words are flags, kept as typed
+    for the reproducer; the exit code is commands.run's."""
+    run_recorder["code"] = code
+    r = cli("run", "a.mlir", "--xla_cpu_enable_fast_math=true", "-", "b.mlir", "--seed", "3")
+    assert (r.code, r.out, r.err) == (code, "", "")
+    inputs, kwargs = run_recorder["run"]
+    assert inputs == ["a.mlir", "-", "b.mlir"]
+    assert kwargs["cli_flags"] == {"xla_cpu_enable_fast_math": True}
+    assert kwargs["extra_words"] == ["--xla_cpu_enable_fast_math=true"]
+    assert (kwargs["seed"], kwargs["jobs"], kwargs["iterations"], kwargs["reference"]) == (3, 1, 1, "interpreter")
+    assert (kwargs["rtol"], kwargs["atol"], kwargs["timeout"]) == (None, None, None)
+    r = cli("run", "a.mlir", "--seed", "0", "--rtol", "0.5", "--atol", "0", "--timeout", "7", "--jobs", "2")
+    assert r.code == code, r.err
+    kwargs = run_recorder["run"][1]
+    assert (kwargs["seed"], kwargs["rtol"], kwargs["atol"], kwargs["timeout"], kwargs["jobs"]) == (0, 0.5, 0.0, 7.0, 2)
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_spmd_run_command_hands_over_its_options(cli, run_recorder, code):
+    """spmd-run: the module, its options (defaults: one partition and replica, 300 s) and the
+    --xla_* flags reach the launcher; the exit code is the launcher's."""
+    run_recorder["code"] = code
+    r = cli("spmd-run", "m.hlo", "--xla_cpu_enable_fast_math=true", "--arg-sharding", "0={replicated}")
+    assert (r.code, r.out, r.err) == (code, "", "")
+    flags, kwargs = run_recorder["spmd_options"]
+    assert flags == {"xla_cpu_enable_fast_math": True}
+    assert kwargs == {
+        "argument_mode": None, "inputs_npz": None, "partitioner": None, "arg_sharding": ("0={replicated}",),
+        "num_partitions": 1, "num_replicas": 1, "is_spmd_partitioned_module": False, "run_xla_backend_only": False,
+        "seed": 0, "large_float_range": False, "rtol": None, "atol": None, "num_repeats": 1, "reference": "cpu",
+        "reference_module": None}
+    launch = run_recorder["spmd_run"]
+    assert (launch.source, launch.input_format, launch.args, launch.arg_sharding, launch.dump_output,
+            launch.num_processes, launch.process_id, launch.coordinator, launch.launch_local, launch.timeout) == \
+        ("m.hlo", None, None, ("0={replicated}",), None, 1, None, None, None, 300.0)
+    cli("spmd-run", "m.hlo", "--coordinator", "10.0.0.1:1234", "--process-id", "0", "--num-processes", "2")
+    assert (run_recorder["spmd_run"].coordinator, run_recorder["spmd_run"].arg_sharding) == ("10.0.0.1:1234", ())
+
+
+def test_specs_show_prints_the_summary_then_the_textproto(cli):
+    """specs show: '# key: value' per summary field, then the spec file's text, nothing on stderr."""
+    path = REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb"
+    r = cli("specs", "show", "h100_sxm")
+    assert r.code == 0 and r.err == "", r.err
+    assert r.out.startswith(f"# name: h100_sxm\n# path: {path}\n# gpu: NVIDIA H100 80GB HBM3\n")
+    assert r.out.endswith("\n" + path.read_text().rstrip("\n") + "\n")
+
+
+def test_specs_notes_go_to_stderr(cli, tmp_path):
+    """A spec lacking a field its compute capability determines: show and check print the note on
+    stderr, one line, and still succeed."""
+    text = (REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text()
+    assert text.count("fpus_per_core: 128\n") == 1
+    path = tmp_path / "short.txtpb"
+    path.write_text(text.replace("fpus_per_core: 128\n", ""))
+    note = (f"note: {path} lacks fpus_per_core; filled in as every compute capability 9.0 GPU reports: "
+            "fpus_per_core: 128\n")
+    for argv in (["show", path], ["check", path]):
+        r = cli("specs", *argv)
+        assert (r.code, r.err) == (0, note), argv
+    assert r.out == f"{path}: ok (NVIDIA H100 80GB HBM3, sm_90a, 132 SMs)\n"
+
+
+def test_cache_info_and_clear(cli, private_site, monkeypatch):
+    """cache info: directory, entries, bytes and the cap, one per line; cache clear: how many went."""
+    from mlirhlo_driver.batch import cache
+
+    monkeypatch.setattr(cache, "info", lambda: {"directory": "/c", "entries": 3, "bytes": 1234, "max_bytes": 99})
+    r = cli("cache", "info")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == ("directory  /c\nentries    3\nsize       1234 bytes\n"
+                     "max size   99 bytes (MLIRHLO_CACHE_MAX_BYTES; least recently used go first)\n")
+    monkeypatch.setattr(cache, "clear", lambda: 3)
+    r = cli("cache", "clear")
+    assert (r.code, r.out) == (0, f"removed 3 entries from {cache.cache_dir()}\n")
+
+
+def test_xla_pass_listing_on_the_given_modules_or_xla_reference(monkeypatch):
+    """opt --list-passes --platform P: the target's options for its platform, on the given modules
+    (loaded with --input-format/--args), or on none (XLA's reference module) without inputs."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.commands import mlirhlo as commands
+    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.xla import passes as xla_passes
+
+    loaded = []
+    monkeypatch.setattr(loader, "load_inputs", lambda specs, *, input_format=None, arg_specs=None:
+                        loaded.append((specs, input_format, arg_specs)) or ["module"])
+    monkeypatch.setattr(xla_passes, "listing", lambda candidates, modules=None: f"{candidates} on {modules}\n")
+    target = SimpleNamespace(platform="cuda", options_for=lambda platform: f"options for {platform}")
+    assert commands.xla_pass_listing(target, []) == "['options for cuda'] on None\n"
+    assert loaded == []
+    assert commands.xla_pass_listing(target, ["m.py:f"], input_format="jax", args="f32[4]") == \
+        "['options for cuda'] on ['module']\n"
+    assert loaded == [(["m.py:f"], "jax", "f32[4]")]

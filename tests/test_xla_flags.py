@@ -696,3 +696,244 @@ def test_only_a_compile_error_about_autotuning_blames_the_autotune_file(monkeypa
     with pytest.raises(CompileError) as e:
         backend.compile_module(None, "m", options)
     assert type(e.value) is CompileError and e.value.message == message[0]
+
+
+# ------------------------------------------------------------------ typed values, per DebugOptions field
+
+@pytest.mark.parametrize("name, text, value", [
+    # a bool field: true/false in any case, and 1/0; anything else keeps parse_value's guess
+    ("xla_cpu_enable_fast_math", "1", True), ("xla_cpu_enable_fast_math", "0", False),
+    ("xla_cpu_enable_fast_math", "TRUE", True), ("xla_cpu_enable_fast_math", "False", False),
+    ("xla_cpu_enable_fast_math", "2", 2), ("xla_cpu_enable_fast_math", "yes", "yes"),
+    # a string field: the text as given, unquoted
+    ("xla_dump_to", "123", "123"), ("xla_dump_to", "true", "true"), ("xla_dump_to", "1.5", "1.5"),
+    ("xla_dump_to", "'a b'", "a b"), ("xla_dump_to", "/tmp/d", "/tmp/d"),
+    # a float field: an integer's spelling is a float; a bool stays a bool (XLA refuses it)
+    ("xla_gpu_autotune_gemm_rtol", "1", 1.0), ("xla_gpu_autotune_gemm_rtol", "0.5", 0.5),
+    ("xla_gpu_autotune_gemm_rtol", "true", True), ("xla_gpu_autotune_gemm_rtol", "x", "x"),
+    # an int field: 1 and 0 are integers, not bools
+    ("xla_gpu_autotune_level", "1", 1), ("xla_gpu_autotune_level", "0", 0),
+    ("xla_gpu_autotune_level", "true", True), ("xla_gpu_autotune_level", "2.5", 2.5),
+    # enum, repeated, and names the schema lacks: parse_value's guess
+    ("xla_step_marker_location", "1", 1), ("xla_step_marker_location", "NAME", "NAME"),
+    ("xla_disable_hlo_passes", "1", 1), ("xla_disable_hlo_passes", "a,b", "a,b"),
+    ("xla_no_such_field", "1", 1), ("xla_no_such_field", "0", 0), ("xla_no_such_field", "true", True),
+    ("xla_no_such_field", "1.0", 1.0), ("xla_no_such_field", '"7"', "7"),
+])
+def test_typed_value_follows_the_fields_type(name, text, value):
+    """typed_value reads a value as tsl's flag parser does for the field's DebugOptions type."""
+    got = xla_flags.typed_value(name, text)
+    assert got == value and type(got) is type(value)
+
+
+def test_debug_option_types_names_each_fields_kind():
+    """debug_option_types maps DebugOptions fields to bool/int/float/str/enum/repeated from jaxlib's schema."""
+    types = xla_flags.debug_option_types()
+    assert {n: types[n] for n in ("xla_cpu_enable_fast_math", "xla_gpu_autotune_level", "xla_gpu_autotune_gemm_rtol",
+                                  "xla_dump_to", "xla_step_marker_location", "xla_disable_hlo_passes",
+                                  "xla_gpu_disable_async_collectives", "xla_gpu_all_gather_combine_threshold_bytes")} == {
+        "xla_cpu_enable_fast_math": "bool", "xla_gpu_autotune_level": "int", "xla_gpu_autotune_gemm_rtol": "float",
+        "xla_dump_to": "str", "xla_step_marker_location": "enum", "xla_disable_hlo_passes": "repeated",
+        "xla_gpu_disable_async_collectives": "repeated", "xla_gpu_all_gather_combine_threshold_bytes": "int"}
+    assert set(types.values()) == {"bool", "int", "float", "str", "enum", "repeated"}
+    assert "xla_no_such_field" not in types
+
+
+# ------------------------------------------------------------------ bare flags, value types
+
+@pytest.mark.parametrize("name, kind", [
+    ("xla_dump_to", "a value"),                                  # string
+    ("xla_step_marker_location", "a value"),                           # enum
+    ("xla_gpu_autotune_level", "a number"),                      # int32
+    ("xla_gpu_all_gather_combine_threshold_bytes", "a number"),  # int64
+    ("xla_gpu_autotune_gemm_rtol", "a number"),                  # float
+])
+def test_a_bare_flag_for_a_field_that_is_not_a_bool_needs_a_value(name, kind):
+    """check_names refuses a bare --xla_NAME (true) for a field that is not a bool, saying what it needs."""
+    known = {name, "xla_cpu_enable_fast_math", "xla_not_in_the_schema"}
+    with pytest.raises(FlagError) as e:
+        xla_flags.check_names({"xla_cpu_enable_fast_math": True, name: True}, known)
+    assert e.value.format() == (f"error: --{name} needs {kind}, e.g. --{name}=VALUE "
+                                "(a flag without '=' is a boolean set to true)")
+    assert not getattr(e.value, "bad_value", False)
+    # a bool field, a name the schema lacks, and a value given: all pass
+    xla_flags.check_names({"xla_cpu_enable_fast_math": True, "xla_not_in_the_schema": True, name: 3}, known)
+    xla_flags.check_names({name: True}, set())  # nothing known: XLA decides
+
+
+def test_check_value_types_leaves_other_fields_to_xla():
+    """check_value_types only judges scalar bool/int/float fields; strings, enums, repeated and unknown
+    fields are XLA's to check, and a refused value is marked bad_value."""
+    xla_flags.check_value_types({"xla_no_such_field": "x", "xla_dump_to": True, "xla_step_marker_location": 1.5,
+                                 "xla_disable_hlo_passes": True, "xla_gpu_disable_async_collectives": 2.5,
+                                 "xla_gpu_autotune_gemm_rtol": 2, "xla_gpu_all_gather_combine_threshold_bytes": 7})
+    xla_flags.check_value_types({})
+    for flags, message in [
+        ({"xla_gpu_autotune_level": "3"}, "--xla_gpu_autotune_level=3: expected an integer"),
+        ({"xla_gpu_autotune_level": False}, "--xla_gpu_autotune_level=false: expected an integer"),
+        ({"xla_gpu_all_gather_combine_threshold_bytes": 1.5},
+         "--xla_gpu_all_gather_combine_threshold_bytes=1.5: expected an integer"),
+        ({"xla_cpu_enable_fast_math": "yes"}, "--xla_cpu_enable_fast_math=yes: expected true or false"),
+        ({"xla_dump_to": "/d", "xla_gpu_autotune_gemm_rtol": False},
+         "--xla_gpu_autotune_gemm_rtol=false: expected a number"),
+    ]:
+        with pytest.raises(FlagError) as e:
+            xla_flags.check_value_types(flags)
+        assert e.value.message == message and e.value.bad_value is True
+
+
+@pytest.mark.parametrize("message, formatted", [
+    ("While setting option xla_a, '1.5' is not a valid int64 value", "error: --xla_a=1.5: expected an integer"),
+    ("While setting option xla_a, 'x' is not a valid float value", "error: --xla_a=x: expected a number"),
+    ("While setting option xla_a, 'x' is not a valid double value", "error: --xla_a=x: expected a number"),
+    ("While setting option xla_a, '' is not a valid string value", "error: --xla_a=: expected string"),
+    # XLA's word overrules the list: the rejected name is never suggested for itself
+    ("No such compile option: 'xla_foo'", "error: unknown XLA flag '--xla_foo' (did you mean 'xla_fooo'?)"),
+    ("No such compile option: 'xla_bar'", "error: unknown XLA flag '--xla_bar'"),
+])
+def test_translate_compile_error_each_kind(message, formatted):
+    """XLA's type names become our words; an unknown one is kept; a rejected name is not its own suggestion."""
+    assert xla_flags.translate_compile_error(message, {"xla_foo", "xla_fooo", "xla_bar"}).format() == formatted
+
+
+# ------------------------------------------------------------------ from_text
+
+def test_from_text_ignores_other_dashed_words_unless_strict():
+    """Like XLA, XLA_FLAGS-style text skips '-'-words that are not --xla_ flags; strict refuses any stray word."""
+    assert xla_flags.from_text("--xla_a=1 -v --verbose=2 --xla_b", "X") == {"xla_a": 1, "xla_b": True}
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_text("--xla_a=1 -v", "the options", strict=True)
+    assert e.value.format() == ("error: cannot parse the options near '-v' "
+                                "(XLA flags as in XLA_FLAGS, e.g. '--xla_gpu_enable_triton_gemm=false')")
+    assert xla_flags.from_text("--xla_a=1", "X", strict=True) == {"xla_a": 1}
+    with pytest.raises(FlagError, match=re.escape("cannot parse X near '--xla-b=2'")):
+        xla_flags.from_text("--xla_a=1 -v --xla-b=2", "X")  # a misspelt --xla flag is never skipped
+    with pytest.raises(FlagError, match=re.escape("cannot parse X near 'word'")):
+        xla_flags.from_text("-v word", "X")
+
+
+# ------------------------------------------------------------------ from_file: values, columns
+
+def test_from_file_quoted_and_separated_fields(tmp_path):
+    """A quoted textproto value is a string with escapes read, never typed; fields may end in ',' or ';'."""
+    f = tmp_path / "opts.txt"
+    f.write_text('xla_dump_to: "1"\n'
+                 "xla_dump_hlo_pass_re: 'a\\tb'  # tab\n"
+                 'xla_a: "x\\"y", xla_b: 2 ; xla_c: false\n'
+                 "xla_e: true, xla_f: 3;xla_g: ENUM_X\n"
+                 "--xla_d=1  # a comment after a flag line\n")
+    assert xla_flags.from_file(str(f)) == {"xla_dump_to": "1", "xla_dump_hlo_pass_re": "a\tb", "xla_a": 'x"y',
+                                           "xla_b": 2, "xla_c": False, "xla_d": 1, "xla_e": True, "xla_f": 3,
+                                           "xla_g": "ENUM_X"}
+
+
+@pytest.mark.parametrize("text, line, col, message", [
+    ('\n   --xla_a="x\n', 2, 4, "cannot parse: No closing quotation"),  # the flag line's first column
+    ("xla_a: 1,  bogus\n", 1, 12, "expected 'xla_name: value'"),          # after a field on the line
+    ('--xla_a=1 "x"y\n', 1, 1, "not an XLA flag: 'xy'"),                  # not found as written: column 1
+    ("--xla_dump_to=x dump\n", 1, 17, "not an XLA flag: 'dump'"),             # the word, not inside a name
+])
+def test_from_file_more_error_columns(tmp_path, text, line, col, message):
+    """Errors in an options file point at the line and column of what is wrong."""
+    f = tmp_path / "opts.txt"
+    f.write_text(text)
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file(str(f))
+    assert (e.value.line, e.value.col) == (line, col) and e.value.message.startswith(message), e.value.format()
+
+
+@pytest.mark.parametrize("text, col", [
+    ("  xla_cpu_enable_fast_math:   maybe\n", 31),         # a bad value: the value's column
+    ("xla_dump_to: 'd', xla_gpu_autotune_level: x\n", 43),
+    ("xla_dump_to: 'd';  xla_cpu_fast_mathz: true\n", 20),  # an unknown name: the name's column
+])
+def test_textproto_fields_of_an_options_file_place_errors_at_their_column(tmp_path, text, col):
+    """'xla_name: value' fields: an error is placed at the value refused, or the name not known, on line 2."""
+    path = tmp_path / "opts.txt"
+    path.write_text("# options\n" + text)
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file_checked(str(path))
+    assert (e.value.file, e.value.line, e.value.col) == (str(path), 2, col), e.value.format()
+
+
+def test_from_file_checked_places_an_error_at_the_flag_it_names(tmp_path):
+    """Of several fields, the error is placed at the one it names exactly (not one whose name is a prefix)."""
+    path = tmp_path / "opts.txt"
+    path.write_text("xla_cpu_enable_fast_math: true\n"
+                    "--xla_dump_to=/tmp/d\n"
+                    "   xla_cpu_enable_fast_math_x: true\n")
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file_checked(str(path))
+    assert (e.value.line, e.value.col) == (3, 4)
+    assert e.value.message == "unknown XLA flag '--xla_cpu_enable_fast_math_x'"
+    path.write_text("xla_cpu_enable_fast_math: true\n--xla_dump_to\n")
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file_checked(str(path))
+    assert (e.value.line, e.value.col) == (2, 1) and "needs a value" in e.value.message
+    path.write_text("xla_cpu_enable_fast_math: true\n--xla_dump_to=/tmp/d\n")
+    assert xla_flags.from_file_checked(str(path)) == {"xla_cpu_enable_fast_math": True, "xla_dump_to": "/tmp/d"}
+
+
+def test_from_file_unreadable(tmp_path):
+    """A folder, or a file that is not text, is a one-line error naming the file."""
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file(str(tmp_path))
+    assert e.value.format() == f"error: {tmp_path}: Is a directory"
+    f = tmp_path / "opts.bin"
+    f.write_bytes(b"xla_a: \xff\xfe\n")
+    with pytest.raises(FlagError) as e:
+        xla_flags.from_file(str(f))
+    assert e.value.file == str(f) and "can't decode byte 0xff" in e.value.message
+
+
+# ------------------------------------------------------------------ known_names: scan and cache
+
+def test_known_names_scan_only_jaxlibs_xla_binaries_and_cache_them(tmp_path, monkeypatch):
+    """known_names reads whole xla_ words from jaxlib's XLA libraries (not others), then caches them per build."""
+    from mlirhlo_driver.mlir import passes
+
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "libjax_common.so").write_bytes(b"\0xla_dump_to\0xla_ab\0Axla_glued\0xla_cpu_x1\0")
+    (libs / "_jax.so").write_bytes(b"xla_gpu_autotune_level xla_Upper_case xla_" + b"a" * 100 + b" xla_" + b"b" * 101)
+    (libs / "xla_cuda_plugin.so").write_bytes(b"(xla_plugin_flag)")
+    (libs / "libother.so").write_bytes(b"\0xla_not_from_here\0")
+    monkeypatch.setattr(passes, "jaxlib_libraries", lambda: sorted(str(p) for p in libs.iterdir()))
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "KEY")
+    cache = tmp_path / "xdg" / "mlirhlo-driver"
+    cache.mkdir(parents=True)  # a cache folder that exists already
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    want = {"xla_dump_to", "xla_cpu_x1", "xla_gpu_autotune_level", "xla_plugin_flag", "xla_" + "a" * 100}
+    assert xla_flags.known_names() == want
+    assert json.loads((cache / "xla-flags-KEY.json").read_text()) == sorted(want)
+    assert [p.name for p in cache.iterdir()] == ["xla-flags-KEY.json"]
+    # the next lookup reads the cache, not the libraries
+    monkeypatch.setattr(passes, "jaxlib_libraries", lambda: [])
+    assert xla_flags.known_names() == want
+    (cache / "xla-flags-KEY.json").write_text("not json")  # a broken cache: scanned again
+    assert xla_flags.known_names() == set()
+
+
+def test_from_file_types_unquoted_values_by_their_field(tmp_path):
+    """Unquoted values in an options file, textproto or flag lines, are typed by their DebugOptions field."""
+    f = tmp_path / "opts.txt"
+    f.write_text("xla_dump_hlo_pass_re: 123\nxla_cpu_enable_fast_math: 1\nxla_gpu_autotune_gemm_rtol: 2\n"
+                 "--xla_dump_to=7 --xla_cpu_enable_fast_min_max=0\nxla_no_such_field: 5\n")
+    got = xla_flags.from_file(str(f))
+    assert got == {"xla_dump_hlo_pass_re": "123", "xla_cpu_enable_fast_math": True, "xla_gpu_autotune_gemm_rtol": 2.0,
+                   "xla_dump_to": "7", "xla_cpu_enable_fast_min_max": False, "xla_no_such_field": 5}
+    assert [type(v) for v in got.values()] == [str, bool, float, str, bool, int]
+
+
+def test_known_names_cache_goes_into_a_new_cache_folder(tmp_path, monkeypatch):
+    """On a machine without the cache folder (nor its parents) the scan's result is still cached."""
+    from mlirhlo_driver.mlir import passes
+
+    lib = tmp_path / "libjax_common.so"
+    lib.write_bytes(b"\0xla_dump_to\0")
+    monkeypatch.setattr(passes, "jaxlib_libraries", lambda: [str(lib)])
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "KEY")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "xdg"))
+    assert xla_flags.known_names() == {"xla_dump_to"}
+    cached = tmp_path / "new" / "xdg" / "mlirhlo-driver" / "xla-flags-KEY.json"
+    assert json.loads(cached.read_text()) == ["xla_dump_to"]

@@ -790,3 +790,635 @@ def test_a_codegen_stage_without_files_is_empty_only_after_a_good_compile_that_n
         req.produce(stage)
     assert info.value.message == (f"XLA wrote no output for stage '{stage}' on {platform}"
                                   + (" (compile failed: boom)" if failed else ""))
+
+
+# ------------------------------------------------------------ stage functions on given dumps
+
+def _request_on(files: dict[str, bytes], platform: str = "cpu", **art):
+    """A request whose XLA compile is already done: artifacts with these dump files (every
+    dump and both Triton emitters asked for, so no stage compiles again)."""
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    art.setdefault("hlo_module_name", "jit_m")
+    req = registry.request(None, "m", StageOptions(platform=platform))
+    req._derived["xla"] = xla_backend.XlaArtifacts(platform, files=files, emitters=("triton-fusion", "triton-to-llvm"),
+                                                   **art)
+    return req
+
+
+def test_llvm_ir_files_are_sections_named_by_module_or_first_kernel_and_sorted():
+    """Each non-empty LLVM IR file is a '; ----- NAME -----' section, sorted by name: the file's
+    module name, or for a numbered or unnamed file its first GPU entry point (else its first
+    function, else 'module'); a text without a final newline gets one."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    files = {
+        "b_module.ir-no-opt.ll": b"define void @f()\n",
+        "a_module.ir-no-opt.ll": b"; a",
+        "blank.ir-no-opt.ll": b"  \n",
+        "2.ir-no-opt.ll": b"define ptx_kernel void @zeta()\ndefine void @alpha()\n",
+        "10.ir-no-opt.ll": b'define void @"beta.1"()\ndefine void @aaa()\n',
+        "3..ir-no-opt.ll": b"define void @gamma()\n",
+        "4.ir-no-opt.ll": b"; nothing\n",
+        "ir-no-opt.ll": b"define internal void @$x-y()\n",
+        "a_module.ir-with-opt.ll": b"; optimized\n",
+    }
+    assert xla_stages._llvm_before(_request_on(files)) == (
+        "; ----- $x-y -----\ndefine internal void @$x-y()\n"
+        "; ----- a_module -----\n; a\n"
+        '; ----- aaa -----\ndefine void @"beta.1"()\ndefine void @aaa()\n'
+        "; ----- b_module -----\ndefine void @f()\n"
+        "; ----- gamma -----\ndefine void @gamma()\n"
+        "; ----- module -----\n; nothing\n"
+        "; ----- zeta -----\ndefine ptx_kernel void @zeta()\ndefine void @alpha()\n")
+    # One non-empty file is given as it is, without a section line; none gives nothing.
+    assert xla_stages._llvm_after(_request_on(files)) == "; optimized\n"
+    assert xla_stages._llvm_after(_request_on({"x.ir-with-opt.ll": b"one", "y.ir-with-opt.ll": b"\n"})) == "one"
+    assert xla_stages._llvm_after(_request_on({"x.ir-with-opt.ll": b" \n"})) == ""
+
+
+def test_ptx_files_are_sections_named_by_their_first_entry():
+    """PTX sections are named after the first '.visible .entry' (or bare '.entry') of a numbered file,
+    '//' comments."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    files = {"1.ptx": b".visible .entry k2(\n.visible .entry k1(\n", "0.ptx": b".visible .entry z(",
+             "ptx": b"// no entries\n", "foo.ptx": b"x\n", "foo.ll": b"not ptx\n", "2.ptx": b".entry y(\n"}
+    assert xla_stages._ptx(_request_on(files, "cuda")) == (
+        "// ----- foo -----\nx\n"
+        "// ----- k1 -----\n.visible .entry k2(\n.visible .entry k1(\n"
+        "// ----- module -----\n// no entries\n"
+        "// ----- y -----\n.entry y(\n"
+        "// ----- z -----\n.visible .entry z(\n")
+
+
+def test_sass_text_joins_non_empty_sections():
+    """SASS of several modules: non-empty ones as '// ----- NAME -----' sections; one alone as it is."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    assert xla_stages._sass_text([("a", "sass a"), ("b", " \n"), ("c", "sass c\n")]) == \
+        "// ----- a -----\nsass a\n// ----- c -----\nsass c\n"
+    assert xla_stages._sass_text([("a", ""), ("b", "only b")]) == "only b"
+    assert xla_stages._sass_text([]) == ""
+
+
+def test_hlo_backend_ends_with_one_newline():
+    """hlo-backend is the executable's scheduled module, ending in a newline whether or not XLA's did."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    assert xla_stages._hlo_backend(_request_on({}, scheduled_hlo="HloModule m")) == "HloModule m\n"
+    assert xla_stages._hlo_backend(_request_on({}, scheduled_hlo="HloModule m\n")) == "HloModule m\n"
+
+
+def test_text_stages_read_their_dump_file():
+    """hlo, buffer-assignment, thunk-sequence and autotune-results give XLA's file as it is."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    req = _request_on({
+        "module_0001.jit_m.before_optimizations.txt": b"before",
+        "cpu_after_optimizations.txt": b"HloModule after \xff",
+        "cpu_after_optimizations-buffer-assignment.txt": b"BufferAssignment:",
+        "thunk_sequence.txt": b"001: kKernel",
+        "autotune_results.pbtxt": b"version: 3",
+    })
+    assert xla_stages._hlo(req) == "HloModule after \ufffd"
+    assert xla_stages._buffer_assignment(req) == "BufferAssignment:"
+    assert xla_stages._thunk_sequence(req) == "001: kKernel"
+    assert xla_stages._autotune_results(req) == "version: 3"
+    gpu = _request_on({"sm_9.0_gpu_after_optimizations.txt": b"gpu hlo"}, "cuda")
+    assert xla_stages._hlo(gpu) == "gpu hlo"
+
+
+def test_cpu_cost_and_memory_usage_are_sorted_json():
+    """CPU cost and memory-usage: XLA's figures as sorted, indented JSON ({} without a cost analysis)."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    req = _request_on({}, cost={"flops": 2.0, "bytes accessed": 8.0}, memory_stats={"temp_size_in_bytes": 0})
+    assert xla_stages._cost(req) == '{\n  "bytes accessed": 8.0,\n  "flops": 2.0\n}\n'
+    assert xla_stages._memory_usage(req) == '{\n  "temp_size_in_bytes": 0\n}\n'
+    assert xla_stages._cost(_request_on({}, cost=None)) == "{}\n"
+
+
+def test_optimized_module_missing_is_an_error_saying_why():
+    """Stages that read the optimized module fail cleanly without one, naming a failed compile's error."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    assert xla_stages._optimized_proto(_request_on({}, optimized_proto=b"\x0a\x01m")) == b"\x0a\x01m"
+    with pytest.raises(StageError) as info:
+        xla_stages._optimized_proto(_request_on({}))
+    assert info.value.message == "stage 'cost' reads the optimized module, and XLA made no executable"
+    with pytest.raises(StageError) as info:
+        xla_stages._optimized_proto(_request_on({}, compile_error="boom"))
+    assert info.value.message == ("stage 'cost' reads the optimized module, and XLA made no executable"
+                                  " (compile failed: boom)")
+
+
+def test_a_stage_needing_more_than_the_first_compile_compiles_once_more(monkeypatch):
+    """artifacts(): the first compile serves every stage it dumped for; one that needs other
+    emitters or dumps gets a compile of its own, once, keyed by what it needs."""
+    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    compiles = []
+
+    def compile_(req, emitters=(), dumps=()):
+        compiles.append((emitters, dumps))
+        return xla_backend.XlaArtifacts("cpu", "m", {}, emitters=tuple(emitters), dumps=tuple(dumps) or ("hlo-text",))
+
+    monkeypatch.setattr(xla_stages, "_compile", compile_)
+    req = _request_on({})
+    del req._derived["xla"]
+    first = xla_stages.artifacts(req)
+    assert xla_stages.artifacts(req, (), ("hlo-text",)) is first
+    assert compiles == [((), ())]
+    second = xla_stages.artifacts(req, ("b", "a"), ("ptx", "hlo-text"))
+    assert second is not first and compiles[1] == (("b", "a"), ("ptx", "hlo-text"))
+    assert set(req._derived) == {"xla", "xla:a,b:hlo-text,ptx"}
+    assert xla_stages.artifacts(req, ("b", "a"), ("ptx", "hlo-text")) is second
+    assert xla_stages.artifacts(req, ("a",)) is req._derived["xla:a:"]
+    assert len(compiles) == 3
+
+
+def test_first_compile_dumps_what_the_requests_xla_stages_read():
+    """dumps_for: the union of what the request's XLA stages read, plus extra; all dumps with no XLA stage."""
+    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    def dumps(stages_, extra=()):
+        req = _request_on({})
+        req.stages = stages_
+        return xla_stages.dumps_for(req, extra)
+
+    assert dumps(()) == dumps(("text",)) == xla_backend.ALL_DUMPS
+    assert dumps(("text", "hlo")) == ("hlo-text",)
+    assert dumps(("llvm", "html", "memory-usage"), ("executable-hlo",)) == ("executable-hlo", "hlo-html", "llvm-ir")
+    assert dumps(("kernels", "ptx")) == ("executable-hlo", "ptx")
+    assert dumps(("memory-usage",)) == ()
+
+
+def test_xla_stages_are_registered_with_their_files_and_platforms():
+    """Each XLA stage's file suffix, binary-ness, platforms, alias and parts, in pipeline order."""
+    both, cuda = ("cpu", "cuda"), ("cuda",)
+    got = [(s.name, s.ext, s.binary, tuple(sorted(s.platforms)), s.alias_of, s.multi, s.join)
+           for s in registry.stages().stages.values() if s.level == stages.XLA]
+    assert got == [
+        ("hlo", "hlo", False, both, None, False, None),
+        ("hlo-backend", "hlo-backend.hlo", False, both, None, False, None),
+        ("html", "html", False, both, None, False, None),
+        ("dot", "dot", False, both, None, False, None),
+        ("buffer-assignment", "buffer-assignment.txt", False, both, None, False, None),
+        ("memory-usage", "memory-usage.json", False, both, None, False, None),
+        ("cost", "cost.json", False, both, None, False, None),
+        ("roofline", "roofline.txt", False, cuda, None, False, None),
+        ("llvm-before-optimizations", "ir-no-opt.ll", False, both, None, False, None),
+        ("llvm", "ir-with-opt.ll", False, both, None, False, None),
+        ("llvm-after-optimizations", "ir-with-opt.ll", False, both, "llvm", False, None),
+        ("ptx", "ptx", False, cuda, None, False, None),
+        ("triton", "ttir", False, cuda, None, False, None),
+        ("ttir", "ttir", False, cuda, "triton", False, None),
+        ("ttgir", "ttgir", False, cuda, None, False, None),
+        ("triton-passes", "triton-passes.txt", False, cuda, None, True, "//"),
+        ("cubin", "cubin", True, cuda, None, True, None),
+        ("sass", "sass", False, cuda, None, False, None),
+        ("kernels", "kernels.txt", False, cuda, None, False, None),
+        ("thunk-sequence", "thunk_sequence.txt", False, cuda, None, False, None),
+        ("autotune-results", "autotune_results.pbtxt", False, cuda, None, False, None),
+    ]
+
+
+# Triton fusions' dumps as XLA names them (TTIR and HLO per fusion; the Triton log per fusion,
+# named after the HLO module with '_' for '.', or not at all).
+_TO_LLVM = "// -----// IR Dump Before ConvertTritonGPUToLLVM (convert-triton-gpu-to-llvm) ('builtin.module' operation)\n"
+TRITON_FILES = {
+    "gemm_fusion_dot.10.ttir.txt": b"tt.func @ten\n",
+    "gemm_fusion_dot.9.ttir.txt": b"tt.func @nine",
+    "gemm_fusion_dot.9.hlo": b"fused_computation {\n  ROOT d = dot()\n}\n",
+    "gemm_fusion_dot.9.before_validation.ttir.txt": b"not this one\n",
+    "jit_m.x.gemm_fusion_dot.9.triton-to-llvm.txt": (
+        b"// -----// IR Dump Before Foo (foo) ('builtin.module' operation)\nfoo ir\n"
+        + _TO_LLVM.encode() + b"\nttgir nine\n\n// -----// IR Dump After Bar (bar)\nbar ir\n"),
+    "jit_m_x.gemm_fusion_dot_10.triton-to-llvm.txt": _TO_LLVM.encode() + b"ttgir ten",
+    "jit_m_x.fusion_2.triton-to-llvm.txt": _TO_LLVM.encode() + b"two\n",
+    "other.triton-to-llvm.txt": _TO_LLVM.encode() + b"last\n",
+}
+
+
+def test_triton_stages_on_given_dumps():
+    """triton: each fusion's HLO as '//' lines, then its TTIR; ttgir: the IR dumped before
+    ConvertTritonGPUToLLVM, up to the next dump; triton-passes: each fusion's whole log.
+    Fusions in natural order (9 before 10), named as in the HLO where the TTIR names them."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    req = _request_on(TRITON_FILES, "cuda", hlo_module_name="jit_m.x")
+    assert xla_stages._triton(req) == (
+        "// ----- gemm_fusion_dot.9 -----\n// fused_computation {\n//   ROOT d = dot()\n// }\ntt.func @nine\n"
+        "// ----- gemm_fusion_dot.10 -----\ntt.func @ten\n")
+    assert xla_stages._ttgir(req) == (
+        "// ----- fusion_2 -----\ntwo\n// ----- gemm_fusion_dot.9 -----\nttgir nine\n"
+        "// ----- gemm_fusion_dot.10 -----\nttgir ten\n// ----- other -----\nlast\n")
+    passes = xla_stages._triton_passes(req)
+    assert list(passes) == ["fusion_2", "gemm_fusion_dot.9", "gemm_fusion_dot.10", "other"]
+    assert passes["gemm_fusion_dot.9"] == TRITON_FILES["jit_m.x.gemm_fusion_dot.9.triton-to-llvm.txt"]
+    assert passes["gemm_fusion_dot.10"] == _TO_LLVM.encode() + b"ttgir ten"
+
+
+def test_triton_stages_without_triton_fusions_say_so():
+    """No Triton fusion: each Triton stage says so in one comment line; a log without TTGIR is an error."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    req = _request_on({"gemm_fusion_dot.1.before_validation.ttir.txt": b"x\n"}, "cuda")
+    note = "// m: no Triton fusions (XLA emitted every kernel of this module without Triton)\n"
+    assert xla_stages._triton(req) == xla_stages._ttgir(req) == xla_stages._triton_passes(req) == note
+    bad = _request_on({"jit_m.f.triton-to-llvm.txt": b"// -----// IR Dump Before Foo (foo)\n"}, "cuda")
+    with pytest.raises(StageError) as info:
+        xla_stages._ttgir(bad)
+    assert info.value.message == ("XLA's Triton log for fusion 'f' has no TritonGPU IR "
+                                  "(no dump before ConvertTritonGPUToLLVM)")
+
+
+# ------------------------------------------------------------ xla/backend.py helpers
+
+def test_pipeline_cuts_names_the_flags_that_leave_passes_out_in_order():
+    """Pass-cutting flags, in a fixed order, count unless unset, false, empty or 0."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    flags = [("xla_enable_hlo_passes_only", "dce"), ("xla_disable_all_hlo_passes", True),
+             ("xla_disable_hlo_passes", "x"), ("xla_cpu_enable_fast_math", True)]
+    assert xla_backend.pipeline_cuts(flags) == [
+        "xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only"]
+    for off in (None, False, "", "false", "False", 0):
+        assert xla_backend.pipeline_cuts({"xla_disable_hlo_passes": off}) == [], off
+        assert not xla_backend.cuts_pipeline({"xla_disable_hlo_passes": off})
+    for on in (True, "true", 1, "dce"):
+        assert xla_backend.pipeline_cuts({"xla_disable_hlo_passes": on}) == ["xla_disable_hlo_passes"], on
+        assert xla_backend.cuts_pipeline({"xla_disable_hlo_passes": on}) is True
+
+
+def test_artifacts_match_in_natural_order_and_say_when_nothing_matched():
+    """Dump files match in natural order (2 < 9 < 10); no match is the 'no output' error."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    art = xla_backend.XlaArtifacts("cuda", "m", {"x.10.txt": b"10", "x.9.txt": b"9", "x.2.txt": b"2", "y.txt": b"y"})
+    assert art.matching(r"^x\.\d+\.txt$") == [("x.2.txt", b"2"), ("x.9.txt", b"9"), ("x.10.txt", b"10")]
+    assert art.one(r"\.txt$", "hlo") == b"2"
+    with pytest.raises(StageError) as info:
+        art.one("nothing", "hlo")
+    assert info.value.message == "XLA wrote no output for stage 'hlo' on cuda"
+    art.compile_error = "boom"
+    with pytest.raises(StageError) as info:
+        art.one("nothing", "ptx")
+    assert info.value.message == "XLA wrote no output for stage 'ptx' on cuda (compile failed: boom)"
+
+
+def test_devices_need_a_known_platform_and_cuda_a_spec():
+    """Device arguments for the helper, and the errors for CUDA without a spec and unknown platforms."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.errors import CompileError
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    assert xla_backend._device_args(SimpleNamespace(platform="cpu", gpu_spec=None)) == ("cpu", None, "mlirhlo")
+    spec = SimpleNamespace(text="gpu_device_info {}", name="h100_sxm")
+    assert xla_backend._device_args(SimpleNamespace(platform="cuda", gpu_spec=spec)) == \
+        ("cuda", "gpu_device_info {}", "h100_sxm")
+    with pytest.raises(CompileError) as info:
+        xla_backend._devices("cuda", None, "x")
+    assert "needs a GPU spec" in info.value.message
+    with pytest.raises(CompileError) as info:
+        xla_backend._devices("tpu", None, "x")
+    assert (info.value.message, info.value.hint) == ("unknown platform 'tpu'", "cpu or cuda")
+
+
+def test_which_compiles_write_xlas_triton_log():
+    """A CUDA compile writes the log when a stage asks for its emitter or the user's
+    --xla_dump_emitter_re matches it; a CPU compile or a bad regex never does."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    def writes(platform, emitters=(), user=None):
+        flags = (("xla_dump_emitter_re", user),) if user is not None else ()
+        return xla_backend._dumps_triton_log(SimpleNamespace(platform=platform, xla_flags=flags), emitters)
+
+    assert writes("cuda", ("triton-fusion", "triton-to-llvm")) is True
+    assert writes("cuda", ("triton-fusion",)) is False
+    assert writes("cuda") is False
+    assert writes("cuda", user="triton-to") is True
+    assert writes("cuda", user=".*") is True
+    assert writes("cuda", user="triton-fusion") is False
+    assert writes("cuda", user="") is False
+    assert writes("cuda", user="(") is False
+    assert writes("cpu", ("triton-to-llvm",), user=".*") is False
+
+
+def test_malformed_autotune_results_error_points_at_the_line():
+    """XLA's autotune parse error becomes a FlagError at the file's line and column, else a plain one."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    e = xla_backend._autotune_error("/p/a.pbtxt", "x\nE0101 Error parsing text-format xla.AutotuneResults: "
+                                                  "3:14: Expected identifier, got: }  \nmore")
+    assert (e.message, e.file, e.line, e.col) == ("malformed autotune results: Expected identifier, got: }",
+                                                  "/p/a.pbtxt", 3, 14)
+    e = xla_backend._autotune_error("/p/a.pbtxt", "")
+    assert (e.message, e.file, e.line, e.col) == ("malformed autotune results (not an AutotuneResults textproto)",
+                                                  "/p/a.pbtxt", None, None)
+
+
+def test_read_dump_keys_files_by_relative_path(tmp_path):
+    """Every file under the dump directory, keyed by its path relative to it, with its mtime."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_bytes(b"a")
+    (tmp_path / "sub" / "b.ll").write_bytes(b"b")
+    files, mtimes = xla_backend._read_dump(str(tmp_path))
+    assert files == {"a.txt": b"a", os.path.join("sub", "b.ll"): b"b"}
+    assert mtimes == {k: os.stat(tmp_path / k).st_mtime_ns for k in files}
+
+
+def test_hlo_module_name_from_the_dump_first():
+    """The HLO module's name: the dump's before_optimizations file first, then the executable's, else ''."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    exe = SimpleNamespace(hlo_modules=lambda: [SimpleNamespace(name="jit_f-clone")])
+    dump = {"module_0003.jit_f.cpu_after_optimizations.txt": b"", "module_0003.jit_f.before_optimizations.txt": b""}
+    assert xla_backend._hlo_module_name(dump, exe) == "jit_f"
+    assert xla_backend._hlo_module_name({"module_0003.jit_f.ir-no-opt.ll": b""}, exe) == "jit_f-clone"
+    assert xla_backend._hlo_module_name({}, None) == ""
+
+
+def _pass_art(*names: str):
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    files = {n: n.encode() for n in names}
+    files["before_optimizations.txt"] = b"as given"
+    return xla_backend.XlaArtifacts("cpu", "m", files)
+
+
+def test_per_pass_dumps_in_order_and_the_hlo_after_a_pass():
+    """Per-pass dumps by index; --after-pass takes the first run, --xla-passes the last enabled one."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    art = _pass_art("0010.simp.after_dce.before_algsimp.txt", "0002.simp.after_pipeline-start.before_algsimp.txt",
+                    "0005.simp.after_algsimp.before_dce.txt", "0011.simp.after_algsimp.before_pipeline-end.txt")
+    dumps = xla_backend.pass_dumps(art)
+    assert [(d.index, d.pipeline, d.after, d.before) for d in dumps] == [
+        (2, "simp", "pipeline-start", "algsimp"), (5, "simp", "algsimp", "dce"),
+        (10, "simp", "dce", "algsimp"), (11, "simp", "algsimp", "pipeline-end")]
+    assert xla_backend.hlo_after_pass(art, "algsimp") == "0005.simp.after_algsimp.before_dce.txt"
+    assert xla_backend.hlo_after_pass(art, "dce") == "0010.simp.after_dce.before_algsimp.txt"
+    assert xla_backend.hlo_after_only(art, ["algsimp"]) == "0011.simp.after_algsimp.before_pipeline-end.txt"
+    assert xla_backend.hlo_after_only(art, ["dce", "cse"]) == "0010.simp.after_dce.before_algsimp.txt"
+    assert xla_backend.hlo_after_only(art, ["cse"]) == "as given"
+    ran = _pass_art("0001.p.after_algsimp.before_cse.txt", "0002.p.after_cse.before_pipeline-end.txt")
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(ran, "dce")
+    assert info.value.message == "XLA pass 'dce' did not run on this module"
+    ran = _pass_art("0001.p.after_algsimp.before_cse.txt")
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(ran, "cse")
+    assert info.value.message == "XLA pass 'cse' ran but did not change this module"
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(ran, "algsmp")
+    assert (info.value.message, info.value.hint) == ("XLA pass 'algsmp' did not run on this module",
+                                                     "did you mean 'algsimp'?")
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(_pass_art("0002.p.after_cse.before_pipeline-end.txt"), "pipeline-end")
+    assert info.value.message == "XLA pass 'pipeline-end' did not run on this module"
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_only(xla_backend.XlaArtifacts("cpu", "m", {}), ["cse"])
+    assert info.value.message == "XLA wrote no HLO for this module"
+
+
+def test_to_json_is_sorted_indented_and_ends_with_a_newline():
+    """JSON stages: keys sorted, two-space indent, one final newline."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    assert xla_backend.to_json({"b": 1, "a": [1, 2]}) == '{\n  "a": [\n    1,\n    2\n  ],\n  "b": 1\n}\n'
+
+
+def test_pending_binaries_finish_in_one_group_run_per_kind(monkeypatch):
+    """sass and kernels of a batch: jobs some item wants SASS of in one assemble_many call
+    (with nvdisasm), the others in one without; a job's error is each of its items' output,
+    and a SASS error stays an error."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import kernels as cuda_kernels
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla.stages import PendingBinary, kernel_rows_many
+
+    def job(name, *modules):
+        return cuda_binaries.PtxJob("sm_90a", "ptxas", "12.9", (), None, modules)
+
+    res = cuda_binaries.KernelResources
+    a = job("a", ("m1", ("k1", "k2"), "ptx-a1"), ("m2", ("k3",), "ptx-a22"))
+    b, c = job("b", ("m", ("kb",), "ptx-b")), job("c")
+    failed = StageError("ptxas failed")
+    results = {id(a): cuda_binaries.GroupResult({"k1": res("k1", 8, 0, 0, 0, 16), "k2": res("k2", 9, 0, 0, 0, 0)},
+                                                [("m1", "sass 1"), ("m2", " \n")]),
+               id(b): failed,
+               id(c): cuda_binaries.GroupResult({}, StageError("no nvdisasm"))}
+    calls = []
+
+    def assemble_many(jobs, *, disassemble):
+        calls.append(([id(j) for j in jobs], disassemble))
+        return [results[id(j)] for j in jobs]
+
+    seen_rows = []
+
+    def rows(modules, resources, thunks, spec, launched):
+        seen_rows.append((modules, resources, thunks, spec, launched))
+        return ["row"]
+
+    monkeypatch.setattr(cuda_binaries, "assemble_many", assemble_many)
+    monkeypatch.setattr(cuda_kernels, "rows", rows)
+    monkeypatch.setattr(cuda_kernels, "table_text", lambda name, spec, got: f"{name} on {spec}: {got}\n")
+    kernels_a = PendingBinary(a, ("mod", "spec", "thunks", {"k2": 1024}, {"k1": "launch"}))
+    items = [PendingBinary(a), kernels_a, PendingBinary(b, ("mod", "spec", "t", {}, {})), PendingBinary(c)]
+    assert kernels_a.size == len("ptx-a1") + len("ptx-a22") == 13
+    out = PendingBinary.finish_all([*items, "not pending"])
+    assert calls == [([id(a), id(c)], True), ([id(b)], False)]
+    assert out[:3] == ["sass 1", "mod on spec: ['row']\n", failed]
+    assert isinstance(out[3], StageError) and out[3].message == "no nvdisasm"
+    assert len(out) == 4
+    # ptxas -v's shared memory, unless the kernel's cubin has a section of its own.
+    modules, resources, thunks, spec, launched = seen_rows[0]
+    assert (modules, thunks, spec, launched) == ([("m1", ["k1", "k2"]), ("m2", ["k3"])], "thunks", "spec",
+                                                 {"k1": "launch"})
+    assert {k: r.shared for k, r in resources.items()} == {"k1": 16, "k2": 1024}
+    assert resources["k2"].registers == 9
+    calls.clear()
+    assert kernel_rows_many([kernels_a, items[2]]) == [["row"], failed]
+    assert calls == [([id(a), id(b)], False)]
+
+
+def test_kernel_rows_of_a_request_raise_its_error(monkeypatch):
+    """kernel_rows gives the request's rows as a list, or raises the error its group run gave."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    req = _request_on({}, "cuda")
+    monkeypatch.setattr(xla_stages, "pending_kernels", lambda r: "pending")
+    monkeypatch.setattr(xla_stages, "kernel_rows_many", lambda items: [("r1", "r2")])
+    assert xla_stages.kernel_rows(req) == ["r1", "r2"]
+    failed = StageError("ptxas failed")
+    monkeypatch.setattr(xla_stages, "kernel_rows_many", lambda items: [failed])
+    req = _request_on({}, "cuda")
+    with pytest.raises(StageError) as info:
+        xla_stages.kernel_rows(req)
+    assert info.value is failed
+
+
+def test_compile_logged_stops_at_a_failure_unless_asked(monkeypatch):
+    """compile_logged compiles in a helper whose XLA logs passes at the level, gives up on a
+    failed compile by default, and reads 'caused changes' lines only at CHANGES_LEVEL."""
+    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla import pass_log
+
+    seen, parsed = [], []
+
+    def helper(module, name, options, env, **kw):
+        seen.append((env, kw))
+        return xla_backend.XlaArtifacts("cpu", name, {}), "the log"
+
+    monkeypatch.setattr(xla_backend, "_in_helper_process", helper)
+    monkeypatch.setattr(pass_log, "parse", lambda log, changes_logged: parsed.append((log, changes_logged)) or ["p"])
+    art = xla_backend.compile_logged(None, "m", None, pass_log.CHANGES_LEVEL - 1)
+    assert art.pass_calls == ["p"]
+    assert seen == [(pass_log.log_env(pass_log.CHANGES_LEVEL - 1),
+                     {"keep_going": False, "dumps": xla_backend.ALL_DUMPS})]
+    xla_backend.compile_logged(None, "m", None, pass_log.CHANGES_LEVEL, keep_going=True, dumps=("hlo-text",))
+    assert seen[1][1] == {"keep_going": True, "dumps": ("hlo-text",)}
+    assert parsed == [("the log", False), ("the log", True)]
+
+
+def test_compile_asks_for_the_requests_emitters_and_notes_a_check_file_once(monkeypatch):
+    """_compile: the emitters of every stage the request names, sorted; a check file's
+    compile dumps the optimized module too and notes its checks on the first compile only."""
+    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    plans = {"plain": None, "checks": "plan"}
+    compiles, notes = [], []
+
+    def compile_module(module, name, options, *, emitters, dumps):
+        compiles.append((module, emitters, dumps))
+        return xla_backend.XlaArtifacts("cuda", name, {})
+
+    monkeypatch.setattr(xla_backend, "prepared_for_xla", lambda m, s, o, f: (f"{m} for xla", plans[m]))
+    monkeypatch.setattr(xla_backend, "compile_module", compile_module)
+    monkeypatch.setattr(xla_stages, "_check_file_notes", lambda req, plan, art: notes.append(plan))
+
+    def request(module, *names):
+        req = _request_on({}, "cuda")
+        req.module, req.stages = module, names
+        return req
+
+    xla_stages._compile(request("plain", "hlo", "ttgir", "triton"))
+    assert compiles[-1] == ("plain for xla", ("triton-fusion", "triton-to-llvm"), ("hlo-text",))
+    xla_stages._compile(request("plain", "hlo"), ("x-emitter",), ("ptx",))
+    assert compiles[-1] == ("plain for xla", ("x-emitter",), ("hlo-text", "ptx"))
+    assert notes == []
+    xla_stages._compile(request("checks", "hlo"))
+    assert compiles[-1] == ("checks for xla", (), ("executable-hlo", "hlo-text"))
+    assert notes == ["plan"]
+    xla_stages._compile(request("checks", "hlo"), (), ("ptx",))
+    xla_stages._compile(request("checks", "hlo"), ("x-emitter",))
+    assert compiles[-2][2] == ("executable-hlo", "hlo-text", "ptx")
+    assert notes == ["plan"]
+
+
+def test_check_file_notes_name_kept_constants_and_folded_checked_values(monkeypatch):
+    """A self-checking module's notes, each after its file (else module) name: the constants
+    kept for XLA, and checked values XLA folded (saying so when --fold-constants did it)."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.inputs import checks
+    from mlirhlo_driver.ir import hlo_dataflow
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    seen = []
+    monkeypatch.setattr(checks, "kept_note", lambda plan: plan.kept)
+    monkeypatch.setattr(hlo_dataflow, "outputs_from_parameters", lambda proto: [proto == b"p"])
+    monkeypatch.setattr(checks, "checked_values", lambda plan, deps: seen.append(deps) or SimpleNamespace(
+        state=plan.state, describe=lambda: f"are {plan.state}"))
+
+    def notes(source, optimized, **plan):
+        req = _request_on({}, optimized_proto=optimized)
+        req.source = source
+        xla_stages._check_file_notes(req, SimpleNamespace(**plan), req._derived["xla"])
+        return req.notes
+
+    assert notes("f.mlir", b"p", kept="kept 2 constants", state="compiled", folded=False) == \
+        ["f.mlir: kept 2 constants"]
+    assert notes(None, b"q", kept="", state="folded", folded=False) == ["m: checked values are folded"]
+    assert notes("f.mlir", b"", kept="", state="partly folded", folded=True) == \
+        ["f.mlir: checked values are partly folded (--fold-constants)"]
+    assert seen == [[True], [False], None]
+
+
+def test_launched_kernels_come_from_the_optimized_module(monkeypatch):
+    """Kernel -> launched instruction, read from the optimized module; none without one."""
+    from mlirhlo_driver.ir import fusions
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    monkeypatch.setattr(fusions, "launched", lambda proto: [proto])
+    monkeypatch.setattr(fusions, "by_kernel", lambda launched: {"k": launched})
+    assert xla_stages._launched(_request_on({}, "cuda", optimized_proto=b"p")) == {"k": [b"p"]}
+    assert xla_stages._launched(_request_on({}, "cuda")) == {}
+
+
+def test_cuda_cost_roofline_and_cubins_read_the_compile_once(monkeypatch):
+    """CUDA's cost and roofline come from one per-fusion analysis of the optimized module on
+    the request's spec; the cubin stage assembles the compile's non-empty PTX files for the
+    spec's sm with the user's flags and XLA's kernel cache, once per request."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import roofline
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    calls = []
+    monkeypatch.setattr(roofline, "cost_rows", lambda proto, spec: calls.append((proto, spec)) or (["row"], "xla"))
+    monkeypatch.setattr(roofline, "table_text", lambda *a: f"table {a}\n")
+    spec = SimpleNamespace(sm="sm_90a", name="h100_sxm")
+    req = _request_on({"1.ptx": b".visible .entry k(", "0.ptx": b"p0", "xla_kernel_cache.pb": b"cache"}, "cuda",
+                      optimized_proto=b"proto", cost={"flops": 1.0})
+    req.options = SimpleNamespace(platform="cuda", gpu_spec=spec, xla_flags=(("xla_a", 1),))
+    monkeypatch.setattr(roofline, "to_json_data", lambda name, s, rows, xla: {"name": name, "rows": rows, "xla": xla,
+                                                                             "sm": s.sm})
+    assert xla_stages._cost(req) == '{\n  "name": "m",\n  "rows": [\n    "row"\n  ],\n  "sm": "sm_90a",\n  "xla": "xla"\n}\n'
+    assert xla_stages._roofline(req) == f"table ('m', {spec!r}, ['row'])\n"
+    assert calls == [(b"proto", spec)]
+    prepared = []
+
+    def prepare(found, sm, flags, cache):
+        prepared.append((found, sm, flags, cache))
+        return SimpleNamespace(modules_assembled=lambda: [SimpleNamespace(name="m0", cubin=b"c0")])
+
+    monkeypatch.setattr(cuda_binaries, "prepare", prepare)
+    assert xla_stages._cubin(req) == {"m0": b"c0"}
+    assert xla_stages._cubin(req) == {"m0": b"c0"}
+    assert prepared == [([("0.ptx", b"p0"), ("1.ptx", b".visible .entry k(")], "sm_90a", {"xla_a": 1}, b"cache")]
+
+
+def test_pending_kernels_carry_what_the_kernels_table_reads(monkeypatch):
+    """The kernels stage's pending item: the compile's ptxas job, and the module name, spec,
+    thunk sequence, per-kernel static shared memory and launched instructions its rows read."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    monkeypatch.setattr(xla_stages, "_assembly", lambda req: SimpleNamespace(shared_sizes=lambda: {"k": 1024}))
+    monkeypatch.setattr(xla_stages, "_ptx_job", lambda req: "job")
+    monkeypatch.setattr(xla_stages, "_launched", lambda req: {"k": "fusion"})
+    req = _request_on({"thunk_sequence.txt": b"001: kKernel"}, "cuda")
+    pending = xla_stages.pending_kernels(req)
+    assert isinstance(pending, xla_stages.PendingBinary)
+    assert (pending.job, pending.kernels) == ("job", ("m", None, "001: kKernel", {"k": 1024}, {"k": "fusion"}))

@@ -754,3 +754,417 @@ def test_while_execution_count_note_counts_iterations_in_the_singular_and_plural
     assert two.code == 0, two.err
     assert "note: loop_n.hlo: 1 while loop set to run 2 iterations\n" in two.err
     assert "output 0 = 2\n" in two.out
+
+
+# ------------------------------------------------ flag syntax: values, negation, errors, help
+
+def _syntax_flags():
+    from mlirhlo_driver.xla.cli_flags import Flag
+
+    return [Flag("o", "str", "-", "Output file.", "FILE"), Flag("n", "int", 1, "Count.", "N"),
+            Flag("list-stages", "bool", False, "List the stages."), Flag("run", "bool", True, "Run it."),
+            Flag("tol", "float", 0.5, "Tolerance.", "X"), Flag("stage", "str", "", "Stage.", "NAME"),
+            Flag("fmt", "str", "", "Format.", "NAME", choices=("Text", "Binary"))]
+
+
+def _flag_error(argv: list[str], **kw) -> str:
+    from mlirhlo_driver.errors import FlagError
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    with pytest.raises(FlagError) as e:
+        parse(argv, _syntax_flags(), **kw)
+    return str(e.value)
+
+
+def test_flag_values_are_converted_by_kind_and_bad_text_is_one_error():
+    """bool takes true/false/1/0 in any case, int an optional sign and digits, float any number,
+    a closed str one of its choices (case-insensitively, kept as typed); anything else names the flag."""
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    flags = _syntax_flags()
+    for text, want in (("true", True), ("TRUE", True), ("1", True), ("false", False), ("False", False), ("0", False)):
+        assert parse([f"--run={text}"], flags)["run"] is want, text
+    for text, want in (("+3", 3), ("-2", -2), ("07", 7), ("3 ", 3)):
+        assert parse([f"--n={text}"], flags)["n"] == want, text
+    assert parse(["--tol=1e-3"], flags)["tol"] == 1e-3 and parse(["--tol", "2"], flags)["tol"] == 2.0
+    assert parse(["--fmt=tEXT"], flags)["fmt"] == "tEXT"
+    assert _flag_error(["--run=yes"]) == "error: --run=yes: expected true or false"
+    assert _flag_error(["--n=1.5"]) == "error: --n=1.5: expected an integer"
+    assert _flag_error(["--n=x1"]) == "error: --n=x1: expected an integer"
+    assert _flag_error(["--tol=abc"]) == "error: --tol=abc: expected a number"
+    assert _flag_error(["--fmt=json"]) == "error: --fmt=json: expected one of Text, Binary"
+    assert _flag_error(["--fmt=Binar"]) == "error: --fmt=Binar: expected one of Text, Binary (did you mean 'Binary'?)"
+
+
+def test_parsed_flags_fill_defaults_and_record_what_was_given():
+    """Defaults stand for flags not typed; ``given`` and was_given() hold exactly the typed ones,
+    by either spelling of the name."""
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    p = parse(["--list_stages", "-n", "4", "in.hlo"], _syntax_flags())
+    assert p.values == {"o": "-", "n": 4, "list_stages": True, "run": True, "tol": 0.5, "stage": "", "fmt": ""}
+    assert p.given == {"list_stages", "n"}
+    assert p.was_given("list-stages") and p.was_given("list_stages") and p.was_given("n")
+    assert not p.was_given("run") and not p.was_given("o")
+    assert (p.positionals, p.xla_flags, p.help, p.version) == (["in.hlo"], {}, False, False)
+    assert p["list-stages"] is True
+
+
+def test_negated_booleans_are_bare_no_words_only():
+    """``--noNAME`` sets a boolean false; it takes no ``=value`` and is no spelling of a non-boolean."""
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    flags = _syntax_flags()
+    p = parse(["--norun", "-nolist-stages"], flags)
+    assert (p["run"], p["list_stages"], p.given) == (False, False, {"run", "list_stages"})
+    assert parse(["--run"], flags)["run"] is True
+    assert _flag_error(["--norun=true"]) == "error: unknown flag '--norun' (did you mean '--run'?)"
+    assert _flag_error(["--norun=false"]) == "error: unknown flag '--norun' (did you mean '--run'?)"
+    assert _flag_error(["--nostage"]) == "error: unknown flag '--nostage' (did you mean '--stage'?)"
+    assert _flag_error(["--notol"]) == "error: unknown flag '--notol' (did you mean '--tol'?)"
+
+
+def test_value_flags_take_the_next_word_unless_it_is_missing():
+    """``--name value`` consumes exactly one word; at the end of the line it is an error showing
+    the ``--name=METAVAR`` form. Booleans never take the next word."""
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    p = parse(["--o", "out.txt", "a.hlo", "--run", "b.hlo", "-stage", "--weird", "c.hlo"], _syntax_flags())
+    assert (p["o"], p["run"], p["stage"]) == ("out.txt", True, "--weird")
+    assert p.positionals == ["a.hlo", "b.hlo", "c.hlo"]
+    assert _flag_error(["a.hlo", "--o"]) == "error: --o needs a value (--o=FILE)"
+    assert _flag_error(["--n"]) == "error: --n needs a value (--n=N)"
+
+
+def test_help_version_dashes_and_numbers():
+    """-h, --help, --helpfull and --version are switches (not with a value); '-', negative numbers
+    and words after '--' are positionals."""
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    flags = _syntax_flags()
+    for word in ("-h", "--help", "-help", "--helpfull"):
+        p = parse([word], flags)
+        assert (p.help, p.version) == (True, False), word
+    p = parse(["--version", "-", "-5", "-1x", "--", "--run", "-h"], flags)
+    assert (p.help, p.version, p["run"]) == (False, True, True)
+    assert p.positionals == ["-", "-5", "-1x", "--run", "-h"]
+    assert _flag_error(["--help=1"]) == "error: --help takes no value (give --help alone)"
+    assert _flag_error(["-version=true"]) == "error: -version takes no value (give -version alone)"
+
+
+def test_unknown_flags_name_the_closest_known_ones_with_dashes():
+    """An unknown word is one error: the flag as typed (less its value), the close names each
+    with '--', else 'see --help'."""
+    assert _flag_error(["--list-stage"]) == \
+        "error: unknown flag '--list-stage' (did you mean '--list-stages', '--stage'?)"
+    assert _flag_error(["-tools=1"]) == "error: unknown flag '-tools' (did you mean '--tol'?)"
+    assert _flag_error(["--qqqqqq=1"]) == "error: unknown flag '--qqqqqq' (see --help)"
+    assert _flag_error(["--verison"]) == "error: unknown flag '--verison' (did you mean '--version'?)"
+
+
+def test_xla_debug_options_on_the_tool_line():
+    """--xla_* flags typed from DebugOptions: a bare boolean is true, --noxla_* false (bare only),
+    a non-boolean takes '=' or the next word; unknown names and wrong forms are one error each;
+    a parser without them treats them as unknown."""
+    from mlirhlo_driver.xla.cli_flags import parse
+
+    flags = _syntax_flags()
+    p = parse(["--xla_cpu_enable_fast_math=0", "--xla_gpu_dump_llvmir=TRUE", "--xla_dump_to", "d",
+               "--xla_reduce_window_rewrite_base_length=-3", "-xla_gpu_experimental_collective_cse_distance_threshold",
+               "+5", "in.hlo"], flags)
+    assert p.xla_flags == {"xla_cpu_enable_fast_math": False, "xla_gpu_dump_llvmir": True, "xla_dump_to": "d",
+                           "xla_reduce_window_rewrite_base_length": -3,
+                           "xla_gpu_experimental_collective_cse_distance_threshold": 5}
+    assert p.positionals == ["in.hlo"] and p.given == set()
+    # a string stays as typed; a float is a number; an enum's text is read as XLA_FLAGS reads it (quotes dropped)
+    typed = parse(["--xla_dump_to=123", "--xla_gpu_autotune_gemm_rtol=1e-2",
+                   '--xla_step_marker_location="STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP"'], flags).xla_flags
+    assert typed == {"xla_dump_to": "123", "xla_gpu_autotune_gemm_rtol": 0.01,
+                     "xla_step_marker_location": "STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP"}
+    assert _flag_error(["--xla_gpu_autotune_gemm_rtol=tight"]) == \
+        "error: --xla_gpu_autotune_gemm_rtol=tight: expected a number"
+    assert _flag_error(["--noxla_dump_to"]) == "error: --noxla_dump_to: --xla_dump_to is not a boolean"
+    assert _flag_error(["--noxla_cpu_enable_fast_math=false"]) == \
+        "error: unknown flag '--noxla_cpu_enable_fast_math' (see --help)"
+    assert _flag_error(["--xla_dump_to"]) == "error: --xla_dump_to needs a value (--xla_dump_to=VALUE)"
+    assert _flag_error(["--xla_reduce_window_rewrite_base_length=1.5"]) == \
+        "error: --xla_reduce_window_rewrite_base_length=1.5: expected an integer"
+    assert _flag_error(["--xla_cpu_enable_fast_math=maybe"]) == \
+        "error: --xla_cpu_enable_fast_math=maybe: expected true or false"
+    assert _flag_error(["--xla_cpu_enable_fast_mth"]).startswith(
+        "error: unknown XLA flag '--xla_cpu_enable_fast_mth' (did you mean 'xla_cpu_enable_fast_math'")
+    assert _flag_error(["--xla_dump_to=d"], xla_flags=False) == "error: unknown flag '--xla_dump_to' (see --help)"
+
+
+def test_usage_text_lists_every_flag_with_its_metavariable_and_default():
+    """The whole help text: synopsis, description, one aligned row per flag (booleans bare, with
+    a default only when true; others NAME=METAVAR, with a default unless empty), XLA's rows last."""
+    from mlirhlo_driver.xla.cli_flags import Flag, usage
+
+    flags = _syntax_flags() + [Flag("on", "bool", True, "On."), Flag("opt", "str", None, "Optional.")]
+    assert usage("tool", "[FLAGS] FILE", "\n  Does things.  \n", flags) == (
+        "usage: tool [FLAGS] FILE\n"
+        "\n"
+        "Does things.\n"
+        "\n"
+        "Flags (--name=VALUE or --name VALUE; one dash or two; booleans also --noNAME):\n"
+        "  --o=FILE          Output file. (default: -)\n"
+        "  --n=N             Count. (default: 1)\n"
+        "  --list-stages     List the stages.\n"
+        "  --run             Run it. (default: true)\n"
+        "  --tol=X           Tolerance. (default: 0.5)\n"
+        "  --stage=NAME      Stage.\n"
+        "  --fmt=NAME        Format. One of: Text, Binary.\n"
+        "  --on              On. (default: true)\n"
+        "  --opt=VALUE       Optional.\n"
+        "  --xla_NAME=VALUE  Any XLA DebugOptions flag, anywhere on the line (booleans: --xla_NAME, --noxla_NAME).\n"
+        "  --version         Print the version and exit.\n"
+        "  --help            Print this help and exit.\n")
+    wide = usage("t", "F", "D.", [Flag("a-very-long-flag-name", "int", 0, "Wide.", "COUNT")])
+    assert "  --a-very-long-flag-name=COUNT  Wide. (default: 0)\n" in wide
+    assert "  --help                         Print this help and exit.\n" in wide
+
+
+def test_platform_spellings():
+    """XLA's platform names in any case and spacing map to cpu, cuda or interpreter; others are
+    an error naming the flag, with the close names or the list."""
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.xla.cli_flags import platform
+
+    for name, want in (("CPU", "cpu"), (" Host ", "cpu"), ("gpu", "cuda"), ("Cuda", "cuda"),
+                       ("INTERPRETER", "interpreter")):
+        assert platform(name) == want, name
+    with pytest.raises(DriverError) as e:
+        platform("cpux", "reference_platform")
+    assert str(e.value) == "error: --reference_platform=cpux: unknown platform (did you mean 'cpu'?)"
+    with pytest.raises(DriverError) as e:
+        platform("zzzzzz")
+    assert str(e.value) == "error: --platform=zzzzzz: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"
+
+
+# ------------------------------------------------ the tools' own checks, before any compile
+
+def test_hlo_opt_writes_one_binary_module_and_refuses_several(tool, work):
+    """A binary stage (StableHLO bytecode) writes the one module's bytes as they are; two modules
+    at such a stage are one error, not bytes run together."""
+    r = tool("hlo-opt --stage=stablehlo-bytecode --o=one.mlirbc computation.hlo")
+    assert (r.code, r.out, r.err) == (0, "", "")
+    assert (work / "one.mlirbc").read_bytes().startswith(b"ML\xefR")
+    text = (work / "computation.hlo").read_text()
+    (work / "pair.hlo").write_text(text + "// -----\n" + text.replace("HloModule computation", "HloModule second"))
+    line = assert_one_line_error(tool("hlo-opt --stage=stablehlo-bytecode --split-input-file --o=two.mlirbc pair.hlo"))
+    assert line == "error: several modules at a binary stage: give one module"
+    assert not (work / "two.mlirbc").exists()
+
+
+def test_hlo_opt_xla_dump_to_with_passes_needs_no_platform(tool, work):
+    """--xla_dump_to takes an XLA compile: --passes is one (no --platform needed, XLA's dump written)."""
+    r = tool("hlo-opt --passes=reduce-window-rewriter --xla_dump_to=pass_dump input.hlo")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule doc_input")
+    assert any(p.name.startswith("module_0001.doc_input.") for p in (work / "pass_dump").iterdir())
+
+
+def test_hlo_opt_xla_dump_to_without_a_compile_is_refused_before_reading_input(tool):
+    """--xla_dump_to with neither --platform nor --passes, or with --emit-proto, is refused up front:
+    the one error names the missing compile, even for an input that does not exist."""
+    line = assert_one_line_error(tool("hlo-opt --xla_dump_to=nowhere no_such_input.hlo"))
+    assert line == "error: --xla_dump_to needs an XLA compile: give --platform or --passes"
+    line = assert_one_line_error(tool("hlo-opt --emit-proto --platform=cpu --xla_dump_to=nowhere input.hlo"))
+    assert line == "error: --xla_dump_to needs an XLA compile: give --platform or --passes"
+
+
+@pytest.mark.parametrize("line, error", [
+    ("--iterations=0 computation.hlo", "--iterations must be >= 1"),
+    ("--iterations=-1 computation.hlo", "--iterations must be >= 1"),
+    ("--abs_error_bound=-0.001 computation.hlo", "--abs_error_bound must be a number >= 0"),
+    ("--rel_error_bound=-1 computation.hlo", "--rel_error_bound must be a number >= 0"),
+    ("--rel_error_bound=nan computation.hlo", "--rel_error_bound must be a number >= 0"),
+    ("--platform=Interpreter computation.hlo", "--platform=Interpreter: jaxlib has no XLA interpreter backend "
+     "(the StableHLO interpreter is the reference: --reference_platform=Interpreter)"),
+    ("--reference_platform=gpu computation.hlo", "--reference_platform=CUDA is not supported here (Interpreter or CPU)"),
+    ("--reference_platform=tpux computation.hlo",
+     "--reference_platform=tpux: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"),
+    ("--output_literals_file=o.pb computation.hlo computation.hlo",
+     "--input_literals_file and --output_literals_file are for one module"),
+    ("--isolate_instructions --output_literals_file=o.pb computation.hlo",
+     "--isolate_instructions takes no --input_literals_file or --output_literals_file: each instruction runs on "
+     "inputs of its own"),
+    ("--platform=cpu", "no input module given (run_hlo_module [FLAGS] FILE; see --help)"),
+])
+def test_run_hlo_module_refuses_bad_flag_values(tool, line, error):
+    """Each bad value is one error line, before anything compiles."""
+    got = assert_one_line_error(tool(f"run_hlo_module {line}"))
+    assert got.startswith(f"error: {error}"), got
+
+
+def test_run_hlo_module_one_iteration_and_zero_bounds_are_accepted(tool):
+    """The boundaries of the checks: --iterations=1 and error bounds of 0 run (no iteration banner);
+    'default' is the StableHLO interpreter, which notes it runs no HLO passes either way."""
+    r = tool("run_hlo_module --iterations=1 --abs_error_bound=0 --rel_error_bound=0.5 --reference_platform=DEFAULT "
+             "--run_reference_hlo_passes=false computation.hlo")
+    assert r.code == 0, r.out + r.err
+    assert "computation: OK" in r.out and "reference (interpreter)" in r.out
+    assert "=== Iteration" not in r.err
+    assert r.err == ("note: --run_reference_hlo_passes=false: the StableHLO interpreter runs no HLO passes "
+                     "either way\n0/1 runs miscompared.\n")
+
+
+@pytest.mark.parametrize("line, error", [
+    ("--device_type=GPU computation.hlo",
+     "--device_type=gpu: SPMD runs here use host devices only (jaxlib 0.10.2) (--device_type=host)"),
+    ("--num_nodes=0 computation.hlo", "--num_nodes must be >= 1 and --task_id 0 to --num_nodes - 1"),
+    ("--num_nodes=2 --task_id=2 computation.hlo", "--num_nodes must be >= 1 and --task_id 0 to --num_nodes - 1"),
+    ("--task_id=-1 computation.hlo", "--num_nodes must be >= 1 and --task_id 0 to --num_nodes - 1"),
+    ("--task_id=1 computation.hlo", "--num_nodes must be >= 1 and --task_id 0 to --num_nodes - 1"),
+    ("--num_nodes=2 --task_id=1 computation.hlo", "--num_nodes > 1 needs --address=HOST:PORT (task 0's coordinator) "
+     "and --task_id (or --enable_mock_nccl to simulate the hosts on this machine)"),
+    # task_id = num_nodes - 1 is in range: the check after it speaks
+    ("--num_nodes=2 --task_id=1 --address=127.0.0.1:1 --norun computation.hlo", "--run=false is for one node"),
+    ("--num_nodes=2 --enable_mock_nccl --norun --input_format=text computation.hlo", "--run=false is for one node"),
+    ("--num_nodes=2 --enable_mock_nccl --norun computation.hlo computation.hlo",
+     "a run over several nodes takes one module"),
+    ("--num_nodes=2 --enable_mock_nccl --num_partitions=3 computation.hlo",
+     "3 devices cannot be split evenly over 2 nodes"),
+    ("--num_nodes=2 --enable_mock_nccl --profile_execution --while_execution_count=-1 computation.hlo",
+     "--profile_execution, --while_execution_count: for a run on one node here (drop --num_nodes)"),
+    ("--num_nodes=2 --enable_mock_nccl --dump_output_literal_to=x.txt --input_format=snapshot_proto_binary "
+     "snapshot/module_0008.jit__lambda.snapshot.75718513.pb",
+     "--dump_output_literal_to, --input_format: for a run on one node here (drop --num_nodes)"),
+    ("--log_output", "no input module given (multihost_hlo_runner [FLAGS] FILE; see --help)"),
+    ("--dump_output_literal_to=out.lit computation.hlo",
+     "--dump_output_literal_to=out.lit: the name must end in .txt (XLA writes literal text)"),
+    ("--dump_output_literal_to=out.txt computation.hlo computation.hlo",
+     "--dump_output_literal_to is for one input module"),
+    ("--input_format=snapshot_proto_binary computation.hlo", "computation.hlo: not an HloSnapshot (binary) "
+     "(--input_format=text, proto_text or proto_binary for a module)"),
+])
+def test_multihost_refuses_bad_flag_values(tool, line, error):
+    """Each bad combination is one error line, before any device is made or process launched."""
+    r = tool(f"multihost_hlo_runner {line}")
+    assert (r.code, r.out) == (2, "")
+    assert [ln for ln in r.err.splitlines() if not ln.startswith("note: ")] == [f"error: {error}"], r.err
+
+
+def test_ptx_opt_refuses_other_xla_flags_and_file_counts(tool):
+    """ptx-opt reads two XLA flags only, and exactly one input."""
+    assert assert_one_line_error(tool("ptx-opt --xla_cpu_enable_fast_math input.ll")) == (
+        "error: --xla_cpu_enable_fast_math has no effect on ptx-opt "
+        "(ptx-opt reads --xla_dump_to and --xla_gpu_dump_llvmir)")
+    for line in ("ptx-opt input.ll input.ll", "ptx-opt --arch=9.0"):
+        assert assert_one_line_error(tool(line)) == \
+            "error: give one LLVM IR file ('-' for stdin) (ptx-opt --arch=9.0 FILE)"
+
+
+def test_input_format_names():
+    """XLA's --input_format/--format words, any case, name the loader's formats; empty is 'detect'."""
+    from mlirhlo_driver.commands import xla_tools
+    from mlirhlo_driver.errors import DriverError
+
+    want = {"hlo": "hlo", "TXT": "hlo", "text": "hlo", "pb": "hlo-proto", "Proto_Binary": "hlo-proto",
+            "pbtxt": "hlo-pbtxt", "proto_text": "hlo-pbtxt", "stablehlo": "mlir", "MHLO": "mlir", "mlir": "mlir",
+            "bytecode": "bytecode", "vhlo": "vhlo"}
+    assert {name: xla_tools._input_format(name, "format") for name in want} == want
+    assert xla_tools._input_format("", "format") is None
+    with pytest.raises(DriverError) as e:
+        xla_tools._input_format("pbtx", "input_format")
+    assert str(e.value).startswith("error: --input_format=pbtx: unknown input format (did you mean 'pbtxt'")
+
+
+def test_header_counts_come_from_the_first_64_kib_header_line(tmp_path):
+    """replica_count and num_partitions of the HloModule line (each alone, or neither), found within
+    the file's first 64 KiB; a missing file or no header is (None, None)."""
+    from mlirhlo_driver.commands.xla_tools import _header_counts
+
+    def counts(text: str):
+        path = tmp_path / "m.hlo"
+        path.write_text(text)
+        return _header_counts(str(path))
+
+    assert counts("HloModule m, replica_count=2, num_partitions=4\n\nENTRY e {}\n") == (2, 4)
+    assert counts("// a comment\nHloModule m, num_partitions=8\nreplica_count=3\n") == (None, 8)
+    assert counts("HloModule m, replica_count=16\n") == (16, None)
+    assert counts("HloModule m, xreplica_count=2\n") == (None, None)
+    assert counts("module @m {}\n") == (None, None)
+    header = "HloModule m, replica_count=2\n"  # its count ends at byte 28
+    fits = "/" * ((1 << 16) - 29) + "\n"  # the count's last digit is the 65536th byte
+    assert counts(fits + header) == (2, None)
+    assert counts("/" + fits + header) == (None, None)  # cut short at 64 KiB: no digit left
+    assert _header_counts(str(tmp_path / "missing.hlo")) == (None, None)
+
+
+def test_xla_dump_files_are_named_per_module_number(tmp_path):
+    """write_xla_dump: XLA's ``module_NNNN.`` prefix renumbered to this command's module, other keys
+    prefixed with ``module_NNNN.<name>.``; the bytes as given."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.commands.xla_tools import write_xla_dump
+
+    art = SimpleNamespace(hlo_module_name="jit_f", files={
+        "module_0042.jit_f.before_optimizations.txt": b"before", "debug_options": b"opts"})
+    write_xla_dump(str(tmp_path), art, 7)
+    write_xla_dump(str(tmp_path), art, 12345)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == {
+        "module_0007.jit_f.before_optimizations.txt": b"before", "module_0007.jit_f.debug_options": b"opts",
+        "module_12345.jit_f.before_optimizations.txt": b"before", "module_12345.jit_f.debug_options": b"opts"}
+
+
+def test_dump_output_literals_names_each_device_and_literal(tmp_path):
+    """XLA's DumpOutput naming: task, device and literal inserted before the last '.' part, each
+    file one literal's text; devices in order."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from mlirhlo_driver.commands.xla_tools import _dump_output_literals
+
+    report = SimpleNamespace(device_outputs={
+        1: [np.array([1, 2], np.int32)], 0: [np.float32(0.5).reshape(()), np.array([True])]})
+    base = tmp_path / "out.v1.txt"
+    written = _dump_output_literals(report, str(base), 3)
+    names = [str(tmp_path / n) for n in ("out.v1.task_3.device_0.literal_0.txt", "out.v1.task_3.device_0.literal_1.txt",
+                                         "out.v1.task_3.device_1.literal_0.txt")]
+    assert written == names
+    assert [Path(n).read_text() for n in names] == ["f32[] 0.5\n", "pred[1] {true}\n", "s32[2] {1, 2}\n"]
+
+
+def test_execution_options_device_assignment_and_debug_options():
+    """ExecutionOptions' device assignment maps logical device replica * partitions + partition to
+    its id (none: empty); one naming a device twice is refused. Its scalar DebugOptions become
+    flags (enums by name), less xla_dump_to."""
+    from mlirhlo_driver.commands.xla_tools import _device_ids, _execution_debug_flags
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.ir import protos
+
+    def eo(text: str):
+        return protos.parse_text(text, "xla.ExecutionOptions")
+
+    two_by_two = eo("device_assignment { replica_count: 2 computation_count: 2 "
+                    "computation_devices { replica_device_ids: [3, 1] } "
+                    "computation_devices { replica_device_ids: [2, 0] } }")
+    assert _device_ids(two_by_two, 2, 2, "eo") == (3, 2, 1, 0)
+    assert _device_ids(eo("num_replicas: 2"), 2, 1, "eo") == ()
+    with pytest.raises(DriverError) as e:
+        _device_ids(two_by_two, 2, 1, "eo")
+    assert str(e.value) == "error: eo: device_assignment is 2 replicas x 2 computations; the run has 2 x 1"
+    twice = eo("device_assignment { replica_count: 1 computation_count: 2 "
+               "computation_devices { replica_device_ids: 1 } computation_devices { replica_device_ids: 1 } }")
+    with pytest.raises(DriverError) as e:
+        _device_ids(twice, 1, 2, "eo")
+    assert str(e.value) == "error: eo: device_assignment names a device twice"
+    flags = _execution_debug_flags(eo('debug_options { xla_cpu_enable_fast_math: true xla_dump_to: "d" '
+                                      "xla_backend_optimization_level: 2 xla_step_marker_location: "
+                                      "STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP }"), "eo")
+    assert flags == {"xla_cpu_enable_fast_math": True, "xla_backend_optimization_level": 2,
+                     "xla_step_marker_location": "STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP"}
+
+
+def test_hlo_opt_without_a_platform(tool):
+    """With no --platform, --list-stages lists only the module itself (hlo), an XLA stage asks for
+    a platform, and a line with no input file is one error."""
+    r = tool("hlo-opt --list-stages")
+    assert (r.code, r.out, r.err) == (0, "hlo\n", "")
+    assert assert_one_line_error(tool("hlo-opt --stage=llvm input.hlo")) == \
+        "error: stage 'llvm' is produced by XLA: give --platform cpu|cuda"
+    assert assert_one_line_error(tool("hlo-opt --platform=cpu")) == \
+        "error: no input file given (hlo-opt [FLAGS] FILE; see --help)"

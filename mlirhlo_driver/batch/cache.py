@@ -112,9 +112,11 @@ def opt_key(params: dict[str, Any], extra: list[str]) -> str | None:
     if params.get("input_format") == "jax":
         return None
     words = list(params.get("inputs") or [])
+    if "-" in words:
+        return None  # stdin is read once, not hashed
     inputs = [w for w in words if not w.startswith("-")]
-    if not inputs or "-" in inputs:
-        return None  # no input is a usage error; stdin is read once, not hashed
+    if not inputs:
+        return None  # no input is a usage error
     h = _Hasher()
     _add_environment(h)
     for word in inputs:

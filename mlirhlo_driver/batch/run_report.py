@@ -196,7 +196,9 @@ def print_summary_table(reports: list[Any]) -> None:
         table.add_row(r.name, r.status, "" if r.max_error is None else f"{r.max_error:.3g}",
                       "" if r.compile_ms is None else f"{r.compile_ms:.1f}",
                       "" if r.run_ms is None else f"{r.run_ms:.3f}")
-    Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60)).print(table)
+    # Module names are file names, not rich markup or emoji codes (m[1].hlo, a:ok:.mlir).
+    Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60), markup=False,
+            emoji=False).print(table)
 
 
 def save_outputs(path: str, reports: list[Any]) -> None:

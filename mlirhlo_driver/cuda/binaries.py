@@ -41,7 +41,7 @@ from .tools import sm_number
 
 # ELF e_machine of NVIDIA cubins (EM_CUDA).
 EM_CUDA = 190
-_ENTRY = re.compile(r"^\s*\.(?:visible\s+)?\.entry\s+([\w$]+)", re.M)
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+)?\.entry\s+([\w$]+)", re.M)
 
 
 @dataclass(frozen=True)

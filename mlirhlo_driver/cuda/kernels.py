@@ -285,7 +285,8 @@ def _render(table: Any) -> str:
     from rich.console import Console
 
     buf = io.StringIO()
-    Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False).print(table)
+    # Cells are the user's text (op_names like transpose[permutation=(1, 0)]), not rich markup.
+    Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False, markup=False).print(table)
     return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 

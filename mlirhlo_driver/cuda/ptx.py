@@ -234,12 +234,10 @@ def _exact_in(value: Fraction, negative: bool, ty: str) -> bool:
 
 
 def _bits_value(bits: int, f: _Fmt) -> Fraction:
-    """Magnitude of a finite value given by its bits."""
+    """Magnitude of a finite value given by its bits, for a format with an implicit leading bit
+    (only the IEEE types are asked whether a literal is exact in them)."""
     exp = (bits >> f.mbits) & ((1 << f.ebits) - 1)
     man = bits & ((1 << f.mbits) - 1)
-    if f.explicit:
-        e = max(exp, 1) - f.bias
-        return Fraction(man) * Fraction(2) ** (e - (f.p - 1))
     if exp == 0:
         return Fraction(man) * Fraction(2) ** (1 - f.bias - f.mbits)
     return Fraction(man | (1 << f.mbits)) * Fraction(2) ** (exp - f.bias - f.mbits)
@@ -644,7 +642,7 @@ def _codegen_crash(e: Exception, llvm_ir: str, cpu: str, filename: str) -> Input
     for suffixes in ("", r"(?:\.\w+)+"):
         call = re.compile(r"\bcall\b.*@" + re.escape(name) + suffixes + r"\(")
         for number, text in enumerate(lines, start=1):
-            if call.search(text):
+            if call.search(text.partition(";")[0]):  # not a call in a comment
                 line, col = number, text.index("@" + name) + 1
                 break
         if line is not None:

@@ -700,6 +700,8 @@ def load_spec(path: str | os.PathLike[str]) -> GpuSpec:
         raise SpecError("is a directory", file=file, hint="expected a .txtpb spec file") from None
     except OSError as e:
         raise SpecError(f"cannot read: {e.strerror or e}", file=file) from None
+    except ValueError:  # a NUL in the path (from the Python API): no file has that name
+        raise SpecError("no such file", file=file, hint="the path holds a NUL character") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -878,6 +878,7 @@ def _options_from_dict(d: dict[str, Any]) -> SpmdOptions:
     d = dict(d)
     d["arg_shardings"] = tuple(tuple(x) for x in d["arg_shardings"])
     d["xla_flags"] = tuple(tuple(x) for x in d["xla_flags"])
+    d["device_ids"] = tuple(d["device_ids"])  # JSON gives lists; the options are frozen and hashable
     return SpmdOptions(**d)
 
 
@@ -1029,7 +1030,6 @@ class _Relay:
     def __init__(self, proc: subprocess.Popen, prefix: str, lock: threading.Lock) -> None:
         self.proc, self.prefix, self.lock = proc, prefix, lock
         self.native: list[str] = []
-        self.errors: list[str] = []
         self.joined = False
         self.threads = [threading.Thread(target=self._pump, args=(proc.stdout, sys.stdout), daemon=True),
                         threading.Thread(target=self._pump, args=(proc.stderr, sys.stderr), daemon=True)]
@@ -1054,8 +1054,6 @@ class _Relay:
                 self.native.append(line)  # continuation of a multi-line native message
                 continue
             native_block = False
-            if line.startswith("error: "):
-                self.errors.append(line)
             if out is sys.stdout and _JOINED.match(line):
                 self.joined = True
             with self.lock:

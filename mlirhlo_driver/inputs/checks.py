@@ -1332,7 +1332,8 @@ def ulp_difference(actual: Any, expected: Any) -> Any:
         diff = np.where(neg_a != neg_b, mag_a + mag_b,
                         np.maximum(mag_a, mag_b) - np.minimum(mag_a, mag_b))
     out = np.where(finite, diff, np.where(both_nan, np.uint64(0), np.uint64(MAX_ULP)))
-    return np.where(ab == bb, np.uint64(0), out).astype(np.uint64)
+    # ascontiguousarray makes a scalar 1-d: the differences keep the inputs' shape.
+    return np.where(ab == bb, np.uint64(0), out).astype(np.uint64).reshape(a.shape)
 
 
 def _almost_equal_parts(a: Any, b: Any, tol: float) -> Any:

@@ -211,9 +211,15 @@ def module_stem(source: str) -> str:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break
-    for suffix in _DUMP_SUFFIXES:
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
+    # XLA stacks them (m.before_optimizations.hlo.pb): strip until none is left,
+    # so a dump's .txt and .hlo.pb get the same stem.
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in _DUMP_SUFFIXES:
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                stripped = True
     return name or "module"
 
 

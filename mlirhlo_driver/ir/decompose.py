@@ -111,9 +111,14 @@ def instruction_module(msg: Any, ins: Any, operands: list[Any], callees: list[An
     comp = m.computations.add()
     comp.name = "entry_computation"
     comp.id = new_cid
+    # XLA wants instruction names unique in the module: a numbered name a callee
+    # already uses (its own p0) gets a suffix.
+    taken = {i.name for c in callees for i in c.instructions} | {ins.name}
     for k, o in enumerate(operands):
         p = comp.instructions.add()
         p.name = f"p{k}" if numbered_params else o.name
+        while numbered_params and p.name in taken:
+            p.name += "_"
         p.opcode, p.parameter_number, p.id = "parameter", k, (new_cid << 32) + k
         p.shape.CopyFrom(o.shape)
         comp.program_shape.parameters.add().CopyFrom(o.shape)

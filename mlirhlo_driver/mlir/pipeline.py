@@ -620,7 +620,7 @@ def _pass_failure(exc: Exception, root: Nest, original: str, module_name: str,
         lines = [str(exc).strip()]
     repro = write_reproducer(original, root.render(), module_name, reproducer_dir)
     what = f"pass '{failing}' failed" if failing else "pass pipeline failed"
-    first = diags[0].message.strip().splitlines()[0] if diags else str(exc).strip().splitlines()[-1]
+    first = diags[0].message.strip().splitlines()[0] if diags else str(exc).strip().splitlines()[-1].strip()
     err = PassFailure(f"{what}: {first}", pass_name=failing, diagnostics="\n".join(lines),
                       reproducer=repro, file=source, line=first_loc[0], col=first_loc[1])
     err.run = result  # dumps printed before the failure still matter
@@ -652,8 +652,8 @@ def _loc(text: str) -> tuple[int | None, int | None]:
 def _format_diag(kind: str, loc: tuple[int | None, int | None], message: str, source: str | None) -> str:
     # "see current operation" notes carry the whole op in generic form; its
     # first line says which op, and the reproducer has the rest.
-    body = message.strip().splitlines() or [""]
-    text = body[0].strip() or (body[1].strip() if len(body) > 1 else "")
+    body = message.strip().splitlines() or [""]  # stripped: its first line is blank only when it is empty
+    text = body[0].strip()
     if len(body) > 2:
         text += f" ... ({len(body) - 1} more lines)"
     where = ":".join(str(x) for x in (source, *loc) if x is not None)

@@ -107,11 +107,14 @@ def parse(argv: list[str], flags: list[Flag], *, xla_flags: bool = True) -> Pars
         body = word[2:] if word.startswith("--") else word[1:]
         name, eq, value = body.partition("=")
         key = _norm(name)
-        if key in ("help", "h", "helpfull") and not eq:
-            out.help = True
-            continue
-        if key == "version" and not eq:
-            out.version = True
+        if key in ("help", "h", "helpfull", "version"):
+            if eq:
+                spelled = word.partition("=")[0]
+                raise FlagError(f"{spelled} takes no value", hint=f"give {spelled} alone")
+            if key == "version":
+                out.version = True
+            else:
+                out.help = True
             continue
         flag = by_key.get(key)
         negated = False

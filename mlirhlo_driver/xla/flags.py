@@ -107,7 +107,7 @@ def from_text(text: str, what: str, *, strict: bool = False) -> dict[str, Any]:
     return flags
 
 
-_FIELD = re.compile(r"""\s*(xla_[A-Za-z0-9_]+)\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s#"']+)\s*[,;]?""")
+_FIELD = re.compile(r"""\s*(xla_[A-Za-z0-9_]+)\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s#"',;]+)\s*[,;]?""")
 
 
 def from_file(path: str) -> dict[str, Any]:
@@ -132,8 +132,10 @@ def from_file(path: str) -> dict[str, Any]:
                                 col=len(line) - len(line.lstrip()) + 1) from None
             got, rest = parse_flag_args(words)
             if rest:
+                # The word as a word (not inside a flag's name); as written, else the line's start.
+                word = re.search(rf"(?<!\S){re.escape(rest[0])}(?!\S)", line)
                 raise FlagError(f"not an XLA flag: '{rest[0]}'", file=path, line=lineno,
-                                col=max(line.find(rest[0]), 0) + 1)
+                                col=(word.start() if word else max(line.find(rest[0]), 0)) + 1)
             flags.update(got)
             for name in got:
                 at = line.find(f"--{name}")

@@ -163,7 +163,7 @@ _PTX_FILE = r"(?:^|\.)ptx$"
 
 
 def _ptx(req: Any) -> str:
-    return _joined(req, _PTX_FILE, "ptx", "//", r"^\.(?:visible )?\.entry (\w+)")
+    return _joined(req, _PTX_FILE, "ptx", "//", r"^(?:\.visible\s+)?\.entry\s+(\w+)")
 
 
 def _assembly(req: Any) -> Any:

@@ -4,7 +4,11 @@
   (a line's covering tests can be thousands, and ids can hold spaces: neither
   fits a command line);
 - ``MUTATION_FAILED=FILE``: append the id of each test that fails or errors, as
-  it happens (a run cut short by its timeout still leaves the ones before);
+  it happens (a run cut short by its timeout still leaves the ones before), and
+  the path of each test file that cannot be collected; a path in
+  ``MUTATION_SELECT`` selects the whole file;
+- ``MUTATION_RUNNING=FILE``: the id of the test running now (a test that kills
+  its process leaves no report, only this);
 - ``MUTATION_DURATIONS=FILE``: each test's seconds, written at the end;
 - under coverage (``--build-covmap``): each test's lines are recorded under its
   id, in this process and, through ``MUTATION_TEST`` in the environment, in the
@@ -28,8 +32,8 @@ def pytest_collection_modifyitems(config, items):
         return
     with open(path) as f:
         wanted = set(f.read().splitlines())
-    keep = [i for i in items if i.nodeid in wanted]
-    drop = [i for i in items if i.nodeid not in wanted]
+    keep = [i for i in items if i.nodeid in wanted or i.nodeid.split("::")[0] in wanted]
+    drop = [i for i in items if i not in keep]
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
@@ -73,6 +77,10 @@ def _fixture_label(argname: str, node) -> str:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    running = os.environ.get("MUTATION_RUNNING")
+    if running:
+        with open(running, "w") as f:
+            f.write(item.nodeid)
     if os.environ.get("COVERAGE_PROCESS_START"):
         _label(item.nodeid)
         # The tests that use each shared fixture: what it runs, it runs for all of them.
@@ -107,6 +115,15 @@ def pytest_runtest_logreport(report):
         _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
     path = os.environ.get("MUTATION_FAILED")
     if path and report.failed:
+        with open(path, "a") as f:
+            f.write(report.nodeid + "\n")
+
+
+def pytest_collectreport(report):
+    # A test file whose import fails (a module-level call that raises) stops the run
+    # before any test: it is named by its path.
+    path = os.environ.get("MUTATION_FAILED")
+    if path and report.failed and report.nodeid:
         with open(path, "a") as f:
             f.write(report.nodeid + "\n")
 
