@@ -451,6 +451,14 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "Console(width=max(100, len(max((r.name for r in reports), key=len)) + 60), markup=False,", "60 -> 61"):
         "as for the 100 on this line: the table is narrower than its longest name plus 60, so one "
         "more column never wraps it (checked with a 90-character name and the widest figures)",
+    ("cuda/binaries.py", 'version = tuple(int(x) for x in job.ptxas_version.split(".")[:2])', "2 -> 3"):
+        "a probed version is numbers only (its pattern is V(\\d+(?:\\.\\d+)+)), and a third number never "
+        "changes how it compares with (12, 8)",
+    ("_native/cluster.py",
+     'futures = {client.submit(run_task, blob, task, timeout, pure=False, key=f"mlirhlo-{batch}-{i}"): i',
+     "False -> True"):
+        "Dask's pure only chooses how a task's key is made when none is given, and each task is given "
+        "its own key here",
 }
 
 _SWAP_CMP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
