@@ -41,7 +41,7 @@ from .tools import sm_number
 
 # ELF e_machine of NVIDIA cubins (EM_CUDA).
 EM_CUDA = 190
-_ENTRY = re.compile(r"^\s*(?:\.visible\s+)?\.entry\s+([\w$]+)", re.M)
+PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+)?\.entry\s+([\w$]+)", re.M)
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def _truthy(value: Any) -> bool:
 
 def kernel_module_name(ptx: str, fallback: str) -> str:
     """The first kernel (in name order) a PTX file defines, as the ``ptx`` stage names sections."""
-    kernels = sorted(set(_ENTRY.findall(ptx)))
+    kernels = sorted(set(PTX_ENTRY.findall(ptx)))
     return kernels[0] if kernels else fallback
 
 
@@ -187,7 +187,7 @@ def prepare(ptx_files: list[tuple[str, bytes]], sm: str, xla_flags: dict[str, An
         text = data.decode("utf-8", "replace")
         if text.strip():  # XLA writes empty PTX for modules with no kernels
             modules.append(KernelModule(kernel_module_name(text, key), key,
-                                        sorted(set(_ENTRY.findall(text))), text))
+                                        sorted(set(PTX_ENTRY.findall(text))), text))
     modules.sort(key=lambda m: m.name)
     return Assembly(sm, tool, tuple(ptxas_options(sm, xla_flags)), modules, kernel_cache)
 

@@ -213,13 +213,8 @@ def module_stem(source: str) -> str:
             break
     # XLA stacks them (m.before_optimizations.hlo.pb): strip until none is left,
     # so a dump's .txt and .hlo.pb get the same stem.
-    stripped = True
-    while stripped:
-        stripped = False
-        for suffix in _DUMP_SUFFIXES:
-            if name.endswith(suffix):
-                name = name[: -len(suffix)]
-                stripped = True
+    while name.endswith(_DUMP_SUFFIXES):
+        name = next(name[: -len(s)] for s in _DUMP_SUFFIXES if name.endswith(s))
     return name or "module"
 
 

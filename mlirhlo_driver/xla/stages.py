@@ -163,7 +163,9 @@ _PTX_FILE = r"(?:^|\.)ptx$"
 
 
 def _ptx(req: Any) -> str:
-    return _joined(req, _PTX_FILE, "ptx", "//", r"^(?:\.visible\s+)?\.entry\s+(\w+)")
+    from ..cuda.binaries import PTX_ENTRY
+
+    return _joined(req, _PTX_FILE, "ptx", "//", PTX_ENTRY.pattern)
 
 
 def _assembly(req: Any) -> Any:
