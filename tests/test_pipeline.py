@@ -979,7 +979,7 @@ def test_only_the_asked_for_dumps_are_kept(flags, kept):
     ("note", (None, None), "", None, "note: "),
     ("note", (None, None), "\n  \n  see current operation: %0 = x\n", "m", "note: m: see current operation: %0 = x"),
     ("note", (1, 2), "   \nfirst\n\nthird\n", "m", "note: m:1:2: first ... (2 more lines)"),
-    ("note", (1, 2), "first\nsecond", "m", "note: m:1:2: first"),
+    ("note", (1, 2), "first\nsecond", "m", "note: m:1:2: first ... (1 more line)"),
 ])
 def test_diagnostic_lines(kind, loc, message, source, line):
     """One line per diagnostic: the place known, its first non-blank line, how many more there were."""

@@ -737,15 +737,17 @@ def _build_versions(module: str) -> tuple[tuple[str, str], ...]:
     # Per plugin module: a lookup for a plugin that is not installed caches nothing for another.
     import importlib
 
-    def dotted(n: int, scale: int) -> str:  # CUDART 12090 -> 12.9.0; cuDNN 91002 -> 9.10.2
-        return (f"{n // 1000}.{n % 1000 // 10}.0" if scale == 1000
-                else f"{n // 10000}.{n % 10000 // 100}.{n % 100}")
+    def cudart(n: int) -> str:  # major * 1000 + minor * 10: 12090 -> 12.9.0
+        return f"{n // 1000}.{n % 1000 // 10}.0"
+
+    def cudnn(n: int) -> str:  # major * 10000 + minor * 100 + patch: 91002 -> 9.10.2
+        return f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
 
     try:
         with filtered_native_stderr():
             versions = importlib.import_module(f"{module}._versions")
-            return (("cuda", dotted(versions.cuda_runtime_build_version(), 1000)),
-                    ("cudnn", dotted(versions.cudnn_build_version(), 10000)))
+            return (("cuda", cudart(versions.cuda_runtime_build_version())),
+                    ("cudnn", cudnn(versions.cudnn_build_version())))
     except Exception:
         return ()
 

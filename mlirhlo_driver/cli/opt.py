@@ -194,8 +194,12 @@ def main(argv: list[str]) -> int:
         return e.exit_code
     except _Failed as e:
         return e.code
-    except SystemExit as e:  # argparse's --help
-        return e.code if isinstance(e.code, int) else 0
+    except SystemExit as e:  # argparse's --help; sys.exit in a pass plugin
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        # As Python does for sys.exit("why"): the message on stderr, exit 1.
+        sys.stderr.write(f"{e.code}\n")
+        return 1
     return 0
 
 

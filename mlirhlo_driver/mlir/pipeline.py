@@ -654,8 +654,9 @@ def _format_diag(kind: str, loc: tuple[int | None, int | None], message: str, so
     # first line says which op, and the reproducer has the rest.
     body = message.strip().splitlines() or [""]  # stripped: its first line is blank only when it is empty
     text = body[0].strip()
-    if len(body) > 2:
-        text += f" ... ({len(body) - 1} more lines)"
+    if len(body) > 1:
+        more = len(body) - 1
+        text += f" ... ({more} more line{'s' if more > 1 else ''})"
     where = ":".join(str(x) for x in (source, *loc) if x is not None)
     return f"{kind}: {where}: {text}" if where else f"{kind}: {text}"
 

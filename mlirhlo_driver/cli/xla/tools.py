@@ -146,7 +146,10 @@ def _refuse_different_random_seeds(argv: list[str]) -> list[str]:
         if not m:
             out.append(word)
             continue
-        value = "false" if m.group(1) else (m.group(2) or "true").lower()
+        if m.group(1) and m.group(2) is not None:
+            # As for every bool flag: --noNAME takes no value.
+            raise FlagError(f"unknown flag '{word.split('=', 1)[0]}'", hint="--different_random_seeds=false")
+        value = "false" if m.group(1) else ("true" if m.group(2) is None else m.group(2).lower())
         if value in ("true", "1"):
             raise DriverError("--different_random_seeds: jaxlib cannot set the HloModuleConfig seed that "
                               "XLA varies per iteration (its compile options have no seed field)",
