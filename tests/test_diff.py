@@ -643,3 +643,67 @@ def test_parse_flags_refuses_a_word_that_is_not_an_xla_flag():
 
     with pytest.raises(DriverError, match="cannot parse flags_b near '--verbose'"):
         parse_flags("--xla_gpu_enable_triton_gemm=false --verbose", "flags_b")
+
+
+# ------------------------------------------------------------------ summarize, on a made-up compile
+
+def _artifacts(monkeypatch, files: dict[str, bytes], memory_stats=None, compile_error=None):
+    """xla.stages.artifacts replaced: every request gets one XlaArtifacts holding ``files``."""
+    from mlirhlo_driver.xla import stages
+    from mlirhlo_driver.xla.backend import XlaArtifacts
+
+    art = XlaArtifacts("cuda", "m", files, memory_stats=memory_stats or {}, compile_error=compile_error)
+    monkeypatch.setattr(stages, "artifacts", lambda req: art)
+
+
+def _hlo_proto(fusion_name: str, sizes: list[int]) -> bytes:
+    """An optimized HloProto: one kLoop fusion called ``fusion_name``; temp allocations of ``sizes``."""
+    from mlirhlo_driver.ir import hlo_proto
+
+    proto = hlo_proto.message_class("HloProto")()
+    comp = proto.hlo_module.computations.add(id=1)
+    comp.instructions.add(name=fusion_name, opcode="fusion", fusion_kind="kLoop", called_computation_ids=[2])
+    for size in sizes:
+        proto.buffer_assignment.buffer_allocations.add(size=size)
+    return hlo_proto.encode(proto)
+
+
+def test_summarize_reads_the_first_optimized_proto_and_every_memory_stat(monkeypatch):
+    """The optimized module's proto (the first by name; not the unoptimized one) gives fusions and
+    buffers; memory has all six stats, as ints, in order."""
+    from mlirhlo_driver.xla.summary import MEMORY_FIELDS, summarize
+
+    _artifacts(monkeypatch, {
+        "sm_9.0_gpu_after_optimizations.hlo.pb": _hlo_proto("second", [1]),
+        "gpu_after_optimizations.hlo.pb": _hlo_proto("loop_add_fusion", [64, 32]),
+        "before_optimizations.hlo.pb": _hlo_proto("unoptimized", [9]),
+        "gpu_after_optimizations.hlo.pb.txt": b"not a proto"},
+        memory_stats={"peak_memory_in_bytes": 96.0, "temp_size_in_bytes": 32, "argument_size_in_bytes": 64,
+                      "output_size_in_bytes": 8, "alias_size_in_bytes": 0, "serialized_size_in_bytes": 5,
+                      "generated_code_size_in_bytes": 7})
+    s = summarize(object())
+    assert s == {"fusions": [{"name": "loop_add_fusion", "opcode": "fusion", "kind": "kLoop"}],
+                 "buffers": {"allocations": 2, "total_bytes": 96, "parameter_bytes": 0, "output_bytes": 0,
+                             "temp_bytes": 96, "constant_bytes": 0, "thread_local_bytes": 0},
+                 "memory": {"peak_memory_in_bytes": 96, "temp_size_in_bytes": 32, "argument_size_in_bytes": 64,
+                            "output_size_in_bytes": 8, "alias_size_in_bytes": 0, "generated_code_size_in_bytes": 7}}
+    assert list(s["memory"]) == list(MEMORY_FIELDS) and type(s["memory"]["peak_memory_in_bytes"]) is int
+    json.dumps(s)  # serializable, for the cache
+
+
+@pytest.mark.parametrize("compile_error, message", [
+    (None, "XLA wrote no optimized HloProto on cuda"),
+    ("INTERNAL: ptxas died", "XLA wrote no optimized HloProto on cuda (compile failed: INTERNAL: ptxas died)"),
+])
+def test_summarize_without_an_optimized_proto_says_so_and_why(monkeypatch, compile_error, message):
+    """No optimized proto (the compile failed before it, or XLA did not dump it): a StageError
+    naming the platform, and the compile's error when there was one."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla.summary import summarize
+
+    _artifacts(monkeypatch, {"before_optimizations.hlo.pb": _hlo_proto("f", []),
+                             "gpu_after_optimizations.hlo.pb.txt": b""},
+               compile_error=compile_error)
+    with pytest.raises(StageError) as ei:
+        summarize(object())
+    assert ei.value.message == message

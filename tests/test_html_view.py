@@ -187,3 +187,158 @@ def test_html_stage_renders_offline_in_chromium(pages, chromium, target):
 def test_dumped_html_renders_offline_in_chromium(chromium, tmp_path, capfd):
     page = next(p for p in _dumped_html(tmp_path, capfd) if p.name.endswith("_after_optimizations.html"))
     assert_renders_offline(chromium, page)
+
+
+# ----------------------------------------------------------------- the graphs, directly
+# xla/graph_dumps.py and xla/html_page.py on hand-made pages: exact output, no compile.
+
+# A dot graph as XLA writes it, shortened: nodes and clusters named after object addresses,
+# the module counter in tooltips, hover rules in hash-map order (the first one's indent
+# off), a legend rule and a tooltip that look like rules but are not.
+RAW_DOT = """\
+digraph G {
+stylesheet=<
+  data:text/css,
+  @import url(https://fonts.googleapis.com/css?family=Roboto:400,700);
+  svg text { font-family: 'Roboto'; }
+  %23legend text { fill: gray; }
+
+      %23node2:hover ~ %23edge1 text { fill: red; }
+  %23node2:hover ~ %23edge1 path { stroke: red; }
+
+  %23clust1:hover ~ %23edge3 text { fill: blue; }
+
+  %23node1:hover ~ %23edge2 text { fill: red; }
+>
+140212345678901 [label=<<b>Parameter 0</b>>, tooltip="module_0042.Arg_0.1"];
+subgraph cluster_140212345678950 {
+140212345678977 [label=<<b>add</b>>, tooltip="a:hover ~ b"];
+}  // cluster_140212345678950
+140212345678901 -> 140212345678977 [tooltip="12345678 bytes, #123456789012, %923456789012, x123456789012"];
+}
+"""
+
+CANONICAL_DOT = """\
+digraph G {
+stylesheet=<
+  data:text/css,
+  @import url(https://fonts.googleapis.com/css?family=Roboto:400,700);
+  svg text { font-family: 'Roboto'; }
+  %23legend text { fill: gray; }
+
+  %23clust1:hover ~ %23edge3 text { fill: blue; }
+
+  %23node1:hover ~ %23edge2 text { fill: red; }
+
+  %23node2:hover ~ %23edge1 text { fill: red; }
+  %23node2:hover ~ %23edge1 path { stroke: red; }
+>
+n0 [label=<<b>Parameter 0</b>>, tooltip="Arg_0.1"];
+subgraph cluster_n1 {
+n2 [label=<<b>add</b>>, tooltip="a:hover ~ b"];
+}  // cluster_n1
+n0 -> n2 [tooltip="12345678 bytes, #123456789012, %923456789012, x123456789012"];
+}
+"""
+
+
+def _page(dots_value, before: str = "<html><script>\n", after: str = ";\n</script></html>\n") -> str:
+    """A page carrying ``dots_value`` as XLA's does, its base64 without the '=' padding."""
+    payload = base64.b64encode(gzip.compress(json.dumps(dots_value).encode())).decode().rstrip("=")
+    assert len(payload) % 4  # the padding the reader must put back
+    return f'{before}const dots_compressed = "{payload}"{after}'
+
+
+def _payload(page: str) -> bytes:
+    return base64.b64decode(re.search(r'const dots_compressed = "([A-Za-z0-9+/=]*)"', page).group(1))
+
+
+def test_canonical_dot_renames_addresses_drops_the_module_counter_and_sorts_hover_rules():
+    """Addresses become n0, n1, ... by first appearance (cluster_ kept), ``module_N.`` goes, the
+    hover rules are sorted as blocks with one indent; nothing else changes."""
+    from mlirhlo_driver.xla.graph_dumps import canonical_dot
+
+    assert canonical_dot(RAW_DOT) == CANONICAL_DOT
+    assert canonical_dot(CANONICAL_DOT) == CANONICAL_DOT
+
+
+def test_canonical_dot_sorts_rules_up_to_the_last_one():
+    """The last rule's block ends the sorted part: the line right after it stays where it is."""
+    from mlirhlo_driver.xla.graph_dumps import canonical_dot
+
+    dot = "a\n  %23b:hover ~ %23x { }\n\n  %23a:hover ~ %23y { }\nz\n  %23c { }\n"
+    assert canonical_dot(dot) == "a\n  %23a:hover ~ %23y { }\n\n  %23b:hover ~ %23x { }\nz\n  %23c { }\n"
+
+
+def test_a_dot_graph_without_hover_rules_only_has_its_names_changed():
+    from mlirhlo_driver.xla.graph_dumps import canonical_dot
+
+    assert canonical_dot("digraph {\n  %23legend { }\n 987654321 -> 123456789;\n}") == \
+        "digraph {\n  %23legend { }\n n0 -> n1;\n}"
+    assert canonical_dot("") == ""
+
+
+def test_canonical_html_canonicalizes_each_dot_graph_and_repacks_it_without_a_timestamp():
+    """Each dot string in the page's list is canonicalized (other entries kept), the page around
+    the payload is kept byte for byte, and the new gzip has mtime 0, so the page is deterministic."""
+    from mlirhlo_driver.xla.graph_dumps import canonical_html
+
+    for extra in ([], ["x"]):  # payloads of two lengths: both paddings
+        page = _page([RAW_DOT, 7, "subgraph cluster_1234567890 {}", *extra])
+        out = canonical_html(page)
+        assert out.startswith('<html><script>\nconst dots_compressed = "')
+        assert out.endswith('";\n</script></html>\n')
+        assert dots(out) == [CANONICAL_DOT, 7, "subgraph cluster_n0 {}", *extra]
+        assert _payload(out)[4:8] == b"\0\0\0\0"  # gzip's MTIME field
+        assert canonical_html(out) == out
+
+
+def test_a_payload_that_is_not_a_list_is_repacked_unchanged():
+    from mlirhlo_driver.xla.graph_dumps import canonical_html
+
+    page = _page({"140212345678901": "module_1.x 140212345678901"})
+    assert dots(canonical_html(page)) == {"140212345678901": "module_1.x 140212345678901"}
+
+
+@pytest.mark.parametrize("src", ["https://www.gstatic.com/external_hosted/hpcc_js_wasm/index.min.js",
+                                 "https://CDN.example/GraphViz.js"])
+def test_the_graphviz_script_is_replaced_by_viz_js_and_the_hpcc_shim(src):
+    """A Graphviz (hpcc-js) script tag becomes Viz.js inline, then the shim giving hpcc-js's API."""
+    from mlirhlo_driver.xla import html_page
+
+    viz = html_page._vendored(html_page.VIZ_JS)
+    assert "Viz.js 3.31.0" in viz
+    out = html_page.self_contained(f'<head>\n<script async src="{src}" integrity="x"> </script>\n</head>')
+    assert out == f"<head>\n<script>\n{viz}\n</script>\n<script>\n{html_page._HPCC_SHIM}\n</script>\n</head>"
+
+
+def test_the_pan_zoom_script_is_inlined():
+    from mlirhlo_driver.xla import html_page
+
+    pan_zoom = html_page._vendored(html_page.PAN_ZOOM_JS)
+    assert "svg-pan-zoom v3.6.2" in pan_zoom
+    out = html_page.self_contained('<script src="http://x.org/svg-Pan-Zoom.min.js"></script><p>')
+    assert out == f"<script>\n{pan_zoom}\n</script><p>"
+
+
+@pytest.mark.parametrize("src", ["https://x.org/pan.js", "https://x.org/zoom.js"])
+def test_a_script_with_pan_or_zoom_alone_in_its_url_is_not_known(src):
+    """Only a URL naming both pan and zoom is svg-pan-zoom; the error names the URL and says what to do."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla.html_page import self_contained
+
+    with pytest.raises(StageError) as ei:
+        self_contained(f'<script src="{src}"></script>')
+    assert ei.value.message == f"XLA's HTML graph view loads {src}, which the driver cannot inline"
+    assert ei.value.hint == "use --stage dot and render it with Graphviz"
+
+
+def test_the_font_import_is_dropped_from_the_dot_graphs():
+    """The Google Fonts @import line goes from every dot graph; the rest of the graph stays."""
+    from mlirhlo_driver.xla.html_page import self_contained
+
+    page = _page([RAW_DOT, "x\n @import url(http://f.example/a.css)\ny", "@import url(https://f/b);\n"])
+    out = self_contained(page)
+    assert dots(out) == [RAW_DOT.replace(
+        "  @import url(https://fonts.googleapis.com/css?family=Roboto:400,700);\n", ""), "x\ny", ""]
+    assert out.startswith('<html><script>\nconst dots_compressed = "') and out.endswith('";\n</script></html>\n')

@@ -154,3 +154,205 @@ def test_dump_numbers_share_one_width_so_names_sort_in_order():
     assert [outputs.dump_number(i, 1001) for i in (0, 7, 1000)] == ["0000", "0007", "1000"]
     names = [outputs.dump_number(i, 12345) for i in range(12345)]
     assert sorted(names) == names and {len(n) for n in names} == {5}
+
+
+# Direct tests of outputs.py's contract (no compile): modes, parents, failures, descriptor
+# paths, standard output and the cache's recorder.
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_a_new_file_gets_the_mode_a_plain_open_would(tmp_path, umask_022):
+    """0666 less the umask (mkstemp's 0600 is not kept): 0644 under umask 022, 0666 under 0."""
+    from mlirhlo_driver import outputs
+
+    outputs.write_atomic(tmp_path / "out.txt", "x")
+    assert stat.S_IMODE(os.stat(tmp_path / "out.txt").st_mode) == 0o644
+    os.umask(0)
+    outputs.write_atomic(tmp_path / "open.txt", b"x")
+    assert stat.S_IMODE(os.stat(tmp_path / "open.txt").st_mode) == 0o666
+    assert (tmp_path / "out.txt").read_bytes() == b"x" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "open.txt", "out.txt"]
+
+
+def test_missing_parent_directories_are_made(tmp_path):
+    """An output under folders that do not exist yet: they are made, the file written."""
+    from mlirhlo_driver import outputs
+
+    out = tmp_path / "a" / "b" / "out.mlir"
+    outputs.check_output_path(out)
+    outputs.write_atomic(out, "text")
+    assert out.read_text() == "text" and os.listdir(out.parent) == ["out.mlir"]
+    outputs.write_atomic(out, "again")  # the folders exist now: no error
+    assert out.read_text() == "again"
+
+
+def test_a_file_in_the_way_of_a_parent_is_refused_before_any_work(tmp_path):
+    """A path under a regular file: the error names the file that is not a directory, however
+    deep the missing folders below it go."""
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for out in (blocker / "out.mlir", blocker / "a" / "b" / "out.mlir"):
+        with pytest.raises(DriverError) as e:
+            outputs.write_atomic(out, "x")
+        assert (e.value.file, e.value.message) == (str(out), f"cannot write: {blocker} is not a directory")
+    assert blocker.read_text() == "x"
+    with pytest.raises(DriverError) as e:
+        outputs.check_output_path(tmp_path)
+    assert e.value.message == "is a directory; expected an output file name"
+    outputs.check_output_path(tmp_path / "new" / "deeper" / "out.mlir")  # nothing in the way: fine
+    outputs.check_output_path("relative-out.mlir")
+
+
+def test_a_symlink_loop_is_one_error_naming_the_path(tmp_path):
+    """os.stat fails on a link loop: DriverError with the OS's reason, nothing written."""
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(DriverError) as e:
+        outputs.write_atomic(loop, "x")
+    assert (e.value.file, e.value.message) == (str(loop), "cannot write: Too many levels of symbolic links")
+    assert os.listdir(tmp_path) == ["loop"]
+
+
+def test_a_failed_rename_leaves_no_temp_file(tmp_path, monkeypatch):
+    """The rename fails: DriverError with the reason; an interrupt is passed on as it is; either
+    way the temp file is gone and the old file is untouched."""
+    import errno
+
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    out = tmp_path / "out.txt"
+    out.write_text("old")
+
+    def fail(*_a):
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(DriverError) as e:
+        outputs.write_atomic(out, "new")
+    assert (e.value.file, e.value.message) == (str(out), "cannot write: Invalid cross-device link")
+    assert os.listdir(tmp_path) == ["out.txt"] and out.read_text() == "old"
+
+    def interrupt(*_a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_atomic(out, "new")
+    assert os.listdir(tmp_path) == ["out.txt"] and out.read_text() == "old"
+
+
+@pytest.mark.parametrize("path, named", [
+    ("/dev/stdout", True), ("/dev/stderr", True), ("/dev/fd/1", True), ("/dev/fd/12", True),
+    ("/proc/self/fd/1", True), ("/proc/thread-self/fd/2", True), ("/proc/4242/fd/7", True),
+    ("/dev/stdin2", False), ("/dev/fd/x", False), ("/dev/fd/1/x", False), ("/proc/self/fd", False),
+    ("/proc/abc/fd/1", False), ("/dev/null", False), ("/tmp/dev/stdout", False)])
+def test_descriptor_paths_are_recognised_by_name(path, named):
+    """Which paths name an open descriptor: /dev/std{out,err}, /dev/fd/N, /proc/{self,thread-self,PID}/fd/N."""
+    from pathlib import Path
+
+    from mlirhlo_driver import outputs
+
+    assert outputs._names_a_descriptor(Path(path)) is named
+
+
+def test_links_to_a_descriptor_path_are_followed_as_the_kernel_would(tmp_path):
+    """A chain of links (relative ones too) to /proc/self/fd/1 names a descriptor; a chain
+    longer than the kernel's 40 links does not, nor does a link loop."""
+    from mlirhlo_driver import outputs
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "to_fd").symlink_to("/proc/self/fd/1")
+    (tmp_path / "rel").symlink_to("d/to_fd")
+    assert outputs._names_a_descriptor(tmp_path / "rel") is True
+    assert outputs._names_a_descriptor(tmp_path / "d" / "plain") is False
+
+    def chain(n: int, name: str):
+        (tmp_path / f"{name}{n}").symlink_to("/dev/stdout")
+        for i in range(n - 1, 0, -1):
+            (tmp_path / f"{name}{i}").symlink_to(tmp_path / f"{name}{i + 1}")
+        return tmp_path / f"{name}1"
+
+    assert outputs._names_a_descriptor(chain(39, "short")) is True   # 39 links, then the name: 40 looks
+    assert outputs._names_a_descriptor(chain(40, "long")) is False   # the name would be the 41st
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert outputs._names_a_descriptor(tmp_path / "a") is False
+
+
+def test_a_descriptor_path_on_a_file_appends_to_it(tmp_path):
+    """/proc/self/fd/N open on a regular file: written through, appended, never replaced; a
+    plain link to the same file is written atomically instead (replaced)."""
+    from mlirhlo_driver import outputs
+
+    target = tmp_path / "log.txt"
+    target.write_bytes(b"before\n")
+    with open(target, "ab") as f:
+        ino = os.stat(target).st_ino
+        outputs.write_atomic(f"/proc/self/fd/{f.fileno()}", "after\n")
+        outputs.write_atomic(f"/dev/fd/{f.fileno()}", b"more\n")
+    assert target.read_bytes() == b"before\nafter\nmore\n" and os.stat(target).st_ino == ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.txt"]
+
+
+def test_the_recorder_sees_every_output_written(tmp_path, monkeypatch, capsys):
+    """While recording (cache.recording): each file, streamed path and stdout write is kept as
+    (kind, path, bytes), text with the newline added; nothing is kept otherwise."""
+    from mlirhlo_driver import outputs
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    kept: list = []
+    monkeypatch.setattr(outputs, "recorder", kept)
+    outputs.write_atomic(tmp_path / "a.txt", "text")
+    outputs.write_atomic(fifo, b"\x00bin")
+    reader.join(timeout=60)
+    outputs.write_stdout("line")
+    outputs.write_stdout(b"\x01raw")
+    assert kept == [("file", str(tmp_path / "a.txt"), b"text"), ("file", str(fifo), b"\x00bin"),
+                    ("stdout-text", None, b"line\n"), ("stdout-bytes", None, b"\x01raw")]
+    assert got == [b"\x00bin"]
+    monkeypatch.setattr(outputs, "recorder", None)
+    outputs.write_atomic(tmp_path / "b.txt", "x")
+    outputs.write_stdout("y")
+    assert len(kept) == 4
+
+
+@pytest.mark.parametrize("data, printed", [("one", "one\n"), ("one\n", "one\n"), ("", ""),
+                                           ("a\nb", "a\nb\n"), ("a\n\n", "a\n\n")])
+def test_text_to_stdout_ends_with_exactly_one_newline_added_at_most(capsys, data, printed):
+    """Text gets a final newline if it lacks one; nothing is printed for nothing."""
+    from mlirhlo_driver import outputs
+
+    outputs.write_stdout(data)
+    assert capsys.readouterr().out == printed
+
+
+def test_binary_to_stdout_is_written_as_is_but_never_to_a_terminal(capfd, monkeypatch):
+    """Bytes go to stdout's buffer unchanged; a terminal is refused with a hint to use -o."""
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    outputs.write_stdout(b"\x00\x01no newline")
+    assert capfd.readouterr().out == "\x00\x01no newline"
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    with pytest.raises(DriverError) as e:
+        outputs.write_stdout(b"\x00")
+    assert (e.value.message, e.value.hint) == ("refusing to write binary output to a terminal", "use -o FILE")
+    outputs.write_stdout("text is fine on a terminal")
+    assert capfd.readouterr().out == "text is fine on a terminal\n"

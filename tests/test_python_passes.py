@@ -279,3 +279,398 @@ def test_an_any_anchored_python_pass_under_func_func_runs_on_each_function(cli, 
     top = cli("opt", src, "--load-pass-plugin", plugin, "--pipeline", "builtin.module(cse,tag-anchor)")
     assert top.code == 0, top.err
     assert top.out.count("mlirhlo.ran_on") == 1 and 'mlirhlo.ran_on = "builtin.module"' in top.out
+
+
+# ------------------------------------------------------------------ registration rules
+
+
+@pytest.fixture
+def empty_registry(monkeypatch):
+    """A private registry, as before the first registration (restored afterwards)."""
+    from mlirhlo_driver.mlir import python_passes
+
+    monkeypatch.setattr(python_passes, "_registry", {})
+    monkeypatch.setattr(python_passes, "_loading", set())
+    monkeypatch.setattr(python_passes, "_builtin_loaded", True)
+    monkeypatch.setattr(python_passes, "_entry_points_loaded", True)
+    return python_passes
+
+
+@pytest.mark.parametrize("name", ["my-pass", "a", "x2-y3-z", "pass9"])
+def test_register_pass_accepts_lowercase_dashed_names(empty_registry, name):
+    """A name of lowercase words joined by single dashes is a pass name; the decorator returns the function."""
+    def fn(op):
+        pass
+
+    assert empty_registry.register_pass(name, anchor="any", description="d")(fn) is fn
+    assert empty_registry.get(name) == empty_registry.PythonPass(name, fn, "any", "d", "python")
+
+
+@pytest.mark.parametrize("name", ["My-pass", "my_pass", "-my", "my-", "my--pass", "9pass", "my pass", ""])
+def test_register_pass_refuses_other_names(empty_registry, name):
+    """Anything else is refused before the function is seen, with the rule in the message."""
+    with pytest.raises(ValueError) as e:
+        empty_registry.register_pass(name)
+    assert str(e.value) == f"pass name '{name}' must look like 'my-pass' (lowercase, dashes)"
+    assert empty_registry.registered() == []
+
+
+@pytest.mark.parametrize("anchor", ["func.func", "builtin.module", "any"])
+def test_register_pass_takes_the_three_anchors(empty_registry, anchor):
+    """Each of func.func, builtin.module and any is an anchor."""
+    empty_registry.register_pass("p", anchor=anchor)(lambda op: None)
+    assert empty_registry.get("p").anchor == anchor
+
+
+@pytest.mark.parametrize("anchor", ["gpu.module", "module", "Any", ""])
+def test_register_pass_refuses_other_anchors(empty_registry, anchor):
+    """Another anchor is refused with the list of the three."""
+    with pytest.raises(ValueError) as e:
+        empty_registry.register_pass("p", anchor=anchor)
+    assert str(e.value) == "anchor must be one of func.func, builtin.module, any"
+
+
+def test_a_pass_description_defaults_to_its_docstrings_first_line(empty_registry):
+    """description= wins; else the docstring's first line; else nothing; the default anchor is func.func."""
+    reg = empty_registry.register_pass
+
+    def documented(op):
+        """First line.
+
+        More text."""
+
+    def one_line(op):
+        """  Just this.  """
+
+    def undocumented(op):
+        pass
+
+    def both(op):
+        """Not this."""
+
+    def blank_doc(op):
+        """   """
+
+    reg("documented")(documented)
+    reg("one-line")(one_line)
+    reg("undocumented")(undocumented)
+    reg("both", description="Given.")(both)
+    reg("blank-doc")(blank_doc)
+    assert {p.name: (p.description, p.anchor) for p in empty_registry.registered()} == {
+        "blank-doc": ("", "func.func"), "both": ("Given.", "func.func"), "documented": ("First line.", "func.func"),
+        "one-line": ("Just this.", "func.func"), "undocumented": ("", "func.func")}
+    assert [p.name for p in empty_registry.registered()] == ["blank-doc", "both", "documented", "one-line",
+                                                             "undocumented"]
+
+
+def test_plugin_file_is_the_origin_only_for_a_py_file(empty_registry):
+    """A pass knows the plugin file it came from; built-in and entry-point passes have none."""
+    fn = lambda op: None  # noqa: E731
+    assert empty_registry.PythonPass("p", fn, "any", "", "/x/my_passes.py").plugin_file() == "/x/my_passes.py"
+    assert empty_registry.PythonPass("p", fn, "any", "", "builtin").plugin_file() is None
+    assert empty_registry.PythonPass("p", fn, "any", "", "entry point mine").plugin_file() is None
+
+
+def _write(path, text):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+TWO_PASSES = '''
+    import mlirhlo_driver
+
+
+    @mlirhlo_driver.register_pass("zz-one", anchor="builtin.module")
+    def one(op):
+        pass
+
+
+    @mlirhlo_driver.register_pass("zz-two", anchor="any")
+    def two(op):
+        pass
+'''
+
+
+def test_reloading_a_plugin_file_replaces_its_passes(tmp_path):
+    """The same file loaded again (another command in one process) registers its passes anew."""
+    from mlirhlo_driver.mlir import python_passes
+
+    plugin = _write(tmp_path / "two_passes.py", TWO_PASSES)
+    try:
+        assert python_passes.load_plugin(str(plugin)) == ["zz-one", "zz-two"]
+        first = python_passes.get("zz-one").fn
+        assert python_passes.load_plugin(str(plugin)) == ["zz-one", "zz-two"]
+        assert python_passes.get("zz-one").fn is not first
+        assert python_passes.get("zz-two").origin == str(plugin.resolve())
+        assert python_passes.get("zz-two").plugin_file() == str(plugin.resolve())
+    finally:
+        python_passes.unload_plugins()
+    assert python_passes.get("zz-one") is None and python_passes.get("zz-two") is None
+    assert python_passes.get("inline-calls").origin == "builtin"  # unloading keeps the built-in ones
+
+
+def test_a_name_twice_in_one_plugin_is_refused_at_its_line(tmp_path):
+    """Registering one name twice in a file is an error at the second registration; nothing of it is kept."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.mlir import python_passes
+
+    plugin = _write(tmp_path / "twice.py", TWO_PASSES.replace('"zz-two"', '"zz-one"'))
+    with pytest.raises(InputError) as e:
+        python_passes.load_plugin(str(plugin))
+    assert (e.value.message, e.value.file, e.value.line) == (
+        "pass 'zz-one' is already registered earlier in this file", str(plugin), 10)
+    assert python_passes.get("zz-one") is None
+    assert python_passes.get("fold-involutions").origin == "builtin"
+
+
+def test_a_plugin_cannot_take_a_built_in_passs_name(tmp_path):
+    """A plugin pass named like a built-in one is refused, naming the owner; the built-in one stays,
+    and the plugin's other passes are dropped."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.mlir import python_passes
+
+    plugin = _write(tmp_path / "taker.py", TWO_PASSES.replace('"zz-two"', '"inline-calls"'))
+    with pytest.raises(InputError) as e:
+        python_passes.load_plugin(str(plugin))
+    assert (e.value.message, e.value.line) == ("pass 'inline-calls' is already registered by builtin", 10)
+    assert python_passes.get("zz-one") is None
+    inline = python_passes.get("inline-calls")
+    assert inline.origin == "builtin" and inline.anchor == "builtin.module"
+    assert [p.name for p in python_passes.registered() if p.origin == "builtin"] == [
+        "fold-involutions", "inline-calls", "strip-frontend-attributes"]
+
+
+def test_a_plugin_naming_a_reserved_pass_is_refused_and_forgotten(tmp_path):
+    """load_plugin(reserved=...): a pass named in reserved() is refused at its decorator's line, and the
+    file's other passes are forgotten; reserved() is only asked when the file registered something."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.mlir import python_passes
+
+    asked = []
+
+    def reserved():
+        asked.append(1)
+        return {"zz-two", "cse"}
+
+    plugin = _write(tmp_path / "reserved.py", TWO_PASSES)
+    with pytest.raises(InputError) as e:
+        python_passes.load_plugin(str(plugin), reserved=reserved)
+    assert (e.value.message, e.value.line, e.value.hint) == (
+        "pass 'zz-two' is a native jaxlib pass; a plugin cannot replace it", 10, "give the Python pass another name")
+    assert asked == [1] and python_passes.get("zz-one") is None and python_passes.get("zz-two") is None
+    empty = _write(tmp_path / "empty.py", "x = 1\n")
+    with pytest.raises(InputError, match="registers no pass"):
+        python_passes.load_plugin(str(empty), reserved=reserved)
+    assert asked == [1]
+    fine = _write(tmp_path / "fine.py", TWO_PASSES.replace("zz-two", "zz-three"))
+    try:
+        assert python_passes.load_plugin(str(fine), reserved=reserved) == ["zz-one", "zz-three"]
+    finally:
+        python_passes.unload_plugins()
+    assert asked == [1, 1]
+
+
+def test_a_non_python_plugin_file_is_refused(tmp_path):
+    """A plugin file Python cannot import as source (no .py suffix) is 'not a Python file'."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.mlir import python_passes
+
+    plugin = _write(tmp_path / "passes.txt", TWO_PASSES)
+    with pytest.raises(InputError) as e:
+        python_passes.load_plugin(str(plugin))
+    assert (e.value.message, e.value.file) == ("not a Python file", str(plugin))
+
+
+def test_a_plugin_failing_inside_a_library_is_placed_at_the_plugins_line(tmp_path):
+    """A plugin whose top level fails in library code is reported at its own last line on the way."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.mlir import python_passes
+
+    plugin = _write(tmp_path / "fails.py", '''
+        import json
+
+
+        def load():
+            return json.loads("{")
+
+
+        CONFIG = load()
+    ''')
+    with pytest.raises(InputError) as e:
+        python_passes.load_plugin(str(plugin))
+    assert e.value.message.startswith("pass plugin failed to load: JSONDecodeError: Expecting property name")
+    assert (e.value.file, e.value.line) == (str(plugin), 6)
+    assert python_passes._plugin_line(ValueError("no traceback"), str(plugin)) is None
+
+
+def test_a_failing_entry_point_is_reported_once(monkeypatch):
+    """An entry point that cannot be imported is an input error the first time; later lookups go on without it."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.mlir import python_passes
+
+    monkeypatch.setattr(python_passes, "_entry_points_loaded", False)
+    monkeypatch.setattr(python_passes, "entry_point_specs", lambda: [("broken", "no_such_module_zz", "1.0")])
+    with pytest.raises(InputError) as e:
+        python_passes.registered()
+    assert e.value.message == ("cannot load pass plugin entry point 'broken' (no_such_module_zz): "
+                               "ModuleNotFoundError: No module named 'no_such_module_zz'")
+    assert python_passes.get("inline-calls").origin == "builtin"
+    assert python_passes._current_origin == "python"
+
+
+def test_a_fresh_process_loads_installed_entry_points(tmp_path):
+    """In a new process the first registry lookup imports the entry points' modules."""
+    import subprocess
+    import sys
+
+    from mlirhlo_driver._native import processes
+
+    pkg = tmp_path / "site"
+    (pkg / "fresh_passes").mkdir(parents=True)
+    (pkg / "fresh_passes" / "__init__.py").write_text(textwrap.dedent(TWO_PASSES))
+    dist = pkg / "fresh_passes-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fresh-passes\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nfresh = fresh_passes\n")
+    code = ("from mlirhlo_driver.mlir import python_passes as p\n"
+            "print(sorted((x.name, x.origin) for x in p.registered() if x.name.startswith('zz-')))")
+    env = processes.python_env()
+    env["PYTHONPATH"] = str(pkg) + ":" + env.get("PYTHONPATH", "")
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[('zz-one', 'entry point fresh'), ('zz-two', 'entry point fresh')]"
+
+
+# ------------------------------------------------------------------ the shipped passes, exactly
+
+
+def _optimized(tmp_path, text, passes):
+    import mlirhlo_driver as mhd
+
+    src = tmp_path / "in.mlir"
+    src.write_text(textwrap.dedent(text))
+    return mhd.load(str(src)).optimize(passes=passes).as_text()
+
+
+def test_fold_involutions_folds_only_true_pairs(tmp_path):
+    """Only an op over the same op folds: negate(abs) and reverses over different dims stay, a
+    transpose pair that cancels leaves nothing, and an inner op still used elsewhere is kept."""
+    out = _optimized(tmp_path, """\
+        func.func @main(%a: tensor<2x3xf32>, %x: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+          %n = stablehlo.abs %x : tensor<4xf32>
+          %nn = stablehlo.negate %n : tensor<4xf32>
+          %r1 = stablehlo.reverse %a, dims = [0] : tensor<2x3xf32>
+          %r2 = stablehlo.reverse %r1, dims = [1] : tensor<2x3xf32>
+          %t1 = stablehlo.transpose %a, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+          %t2 = stablehlo.transpose %t1, dims = [1, 0] : (tensor<3x2xf32>) -> tensor<2x3xf32>
+          %m1 = stablehlo.negate %x : tensor<4xf32>
+          %m2 = stablehlo.negate %m1 : tensor<4xf32>
+          %k = stablehlo.negate %x : tensor<4xf32>
+          return %nn, %r2, %t2, %m2, %m1, %k : tensor<4xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+        }
+        """, "fold-involutions")
+    assert out == textwrap.dedent("""\
+        module {
+          func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+            %0 = stablehlo.abs %arg1 : tensor<4xf32>
+            %1 = stablehlo.negate %0 : tensor<4xf32>
+            %2 = stablehlo.reverse %arg0, dims = [0] : tensor<2x3xf32>
+            %3 = stablehlo.reverse %2, dims = [1] : tensor<2x3xf32>
+            %4 = stablehlo.negate %arg1 : tensor<4xf32>
+            %5 = stablehlo.negate %arg1 : tensor<4xf32>
+            return %1, %3, %arg0, %arg1, %4, %5 : tensor<4xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+          }
+        }
+        """)
+
+
+def test_inline_calls_reaches_into_regions_unrolls_recursion_64_times_and_drops_unused_private_functions(tmp_path):
+    """A call inside a region is inlined; a self-recursive callee is inlined 64 times, then left
+    as a call (it stays, being called); an unused private function goes, a public one stays."""
+    out = _optimized(tmp_path, """\
+        func.func @main(%x: tensor<4xf32>, %i: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>) {
+          %r = "stablehlo.case"(%i) ({
+            %c = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+            stablehlo.return %c : tensor<4xf32>
+          }, {
+            stablehlo.return %x : tensor<4xf32>
+          }) : (tensor<i32>) -> tensor<4xf32>
+          %s = func.call @rec(%x) : (tensor<4xf32>) -> tensor<4xf32>
+          return %r, %s : tensor<4xf32>, tensor<4xf32>
+        }
+        func.func private @helper(%y: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = stablehlo.abs %y : tensor<4xf32>
+          %1 = stablehlo.exponential %0 : tensor<4xf32>
+          return %1 : tensor<4xf32>
+        }
+        func.func private @rec(%y: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = stablehlo.negate %y : tensor<4xf32>
+          %1 = func.call @rec(%0) : (tensor<4xf32>) -> tensor<4xf32>
+          return %1 : tensor<4xf32>
+        }
+        func.func @unused_public(%y: tensor<4xf32>) -> tensor<4xf32> {
+          return %y : tensor<4xf32>
+        }
+        func.func private @unused_private(%y: tensor<4xf32>) -> tensor<4xf32> {
+          return %y : tensor<4xf32>
+        }
+        """, "inline-calls")
+    negates = "".join(f"    %{i} = stablehlo.negate %{i - 1 if i > 1 else 'arg0'} : tensor<4xf32>\n"
+                      for i in range(1, 65))
+    assert out == textwrap.dedent("""\
+        module {
+          func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>) {
+            %0 = "stablehlo.case"(%arg1) ({
+              %66 = stablehlo.abs %arg0 : tensor<4xf32>
+              %67 = stablehlo.exponential %66 : tensor<4xf32>
+              stablehlo.return %67 : tensor<4xf32>
+            }, {
+              stablehlo.return %arg0 : tensor<4xf32>
+            }) : (tensor<i32>) -> tensor<4xf32>
+        """) + negates + textwrap.dedent("""\
+            %65 = call @rec(%64) : (tensor<4xf32>) -> tensor<4xf32>
+            return %0, %65 : tensor<4xf32>, tensor<4xf32>
+          }
+          func.func private @rec(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+            %0 = stablehlo.negate %arg0 : tensor<4xf32>
+            %1 = call @rec(%0) : (tensor<4xf32>) -> tensor<4xf32>
+            return %1 : tensor<4xf32>
+          }
+          func.func @unused_public(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+            return %arg0 : tensor<4xf32>
+          }
+        }
+        """)
+
+
+def test_strip_frontend_attributes_keeps_everything_else(tmp_path):
+    """Exactly jax.*, mhlo.layout_mode, mhlo.frontend_attributes, result_layout and xla_shape go,
+    from the module, ops, and function argument and result attributes; look-alikes stay."""
+    out = _optimized(tmp_path, """\
+        module @m attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 1 : i32} {
+          func.func @main(%x: tensor<4xf32> {jax.arg_info = "x", mhlo.sharding = "{replicated}", mhlo.layout_mode = "default"}, %y: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "r", mhlo.layout_mode = "default", mhlo.result_layout_x = 1 : i32}) {
+            %0 = stablehlo.add %x, %y {xla_shape = "f32[4]", mhlo.frontend_attributes = {a = "b"}, jaxish = 1 : i32, result_layout = dense<0> : tensor<1xindex>} : tensor<4xf32>
+            return %0 : tensor<4xf32>
+          }
+        }
+        """, "strip-frontend-attributes")
+    assert out == textwrap.dedent("""\
+        module @m attributes {mhlo.num_partitions = 1 : i32} {
+          func.func @main(%arg0: tensor<4xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<4xf32>) -> (tensor<4xf32> {mhlo.result_layout_x = 1 : i32}) {
+            %0 = stablehlo.add %arg0, %arg1 {jaxish = 1 : i32} : tensor<4xf32>
+            return %0 : tensor<4xf32>
+          }
+        }
+        """)
+
+
+def test_builtin_passes_are_registered_in_order_with_their_functions():
+    """The shipped passes, in registration order, with anchors and the module's own functions."""
+    from mlirhlo_driver.mlir import builtin_passes as bp
+
+    assert [(n, a, fn) for n, a, _, fn in bp.PASSES] == [
+        ("inline-calls", "builtin.module", bp.inline_calls), ("fold-involutions", "func.func", bp.fold_involutions),
+        ("strip-frontend-attributes", "builtin.module", bp.strip_frontend_attributes)]
+    assert all(callable(fn) for *_, fn in bp.PASSES)

@@ -567,3 +567,359 @@ def test_print_ir_before_or_after_alone_prints_that_named_pass(when, cli, files)
     assert f"// -----// HLO {when} algsimp (simplification) //----- //" in r.err
     other = "after" if when == "before" else "before"
     assert f"HLO {other} " not in r.err
+
+
+# ------------------------------------------------------------------ the pass log's edge cases
+
+def _log(*lines: str) -> str:
+    """XLA log lines (``thread|message``) as hlo_pass_pipeline.cc writes them on fd 2."""
+    out = []
+    for i, line in enumerate(lines):
+        thread, msg = line.split("|", 1)
+        out.append(f"I1201 18:20:26.{i:06d}   {thread} hlo_pass_pipeline.cc:211] {msg}")
+    return "\n".join(out) + "\n"
+
+
+def _calls(calls) -> list[tuple]:
+    return [(c.module, c.pipeline, c.name, c.us, c.changed, c.is_pipeline, c.skipped, c.index) for c in calls]
+
+
+def test_pass_log_ignores_timers_of_passes_it_did_not_see_start():
+    """A timer line with no matching start (nothing open, or only other passes open) is no pass run;
+    nor is a start line before any pipeline line on its thread."""
+    from mlirhlo_driver.xla import pass_log
+
+    text = _log(
+        "1|HLO pass: orphan time: 3 us (3 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|  HLO pass early",
+        "1|HLO pass: early time: 4 us (4 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|Running HLO pass pipeline on module m: p",
+        "1|HLO pass: orphan time: 3 us (3 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|  HLO pass a",
+        "1|HLO pass: orphan time: 3 us (3 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|HLO pass: a time: 9 us (9 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|  HLO pass b",
+        "1|HLO pass: b time: 2 us (2 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+    )
+    assert _calls(pass_log.parse(text)) == [("m", "p", "a", 9, None, False, False, 0),
+                                            ("m", "p", "b", 2, None, False, False, 1)]
+
+
+def test_pass_log_ends_the_passes_left_open_inside_one_that_ends():
+    """A pass whose timer comes while passes started after it are still open ends them with it:
+    they are not runs, and their late timers are ignored; a "caused changes" line marks the
+    innermost open pass of that name."""
+    from mlirhlo_driver.xla import pass_log
+
+    text = _log(
+        "1|Running HLO pass pipeline on module m: p",
+        "1|  HLO pass outer",
+        "1|  HLO pass inner",
+        "1|  HLO pass deeper",
+        "1|  Pass caused changes inner",
+        "1|  Pass caused changes nobody",
+        "1|HLO pass: outer time: 30 us (30 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|HLO pass: inner time: 20 us (20 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|  HLO pass x",
+        "1|  HLO pass x",
+        "1|  Pass caused changes x",
+        "1|HLO pass: x time: 5 us (5 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|HLO pass: x time: 6 us (6 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|  HLO pass y",
+        "1|  HLO pass z",
+        "1|HLO pass: y time: 8 us (8 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "1|HLO pass: z time: 9 us (9 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+    )
+    assert _calls(pass_log.parse(text, changes_logged=True)) == [
+        ("m", "p", "outer", 30, False, False, False, 0),
+        ("m", "p", "x", 5, True, False, False, 1),
+        ("m", "p", "x", 6, False, False, False, 2),
+        ("m", "p", "y", 8, False, False, False, 3)]
+    assert _calls(pass_log.parse(text)) == [
+        ("m", "p", "outer", 30, None, False, False, 0),
+        ("m", "p", "x", 5, True, False, False, 1),
+        ("m", "p", "x", 6, None, False, False, 2),
+        ("m", "p", "y", 8, None, False, False, 3)]
+
+
+def test_pass_log_nested_pipelines_two_deep_and_a_new_top_level_pipeline():
+    """Pipelines nested two deep give each pass its innermost pipeline, and each ends back in
+    its outer one; a top-level pipeline line on the thread ends whatever was open there."""
+    from mlirhlo_driver.xla import pass_log
+
+    text = _log(
+        "7|Running HLO pass pipeline on module m: top",
+        "7|  HLO pass mid",
+        "7|Running HLO pass pipeline on module m: mid",
+        "7|  HLO pass low",
+        "7|Running HLO pass pipeline on module m: low",
+        "7|  HLO pass leaf",
+        "7|  Skipping HLO pass (filtered by xla_disable_hlo_passes): leaf",
+        "7|HLO pass: leaf time: 1 us (1 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "7|HLO pass: low time: 2 us (2 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "7|  HLO pass after_low",
+        "7|HLO pass: after_low time: 3 us (3 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "7|HLO pass: mid time: 4 us (4 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "7|  HLO pass in_top",
+        "7|HLO pass: in_top time: 7 us (7 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "7|  HLO pass after_mid",
+        "7|Running HLO pass pipeline on module n: next",
+        "7|HLO pass: after_mid time: 5 us (5 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+        "7|  HLO pass first",
+        "7|HLO pass: first time: 6 us (6 us) (cumulative: 1 ms, max: 1 ms, #called: 1)",
+    )
+    calls = pass_log.parse(text)
+    assert _calls(calls) == [
+        ("m", "low", "leaf", 1, None, False, True, 0),
+        ("m", "mid", "low", 2, None, True, False, 1),
+        ("m", "mid", "after_low", 3, None, False, False, 2),
+        ("m", "top", "mid", 4, None, True, False, 3),
+        ("m", "top", "in_top", 7, None, False, False, 4),
+        ("n", "next", "first", 6, None, False, False, 5)]
+    assert pass_log.ran(calls) == {"low", "after_low", "mid", "in_top", "first"}  # the skipped pass did not run
+    assert pass_log.ran([]) == set()
+
+
+def test_pass_log_levels_are_one_for_times_and_three_for_changes():
+    """Times come from a level-1 log, changes from a level-3 one (the module's docstring)."""
+    from mlirhlo_driver.xla import pass_log
+
+    assert (pass_log.TIMES_LEVEL, pass_log.CHANGES_LEVEL) == (1, 3)
+    assert pass_log.log_env(pass_log.CHANGES_LEVEL)["TF_CPP_VMODULE"] == "hlo_pass_pipeline=3"
+
+
+def test_merge_changes_marks_every_run_of_a_pass_that_changed_once():
+    """A (pipeline, pass) that changed in any run of the level-3 log is changed in every timed run;
+    one that the level-3 log never ran keeps None."""
+    from mlirhlo_driver.xla.pass_log import PassCall, merge_changes
+
+    def call(pipeline, name, changed, i):
+        return PassCall("m", pipeline, name, 10 + i, changed, False, False, i)
+
+    timed = [call("p", "a", None, 0), call("p", "a", None, 1), call("q", "a", None, 2), call("p", "b", None, 3)]
+    changes = [call("p", "a", False, 0), call("p", "a", True, 1), call("q", "a", False, 2)]
+    assert [(c.pipeline, c.name, c.us, c.changed, c.index) for c in merge_changes(timed, changes)] == [
+        ("p", "a", 10, True, 0), ("p", "a", 11, True, 1), ("q", "a", 12, False, 2), ("p", "b", 13, None, 3)]
+
+
+def test_pass_table_text_and_json_exactly():
+    """The text table's exact layout (widths, percent, yes/no/?) and the JSON form of the same rows."""
+    from mlirhlo_driver.xla.pass_log import PassCall, PassRow, as_json, format_rows
+
+    table = [PassRow("algsimp", "simplification", 2, 1500, True), PassRow("dce", "p", 1, 500, None),
+             PassRow("cse", "p", 1, 0, False)]
+    assert format_rows(table, "cuda (h100_sxm)") == (
+        "// XLA HLO passes (cuda (h100_sxm)): 4 runs of 3 passes, 2.000 ms in passes\n"
+        "  total ms       %  calls  changed  pass (pipeline)\n"
+        "     1.500   75.0%      2  yes      algsimp (simplification)\n"
+        "     0.500   25.0%      1  ?        dce (p)\n"
+        "     0.000    0.0%      1  no       cse (p)\n")
+    calls = [PassCall("m", "p", "dce", 5, False, False, False, 0),
+             PassCall("m", "p", "inner", 50, True, True, False, 1),
+             PassCall("m", "p", "cse", 7, True, False, False, 2),
+             PassCall("m", "p", "dce", 6, True, False, False, 3),
+             PassCall("m", "p", "gone", 9, False, False, True, 4)]
+    assert as_json(calls, "cpu") == {"target": "cpu", "total_us": 18, "passes": [
+        {"pass": "dce", "pipeline": "p", "calls": 2, "total_us": 11, "changed": True},
+        {"pass": "cse", "pipeline": "p", "calls": 1, "total_us": 7, "changed": True}]}
+
+
+# ------------------------------------------------------------------ instrument.compile, over a fake XLA
+
+def _fake_xla(monkeypatch, dumps=None, timed=(), changes=(), logged=()):
+    """backend's compiles replaced by ones that record how they were called. Each gives
+    per-pass dumps (name -> text: ``after.before``) only when asked for them by a dump regex;
+    compile_logged gives ``timed`` at level 1 and ``changes`` at level 3, and ``logged`` at
+    level 1 with only HLO text dumps (the compile that names what ran)."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import backend
+
+    seen = []
+    dumps = dumps if dumps is not None else {}
+
+    def art(kind, options, level, dumps_asked):
+        rx = dict(options.xla_flags).get("xla_dump_hlo_pass_re")
+        seen.append((kind, level, rx, dumps_asked))
+        pass_calls = None
+        if level == 1:
+            pass_calls = list(logged if dumps_asked == (backend.HLO_TEXT,) else timed)
+        elif level == 3:
+            pass_calls = list(changes)
+        files = {f"dump{i}:{k}": v for i, (k, v) in enumerate(dumps.items())} if rx else {}
+        return SimpleNamespace(files=files, pass_calls=pass_calls, rx=rx, kind=kind)
+
+    def pass_dumps(a):
+        out = []
+        for key in a.files:
+            i, name = key.split(":")
+            after, before = name.split(".")
+            out.append(backend.PassDump(int(i[4:]), "pipe", after, before, key))
+        return out
+
+    monkeypatch.setattr(backend, "compile_logged",
+                        lambda module, name, options, level, *, keep_going=False, dumps=backend.ALL_DUMPS:
+                        art("logged", options, level, dumps))
+    monkeypatch.setattr(backend, "compile_module",
+                        lambda module, name, options, *, dumps=backend.ALL_DUMPS, **kw:
+                        art("module", options, None, dumps))
+    monkeypatch.setattr(backend, "pass_dumps", pass_dumps)
+    return seen
+
+
+# dumps "after X, before Y" in pipeline order; byte 0xff is no UTF-8
+_DUMPS = {"pipeline-start.algsimp": b"HloModule a\n", "algsimp.dce": b"HloModule b\xff\n",
+          "dce.pipeline-end": b"HloModule c\n"}
+
+
+def _inst_call(inst, dumps=None):
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla import instrument
+
+    options = StageOptions(platform="cpu", xla_flags=(("xla_zz", True), ("xla_dump_hlo_pass_re", "old")))
+    return instrument.compile("MODULE", "m", options, inst, dumps)
+
+
+def _printed(out) -> list[tuple[str, str, str, str]]:
+    return [(p.when, p.pass_name, p.pipeline, p.text) for p in out.printed]
+
+
+AFTER_CHANGE = [("after", "algsimp", "pipe", "HloModule b\ufffd\n"), ("after", "dce", "pipe", "HloModule c\n")]
+NAMED = [("before", "dce", "pipe", "HloModule b\ufffd\n"), ("after", "algsimp", "pipe", "HloModule b\ufffd\n")]
+NAMES_RE = "^(?:algsimp|dce)$"
+
+
+def test_instrument_compile_without_timing_dumps_on_the_stages_compile(monkeypatch):
+    """No timing: the stages' compile carries the first dump regex (.* for after-change, the
+    names' otherwise), one more HLO-text compile the other; no pass log, no logged compile."""
+    from mlirhlo_driver.xla import backend
+    from mlirhlo_driver.xla.instrument import XlaInstrumentation
+
+    seen = _fake_xla(monkeypatch, _DUMPS)
+    out = _inst_call(XlaInstrumentation(after_change=True, before=("dce",), after=("algsimp",)), ("hlo",))
+    assert seen == [("module", None, ".*", ("hlo",)), ("module", None, NAMES_RE, (backend.HLO_TEXT,))]
+    assert out.art.kind == "module" and out.art.rx == ".*" and out.calls is None
+    assert _printed(out) == AFTER_CHANGE + NAMED
+
+    seen.clear()
+    out = _inst_call(XlaInstrumentation(before=("dce",), after=("algsimp", "dce", "algsimp")))
+    assert seen == [("module", None, NAMES_RE, backend.ALL_DUMPS)]
+    assert _printed(out) == NAMED + [("after", "dce", "pipe", "HloModule c\n")]
+
+    seen.clear()
+    out = _inst_call(XlaInstrumentation(after_change=True))
+    assert seen == [("module", None, ".*", backend.ALL_DUMPS)] and _printed(out) == AFTER_CHANGE
+
+    seen.clear()
+    out = _inst_call(XlaInstrumentation())
+    assert seen == [("module", None, "old", backend.ALL_DUMPS)]  # the user's own flags, untouched
+    assert out.printed == [] and out.calls is None
+
+
+def test_instrument_compile_with_timing_dumps_on_the_level_3_compile(monkeypatch):
+    """Timing: the stages come from a level-1 compile (its times), the first dump regex rides on
+    the level-3 one (its changes, merged into the times), any other on an HLO-text compile."""
+    from mlirhlo_driver.xla import backend
+    from mlirhlo_driver.xla.instrument import XlaInstrumentation
+    from mlirhlo_driver.xla.pass_log import PassCall
+
+    timed = [PassCall("m", "pipe", "algsimp", 7, None, False, False, 0),
+             PassCall("m", "pipe", "dce", 3, None, False, False, 1)]
+    changes = [PassCall("m", "pipe", "algsimp", 70, True, False, False, 0),
+               PassCall("m", "pipe", "dce", 30, False, False, False, 1)]
+    seen = _fake_xla(monkeypatch, _DUMPS, timed, changes)
+    out = _inst_call(XlaInstrumentation(timing=True, after_change=True, before=("dce",), after=("algsimp",)))
+    assert seen == [("logged", 1, "old", backend.ALL_DUMPS), ("logged", 3, ".*", (backend.HLO_TEXT,)),
+                    ("module", None, NAMES_RE, (backend.HLO_TEXT,))]
+    assert out.art.kind == "logged" and out.art.rx == "old"
+    assert [(c.name, c.us, c.changed) for c in out.calls] == [("algsimp", 7, True), ("dce", 3, False)]
+    assert _printed(out) == AFTER_CHANGE + NAMED
+
+    seen.clear()
+    out = _inst_call(XlaInstrumentation(timing=True, after=("algsimp",)), ("hlo",))
+    assert seen == [("logged", 1, "old", ("hlo",)), ("logged", 3, "^(?:algsimp)$", (backend.HLO_TEXT,))]
+    assert _printed(out) == [NAMED[1]]
+
+    seen.clear()
+    out = _inst_call(XlaInstrumentation(timing=True))
+    assert seen == [("logged", 1, "old", backend.ALL_DUMPS), ("logged", 3, "old", (backend.HLO_TEXT,))]
+    assert out.printed == [] and [c.changed for c in out.calls] == [True, False]
+
+
+def test_instrument_named_pass_that_printed_nothing_is_an_error_naming_what_ran(monkeypatch):
+    """A named pass with no print on its side is an error on its flag; the hint names close passes
+    that ran: from the timing compile's log, else from one level-1 compile made for it."""
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.xla import backend
+    from mlirhlo_driver.xla.instrument import XlaInstrumentation
+    from mlirhlo_driver.xla.pass_log import PassCall
+
+    logged = [PassCall("m", "pipe", "algsimpy", 1, None, False, False, 0)]
+    timed = [PassCall("m", "pipe", "algsimpz", 1, None, False, False, 0)]
+    # the compile stopped inside dce: no dump after it
+    partial = {k: v for k, v in _DUMPS.items() if k != "dce.pipeline-end"}
+    seen = _fake_xla(monkeypatch, partial, timed=timed, logged=logged)
+    cases = [
+        (XlaInstrumentation(after=("algsimp", "algsimpx")), "--print-ir-after", "algsimpx",
+         "did you mean 'algsimpy'?"),
+        (XlaInstrumentation(before=("algsimpx",), after=("algsimp",)), "--print-ir-before", "algsimpx",
+         "did you mean 'algsimpy'?"),
+        # printed before dce, never after it; after the pipeline's start, never before it
+        (XlaInstrumentation(before=("dce",), after=("dce",)), "--print-ir-after", "dce",
+         "see --list-passes --platform"),
+        (XlaInstrumentation(before=("pipeline-start",), after=("pipeline-start",)), "--print-ir-before",
+         "pipeline-start", "see --list-passes --platform"),
+        (XlaInstrumentation(timing=True, after=("algsimpx",)), "--print-ir-after", "algsimpx",
+         "did you mean 'algsimpz'?"),
+    ]
+    for inst, flag, name, hint in cases:
+        seen.clear()
+        with pytest.raises(DriverError) as e:
+            _inst_call(inst)
+        assert (e.value.message, e.value.file, e.value.hint) == (
+            f"XLA pass '{name}' did not run on this module", flag, hint), inst
+        if not inst.timing:  # the compile that names what ran: level 1, HLO text only, no dump regex
+            assert seen[-1] == ("logged", 1, "old", (backend.HLO_TEXT,)), inst
+        else:
+            assert [s[:2] for s in seen] == [("logged", 1), ("logged", 3)], inst
+    seen.clear()
+    out = _inst_call(XlaInstrumentation(before=("algsimp", "dce"), after=("algsimp", "pipeline-start")))
+    assert len(out.printed) == 4 and [s[0] for s in seen] == ["module"]  # all printed: no logged compile
+
+
+def test_instrumentation_values_and_printed_headers():
+    """Any one flag makes an instrumentation wanted; a printed module's header names its side,
+    pass and pipeline like MLIR's IR dumps; the dump regex matches exactly the names given."""
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla import instrument
+    from mlirhlo_driver.xla.instrument import PrintedIR, XlaInstrumentation
+
+    assert [XlaInstrumentation(**kw).wanted for kw in (
+        {}, {"timing": True}, {"after_change": True}, {"before": ("a",)}, {"after": ("a",)},
+        {"timing_format": "json"})] == [False, True, True, True, True, False]
+    assert PrintedIR("before", "algsimp", "simplification", "x").header() == \
+        "// -----// HLO before algsimp (simplification) //----- //"
+    assert instrument._names_re(("b.c", "a", "b.c")) == r"^(?:a|b\.c)$"
+    options = StageOptions(platform="cpu", xla_flags=(("xla_zz", 1), ("xla_aa", 2)))
+    assert instrument._with_dump_re(options, None) is options
+    assert instrument._with_dump_re(options, ".*").xla_flags == (
+        ("xla_aa", 2), ("xla_dump_hlo_pass_re", ".*"), ("xla_zz", 1))
+
+
+def test_printed_hlo_on_stderr_ends_each_module_with_one_newline(monkeypatch, cli, files):
+    """HLO printed around XLA's passes goes to stderr one module after another: a module whose
+    text lacks its final newline gets one, one that has it gets no second."""
+    from mlirhlo_driver.xla import instrument
+
+    def printed(*a, **k):  # the stage below is MLIR's: XLA's artifacts are never read
+        return instrument.Instrumented(None, None, [
+            instrument.PrintedIR("after", "algsimp", "simplification", "HloModule one"),
+            instrument.PrintedIR("after", "dce", "p", "HloModule two\n")])
+
+    monkeypatch.setattr(instrument, "compile", printed)
+    r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--print-ir-after-change", "--stage", "stablehlo",
+            "--no-cache")
+    assert r.code == 0, r.err
+    assert r.out.startswith("module @plain")
+    assert r.err == ("// -----// HLO after algsimp (simplification) //----- //\nHloModule one\n"
+                     "// -----// HLO after dce (p) //----- //\nHloModule two\n")

@@ -1,0 +1,356 @@
+"""The catalogue of jaxlib's MLIR passes (mlir/passes.py): where the scan looks, what it keeps,
+its cache, one-name probes, the lazy catalogue, and the guard against Python passes taking a
+native pass's name."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+import mlirhlo_driver.mlir.passes as passes
+from mlirhlo_driver.errors import InputError
+from mlirhlo_driver.mlir import python_passes
+
+CSE = passes.PassInfo("cse", "any", "Eliminate common sub-expressions", "jaxlib")
+SYMBOL_DCE = passes.PassInfo("symbol-dce", "builtin.module", "Eliminate dead symbols", "jaxlib")
+CHLO = passes.PassInfo("chlo-legalize-to-stablehlo", "func.func", "Legalize CHLO to StableHLO", "jaxlib")
+
+
+def _fake_jaxlib(monkeypatch, root):
+    """Make util.find_spec('jaxlib') answer a package at ``root``."""
+    monkeypatch.setattr(passes.util, "find_spec",
+                        lambda name: SimpleNamespace(submodule_search_locations=[str(root)]))
+
+
+def _fake_library(path, pieces):
+    """A 'shared library' whose NUL-separated strings are ``pieces``."""
+    path.write_bytes(b"\x7fELF\0" + b"\0".join(pieces) + b"\0")
+    return path
+
+
+# ------------------------------------------------------------------ where the scan looks
+
+
+def test_jaxlib_libraries_are_every_shared_object_at_any_depth_sorted(monkeypatch, tmp_path):
+    """The scan reads jaxlib's .so files at the top and in nested folders, sorted, and nothing else."""
+    for rel in ("z.so", "mlir/_mlir_libs/_mlir.so", "cpu/_lapack.so", "a.so", "version.py", "notes.so.txt"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"x")
+    _fake_jaxlib(monkeypatch, tmp_path)
+    assert passes.jaxlib_libraries() == [str(tmp_path / r) for r in
+                                         ("a.so", "cpu/_lapack.so", "mlir/_mlir_libs/_mlir.so", "z.so")]
+
+
+def test_the_real_jaxlib_libraries_include_the_nested_mlir_bindings():
+    """Installed jaxlib: the MLIR bindings two folders down are scanned with the top-level libraries."""
+    libs = passes.jaxlib_libraries()
+    assert libs == sorted(libs)
+    assert any(lib.endswith("/jaxlib/mlir/_mlir_libs/_mlir.so") for lib in libs)
+    assert any(lib.endswith("/jaxlib/_jax.so") for lib in libs)
+
+
+def test_cache_key_follows_jaxlib_version_file_and_libraries(monkeypatch, tmp_path):
+    """The cache key changes when jaxlib's version.py or one of its libraries changes; it is 16 hex digits."""
+    _fake_jaxlib(monkeypatch, tmp_path)
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(b"one")
+    no_version = passes.jaxlib_cache_key()  # no version.py: still a key
+    (tmp_path / "version.py").write_text("__version__ = '1'\n")
+    v1 = passes.jaxlib_cache_key()
+    assert v1 == passes.jaxlib_cache_key()  # stable
+    (tmp_path / "version.py").write_text("__version__ = '2'\n")
+    v2 = passes.jaxlib_cache_key()
+    lib.write_bytes(b"longer")
+    v2_lib = passes.jaxlib_cache_key()
+    keys = [no_version, v1, v2, v2_lib]
+    assert len(set(keys)) == 4, keys
+    assert all(len(k) == 16 and int(k, 16) >= 0 for k in keys)
+
+
+# ------------------------------------------------------------------ the cache
+
+
+def test_native_passes_writes_its_cache_per_key_under_a_missing_cache_home(monkeypatch, tmp_path):
+    """A scan's result is written as passes-KEY.json under XDG_CACHE_HOME/mlirhlo-driver (folders
+    made as needed), one file per jaxlib build, and read back on the next call."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not" / "yet"))
+    keys = iter(["aaaa", "aaaa", "bbbb", "bbbb"])
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: next(keys))
+    scans = []
+    monkeypatch.setattr(passes, "_scan_in_subprocess", lambda: scans.append(1) or [CSE, SYMBOL_DCE])
+    assert passes.native_passes() == [CSE, SYMBOL_DCE]
+    assert passes.native_passes() == [CSE, SYMBOL_DCE] and len(scans) == 1
+    assert passes.native_passes() == [CSE, SYMBOL_DCE] and len(scans) == 2  # another key
+    folder = tmp_path / "not" / "yet" / "mlirhlo-driver"
+    assert sorted(p.name for p in folder.iterdir()) == ["passes-aaaa.json", "passes-bbbb.json"]
+    rows = json.loads((folder / "passes-bbbb.json").read_text())
+    assert rows == [{"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions",
+                     "origin": "jaxlib"},
+                    {"name": "symbol-dce", "anchor": "builtin.module", "description": "Eliminate dead symbols",
+                     "origin": "jaxlib"}]
+    assert passes.native_passes() == [CSE, SYMBOL_DCE] and len(scans) == 2
+
+
+def test_an_unwritable_cache_only_costs_a_rescan(monkeypatch, tmp_path):
+    """A cache home that is a file: the scan's result is still returned, each time."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    scans = []
+    monkeypatch.setattr(passes, "_scan_in_subprocess", lambda: scans.append(1) or [CSE])
+    assert passes.native_passes() == [CSE]
+    assert passes.native_passes() == [CSE] and len(scans) == 2
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('[{"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions", "origin": "jaxlib"}]',
+     [CSE]),
+    ('[{"name": "cse", "anchor": "any"}]', [passes.PassInfo("cse", "any")]),
+    ("[]", []),
+    ("not json", None),
+    ('[{"name": "cse", "colour": "red"}]', None),
+    (None, None),
+], ids=["full-row", "defaults", "empty", "not-json", "unknown-field", "missing"])
+def test_cached_native_passes_reads_rows_or_says_none(monkeypatch, tmp_path, text, expected):
+    """The cache file at the default path (the current jaxlib's key) read back as PassInfo rows;
+    a missing, malformed or foreign file is None (a rescan), never an error."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k123")
+    path = tmp_path / "mlirhlo-driver" / "passes-k123.json"
+    if text is not None:
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    assert passes._cached_native_passes() == expected
+    assert passes._cached_native_passes(path) == expected
+
+
+# ------------------------------------------------------------------ probing and scanning
+
+
+def test_probe_pass_records_name_anchor_and_description():
+    """One name probed as the scan would record it; a name that is no pass, or is a pipeline
+    rather than one name, is None."""
+    assert passes.probe_pass("cse") == CSE
+    assert passes.probe_pass("symbol-dce") == SYMBOL_DCE
+    assert passes.probe_pass("chlo-legalize-to-stablehlo") == CHLO
+    assert passes.probe_pass("sccp") == passes.PassInfo("sccp", "any", "Sparse conditional constant propagation")
+    assert passes.probe_pass("no-such-pass") is None
+    assert passes.probe_pass("cse,canonicalize") is None  # parses as a pipeline, is no one pass
+    assert passes.probe_pass("func.func(cse)") is None
+
+
+def test_scan_keeps_identifier_strings_of_3_to_64_characters_that_are_passes(monkeypatch, tmp_path):
+    """The scan reads each library's NUL-separated strings; those of 3..64 characters shaped like
+    a pass name and accepted by jaxlib are passes, sorted by name, each with its anchor."""
+    lib = _fake_library(tmp_path / "libfake.so", [
+        b"symbol-dce", b"cse", b"cse", b"chlo-legalize-to-stablehlo", b"no-such-pass", b"ab",
+        b"Canonicalize", b"\xff\xfe\xfd\xfc", b"cse canonicalize", b"a" * 65, b"sccp"])
+    monkeypatch.setattr(passes, "jaxlib_libraries", lambda: [str(lib)])
+    seen = []
+    real = passes._pass_info
+    monkeypatch.setattr(passes, "_pass_info", lambda name: seen.append(name) or real(name))
+    assert passes.scan_native_passes() == [
+        CHLO, CSE, passes.PassInfo("sccp", "any", "Sparse conditional constant propagation"), SYMBOL_DCE]
+    assert seen == ["chlo-legalize-to-stablehlo", "cse", "no-such-pass", "sccp", "symbol-dce"]
+
+
+def test_scan_candidates_may_be_as_short_as_3_characters(monkeypatch, tmp_path):
+    """Three characters (``cse``) are a candidate, two are not. The upper bound (64) only keeps the
+    scan cheap, far above any pass name: mutation.py records it as equivalent."""
+    names = [b"abc", b"x" * 40, b"ab"]
+    lib = _fake_library(tmp_path / "libfake.so", names)
+    monkeypatch.setattr(passes, "jaxlib_libraries", lambda: [str(lib)])
+    seen = []
+    monkeypatch.setattr(passes, "_pass_info", lambda name: seen.append(name) or None)
+    assert passes.scan_native_passes() == []
+    assert seen == ["abc", "x" * 40]
+
+
+def test_scan_in_subprocess_reads_the_childs_json_rows(monkeypatch):
+    """The child's stdout is the catalogue: JSON rows, one per pass, read back as PassInfo."""
+    from mlirhlo_driver._native import processes
+
+    rows = [{"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions",
+             "origin": "jaxlib"}, {"name": "x-pass", "anchor": "func.func", "description": "",
+                                   "origin": "jaxlib"}]
+    code = f"import sys; sys.stderr.write('noise from native code\\n'); print({json.dumps(rows)!r})"
+    monkeypatch.setattr(processes, "python_command", lambda module, *args: [sys.executable, "-c", code])
+    assert passes._scan_in_subprocess() == [CSE, passes.PassInfo("x-pass", "func.func")]
+
+
+def test_the_module_run_as_a_script_prints_the_scan_as_json(tmp_path):
+    """``python -m mlirhlo_driver.mlir.passes`` (the scan's child) prints the catalogue as JSON rows
+    (here of a library holding four candidate strings) and nothing else on stdout."""
+    import subprocess
+
+    from mlirhlo_driver._native import processes
+
+    lib = _fake_library(tmp_path / "libfake.so", [b"cse", b"symbol-dce", b"no-such-pass", b"sccp"])
+    code = textwrap.dedent(f"""
+        import glob, runpy
+        real = glob.glob
+        glob.glob = lambda pattern, **kw: [{str(lib)!r}] if pattern.endswith("*.so") else real(pattern, **kw)
+        runpy.run_module("mlirhlo_driver.mlir.passes", run_name="__main__")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=processes.python_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [
+        {"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions", "origin": "jaxlib"},
+        {"name": "sccp", "anchor": "any", "description": "Sparse conditional constant propagation",
+         "origin": "jaxlib"},
+        {"name": "symbol-dce", "anchor": "builtin.module", "description": "Eliminate dead symbols",
+         "origin": "jaxlib"}]
+
+
+def test_importing_the_module_prints_nothing():
+    """Importing the catalogue module (not running it) scans nothing and prints nothing."""
+    import subprocess
+
+    from mlirhlo_driver._native import processes
+
+    proc = subprocess.run([sys.executable, "-c", "import mlirhlo_driver.mlir.passes"], capture_output=True,
+                          text=True, env=processes.python_env(), check=False, timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, "")
+
+
+# ------------------------------------------------------------------ the lazy catalogue
+
+
+def _counting_probe(monkeypatch, known):
+    probed = []
+
+    def probe(name):
+        probed.append(name)
+        return known.get(name)
+
+    monkeypatch.setattr(passes, "probe_pass", probe)
+    return probed
+
+
+def test_catalog_probes_each_name_once_until_it_needs_them_all(monkeypatch):
+    """Without a cached catalogue, a lookup probes that one name (once, answer or not); Python
+    passes are answered without probing; iterating or counting scans once, and lookups then
+    come from the scan."""
+    probed = _counting_probe(monkeypatch, {"cse": CSE})
+    scans = []
+    monkeypatch.setattr(passes, "native_passes", lambda: scans.append(1) or [CSE, SYMBOL_DCE])
+    mine = passes.PassInfo("my-pass", "func.func", "mine", "python")
+    cat = passes._Catalog(None, {"my-pass": mine})
+    assert cat["cse"] == CSE and cat["cse"] == CSE
+    assert cat["my-pass"] is mine
+    for _ in range(2):
+        with pytest.raises(KeyError):
+            cat["no-such-pass"]
+    assert "cse" in cat and "no-such-pass" not in cat
+    assert probed == ["cse", "no-such-pass"] and scans == []
+    assert list(cat) == ["cse", "symbol-dce", "my-pass"]
+    assert len(cat) == 3 and scans == [1]
+    assert cat["symbol-dce"] == SYMBOL_DCE and cat["my-pass"] is mine
+    with pytest.raises(KeyError):
+        cat["sccp"]  # the full list has it not: no probe
+    assert probed == ["cse", "no-such-pass"] and scans == [1]
+    assert dict(cat) == {"cse": CSE, "symbol-dce": SYMBOL_DCE, "my-pass": mine}
+
+
+def test_catalog_with_the_full_list_never_probes(monkeypatch):
+    """A cached catalogue answers every lookup; a Python pass wins over nothing, and is listed last."""
+    probed = _counting_probe(monkeypatch, {"sccp": CSE})
+    monkeypatch.setattr(passes, "native_passes", lambda: pytest.fail("no scan with a full list"))
+    mine = passes.PassInfo("my-pass", "any", "", "python")
+    cat = passes._Catalog({"cse": CSE}, {"my-pass": mine})
+    assert cat["cse"] == CSE and cat["my-pass"] is mine
+    with pytest.raises(KeyError):
+        cat["sccp"]
+    assert list(cat) == ["cse", "my-pass"] and len(cat) == 2 and probed == []
+
+
+def _python_pass(name, anchor="func.func", description="d", origin="builtin"):
+    return python_passes.PythonPass(name, lambda op: None, anchor, description, origin)
+
+
+def test_all_passes_joins_python_passes_without_probing_when_cached(monkeypatch):
+    """With a cached catalogue, each Python pass is checked against it (no probe) and listed
+    with origin 'python' after jaxlib's."""
+    monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: [CSE, SYMBOL_DCE])
+    probed = _counting_probe(monkeypatch, {})
+    monkeypatch.setattr(python_passes, "registered", lambda: [_python_pass("my-pass", "any", "mine")])
+    cat = passes.all_passes()
+    assert probed == []
+    assert dict(cat) == {"cse": CSE, "symbol-dce": SYMBOL_DCE,
+                         "my-pass": passes.PassInfo("my-pass", "any", "mine", "python")}
+
+
+def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch):
+    """Without a cached catalogue, each Python pass's name is probed (to refuse a native name),
+    and nothing is scanned until the catalogue is listed."""
+    monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
+    probed = _counting_probe(monkeypatch, {"cse": CSE})
+    monkeypatch.setattr(passes, "native_passes", lambda: pytest.fail("no scan for a lookup"))
+    monkeypatch.setattr(python_passes, "registered",
+                        lambda: [_python_pass("a-pass"), _python_pass("b-pass", "builtin.module", "b")])
+    cat = passes.all_passes()
+    assert probed == ["a-pass", "b-pass"]
+    assert cat["b-pass"] == passes.PassInfo("b-pass", "builtin.module", "b", "python")
+    assert cat["cse"] == CSE and probed == ["a-pass", "b-pass", "cse"]
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "probed"])
+def test_a_python_pass_with_a_native_name_is_refused(monkeypatch, cached):
+    """A Python pass (from any origin) named like one of jaxlib's passes is an input error naming it."""
+    monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: [CSE] if cached else None)
+    _counting_probe(monkeypatch, {"cse": CSE})
+    monkeypatch.setattr(python_passes, "registered",
+                        lambda: [_python_pass("a-pass"), _python_pass("cse", origin="entry point mine")])
+    with pytest.raises(InputError) as e:
+        passes.all_passes()
+    assert e.value.message == ("Python pass 'cse' (from entry point mine) has the name of a native jaxlib "
+                               "pass; it cannot replace it")
+    assert e.value.hint == "give the Python pass another name"
+
+
+def test_load_plugin_refuses_a_native_name_and_returns_the_others(monkeypatch, tmp_path):
+    """passes.load_plugin: a plugin's pass names come back; one named like a jaxlib pass is refused."""
+    monkeypatch.setattr(passes, "native_passes", lambda: [CSE, SYMBOL_DCE])
+    good = tmp_path / "good_passes.py"
+    good.write_text(textwrap.dedent("""
+        import mlirhlo_driver
+
+
+        @mlirhlo_driver.register_pass("zz-guard-b")
+        def b(op):
+            pass
+
+
+        @mlirhlo_driver.register_pass("zz-guard-a")
+        def a(op):
+            pass
+    """))
+    bad = tmp_path / "bad_passes.py"
+    bad.write_text(good.read_text().replace("zz-guard-a", "symbol-dce").replace("zz-guard-b", "zz-guard-c"))
+    try:
+        assert passes.load_plugin(str(good)) == ["zz-guard-a", "zz-guard-b"]
+        with pytest.raises(InputError) as e:
+            passes.load_plugin(str(bad))
+        assert e.value.message == "pass 'symbol-dce' is a native jaxlib pass; a plugin cannot replace it"
+        assert python_passes._registry.get("zz-guard-c") is None
+    finally:
+        python_passes.unload_plugins()
+
+
+def test_cached_native_passes_reads_the_path_it_is_given(monkeypatch, tmp_path):
+    """An explicit cache path is read, not the default one of the current jaxlib."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k123")
+    default = tmp_path / "xdg" / "mlirhlo-driver" / "passes-k123.json"
+    default.parent.mkdir(parents=True)
+    default.write_text('[{"name": "symbol-dce", "anchor": "builtin.module"}]')
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text('[{"name": "cse", "anchor": "any"}]')
+    assert passes._cached_native_passes(elsewhere) == [passes.PassInfo("cse", "any")]
+    assert passes._cached_native_passes(tmp_path / "missing.json") is None
+    assert passes._cached_native_passes() == [passes.PassInfo("symbol-dce", "builtin.module")]

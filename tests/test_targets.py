@@ -1,0 +1,294 @@
+"""Compile targets (targets.py): how a platform, GPU specs, XLA flags and an autotune
+file resolve into one Target, and the errors for targets that contradict themselves.
+
+These call the library directly (targets.resolve is what every command calls); nothing
+here compiles.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from mlirhlo_driver import targets
+from mlirhlo_driver.cuda import specs as gpu_specs
+from mlirhlo_driver.errors import DriverError, FlagError
+from mlirhlo_driver.stages.base import StageOptions
+
+SPEC_DIR = Path(targets.__file__).parent / "gpu_specs"
+DEFAULT_NOTE = "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)"
+
+
+@pytest.fixture(autouse=True)
+def _no_xla_flags(monkeypatch):
+    """The user's XLA_FLAGS never leak into these targets."""
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+def _error(fn, *args, **kwargs) -> str:
+    with pytest.raises(DriverError) as e:
+        fn(*args, **kwargs)
+    return e.value.format()
+
+
+def _spec_missing_a_field(tmp_path) -> Path:
+    """A100 spec file without threads_per_warp: it resolves, with a note that it was filled in."""
+    text = (SPEC_DIR / "a100_sxm_80.txtpb").read_text()
+    assert "  threads_per_warp: 32\n" in text
+    path = tmp_path / "a100_no_warp.txtpb"
+    path.write_text(text.replace("  threads_per_warp: 32\n", ""))
+    return path
+
+
+def test_resolve_takes_xlas_platform_spellings_and_no_platform():
+    """cpu/Host/CPU are the CPU backend, None asks for no XLA compile; nothing else is set."""
+    for name in ("cpu", "CPU", "Host"):
+        assert targets.resolve(name) == targets.Target("cpu", [], (), "")
+    assert targets.resolve(None) == targets.Target(None, [], (), "")
+    assert targets.resolve("CUDA", needs_spec=False) == targets.Target("cuda", [], (), "")
+    assert targets.platform_name("GPU") == "cuda"
+
+
+def test_the_interpreter_platform_is_refused_naming_the_flag():
+    """XLA's interpreter backend is not in jaxlib: the error names the flag it came from."""
+    hint = "(use CPU or CUDA; run_hlo_module's reference is the StableHLO interpreter)"
+    assert _error(targets.platform_name, "interpreter") == \
+        f"error: --platform=interpreter: jaxlib has no XLA interpreter backend {hint}"
+    assert _error(targets.platform_name, "interpreter", "reference_platform") == \
+        f"error: --reference_platform=interpreter: jaxlib has no XLA interpreter backend {hint}"
+
+
+def test_resolve_refuses_targets_that_contradict_themselves(tmp_path):
+    """Each contradiction is its own error, before anything compiles."""
+    assert _error(targets.resolve, None, gpu_spec="h100_sxm") == "error: gpu_spec needs platform='cuda'"
+    assert _error(targets.resolve, None, cli_flags={"xla_cpu_enable_fast_math": True}) == \
+        "error: XLA flags need platform='cpu|cuda'"
+    assert _error(targets.resolve, "cpu", gpu_spec="h100_sxm") == "error: gpu_spec is for platform='cuda'"
+    assert _error(targets.resolve, "cpu", cli_flags={targets.TARGET_CONFIG_FLAG: "h100_sxm"}) == \
+        "error: --xla_gpu_target_config_filename is for --platform=CUDA"
+    assert _error(targets.resolve, "cuda", gpu_spec="v100", cli_flags={targets.TARGET_CONFIG_FLAG: "h100_sxm"}) == \
+        "error: give --gpu-spec or --xla_gpu_target_config_filename, not both"
+    results = tmp_path / "results.pbtxt"
+    results.write_text("version: 3\n")
+    assert _error(targets.resolve, "cpu", autotune_results=str(results)) == \
+        "error: autotune results are for platform='cuda'"
+    with pytest.raises(FlagError):  # every flag's name is checked against this XLA
+        targets.resolve("cpu", cli_flags={"xla_no_such_flag_anywhere": 1})
+
+
+def test_xla_tools_take_flags_without_a_platform_and_autotune_results_on_cpu(tmp_path, monkeypatch):
+    """xla_tool: flags need no --platform, XLA_FLAGS is read even without one, and an
+    autotune file on CPU is passed on (XLA's tools ignore it there)."""
+    t = targets.resolve(None, cli_flags={"xla_cpu_enable_fast_math": True}, xla_tool=True)
+    assert t == targets.Target(None, [], (("xla_cpu_enable_fast_math", True),), "")
+    results = tmp_path / "results.pbtxt"
+    results.write_text("version: 3\n")
+    t = targets.resolve("cpu", autotune_results=str(results), xla_tool=True)
+    assert t.xla_flags == ((targets.AUTOTUNE_FLAG, str(results)),) and t.keep == []
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=1")
+    assert targets.resolve(None, xla_tool=True).xla_flags == (("xla_backend_optimization_level", 1),)
+    assert targets.resolve(None).xla_flags == ()  # XLA_FLAGS set for other tools: not read
+    assert targets.resolve("cpu").xla_flags == (("xla_backend_optimization_level", 1),)
+
+
+def test_flags_are_sorted_and_the_command_line_wins_over_xla_flags(monkeypatch):
+    """The target's flags: XLA_FLAGS under the command line's, sorted by name."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false --xla_backend_optimization_level=2")
+    t = targets.resolve("cpu", cli_flags={"xla_cpu_enable_fast_math": True})
+    assert t.xla_flags == (("xla_backend_optimization_level", 2), ("xla_cpu_enable_fast_math", True))
+
+
+def test_a_cuda_target_without_a_spec_gets_the_default_with_a_note():
+    """A compiling CUDA target without a spec: the default spec, and a note naming the option."""
+    t = targets.resolve("cuda")
+    assert [s.name for s in t.specs] == [gpu_specs.DEFAULT_SPEC] and t.note == DEFAULT_NOTE
+    t = targets.resolve("cuda", spec_flag="gpu_spec")
+    assert t.note == DEFAULT_NOTE.replace("--gpu-spec", "gpu_spec")
+
+
+def test_a_spec_list_names_one_spec_per_item_and_blank_items_are_skipped():
+    """--gpu-spec a,b: one spec each, in order, spaces and empty items ignored; no note."""
+    t = targets.resolve("cuda", gpu_spec=" a100_sxm_80, v100,")
+    assert [s.name for s in t.specs] == ["a100_sxm_80", "v100"] and t.note == ""
+    assert [name for name, _ in t.stage_options()] == ["a100_sxm_80", "v100"]
+
+
+def test_a_listing_checks_a_named_spec_and_keeps_its_notes(tmp_path):
+    """needs_spec=False (a listing): no default spec, but a named one is still resolved,
+    checked, and its notes (fields filled in) kept for after validation."""
+    path = _spec_missing_a_field(tmp_path)
+    for needs_spec in (True, False):
+        t = targets.resolve("cuda", gpu_spec=f"{path},v100", needs_spec=needs_spec)
+        assert [s.sm for s in t.specs] == ["sm_80", "sm_70"]
+        assert t.note.startswith(f"note: {path} lacks threads_per_warp; filled in") and "\n" not in t.note
+    with pytest.raises(DriverError):
+        targets.resolve("cuda", gpu_spec="no_such_gpu", needs_spec=False)
+    assert targets.resolve("cuda", gpu_spec=None, needs_spec=False).specs == []
+
+
+def test_the_target_config_flag_names_the_spec_and_implies_cuda(monkeypatch):
+    """--xla_gpu_target_config_filename, on the command line or in XLA_FLAGS, is the spec
+    (not an XLA flag passed on); without --platform it means CUDA. A --gpu-spec wins over
+    XLA_FLAGS' one."""
+    t = targets.resolve(None, cli_flags={targets.TARGET_CONFIG_FLAG: "v100"})
+    assert (t.platform, [s.name for s in t.specs], t.xla_flags, t.note) == ("cuda", ["v100"], (), "")
+    monkeypatch.setenv("XLA_FLAGS", f"--{targets.TARGET_CONFIG_FLAG}=a100_sxm_80")
+    t = targets.resolve("cuda")
+    assert ([s.name for s in t.specs], t.xla_flags, t.note) == (["a100_sxm_80"], (), "")
+    t = targets.resolve("cuda", gpu_spec="v100")
+    assert ([s.name for s in t.specs], t.xla_flags) == (["v100"], ())
+    t = targets.resolve(None, xla_tool=True)
+    assert (t.platform, [s.name for s in t.specs]) == ("cuda", ["a100_sxm_80"])
+    assert _error(targets.resolve, "cpu") == "error: --xla_gpu_target_config_filename is for --platform=CUDA"
+
+
+def test_print_note_says_each_line_once_to_the_logger(caplog, tmp_path):
+    """Outside a command the note goes to the mlirhlo_driver logger, without its 'note: '
+    prefix, one record a line, and only once."""
+    path = _spec_missing_a_field(tmp_path)
+    t = targets.resolve("cuda", gpu_spec=str(path))
+    t.note = DEFAULT_NOTE + "\n" + t.note
+    with caplog.at_level(logging.INFO, logger="mlirhlo_driver"):
+        t.print_note()
+        t.print_note()
+    messages = [r.getMessage() for r in caplog.records if r.name == "mlirhlo_driver"]
+    assert len(messages) == 2 and t.note == ""
+    assert messages[0] == DEFAULT_NOTE.removeprefix("note: ")
+    assert messages[1].startswith(f"{path} lacks threads_per_warp")
+
+
+def test_target_options_are_those_of_its_one_compile():
+    """Target.options: StageOptions for one compile; no platform or several specs is an error."""
+    cpu = targets.resolve("cpu", cli_flags={"xla_cpu_enable_fast_math": True})
+    assert cpu.spec is None
+    assert cpu.options(debug_info=True) == StageOptions(
+        platform="cpu", gpu_spec=None, xla_flags=(("xla_cpu_enable_fast_math", True),), debug_info=True)
+    assert cpu.stage_options() == [(None, StageOptions(platform="cpu", xla_flags=cpu.xla_flags))]
+    one = targets.resolve("cuda", gpu_spec="v100")
+    assert one.options() == StageOptions(platform="cuda", gpu_spec=one.specs[0])
+    two = targets.resolve("cuda", gpu_spec="v100,a100_sxm_80")
+    with pytest.raises(DriverError) as e:
+        two.options()
+    assert (e.value.message, e.value.hint) == ("the target names 2 GPU specs: compile one at a time",
+                                               "Target.cuda(name) per spec")
+    assert _error(targets.resolve(None).options) == "error: the target has no platform: XLA stages need cpu or cuda"
+    assert [(name, o.gpu_spec.name, o.platform) for name, o in two.stage_options(debug_info=True)] == \
+        [("v100", "v100", "cuda"), ("a100_sxm_80", "a100_sxm_80", "cuda")]
+    assert all(o.debug_info for _, o in two.stage_options(debug_info=True))
+
+
+def test_options_for_another_platform_use_the_first_spec_or_the_default():
+    """options_for: CUDA gets the target's first spec, or the default spec quietly; CPU no spec."""
+    cpu = targets.resolve("cpu", cli_flags={"xla_cpu_enable_fast_math": True})
+    o = cpu.options_for("cuda")
+    assert (o.platform, o.gpu_spec.name, o.xla_flags) == ("cuda", gpu_specs.DEFAULT_SPEC, cpu.xla_flags)
+    assert cpu.note == ""
+    two = targets.resolve("cuda", gpu_spec="v100,a100_sxm_80")
+    assert two.options_for("cuda").gpu_spec.name == "v100"
+    assert two.options_for("cpu") == StageOptions(platform="cpu", gpu_spec=None)
+
+
+def test_a_python_cuda_target_is_one_spec():
+    """Target.cuda refuses a comma list, with a hint to make one Target per spec."""
+    with pytest.raises(DriverError) as e:
+        targets.Target.cuda("v100,h100_sxm")
+    assert (e.value.message, e.value.hint) == (
+        "gpu_spec 'v100,h100_sxm' names several specs: a Target is one compile target", "make one Target per spec")
+    assert targets.Target.cuda("v100").spec.name == "v100"
+    assert targets.Target.cpu().platform == "cpu"
+
+
+@pytest.mark.parametrize("name", ["results.txt", "results.textproto", "results.prototxt", "results.pbtxt"])
+def test_a_text_autotune_file_with_a_text_extension_is_used_as_it_is(tmp_path, name):
+    """XLA reads these extensions as text: the file is passed on unchanged, no copy."""
+    path = tmp_path / name
+    path.write_text("version: 3\nresults {\n}\n")
+    keep: list = []
+    assert targets.autotune_file(str(path), keep) == str(path) and keep == []
+
+
+@pytest.mark.parametrize("name", ["results.textpb", "results.pb", "results"])
+def test_a_text_autotune_file_with_another_name_is_passed_as_a_pbtxt_copy(tmp_path, name):
+    """Text under a name XLA would read as binary: a .pbtxt copy, kept alive by the target."""
+    path = tmp_path / name
+    path.write_text("version: 3\n\tresults {\b}\n")  # tabs and backspaces are still text
+    keep: list = []
+    used = targets.autotune_file(str(path), keep)
+    assert used != str(path) and used.endswith(".pbtxt")
+    assert Path(used).name.startswith("mlirhlo-autotune-")
+    assert Path(used).read_bytes() == path.read_bytes() and len(keep) == 1 and keep[0].name == used
+
+
+@pytest.mark.parametrize("byte", [b"\x00", b"\x01", b"\x04", b"\x07", b"\xff"])
+def test_low_control_bytes_or_invalid_utf8_are_binary(tmp_path, byte):
+    """Bytes 0-7 mark a serialized proto even when they decode as UTF-8, as does invalid
+    UTF-8: a .pbtxt name gets a .pb copy, and a .pb name is used as it is."""
+    data = b"\x08\x03" + byte + b"results"
+    path = tmp_path / "results.pbtxt"
+    path.write_bytes(data)
+    keep: list = []
+    used = targets.autotune_file(str(path), keep)
+    assert used.endswith(".pb") and Path(used).read_bytes() == data and len(keep) == 1
+    binary = tmp_path / "results.pb"
+    binary.write_bytes(data)
+    assert targets.autotune_file(str(binary), keep) == str(binary) and len(keep) == 1
+
+
+def test_an_unreadable_autotune_file_is_a_flag_error_naming_it(tmp_path):
+    """Missing, a directory, or any other OS error: a FlagError naming the file, the OS's
+    reason without errno's decoration."""
+    for path in (tmp_path / "missing.pbtxt", tmp_path):
+        with pytest.raises(FlagError) as e:
+            targets.autotune_file(str(path), [])
+        assert (e.value.file, e.value.message) == (str(path), "no such autotune results file")
+    (tmp_path / "file").write_text("x")
+    under_a_file = tmp_path / "file" / "results.pbtxt"
+    with pytest.raises(FlagError) as e:
+        targets.autotune_file(str(under_a_file), [])
+    assert (e.value.file, e.value.message) == (str(under_a_file), "Not a directory")
+
+
+def test_a_cuda_target_passes_a_copy_of_a_misnamed_autotune_file(tmp_path):
+    """resolve: the autotune flag names the copy XLA can read, which the target keeps."""
+    path = tmp_path / "results.textpb"
+    path.write_text("version: 3\n")
+    t = targets.resolve("cuda", gpu_spec="v100", autotune_results=str(path))
+    (name, used), = t.xla_flags
+    assert name == targets.AUTOTUNE_FLAG and used.endswith(".pbtxt") and Path(used).read_text() == "version: 3\n"
+    assert [k.name for k in t.keep] == [used]
+
+
+def test_the_users_cuda_data_dir_comes_from_xla_flags_and_a_bad_xla_flags_is_ignored(monkeypatch):
+    """The CUDA tools are looked up in XLA_FLAGS' --xla_gpu_cuda_data_dir; unset or empty is
+    None, and an XLA_FLAGS that does not parse does not stop --version or `specs list`."""
+    assert targets._user_cuda_dir() is None
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir=/opt/cuda-12.9 --xla_cpu_enable_fast_math")
+    assert targets._user_cuda_dir() == "/opt/cuda-12.9"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir=")
+    assert targets._user_cuda_dir() is None
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_cuda_data_dir='/opt/unterminated")
+    assert targets._user_cuda_dir() is None
+
+
+def test_the_nvdisasm_line_asks_for_sm_90a_when_the_ptxas_lists_no_arch(monkeypatch):
+    """--version: a ptxas that reported no targets is asked about as XLA's default (sm_90a),
+    and names no sm_60/sm_70 nvdisasm when it cannot target sm_70."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    asked: list[str] = []
+
+    def nvdisasm_for(sm, data_dir=None):
+        asked.append(sm)
+        return SimpleNamespace(version_str="12.9", path=f"/nvdisasm-for-{sm}")
+
+    monkeypatch.setattr(cuda_binaries, "nvdisasm_for", nvdisasm_for)
+    monkeypatch.setattr(cuda_tools, "cuda_data_dir", lambda user_dir=None: ("/cuda", "pip"))
+    monkeypatch.setattr(cuda_tools, "libdevice", lambda d=None: f"{d}/libdevice.10.bc")
+    no_archs = SimpleNamespace(archs=(), can_target=lambda sm: False)
+    assert targets.cuda_tool_lines(no_archs) == ["libdevice /cuda/libdevice.10.bc", "nvdisasm 12.9 /nvdisasm-for-sm_90a"]
+    assert asked == ["sm_90a"]
