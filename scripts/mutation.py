@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -925,6 +926,30 @@ def baseline_failures(copy: Path, tests: list[str], timeout: float) -> list[str]
     return failed
 
 
+def baselines(copies: list[Path], files: list[str], timeout: float) -> Iterator[tuple[str, list[str] | None, float]]:
+    """(file, its failing test ids or None, seconds) for each test file run unmutated, in order,
+    as many at once as there are copies. Each run has a copy to itself: its failure list,
+    running-test record and private cache live there, and two runs sharing them would mix up
+    each other's."""
+    import concurrent.futures as cf
+    import queue
+
+    idle: queue.Queue = queue.Queue()
+    for c in copies:
+        idle.put(c)
+
+    def one(name: str) -> tuple[str, list[str] | None, float]:
+        copy = idle.get()
+        try:
+            started = time.monotonic()
+            return name, baseline_failures(copy, [name], timeout), time.monotonic() - started
+        finally:
+            idle.put(copy)
+
+    with cf.ThreadPoolExecutor(len(copies)) as pool:
+        yield from pool.map(one, files)
+
+
 STYLE_TESTS = ("tests/test_architecture.py::test_ruff_is_clean",)
 
 
@@ -1236,17 +1261,12 @@ def main() -> int:
         cover = {(m, i): covmap.covering(m, i, copies[0]) if covmap else None for m, i, *_ in chosen}
         files = [] if args.screen else sorted({f for m, *_ in chosen for f in tests[m]})
 
-        def base_one(name: str) -> tuple[str, list[str] | None, float]:
-            started = time.monotonic()
-            return name, baseline_failures(copies[0], [name], args.timeout * 3), time.monotonic() - started
-
         base: dict[str, tuple[list[str] | None, float]] = {}
-        with cf.ThreadPoolExecutor(len(copies)) as pool:
-            for name, failing, secs in pool.map(base_one, files):
-                base[name] = (failing, secs)
-                print(f"baseline {name}: " + ("does not run; its modules' mutants are skipped" if failing is None
-                      else f"{len(failing)} failing, {secs:.0f} s" + (f" ({', '.join(failing)})" if failing else "")),
-                      flush=True)
+        for name, failing, secs in baselines(copies, files, args.timeout * 3):
+            base[name] = (failing, secs)
+            print(f"baseline {name}: " + ("does not run; its modules' mutants are skipped" if failing is None
+                  else f"{len(failing)} failing, {secs:.0f} s" + (f" ({', '.join(failing)})" if failing else "")),
+                  flush=True)
         deselect: dict[tuple[str, ...], list[str] | None] = {}
         limit: dict[tuple[str, ...], float] = {}
         for key in {tuple(tests[m]) for m, *_ in chosen} if not args.screen else ():

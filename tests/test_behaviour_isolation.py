@@ -508,3 +508,34 @@ def test_a_timeout_of_0_does_not_wait_for_the_call():
         isolate.call(time.sleep, (5,), what="the nap", timeout=0)
     assert ei.value.timed_out and ei.value.message == "the nap did not finish in 0 s"
     assert isolate.call(time.sleep, (0,), timeout=60) is None
+
+
+def test_llvm_pool_threads_reads_thread_names_and_assumes_them_when_it_cannot(monkeypatch):
+    """An ``llvm-worker-N`` thread among /proc/self/task's means the pool has threads; other names
+    or threads that ended meanwhile do not; an unreadable task list counts as threads (no fork)."""
+    comms = {"1": "python3\n", "2": "llvm-worker-0\n", "3": None}
+
+    def listdir(path):
+        assert path == "/proc/self/task"
+        return list(tasks)
+
+    def fake_open(path, *args, **kwargs):
+        import io
+
+        task = path.split("/")[4]
+        if comms[task] is None:
+            raise FileNotFoundError(path)  # the thread ended between listdir and open
+        return io.StringIO(comms[task])
+
+    monkeypatch.setattr(isolate.os, "listdir", listdir)
+    monkeypatch.setattr(isolate, "open", fake_open, raising=False)
+    tasks = ["1", "3", "2"]
+    assert isolate._llvm_pool_threads() is True
+    tasks = ["1", "3"]
+    assert isolate._llvm_pool_threads() is False
+
+    def unreadable(path):
+        raise PermissionError(path)
+
+    monkeypatch.setattr(isolate.os, "listdir", unreadable)
+    assert isolate._llvm_pool_threads() is True

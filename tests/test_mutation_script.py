@@ -352,3 +352,20 @@ def test_a_test_id_with_spaces_is_rerun_as_itself(tmp_path):
     status, by = mutation.confirm(copy, target, original.replace("x + 1", "x - 1"), original, [], 120,
                                   select=["tests/test_other.py::test_value[a b: c]"])
     assert (status, by) == ("failed", "killed by tests/test_other.py::test_value[a b: c]")
+
+
+def test_baselines_running_at_once_keep_their_own_failures(tmp_path):
+    """Two test files' baselines run at once, one copy each: each reports only its own failing
+    tests (sharing one copy, a passing file was charged with the other's failure)."""
+    copies = []
+    for name in ("copy0", "copy1"):
+        (tmp_path / name).mkdir()
+        copy = _fake_copy(tmp_path / name)
+        # Both files start together and overlap for a second: a shared failure record would mix.
+        (copy / "tests" / "test_broken.py").write_text(
+            "import time\n\n\ndef test_always_fails():\n    time.sleep(1)\n    assert False\n")
+        (copy / "tests" / "test_other.py").write_text(
+            "import time\n\n\ndef test_value():\n    time.sleep(2)\n")
+        copies.append(copy)
+    got = {name: failing for name, failing, _ in mutation.baselines(copies, ["test_broken.py", "test_other.py"], 120)}
+    assert got == {"test_broken.py": ["tests/test_broken.py::test_always_fails"], "test_other.py": []}

@@ -637,6 +637,22 @@ def test_multihost_counts_on_the_command_line_beat_execution_options(work):
     assert "replica 1 output 0 = [6., 6., 6., 6.]" in from_file  # the file's 2 replicas
 
 
+def test_multihost_device_assignment_may_name_devices_past_the_run_s_count(work):
+    """A device_assignment naming devices 3 and 2 for a 2-device run: a fresh process starts 4 host
+    devices (the highest id's count), runs partition 0 on device 3 and partition 1 on device 2."""
+    (work / "high_ids.pbtxt").write_text(
+        "num_replicas: 1\nnum_partitions: 2\ndevice_assignment {\n  replica_count: 1\n  computation_count: 2\n"
+        "  computation_devices { replica_device_ids: 3 }\n  computation_devices { replica_device_ids: 2 }\n}\n")
+    p = shell("multihost_hlo_runner --execution_options_path=high_ids.pbtxt --hlo_argument_mode=use_device_id_as_input "
+              "--dump_output_literal_to=high/out.txt dump/module_0002.jit_rowsum.before_optimizations.txt", work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(f.name for f in (work / "high").iterdir()) == [
+        "out.task_0.device_2.literal_0.txt", "out.task_0.device_3.literal_0.txt"]
+    # rows 0-1 (partition 0) filled with 3 sum to 18 over 6 columns; rows 2-3 with 2, to 12
+    for d in (2, 3):
+        assert (work / f"high/out.task_0.device_{d}.literal_0.txt").read_text() == "f32[4] {18, 18, 12, 12}\n"
+
+
 def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):
     """A device_assignment whose counts differ from the run's, even where its lists fit."""
     (work / "da.pbtxt").write_text(
