@@ -292,6 +292,9 @@ def test_usage_errors_are_one_line(cli, args, message):
      "supported by spmd-run (tiled, replicated and maximal are)"),
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0={maximal device=5}"],
      "names device 5, but --num-partitions is 4"),
+    # The first device past the last partition: ids run 0..P-1.
+    ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0={maximal device=4}"],
+     "error: --arg-sharding: parameter 0: sharding {maximal device=4} names device 4, but --num-partitions is 4"),
     ([MLP, "--num-partitions", "3"],
      "the module's Shardy mesh [batch=4] has 4 devices, but --num-partitions is 3 (--num-partitions 4)"),
     ([MATMUL_AR, *PARTITIONED, "--reference-module", DATA / "sharded_matmul.mlir"],
