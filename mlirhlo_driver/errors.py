@@ -10,11 +10,9 @@ XLA's tools do. The front-ends read it there and nowhere else.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 EXIT_OK = 0
@@ -24,50 +22,54 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
-# How errors name a parameter: as the Python API's keyword (the default), or as the
-# command line's flag while a front-end runs (spelled_as_flags). An environment
-# variable, so that the workers and helpers a command starts say it the same way.
-_FLAGS_ENV = "MLIRHLO_DRIVER_ERRORS_NAME_FLAGS"
+# How errors name a parameter. A message is built once, deep in the library, but read by
+# a caller that spells parameters its own way: the Python API by keyword (``gpu_spec``,
+# ``platform='cuda'``), a command line by flag (``--gpu-spec``, ``--platform cuda``). So
+# :func:`param` leaves a marker in the text and the reader picks the spelling when it
+# renders it (:func:`spell`, :meth:`DriverError.format`): no process-wide switch, and a
+# message made in a worker reads right wherever it is printed.
+PARAMS = "params"   # Python: keyword names
+FLAGS = "flags"     # a command line: its flags
+SPELLINGS = (PARAMS, FLAGS)
+_OPEN, _SEP, _CLOSE = "\ue000", "\ue001", "\ue002"
+_MARKER = re.compile(f"{_OPEN}([^{_SEP}{_CLOSE}]*)(?:{_SEP}([^{_SEP}{_CLOSE}]*){_SEP}([^{_SEP}{_CLOSE}]*))?{_CLOSE}")
 _NO_VALUE = object()
 
 
 def param(name: str, value: Any = _NO_VALUE) -> str:
-    """A parameter as the caller spells it, in a message: ``gpu_spec`` (``platform='cuda'``)
-    from Python, ``--gpu-spec`` (``--platform cuda``) on the command line."""
-    if os.environ.get(_FLAGS_ENV) == "1":
-        flag = "--" + name.replace("_", "-")
-        return flag if value is _NO_VALUE else f"{flag} {value}"
-    return name if value is _NO_VALUE else f"{name}={value!r}"
+    """A parameter (and its value) in a message, spelled when the message is rendered:
+    ``gpu_spec`` (``platform='cuda'``) for Python, ``--gpu-spec`` (``--platform cuda``) for
+    a command line (:func:`spell`)."""
+    if value is _NO_VALUE:
+        return f"{_OPEN}{name}{_CLOSE}"
+    return f"{_OPEN}{name}{_SEP}{value!r}{_SEP}{value}{_CLOSE}"
 
 
-def note(message: str) -> None:
-    """A note for the user (a default taken, a feature this jaxlib lacks), never an error:
-    ``note: MESSAGE`` on stderr while a command line runs (its workers too), else the
-    ``mlirhlo_driver`` logger at INFO, which is silent unless the caller configures logging."""
-    if os.environ.get(_FLAGS_ENV) == "1":
-        import sys
+def spell(text: str, spelling: str = PARAMS) -> str:
+    """``text`` with its :func:`param` markers spelled for ``spelling`` (:data:`PARAMS` or
+    :data:`FLAGS`)."""
+    if _OPEN not in text:
+        return text
+    if spelling not in SPELLINGS:
+        raise ValueError(f"unknown spelling {spelling!r}")
 
-        sys.stderr.write(f"note: {message}\n")
-        sys.stderr.flush()
-        return
+    def one(m: re.Match[str]) -> str:
+        name, shown, plain = m.group(1), m.group(2), m.group(3)
+        if spelling == FLAGS:
+            flag = "--" + name.replace("_", "-")
+            return flag if plain is None else f"{flag} {plain}"
+        return name if shown is None else f"{name}={shown}"
+
+    return _MARKER.sub(one, text)
+
+
+def log_note(message: str) -> None:
+    """Where the Python API's notes go by default (a default taken, a feature this jaxlib
+    lacks): the ``mlirhlo_driver`` logger at INFO, silent unless the caller configures
+    logging. A command line passes its own (``note: ...`` lines on stderr)."""
     import logging
 
     logging.getLogger("mlirhlo_driver").info(message)  # INFO: below logging's last-resort printing
-
-
-@contextlib.contextmanager
-def spelled_as_flags() -> Iterator[None]:
-    """While a command line runs: errors name its flags, not the API's parameters, and
-    notes go to stderr."""
-    saved = os.environ.get(_FLAGS_ENV)
-    os.environ[_FLAGS_ENV] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(_FLAGS_ENV, None)
-        else:
-            os.environ[_FLAGS_ENV] = saved
 
 
 class DriverError(Exception):
@@ -91,22 +93,30 @@ class DriverError(Exception):
         self.col = col
         self.hint = hint
 
-    def location(self) -> str:
+    def location(self, spelling: str = PARAMS) -> str:
         parts = [p for p in (self.file, self.line, self.col) if p is not None]
-        return ":".join(str(p) for p in parts)
+        return spell(":".join(str(p) for p in parts), spelling)
 
-    def format(self) -> str:
-        """The one-line form: ``error: file:line:col: message`` (+ hint)."""
-        loc = self.location()
-        text = f"error: {loc}: {self.message}" if loc else f"error: {self.message}"
+    def text(self, spelling: str = PARAMS) -> str:
+        """``file:line:col: message (hint)``, parameters spelled for ``spelling``
+        (:data:`PARAMS`: the API's keywords; :data:`FLAGS`: a command line's flags)."""
+        loc = self.location(spelling)
+        text = spell(f"{loc}: {self.message}" if loc else self.message, spelling)
         if self.hint:
-            text += f" ({self.hint})"
+            text += f" ({spell(self.hint, spelling)})"
         # Messages can quote the input (an op name from a fuzzed artifact): control
         # characters there must not break the one-line contract or the terminal.
         return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
-    def __str__(self) -> str:  # pragma: no cover - used in tracebacks only
-        return self.format()
+    def format(self, spelling: str = FLAGS) -> str:
+        """The command line's one line: ``error: file:line:col: message (hint)``, naming
+        the command line's flags unless ``spelling`` says otherwise."""
+        return "error: " + self.text(spelling)
+
+    def __str__(self) -> str:
+        """What Python shows (a traceback, a notebook): :meth:`text` with the API's
+        parameter names, and no ``error:`` prefix."""
+        return self.text(PARAMS)
 
 
 class InputError(DriverError):

@@ -1,4 +1,5 @@
-"""Writing results: atomically, so a failure never leaves a half-written file."""
+"""Writing results: one writer (:class:`Sink`) for stdout, ``-o`` and ``--dump-dir``, and
+every file written atomically, so a failure never leaves a half-written file."""
 
 from __future__ import annotations
 
@@ -10,10 +11,6 @@ import tempfile
 from pathlib import Path
 
 from .errors import DriverError
-
-# While cache.recording() runs: (kind, path, bytes) of every output written, so a
-# cache hit can write the same again. None otherwise.
-recorder: list[tuple[str, str | None, bytes]] | None = None
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
@@ -52,8 +49,6 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
             f.write(payload)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a plain open() would not
         os.replace(tmp, path)
-        if recorder is not None:
-            recorder.append(("file", str(path), payload))
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -86,8 +81,6 @@ def _write_stream(path: Path, payload: bytes) -> None:
             f.write(payload)
     except OSError as e:  # a socket cannot be opened, a reader that went away, ...
         raise DriverError(f"cannot write: {e.strerror or e}", file=str(path)) from None
-    if recorder is not None:
-        recorder.append(("file", str(path), payload))
 
 
 def check_output_path(path: str | Path) -> None:
@@ -121,11 +114,68 @@ def write_stdout(data: str | bytes) -> None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
-        if recorder is not None:
-            recorder.append(("stdout-bytes", None, data))
     else:
         text = data if data.endswith("\n") or not data else data + "\n"
         sys.stdout.write(text)
         sys.stdout.flush()
-        if recorder is not None:
-            recorder.append(("stdout-text", None, text.encode("utf-8", "surrogateescape")))
+
+
+# What joins several text outputs on stdout or in one -o file (MLIR's --split-input-file marker).
+SEPARATOR = "// -----\n"
+
+
+class Sink:
+    """Where a command's outputs go: stdout, one ``-o`` file, or files under ``dump_dir``.
+
+    :meth:`emit` gives one output (a stage of a module): written to stdout at once, text
+    outputs joined by :data:`SEPARATOR` lines, or held for ``-o`` and written by
+    :meth:`finish` (one output as it is, several texts joined). :meth:`file` writes a
+    file of its own (``dump_dir``/name, or a path as given). Every file is written
+    atomically (:func:`write_atomic`: links followed, pipes and devices streamed).
+    """
+
+    def __init__(self, output: str | None = None, dump_dir: str | None = None) -> None:
+        self.output = output if output not in ("", "-") else None
+        self.dump_dir = dump_dir
+        self.written: list[str] = []   # the files written, in order
+        self._held: list[str | bytes] = []
+        self._first = True
+
+    def check(self) -> None:
+        """Refuse an ``-o`` path that cannot become a file, before any work."""
+        if self.output is not None:
+            check_output_path(self.output)
+
+    def file(self, name: str | Path, data: str | bytes) -> str:
+        """Write ``name`` (under ``dump_dir`` when relative and there is one); its path."""
+        path = Path(self.dump_dir) / name if self.dump_dir is not None and not Path(name).is_absolute() \
+            else Path(name)
+        write_atomic(path, data)
+        self.written.append(str(path))
+        return str(path)
+
+    def emit(self, data: str | bytes) -> None:
+        """One output: to stdout now, or held for ``-o``."""
+        if self.output is not None:
+            self._held.append(data)
+        elif isinstance(data, bytes):
+            write_stdout(data)  # one binary result (several are refused before any work)
+        else:
+            write_stdout(("" if self._first else SEPARATOR) + as_text(data))
+        self._first = False
+
+    def finish(self) -> None:
+        """``-o``: the one file (a single output as it is, several joined)."""
+        if self.output is None or not self._held:
+            return
+        if len(self._held) == 1:
+            write_atomic(self.output, self._held[0])
+        else:
+            write_atomic(self.output, SEPARATOR.join(as_text(d) for d in self._held))
+        self.written.append(self.output)
+        self._held = []
+
+
+def as_text(data: str | bytes) -> str:
+    text = data if isinstance(data, str) else data.decode()
+    return text if text.endswith("\n") else text + "\n"

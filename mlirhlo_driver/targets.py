@@ -6,8 +6,9 @@ Promises:
 * :func:`resolve` checks everything it is given before anything compiles and
   raises typed errors (errors.py); it prints nothing. What the user should be
   told (a default GPU spec, fields filled into a spec) is kept in
-  :attr:`Target.note` and said by :meth:`Target.print_note` once the caller's
-  own checks have passed, never right before an error line.
+  :attr:`Target.notes` and said by :meth:`Target.say_notes` once the caller's
+  own checks have passed, never right before an error line; the caller says
+  where notes go (a command line: stderr; Python: the logger).
 * Platform names take XLA's spellings too (``CPU``, ``Host``, ``GPU``, ``CUDA``).
 * DebugOptions come from ``--debug-options-file`` < ``XLA_FLAGS`` < the
   command line, and are checked against this jaxlib's XLA by name.
@@ -16,11 +17,12 @@ Promises:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import DriverError, FlagError, note, param
+from .errors import DriverError, FlagError, log_note, param
 from .stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
@@ -40,7 +42,9 @@ class Target:
     platform: str | None                   # cpu, cuda, or None: no XLA compile asked for
     specs: list[Any]                       # GpuSpec per requested spec (cuda), else []
     xla_flags: tuple[tuple[str, Any], ...]
-    note: str = ""                         # said once the command is past validation (print_note)
+    # Notes for the user (the default spec taken, fields filled into a spec), said once the
+    # caller is past its own checks (say_notes).
+    notes: list[str] = field(default_factory=list)
     # Temporary files the flags name (an autotune file copied to the extension XLA
     # reads by): they live as long as the target.
     keep: list[Any] = field(default_factory=list, repr=False)
@@ -68,11 +72,11 @@ class Target:
            autotune_results: str | None = None, debug_options_file: str | None = None) -> Target:
         """A target by platform name (XLA's spellings too: ``Host``, ``GPU``), resolved as
         every command resolves it (:func:`resolve`). Notes (the default spec used, fields
-        filled into a spec) go to the ``mlirhlo_driver`` logger, not stderr."""
+        filled into a spec) go to the ``mlirhlo_driver`` logger (errors.log_note)."""
         target = resolve(platform, gpu_spec=gpu_spec, cli_flags=dict(xla_flags or {}),
                          debug_options_file=debug_options_file, autotune_results=autotune_results,
                          spec_flag="gpu_spec")
-        target.print_note()
+        target.say_notes()
         return target
 
     @property
@@ -89,12 +93,12 @@ class Target:
                               hint="Target.cuda(name) per spec")
         return StageOptions(platform=self.platform, gpu_spec=self.spec, xla_flags=self.xla_flags, **kw)
 
-    def print_note(self) -> None:
-        """Say the note (errors.note: stderr under a command, the logger from Python), once.
+    def say_notes(self, say: Callable[[str], None] = log_note) -> None:
+        """Give each note to ``say`` (default: the logger; a command line: stderr), once.
         A note comes after every usage check, never right before an error line."""
-        for line in self.note.splitlines():
-            note(line.removeprefix("note: "))
-        self.note = ""
+        notes, self.notes = self.notes, []
+        for line in notes:
+            say(line.removeprefix("note: "))
 
     def stage_options(self, **kw: Any) -> list[tuple[str | None, StageOptions]]:
         """(spec name or None, options) for each compile target."""
@@ -184,7 +188,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
     if platform == "cpu" and gpu_spec is not None:
         raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}" if not spec_from_flag
                           else "--xla_gpu_target_config_filename is for --platform=CUDA")
-    target = Target(platform, [], (), "")
+    target = Target(platform, [], ())
     path = flags.get(AUTOTUNE_FLAG)
     if path is not None:
         if platform == "cpu" and not xla_tool:
@@ -207,7 +211,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         target.specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
         notes += [n for s in target.specs for n in s.notes]
     target.xla_flags = tuple(sorted(flags.items()))
-    target.note = "\n".join(notes)
+    target.notes = notes
     return target
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error, filecheck, run_subprocess
 
-from mlirhlo_driver.batch.diff import canonical_names, stage_diff
+from mlirhlo_driver.core.diff import canonical_names, stage_diff
 
 DATA = Path(__file__).parent / "data"
 MLP = str(DATA / "mlp_train_step.before_optimizations.txt")
@@ -83,7 +83,7 @@ def test_buffer_totals_count_each_allocation_once_and_its_bytes_by_kind():
 
 
 def test_pair_matches_names_then_names_numbered_apart():
-    from mlirhlo_driver.batch.diff import _unnumbered, pair
+    from mlirhlo_driver.core.diff import _unnumbered, pair
 
     a = ["fusion.28", "loop_add_fusion", "fusion.3", "gemm_fusion_dot.5"]
     b = ["loop_add_fusion", "fusion.19", "fusion.3", "cublas-lt-matmul.2"]
@@ -295,7 +295,7 @@ def _k(name, regs, grid=(4, 1, 1), warps=None):
 def test_compare_pairs_renumbered_kernels_by_launch_and_counts_what_changed():
     """Every part of the JSON: fusions by name then by name but for numbering (of the same
     kind), kernels by (name, launch) likewise, each changed field with its change."""
-    from mlirhlo_driver.batch.diff import compare, text
+    from mlirhlo_driver.core.diff import compare, text
 
     a = _side([("fusion.1", "kLoop"), ("fusion.2", "kInput"), ("dot.3", "kCustom"), ("old.4", "kLoop")],
               [_k("fusion_1", 32), _k("fusion_1", 32, grid=(8, 1, 1)), _k("loop_add", 16, warps=32),
@@ -335,7 +335,7 @@ def test_compare_pairs_renumbered_kernels_by_launch_and_counts_what_changed():
 
 @pytest.mark.parametrize("change", ["none", "renumbered", "memory", "kernel", "only_b", "kind", "stage"])
 def test_compare_is_identical_only_when_renumbering_is_all(change):
-    from mlirhlo_driver.batch.diff import compare
+    from mlirhlo_driver.core.diff import compare
 
     fa, fb = [("fusion.1", "kLoop")], [("fusion.1", "kLoop")]
     ka, kb = [_k("k_1", 32)], [_k("k_1", 32)]
@@ -383,7 +383,7 @@ def test_both_sides_spec_notes_are_said_once_each(cli, tmp_path):
 ])
 def test_spec_names_give_side_a_the_first_spec_and_side_b_the_last(platform, gpu_spec, names):
     """One spec is both sides' spec; two are A's and B's (blanks stripped); none leaves the default to targets."""
-    from mlirhlo_driver.batch.diff import _spec_names
+    from mlirhlo_driver.commands.mlirhlo import diff_spec_names as _spec_names
 
     assert _spec_names(platform, gpu_spec) == names
 
@@ -396,7 +396,7 @@ def test_spec_names_give_side_a_the_first_spec_and_side_b_the_last(platform, gpu
 ])
 def test_spec_names_refuse_a_spec_off_cuda_an_empty_one_and_more_than_two(platform, gpu_spec, message):
     """A GPU spec off CUDA, an empty name and a third spec are DriverErrors naming the parameter."""
-    from mlirhlo_driver.batch.diff import _spec_names
+    from mlirhlo_driver.commands.mlirhlo import diff_spec_names as _spec_names
     from mlirhlo_driver.errors import DriverError
 
     with pytest.raises(DriverError) as e:
@@ -406,7 +406,7 @@ def test_spec_names_refuse_a_spec_off_cuda_an_empty_one_and_more_than_two(platfo
 
 def test_parse_flags_reads_typed_flags_and_nothing_for_none():
     """No flags string is no flags; a flag's value is typed; a stray word or unknown flag is a FlagError."""
-    from mlirhlo_driver.batch.diff import parse_flags
+    from mlirhlo_driver.commands.mlirhlo import diff_flags as parse_flags
     from mlirhlo_driver.errors import DriverError
 
     assert parse_flags(None, "flags_a") == {} and parse_flags("", "flags_a") == {}
@@ -426,7 +426,7 @@ def test_parse_flags_reads_typed_flags_and_nothing_for_none():
 ])
 def test_change_is_b_minus_a_for_numbers_only(a, b, change):
     """A field's change: B - A for ints and floats (floats rounded to 4 places); None for bools, lists, names, None."""
-    from mlirhlo_driver.batch.diff import _change
+    from mlirhlo_driver.core.diff import _change
 
     got = _change(a, b)
     assert got == change and type(got) is type(change)
@@ -434,7 +434,7 @@ def test_change_is_b_minus_a_for_numbers_only(a, b, change):
 
 def test_keyed_kernels_number_each_kernels_launches_from_zero():
     """A kernel launched twice is two rows, (name, 0) and (name, 1), whatever lies between them."""
-    from mlirhlo_driver.batch.diff import _keyed_kernels
+    from mlirhlo_driver.core.diff import _keyed_kernels
 
     rows = [{"kernel": "a"}, {"kernel": "b"}, {"kernel": "a"}, {"kernel": "a"}]
     keyed = _keyed_kernels(rows)
@@ -444,7 +444,7 @@ def test_keyed_kernels_number_each_kernels_launches_from_zero():
 
 def test_kernel_fields_flatten_occupancy_and_fill_missing_fields_with_none():
     """The compared fields of a kernel row, occupancy's by name; a field the row lacks is None."""
-    from mlirhlo_driver.batch.diff import KERNEL_FIELDS, _kernel_fields
+    from mlirhlo_driver.core.diff import KERNEL_FIELDS, _kernel_fields
 
     row = {"kernel": "k", "registers": 32, "grid": [4, 1, 1], "block": [128, 1, 1], "stack_frame": 0,
            "occupancy": {"blocks_per_sm": 8, "warps_per_sm": 32, "occupancy": 0.5, "limiter": "registers",
@@ -473,7 +473,7 @@ def _text_sides():
 def test_text_of_a_comparison_exactly():
     """Every section of the text: side lines with flags, fusion and kernel lists padded to one width,
     the changed kernels' table (dims, percentages, signed changes), the memory table, the verdict."""
-    from mlirhlo_driver.batch.diff import compare, text
+    from mlirhlo_driver.core.diff import compare, text
 
     assert text(compare(*_text_sides())) == """\
 A: m.hlo on cuda a100_sxm_80 (sm_80, A100) --xla_a=true --xla_b=3
@@ -511,7 +511,7 @@ differences found
 
 def test_text_of_cpu_sides_says_stage_sameness_and_no_differences_exactly():
     """CPU sides: no spec in the side lines, no kernels section, a stage equal but for numbering, no differences."""
-    from mlirhlo_driver.batch.diff import compare, text
+    from mlirhlo_driver.core.diff import compare, text
 
     def cpu(input_, flags, stage):
         s = _side([("fusion.3", "kLoop")], None, {"peak_memory_in_bytes": 64}, stage=stage)
@@ -554,7 +554,7 @@ differences found
 
 def test_compare_has_kernels_and_a_stage_only_when_both_sides_have_them():
     """A side without kernel rows or stage text leaves that part None (and not a difference)."""
-    from mlirhlo_driver.batch.diff import compare
+    from mlirhlo_driver.core.diff import compare
 
     for ka, kb in [(None, [_k("k", 8)]), ([_k("k", 8)], None)]:
         for sa, sb in [(None, "x\n"), ("x\n", None)]:
@@ -575,7 +575,7 @@ def test_stage_diff_is_a_unified_diff_with_one_newline_per_line():
 
 def test_report_compiles_each_side_once_and_reads_sides_back_from_the_cache(tmp_path, monkeypatch):
     """The same compile on both sides is done once; a side in the stage cache is neither loaded nor compiled."""
-    from mlirhlo_driver.batch import diff
+    from mlirhlo_driver.core import diff
 
     hlo = tmp_path / "add.hlo"
     hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
@@ -604,7 +604,7 @@ def test_report_compiles_each_side_once_and_reads_sides_back_from_the_cache(tmp_
 
 def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alias_names(tmp_path, monkeypatch):
     """A CUDA side: one device-less compile gives the summary, the kernel rows and the stage, named as aliased."""
-    from mlirhlo_driver.batch import diff
+    from mlirhlo_driver.core import diff
     from mlirhlo_driver.xla import backend
 
     hlo = tmp_path / "add.hlo"
@@ -629,7 +629,7 @@ def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alia
 ])
 def test_report_refuses_binary_stages_before_reading_the_input(tmp_path, platform, stage, message):
     """A binary stage is refused before the input is read; a text stage (one joined from parts too) is not."""
-    from mlirhlo_driver.batch import diff
+    from mlirhlo_driver.core import diff
     from mlirhlo_driver.errors import DriverError
 
     with pytest.raises(DriverError, match=message):
@@ -638,7 +638,7 @@ def test_report_refuses_binary_stages_before_reading_the_input(tmp_path, platfor
 
 def test_parse_flags_refuses_a_word_that_is_not_an_xla_flag():
     """Unlike XLA_FLAGS, a flags option with a stray option word (not --xla_*) is a mistake, not ignored."""
-    from mlirhlo_driver.batch.diff import parse_flags
+    from mlirhlo_driver.commands.mlirhlo import diff_flags as parse_flags
     from mlirhlo_driver.errors import DriverError
 
     with pytest.raises(DriverError, match="cannot parse flags_b near '--verbose'"):

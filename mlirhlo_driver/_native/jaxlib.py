@@ -24,7 +24,6 @@ from ..errors import (
     EnvironmentMismatch,
     ExecutionError,
     NoGpu,
-    note,
     param,
 )
 from ..timing import ms, ms_since
@@ -357,6 +356,21 @@ _cpu_device_count: int | None = None
 def enable_x64() -> None:
     """64-bit types are canonicalised away (f64 -> f32) unless this is on."""
     jax().config.update("jax_enable_x64", True)
+
+
+@contextlib.contextmanager
+def x64(on: bool = True) -> Any:
+    """jax's x64 mode for what runs inside (a lowering, a run) only, not the whole process:
+    the caller's own jax keeps its setting. (jax's config states are context managers,
+    thread-local, in every supported jax.)"""
+    if not on:
+        yield
+        return
+    jax()
+    from jax._src import config
+
+    with config.enable_x64(True):
+        yield
 
 
 @functools.cache
@@ -750,16 +764,6 @@ def _build_versions(module: str) -> tuple[tuple[str, str], ...]:
                     ("cudnn", cudnn(versions.cudnn_build_version())))
     except Exception:
         return ()
-
-
-_noted: set[str] = set()
-
-
-def note_once(message: str) -> None:
-    """errors.note, once per process (a feature this jaxlib lacks)."""
-    if message not in _noted:
-        _noted.add(message)
-        note(message)
 
 
 def compile_executable(module: Any, devices: list[Any], options: Any,

@@ -2,44 +2,58 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .. import registry
-from ..errors import DriverError
-from ..stages.base import StageOptions
+from ..errors import DriverError, log_note
 
 
-def report(inputs: list[str], gpu_specs: str | None, *, input_format: str | None = None,
-           as_json: bool = False) -> str:
-    """``mlirhlo kernels``: every module of ``inputs`` compiled device-less for each
-    spec of the comma list ``gpu_specs`` (default: gpu_specs.DEFAULT_SPEC), one
-    compile per (module, spec); the side-by-side table, or its JSON."""
+def report(inputs: list[str], target: Any, *, input_options: Any = None, as_json: bool = False,
+           cache: bool = True, say: Callable[[str], None] = log_note,
+           progress: Callable[[Any], None] | None = None) -> str:
+    """``mlirhlo kernels``: every module of ``inputs`` (any input a command takes; see
+    core.program.programs) compiled device-less for each GPU spec of ``target`` (a CUDA
+    targets.Target), one compile per (module, spec), the kernel rows from the stage cache
+    where they are; the side-by-side table, or its JSON."""
     import json
 
-    from ..cuda import specs as specs_mod
-    from ..cuda.kernels import side_by_side
-    from ..inputs import loader
+    from ..core.compiled import Compiled
+    from ..core.program import InputOptions, programs
+    from ..core.progress import report as tell
+    from ..cuda.kernels import KernelRow, side_by_side
     from ..xla.stages import kernel_rows_many, pending_kernels
 
-    names = [s.strip() for s in (gpu_specs or specs_mod.DEFAULT_SPEC).split(",") if s.strip()]
-    if not names:
-        raise DriverError("--gpu-spec names no spec")
-    specs = [specs_mod.resolve_spec(n) for n in names]
+    if target.platform != "cuda":
+        raise DriverError("kernels are CUDA's: the target's platform is " + str(target.platform))
     if not inputs:
         raise DriverError("no input modules given", hint="mlirhlo kernels --help")
-    modules = loader.load_inputs(inputs, input_format=input_format)
-    pending = []
-    for loaded in modules:
-        for j, spec in enumerate(specs):
-            options = StageOptions(platform="cuda", gpu_spec=spec)
-            req = registry.request(loaded.module, loaded.name, options, stages=("kernels",), source=loaded.source,
-                                   line_offset=loaded.line_offset)
-            pending.append((loaded.name, j, pending_kernels(req)))
-    # One ptxas -v run per spec for all the modules.
+    found = programs(inputs, input_options or InputOptions())
+    target.say_notes(say)
+    specs = [options.gpu_spec for _, options in target.stage_options()]
     per_spec: list[tuple[Any, list[tuple[str, list[Any]]]]] = [(s, []) for s in specs]
-    for (name, j, _), found in zip(pending, kernel_rows_many([p for _, _, p in pending])):
-        if isinstance(found, DriverError):
-            raise found
-        per_spec[j][1].append((name, found))
+    pending = []  # (compiled, where its rows go): one ptxas -v run per spec for all the modules
+    compiles = []
+    total, done = len(found) * len(specs), 0
+    for program in found:
+        for j, (_, options) in enumerate(target.stage_options()):
+            tell(progress, done, total, f"{program.name} on {options.gpu_spec.name}")
+            compiled = Compiled(program, target, options, cache=cache)
+            compiled.expect(["kernel-rows"])
+            compiles.append(compiled)
+            rows: list[Any] = []
+            per_spec[j][1].append((program.name, rows))
+            hit = compiled.cached("kernel-rows")
+            if hit is not None:
+                rows += [KernelRow.from_dict(d) for d in json.loads(hit)]
+            else:
+                pending.append((compiled, rows, pending_kernels(compiled.request)))
+            done += 1
+    for (compiled, rows, _), result in zip(pending, kernel_rows_many([p for _, _, p in pending])):
+        if isinstance(result, DriverError):
+            raise result
+        rows += result
+        compiled.keep("kernel-rows", json.dumps([r.to_dict() for r in result]))
+    for note in dict.fromkeys(n for c in compiles for n in c.notes):
+        say(note)
     text, data = side_by_side(per_spec)
     return json.dumps(data, indent=2) + "\n" if as_json else text

@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import outputs
 from .. import registry as stage_registry
-from ..errors import DriverError, InputError, PassFailure, PipelineError
+from ..errors import DriverError, InputError, PassFailure, PipelineError, log_note
 from ..stages.base import Deferred, StageOptions, single_output
 
 
@@ -56,6 +56,11 @@ class OptJob:
     xla_instrumentation: Any = None            # xla.instrument.XlaInstrumentation, when asked
     timing_format: str = "text"                # text or json
     defer: bool = False                        # stages may finish in groups (stages.Deferred), in run_batch
+    # The pipeline as given: with the plugins, its identity in the stage cache.
+    pipeline_spec: str | None = None
+    passes: str | None = None
+    pipeline_file: str | None = None
+    cache: bool = True                         # read and write the stage cache
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,9 @@ class OptResult:
     parts: list[tuple[str, str, str | bytes]] = field(default_factory=list)  # (stem, stage, data)
     stderr: str = ""
     exception: BaseException | None = field(default=None, repr=False)    # in-process only
+    # Part index -> where its output is kept in the stage cache once finished (a stage
+    # finished in a group: core.compiled.Compiled.entry).
+    keeps: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -110,62 +118,83 @@ def tasks_for(specs: list[str], *, split_input_file: bool) -> list[OptTask]:
 
 # ------------------------------------------------------------------ one module
 
-def process(job: OptJob, task: OptTask) -> OptResult:
-    """Load, run the pipeline, produce the stages; never raises for the module's failures."""
-    from ..inputs import loader
+def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
+    """Load, run the pipeline, produce the stages (from the stage cache where they are
+    there); never raises for the module's failures. ``progress``: a callback for each
+    stage done (core.progress)."""
+    from ..core import compiled as core_compiled
+    from ..core import program as core_program
+    from ..core.progress import report
 
     result = OptResult(task.index, task.name, task.source)
     err: list[str] = []
     timings: dict[str, Any] = {}  # --timing-format json: the module's tables, printed together
+    program = None
+    compiles: list[tuple[str, StageOptions, Any]] = []
     try:
-        def load() -> Any:
-            return loader.load(task.source, input_format=job.input_format,
-                               split_input_file=job.split_input_file, arg_specs=job.arg_specs,
-                               chunk=task.chunk, data=task.data)[0]
-
-        loaded = load()
+        options = core_program.InputOptions(job.input_format, job.split_input_file, job.arg_specs)
+        program = core_program.unit_programs(task.source, options, chunk=task.chunk, data=task.data)[0]
         if job.root is not None:
-            # A failing pipeline's reproducer gets the module loaded anew, not a snapshot
-            # taken before every run (a file edited meanwhile is the one case it differs).
-            _run_pipeline(job, loaded, result, err, timings, remake=lambda: load().module)
-        for spec_name, options in job.targets:
-            stem = f"{loaded.name}.{spec_name}" if spec_name and len(job.targets) > 1 else loaded.name
+            program = program.optimize(job.pipeline_spec, passes=job.passes, pipeline_file=job.pipeline_file,
+                                       instrumentation=job.instrumentation, reproducer_dir=job.reproducer_dir,
+                                       plugin_files=job.plugins, root=job.root)
+        done, total = 0, len(job.targets) * len(job.stage_names)
+        for spec_name, stage_options in job.targets:
+            stem = f"{program.name}.{spec_name}" if spec_name and len(job.targets) > 1 else program.name
             if job.xla_passes or job.after_pass:
-                result.parts.append((stem, "hlo", xla_pass_hlo(loaded, options, job.xla_passes,
-                                                               job.after_pass)))
+                notes: list[str] = []
+                result.parts.append((stem, "hlo", xla_pass_hlo(program, stage_options, job.xla_passes,
+                                                               job.after_pass, notes)))
+                compiles.append((stem, stage_options, notes))
                 continue
-            request = stage_registry.request(loaded.module, loaded.name, options, stages=job.stage_names,
-                                             source=loaded.source, line_offset=loaded.line_offset,
-                                             defer=job.defer)
-            if job.xla_instrumentation is not None:
-                _instrumented_compile(job, loaded, options, request, stem, result, err, timings)
+            compiled = core_compiled.Compiled(program, None, stage_options, cache=job.cache,
+                                              instrumentation=job.xla_instrumentation, defer=job.defer)
+            compiled.expect(job.stage_names)
+            compiles.append((stem, stage_options, compiled))
             for name in job.stage_names:
-                result.parts.append((stem, name, request.produce(name)))
-            err.extend(f"note: {n}\n" for n in request.notes)
+                report(progress, done, total, f"{stem}: {name}")
+                out = compiled.produce(name)
+                if isinstance(out, Deferred):  # finished in a group: kept in the cache then
+                    result.keeps[len(result.parts)] = compiled.entry(name)
+                result.parts.append((stem, name, out))
+                done += 1
+        _say(job, program, compiles, result, err, timings)
         if not pending(result):
             finalize(job, result)
     except DriverError as e:
+        if program is not None:
+            _say(job, program, compiles, result, err, timings)
         fail(job, result, e)
     if timings:
         import json
 
-        err.append(json.dumps({"module": loaded.name, **timings}, indent=2) + "\n")
+        err.append(json.dumps({"module": program.name if program is not None else task.name, **timings},
+                              indent=2) + "\n")
     result.stderr = "".join(err)
     return result
 
 
-def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, request: Any, stem: str,
-                          result: OptResult, err: list[str], timings: dict[str, Any]) -> None:
-    """The request's XLA compile, instrumented (xla.instrument): XLA's pass table and the HLO
-    printed around passes go where MLIR's do (stderr, or files under ir_dump_dir)."""
-    from ..xla import instrument
-    from ..xla.backend import module_for_xla
-    from ..xla.passes import label
-    from ..xla.stages import dumps_for
+def _say(job: OptJob, program: Any, compiles: list[tuple[str, StageOptions, Any]], result: OptResult,
+         err: list[str], timings: dict[str, Any]) -> None:
+    """What the module's pipeline and compiles showed, in that order, then their notes."""
+    _pipeline_output(job, program, result, err, timings)
+    notes: list[str] = []
+    for stem, options, compiled in compiles:
+        if isinstance(compiled, list):  # --xla-passes / --after-pass: its notes
+            notes += [n for n in compiled if n not in notes]
+            continue
+        if compiled.instrumented is not None:
+            _instrumented_output(job, program.name, options, compiled.instrumented, stem, result, err, timings)
+        notes += [n for n in compiled.notes if n not in notes]
+    err.extend(f"note: {n}\n" for n in notes)
 
-    module = module_for_xla(loaded.module, loaded.source, loaded.line_offset, options.fold_constants)
-    done = instrument.compile(module, loaded.name, options, job.xla_instrumentation, dumps_for(request))
-    request.derived("xla", lambda _: done.art)
+
+def _instrumented_output(job: OptJob, module_name: str, options: StageOptions, done: Any, stem: str,
+                         result: OptResult, err: list[str], timings: dict[str, Any]) -> None:
+    """What an instrumented compile showed (xla.instrument.Instrumented): XLA's pass table and
+    the HLO printed around passes go where MLIR's do (stderr, or files under ir_dump_dir)."""
+    from ..xla.passes import label
+
     for i, printed in enumerate(done.printed):
         text = printed.header() + "\n" + printed.text
         if job.ir_dump_dir:
@@ -179,7 +208,7 @@ def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, reque
         if job.timing_format == "json":
             timings.setdefault("xla", []).append(pass_log.as_json(done.calls, label(options)))
         else:
-            title = f"// timing: {loaded.name}\n" if job.several else ""
+            title = f"// timing: {module_name}\n" if job.several else ""
             err.append(title + pass_log.format_table(done.calls, label(options)))
 
 
@@ -235,6 +264,10 @@ def finish_pending(job: OptJob, results: Sequence[OptResult]) -> None:
                 else:
                     stem, name, _ = r.parts[i]
                     r.parts[i] = (stem, name, out)
+                    if i in r.keeps and id(r) not in failed:
+                        from ..core import cache
+
+                        cache.put_entry(r.keeps[i], out)
     for result in results:
         try:
             if id(result) in failed:
@@ -258,34 +291,23 @@ def error_text(err: DriverError) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run_pipeline(job: OptJob, loaded: Any, result: OptResult, err: list[str],
-                  timings: dict[str, Any], remake: Callable[[], Any] | None = None) -> None:
-    from ..mlir import pipeline
-
-    try:
-        run = pipeline.run(loaded.module, job.root, instrumentation=job.instrumentation,
-                           module_name=loaded.name, reproducer_dir=job.reproducer_dir,
-                           source_for_reproducer=loaded.source, remake=remake, line_offset=loaded.line_offset)
-    except PassFailure as failure:
-        _run_output(job, getattr(failure, "run", None), loaded.name, result, err, timings)
-        raise
-    _run_output(job, run, loaded.name, result, err, timings)
-
-
-def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err: list[str],
-                timings: dict[str, Any]) -> None:
-    """IR dumps (stderr, or files under ir_dump_dir), other pass output and timing."""
+def _pipeline_output(job: OptJob, program: Any, result: OptResult, err: list[str],
+                     timings: dict[str, Any]) -> None:
+    """What the program's pipeline showed (core Program: its run, even a failed one, or what
+    the stage cache kept of it): other pass output, IR dumps (stderr, or files under
+    ir_dump_dir) and timing."""
+    run = program.last_run
+    printed = run.other_output if run is not None else program.pipeline_output
+    if printed.strip():
+        err.append(printed)
     if run is None:
         return
     from ..mlir import pipeline
 
-    if run.other_output.strip():
-        err.append(run.other_output)
     if job.ir_dump_dir:
         for i, dump in enumerate(run.dumps):
             name = f"{outputs.dump_number(i, len(run.dumps))}-{dump.when}-{dump.pass_name or dump.pass_class}.mlir"
-            result.files.append((str(Path(job.ir_dump_dir) / module_name / name),
-                                 dump.header() + "\n" + dump.text))
+            result.files.append((str(Path(job.ir_dump_dir) / program.name / name), dump.header() + "\n" + dump.text))
     else:
         for dump in run.dumps:
             err.append(dump.header() + "\n" + dump.text + "\n")
@@ -293,13 +315,14 @@ def _run_output(job: OptJob, run: Any, module_name: str, result: OptResult, err:
         timings["mlir"] = [{"pass": r.name, "depth": r.depth, "wall_us": round(r.wall_s * 1e6),
                             "percent": r.percent} for r in run.timing]  # as MLIR prints it: one decimal
     elif job.timing:
-        title = f"// timing: {module_name}\n" if job.several else ""
+        title = f"// timing: {program.name}\n" if job.several else ""
         err.append(title + pipeline.format_timing(run))
 
 
 def xla_pass_hlo(loaded: Any, options: StageOptions, xla_passes: str | None,
-                 after_pass: str | None) -> str:
-    """The HLO after ``--after-pass NAME``, or after XLA's pipeline with only ``--xla-passes``."""
+                 after_pass: str | None, notes: list[str] | None = None) -> str:
+    """The HLO after ``--after-pass NAME``, or after XLA's pipeline with only ``--xla-passes``;
+    what the user should know goes to ``notes``."""
     from ..xla import passes as xla_pass_runner
     from ..xla.backend import module_for_xla
 
@@ -307,7 +330,7 @@ def xla_pass_hlo(loaded: Any, options: StageOptions, xla_passes: str | None,
     if after_pass:
         return xla_pass_runner.hlo_after_pass(module, loaded.name, options, after_pass)
     enabled = [p.strip() for p in (xla_passes or "").split(",") if p.strip()]
-    return xla_pass_runner.hlo_after_passes(module, loaded.name, enabled, [options])
+    return xla_pass_runner.hlo_after_passes(module, loaded.name, enabled, [options], notes=notes)
 
 
 # ------------------------------------------------------------- worker entries
@@ -354,9 +377,12 @@ def _size(result: OptResult) -> int:
 
 def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: float | None = None,
               fail_fast: bool = False, scheduler: str | None = None,
-              on_result: Callable[[OptResult], None]) -> list[OptResult]:
+              on_result: Callable[[OptResult], None], progress: Callable[[Any], None] | None = None) -> list[OptResult]:
     """Process every task; ``on_result`` gets each result as it finishes (it writes the
-    outputs). The rows come back in task order, without their data."""
+    outputs). The rows come back in task order, without their data. ``progress`` gets an
+    event per module done (and, in this process, per stage)."""
+    from ..core.progress import report
+
     stop_at_first = fail_fast or len(tasks) == 1
     rows: dict[int, OptResult] = {}
     held: list[OptResult] = []  # done but for their deferred stages (SASS), finished in groups
@@ -366,7 +392,7 @@ def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: 
             flush()  # the modules before it are written, as they would have been
             sys.stderr.write(result.stderr)
             for path, data in result.files:  # the IR dumps up to the failing pass
-                _write(path, data)
+                outputs.write_atomic(path, data)
             if result.exception is not None:
                 raise result.exception
             raise BatchStopped(result)
@@ -382,7 +408,10 @@ def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: 
             deliver(result)
 
     held_bytes = 0
-    for _, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler):
+    finished = 0
+    for _, result in _results(job, tasks, jobs=jobs, timeout=timeout, scheduler=scheduler, progress=progress):
+        finished += 1
+        report(progress, finished, len(tasks), result.name)
         if result.ok and pending(result):
             held.append(result)
             held_bytes += _size(result)
@@ -396,10 +425,12 @@ def run_batch(job: OptJob, tasks: Sequence[OptTask], *, jobs: int = 0, timeout: 
 
 
 def _results(job: OptJob, tasks: Sequence[OptTask], *, jobs: int, timeout: float | None,
-             scheduler: str | None) -> Iterator[tuple[int, OptResult]]:
+             scheduler: str | None, progress: Callable[[Any], None] | None = None) -> Iterator[tuple[int, OptResult]]:
     if jobs == 0 and scheduler is None:
         for task in tasks:
-            yield task.index, process(job, task)
+            # One module's stages are steps of their own: one module can be most of the work.
+            step = None if progress is None or len(tasks) > 1 else progress
+            yield task.index, process(job, task, step)
         return
     from .._native import cluster, pool
 
@@ -419,59 +450,30 @@ def _results(job: OptJob, tasks: Sequence[OptTask], *, jobs: int, timeout: float
             close()  # --fail-fast: stop the other workers now
 
 
-def _write(path: str, data: str | bytes) -> None:
-    outputs.write_atomic(path, data)
-
-
 class Writer:
-    """Writes each result as it arrives: files at once; stdout in task order, joined
-    by ``// -----`` lines; ``-o`` at the end (one file)."""
+    """Writes each result as it arrives (outputs.Sink): its stderr and files at once; its
+    outputs to stdout in task order, joined by ``// -----`` lines, or to ``-o`` at the end."""
 
     def __init__(self, output: str | None):
-        self.output = output
+        self.sink = outputs.Sink(output)
         self._next = 0
         self._waiting: dict[int, list[tuple[str, str, str | bytes]]] = {}
-        self._first = True
-        self._held: list[str | bytes] = []
 
     def __call__(self, result: OptResult) -> None:
         if result.stderr:
             sys.stderr.write(result.stderr)
             sys.stderr.flush()
         for path, data in result.files:
-            _write(path, data)
+            self.sink.file(path, data)
         self._waiting[result.index] = result.parts
         while self._next in self._waiting:
-            self._emit(self._waiting.pop(self._next))
+            for _, _, data in self._waiting.pop(self._next):
+                self.sink.emit(data)
             self._next += 1
-
-    def _emit(self, parts: list[tuple[str, str, str | bytes]]) -> None:
-        from .. import outputs
-
-        for _, _, data in parts:
-            if self.output is not None:
-                self._held.append(data)
-            elif isinstance(data, bytes):
-                outputs.write_stdout(data)  # the one result (several binary ones are refused before)
-            else:
-                outputs.write_stdout(("" if self._first else "// -----\n") + as_text(data))
-            self._first = False
 
     def finish(self) -> None:
         """``-o``: the one file (a single result as it is, several joined)."""
-        if self.output is None or not self._held:
-            return
-        from .. import outputs
-
-        if len(self._held) == 1:
-            outputs.write_atomic(self.output, self._held[0])
-        else:
-            outputs.write_atomic(self.output, "// -----\n".join(as_text(d) for d in self._held))
-
-
-def as_text(data: str | bytes) -> str:
-    text = data if isinstance(data, str) else data.decode()
-    return text if text.endswith("\n") else text + "\n"
+        self.sink.finish()
 
 
 def exit_code(rows: Sequence[OptResult]) -> int:
@@ -530,6 +532,7 @@ class OptOptions:
     scheduler: str | None = None
     load_pass_plugin: tuple[str, ...] = ()
     fold_constants: bool = False               # check files: keep their constants (XLA folds them)
+    no_cache: bool = False                     # neither read nor write the stage cache
 
 
 def _split_print_names(names: Sequence[str], root: Any, platform: str | None) -> tuple[tuple[str, ...],
@@ -571,13 +574,14 @@ def stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[s
     return names
 
 
-def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
+def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,
+            progress: Callable[[Any], None] | None = None) -> list[OptResult]:
     """Check ``o`` against ``target`` (targets.Target), then load, transform and emit every
     module, writing each one's outputs as it finishes. Returns the rows (a failed module
     in a batch is a row); with one module or ``fail_fast`` the failure is raised
     (its DriverError, or :class:`BatchStopped` from a worker). Usage errors raise
-    before any module is touched."""
-    from .. import outputs
+    before any module is touched. ``say`` gets the target's notes; ``progress`` events
+    (core.progress) come per stage and per module."""
     from ..mlir import pipeline
 
     root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file)
@@ -593,7 +597,7 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
     if o.print_pipeline:
         text = root.render() if root is not None else "builtin.module()"
         if not o.inputs:
-            outputs.write_stdout(text)
+            outputs.Sink().emit(text)
             return []
         sys.stderr.write(text + "\n")
     if not o.inputs:
@@ -625,7 +629,7 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
             raise DriverError("several modules in a binary stage need --dump-dir, not -o")
     if not (o.output or o.dump_dir) and len(tasks) * len(stage_names) * len(targets) > 1 and binary:
         raise DriverError("several modules in a binary stage need --dump-dir or -o")
-    target.print_note()
+    target.say_notes(say)
     inst = pipeline.Instrumentation(
         print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,
         print_ir_before=mlir_before, print_ir_after=mlir_after,
@@ -640,11 +644,12 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
         xla_instrumentation=_xla_instrumentation(o, target.platform, xla_before, xla_after),
         timing_format=o.timing_format,
         # On a cluster each worker finishes its own: this machine may lack the tools.
-        defer=o.scheduler is None)
+        defer=o.scheduler is None,
+        pipeline_spec=o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file, cache=not o.no_cache)
     # Each module's outputs are written as it finishes; a failing one is a row,
     # unless it is the only module or fail_fast stops at it.
     writer = Writer(o.output)
     rows = run_batch(job, tasks, jobs=o.jobs, timeout=o.timeout, fail_fast=o.fail_fast,
-                     scheduler=o.scheduler, on_result=writer)
+                     scheduler=o.scheduler, on_result=writer, progress=progress)
     writer.finish()
     return rows

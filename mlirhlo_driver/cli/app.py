@@ -322,7 +322,7 @@ def _host_port(value: Optional[str]) -> Optional[str]:
         try:
             spmd_launch.check_host_port(value)
         except DriverError as e:
-            raise typer.BadParameter(e.message) from None
+            raise typer.BadParameter(e.text()) from None
     return value
 
 
@@ -334,33 +334,66 @@ def _spmd_fail(err: DriverError) -> None:
 
 # ---------------------------------------------------------------------- kernels
 
-@app.command("kernels")
+NoCacheOption = Annotated[bool, typer.Option(
+    "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on a terminal.")]
+
+
+def _input_options(input_format: Optional[str], split_input_file: bool, args: Optional[str]) -> Any:
+    from ..core.program import InputOptions
+
+    return InputOptions(input_format, split_input_file, args)
+
+
+@app.command("kernels", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def kernels_command(
-    inputs: Annotated[Optional[list[str]], typer.Argument(
-        metavar="FILE...", help="Files, globs or directories (an XLA dump directory: its modules).",
-        show_default=False)] = None,
+    ctx: typer.Context,
+    inputs: InputsArg = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
         "--gpu-spec", metavar="SPEC", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
-    input_format: Annotated[Optional[str], typer.Option(
-        "--input-format", metavar="FORMAT", help="Force: hlo, hlo-proto, hlo-pbtxt, mlir, bytecode, vhlo.")] = None,
+    input_format: InputFormatOption = None,
+    split_input_file: SplitInputFileOption = False,
+    args: ArgsOption = None,
+    debug_options_file: Annotated[Optional[str], typer.Option(
+        "--debug-options-file", metavar="FILE", help="DebugOptions textproto ('xla_name: value' lines).")] = None,
+    no_cache: NoCacheOption = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec."""
+    """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec.
+
+    Any --xla_NAME=VALUE DebugOptions flag applies to every compile, over XLA_FLAGS.
+    """
     try:
         from .. import outputs
         from ..batch import kernels
+        from .common import progress_line, say
 
-        outputs.write_stdout(kernels.report(inputs or [], gpu_spec, input_format=input_format,
-                                            as_json=json_out))
+        target = opt_cli.resolve_target("cuda", gpu_spec, list(ctx.args), debug_options_file, None,
+                                        needs_spec=True, known=lambda: _option_names("kernels"))
+        options = _input_options(input_format, split_input_file, args)
+        line = progress_line(quiet, "kernels")
+        with line if line is not None else _nothing():
+            text = kernels.report(inputs or [], target, input_options=options, as_json=json_out,
+                                  cache=not no_cache, say=say, progress=line)
+        outputs.Sink().emit(text)
     except DriverError as e:
         _fail(e)
+
+
+def _nothing() -> Any:
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 # ---------------------------------------------------------------------- diff
 
 @app.command("diff")
 def diff_command(
-    input: Annotated[str, typer.Argument(metavar="FILE", help="The module (side A; side B too without FILE_B).")],
+    input: Annotated[str, typer.Argument(
+        metavar="FILE", help="The module (side A; side B too without FILE_B): any input format, "
+                             "or package.module:function / FILE.py:function with --args.")],
     input_b: Annotated[Optional[str], typer.Argument(
         metavar="FILE_B", help="Side B's module, when the two sides are two files.", show_default=False)] = None,
     platform: Annotated[Optional[str], typer.Option(
@@ -378,8 +411,8 @@ def diff_command(
              "names renumbered.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of text.")] = False,
     input_format: InputFormatOption = None,
-    no_cache: Annotated[bool, typer.Option(
-        "--no-cache", help="Neither read nor write the stage cache.")] = False,
+    args: ArgsOption = None,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
 
@@ -388,11 +421,13 @@ def diff_command(
     """
     try:
         from .. import outputs
-        from ..batch import diff
+        from ..commands import mlirhlo as commands
+        from .common import say
 
-        outputs.write_stdout(diff.report(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
-                                         flags_b=flags_b, stage=stage, input_format=input_format,
-                                         as_json=json_out, use_cache=not no_cache))
+        outputs.Sink().emit(commands.diff(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
+                                          flags_b=flags_b, stage=stage,
+                                          input_options=_input_options(input_format, False, args),
+                                          as_json=json_out, cache=not no_cache, say=say))
     except DriverError as e:
         _fail(e)
 
@@ -474,9 +509,11 @@ def bench_pipeline(
                                             known=lambda: _option_names("bench-pipeline"))
         elif ctx.args:
             raise DriverError(f"no such option: {ctx.args[0]}")
+        from .common import say
+
         typer.echo(commands.bench_pipeline(input, target=target, pipeline_spec=pipeline_spec, passes=passes,
                                            compare=compare, repeats=repeats, json_out=json_out,
-                                           input_format=input_format, args=args), nl=False)
+                                           input_format=input_format, args=args, say=say), nl=False)
     except DriverError as e:
         _fail(e)
     except KeyboardInterrupt:
@@ -545,7 +582,7 @@ def specs_check(files: Annotated[list[str], typer.Argument(
 
 # -------------------------------------------------------------------- cache
 
-cache_app = typer.Typer(help="The stage cache that answers repeated 'opt' commands.",
+cache_app = typer.Typer(help="The stage cache every command and the Python API share.",
                         no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 
@@ -553,7 +590,7 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("info")
 def cache_info() -> None:
     """Where the cache is, how many entries and bytes it holds, and its size cap."""
-    from ..batch import cache
+    from ..core import cache
 
     found = cache.info()
     typer.echo(f"directory  {found['directory']}")
@@ -565,7 +602,7 @@ def cache_info() -> None:
 @cache_app.command("clear")
 def cache_clear() -> None:
     """Remove every cached entry."""
-    from ..batch import cache
+    from ..core import cache
 
     typer.echo(f"removed {cache.clear()} entries from {cache.cache_dir()}")
 

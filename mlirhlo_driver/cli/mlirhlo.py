@@ -126,21 +126,18 @@ def _say_os_error(e: OSError, where: str | None = None) -> None:
 
 def _main(argv: list[str]) -> None:
     """Run one command line; always exits (SystemExit) with the command's code."""
-    from ..errors import spelled_as_flags
+    if argv[:1] == ["opt"]:
+        from . import opt
 
-    with spelled_as_flags():
-        if argv[:1] == ["opt"]:
-            from . import opt
+        try:
+            code = opt.main(argv[1:])
+        except KeyboardInterrupt:
+            interrupts.report()
+            code = EXIT_INTERRUPTED
+        sys.exit(code)
+    from . import app
 
-            try:
-                code = opt.main(argv[1:])
-            except KeyboardInterrupt:
-                interrupts.report()
-                code = EXIT_INTERRUPTED
-            sys.exit(code)
-        from . import app
-
-        app.run_app(argv, _invoked_command(argv))
+    app.run_app(argv, _invoked_command(argv))
 
 
 if __name__ == "__main__":

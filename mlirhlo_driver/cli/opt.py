@@ -20,8 +20,9 @@ HELP = "Load modules, run a pass pipeline, and emit a stage (hlo-opt / mlir-opt)
 DESCRIPTION = HELP + """
 
 Any --xla_NAME=VALUE DebugOptions flag applies to the XLA compile, with
-XLA_FLAGS and --debug-options-file below it in precedence. A repeated
-command is answered from the stage cache, before jaxlib is loaded."""
+XLA_FLAGS and --debug-options-file below it in precedence. Stages already
+computed for the same content, by any command or the Python API, come from
+the stage cache, before jaxlib is loaded."""
 
 _PROG = "mlirhlo opt"
 
@@ -136,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
         help="Check files: keep their @inputs() constants in what XLA compiles (XLA folds the test); "
              "default: they are parameters.")
     add("--no-cache", action="store_true", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")
+    add("--quiet", "-q", action="store_true", help="No progress line on a terminal.")
     add("--jobs", "-j", type=_number(int, "integer"), default=0, metavar="N",
         help="Worker processes; each module is isolated (0: run in this process). Default: 0.")
     add("--fail-fast", action="store_true", help="Stop at the first module that fails (default: report it and go on).")
@@ -204,15 +206,8 @@ def main(argv: list[str]) -> int:
 
 
 def _opt(params: dict[str, Any], extra: list[str]) -> None:
-    from ..batch import cache
-
-    cache_key = None if params["no_cache"] else cache.opt_key(
-        {k: v for k, v in params.items() if k != "no_cache"}, extra)
-    hit = cache.lookup(cache_key) if cache_key else None
-    if hit is not None:
-        cache.replay(hit)
-        return
     from .. import listings
+    from .common import say
 
     listings.load_plugins(params["load_pass_plugin"])
     inputs = params["inputs"]
@@ -221,7 +216,7 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
                             params["autotune_results"], needs_spec=not (list_stages or list_passes),
                             known=option_names)
     if list_stages or list_passes:
-        target.print_note()  # a named spec's own notes (no spec is needed to list)
+        target.say_notes(say)  # a named spec's own notes (no spec is needed to list)
     if list_stages:
         sys.stdout.write(listings.stage_table(target.platform))
         return
@@ -233,8 +228,7 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
             sys.stdout.write("\n" + commands.xla_pass_listing(target, inputs, input_format=params["input_format"],
                                                               args=params["args"]))
         return
-    with cache.recording(cache_key):
-        _run_opt(target, params)
+    _run_opt(target, params)
 
 
 def resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
@@ -262,12 +256,18 @@ def _run_opt(target: Any, params: dict[str, Any]) -> None:
     import dataclasses
 
     from ..batch import opt as batch
+    from .common import progress_line, say
 
     names = {f.name for f in dataclasses.fields(batch.OptOptions)}
     options = batch.OptOptions(**{k: (tuple(v) if isinstance(v, list) and k != "inputs" else v)
                                   for k, v in params.items() if k in names and v is not None})
+    line = progress_line(params["quiet"], "opt")
     try:
-        rows = batch.run_opt(options, target)
+        if line is None:
+            rows = batch.run_opt(options, target, say=say)
+        else:
+            with line:
+                rows = batch.run_opt(options, target, say=say, progress=line)
     except batch.BatchStopped as stopped:
         sys.stderr.write(stopped.result.error_text)
         sys.stderr.flush()

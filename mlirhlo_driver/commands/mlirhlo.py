@@ -5,9 +5,10 @@ errors, and returns the exit status where it has one of its own."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, DriverError
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, DriverError, log_note, param
 
 # XLA's run_hlo_module spellings of the reference: Interpreter, default, CPU, Host, '' (none).
 _REFERENCE_ALIASES = {"default": "interpreter", "host": "cpu", "": "none"}
@@ -95,10 +96,10 @@ def xla_pass_listing(target: Any, inputs: list[str], *, input_format: str | None
                      args: str | None = None) -> str:
     """``opt --list-passes --platform P [FILE...]``: XLA's HLO passes of the target's
     pipeline, seen on the given modules (XLA's reference module without any)."""
-    from ..inputs import loader
+    from ..core.program import InputOptions, programs
     from ..xla import passes as xla_passes
 
-    modules = loader.load_inputs(inputs, input_format=input_format, arg_specs=args) if inputs else None
+    modules = programs(inputs, InputOptions(input_format, args=args)) if inputs else None
     return xla_passes.listing([target.options_for(target.platform)], modules)
 
 
@@ -126,8 +127,8 @@ def convert(input: str, *, output: str | None = None, to: str | None = None, emi
         raise DriverError("give --to FORMAT (or an -o file with a known extension)",
                           hint="formats: " + ", ".join(CONVERT_FORMATS))
     check_format(fmt)
-    if output:
-        outputs.check_output_path(output)
+    sink = outputs.Sink(output)
+    sink.check()
     program = load(input, input_format=input_format, args=args)
     try:
         data = program.convert(fmt, target_version=target_version)
@@ -135,10 +136,8 @@ def convert(input: str, *, output: str | None = None, to: str | None = None, emi
         if e.file is None and input != "-":
             e.file = input  # the conversion failed on this file: say so
         raise
-    if output:
-        outputs.write_atomic(output, data)
-    else:
-        outputs.write_stdout(data)
+    sink.emit(data)
+    sink.finish()
 
 
 def ptx(input: str, *, arch: str = "sm_90a", opt_level: int = 3, optimize: bool = True, output: str | None = None,
@@ -153,8 +152,8 @@ def ptx(input: str, *, arch: str = "sm_90a", opt_level: int = 3, optimize: bool 
     from ..cuda import ptx as ptx_backend
 
     text = ptx_backend.read_llvm_ir(input)
-    if output:
-        outputs.check_output_path(output)
+    sink = outputs.Sink(output)
+    sink.check()
     compiled = ptx_backend.compile_llvm_ir(text, input, ptx_backend.PtxOptions(
         arch=arch, opt_level=opt_level, optimize=optimize, libdevice=libdevice, check_ptxas=check_ptxas,
         dump_passes=print_after_all or ir_dump_dir is not None))
@@ -162,19 +161,18 @@ def ptx(input: str, *, arch: str = "sm_90a", opt_level: int = 3, optimize: bool 
     if ir_dump_dir:
         for i, (pass_name, ir) in enumerate(dumps):
             safe = re.sub(r"[^\w.-]+", "_", pass_name)[:80]
-            outputs.write_atomic(Path(ir_dump_dir) / f"{outputs.dump_number(i, len(dumps))}-{safe}.ll", ir)
+            sink.file(Path(ir_dump_dir) / f"{outputs.dump_number(i, len(dumps))}-{safe}.ll", ir)
     elif print_after_all:
         for _, ir in dumps:
             sys.stderr.write(ir if ir.endswith("\n") else ir + "\n")
-    if output:
-        outputs.write_atomic(output, compiled.text)
-    else:
-        outputs.write_stdout(compiled.text)
+    sink.emit(compiled.text)
+    sink.finish()
 
 
 def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None = None, passes: str | None = None,
                    compare: str | None = None, repeats: int = 10, json_out: bool = False,
-                   input_format: str | None = None, args: str | None = None) -> str:
+                   input_format: str | None = None, args: str | None = None,
+                   say: Callable[[str], None] = log_note) -> str:
     """``mlirhlo bench-pipeline``: the pipeline (and ``compare``, interleaved) run ``repeats``
     times on fresh copies; per-pass median and spread. With a ``target``, XLA's HLO
     pipeline instead, timed from its per-pass dumps. A table, or JSON."""
@@ -190,7 +188,7 @@ def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None 
     program = load(input, input_format=input_format, args=args)
     out: list[str] = []
     if target is not None:
-        target.print_note()
+        target.say_notes(say)
         _, options = target.stage_options()[0]
         rows, compiles = bench.bench_xla_pipeline(program.module, program.name, options, repeats)
         if json_out:
@@ -234,3 +232,85 @@ def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None 
         out.append("# B/A total (medians, runs interleaved A B A B): "
                    + (f"{ratio:.3f}x" if ratio is not None else "none (A's median total is 0 ms)"))
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------- diff
+
+def diff_spec_names(platform: str, gpu_spec: str | None) -> tuple[str | None, str | None]:
+    """Side A's and side B's GPU spec from ``A[,B]`` (one spec: both; None: the default)."""
+    if platform != "cuda":
+        if gpu_spec:
+            raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}")
+        return None, None
+    names = [s.strip() for s in (gpu_spec or "").split(",")]
+    if gpu_spec is not None and not all(names):
+        raise DriverError(f"{param('gpu_spec', gpu_spec)} names an empty spec", hint="A or A,B")
+    if len(names) > 2:
+        raise DriverError(f"{param('gpu_spec', gpu_spec)} names {len(names)} specs: diff compares two",
+                          hint="A,B; 'mlirhlo kernels --gpu-spec' puts more side by side")
+    if gpu_spec is None:
+        return None, None
+    return names[0], names[-1]
+
+
+def diff_flags(text: str | None, option: str) -> dict[str, Any]:
+    """An XLA_FLAGS-style string given to ``option``, parsed; names and value types are
+    checked against this XLA (FlagError)."""
+    from ..xla import flags as xla_flags
+
+    flags = xla_flags.from_text(text or "", param(option), strict=True)
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+        xla_flags.check_value_types(flags)
+    return flags
+
+
+def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
+         flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
+         input_options: Any = None, as_json: bool = False, cache: bool = True,
+         say: Callable[[str], None] = log_note) -> str:
+    """``mlirhlo diff``: the comparison of two compiles (core.diff) as text, or as JSON.
+
+    Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``, side B
+    ``input_b`` (default ``input_a``) for the last spec with ``flags_b``; both flags strings
+    go over ``XLA_FLAGS``. Inputs are any a command takes (``input_options``: format, JAX
+    function arguments). Every argument is checked before anything compiles; the default
+    spec's note is said once. Sides come from the stage cache where they are.
+    """
+    import json
+
+    from .. import targets
+    from ..core import diff as core_diff
+    from ..core.compiled import Compiled
+    from ..core.program import InputOptions, programs
+
+    if platform is None:
+        raise DriverError(f"diff compares XLA compiles: give {param('platform', 'cpu|cuda')}")
+    platform = targets.platform_name(platform)
+    spec_a, spec_b = diff_spec_names(platform, gpu_spec)
+    fa, fb = diff_flags(flags_a, "flags_a"), diff_flags(flags_b, "flags_b")
+    if stage is not None:
+        stage = core_diff.check_stage(stage, platform)
+    sides_in = [(input_a, spec_a, fa), (input_b or input_a, spec_b, fb)]
+    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f) for _, s, f in sides_in]
+    loaded: dict[str, Any] = {}
+    for path, _, _ in sides_in:
+        if path not in loaded:  # a bad input fails before either compile
+            found = programs([path], input_options or InputOptions())
+            if len(found) != 1:
+                raise DriverError(f"diff compares one module; '{path}' holds {len(found)}",
+                                  hint="give one file per side: mlirhlo diff FILE FILE_B")
+            loaded[path] = found[0]
+    notes = list(dict.fromkeys(n for t in tgts for n in t.notes))
+    for t in tgts:
+        t.notes = []
+    for n in notes:
+        say(n.removeprefix("note: "))
+    compiles = [Compiled(loaded[path], t, t.options(), cache=cache) for (path, _, _), t in zip(sides_in, tgts)]
+    side_a = core_diff.side(compiles[0], stage)
+    # The same compile twice (the cache off): once is enough.
+    side_b = side_a if sides_in[0] == sides_in[1] else core_diff.side(compiles[1], stage)
+    for n in dict.fromkeys(n for c in compiles for n in c.notes):
+        say(n)
+    result = core_diff.compare(side_a, side_b)
+    return json.dumps(result, indent=2) + "\n" if as_json else core_diff.text(result)

@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import targets
-from ..errors import EXIT_FAILURE, EXIT_USAGE, CompileError, DriverError, ExecutionError, FlagError, did_you_mean
+from ..errors import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    CompileError,
+    DriverError,
+    ExecutionError,
+    FlagError,
+    did_you_mean,
+    log_note,
+)
 from ..timing import ms_since
 from ..xla.cli_flags import platform as xla_platform
 
@@ -41,21 +51,15 @@ def _input_format(name: str, flag: str) -> str | None:
     return fmt
 
 
-def _emit(output: str, data: str | bytes) -> None:
-    from .. import outputs
-
-    if output in ("", "-"):
-        outputs.write_stdout(data)
-    else:
-        outputs.write_atomic(output, data)
-
-
 # ===================================================================== hlo-opt
 
-def hlo_opt(p: Any) -> int:
-    """XLA's hlo-opt with its parsed flags ``p`` (XLA's names); the exit status."""
+def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
+    """XLA's hlo-opt with its parsed flags ``p`` (XLA's names); the exit status. ``say``
+    gets the notes for the user."""
+    from .. import outputs, targets
     from .. import registry as stage_registry
-    from .. import targets
+    from ..core.compiled import Compiled
+    from ..core.program import InputOptions, programs
     from ..stages.base import StageOptions, single_output
     from ..xla import passes as xla_passes
     from ..xla import stages as xla_stages
@@ -75,68 +79,65 @@ def hlo_opt(p: Any) -> int:
         sys.stdout.write("\n".join(names) + "\n")
         return 0
     if p["list_passes"]:
-        target.print_note()
+        target.say_notes(say)
         sys.stdout.write(xla_passes.listing(candidates))
         return 0
     if not p.positionals:
         raise DriverError("no input file given", hint="hlo-opt [FLAGS] FILE; see --help")
     if flags.get("xla_dump_to") and (p["emit_proto"] or (platform is None and not p["passes"])):
         raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
-    if p["o"] not in ("", "-"):
-        from .. import outputs
-
-        outputs.check_output_path(p["o"])
-    from ..inputs import loader
-
-    modules = loader.load_inputs(p.positionals, input_format=_input_format(p["format"], "format"),
-                                 split_input_file=p["split_input_file"])
-    target.print_note()
+    sink = outputs.Sink(p["o"])
+    sink.check()
+    modules = programs(p.positionals, InputOptions(_input_format(p["format"], "format"), p["split_input_file"]))
+    target.say_notes(say)
     results: list[str | bytes] = []
     arts: list[Any] = []  # XLA compiles, for --xla_dump_to
+    notes: list[str] = []
     if p["emit_proto"]:
         results = [hlo_proto_text(m) for m in modules]
     elif p["passes"]:
         for m in modules:
-            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts))
+            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes))
     else:
         stage = p["stage"]
         if platform is None:
             if stage != "hlo":
                 stage_registry.get(stage, None)  # XLA stages need --platform: says so, with a hint
-                results = [stage_registry.request(m.module, m.name, StageOptions())
-                           .produce(stage) for m in modules]
+                results = [Compiled(m, None, StageOptions()).stage(stage) for m in modules]  # type: ignore[misc]
             else:
-                from ..api import convert
-
-                results = [convert(m, "hlo") for m in modules]
+                results = [m.convert("hlo") for m in modules]
         else:
             _, options = target.stage_options()[0]
             stage_registry.get(stage, platform)  # validate before any compile
-            requests = [stage_registry.request(m.module, m.name, options, stages=(stage,)) for m in modules]
+            compiles = [Compiled(m, target, options) for m in modules]
+            for c in compiles:
+                c.expect([stage])
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
-            results = [single_output(stage_registry.get(stage, platform), r.produce(stage))
-                       for r in requests]
-            arts = [xla_stages.artifacts(r) for r in requests] if flags.get("xla_dump_to") else []
+            results = [single_output(stage_registry.get(stage, platform), c.stage(stage)) for c in compiles]
+            notes += [n for c in compiles for n in c.notes]
+            arts = [xla_stages.artifacts(c.request) for c in compiles] if flags.get("xla_dump_to") else []
+    for n in dict.fromkeys(notes):
+        say(n)
     if flags.get("xla_dump_to"):
         if not arts:
             raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
         for i, art in enumerate(arts, 1):
             write_xla_dump(str(flags["xla_dump_to"]), art, i)
     if len(results) == 1 and isinstance(results[0], bytes):
-        _emit(p["o"], results[0])
+        sink.emit(results[0])
     else:
         if any(isinstance(r, bytes) for r in results):
             raise DriverError("several modules at a binary stage: give one module")
-        _emit(p["o"], "".join(r if r.endswith("\n") else r + "\n" for r in results))  # type: ignore[union-attr]
+        sink.emit("".join(r if r.endswith("\n") else r + "\n" for r in results))  # type: ignore[union-attr]
+    sink.finish()
     return 0
 
 
 def hlo_proto_text(m: Any) -> str:
     """The module as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto."""
-    from ..api import convert
     from ..ir import hlo_proto as codec
 
-    proto = convert(m, "hlo-proto")
+    proto = m.convert("hlo-proto")
     wrapper = codec.message_class("HloProto")()
     wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
     return codec.to_text(wrapper)
@@ -641,8 +642,8 @@ def ptx_opt(p: Any) -> int:
         raise DriverError("give one LLVM IR file ('-' for stdin)", hint="ptx-opt --arch=9.0 FILE")
     source = p.positionals[0]
     text = ptx_backend.read_llvm_ir(source)
-    if p["o"] not in ("", "-"):
-        outputs.check_output_path(p["o"])
+    sink = outputs.Sink(p["o"])
+    sink.check()
     collect = bool(dump_to and dump_llvmir)
     # As XLA's ptx-opt: no ptxas check, LLVM's -O3 first.
     compiled = ptx_backend.compile_llvm_ir(text, source, ptx_backend.PtxOptions(
@@ -651,6 +652,7 @@ def ptx_opt(p: Any) -> int:
         stem = Path(source).stem if source != "-" else "stdin"
         for i, (name, pass_name, ir) in enumerate(compiled.dumps):
             safe = re.sub(r"[^\w.-]+", "_", f"{name}.{pass_name}" if name else pass_name)[:80]
-            outputs.write_atomic(Path(str(dump_to)) / f"{stem}.{i:04d}.{safe}.ll", ir)
-    _emit(p["o"], compiled.text)
+            sink.file(Path(str(dump_to)) / f"{stem}.{i:04d}.{safe}.ll", ir)
+    sink.emit(compiled.text)
+    sink.finish()
     return 0

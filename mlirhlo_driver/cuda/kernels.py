@@ -199,39 +199,97 @@ def parse_launches(thunk_sequence: str) -> dict[str, list[Launch]]:
 
 @dataclass(frozen=True)
 class KernelRow:
-    module: str            # the kernel module (PTX file) it is in
+    """One kernel launch (a kernel XLA never launches directly: one row without a launch).
+
+    Flat, for notebooks and scripts: what ``ptxas -v`` says of the kernel (``registers``,
+    ``spill_stores``/``spill_loads`` and ``stack_frame`` in bytes, ``static_shared_memory``
+    from its cubin), how XLA launches it (``launch``: grid, block, dynamic shared memory;
+    also ``grid``, ``block``, ``dynamic_shared_memory``), the occupancy that gives on the
+    spec's GPU (``occupancy`` as a fraction, ``blocks_per_sm``, ``warps_per_sm``,
+    ``max_warps_per_sm``, ``limiter``), and the HLO it runs (``hlo_instruction``, that
+    fusion root's ``op_name`` and ``source`` ``file:line``, the ops ``fused`` into it).
+    """
+
     kernel: str
-    resources: Any         # cuda_binaries.KernelResources
-    launch: Launch | None
-    occupancy: Occupancy | None
-    # Where it came from: the HLO instruction it runs (ir.fusions.Launched), whose root's
-    # metadata gives op_name and "file:line", and the instructions fused into it. None:
-    # a kernel no instruction of the optimized module is named after.
-    hlo: Any = None
+    module: str                        # the kernel module (PTX file) it is in
+    registers: int
+    spill_stores: int                  # bytes
+    spill_loads: int                   # bytes
+    static_shared_memory: int          # bytes: the cubin's .nv.shared.<kernel> section
+    stack_frame: int                   # bytes per thread
+    launch: Launch | None = None
+    blocks_per_sm: int | None = None
+    warps_per_sm: int | None = None
+    max_warps_per_sm: int | None = None
+    limiter: str | None = None         # "warps", "registers", "shared memory", "blocks", or why none fits
+    hlo_instruction: str | None = None  # None: no instruction of the optimized module is named after it
+    op_name: str | None = None
+    source: str | None = None
+    fused: tuple[Any, ...] = ()         # ir.fusions.FusedOp
 
     @property
-    def op_name(self) -> str | None:
-        return self.hlo.op_name if self.hlo is not None else None
+    def occupancy(self) -> float | None:
+        """Resident warps per SM over the most the SM holds; None without a launch."""
+        if self.warps_per_sm is None or not self.max_warps_per_sm:
+            return None
+        return self.warps_per_sm / self.max_warps_per_sm
 
     @property
-    def source(self) -> str | None:
-        return self.hlo.source if self.hlo is not None else None
+    def grid(self) -> tuple[int, int, int] | None:
+        return self.launch.grid if self.launch else None
+
+    @property
+    def block(self) -> tuple[int, int, int] | None:
+        return self.launch.block if self.launch else None
+
+    @property
+    def dynamic_shared_memory(self) -> int | None:
+        return self.launch.shared_memory if self.launch else None
 
     def to_dict(self) -> dict[str, Any]:
-        r = self.resources
-        h = self.hlo
+        """The row as ``kernels --json`` and ``diff`` write it."""
+        occ = None
+        if self.warps_per_sm is not None:
+            occ = {"blocks_per_sm": self.blocks_per_sm, "warps_per_sm": self.warps_per_sm,
+                   "max_warps_per_sm": self.max_warps_per_sm, "occupancy": round(self.occupancy or 0.0, 4),
+                   "limiter": self.limiter}
         return {
             "kernel": self.kernel, "kernel_module": self.module,
-            "registers": r.registers, "spill_stores": r.spill_stores, "spill_loads": r.spill_loads,
-            "static_shared_memory": r.shared, "stack_frame": r.stack_frame,
-            "grid": list(self.launch.grid) if self.launch else None,
-            "block": list(self.launch.block) if self.launch else None,
-            "dynamic_shared_memory": self.launch.shared_memory if self.launch else None,
-            "occupancy": self.occupancy.to_dict() if self.occupancy else None,
-            "hlo_instruction": h.name if h is not None else None,
+            "registers": self.registers, "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
+            "static_shared_memory": self.static_shared_memory, "stack_frame": self.stack_frame,
+            "grid": list(self.grid) if self.launch else None,
+            "block": list(self.block) if self.launch else None,
+            "dynamic_shared_memory": self.dynamic_shared_memory,
+            "occupancy": occ,
+            "hlo_instruction": self.hlo_instruction,
             "op_name": self.op_name, "source": self.source,
-            "fused": [f.to_dict() for f in h.fused] if h is not None else [],
+            "fused": [f.to_dict() for f in self.fused],
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelRow:
+        """The row :meth:`to_dict` wrote."""
+        from ..ir.fusions import FusedOp
+
+        occ = d.get("occupancy") or {}
+        launch = None if d.get("grid") is None else Launch(tuple(d["grid"]), tuple(d["block"]),
+                                                           d.get("dynamic_shared_memory") or 0)
+        return cls(d["kernel"], d["kernel_module"], d["registers"], d["spill_stores"], d["spill_loads"],
+                   d["static_shared_memory"], d["stack_frame"], launch, occ.get("blocks_per_sm"),
+                   occ.get("warps_per_sm"), occ.get("max_warps_per_sm"), occ.get("limiter"),
+                   d.get("hlo_instruction"), d.get("op_name"), d.get("source"),
+                   tuple(FusedOp(f["name"], f["opcode"], f.get("op_name"), f.get("source")) for f in d.get("fused", ())))
+
+    def to_record(self) -> dict[str, Any]:
+        """One flat dict (records.Rows.to_records): every figure, launch dims as text."""
+        return {"kernel": self.kernel, "module": self.module, "registers": self.registers,
+                "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
+                "static_shared_memory": self.static_shared_memory, "stack_frame": self.stack_frame,
+                "grid": _dims(self.grid) if self.launch else None, "block": _dims(self.block) if self.launch else None,
+                "dynamic_shared_memory": self.dynamic_shared_memory, "occupancy": self.occupancy,
+                "blocks_per_sm": self.blocks_per_sm, "warps_per_sm": self.warps_per_sm,
+                "limiter": self.limiter, "hlo_instruction": self.hlo_instruction, "op_name": self.op_name,
+                "source": self.source, "fused": len(self.fused)}
 
 
 def rows(modules: list[tuple[str, list[str]]], resources: dict[str, Any], thunk_sequence: str,
@@ -248,15 +306,21 @@ def rows(modules: list[tuple[str, list[str]]], resources: dict[str, Any], thunk_
             res = resources.get(name)
             if res is None:
                 continue
+            hlo = launched.get(name)
             for launch in launches.get(name) or [None]:
                 occ = None if launch is None else occupancy(
                     limits, launch.threads, res.registers, res.shared, launch.shared_memory)
-                out.append(KernelRow(module_name, name, res, launch, occ, launched.get(name)))
+                out.append(KernelRow(
+                    name, module_name, res.registers, res.spill_stores, res.spill_loads, res.shared,
+                    res.stack_frame, launch, occ.blocks_per_sm if occ else None,
+                    occ.warps_per_sm if occ else None, occ.max_warps if occ else None,
+                    occ.limiter if occ else None, hlo.name if hlo else None,
+                    hlo.op_name if hlo else None, hlo.source if hlo else None, hlo.fused if hlo else ()))
     out.sort(key=lambda r: r.kernel)
     return out
 
 
-def _dims(d: tuple[int, int, int]) -> str:
+def _dims(d: Any) -> str:
     return "x".join(str(v) for v in (d if d[1:] != (1, 1) else d[:1]))
 
 
@@ -264,13 +328,13 @@ def _launch_text(launch: Launch | None) -> str:
     return f"{_dims(launch.grid)} × {_dims(launch.block)}" if launch else "-"
 
 
-def _occ_text(occ: Occupancy | None) -> str:
-    if occ is None:
+def _occ_text(r: KernelRow) -> str:
+    if r.occupancy is None:
         return "-"
-    return f"{occ.warps_per_sm}/{occ.max_warps} ({occ.ratio:.0%})"
+    return f"{r.warps_per_sm}/{r.max_warps_per_sm} ({r.occupancy:.0%})"
 
 
-def _spill_text(r: Any) -> str:
+def _spill_text(r: KernelRow) -> str:
     return f"{r.spill_stores}/{r.spill_loads}"
 
 
@@ -304,11 +368,11 @@ def table_text(module_name: str, spec: Any, kernel_rows: list[KernelRow]) -> str
                       ("limiter", "left"), ("op_name @ source", "left"), ("fused", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in kernel_rows:
-        occ = r.occupancy
-        t.add_row(r.kernel, str(r.resources.registers), _spill_text(r.resources), str(r.resources.shared),
-                  str(r.launch.shared_memory) if r.launch else "-", str(r.resources.stack_frame),
-                  _launch_text(r.launch), str(occ.blocks_per_sm) if occ else "-", _occ_text(occ),
-                  occ.limiter if occ else "-", source_text(r), str(len(r.hlo.fused)) if r.hlo is not None else "-")
+        t.add_row(r.kernel, str(r.registers), _spill_text(r), str(r.static_shared_memory),
+                  str(r.launch.shared_memory) if r.launch else "-", str(r.stack_frame),
+                  _launch_text(r.launch), str(r.blocks_per_sm) if r.launch else "-", _occ_text(r),
+                  r.limiter if r.launch else "-", source_text(r),
+                  str(len(r.fused)) if r.hlo_instruction is not None else "-")
     return _render(t)
 
 
@@ -360,9 +424,8 @@ def side_by_side(per_spec: list[tuple[Any, list[tuple[str, list[KernelRow]]]]]) 
                 row += ["-"] * 5
                 js["specs"][spec.name] = None
                 continue
-            smem = r.resources.shared + (r.launch.shared_memory if r.launch else 0)
-            row += [str(r.resources.registers), _spill_text(r.resources), str(smem),
-                    _launch_text(r.launch), _occ_text(r.occupancy)]
+            smem = r.static_shared_memory + (r.launch.shared_memory if r.launch else 0)
+            row += [str(r.registers), _spill_text(r), str(smem), _launch_text(r.launch), _occ_text(r)]
             js["specs"][spec.name] = r.to_dict()
         t.add_row(*row)
         js_rows.append(js)

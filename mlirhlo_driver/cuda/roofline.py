@@ -163,6 +163,12 @@ class CostRow:
                 "arithmetic_intensity": self.intensity, "peak": self.peak.to_dict(), "peak_note": self.peak_note,
                 "ridge_flops_per_byte": self.ridge, "bound": self.bound, "lower_bound_seconds": self.seconds}
 
+    def to_record(self) -> dict[str, Any]:
+        """One flat dict (records.Rows.to_records): the peak as its name and FLOP/s."""
+        d = self.to_dict()
+        peak = d.pop("peak")
+        return {**d, "peak": f"{peak['unit']} {peak['dtype']}", "peak_flops_per_s": peak["flops_per_s"]}
+
 
 def cost_rows(proto: bytes, spec: Any) -> tuple[list[CostRow], dict[str, float] | str]:
     """The rows of an optimized module (HloModuleProto bytes) on ``spec``, in program

@@ -824,7 +824,6 @@ def target_config_for_installed_xla(text: str) -> str:
 def _fitted_for_xla(text: str, built: tuple[tuple[str, str], ...]) -> str:
     from google.protobuf import text_format
 
-    from .._native import jaxlib as _jaxlib
     from ..ir import protos
 
     cls = protos.message_class("stream_executor.GpuTargetConfigProto")
@@ -861,11 +860,23 @@ def _fitted_for_xla(text: str, built: tuple[tuple[str, str], ...]) -> str:
             setattr(info, name, value)
             changed = True
     changed |= _follow_plugin_toolkit(msg, dict(built))
+    return text_format.MessageToString(msg) if changed else text
+
+
+def installed_xla_notes(text: str) -> list[str]:
+    """What the user should know about compiling this spec with the installed XLA: a
+    field it cannot read that changes the code it makes."""
+    from .._native import jaxlib as _jaxlib
+    from ..ir import protos
+
+    info_fields = protos.message_class("stream_executor.GpuDeviceInfoProto").DESCRIPTOR.fields_by_name
+    m = re.search(r"cuda_compute_capability\s*\{[^}]*major:\s*(\d+)", text)
+    cc = int(m.group(1)) if m else 0
     if ("compile_time_toolkit_version" not in info_fields and cc >= 10
             and re.search(r"compile_time_toolkit_version:", text)):
-        _jaxlib.note_once(f"jaxlib {_jaxlib.jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
-                   f"CC {cc}.x kernels use 128-bit, not 256-bit, loads/stores (jaxlib 0.10.0+ has it)")
-    return text_format.MessageToString(msg) if changed else text
+        return [f"jaxlib {_jaxlib.jaxlib_version()}'s XLA has no compile_time_toolkit_version, so "
+                f"CC {cc}.x kernels use 128-bit, not 256-bit, loads/stores (jaxlib 0.10.0+ has it)"]
+    return []
 
 
 # cudaDeviceProp's maxBlocksPerMultiProcessor per compute capability (CUDA C++ Programming

@@ -59,7 +59,8 @@ def names_mhlo_op(text: str) -> bool:
     return False
 
 
-_JAX_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+# A JAX function: package.module:function, or FILE.py:function (a path to a Python file).
+_JAX_ENTRY = re.compile(r"^(?:[A-Za-z_][\w.]*|[^:]+\.py):[A-Za-z_][\w.]*$")
 _LOADABLE_SUFFIXES = (".mlir", ".mlirbc", ".hlo", ".txt", ".pb", ".pbtxt", ".vhlo", ".bc", ".stablehlo")
 # Suffixes XLA's dumps add after the module name; stripped for output file names.
 _DUMP_SUFFIXES = (".before_optimizations", ".after_optimizations", ".hlo", ".stablehlo", ".vhlo", ".mhlo")
@@ -135,6 +136,27 @@ def load(source: str, *, input_format: str | None = None, split_input_file: bool
     so an error in one chunk is not reported for another). ``data`` is the
     file's content when the caller has read it already (``-``: stdin, once).
     """
+    if is_jax_input(source, input_format):
+        return [_load_jax_function(source, arg_specs)]
+    return [parse_unit(u) for u in read_units(source, input_format=input_format,
+                                              split_input_file=split_input_file, chunk=chunk, data=data)]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One module's bytes as read, before any parse: what a Program is made from (and
+    identified by, core/program.py)."""
+
+    source: str          # the path as given ('-': stdin)
+    name: str            # its stem, with the chunk number of a split file
+    format: str          # detected or forced (INPUT_FORMATS, not 'jax')
+    data: bytes = field(repr=False)  # the module's bytes (a split file's chunk)
+    offset: int = 0      # the chunk's first line in the file
+
+
+def is_jax_input(source: str, input_format: str | None) -> bool:
+    """Whether ``source`` is a JAX function (``package.module:function``); InputError for
+    an unknown format or ``jax`` forced on something else."""
     if input_format is not None and input_format not in INPUT_FORMATS:
         raise InputError(f"unknown input format '{input_format}'",
                          hint=did_you_mean(input_format, INPUT_FORMATS)
@@ -144,9 +166,14 @@ def load(source: str, *, input_format: str | None = None, split_input_file: bool
         raise InputError(f"--input-format jax takes a JAX function as package.module:function; "
                          f"this is {what}", file=source,
                          hint="drop --input-format to load the file" if what == "a file" else None)
-    if input_format == "jax" or (input_format is None and not Path(source).exists()
-                                 and _JAX_ENTRY.match(source)):
-        return [_load_jax_function(source, arg_specs)]
+    return input_format == "jax" or (input_format is None and not Path(source).exists()
+                                     and bool(_JAX_ENTRY.match(source)))
+
+
+def read_units(source: str, *, input_format: str | None = None, split_input_file: bool = False,
+               chunk: int | None = None, data: bytes | None = None) -> list[Unit]:
+    """The modules of one file, read and their format detected, none parsed: no jaxlib.
+    InputError for a file that cannot be read or is no module format."""
     if data is None:
         data = _read(source)
     elif not data.strip():
@@ -165,10 +192,14 @@ def load(source: str, *, input_format: str | None = None, split_input_file: bool
         text = _decode_text(data, source)
         chunks = split_chunks(text)
         wanted = range(len(chunks)) if chunk is None else [chunk]
-        return [_load_one(chunks[i][0].encode(), fmt, source, f"{stem}.{i}" if len(chunks) > 1 else stem,
-                          chunks[i][1])
+        return [Unit(source, f"{stem}.{i}" if len(chunks) > 1 else stem, fmt, chunks[i][0].encode(), chunks[i][1])
                 for i in wanted]
-    return [_load_one(data, fmt, source, stem, 0)]
+    return [Unit(source, stem, fmt, data, 0)]
+
+
+def parse_unit(unit: Unit) -> LoadedModule:
+    """The module of a unit, parsed into the driver's MLIR context (StableHLO)."""
+    return _load_one(unit.data, unit.format, unit.source, unit.name, unit.offset)
 
 
 def module_units(specs: list[str], *, split_input_file: bool) -> list[tuple[str, str, int, bool, bytes | None]]:
@@ -489,9 +520,49 @@ def parse_mlir(payload: str | bytes, source: str = "<input>", offset: int = 0) -
     ctx = _jaxlib.ir_context()
     try:
         with ctx:
-            return ir.Module.parse(payload)
+            if isinstance(payload, str) and _is_whole_file(source, payload, offset):
+                # MLIR names a string's locations "-"; parsed from its file, every op carries
+                # the file's name, so kernel sources and HLO metadata name it too.
+                return ir.Module.parseFile(source)
+            module = ir.Module.parse(payload)
     except Exception as e:
         raise _mlir_parse_error(e, source, offset, "malformed MLIR") from None
+    if isinstance(payload, str) and _names_a_file(source):
+        module = _located(module, source, offset)
+    return module
+
+
+def _names_a_file(source: str) -> bool:
+    return source not in ("-", "<input>") and not source.startswith("<") and os.path.isfile(source)
+
+
+def _is_whole_file(source: str, text: str, offset: int) -> bool:
+    """Whether ``text`` is exactly ``source``'s content (not a chunk, not rewritten)."""
+    if offset or not _names_a_file(source):
+        return False
+    try:
+        return Path(source).read_bytes() == text.encode()
+    except OSError:
+        return False
+
+
+_STDIN_LOC = re.compile(r'loc\("-":(\d+):(\d+)\)')
+
+
+def _located(module: Any, source: str, offset: int) -> Any:
+    """``module`` (parsed from a chunk of ``source``, or its text rewritten line for line)
+    with its ``loc("-":L:C)`` locations naming ``source`` at the file's line."""
+    import json
+
+    from jaxlib.mlir import ir
+
+    text = module.operation.get_asm(enable_debug_info=True)
+    if '"-":' not in text:
+        return module
+    name = json.dumps(source)  # MLIR's string escapes are JSON's for a path
+    text = _STDIN_LOC.sub(lambda m: f"loc({name}:{int(m.group(1)) + offset}:{m.group(2)})", text)
+    with module.context:
+        return ir.Module.parse(text)
 
 
 # Brackets, types and regions nested deeper than this are refused before
@@ -744,7 +815,11 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
 
     jax = _jaxlib.jax()
     try:
-        mod = importlib.import_module(module_name)
+        mod = _import_python_file(module_name) if module_name.endswith(".py") else \
+            importlib.import_module(module_name)
+    except InputError as e:
+        e.file = entry
+        raise
     except Exception as e:
         raise InputError(f"cannot import module '{module_name}': {type(e).__name__}: {e}",
                          file=entry) from None
@@ -757,16 +832,36 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
         fn = getattr(fn, part)
     if not callable(fn):
         raise InputError(f"'{attr}' is not callable", file=entry)
-    if any(dt.endswith("64") and dt != "complex64" for dt, _ in args):
-        _jaxlib.enable_x64()
     structs = [jax.ShapeDtypeStruct(shape, dtypes.np_dtype(dt)) for dt, shape in args]
     return lower_jax_function(fn, structs, name=attr.split(".")[-1], source=entry)
+
+
+def _import_python_file(path: str) -> Any:
+    """A Python file by path (``model.py`` of ``model.py:f``), imported as a module named
+    after its stem; its own directory is on sys.path while it imports (its sibling imports)."""
+    import importlib.util
+
+    file = Path(path)
+    if not file.is_file():
+        raise InputError("no such Python file")
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    where = str(file.resolve().parent)
+    sys.path.insert(0, where)
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        if where in sys.path:
+            sys.path.remove(where)
+    return mod
 
 
 def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
                        source: str | None = None) -> LoadedModule:
     """``jax.jit(fn).lower(*example_args)`` as a module (arrays or ShapeDtypeStructs).
-    A 64-bit argument turns on jax's x64 mode first, or jax would lower it as 32-bit."""
+    A 64-bit argument lowers in jax's x64 mode (for this lowering only), or jax would
+    lower it as 32-bit."""
     from .._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
@@ -774,10 +869,10 @@ def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
     if not name.isidentifier():
         name = "jax_function"  # a lambda's "<lambda>": stages are written as <name>.<stage>.<ext>
     source = source or name
-    if any(str(getattr(a, "dtype", "")) in ("int64", "uint64", "float64", "complex128") for a in example_args):
-        _jaxlib.enable_x64()
+    wide = any(str(getattr(a, "dtype", "")) in ("int64", "uint64", "float64", "complex128") for a in example_args)
     try:
-        lowered = jax.jit(fn).lower(*example_args)
+        with _jaxlib.x64(wide):  # for this lowering only: the caller's jax keeps its own setting
+            lowered = jax.jit(fn).lower(*example_args)
     except Exception as e:
         raise InputError(f"jax could not lower '{source}': {type(e).__name__}: {e}", file=source) from None
     text = lowered.as_text(debug_info=True)

@@ -377,6 +377,11 @@ class Instrumentation:
         return bool(self.print_ir_after_all or self.print_ir_after_change or self.print_ir_before
                     or self.print_ir_after or self.print_ir_after_failure)
 
+    def observes(self) -> bool:
+        """Whether it shows something of the run itself (IR, times): a result from the
+        stage cache would show nothing."""
+        return self.prints_ir() or self.timing
+
 
 @dataclass
 class IRDump:

@@ -53,6 +53,15 @@ class Stage:
     # A multi-file text stage whose parts, for -o or stdout, join into one text, each
     # after a "<join> ----- <part> -----" line (triton-passes: one log per fusion).
     join: str | None = None
+    # What the stage reads of XLA's compile besides what every compile gives: dumps
+    # (xla.backend.ALL_DUMPS' names) and codegen emitters whose output XLA writes only on
+    # request (Triton's). The first compile of a request asks for what all its stages
+    # declare here, so one compile serves them (xla/stages.py dumps_for).
+    dumps: tuple[str, ...] = ()
+    emitters: tuple[str, ...] = ()
+    # Not a user's output but a product other parts read (diff's summary, kernel rows as
+    # data): produced and cached as a stage, never listed or in 'all'.
+    hidden: bool = False
 
     def filename(self, module_name: str, part: str | None = None) -> str:
         return f"{module_name}.{part}.{self.ext}" if part else f"{module_name}.{self.ext}"
@@ -131,8 +140,8 @@ class Registry:
 
     def available(self, platform: str | None) -> list[Stage]:
         """Stages in pipeline order; without a platform, only MLIR-level ones."""
-        return [s for s in self.stages.values()
-                if s.level == MLIR or (platform is not None and platform in s.platforms)]
+        return [s for s in self.stages.values() if not s.hidden
+                and (s.level == MLIR or (platform is not None and platform in s.platforms))]
 
     def get(self, name: str, platform: str | None) -> Stage:
         """The stage ``name`` for ``platform``; StageError naming the choices if there is none."""
@@ -172,6 +181,11 @@ class StageRequest:
     source: str | None = None  # the file, for errors in check ops (xla.backend.module_for_xla)
     line_offset: int = 0       # the chunk's first line in it (--split-input-file)
     defer: bool = False        # produce() may return a Deferred: the caller finishes it
+    # XLA's pass timing and IR printing around passes (xla.instrument.XlaInstrumentation):
+    # the request's first compile is then instrumented, and what it showed is kept in
+    # ``instrumented`` (xla.instrument.Instrumented) for the caller.
+    instrumentation: Any = None
+    instrumented: Any = None
     # Notes about the module the stages found (a check file's kept constants, checked
     # values XLA folded), for the caller to print with the module's other output.
     notes: list[str] = field(default_factory=list)
@@ -191,7 +205,9 @@ class StageRequest:
     def produce(self, name: str) -> str | bytes | dict[str, bytes] | Deferred:
         """A stage's output; a dict {part: bytes} for multi-file stages (Stage.multi).
         With ``defer``, a :class:`Deferred` for stages that finish in groups."""
-        out = self.registry.get(name, self.options.platform).produce(self)
+        stage = self.registry.stages.get(name)
+        out = (stage if stage is not None and stage.hidden else
+               self.registry.get(name, self.options.platform)).produce(self)
         if isinstance(out, Deferred) and not self.defer:
             out = out.finish()
         return out

@@ -24,15 +24,16 @@ from ..errors import CompileError, StageError, param
 # 64-block transformer step (16.7k HLO lines) the HTML and dot graphs were 80 of the dump's
 # 101 MB, and XLA renders and deflates them inside the compile. XLA dumps text whenever it
 # dumps in no other format, and writes the thunk sequence and buffer assignment with it.
-HLO_TEXT, HLO_HTML, HLO_DOT = "hlo-text", "hlo-html", "hlo-dot"
+HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO = "hlo-text", "hlo-html", "hlo-dot", "hlo-proto"
 # The codegen dumps, apart: printing a large module's LLVM IR twice (before and after
 # LLVM's optimizations) is work inside the compile that the PTX stages do not read.
 LLVM_IR, PTX = "llvm-ir", "ptx"  # the emitters _jaxlib.codegen_dump_flags names
 # Not a dump: the executable's optimized module, as text and proto. Copying it out of the
 # executable took 9.9 s after a 66k-line module's compile; only some stages read it.
 EXECUTABLE_HLO = "executable-hlo"
-ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, LLVM_IR, PTX, EXECUTABLE_HLO)
-_FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot"}
+ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
+_FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
+                 HLO_PROTO: "xla_dump_hlo_as_proto"}
 # XLA's kernel cache file (a CompilationCacheProto), written into the dump directory.
 KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
 KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
@@ -73,6 +74,7 @@ class XlaArtifacts:
     pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
     emitters: tuple[str, ...] = ()  # codegen emitters dumped besides LLVM IR and PTX (Triton's)
     dumps: tuple[str, ...] = ALL_DUMPS  # what the compile was asked to dump (ALL_DUMPS' names)
+    notes: list[str] = field(default_factory=list)  # what the user should know of this compile
 
     def matching(self, pattern: str) -> list[tuple[str, bytes]]:
         rx = re.compile(pattern)
@@ -223,7 +225,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters),
-                       dumps=tuple(dumps))
+                       dumps=tuple(dumps), notes=_spec_notes(options))
     if executable is not None:
         if EXECUTABLE_HLO in dumps:
             optimized = executable.hlo_modules()[0]
@@ -238,6 +240,20 @@ def compile_module(module: Any, module_name: str, options: Any, *,
         except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
             art.cost = None
     return art
+
+
+_said: set[str] = set()  # notes about this jaxlib, said once per process
+
+
+def _spec_notes(options: Any) -> list[str]:
+    """What the installed XLA does differently with this compile's GPU spec, the first time."""
+    if options.platform != "cuda" or options.gpu_spec is None:
+        return []
+    from ..cuda.specs import installed_xla_notes
+
+    fresh = [n for n in installed_xla_notes(options.gpu_spec.text) if n not in _said]
+    _said.update(fresh)
+    return fresh
 
 
 # What marks the helper process of the compiles that write XLA's Triton log.

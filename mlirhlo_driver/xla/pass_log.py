@@ -147,6 +147,10 @@ class PassRow:
         return {"pass": self.name, "pipeline": self.pipeline, "calls": self.calls,
                 "total_us": self.us, "changed": self.changed}
 
+    def to_record(self) -> dict[str, Any]:
+        """One flat dict (records.Rows.to_records)."""
+        return self.as_dict()
+
 
 def rows(calls: list[PassCall]) -> list[PassRow]:
     """Passes (nested pipelines left out: their time is their passes'), by total time, longest first."""

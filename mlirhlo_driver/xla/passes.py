@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import DriverError, note
+from ..errors import DriverError
 
 # Passes XLA adds to its pipeline only when a flag asks for them.
 GATED_PASSES = {
@@ -35,28 +35,29 @@ def label(options: Any) -> str:
     return options.platform if options.platform != "cuda" else f"cuda ({options.gpu_spec.name})"
 
 
-def _with_gates(options: Any, names: list[str]) -> Any:
-    """Options that make XLA add the gated passes among ``names`` (said once, on stderr)."""
+def _with_gates(options: Any, names: list[str], notes: list[str]) -> Any:
+    """Options that make XLA add the gated passes among ``names`` (a note in ``notes`` says so)."""
     flags = dict(options.xla_flags)
     for n in names:
         gate = GATED_PASSES.get(n)
         if gate and not flags.get(gate[0]):
-            note(f"XLA adds {n} to its pipeline only with --{gate[0]} > 0: using {gate[1]}")
+            notes.append(f"XLA adds {n} to its pipeline only with --{gate[0]} > 0: using {gate[1]}")
             flags[gate[0]] = gate[1]
     return replace(options, xla_flags=tuple(sorted(flags.items())))
 
 
 def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[Any],
-                     arts: list[Any] | None = None) -> str:
+                     arts: list[Any] | None = None, notes: list[str] | None = None) -> str:
     """HLO after XLA's passes ``names``, run alone in the first of ``candidates``
     (StageOptions, one per pipeline to try) whose pipeline runs them all; the
-    compile that ran them is appended to ``arts``."""
+    compile that ran them is appended to ``arts``, what the user should know to ``notes``."""
+    notes = [] if notes is None else notes
     from . import backend as xla_backend
     from . import pass_log
 
     tried: list[tuple[str, list[str], set[str]]] = []
     for options in candidates:
-        options = _with_gates(options, names) if options.platform == "cuda" else options
+        options = _with_gates(options, names, notes) if options.platform == "cuda" else options
         # XLA's pass log says which passes ran, in which pipelines, changed or not.
         known = pipelines_of(xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL,
                                                         keep_going=True, dumps=_TEXT).pass_calls or [])
@@ -129,17 +130,19 @@ def split_pass_names(spec: str) -> tuple[list[str], list[str]]:
     return xla, mlir
 
 
-def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None) -> str:
+def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None,
+                  notes: list[str] | None = None) -> str:
     """hlo-opt's ``--passes``: XLA's HLO passes on the module (see :func:`hlo_after_passes`),
     printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
-    instead, printed as StableHLO."""
+    instead, printed as StableHLO. What the user should know goes to ``notes``."""
+    notes = [] if notes is None else notes
     xla_names, mlir_names = split_pass_names(spec)
     if xla_names and mlir_names:
         raise DriverError("--passes mixes XLA and MLIR passes: run them in two steps",
                           hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
     if xla_names:
         try:
-            return hlo_after_passes(m.module, m.name, xla_names, candidates, arts)
+            return hlo_after_passes(m.module, m.name, xla_names, candidates, arts, notes)
         except DriverError:
             # Names XLA's pipelines do not run but MLIR has resolve to MLIR
             # (unless forced with xla:); XLA's error stands otherwise.
@@ -149,7 +152,7 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
             if any(raw.strip().startswith("xla:") for raw in spec.split(",")) \
                     or not all(n in catalog for n in xla_names):
                 raise
-            note(f"{', '.join(xla_names)}: not in XLA's pipelines; run as MLIR passes")
+            notes.append(f"{', '.join(xla_names)}: not in XLA's pipelines; run as MLIR passes")
             mlir_names = xla_names
     from ..ir import emit
     from ..mlir import pipeline

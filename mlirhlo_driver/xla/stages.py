@@ -31,7 +31,7 @@ def _codegen_files(req: Any, pattern: str, stage: str) -> list[tuple[str, bytes]
     then writes none (_jaxlib.codegen_dumps_need_emitters), else the "no output" error."""
     from .._native import jaxlib as _jaxlib
 
-    art = artifacts(req, dumps=STAGE_DUMPS[stage])
+    art = artifacts(req, dumps=_declared(req, stage).dumps)
     found = art.matching(pattern)
     if not found and not (art.compile_error is None and _jaxlib.codegen_dumps_need_emitters()):
         art.one(pattern, stage)  # raises the "no output" error
@@ -310,7 +310,7 @@ def _autotune_results(req: Any) -> str:
 def artifacts(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str, ...] = ()) -> Any:
     """XLA's compile of the request's module (xla.backend.XlaArtifacts), once per request.
 
-    It dumps what the request's ``stages`` need (:data:`STAGE_DUMPS`, :data:`STAGE_EMITTERS`),
+    It dumps what the request's ``stages`` declare (``Stage.dumps``, ``Stage.emitters``),
     and everything where the request names none. A stage that needs ``emitters`` or ``dumps``
     the first compile did not ask for gets a compile of its own, once.
     """
@@ -321,22 +321,39 @@ def artifacts(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[st
     return art
 
 
+def _declared(req: StageRequest, stage: str) -> Stage:
+    """The record of ``stage``: what it reads of the compile is declared there."""
+    return req.registry.stages[stage]
+
+
 def _stage_artifacts(req: StageRequest, stage: str) -> Any:
-    """:func:`artifacts` with what ``stage`` reads dumped."""
-    return artifacts(req, STAGE_EMITTERS.get(stage, ()), STAGE_DUMPS[stage])
+    """:func:`artifacts` with what ``stage`` declares it reads dumped."""
+    declared = _declared(req, stage)
+    return artifacts(req, declared.emitters, declared.dumps)
 
 
 def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str, ...] = ()) -> Any:
     from . import backend
 
-    wanted = sorted(set(emitters) | {e for s in req.stages for e in STAGE_EMITTERS.get(s, ())})
+    registry = req.registry.stages
+    wanted = sorted(set(emitters) | {e for s in req.stages if s in registry for e in registry[s].emitters})
     module, plan = backend.prepared_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
     # A check file's notes read the optimized module (which outputs came from parameters).
     extra = (*dumps, _EXE) if plan is not None else dumps
-    art = backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
-                                 dumps=dumps_for(req, extra))
-    if plan is not None and not emitters and not dumps:  # once per request: a second compile says nothing new
-        _check_file_notes(req, plan, art)
+    first = not emitters and not dumps  # once per request: a second compile says nothing new
+    if first and req.instrumentation is not None:
+        from . import instrument
+
+        req.instrumented = instrument.compile(module, req.module_name, req.options, req.instrumentation,
+                                              dumps_for(req, extra))
+        art = req.instrumented.art
+    else:
+        art = backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
+                                     dumps=dumps_for(req, extra))
+    if first:
+        req.notes.extend(art.notes)
+        if plan is not None:
+            _check_file_notes(req, plan, art)
     return art
 
 
@@ -358,29 +375,23 @@ def _check_file_notes(req: StageRequest, plan: Any, art: Any) -> None:
 
 
 def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """What the request's first compile dumps: what its XLA ``stages`` read, and ``extra``;
+    """What the request's first compile dumps: what its XLA ``stages`` declare, and ``extra``;
     everything (xla.backend.ALL_DUMPS) where it names no XLA stage (the API's Compiled, whose
     stages are read later: one compile serves them all)."""
     from . import backend
 
-    xla_stages = [s for s in req.stages if getattr(req.registry.stages.get(s), "level", None) == XLA]
+    declared = [req.registry.stages[s] for s in req.stages if s in req.registry.stages]
+    xla_stages = [s for s in declared if s.level == XLA]
     if not xla_stages:
         return backend.ALL_DUMPS
-    # A stage missing from STAGE_DUMPS would get everything (a test keeps the table complete).
-    return tuple(sorted(set(extra).union(*(STAGE_DUMPS.get(s, backend.ALL_DUMPS) for s in xla_stages))))
+    return tuple(sorted(set(extra).union(*(s.dumps for s in xla_stages))))
 
 
-# What each XLA stage reads from XLA's dump (xla.backend.ALL_DUMPS' names). The thunk
-# sequence, buffer assignment and autotune results come with any dump; the executable's
-# scheduled HLO, memory stats and cost analysis with none.
+# What the stages read from XLA's dump (xla.backend.ALL_DUMPS' names). The thunk sequence,
+# buffer assignment and autotune results come with any dump; the executable's scheduled
+# HLO, memory stats and cost analysis with none.
 _TEXT, _HTML, _DOT, _LLVM, _PTX, _EXE = "hlo-text", "hlo-html", "hlo-dot", "llvm-ir", "ptx", "executable-hlo"  # backend's
-STAGE_DUMPS: dict[str, tuple[str, ...]] = {
-    "hlo": (_TEXT,), "hlo-backend": (_EXE,), "html": (_HTML,), "dot": (_DOT,), "buffer-assignment": (_TEXT,),
-    "memory-usage": (), "cost": (_EXE,), "llvm-before-optimizations": (_LLVM,), "llvm": (_LLVM,),
-    "llvm-after-optimizations": (_LLVM,), "ptx": (_PTX,), "triton": (), "ttir": (), "ttgir": (),
-    "triton-passes": (), "cubin": (_PTX,), "sass": (_PTX,), "kernels": (_PTX, _EXE),
-    "thunk-sequence": (), "autotune-results": (), "roofline": (_EXE,),
-}
+_PROTO = "hlo-proto"  # backend's HLO_PROTO: the HloProto XLA dumps after optimization (diff's summary)
 
 # ------------------------------------------------------------------ Triton
 
@@ -388,8 +399,8 @@ STAGE_DUMPS: dict[str, tuple[str, ...]] = {
 _TTIR_EMITTER = "triton-fusion"
 _TRITON_LOG_EMITTER = "triton-to-llvm"  # xla.backend.TRITON_LOG_EMITTER: its compiles run apart
 # The log's stages read the TTIR files too (for the fusions' names).
-STAGE_EMITTERS = {"triton": (_TTIR_EMITTER,), "ttir": (_TTIR_EMITTER,), "ttgir": (_TTIR_EMITTER, _TRITON_LOG_EMITTER),
-                  "triton-passes": (_TTIR_EMITTER, _TRITON_LOG_EMITTER)}
+_TTIR_EMITTERS = (_TTIR_EMITTER,)
+_TRITON_LOG_EMITTERS = (_TTIR_EMITTER, _TRITON_LOG_EMITTER)
 _TTIR_FILE = re.compile(r"^(.+?)\.ttir\.txt$")
 _TRITON_LOG_FILE = re.compile(r"^(.+)\.triton-to-llvm\.txt$")
 # The pass that lowers TritonGPU IR to LLVM: the IR dumped before it is the TTGIR.
@@ -421,7 +432,7 @@ def _natural(name: str) -> list[Any]:
 def _triton_logs(req: Any) -> list[tuple[str, str]]:
     """(fusion, the "IR Dump Before" log of XLA's Triton pipeline for it), by fusion name.
     The log's file names the fusion with ``_`` for ``.``; named as in the HLO where known."""
-    art = artifacts(req, STAGE_EMITTERS["ttgir"])
+    art = artifacts(req, _TRITON_LOG_EMITTERS)
     known = {re.sub(r"\W", "_", f): f for f, _, _ in _ttir_fusions(art)}
     prefix = re.sub(r"\W", "_", art.hlo_module_name) + "."
     out = []
@@ -436,7 +447,7 @@ def _triton_logs(req: Any) -> list[tuple[str, str]]:
 
 
 def _triton(req: Any) -> str:
-    fusions = _ttir_fusions(artifacts(req, (_TTIR_EMITTER,)))
+    fusions = _ttir_fusions(artifacts(req, _TTIR_EMITTERS))
     if not fusions:
         return _no_triton(req)
     from ..stages.base import join_sections
@@ -470,46 +481,73 @@ def _triton_passes(req: Any) -> str | dict[str, bytes]:
     return {name: log.encode() for name, log in logs}
 
 
+def _summary(req: Any) -> str:
+    """The compile as plain data for ``diff`` (xla.summary.summarize), as JSON."""
+    import json
+
+    from . import summary
+
+    return json.dumps(summary.summarize(artifacts(req, dumps=(_PROTO,))))
+
+
+def _kernel_rows_json(req: Any) -> str:
+    """The kernel rows (cuda.kernels.KernelRow.to_dict each), as JSON: Compiled.kernels()."""
+    import json
+
+    return json.dumps([r.to_dict() for r in kernel_rows(req)])
+
+
 def add_stages(stages: Registry) -> None:
-    """Add XLA's stages to ``stages``, in pipeline order (after the MLIR-level ones)."""
-    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo))
+    """Add XLA's stages to ``stages``, in pipeline order (after the MLIR-level ones). Each
+    declares what it reads of the compile (``dumps``, ``emitters``)."""
+    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo, dumps=(_TEXT,)))
     stages.add(Stage("hlo-backend", "hlo-backend.hlo", XLA, False,
-                     "the executable's final scheduled HLO module", _hlo_backend))
+                     "the executable's final scheduled HLO module", _hlo_backend, dumps=(_EXE,)))
     stages.add(Stage("html", "html", XLA, False,
-                     "self-contained HTML view of the optimized HLO graph (works offline)", _html))
-    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot))
-    stages.add(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment", _buffer_assignment))
+                     "self-contained HTML view of the optimized HLO graph (works offline)", _html, dumps=(_HTML,)))
+    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot, dumps=(_DOT,)))
+    stages.add(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment",
+                     _buffer_assignment, dumps=(_TEXT,)))
     stages.add(Stage("memory-usage", "memory-usage.json", XLA, False,
                      "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage))
     stages.add(Stage("cost", "cost.json", XLA, False,
                      "XLA's cost analysis: flops, bytes accessed, transcendentals (CUDA: per fusion, "
-                     "with the roofline bound on the spec)", _cost))
+                     "with the roofline bound on the spec)", _cost, dumps=(_EXE,)))
     stages.add(Stage("roofline", "roofline.txt", XLA, False,
                      "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
-                     "time on the spec's GPU", _roofline, CUDA_ONLY))
+                     "time on the spec's GPU", _roofline, CUDA_ONLY, dumps=(_EXE,)))
     stages.add(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
-                     "LLVM IR as emitted, before LLVM's optimizations", _llvm_before))
-    stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after))
+                     "LLVM IR as emitted, before LLVM's optimizations", _llvm_before, dumps=(_LLVM,)))
+    stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after,
+                     dumps=(_LLVM,)))
     stages.add(Stage("llvm-after-optimizations", "ir-with-opt.ll", XLA, False, "same as 'llvm'", _llvm_after,
-                     alias_of="llvm"))
-    stages.add(Stage("ptx", "ptx", XLA, False, "PTX for the spec's compute capability", _ptx, CUDA_ONLY))
+                     alias_of="llvm", dumps=(_LLVM,)))
+    stages.add(Stage("ptx", "ptx", XLA, False, "PTX for the spec's compute capability", _ptx, CUDA_ONLY,
+                     dumps=(_PTX,)))
     stages.add(Stage("triton", "ttir", XLA, False,
-                     "each Triton fusion's TTIR as XLA emitted it, after the fusion's HLO", _triton, CUDA_ONLY))
+                     "each Triton fusion's TTIR as XLA emitted it, after the fusion's HLO", _triton, CUDA_ONLY,
+                     emitters=_TTIR_EMITTERS))
     stages.add(Stage("ttir", "ttir", XLA, False, "same as 'triton' (Triton's own name)", _triton, CUDA_ONLY,
-                     alias_of="triton"))
+                     alias_of="triton", emitters=_TTIR_EMITTERS))
     stages.add(Stage("ttgir", "ttgir", XLA, False,
-                     "each Triton fusion's TritonGPU IR, just before its lowering to LLVM", _ttgir, CUDA_ONLY))
+                     "each Triton fusion's TritonGPU IR, just before its lowering to LLVM", _ttgir, CUDA_ONLY,
+                     emitters=_TRITON_LOG_EMITTERS))
     stages.add(Stage("triton-passes", "triton-passes.txt", XLA, False,
                      "the IR before each pass of XLA's Triton pipeline: one log per fusion",
-                     _triton_passes, CUDA_ONLY, multi=True, join="//"))
+                     _triton_passes, CUDA_ONLY, multi=True, join="//", emitters=_TRITON_LOG_EMITTERS))
     stages.add(Stage("cubin", "cubin", XLA, True,
                      "the kernels assembled for the spec's sm by XLA's ptxas: one file per kernel module",
-                     _cubin, CUDA_ONLY, multi=True))
-    stages.add(Stage("sass", "sass", XLA, False, "SASS: nvdisasm of the cubins", _sass, CUDA_ONLY))
+                     _cubin, CUDA_ONLY, multi=True, dumps=(_PTX,)))
+    stages.add(Stage("sass", "sass", XLA, False, "SASS: nvdisasm of the cubins", _sass, CUDA_ONLY, dumps=(_PTX,)))
     stages.add(Stage("kernels", "kernels.txt", XLA, False,
                      "per kernel: registers, spills, shared/local memory, launch dims, occupancy",
-                     pending_kernels, CUDA_ONLY))
+                     pending_kernels, CUDA_ONLY, dumps=(_PTX, _EXE)))
     stages.add(Stage("thunk-sequence", "thunk_sequence.txt", XLA, False, "the executable's thunk sequence",
                      _thunk_sequence, CUDA_ONLY))
     stages.add(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,
                      "autotuning results (AutotuneResults textproto)", _autotune_results, CUDA_ONLY))
+    # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
+    stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
+                     _summary, dumps=(_PROTO,), hidden=True))
+    stages.add(Stage("kernel-rows", "kernel-rows.json", XLA, False, "the kernel rows, as data (Compiled.kernels)",
+                     _kernel_rows_json, CUDA_ONLY, dumps=(_PTX, _EXE), hidden=True))

@@ -3,7 +3,7 @@
 Read from XLA's own structured output, not from its text dumps:
 - the fusions and library calls of the optimized module, and the buffer
   assignment's allocations, from the ``HloProto`` XLA dumps after optimization
-  (``*after_optimizations.hlo.pb``, written with :data:`PROTO_DUMP_FLAG`: its
+  (``*after_optimizations.hlo.pb``, the ``summary`` stage's declared dump: its
   ``hlo_module`` and ``buffer_assignment``);
 - the executable's memory stats (``get_compiled_memory_stats``: peak, temporaries,
   arguments, outputs), which jaxlib gives device-less too.
@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Set true on the compiles that are summarized; it adds dump files and changes no output.
-PROTO_DUMP_FLAG = "xla_dump_hlo_as_proto"
 _AFTER_OPT_PROTO = r"(?:^|_)(?:cpu|gpu)_after_optimizations\.hlo\.pb$"
 
 # The executable's memory stats shown, in this order (device memory; jaxlib's names).
@@ -29,8 +27,9 @@ BUFFER_FIELDS = ("allocations", "total_bytes", "parameter_bytes", "output_bytes"
                  "constant_bytes", "thread_local_bytes")
 
 
-def summarize(req: Any) -> dict[str, Any]:
-    """``{"fusions": [...], "buffers": {...}, "memory": {...}}`` of the request's compile.
+def summarize(art: Any) -> dict[str, Any]:
+    """``{"fusions": [...], "buffers": {...}, "memory": {...}}`` of a compile
+    (xla.backend.XlaArtifacts, with the optimized HloProto dumped).
 
     ``fusions``: each fusion and custom call outside fused computations, in module
     order: ``{"name", "opcode", "kind"}``, where ``kind`` is the fusion kind (with
@@ -38,13 +37,10 @@ def summarize(req: Any) -> dict[str, Any]:
     or the custom call's target. ``buffers``: :data:`BUFFER_FIELDS`; each allocation
     counts once, as a parameter, else a constant, else thread-local, else an output
     (live out), else a temporary. ``memory``: :data:`MEMORY_FIELDS` from the executable.
-    The request's options must set :data:`PROTO_DUMP_FLAG` true.
     """
     from ..errors import StageError
     from ..ir import hlo_proto
-    from .stages import artifacts
 
-    art = artifacts(req)
     found = art.matching(_AFTER_OPT_PROTO)
     if not found:
         raise StageError(f"XLA wrote no optimized HloProto on {art.platform}"

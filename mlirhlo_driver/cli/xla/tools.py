@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ...commands import xla_tools
 from ...errors import DriverError, FlagError
 from ...xla.cli_flags import Flag, parse, usage
+from ..common import say
 
 
 def _version(prog: str) -> str:
@@ -29,20 +30,17 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
            argv: list[str] | None, *, preprocess: Callable[[list[str]], list[str]] | None = None) -> None:
     """A tool's whole life: parse ``argv`` with its flag table, print --help or --version,
     or hand the flags to ``run``; typed errors become one line and their exit code."""
-    from ...errors import spelled_as_flags
-
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        with spelled_as_flags():
-            p = parse(preprocess(args) if preprocess else args, flags)
-            if p.help:
-                sys.stdout.write(usage(prog, synopsis, description, flags))
-                code = 0
-            elif p.version:
-                sys.stdout.write(_version(prog))
-                code = 0
-            else:
-                code = run(p, args)
+        p = parse(preprocess(args) if preprocess else args, flags)
+        if p.help:
+            sys.stdout.write(usage(prog, synopsis, description, flags))
+            code = 0
+        elif p.version:
+            sys.stdout.write(_version(prog))
+            code = 0
+        else:
+            code = run(p, args)
     except DriverError as e:
         sys.stderr.write(e.format() + "\n")
         sys.stderr.flush()
@@ -82,7 +80,7 @@ may be named by file name) or defaults to h100_sxm.
 def hlo_opt_main(argv: list[str] | None = None) -> None:
     """Console script ``hlo-opt``."""
     _entry("hlo-opt", HLO_OPT_FLAGS, "[FLAGS] FILE...", _HLO_OPT_DESCRIPTION,
-           lambda p, _: xla_tools.hlo_opt(p), argv)
+           lambda p, _: xla_tools.hlo_opt(p, say), argv)
 
 
 RUN_HLO_MODULE_FLAGS = [

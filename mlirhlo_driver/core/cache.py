@@ -1,46 +1,48 @@
-"""A content-addressed cache of ``mlirhlo opt`` results.
+"""The stage cache: what any door computed for a (program, target, stage), kept by content.
 
-The same ``opt`` command over the same bytes gives the same output (XLA's stages
-are byte-stable), so a repeat is served from disk without importing jaxlib.
-This module is import-light on purpose: the lookup runs before any heavy import.
+Every door (``opt``, ``kernels``, ``diff``, the XLA-named tools, the Python API) asks the
+compile core (core/compiled.py) for stages, and the core asks here first. So a stage the
+command line computed is served to a notebook, and the other way round.
 
 What is promised:
-- The key covers everything the output depends on: the input files' bytes and
-  the names they were given as, every ``opt`` option, the XLA flags (command
-  line, ``XLA_FLAGS``, the ``--debug-options-file`` content, files flags name),
-  the pipeline files, GPU spec files, pass plugins (file contents, installed
-  entry points), and the versions of Python, the driver (its source files'
-  sizes and mtimes too, so an edited checkout never serves stale output),
-  jax, jaxlib and the CUDA plugin (their native libraries' sizes and mtimes).
-- A hit writes exactly what the miss wrote: the same stdout bytes, the same
-  files and the same stderr text, in the same order.
-- Entries are written to a temp file and renamed into place, and carry a
-  SHA-256 of their body: concurrent writers of one key are safe, and a corrupt
-  or truncated entry is never served (it is deleted and rebuilt).
+- The key is content, never a command line: the program (its input bytes and how they
+  were read, or its module's bytecode; the pass pipeline, its files and plugins), the
+  target (platform, the GPU spec's text, the XLA flags with the content of the files they
+  name, the CUDA tools in use), the stage and its options, and the environment: Python,
+  the driver (its files' sizes and mtimes, so an edited checkout never serves stale
+  output), jax, jaxlib and the CUDA plugin (their native libraries' sizes and mtimes) and
+  pip's CUDA tools. Computing it imports no jax or jaxlib: a hit is served before either
+  is loaded.
+- An entry holds a stage's output exactly as the miss produced it (text, bytes, or
+  {part: bytes}) and the notes the compile gave, so a hit says the same.
+- Entries are written to a temp file and renamed into place, and carry a SHA-256 of
+  their body: concurrent writers of one key are safe, and a corrupt or truncated entry is
+  never served (it is deleted and rebuilt). A cache that cannot be written is skipped.
 - The directory is ``MLIRHLO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mlirhlo-driver/stages``,
-  else ``~/.cache/mlirhlo-driver/stages``. Its size is capped by
-  ``MLIRHLO_CACHE_MAX_BYTES`` (default 512 MiB): the least recently used
-  entries go first (a hit refreshes the entry's mtime).
-- Only deterministic outputs are cached: not with ``--timing``, IR printing,
-  ``--ir-dump-dir``, listings, stdin or JAX-function inputs, and never a failure.
+  else ``~/.cache/mlirhlo-driver/stages``. Its size is capped by ``MLIRHLO_CACHE_MAX_BYTES``
+  (default 512 MiB): the least recently used entries go first (a hit refreshes the
+  entry's mtime).
+- Failures are never cached, nor what depends on the run rather than the content
+  (timing tables, IR printed around passes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
-MAGIC = b"mlirhlo-cache 2\n"
+FORMAT = 2
+MAGIC = b"mlirhlo-cache 3\n"
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _SUFFIX = ".entry"
-# Environment variables an output can depend on (logging level: what stderr shows).
-_ENV_KEYS = ("XLA_FLAGS", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL", "JAX_PLATFORMS",
-             "JAX_ENABLE_X64", "CUDA_VISIBLE_DEVICES")
+# Environment variables an output can depend on besides XLA_FLAGS, which the target's
+# flags already hold: what jax lowers (x64) and which devices XLA sees.
+_ENV_KEYS = ("JAX_PLATFORMS", "JAX_ENABLE_X64", "CUDA_VISIBLE_DEVICES")
 
 
 def cache_dir() -> Path:
@@ -70,7 +72,7 @@ class _Hasher:
     def __init__(self) -> None:
         import hashlib
 
-        self._h = hashlib.sha256(b"mlirhlo-driver opt cache %d\n" % FORMAT)
+        self._h = hashlib.sha256(b"mlirhlo-driver stage cache %d\n" % FORMAT)
 
     def add(self, label: str, data: bytes | str | None) -> None:
         raw = b"\x00none" if data is None else (data.encode() if isinstance(data, str) else data)
@@ -94,109 +96,6 @@ class _Hasher:
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
-
-
-_UNCACHEABLE_FLAGS = ("timing", "print_ir_after_all", "print_ir_after_change", "print_ir_before",
-                      "print_ir_after", "print_ir_after_failure", "ir_dump_dir", "list_stages",
-                      "list_passes", "args")
-
-
-def opt_key(params: dict[str, Any], extra: list[str]) -> str | None:
-    """The key of an ``opt`` command, or None when its output must not be cached.
-
-    ``params``: the parsed options of ``opt`` (name -> value); ``extra``: the
-    words typer left over (``--xla_*`` flags).
-    """
-    if any(params.get(name) for name in _UNCACHEABLE_FLAGS):
-        return None
-    if params.get("input_format") == "jax":
-        return None
-    words = list(params.get("inputs") or [])
-    if "-" in words:
-        return None  # stdin is read once, not hashed
-    inputs = [w for w in words if not w.startswith("-")]
-    if not inputs:
-        return None  # no input is a usage error
-    h = _Hasher()
-    _add_environment(h)
-    for word in inputs:
-        files = _input_files(word)
-        if files is None:
-            return None  # a JAX function, or a path that does not exist (an error)
-        h.add("input", word)
-        for path in files:
-            h.add("input-file", path)
-            h.add_file("input-bytes", path)
-    for name in sorted(params):
-        if name != "inputs":
-            h.add("param:" + name, repr(params[name]))
-    h.add("extra", repr([w for w in words if w.startswith("-")] + list(extra)))
-    for word in extra:  # a flag naming a file (autotune results, a data dir): its content
-        _add_flag_value(h, word.partition("=")[2])
-    h.add("env", repr([(k, os.environ.get(k)) for k in _ENV_KEYS]))
-    for flag in (os.environ.get("XLA_FLAGS") or "").split():
-        _add_flag_value(h, flag.partition("=")[2])
-    for name in ("debug_options_file", "autotune_results", "pipeline_file"):
-        if params.get(name):
-            h.add_file(name, params[name])
-            if name == "debug_options_file":
-                for line in Path(params[name]).read_text(errors="replace").splitlines() \
-                        if os.path.isfile(params[name]) else []:
-                    _add_flag_value(h, line.partition(":")[2].strip().strip('"'))
-    from ..resources import data_dir
-
-    if params.get("pipeline_spec") or params.get("passes") or params.get("pipeline_file"):
-        for path in sorted(data_dir("pipelines").glob("*.pipeline")):
-            h.add_file("pipeline:" + path.name, path)
-        _add_entry_points(h)
-    for plugin in params.get("load_pass_plugin") or []:
-        h.add_file("plugin", plugin)
-    if params.get("platform") or params.get("gpu_spec") or extra:
-        for path in sorted(data_dir("gpu_specs").glob("*.txtpb")):
-            h.add_file("spec:" + path.name, path)
-        for spec in (params.get("gpu_spec") or "").split(","):
-            if spec.strip() and os.path.isfile(spec.strip()):
-                h.add_file("spec-file", spec.strip())
-    if str(params.get("platform") or "").lower() == "cuda" or params.get("gpu_spec"):
-        from ..cuda.binaries import tool_paths
-
-        # The ptxas XLA runs and the nvdisasm 'sass' runs: which ones, and which builds.
-        for path in tool_paths():
-            h.add_stat("cuda-tool", path)
-    return h.hexdigest()
-
-
-def _input_files(word: str) -> list[str] | None:
-    """The files an input word reads, in a stable order; None if it names none."""
-    if os.path.isfile(word):
-        return [word]
-    if os.path.isdir(word):
-        found = []
-        for root, dirs, files in os.walk(word):
-            dirs.sort()
-            found.extend(os.path.join(root, f) for f in sorted(files))
-        return found
-    if any(c in word for c in "*?["):
-        import glob
-
-        matches = sorted(glob.glob(word))
-        if matches:
-            out: list[str] = []
-            for m in matches:
-                out.extend(_input_files(m) or [])
-            return out
-    return None
-
-
-def _add_flag_value(h: _Hasher, value: str) -> None:
-    """A flag value that names a file or a CUDA data directory: what lies there."""
-    if not value or len(value) > 4096:
-        return
-    if os.path.isfile(value):
-        h.add_file("flag-file:" + value, value)
-    elif os.path.isdir(value):
-        for rel in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas", "bin/nvdisasm"):
-            h.add_stat("flag-dir", os.path.join(value, rel))
 
 
 def _add_environment(h: _Hasher) -> None:
@@ -242,6 +141,119 @@ def _add_entry_points(h: _Hasher) -> None:
     from ..mlir.python_passes import entry_point_specs
 
     h.add("entry-points", repr([tuple(e) for e in entry_point_specs()]))
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> str:
+    """The environment's fingerprint (hex): Python, the driver's files, jax, jaxlib, the
+    CUDA plugin, pip's CUDA tools and the environment variables outputs depend on. Taken
+    once per process (``environment.cache_clear()`` takes it again: a process that
+    outlives an edit or an install, ``mlirhlo watch``)."""
+    h = _Hasher()
+    _add_environment(h)
+    h.add("env", repr([(k, os.environ.get(k)) for k in _ENV_KEYS]))
+    return h.hexdigest()
+
+
+def digest(*parts: tuple[str, bytes | str | None]) -> str:
+    """A SHA-256 (hex) over labelled parts (no two lists of parts collide by concatenation)."""
+    h = _Hasher()
+    for label, data in parts:
+        h.add(label, data)
+    return h.hexdigest()
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """A file's content as a digest part; an unreadable file is its path and errno."""
+    h = _Hasher()
+    h.add_file("file", path)
+    return h.hexdigest()
+
+
+def entry_points_digest() -> str:
+    """The installed pass plugins' entry points (``mlirhlo_driver.passes``), for a pipeline's identity."""
+    h = _Hasher()
+    _add_entry_points(h)
+    return h.hexdigest()
+
+
+def cuda_tools_digest(data_dir: str | None = None) -> str:
+    """Which ptxas and nvdisasm the CUDA stages may run here, and which builds (by stat)."""
+    from ..cuda.binaries import tool_paths
+
+    h = _Hasher()
+    for path in tool_paths(data_dir):
+        h.add_stat("cuda-tool", path)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------ stage outputs
+
+# An output's records: "str" (text) or "bytes" (one record); a {part: bytes} output is a
+# "parts" record then one "part" record per part, named by its path field; "note" records
+# carry what the compile said.
+Output = Any  # str | bytes | dict[str, bytes]
+
+
+def put_output(key: str, data: Output, notes: list[str] | tuple[str, ...] = (), printed: str = "") -> None:
+    """Keep a stage's output under ``key``, with the notes its compile gave and what its
+    program's pipeline printed besides IR (a pass that prints), so a hit says the same."""
+    records: list[tuple[str, str | None, bytes]] = []
+    if isinstance(data, str):
+        records.append(("str", None, data.encode("utf-8", "surrogateescape")))
+    elif isinstance(data, bytes):
+        records.append(("bytes", None, data))
+    elif isinstance(data, dict):
+        records.append(("parts", None, b""))
+        records += [("part", name, part if isinstance(part, bytes) else part.encode()) for name, part in data.items()]
+    else:
+        raise TypeError(f"a stage output is str, bytes or dict, not {type(data).__name__}")
+    records += [("note", None, n.encode("utf-8", "surrogateescape")) for n in notes]
+    if printed:
+        records.append(("printed", None, printed.encode("utf-8", "surrogateescape")))
+    store(key, records)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where an output will be kept, and what is kept beside it (put_output's arguments);
+    picklable, so a worker's output can be kept by the process that finishes it."""
+
+    key: str
+    notes: tuple[str, ...] = ()
+    printed: str = ""
+
+
+def put_entry(entry: Entry | None, data: Output) -> None:
+    """:func:`put_output` for an :class:`Entry` (None: not cached)."""
+    if entry is not None:
+        put_output(entry.key, data, entry.notes, entry.printed)
+
+
+def get_output(key: str) -> tuple[Output, list[str], str] | None:
+    """``(output, notes, printed)`` kept under ``key`` (see :func:`put_output`), or None."""
+    records = lookup(key)
+    if not records:
+        return None
+    data: Output = None
+    notes = []
+    printed = ""
+    for kind, path, raw in records:
+        if kind == "str":
+            data = raw.decode("utf-8", "surrogateescape")
+        elif kind == "bytes":
+            data = raw
+        elif kind == "parts":
+            data = {}
+        elif kind == "part" and isinstance(data, dict) and path is not None:
+            data[path] = raw
+        elif kind == "note":
+            notes.append(raw.decode("utf-8", "surrogateescape"))
+        elif kind == "printed":
+            printed = raw.decode("utf-8", "surrogateescape")
+        else:
+            return None  # not an entry this version writes
+    return (data, notes, printed) if data is not None else None
 
 
 # ------------------------------------------------------------------ entries
@@ -436,64 +448,3 @@ def clear() -> int:
     return removed
 
 
-# ------------------------------------------------------- recording, replaying
-
-class _Tee:
-    """sys.stderr as the command sees it: written through, and recorded."""
-
-    def __init__(self, stream: Any, records: Any) -> None:  # anything with append((kind, path, data))
-        self._stream, self._records = stream, records
-
-    def write(self, text: str) -> int:
-        self._records.append(("stderr", None, text.encode("utf-8", "surrogateescape")))
-        return self._stream.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-@contextlib.contextmanager
-def recording(key: str | None) -> Iterator[_Spool | None]:
-    """Within the block, what ``opt`` writes is recorded; stored if the block succeeds.
-
-    Each output goes into the entry's file as it is written (a batch's modules
-    one by one), so memory does not grow with the number of modules; the entry
-    becomes visible, complete, only when the block succeeds. Yields the spool
-    (None when nothing is recorded).
-    """
-    if key is None:
-        yield None
-        return
-    from .. import outputs
-
-    spool = _Spool(key)
-    saved_stderr, saved_record = sys.stderr, outputs.recorder
-    sys.stderr = _Tee(saved_stderr, spool)  # type: ignore[assignment]
-    outputs.recorder = spool  # type: ignore[assignment]
-    ok = False
-    try:
-        yield spool
-        ok = True
-    finally:
-        sys.stderr = saved_stderr
-        outputs.recorder = saved_record
-        if ok:
-            spool.commit()
-        else:
-            spool.abort()
-
-
-def replay(records: list[tuple[str, str | None, bytes]]) -> None:
-    """Write the recorded outputs again, in their order, the way the miss wrote them."""
-    from .. import outputs
-
-    for kind, path, data in records:
-        if kind == "stderr":
-            sys.stderr.write(data.decode("utf-8", "surrogateescape"))
-        elif kind == "file":
-            outputs.write_atomic(path, data)
-        elif kind == "stdout-text":
-            outputs.write_stdout(data.decode("utf-8", "surrogateescape"))
-        elif kind == "stdout-bytes":
-            outputs.write_stdout(data)
-    sys.stderr.flush()

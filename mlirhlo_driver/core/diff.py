@@ -1,12 +1,12 @@
-"""``mlirhlo diff``: two device-less compiles of one module, side by side.
+"""Two compiles side by side: what ``mlirhlo diff``, ``Program.diff`` and ``Compiled.diff`` show.
 
-The two sides differ in what the user varies: the input (``INPUT INPUT_B``), the
-GPU spec (``--gpu-spec A,B``) or XLA's flags (``--flags-a``/``--flags-b``). Each
-side is one compile, summarized as plain data (:func:`side`): its fusions and
-custom calls, its kernels (CUDA: ``cuda.kernels.KernelRow``), the buffer
-assignment's totals and the executable's memory stats (``xla.summary``), and
-the text of one stage if asked. :func:`compare` turns two summaries into the
-result (:func:`text` renders it for people; ``--json`` prints it).
+The two sides differ in what the user varies: the input, the GPU spec or XLA's flags.
+Each side is one :class:`~mlirhlo_driver.core.compiled.Compiled`, summarized as plain
+data (:func:`side`): its fusions and custom calls, its kernels (CUDA:
+``cuda.kernels.KernelRow``), the buffer assignment's totals and the executable's memory
+stats (``xla.summary``), and the text of one stage if asked; each of those is a stage
+of the compile, so the stage cache holds them. :func:`compare` turns two summaries
+into the result (:func:`text` renders it for people; ``--json`` prints it).
 
 Promises:
 - Fusions are matched by their HLO name, kernels by their name and launch index
@@ -14,23 +14,14 @@ Promises:
 - ``--stage S`` diffs the two stage texts after :func:`canonical_names`, since
   XLA numbers instructions per compile.
 - Differences are the result: nothing here raises for them.
-- A side is kept in the stage cache (``batch/cache.py``), keyed as an ``opt`` run
-  is (input bytes, flags, spec files, tools, versions) plus what the side holds;
-  a side already there is read back without loading jaxlib.
+- A side already computed (by any door) is read from the stage cache without jaxlib.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from typing import Any
-
-from ..errors import DriverError, param
-
-# Bumped when a side's content changes, so cached sides of another shape are not read.
-SIDE_FORMAT = 1
-_SIDE_RECORD = "diff-side"
 
 # A kernel row's fields compared, flattened (occupancy's own fields by name).
 KERNEL_FIELDS = ("registers", "spill_stores", "spill_loads", "static_shared_memory",
@@ -96,141 +87,44 @@ def stage_diff(a: str, b: str, label_a: str, label_b: str) -> str:
 
 # ------------------------------------------------------------------ sides
 
-def parse_flags(text: str | None, option: str) -> dict[str, Any]:
-    """An XLA_FLAGS-style string given to ``option``, parsed; names and value types are
-    checked against this XLA (FlagError)."""
-    from ..xla import flags as xla_flags
-
-    flags = xla_flags.from_text(text or "", param(option), strict=True)
-    if flags:
-        xla_flags.check_names(flags, xla_flags.known_names())
-        xla_flags.check_value_types(flags)
-    return flags
-
-
-def _spec_names(platform: str, gpu_spec: str | None) -> tuple[str | None, str | None]:
-    if platform != "cuda":
-        if gpu_spec:
-            raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}")
-        return None, None
-    names = [s.strip() for s in (gpu_spec or "").split(",")]
-    if gpu_spec is not None and not all(names):
-        raise DriverError(f"{param('gpu_spec', gpu_spec)} names an empty spec", hint="A or A,B")
-    if len(names) > 2:
-        raise DriverError(f"{param('gpu_spec', gpu_spec)} names {len(names)} specs: diff compares two",
-                          hint="A,B; 'mlirhlo kernels --gpu-spec' puts more side by side")
-    if gpu_spec is None:
-        return None, None
-    return names[0], names[-1]
-
-
-def _cache_key(input_path: str, platform: str, spec: str | None, flags: dict[str, Any],
-               input_format: str | None, stage: str | None) -> str | None:
-    from . import cache
-
-    params = {"diff_side": SIDE_FORMAT, "inputs": [input_path], "platform": platform, "gpu_spec": spec,
-              "input_format": input_format, "stage": stage, "xla_flags": sorted(flags.items())}
-    return cache.opt_key(params, [f"--{k}={v}" for k, v in sorted(flags.items())])
-
-
-def _load_one(path: str, input_format: str | None) -> Any:
-    from ..inputs import loader
-
-    modules = loader.load_inputs([path], input_format=input_format)
-    if len(modules) != 1:
-        raise DriverError(f"diff compares one module; '{path}' holds {len(modules)}",
-                          hint="give one file per side: mlirhlo diff FILE FILE_B")
-    return modules[0]
-
-
-def side(loaded: Any, target: Any, stage: str | None = None) -> dict[str, Any]:
-    """One compile of ``loaded`` (inputs.loader.LoadedModule) for ``target`` (a one-spec
-    targets.Target), summarized: ``input`` (its source), ``module``, ``platform``, ``gpu_spec`` ({name, sm,
-    gpu} or None), ``xla_flags`` (the target's, by name), ``fusions``, ``buffers``,
-    ``memory`` (xla.summary.summarize), ``kernels`` (KernelRow.to_dict each; None on
-    CPU), ``stage`` (the stage's text, or None) and ``stage_name``."""
+def side(compiled: Any, stage: str | None = None) -> dict[str, Any]:
+    """One compile (core.compiled.Compiled, one target) summarized: ``input`` (its
+    source), ``module``, ``platform``, ``gpu_spec`` ({name, sm, gpu} or None),
+    ``xla_flags`` (the target's, by name), ``fusions``, ``buffers``, ``memory``
+    (xla.summary.summarize), ``kernels`` (KernelRow.to_dict each; None on CPU),
+    ``stage`` (the stage's text, or None) and ``stage_name``."""
     from .. import registry
     from ..stages.base import single_output
-    from ..xla import summary
 
-    options = target.options()
-    flags = dict(options.xla_flags)
-    options = type(options)(platform=options.platform, gpu_spec=options.gpu_spec,
-                            xla_flags=tuple(sorted({**flags, summary.PROTO_DUMP_FLAG: True}.items())))
-    req = registry.request(loaded.module, loaded.name, options, source=loaded.source,
-                           line_offset=loaded.line_offset)
-    # One compile, dumping only what is read: the summary (the proto dump, asked for above),
-    # the kernel rows, the stage.
-    req.expect(["memory-usage", *(["kernels"] if options.platform == "cuda" else []), *([stage] if stage else [])])
-    out: dict[str, Any] = {"input": loaded.source, "module": loaded.name, "platform": options.platform, "gpu_spec": None,
-                           "xla_flags": {k: v for k, v in sorted(flags.items())}}
+    options = compiled.options
+    program = compiled.program
+    # One compile, dumping only what is read: the summary, the kernel rows, the stage.
+    compiled.expect(["summary", *(["kernel-rows"] if options.platform == "cuda" else []), *([stage] if stage else [])])
+    out: dict[str, Any] = {"input": program.source, "module": program.name, "platform": options.platform,
+                           "gpu_spec": None, "xla_flags": {k: v for k, v in sorted(options.xla_flags)}}
     spec = options.gpu_spec
     if spec is not None:
         out["gpu_spec"] = {"name": spec.name, "sm": spec.sm, "gpu": spec.gpu}
-    out.update(summary.summarize(req))
-    out["kernels"] = None
-    if options.platform == "cuda":
-        from ..xla.stages import kernel_rows
-
-        out["kernels"] = [r.to_dict() for r in kernel_rows(req)]
+    out.update(compiled.summary())
+    kernels = compiled.kernels()
+    out["kernels"] = None if kernels is None else [r.to_dict() for r in kernels]
     out["stage"], out["stage_name"] = None, stage
     if stage is not None:
-        data = single_output(registry.get(stage, options.platform), req.produce(stage))
+        data = single_output(registry.get(stage, options.platform), compiled.stage(stage))
         out["stage"] = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     return out
 
 
-def report(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
-           flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
-           input_format: str | None = None, as_json: bool = False, use_cache: bool = True) -> str:
-    """``mlirhlo diff``: the comparison of two compiles as text, or as JSON (:func:`compare`'s).
+def check_stage(stage: str, platform: str | None) -> str:
+    """The stage a diff shows as text (an alias: its stage); DriverError for a binary one."""
+    from .. import registry
+    from ..errors import DriverError
 
-    Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``,
-    side B ``input_b`` (default ``input_a``) for the last spec with ``flags_b``; both
-    flags strings go over ``XLA_FLAGS``. Every argument is checked before anything
-    compiles; the default spec's note is said once.
-    """
-    from .. import registry, targets
-    from . import cache
-
-    if platform is None:
-        raise DriverError(f"diff compares XLA compiles: give {param('platform', 'cpu|cuda')}")
-    platform = targets.platform_name(platform)
-    spec_a, spec_b = _spec_names(platform, gpu_spec)
-    fa, fb = parse_flags(flags_a, "flags_a"), parse_flags(flags_b, "flags_b")
-    if stage is not None:
-        st = registry.get(stage, platform)
-        if st.binary or (st.multi and st.join is None):
-            raise DriverError(f"stage '{stage}' is binary: diff shows text stages",
-                              hint="hlo, buffer-assignment, thunk-sequence, llvm, ptx, sass, kernels, ...")
-        stage = st.alias_of or st.name
-    inputs = (input_a, input_b or input_a)
-    sides_in = [(inputs[0], spec_a, fa), (inputs[1], spec_b, fb)]
-    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f) for _, s, f in sides_in]
-    notes = dict.fromkeys(line for t in tgts for line in t.note.splitlines())
-    tgts[0].note, tgts[1].note = "\n".join(notes), ""
-    keys = [_cache_key(i, platform, s, f, input_format, stage) if use_cache else None for i, s, f in sides_in]
-    found: list[dict[str, Any] | None] = []
-    for key in keys:
-        records = cache.lookup(key) if key else None
-        data = next((d for kind, _, d in records or [] if kind == _SIDE_RECORD), None)
-        found.append(json.loads(data) if data is not None else None)
-    loaded: dict[str, Any] = {}
-    for i, _, _ in sides_in:
-        if i not in loaded and any(f is None for f in found):
-            loaded[i] = _load_one(i, input_format)  # a bad input fails before either compile
-    tgts[0].print_note()
-    sides: list[dict[str, Any]] = []
-    for (path, _, _), target, key, hit in zip(sides_in, tgts, keys, found):
-        if hit is None and sides and sides_in[0] == sides_in[1]:
-            hit = sides[0]  # the same compile twice: once is enough
-        if hit is None:
-            hit = side(loaded[path], target, stage)
-            if key:
-                cache.store(key, [(_SIDE_RECORD, None, json.dumps(hit).encode())])
-        sides.append(hit)
-    result = compare(sides[0], sides[1])
-    return json.dumps(result, indent=2) + "\n" if as_json else text(result)
+    st = registry.get(stage, platform)
+    if st.binary or (st.multi and st.join is None):
+        raise DriverError(f"stage '{stage}' is binary: diff shows text stages",
+                          hint="hlo, buffer-assignment, thunk-sequence, llvm, ptx, sass, kernels, ...")
+    return st.alias_of or st.name
 
 
 # ------------------------------------------------------------------ comparing

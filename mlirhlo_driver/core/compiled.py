@@ -1,0 +1,330 @@
+"""Compiled programs: XLA's stages of one program for one target, through the stage cache.
+
+:class:`Compiled` is the one way every door reads a stage: ``opt``, ``kernels``,
+``diff``, ``hlo-opt``, the Python API. A stage is looked up in the stage cache
+(core/cache.py) first, by the program's identity, the target's content and the stage;
+only a miss parses the program and compiles. One XLA compile serves every stage of a
+``Compiled`` (stages/base.StageRequest), asking XLA for what the stages it expects
+declare they read (``Stage.dumps``/``Stage.emitters``).
+
+Promises:
+* ``stage(name)`` gives what the stage's function gives (text, bytes, or {part:
+  bytes}), the same whether computed or cached; a miss is stored, a failure never.
+* ``notes`` holds what the compiles said for the user (a check file's folded values, a
+  field this jaxlib lacks), in order, each once, cached with the stages.
+* Nothing is computed before a stage is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .. import registry
+from ..stages.base import Deferred, StageOptions, StageRequest
+
+# DebugOptions whose effect is outside the stage's output (XLA writes files of its own):
+# such compiles are never served from the cache, or those files would not be written.
+_SIDE_EFFECT_FLAGS = ("xla_dump_to",)
+
+
+def options_identity(options: StageOptions) -> str | None:
+    """What a compile's output depends on in its options: the platform, the GPU spec's
+    name and text, the XLA flags (a flag naming a file or directory: by its content), the
+    CUDA tools in use, and the stage options. None when it cannot be cached."""
+    import os
+
+    from . import cache
+
+    flags = dict(options.xla_flags)
+    if any(flags.get(name) for name in _SIDE_EFFECT_FLAGS):
+        return None
+    parts: list[tuple[str, bytes | str | None]] = [("platform", options.platform)]
+    spec = options.gpu_spec
+    if spec is not None:
+        parts += [("spec-name", spec.name), ("spec-text", spec.text)]
+    for name, value in sorted(flags.items()):
+        parts.append(("flag:" + name, repr(value)))
+        if isinstance(value, str) and value and len(value) < 4096 and os.path.isfile(value):
+            parts.append(("flag-file:" + name, cache.file_digest(value)))
+    if options.platform == "cuda":
+        data_dir = str(flags.get("xla_gpu_cuda_data_dir") or "") or None
+        parts.append(("cuda-tools", cache.cuda_tools_digest(data_dir)))
+        if data_dir:
+            for rel in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas", "bin/nvdisasm"):
+                path = os.path.join(data_dir, rel)
+                parts.append(("data-dir:" + rel, cache.file_digest(path) if os.path.isfile(path) else None))
+    parts += [("target_version", options.target_version), ("debug_info", str(options.debug_info)),
+              ("fold_constants", str(options.fold_constants))]
+    return cache.digest(*parts)
+
+
+class Compiled:
+    """A program compiled by XLA for one target; every stage reads the same compile.
+
+    ``program`` (core.program.Program), ``target`` (targets.Target), ``options`` (its
+    stages.base.StageOptions: one GPU spec), ``notes`` (what the compile said). With
+    ``cache`` False the stage cache is neither read nor written. ``instrumentation``
+    (xla.instrument.XlaInstrumentation) instruments the compile (the cache is then off:
+    its tables show a real compile); what it showed is :attr:`instrumented`.
+    """
+
+    def __init__(self, program: Any, target: Any, options: StageOptions | None = None, *, cache: bool = True,
+                 instrumentation: Any = None, defer: bool = False) -> None:
+        self.program = program
+        self.target = target
+        self.options = options if options is not None else target.options()
+        self.cache = cache and instrumentation is None
+        self.instrumentation = instrumentation
+        self.defer = defer
+        self._notes: list[str] = []  # said by stages served from the cache
+        self._expected: tuple[str, ...] = ()
+        self._request: StageRequest | None = None
+        self._base: str | None | bool = False  # the key's common part, once (False: not yet)
+
+    def __repr__(self) -> str:
+        return f"Compiled({self.program!r}, platform={self.platform!r})"
+
+    @property
+    def platform(self) -> str | None:
+        """``cpu``, ``cuda``, or None (MLIR-level stages only)."""
+        return self.options.platform
+
+    @property
+    def request(self) -> StageRequest:
+        """The compile's stage request: made on first use, which parses the program."""
+        if self._request is None:
+            p = self.program
+            self._request = registry.request(p.module, p.name, self.options, stages=self._expected, source=p.source,
+                                             line_offset=p.line_offset, defer=self.defer,
+                                             instrumentation=self.instrumentation)
+        return self._request
+
+    @property
+    def notes(self) -> list[str]:
+        """What the compile said for the user (a check file's folded values, a field this
+        jaxlib lacks), in order, each once: from the cache or from the compile."""
+        said = self._notes + (self._request.notes if self._request is not None else [])
+        return list(dict.fromkeys(said))
+
+    @property
+    def instrumented(self) -> Any:
+        """What the instrumented compile showed (xla.instrument.Instrumented), or None."""
+        return self._request.instrumented if self._request is not None else None
+
+    def expect(self, names: list[str] | tuple[str, ...]) -> None:
+        """The stages that will be asked for: the first compile dumps what they declare."""
+        self._expected = tuple(dict.fromkeys((*self._expected, *names)))
+        if self._request is not None:
+            self._request.expect(names)
+
+    # ------------------------------------------------------------ the cache
+
+    def _key(self, stage: Any) -> str | None:
+        if not self.cache:
+            return None
+        if self._base is False:
+            self._base = None
+            if self.program.identity is not None:
+                from . import cache
+
+                target = options_identity(self.options) if self.platform is not None else \
+                    cache.digest(("target_version", self.options.target_version),
+                                 ("debug_info", str(self.options.debug_info)))
+                if target is not None:
+                    self._base = cache.digest(("environment", cache.environment()),
+                                              ("program", self.program.identity), ("target", target))
+        if self._base is None:
+            return None
+        from . import cache
+
+        name = stage.alias_of or stage.name
+        if stage.level == "mlir":  # the module alone: the same for every platform
+            return cache.digest(("program", self.program.identity), ("environment", cache.environment()),
+                                ("stage", name), ("target_version", self.options.target_version),
+                                ("debug_info", str(self.options.debug_info)))
+        return cache.digest(("base", self._base), ("stage", name))
+
+    def cached(self, name: str) -> Any:
+        """The stage's output from the cache (its notes joining :attr:`notes`), or None."""
+        stage = self._stage(name)
+        key = self._key(stage)
+        if key is None:
+            return None
+        from . import cache
+
+        found = cache.get_output(key)
+        if found is None:
+            return None
+        data, notes, printed = found
+        self._notes.extend(notes)
+        if printed and not self.program.pipeline_output:
+            self.program.pipeline_output = printed
+        return data
+
+    def entry(self, name: str) -> Any:
+        """Where a stage's output is kept in the stage cache, with what is kept beside it
+        (core.cache.Entry), or None when it is not cached; for an output finished later,
+        elsewhere (a Deferred a batch finishes in a group): ``cache.put_entry(entry, data)``."""
+        key = self._key(self._stage(name))
+        if key is None:
+            return None
+        from . import cache
+
+        return cache.Entry(key, tuple(self._request.notes if self._request is not None else ()),
+                           self.program.pipeline_output)
+
+    def keep(self, name: str, data: Any) -> None:
+        """Store a stage's output computed here."""
+        entry = self.entry(name)
+        if entry is not None:
+            from . import cache
+
+            cache.put_entry(entry, data)
+
+    # ------------------------------------------------------------ stages
+
+    def _stage(self, name: str) -> Any:
+        stage = registry.stages().stages.get(name)
+        if stage is not None and stage.hidden:
+            return stage
+        return registry.get(name, self.platform)
+
+    def stage(self, name: str) -> str | bytes | dict[str, bytes]:
+        """One stage's output, MLIR-level or XLA's; the first XLA stage not in the cache
+        compiles, once. Text for text stages, bytes for binary ones, {part: bytes} for the
+        multi-file ``cubin`` and ``triton-passes``. StageError for a stage this platform
+        lacks."""
+        out = self.produce(name)
+        if isinstance(out, Deferred):
+            out = out.finish()
+            self.keep(name, out)
+        return out
+
+    def produce(self, name: str) -> Any:
+        """:meth:`stage`, but with ``defer`` a stage that finishes in groups may be given as a
+        Deferred: the caller finishes it and hands the output to :meth:`keep`."""
+        self._stage(name)  # checked before anything is read
+        hit = self.cached(name)
+        if hit is not None:
+            return hit
+        request = self.request
+        request.expect([name])
+        out = request.produce(name)
+        if not isinstance(out, Deferred):
+            self.keep(name, out)
+        return out
+
+    @property
+    def stages(self) -> Mapping[str, str | bytes | dict[str, bytes]]:
+        """Every stage this target has (``--stage all``), by name, in pipeline order; a stage
+        is produced when first read, like Triton's ``CompiledKernel.asm``."""
+        return _Stages(self)
+
+    def kernels(self) -> Any:
+        """Per CUDA kernel launch, a flat ``cuda.kernels.KernelRow`` (``row.registers``,
+        ``row.spill_stores``, ``row.occupancy``, ``row.launch``, ``row.source``, ...), in a
+        ``records.Rows`` (``to_records()``; a table in Jupyter). None on CPU, which has no
+        kernels to list."""
+        if self.platform != "cuda":
+            return None
+        import json
+
+        from ..cuda.kernels import KernelRow
+        from ..records import Rows
+
+        return Rows(KernelRow.from_dict(d) for d in json.loads(self.stage("kernel-rows")))
+
+    def summary(self) -> dict[str, Any]:
+        """The compile as plain data (xla.summary.summarize): ``fusions``, ``buffers``, ``memory``."""
+        import json
+
+        return json.loads(self.stage("summary"))
+
+
+    def fusion_costs(self) -> Any:
+        """Per launched fusion of a CUDA compile (``cuda.roofline.CostRow``): FLOPs, bytes
+        accessed and where those figures came from, arithmetic intensity, the peak it is
+        held to, memory or compute bound and a lower-bound time on the spec's GPU, as the
+        ``cost`` and ``roofline`` stages show them, in a ``records.Rows``. None on CPU (the
+        ``cost`` stage there is XLA's own analysis)."""
+        if self.platform != "cuda":
+            return None
+        from ..records import Rows
+        from ..xla.stages import cost_rows
+
+        return Rows(cost_rows(self.request)[0])
+
+    def xla_passes(self) -> Any:
+        """XLA's HLO passes in this compile, longest first (``xla.pass_log.PassRow``: name,
+        pipeline, calls, total microseconds, whether it changed the module), as
+        ``--timing`` shows them, in a ``records.Rows``. XLA logs its passes only in a
+        process started for it, so this compiles twice more, in helper processes (one for
+        the times, one for the changes); the result is kept."""
+        from ..records import Rows
+
+        def compute(req: StageRequest) -> list[Any]:
+            from ..xla import backend, instrument, pass_log
+
+            module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
+            done = instrument.compile(module, req.module_name, req.options,
+                                      instrument.XlaInstrumentation(timing=True))
+            return pass_log.rows(done.calls or [])
+
+        return Rows(self.request.derived("xla-pass-rows", compute))
+
+    def diff(self, other: Compiled, *, stage: str | None = None) -> dict[str, Any]:
+        """This compile (side A) against ``other`` (side B), as ``mlirhlo diff --json`` gives
+        it: ``a``, ``b``, ``fusions``, ``kernels`` (None on CPU), ``memory``, ``buffers``,
+        ``stage`` (a unified diff of ``stage``, XLA's names renumbered; None without one)
+        and ``identical`` (see ``core.diff.compare``)."""
+        from . import diff
+
+        if stage is not None:
+            stage = diff.check_stage(stage, self.platform)
+        return diff.compare(diff.side(self, stage), diff.side(other, stage))
+
+    def write(self, directory: str, stages: str | list[str] = "all") -> list[str]:
+        """Write stages as ``<module>.<ext>`` files (``<module>.<part>.<ext>`` for
+        multi-file stages), each atomically; returns the paths written. ``"all"``: every
+        stage of :attr:`stages`."""
+        from .. import outputs
+
+        names = list(self.stages) if stages == "all" else [stages] if isinstance(stages, str) else list(stages)
+        checked = [self._stage(name) for name in names]  # every name checked before anything is written
+        self.expect(names)  # one compile dumps what they all need
+        sink = outputs.Sink(dump_dir=directory)
+        for stage in checked:
+            for filename, data in stage.files(self.program.name, self.stage(stage.name)):
+                sink.file(filename, data)
+        return sink.written
+
+
+class _Stages(Mapping):
+    """A Compiled's stages by name, each produced when first read (``Compiled.stages``)."""
+
+    def __init__(self, compiled: Compiled) -> None:
+        self._compiled = compiled
+
+    def __getitem__(self, name: str) -> str | bytes | dict[str, bytes]:
+        if name not in self._names():
+            raise KeyError(name)
+        return self._compiled.stage(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> list[str]:
+        return [s.name for s in registry.all_for(self._compiled.platform)]
+
+
+def compile_all(programs: list[Any], target: Any, **kw: Any) -> Iterator[tuple[Any, Compiled]]:
+    """(program, Compiled) for each program and each of the target's GPU specs (one compile
+    each; a CPU target: one per program)."""
+    for program in programs:
+        for _, options in target.stage_options():
+            yield program, Compiled(program, target, options, **kw)
+
