@@ -69,7 +69,8 @@ def log_note(message: str) -> None:
     logging. A command line passes its own (``note: ...`` lines on stderr)."""
     import logging
 
-    logging.getLogger("mlirhlo_driver").info(message)  # INFO: below logging's last-resort printing
+    # INFO: below logging's last-resort printing. Parameters named as Python names them.
+    logging.getLogger("mlirhlo_driver").info(spell(message, PARAMS))
 
 
 class DriverError(Exception):

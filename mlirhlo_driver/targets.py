@@ -98,7 +98,7 @@ class Target:
         A note comes after every usage check, never right before an error line."""
         notes, self.notes = self.notes, []
         for line in notes:
-            say(line.removeprefix("note: "))
+            say(line)
 
     def stage_options(self, **kw: Any) -> list[tuple[str | None, StageOptions]]:
         """(spec name or None, options) for each compile target."""
@@ -199,7 +199,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
 
         if gpu_spec is None:
             spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
-            notes.append(f"note: no {spec_flag} given: compiling for {spec.name} ({spec.gpu}, {spec.sm})")
+            notes.append(f"no {spec_flag} given: compiling for {spec.name} ({spec.gpu}, {spec.sm})")
             target.specs = [spec]
         else:
             target.specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
@@ -211,7 +211,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         target.specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
         notes += [n for s in target.specs for n in s.notes]
     target.xla_flags = tuple(sorted(flags.items()))
-    target.notes = notes
+    target.notes = [n.removeprefix("note: ") for n in notes]
     return target
 
 

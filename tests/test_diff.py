@@ -397,11 +397,11 @@ def test_spec_names_give_side_a_the_first_spec_and_side_b_the_last(platform, gpu
 def test_spec_names_refuse_a_spec_off_cuda_an_empty_one_and_more_than_two(platform, gpu_spec, message):
     """A GPU spec off CUDA, an empty name and a third spec are DriverErrors naming the parameter."""
     from mlirhlo_driver.commands.mlirhlo import diff_spec_names as _spec_names
-    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.errors import DriverError, spell
 
     with pytest.raises(DriverError) as e:
         _spec_names(platform, gpu_spec)
-    assert e.value.args[0] == message
+    assert spell(e.value.message) == message
 
 
 def test_parse_flags_reads_typed_flags_and_nothing_for_none():
@@ -574,37 +574,41 @@ def test_stage_diff_is_a_unified_diff_with_one_newline_per_line():
 
 
 def test_report_compiles_each_side_once_and_reads_sides_back_from_the_cache(tmp_path, monkeypatch):
-    """The same compile on both sides is done once; a side in the stage cache is neither loaded nor compiled."""
-    from mlirhlo_driver.core import diff
+    """The same compile on both sides is done once; a side in the stage cache is neither parsed nor
+    compiled; without the cache it is computed again."""
+    from mlirhlo_driver.commands.mlirhlo import diff as report
+    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.xla import backend
 
+    monkeypatch.setenv("MLIRHLO_CACHE_DIR", str(tmp_path / "cache"))
     hlo = tmp_path / "add.hlo"
     hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
     calls = []
-    real_side, real_load = diff.side, diff._load_one
-    monkeypatch.setattr(diff, "side", lambda *a, **k: calls.append("side") or real_side(*a, **k))
-    monkeypatch.setattr(diff, "_load_one", lambda *a: calls.append("load") or real_load(*a))
-    first = diff.report(str(hlo), platform="cpu", stage="hlo", as_json=True)
-    assert calls == ["load", "side"]
+    real_parse, real_compile = loader.parse_unit, backend.compile_module
+    monkeypatch.setattr(loader, "parse_unit", lambda u: calls.append("parse") or real_parse(u))
+    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: calls.append("compile") or real_compile(*a, **k))
+    first = report(str(hlo), platform="cpu", stage="hlo", as_json=True)
+    assert calls == ["parse", "compile"]
     d = json.loads(first)
     assert d["identical"] is True and d["kernels"] is None and d["stage"] == {"name": "hlo", "diff": ""}
     assert d["a"] == d["b"] == {"input": str(hlo), "module": "add", "platform": "cpu", "gpu_spec": None,
                                 "xla_flags": {}}
     calls.clear()
-    assert diff.report(str(hlo), platform="cpu", stage="hlo", as_json=True) == first and calls == []
+    assert report(str(hlo), platform="cpu", stage="hlo", as_json=True) == first and calls == []
     # Side A is the one cached; B, with other flags, is compiled.
-    out = diff.report(str(hlo), platform="cpu", stage="hlo", flags_b="--xla_disable_hlo_passes=algsimp")
-    assert calls == ["load", "side"]
+    out = report(str(hlo), platform="cpu", stage="hlo", flags_b="--xla_disable_hlo_passes=algsimp")
+    assert calls == ["parse", "compile"]
     assert out.startswith(f"A: {hlo} on cpu\nB: {hlo} on cpu --xla_disable_hlo_passes=algsimp\n\n"
                           "fusions and custom calls: 1 on both sides, 0 only in A, 0 only in B, 0 of another kind\n")
     calls.clear()
-    out = diff.report(str(hlo), platform="cpu", stage="hlo", use_cache=False)
-    assert calls == ["load", "side"]
+    out = report(str(hlo), platform="cpu", stage="hlo", cache=False)
+    assert calls == ["parse", "compile"]
     assert out.endswith("\nstage hlo: the same, names renumbered\n\nno differences\n")
 
 
 def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alias_names(tmp_path, monkeypatch):
     """A CUDA side: one device-less compile gives the summary, the kernel rows and the stage, named as aliased."""
-    from mlirhlo_driver.core import diff
+    from mlirhlo_driver.commands.mlirhlo import diff as report
     from mlirhlo_driver.xla import backend
 
     hlo = tmp_path / "add.hlo"
@@ -612,8 +616,8 @@ def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alia
     compiles = []
     real = backend.compile_module
     monkeypatch.setattr(backend, "compile_module", lambda *a, **k: compiles.append(1) or real(*a, **k))
-    d = json.loads(diff.report(str(hlo), platform="cuda", gpu_spec="h100_sxm", stage="llvm-after-optimizations",
-                               as_json=True, use_cache=False))
+    d = json.loads(report(str(hlo), platform="cuda", gpu_spec="h100_sxm", stage="llvm-after-optimizations",
+                          as_json=True, cache=False))
     assert len(compiles) == 1
     assert d["a"]["gpu_spec"]["name"] == "h100_sxm" and d["a"]["gpu_spec"]["sm"] == "sm_90a"
     assert (d["kernels"]["count_a"], d["kernels"]["unchanged"]) == (1, 1)
@@ -629,11 +633,11 @@ def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alia
 ])
 def test_report_refuses_binary_stages_before_reading_the_input(tmp_path, platform, stage, message):
     """A binary stage is refused before the input is read; a text stage (one joined from parts too) is not."""
-    from mlirhlo_driver.core import diff
+    from mlirhlo_driver.commands.mlirhlo import diff as report
     from mlirhlo_driver.errors import DriverError
 
     with pytest.raises(DriverError, match=message):
-        diff.report(str(tmp_path / "nope.hlo"), platform=platform, stage=stage)
+        report(str(tmp_path / "nope.hlo"), platform=platform, stage=stage)
 
 
 def test_parse_flags_refuses_a_word_that_is_not_an_xla_flag():
@@ -648,12 +652,10 @@ def test_parse_flags_refuses_a_word_that_is_not_an_xla_flag():
 # ------------------------------------------------------------------ summarize, on a made-up compile
 
 def _artifacts(monkeypatch, files: dict[str, bytes], memory_stats=None, compile_error=None):
-    """xla.stages.artifacts replaced: every request gets one XlaArtifacts holding ``files``."""
-    from mlirhlo_driver.xla import stages
+    """A made-up compile (XlaArtifacts) holding ``files``."""
     from mlirhlo_driver.xla.backend import XlaArtifacts
 
-    art = XlaArtifacts("cuda", "m", files, memory_stats=memory_stats or {}, compile_error=compile_error)
-    monkeypatch.setattr(stages, "artifacts", lambda req: art)
+    return XlaArtifacts("cuda", "m", files, memory_stats=memory_stats or {}, compile_error=compile_error)
 
 
 def _hlo_proto(fusion_name: str, sizes: list[int]) -> bytes:
@@ -673,7 +675,7 @@ def test_summarize_reads_the_first_optimized_proto_and_every_memory_stat(monkeyp
     buffers; memory has all six stats, as ints, in order."""
     from mlirhlo_driver.xla.summary import MEMORY_FIELDS, summarize
 
-    _artifacts(monkeypatch, {
+    art = _artifacts(monkeypatch, {
         "sm_9.0_gpu_after_optimizations.hlo.pb": _hlo_proto("second", [1]),
         "gpu_after_optimizations.hlo.pb": _hlo_proto("loop_add_fusion", [64, 32]),
         "before_optimizations.hlo.pb": _hlo_proto("unoptimized", [9]),
@@ -681,7 +683,7 @@ def test_summarize_reads_the_first_optimized_proto_and_every_memory_stat(monkeyp
         memory_stats={"peak_memory_in_bytes": 96.0, "temp_size_in_bytes": 32, "argument_size_in_bytes": 64,
                       "output_size_in_bytes": 8, "alias_size_in_bytes": 0, "serialized_size_in_bytes": 5,
                       "generated_code_size_in_bytes": 7})
-    s = summarize(object())
+    s = summarize(art)
     assert s == {"fusions": [{"name": "loop_add_fusion", "opcode": "fusion", "kind": "kLoop"}],
                  "buffers": {"allocations": 2, "total_bytes": 96, "parameter_bytes": 0, "output_bytes": 0,
                              "temp_bytes": 96, "constant_bytes": 0, "thread_local_bytes": 0},
@@ -701,9 +703,9 @@ def test_summarize_without_an_optimized_proto_says_so_and_why(monkeypatch, compi
     from mlirhlo_driver.errors import StageError
     from mlirhlo_driver.xla.summary import summarize
 
-    _artifacts(monkeypatch, {"before_optimizations.hlo.pb": _hlo_proto("f", []),
+    art = _artifacts(monkeypatch, {"before_optimizations.hlo.pb": _hlo_proto("f", []),
                              "gpu_after_optimizations.hlo.pb.txt": b""},
                compile_error=compile_error)
     with pytest.raises(StageError) as ei:
-        summarize(object())
+        summarize(art)
     assert ei.value.message == message

@@ -178,21 +178,23 @@ def test_convert_a_directory(cli, tmp_path):
     assert not (tmp_path / "x.hlo").exists()
 
 
-def test_parameters_are_spelled_for_the_caller(monkeypatch):
-    """Library errors name parameters: the API's keywords from Python, the flags while a
-    command line runs (and its workers, which inherit the setting)."""
-    import os
+def test_parameters_are_spelled_by_the_reader():
+    """A message names a parameter once, where it is made; the reader spells it: the API's
+    keywords from Python (str), the flags on a command line (format), in the message, the
+    location and the hint; a message made in a worker reads the same wherever it is shown."""
+    import pickle
 
-    from mlirhlo_driver.errors import param, spelled_as_flags
+    from mlirhlo_driver.errors import FLAGS, PARAMS, DriverError, param, spell
 
-    monkeypatch.delenv("MLIRHLO_DRIVER_ERRORS_NAME_FLAGS", raising=False)
-    assert (param("gpu_spec"), param("platform", "cuda"), param("num_partitions", 4)) == (
-        "gpu_spec", "platform='cuda'", "num_partitions=4")
-    with spelled_as_flags():
-        assert (param("gpu_spec"), param("platform", "cuda"), param("num_partitions", 4)) == (
-            "--gpu-spec", "--platform cuda", "--num-partitions 4")
-        assert os.environ["MLIRHLO_DRIVER_ERRORS_NAME_FLAGS"] == "1"
-    assert param("gpu_spec") == "gpu_spec" and "MLIRHLO_DRIVER_ERRORS_NAME_FLAGS" not in os.environ
+    text = f"{param('gpu_spec')} is for {param('platform', 'cuda')}, {param('num_partitions', 4)}"
+    assert spell(text, PARAMS) == "gpu_spec is for platform='cuda', num_partitions=4"
+    assert spell(text, FLAGS) == "--gpu-spec is for --platform cuda, --num-partitions 4"
+    e = pickle.loads(pickle.dumps(DriverError(text, file=param("arg_sharding"), hint=param("platform", "cpu"))))
+    assert str(e) == "arg_sharding: gpu_spec is for platform='cuda', num_partitions=4 (platform='cpu')"
+    assert e.format() == "error: --arg-sharding: --gpu-spec is for --platform cuda, --num-partitions 4 (--platform cpu)"
+    assert e.format(PARAMS) == "error: " + str(e)
+    with pytest.raises(ValueError):
+        spell(text, "shell")
 
 
 @pytest.mark.parametrize("log, line", [
@@ -238,7 +240,7 @@ def test_driver_error_one_line_form(kw, text):
 
     e = DriverError("boom", **kw)
     assert e.format() == text
-    assert str(e) == text  # what a traceback or a log shows
+    assert str(e) == text.removeprefix("error: ")  # what a traceback or a notebook shows
     assert (e.message, e.file, e.line, e.col, e.hint) == (
         "boom", kw.get("file"), kw.get("line"), kw.get("col"), kw.get("hint"))
     assert e.location() == ":".join(str(kw[k]) for k in ("file", "line", "col") if k in kw)
@@ -283,37 +285,18 @@ def test_did_you_mean_names_up_to_n_close_choices_once():
     assert did_you_mean("abcde", ["abxyz"]) is None
 
 
-def test_notes_go_to_the_logger_from_python_and_stderr_on_the_command_line(monkeypatch, capfd, caplog):
+def test_notes_go_to_the_logger_from_python_and_stderr_on_the_command_line(capfd, caplog):
     """From Python a note is an INFO record of the 'mlirhlo_driver' logger and nothing on stderr;
-    while a command line runs it is one ``note: ...`` line on stderr."""
+    a command line's ``say`` writes one ``note: ...`` line on stderr, naming its flags."""
     import logging
 
-    from mlirhlo_driver.errors import note, spelled_as_flags
+    from mlirhlo_driver.cli.common import say
+    from mlirhlo_driver.errors import log_note, param
 
-    monkeypatch.delenv("MLIRHLO_DRIVER_ERRORS_NAME_FLAGS", raising=False)
     capfd.readouterr()
     with caplog.at_level(logging.INFO, logger="mlirhlo_driver"):
-        note("from python")
-        with spelled_as_flags():
-            note("from the command line")
+        log_note("from python")
+        say(f"from the command line, {param('gpu_spec')}")
     assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
         ("mlirhlo_driver", logging.INFO, "from python")]
-    assert capfd.readouterr().err == "note: from the command line\n"
-
-
-def test_spelled_as_flags_restores_a_setting_it_found(monkeypatch):
-    """Only "1" spells flags; the setting found before the block is back after it, even
-    after an error."""
-    import os
-
-    from mlirhlo_driver.errors import param, spelled_as_flags
-
-    monkeypatch.setenv("MLIRHLO_DRIVER_ERRORS_NAME_FLAGS", "0")
-    assert param("gpu_spec") == "gpu_spec"
-    with pytest.raises(RuntimeError), spelled_as_flags():
-        assert param("gpu_spec") == "--gpu-spec"
-        raise RuntimeError
-    assert os.environ["MLIRHLO_DRIVER_ERRORS_NAME_FLAGS"] == "0"
-    with spelled_as_flags(), spelled_as_flags():
-        pass
-    assert os.environ["MLIRHLO_DRIVER_ERRORS_NAME_FLAGS"] == "0"
+    assert capfd.readouterr().err == "note: from the command line, --gpu-spec\n"

@@ -14,11 +14,11 @@ import pytest
 
 from mlirhlo_driver import targets
 from mlirhlo_driver.cuda import specs as gpu_specs
-from mlirhlo_driver.errors import DriverError, FlagError
+from mlirhlo_driver.errors import PARAMS, DriverError, FlagError
 from mlirhlo_driver.stages.base import StageOptions
 
 SPEC_DIR = Path(targets.__file__).parent / "gpu_specs"
-DEFAULT_NOTE = "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)"
+DEFAULT_NOTE = "no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)"
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +30,7 @@ def _no_xla_flags(monkeypatch):
 def _error(fn, *args, **kwargs) -> str:
     with pytest.raises(DriverError) as e:
         fn(*args, **kwargs)
-    return e.value.format()
+    return e.value.format(PARAMS)  # as Python names its parameters
 
 
 def _spec_missing_a_field(tmp_path) -> Path:
@@ -45,9 +45,9 @@ def _spec_missing_a_field(tmp_path) -> Path:
 def test_resolve_takes_xlas_platform_spellings_and_no_platform():
     """cpu/Host/CPU are the CPU backend, None asks for no XLA compile; nothing else is set."""
     for name in ("cpu", "CPU", "Host"):
-        assert targets.resolve(name) == targets.Target("cpu", [], (), "")
-    assert targets.resolve(None) == targets.Target(None, [], (), "")
-    assert targets.resolve("CUDA", needs_spec=False) == targets.Target("cuda", [], (), "")
+        assert targets.resolve(name) == targets.Target("cpu", [], (), [])
+    assert targets.resolve(None) == targets.Target(None, [], (), [])
+    assert targets.resolve("CUDA", needs_spec=False) == targets.Target("cuda", [], (), [])
     assert targets.platform_name("GPU") == "cuda"
 
 
@@ -82,7 +82,7 @@ def test_xla_tools_take_flags_without_a_platform_and_autotune_results_on_cpu(tmp
     """xla_tool: flags need no --platform, XLA_FLAGS is read even without one, and an
     autotune file on CPU is passed on (XLA's tools ignore it there)."""
     t = targets.resolve(None, cli_flags={"xla_cpu_enable_fast_math": True}, xla_tool=True)
-    assert t == targets.Target(None, [], (("xla_cpu_enable_fast_math", True),), "")
+    assert t == targets.Target(None, [], (("xla_cpu_enable_fast_math", True),), [])
     results = tmp_path / "results.pbtxt"
     results.write_text("version: 3\n")
     t = targets.resolve("cpu", autotune_results=str(results), xla_tool=True)
@@ -103,15 +103,15 @@ def test_flags_are_sorted_and_the_command_line_wins_over_xla_flags(monkeypatch):
 def test_a_cuda_target_without_a_spec_gets_the_default_with_a_note():
     """A compiling CUDA target without a spec: the default spec, and a note naming the option."""
     t = targets.resolve("cuda")
-    assert [s.name for s in t.specs] == [gpu_specs.DEFAULT_SPEC] and t.note == DEFAULT_NOTE
+    assert [s.name for s in t.specs] == [gpu_specs.DEFAULT_SPEC] and t.notes == [DEFAULT_NOTE]
     t = targets.resolve("cuda", spec_flag="gpu_spec")
-    assert t.note == DEFAULT_NOTE.replace("--gpu-spec", "gpu_spec")
+    assert t.notes == [DEFAULT_NOTE.replace("--gpu-spec", "gpu_spec")]
 
 
 def test_a_spec_list_names_one_spec_per_item_and_blank_items_are_skipped():
     """--gpu-spec a,b: one spec each, in order, spaces and empty items ignored; no note."""
     t = targets.resolve("cuda", gpu_spec=" a100_sxm_80, v100,")
-    assert [s.name for s in t.specs] == ["a100_sxm_80", "v100"] and t.note == ""
+    assert [s.name for s in t.specs] == ["a100_sxm_80", "v100"] and t.notes == []
     assert [name for name, _ in t.stage_options()] == ["a100_sxm_80", "v100"]
 
 
@@ -122,7 +122,7 @@ def test_a_listing_checks_a_named_spec_and_keeps_its_notes(tmp_path):
     for needs_spec in (True, False):
         t = targets.resolve("cuda", gpu_spec=f"{path},v100", needs_spec=needs_spec)
         assert [s.sm for s in t.specs] == ["sm_80", "sm_70"]
-        assert t.note.startswith(f"note: {path} lacks threads_per_warp; filled in") and "\n" not in t.note
+        assert len(t.notes) == 1 and t.notes[0].startswith(f"{path} lacks threads_per_warp; filled in")
     with pytest.raises(DriverError):
         targets.resolve("cuda", gpu_spec="no_such_gpu", needs_spec=False)
     assert targets.resolve("cuda", gpu_spec=None, needs_spec=False).specs == []
@@ -133,10 +133,10 @@ def test_the_target_config_flag_names_the_spec_and_implies_cuda(monkeypatch):
     (not an XLA flag passed on); without --platform it means CUDA. A --gpu-spec wins over
     XLA_FLAGS' one."""
     t = targets.resolve(None, cli_flags={targets.TARGET_CONFIG_FLAG: "v100"})
-    assert (t.platform, [s.name for s in t.specs], t.xla_flags, t.note) == ("cuda", ["v100"], (), "")
+    assert (t.platform, [s.name for s in t.specs], t.xla_flags, t.notes) == ("cuda", ["v100"], (), [])
     monkeypatch.setenv("XLA_FLAGS", f"--{targets.TARGET_CONFIG_FLAG}=a100_sxm_80")
     t = targets.resolve("cuda")
-    assert ([s.name for s in t.specs], t.xla_flags, t.note) == (["a100_sxm_80"], (), "")
+    assert ([s.name for s in t.specs], t.xla_flags, t.notes) == (["a100_sxm_80"], (), [])
     t = targets.resolve("cuda", gpu_spec="v100")
     assert ([s.name for s in t.specs], t.xla_flags) == (["v100"], ())
     t = targets.resolve(None, xla_tool=True)
@@ -144,18 +144,24 @@ def test_the_target_config_flag_names_the_spec_and_implies_cuda(monkeypatch):
     assert _error(targets.resolve, "cpu") == "error: --xla_gpu_target_config_filename is for --platform=CUDA"
 
 
-def test_print_note_says_each_line_once_to_the_logger(caplog, tmp_path):
-    """Outside a command the note goes to the mlirhlo_driver logger, without its 'note: '
-    prefix, one record a line, and only once."""
+def test_notes_go_where_the_caller_says_each_once(caplog, tmp_path):
+    """A target's notes go to the ``say`` its caller gives (a command line: its stderr), by
+    default the mlirhlo_driver logger, one record a note, only once."""
     path = _spec_missing_a_field(tmp_path)
     t = targets.resolve("cuda", gpu_spec=str(path))
-    t.note = DEFAULT_NOTE + "\n" + t.note
+    t.notes.insert(0, DEFAULT_NOTE)
+    said = []
+    t.say_notes(said.append)
+    t.say_notes(said.append)
+    assert said[0] == DEFAULT_NOTE and len(said) == 2 and t.notes == []
+    t = targets.resolve("cuda", gpu_spec=str(path))
+    t.notes.insert(0, DEFAULT_NOTE)
     with caplog.at_level(logging.INFO, logger="mlirhlo_driver"):
-        t.print_note()
-        t.print_note()
+        t.say_notes()
+        t.say_notes()
     messages = [r.getMessage() for r in caplog.records if r.name == "mlirhlo_driver"]
-    assert len(messages) == 2 and t.note == ""
-    assert messages[0] == DEFAULT_NOTE.removeprefix("note: ")
+    assert len(messages) == 2 and t.notes == []
+    assert messages[0] == DEFAULT_NOTE
     assert messages[1].startswith(f"{path} lacks threads_per_warp")
 
 
@@ -184,7 +190,7 @@ def test_options_for_another_platform_use_the_first_spec_or_the_default():
     cpu = targets.resolve("cpu", cli_flags={"xla_cpu_enable_fast_math": True})
     o = cpu.options_for("cuda")
     assert (o.platform, o.gpu_spec.name, o.xla_flags) == ("cuda", gpu_specs.DEFAULT_SPEC, cpu.xla_flags)
-    assert cpu.note == ""
+    assert cpu.notes == []
     two = targets.resolve("cuda", gpu_spec="v100,a100_sxm_80")
     assert two.options_for("cuda").gpu_spec.name == "v100"
     assert two.options_for("cpu") == StageOptions(platform="cpu", gpu_spec=None)

@@ -209,7 +209,8 @@ class Compiled:
         if hit is not None:
             return hit
         request = self.request
-        request.expect([name])
+        if self._expected:  # else nothing was said: the first compile dumps everything (the API)
+            request.expect([name])
         out = request.produce(name)
         if not isinstance(out, Deferred):
             self.keep(name, out)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, did_you_mean
+from ..errors import InputError, did_you_mean, param
 from ..ir import dtypes
 
 INPUT_FORMATS = ("hlo", "hlo-proto", "hlo-pbtxt", "mlir", "bytecode", "vhlo", "jax")
@@ -788,10 +788,10 @@ def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
         m = _ARG.match(spec, pos)
         if not m:
             raise InputError(f"malformed argument spec at column {pos + 1}: expected DTYPE[DIMS] "
-                             "like f32[8,128]", file="--args", col=pos + 1)
+                             "like f32[8,128]", file=param("args"), col=pos + 1)
         dtype = m.group(1).lower()
         if dtype not in _DTYPES:
-            raise InputError(f"unknown dtype '{m.group(1)}' in argument spec", file="--args",
+            raise InputError(f"unknown dtype '{m.group(1)}' in argument spec", file=param("args"),
                              col=m.start(1) + 1, hint=did_you_mean(dtype, _DTYPES))
         dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
         out.append((_DTYPES[dtype], dims))
@@ -799,7 +799,7 @@ def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
         if pos < len(spec):
             if spec[pos] != ",":
                 raise InputError(f"malformed argument spec at column {pos + 1}: expected ','",
-                                 file="--args", col=pos + 1)
+                                 file=param("args"), col=pos + 1)
             pos += 1
     return out
 

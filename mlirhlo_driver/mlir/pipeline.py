@@ -57,6 +57,9 @@ class Nest:
         return out
 
 
+# Where a spec came from, in errors: the command line's flag, or the API's parameter.
+_PIPELINE, _PASSES = param("pipeline"), param("passes")
+
 _NAME = re.compile(r"[A-Za-z_][\w.\-]*")
 MAX_PIPELINE_DEPTH = 64  # op nesting in real pipelines is a few levels
 
@@ -142,14 +145,14 @@ class _Parser:
         return PassRef(name, options, self.col_base + start + 1)
 
 
-def parse_spec(text: str, *, source: str = "--pipeline", line: int = 1, col_base: int = 0) -> Nest:
+def parse_spec(text: str, *, source: str = _PIPELINE, line: int = 1, col_base: int = 0) -> Nest:
     """Parse a textual pipeline (MLIR syntax, or a bare comma list at module level)."""
     if not text.strip():
         raise PipelineError("empty pipeline", file=source, line=line, col=col_base + 1)
     return _Parser(text, source, line, col_base).parse()
 
 
-def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = "--pipeline",
+def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELINE,
              line: int = 1) -> None:
     """Unknown passes and misplaced anchors, reported at their column."""
 
@@ -184,15 +187,15 @@ def from_pass_list(names: str, catalog: dict[str, PassInfo]) -> Nest:
     Consecutive function passes share one ``func.func(...)``; an op-agnostic pass
     joins the function group it follows, otherwise it runs on the module.
     """
-    flat = _Parser(names, "--passes", 1, 0).parse_list(top=True)
+    flat = _Parser(names, _PASSES, 1, 0).parse_list(top=True)
     root = Nest(MODULE, [], 1)
     for item in flat:
         if isinstance(item, Nest):
-            raise PipelineError("--passes takes a plain comma list; use --pipeline for nesting",
-                                file="--passes", line=1, col=item.col)
+            raise PipelineError(f"{_PASSES} takes a plain comma list; use {_PIPELINE} for nesting",
+                                file=_PASSES, line=1, col=item.col)
         info = catalog.get(item.name)
         if info is None:
-            raise PipelineError(f"unknown pass '{item.name}'", file="--passes", line=1, col=item.col,
+            raise PipelineError(f"unknown pass '{item.name}'", file=_PASSES, line=1, col=item.col,
                                 hint=did_you_mean(item.name, catalog))
         last = root.items[-1] if root.items else None
         if info.anchor in (MODULE,) or (info.anchor == ANY and not isinstance(last, Nest)):
@@ -256,7 +259,7 @@ def resolve_named(name: str) -> NamedPipeline:
     path = pipeline_dir() / f"{name}{PIPELINE_SUFFIX}"
     if not path.exists():
         names = [p.name for p in named_pipelines()]
-        raise PipelineError(f"unknown named pipeline '@{name}'", file="--pipeline",
+        raise PipelineError(f"unknown named pipeline '@{name}'", file=_PIPELINE,
                             hint=did_you_mean(name, names) or "see 'mlirhlo passes'")
     return read_pipeline_file(path)
 
@@ -275,9 +278,9 @@ def resolve(spec: str | None = None, *, passes: str | None = None,
         catalog = all_passes()
     if passes is not None:
         root = from_pass_list(passes, catalog)
-        check_options(root, catalog, source="--passes")
+        check_options(root, catalog, source=_PASSES)
         return root
-    source = "--pipeline"
+    source = _PIPELINE
     if pipeline_file is not None or (spec is not None and spec.startswith("@")):
         named = read_pipeline_file(pipeline_file) if pipeline_file else resolve_named(spec[1:])
         spec, source = named.spec, str(named.path)
@@ -317,7 +320,7 @@ def check_print_ir_passes(names: tuple[str, ...] | list[str], root: Nest | None,
                             or "the pipeline runs: " + ", ".join(dict.fromkeys(in_pipeline)))
 
 
-def check_options(root: Nest, catalog: dict[str, PassInfo], *, source: str = "--pipeline",
+def check_options(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELINE,
                   line: int = 1) -> None:
     """Pass options (``name{key=value}``) that MLIR rejects, reported at their column.
 
@@ -524,7 +527,7 @@ def build_pass_manager(root: Nest) -> Any:
             if isinstance(sub, PassRef) and sub.name in py:
                 if item.op != FUNC:
                     raise PipelineError(f"Python pass '{sub.name}' can run at module level or under "
-                                        f"func.func, not under '{item.op}'", file="--pipeline", col=sub.col)
+                                        f"func.func, not under '{item.op}'", file=_PIPELINE, col=sub.col)
                 if pending:
                     pm.add(f"{item.op}({','.join(pending)})")
                     pending = []
