@@ -1,10 +1,11 @@
 """Where the shipped data folders (gpu_specs/, pipelines/) are found, and the cache folder.
 
-They are package data (``mlirhlo_driver/gpu_specs``, ``mlirhlo_driver/pipelines``)
-read through importlib.resources, so a checkout, an editable install, a wheel
-(``--user``, ``--target``, a venv) and a zipped install all find them. Callers
-get a real directory: the folder itself where the package is on the file system,
-else (a zip) a temporary copy made once per process.
+They live at the repository's root and ship inside the package as the data-only
+packages ``mlirhlo_driver.gpu_specs`` and ``mlirhlo_driver.pipelines`` (pyproject's
+package-dir), read through importlib.resources, so a checkout (editable install), a
+wheel (``--user``, ``--target``, a venv) and a zipped install all find them. Callers
+get a real directory: the folder itself where it is on the file system, else (a zip)
+a temporary copy made once per process.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 
 @functools.cache
 def data_dir(name: str) -> Path:
-    folder = resources.files(__package__) / name
+    """The shipped data folder ``name`` (``gpu_specs``, ``pipelines``) as a directory."""
+    folder = resources.files(f"{__package__}.{name}")
     if isinstance(folder, Path):
         return folder
     return _extracted(folder, name)
@@ -34,7 +36,7 @@ def _extracted(folder: resources.abc.Traversable, name: str) -> Path:
     out.mkdir()
     if folder.is_dir():
         for item in folder.iterdir():
-            if item.is_file():
+            if item.is_file() and not item.name.endswith((".py", ".pyc")):
                 (out / item.name).write_bytes(item.read_bytes())
     return out
 
@@ -43,7 +45,7 @@ def cache_dir(name: str | None = None) -> Path:
     """The driver's cache folder, ``$XDG_CACHE_HOME/mlirhlo-driver`` (``~/.cache`` without
     it), or ``name`` in it. Every cache lives here: the pass catalogue, the record of the
     installed distributions and entry points (installed.py), the XLA-flag list, the ptxas
-    probe, and the stage cache (``stages/``), which alone moves with ``MLIRHLO_CACHE_DIR`` (batch/cache.py)."""
+    probe, and the stage cache (``stages/``), which alone moves with ``MLIRHLO_CACHE_DIR`` (core/cache.py)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     root = Path(base) / "mlirhlo-driver"
     return root / name if name else root

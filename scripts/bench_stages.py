@@ -192,7 +192,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
     env = bytecode_env(args.bytecode, str(work / "pycache"))
-    spec_path = str(REPO / "mlirhlo_driver" / "gpu_specs" / f"{args.gpu_spec}.txtpb")
+    spec_path = str(REPO / "gpu_specs" / f"{args.gpu_spec}.txtpb")
     big = work / "ops2000.mlir"
     big.write_text(generated_module(args.ops))
     cli = cli_command()
@@ -253,7 +253,7 @@ def sweep(args: argparse.Namespace) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-sweep-"))
     env = bytecode_env(args.bytecode, str(work / "pycache"))
-    spec_path = str(REPO / "mlirhlo_driver" / "gpu_specs" / f"{args.gpu_spec}.txtpb")
+    spec_path = str(REPO / "gpu_specs" / f"{args.gpu_spec}.txtpb")
     cli = cli_command()
     pipeline = subprocess.run(cli + ["opt", "--passes", "canonicalize,cse", "--print-pipeline"],
                               capture_output=True, text=True, check=True, env=env).stdout.strip()

@@ -31,7 +31,7 @@ HLO = str(DATA / "spmd" / "matmul.hlo")
 PB = str(DATA / "xla_tools" / "input.pb")
 VHLO = str(DATA / "softmax.vhlo")
 LL = str(DATA / "xla_tools" / "input.ll")
-SPEC_TEXT = (REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text()
+SPEC_TEXT = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
 
 
 # ------------------------------------------------------------------ inputs

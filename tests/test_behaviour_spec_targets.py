@@ -29,7 +29,7 @@ from mlirhlo_driver.errors import SpecError
 from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.stages import base as stages
 
-BASE = (REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text()
+BASE = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
 EXTENSIONS = ("", "NONE", "ACCELERATED_FEATURES", "FAMILY_COMPATIBLE_FEATURES")  # "": field left out
 A_TOO_OLD = "ACCELERATED_FEATURES needs compute capability 9.0 or newer"
 F_TOO_OLD = "FAMILY_COMPATIBLE_FEATURES needs compute capability 10.0 or newer"

@@ -393,7 +393,7 @@ def test_v100_under_cuda13_is_one_error_line_before_compiling(fake_pip, monkeypa
 # ------------------------------------------------------------ specs commands
 
 def test_specs_check_rejects_a_cc_no_ptxas_here_can_target(cli, tmp_path):
-    text = (REPO / "mlirhlo_driver" / "gpu_specs" / "a100_sxm_80.txtpb").read_text()
+    text = (REPO / "gpu_specs" / "a100_sxm_80.txtpb").read_text()
     text, n = re.subn(r"cuda_compute_capability \{[^}]*\}",
                       "cuda_compute_capability { major: 99 minor: 9 }", text)
     assert n == 1
@@ -407,7 +407,7 @@ def test_specs_check_rejects_a_cc_no_ptxas_here_can_target(cli, tmp_path):
 
 def test_specs_check_without_any_ptxas(cli, monkeypatch):
     monkeypatch.setattr(cuda_tools, "all_ptxas", lambda user_dir=None: [])
-    spec = REPO / "mlirhlo_driver" / "gpu_specs" / "v100.txtpb"
+    spec = REPO / "gpu_specs" / "v100.txtpb"
     line = assert_one_line_error(cli("specs", "check", spec), contains=f"{spec}:")
     assert "no ptxas here to assemble sm_70" in line and "pip install" in line
 

@@ -1,4 +1,4 @@
-"""mlirhlo_driver/gpu_specs/: the shipped GpuTargetConfigProto files, XLA's own, and their validation."""
+"""gpu_specs/: the shipped GpuTargetConfigProto files, XLA's own, and their validation."""
 
 from __future__ import annotations
 
@@ -92,7 +92,8 @@ def test_shipped_spec_names():
     names = [s.name for s in list_specs()]
     assert names == sorted(EXPECTED)
     assert DEFAULT_SPEC in names
-    assert SPEC_DIR == Path(gpu_specs.__file__).parent.parent / "gpu_specs"
+    # In the checkout: the repository's gpu_specs/ folder (shipped in the package).
+    assert SPEC_DIR == Path(gpu_specs.__file__).parent.parent.parent / "gpu_specs"
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -727,7 +728,7 @@ def test_fields_xla_reads_since_0_12_are_filled_from_the_compute_capability(spec
 
     cls = protos.message_class("stream_executor.GpuTargetConfigProto")
     fields = cls().gpu_device_info.DESCRIPTOR.fields_by_name
-    text = (Path(specs.__file__).parent.parent / "gpu_specs" / f"{spec}.txtpb").read_text()
+    text = (specs.SPEC_DIR / f"{spec}.txtpb").read_text()
     assert "max_blocks_per_multiprocessor" not in text
     fitted = specs._fitted_for_xla(text, ())
     info = text_format.Parse(fitted, cls(), descriptor_pool=protos.pool()).gpu_device_info

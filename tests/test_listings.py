@@ -226,8 +226,12 @@ def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
 
 
 def test_data_folders_are_the_packages_own_on_a_file_system():
-    """A checkout or a wheel on disk: the data folder itself, no copy."""
-    assert resources.data_dir("gpu_specs") == Path(resources.__file__).parent / "gpu_specs"
+    """A checkout or a wheel on disk: the data folder itself, no copy (in the checkout, at the
+    repository's root)."""
+    import mlirhlo_driver.gpu_specs
+
+    assert resources.data_dir("gpu_specs") == Path(mlirhlo_driver.gpu_specs.__file__).parent
+    assert resources.data_dir("gpu_specs") == Path(resources.__file__).parent.parent / "gpu_specs"
     assert (resources.data_dir("gpu_specs") / "h100_sxm.txtpb").is_file()
 
 
@@ -257,7 +261,8 @@ def test_data_dir_copies_a_folder_that_is_not_on_the_file_system(tmp_path, monke
     archive = tmp_path / "pkg.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("mlirhlo_driver/pipelines/p.txt", "pipeline\n")
-    monkeypatch.setattr(resources.resources, "files", lambda package: zipfile.Path(archive, f"{package}/"))
+    monkeypatch.setattr(resources.resources, "files",
+                        lambda package: zipfile.Path(archive, package.replace(".", "/") + "/"))
     got = resources.data_dir.__wrapped__("pipelines")  # past the per-process memo
     assert got.name == "pipelines" and (got / "p.txt").read_text() == "pipeline\n"
 

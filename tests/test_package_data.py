@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA, REPO
 
-SPECS = sorted(p.stem for p in (REPO / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb"))
+SPECS = sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
 MLIR = DATA / "erf_inv.mlir"
 
 
@@ -31,12 +31,12 @@ def _setuptools_builds_here() -> bool:
 @pytest.fixture(scope="module")
 def target(tmp_path_factory) -> Path:
     """``pip install --no-deps --target D`` of a wheel built from a copy of the checkout
-    (pyproject.toml, README.md and the package: an sdist's sources), so the build leaves
-    nothing in the working tree. About 3 s with an isolated build."""
+    (pyproject.toml, README.md, the package and the data folders beside it: an sdist's
+    sources), so the build leaves nothing in the working tree. About 3 s with an isolated build."""
     base = tmp_path_factory.mktemp("package_data")
     src = base / "src"
-    shutil.copytree(REPO / "mlirhlo_driver", src / "mlirhlo_driver",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in ("mlirhlo_driver", "gpu_specs", "pipelines"):
+        shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     d = base / "D"
@@ -66,7 +66,7 @@ def outside(tmp_path_factory) -> Path:
 
 def test_shipped_data_is_in_the_package():
     assert len(SPECS) == 12
-    assert (REPO / "mlirhlo_driver" / "pipelines" / "simplify.pipeline").is_file()
+    assert (REPO / "pipelines" / "simplify.pipeline").is_file()
 
 
 def test_target_install_is_the_one_imported(target, outside):
@@ -152,7 +152,12 @@ def test_the_wheel_holds_every_module(target):
     def modules(root: Path) -> set[str]:
         return {str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts}
 
-    assert modules(target / "mlirhlo_driver") == modules(REPO / "mlirhlo_driver")
+    # The data folders at the repository's root ship inside the package, each a package of its own.
+    data = {"gpu_specs/__init__.py", "pipelines/__init__.py"}
+    assert modules(target / "mlirhlo_driver") == modules(REPO / "mlirhlo_driver") | data
+    assert {p.name for p in (target / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb")} == \
+        {p.name for p in (REPO / "gpu_specs").glob("*.txtpb")}
+    assert (target / "mlirhlo_driver" / "pipelines" / "simplify.pipeline").is_file()
 
 
 def test_data_folders_are_the_packages_own_on_disk_and_copies_from_a_zip(tmp_path):
@@ -161,7 +166,7 @@ def test_data_folders_are_the_packages_own_on_disk_and_copies_from_a_zip(tmp_pat
     import mlirhlo_driver
     from mlirhlo_driver import resources
 
-    assert resources.data_dir("gpu_specs") == Path(mlirhlo_driver.__file__).parent / "gpu_specs"
+    assert resources.data_dir("gpu_specs") == Path(mlirhlo_driver.__file__).parent.parent / "gpu_specs"
     archive = tmp_path / "pkg.zip"
     files = {"a100.txtpb": b"gpu_device_info {}\n", "blob.bin": bytes(range(256))}
     with zipfile.ZipFile(archive, "w") as z:

@@ -91,7 +91,7 @@ def test_message_classes_for_gpu_specs_and_autotuning():
     assert "gpu_device_info" in spec_cls.DESCRIPTOR.fields_by_name
     assert "autotune_results" in spec_cls.DESCRIPTOR.fields_by_name
     assert "version" in protos.message_class("xla.AutotuneResults").DESCRIPTOR.fields_by_name
-    specs = sorted((REPO / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb"))
+    specs = sorted((REPO / "gpu_specs").glob("*.txtpb"))
     assert specs
     from mlirhlo_driver.cuda import specs as gpu_specs
 

@@ -296,7 +296,7 @@ def test_ptx_and_specs_check_read_stdin():
     proc = mlirhlo("ptx", "-", input=NV_IR)
     assert proc.returncode == 0, proc.stderr
     assert b".entry k" in proc.stdout or b".func k" in proc.stdout or b"k(" in proc.stdout
-    spec = (REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text()
+    spec = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
     proc = mlirhlo("specs", "check", "-", input=spec)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().startswith("-: ok (")
@@ -876,7 +876,7 @@ def test_run_reference_spellings_of_run_hlo_module(cli, small, reference, label)
 
 def test_specs_check_reports_every_file_and_fails_if_one_is_bad(cli, small):
     """specs check: an ok line per good file (GPU, sm, SMs), an error line per bad one, exit 2 if any is bad."""
-    good = REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb"
+    good = REPO / "gpu_specs" / "h100_sxm.txtpb"
     result = cli("specs", "check", good, small, good)
     assert result.code == 2, result.err
     assert result.out == f"{good}: ok (NVIDIA H100 80GB HBM3, sm_90a, 132 SMs)\n" * 2
@@ -1282,7 +1282,7 @@ def test_spmd_run_command_hands_over_its_options(cli, run_recorder, code):
 
 def test_specs_show_prints_the_summary_then_the_textproto(cli):
     """specs show: '# key: value' per summary field, then the spec file's text, nothing on stderr."""
-    path = REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb"
+    path = REPO / "gpu_specs" / "h100_sxm.txtpb"
     r = cli("specs", "show", "h100_sxm")
     assert r.code == 0 and r.err == "", r.err
     assert r.out.startswith(f"# name: h100_sxm\n# path: {path}\n# gpu: NVIDIA H100 80GB HBM3\n")
@@ -1292,7 +1292,7 @@ def test_specs_show_prints_the_summary_then_the_textproto(cli):
 def test_specs_notes_go_to_stderr(cli, tmp_path):
     """A spec lacking a field its compute capability determines: show and check print the note on
     stderr, one line, and still succeed."""
-    text = (REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text()
+    text = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
     assert text.count("fpus_per_core: 128\n") == 1
     path = tmp_path / "short.txtpb"
     path.write_text(text.replace("fpus_per_core: 128\n", ""))

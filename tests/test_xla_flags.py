@@ -349,7 +349,7 @@ def test_cli_a_spec_needs_the_cuda_platform(cli):
 def test_a_target_config_in_xla_flags_is_the_spec(cli, monkeypatch, tmp_path):
     """--xla_gpu_target_config_filename from XLA_FLAGS (or a debug options file) names the spec
     as --gpu-spec does; for a CPU compile it is an error."""
-    spec = REPO / "mlirhlo_driver" / "gpu_specs" / "a100_sxm_80.txtpb"
+    spec = REPO / "gpu_specs" / "a100_sxm_80.txtpb"
     monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_target_config_filename={spec}")
     r = cli("opt", MLP, "--platform", "cuda", "--stage", "ptx", "--no-cache")
     assert r.code == 0, r.err
@@ -536,7 +536,7 @@ def test_specs_list_table(cli):
     rows = [ln for ln in lines[1:] if not ln.startswith(("ptxas:", "  not used:"))]
     assert len(rows) == 12
     names = [row.split()[0] for row in rows]
-    assert names == sorted(p.stem for p in (REPO / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb"))
+    assert names == sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
     default = [row for row in rows if "(default)" in row]
     assert len(default) == 1 and default[0].startswith("h100_sxm (default)")
     # 79 GiB: device_memory_size is what an H100 80GB reports (84942979072 bytes), not 80 GiB.
@@ -565,7 +565,7 @@ def test_specs_show(cli):
     assert re.search(r"^gpu_device_info \{$", r.out, re.M)
     assert "core_count: 132" in r.out
     # the textproto follows the summary unchanged
-    assert r.out.endswith((REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb").read_text().rstrip("\n") + "\n")
+    assert r.out.endswith((REPO / "gpu_specs" / "h100_sxm.txtpb").read_text().rstrip("\n") + "\n")
 
 
 def test_specs_show_unknown(cli):
@@ -574,7 +574,7 @@ def test_specs_show_unknown(cli):
 
 
 def test_specs_check_ok(cli):
-    r = cli("specs", "check", REPO / "mlirhlo_driver" / "gpu_specs" / "a10.txtpb")
+    r = cli("specs", "check", REPO / "gpu_specs" / "a10.txtpb")
     assert r.code == 0
     assert r.out.strip().endswith("a10.txtpb: ok (NVIDIA A10, sm_86, 72 SMs)")
 
@@ -589,7 +589,7 @@ def test_specs_check_bad_file(cli, tmp_path):
 def test_specs_check_reports_each_bad_file(cli, tmp_path):
     unclosed = tmp_path / "unclosed.txtpb"
     unclosed.write_text("gpu_device_info {\n  core_count: 3\n")
-    r = cli("specs", "check", unclosed, REPO / "mlirhlo_driver" / "gpu_specs" / "t4.txtpb")
+    r = cli("specs", "check", unclosed, REPO / "gpu_specs" / "t4.txtpb")
     assert r.code == 2
     assert "t4.txtpb: ok" in r.out
     errors = r.err.splitlines()

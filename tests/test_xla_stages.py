@@ -395,7 +395,7 @@ def test_list_stages_without_platform_is_mlir_only_and_does_not_import_jax():
 def test_readme_target_config_filename_line(cli, monkeypatch):
     monkeypatch.chdir(REPO)
     r = cli("opt", "--platform=CUDA", "--stage=llvm",
-            "--xla_gpu_target_config_filename=mlirhlo_driver/gpu_specs/a100_pcie_80.txtpb",
+            "--xla_gpu_target_config_filename=gpu_specs/a100_pcie_80.txtpb",
             "tests/data/mlp_train_step.before_optimizations.txt")
     assert r.code == 0, r.err
     assert r.err == ""

@@ -145,7 +145,7 @@ def test_what_a_target_is_made_of_changes_the_key(module_file, tmp_path, change)
     if change == "spec":
         assert _stage_key(p, Target.cuda("a100_sxm_80"), "ptx") != base
         spec = tmp_path / "h100_copy.txtpb"
-        shutil.copy(REPO / "mlirhlo_driver" / "gpu_specs" / "h100_sxm.txtpb", spec)
+        shutil.copy(REPO / "gpu_specs" / "h100_sxm.txtpb", spec)
         copy_key = _stage_key(p, Target.cuda(str(spec)), "ptx")
         assert copy_key != base  # another name: named so in outputs
     elif change == "flag":
