@@ -14,16 +14,11 @@ DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_stage_cache(tmp_path_factory):
-    """The suite never reads or writes the user's stage cache (subprocesses inherit this)."""
-    saved = os.environ.get("MLIRHLO_CACHE_DIR")
-    os.environ["MLIRHLO_CACHE_DIR"] = str(tmp_path_factory.mktemp("stage-cache"))
-    yield
-    if saved is None:
-        os.environ.pop("MLIRHLO_CACHE_DIR", None)
-    else:
-        os.environ["MLIRHLO_CACHE_DIR"] = saved
+@pytest.fixture(autouse=True)
+def _private_stage_cache(tmp_path_factory, monkeypatch):
+    """Each test has a stage cache of its own (subprocesses inherit it): it never reads or
+    writes the user's, and what one test computed is never another's cache hit."""
+    monkeypatch.setenv("MLIRHLO_CACHE_DIR", str(tmp_path_factory.mktemp("stage-cache")))
 
 
 @dataclass

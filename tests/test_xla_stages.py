@@ -593,12 +593,14 @@ def test_list_passes_cpu_stderr_is_quiet():
 # ------------------------------------------------------------ what a compile dumps
 
 def test_every_xla_stage_says_what_it_reads():
+    """Each stage's record declares the dumps and emitters it reads, and only known ones."""
     from mlirhlo_driver.xla import backend as xla_backend
-    from mlirhlo_driver.xla.stages import STAGE_DUMPS
 
-    xla_stages = {s.name for p in ("cpu", "cuda") for s in registry.available(p) if s.level == "xla"}
-    assert xla_stages == set(STAGE_DUMPS)
-    assert set().union(*STAGE_DUMPS.values()) <= set(xla_backend.ALL_DUMPS)
+    declared = [s for s in registry.stages().stages.values() if s.level == "xla"]
+    assert set().union(*(s.dumps for s in declared)) <= set(xla_backend.ALL_DUMPS)
+    assert {s.name for s in declared if s.emitters} == {"triton", "ttir", "ttgir", "triton-passes"}
+    assert {s.name: s.dumps for s in declared if s.name in ("hlo", "kernels", "summary", "memory-usage")} == {
+        "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo"), "summary": ("hlo-proto",), "memory-usage": ()}
 
 
 def _dumped(monkeypatch, opt_args: list[str]) -> list[tuple[tuple[str, ...], set[str]]]:
@@ -649,8 +651,10 @@ def test_stage_all_still_compiles_once_with_every_dump(monkeypatch, capsys, tmp_
                         lambda *a, **kw: seen.append(kw.get("dumps")) or real(*a, **kw))
     assert _main(["opt", "--platform", "cpu", "--stage", "hlo,html,dot,llvm", "--no-cache",
                   "--dump-dir", str(tmp_path), MLP]) == 0
-    # Every dump those stages read, in one compile; PTX is not among them (llvm reads LLVM IR).
-    assert seen == [tuple(sorted(set(xla_backend.ALL_DUMPS) - {xla_backend.EXECUTABLE_HLO, xla_backend.PTX}))]
+    # Every dump those stages read, in one compile; PTX is not among them (llvm reads LLVM IR), nor
+    # the HloProto (only diff's summary reads it).
+    assert seen == [tuple(sorted(set(xla_backend.ALL_DUMPS) - {xla_backend.EXECUTABLE_HLO, xla_backend.PTX,
+                                                               xla_backend.HLO_PROTO}))]
 
 
 def test_a_stage_read_later_compiles_once_more_for_its_dumps():
@@ -962,7 +966,7 @@ def test_xla_stages_are_registered_with_their_files_and_platforms():
     """Each XLA stage's file suffix, binary-ness, platforms, alias and parts, in pipeline order."""
     both, cuda = ("cpu", "cuda"), ("cuda",)
     got = [(s.name, s.ext, s.binary, tuple(sorted(s.platforms)), s.alias_of, s.multi, s.join)
-           for s in registry.stages().stages.values() if s.level == stages.XLA]
+           for s in registry.stages().stages.values() if s.level == stages.XLA and not s.hidden]
     assert got == [
         ("hlo", "hlo", False, both, None, False, None),
         ("hlo-backend", "hlo-backend.hlo", False, both, None, False, None),
