@@ -205,7 +205,7 @@ def test_a_row_s_own_exit_code_and_ok():
 
 
 def test_as_text_ends_with_one_newline():
-    from mlirhlo_driver.batch.opt import as_text
+    from mlirhlo_driver.outputs import as_text
 
     assert [as_text(d) for d in ("a", "a\n", b"b", b"b\n", "", "x\n\n")] == ["a\n", "a\n", "b\n", "b\n", "\n", "x\n\n"]
 
@@ -312,7 +312,7 @@ def _fake_batch(monkeypatch, outcomes):
             calls.append(len(items))
             return [f"done {item.i}\n" for item in items]
 
-    def process(job, task):
+    def process(job, task, progress=None):
         kind, size = outcomes[task.index]
         r = batch.OptResult(task.index, task.name, task.source)
         if kind == "held":

@@ -40,7 +40,7 @@ OPT_DEFAULTS = {
     "timing_format": "text", "verify_each": True, "reproducer_dir": None, "target_version": None,
     "debug_info": False, "platform": None, "gpu_spec": None, "debug_options_file": None,
     "autotune_results": None, "xla_passes": None, "after_pass": None, "load_pass_plugin": None,
-    "fold_constants": False, "no_cache": False, "jobs": 0, "fail_fast": False, "timeout": None,
+    "fold_constants": False, "no_cache": False, "quiet": False, "jobs": 0, "fail_fast": False, "timeout": None,
     "scheduler": None,
 }
 
@@ -62,7 +62,7 @@ def test_opt_every_option_spelling():
         "--timing-format", "--mlir-output-format", "--verify-each", "--no-verify-each", "--reproducer-dir",
         "--target-version", "--mlir-print-debuginfo", "--platform", "--gpu-spec", "--debug-options-file",
         "--autotune-results", "--xla-passes", "--after-pass", "--load-pass-plugin", "--fold-constants",
-        "--no-cache", "--jobs", "-j", "--fail-fast", "--timeout", "--scheduler"]
+        "--no-cache", "--quiet", "-q", "--jobs", "-j", "--fail-fast", "--timeout", "--scheduler"]
 
 
 @pytest.mark.parametrize("argv, name, value", [
@@ -233,10 +233,10 @@ def test_opt_runs_a_module_and_exits_0(private_cache, capsys):
     assert "stablehlo.add %arg0, %arg0 : tensor<4xf32>" in out and err == ""
 
 
-def test_opt_repeats_are_answered_from_the_cache_by_their_whole_command_line(private_cache, capsys, monkeypatch):
-    """A repeated command is a cache hit (the library is not called); another file or option is not;
-    --no-cache neither reads nor writes the cache."""
-    from mlirhlo_driver.batch import opt as batch
+def test_opt_repeats_are_answered_from_the_stage_cache(private_cache, capsys, monkeypatch):
+    """A repeated command is served from the stage cache (the module is not parsed); another file
+    or option is not; --no-cache neither reads nor writes it."""
+    from mlirhlo_driver.inputs import loader
 
     a, b = private_cache / "a.mlir", private_cache / "b.mlir"
     a.write_text(ADD_MODULE)
@@ -249,12 +249,12 @@ def test_opt_repeats_are_answered_from_the_cache_by_their_whole_command_line(pri
     assert opt_cli.main([str(a), "--mlir-print-debuginfo"]) == 0
     assert "loc(" in capsys.readouterr().out
     calls = []
-    real = batch.run_opt
-    monkeypatch.setattr(batch, "run_opt", lambda o, t: calls.append(o.inputs) or real(o, t))
+    real = loader.parse_unit
+    monkeypatch.setattr(loader, "parse_unit", lambda u: calls.append(u.source) or real(u))
     assert opt_cli.main([str(a)]) == 0
     assert capsys.readouterr().out == first and calls == []
     assert opt_cli.main([str(a), "--no-cache"]) == 0
-    assert capsys.readouterr().out == first and calls == [[str(a)]]
+    assert capsys.readouterr().out == first and calls == [str(a)]
 
 
 @pytest.fixture
@@ -264,8 +264,8 @@ def fake_run(monkeypatch):
 
     seen = SimpleNamespace(options=None, target=None, rows=[], raises=None)
 
-    def run_opt(o, target):
-        seen.options, seen.target = o, target
+    def run_opt(o, target, *, say, progress=None):
+        seen.options, seen.target, seen.say = o, target, say
         if seen.raises is not None:
             raise seen.raises
         return seen.rows
@@ -286,10 +286,11 @@ def test_opt_hands_its_options_to_the_library(fake_run, capsys):
     assert capsys.readouterr() == ("", "")
     assert fake_run.options == OptOptions(
         inputs=["a.mlir", "b.mlir"], stage="hlo", print_ir_before=("cse", "all"), print_ir_after=("canonicalize",),
-        jobs=2, timeout=3.0, verify_each=False, timing_format="json", output="out.txt", fold_constants=True)
+        jobs=2, timeout=3.0, verify_each=False, timing_format="json", output="out.txt", fold_constants=True,
+        no_cache=True)
     assert type(fake_run.options.inputs) is list
     assert fake_run.target.platform is None
-    assert opt_cli.main(["a.mlir", "--no-cache"]) == 0
+    assert opt_cli.main(["a.mlir"]) == 0
     assert fake_run.options == OptOptions(inputs=["a.mlir"])
 
 
@@ -388,23 +389,21 @@ def test_opt_listings_need_no_gpu_spec_but_say_a_named_ones_notes(fake_run, caps
 
     from mlirhlo_driver.commands import mlirhlo as commands
     from mlirhlo_driver.cuda.specs import load_spec
-    from mlirhlo_driver.errors import spelled_as_flags
 
     monkeypatch.setattr(commands, "xla_pass_listing", lambda target, *a, **k: "XLA PASSES\n")
     spec = DATA / "xla_specs" / "a100_pcie_80.txtpb"  # lacks a field: a note says it is filled in
-    with spelled_as_flags():
-        for listing in ("--list-stages", "--list-passes"):
-            assert opt_cli.main([listing, "--platform", "cuda", "--no-cache"]) == 0
-            out, err = capsys.readouterr()
-            assert out and err == ""
-        assert opt_cli.main(["--list-stages", "--platform", "cuda", "--gpu-spec", str(spec), "--no-cache"]) == 0
+    for listing in ("--list-stages", "--list-passes"):
+        assert opt_cli.main([listing, "--platform", "cuda", "--no-cache"]) == 0
         out, err = capsys.readouterr()
-        assert out and err == "".join(n + "\n" for n in load_spec(spec).notes) != ""
-        assert fake_run.target is None
-        assert opt_cli.main(["m.mlir", "--platform", "cuda", "--no-cache"]) == 0
+        assert out and err == ""
+    assert opt_cli.main(["--list-stages", "--platform", "cuda", "--gpu-spec", str(spec), "--no-cache"]) == 0
+    out, err = capsys.readouterr()
+    assert out and err == "".join(n + "\n" for n in load_spec(spec).notes) != ""
+    assert fake_run.target is None
+    assert opt_cli.main(["m.mlir", "--platform", "cuda", "--no-cache"]) == 0
     target = fake_run.target
     assert target.platform == "cuda" and [s.name for s in target.specs] == ["h100_sxm"]
-    assert target.note.startswith("note: no --gpu-spec given: compiling for h100_sxm")
+    assert target.notes[0].startswith("no --gpu-spec given: compiling for h100_sxm")
 
 
 # ------------------------------------------------------------------ mlirhlo: the entry point

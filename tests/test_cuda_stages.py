@@ -581,13 +581,12 @@ def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, ke
     regs = int(re.search(r"Used (\d+) registers", block).group(1))
     stack, st, ld = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
                                        r"(\d+) bytes spill loads", block).groups())
-    assert (row.resources.registers, row.resources.stack_frame, row.resources.spill_stores,
-            row.resources.spill_loads) == (regs, stack, st, ld)
+    assert (row.registers, row.stack_frame, row.spill_stores, row.spill_loads) == (regs, stack, st, ld)
     exe = cuda_tools.find_tool("cuobjdump")
     if exe is not None:  # and the ELF's own record of them
         res = subprocess.run([exe, "-res-usage", str(tmp_path / "k.cubin")], capture_output=True, text=True).stdout
         m = re.search(rf"Function {kernel}:\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", res)
-        assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (regs, stack, row.resources.shared)
+        assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (regs, stack, row.static_shared_memory)
     # launch dimensions: the thunk sequence's line for this kernel
     line = re.search(rf"\] {kernel} grid: \[(\d+), (\d+), (\d+)\] threads: \[(\d+), (\d+), (\d+)\]"
                      r"\s+shared_memory: (\d+) bytes", compiled.stage("thunk-sequence"))
@@ -595,8 +594,8 @@ def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, ke
     assert row.launch.grid == tuple(g[0:3]) and row.launch.block == tuple(g[3:6])
     assert row.launch.shared_memory == g[6]
     # theoretical occupancy, recomputed by hand
-    expected = _hand_occupancy(HAND[which], g[3] * g[4] * g[5], regs, row.resources.shared, g[6])
-    assert row.occupancy.warps_per_sm == expected and row.occupancy.max_warps == 64
+    expected = _hand_occupancy(HAND[which], g[3] * g[4] * g[5], regs, row.static_shared_memory, g[6])
+    assert row.warps_per_sm == expected and row.max_warps_per_sm == 64 and row.occupancy == expected / 64
 
 
 def test_occupancy_limiters():
@@ -926,7 +925,9 @@ def _table_inputs():
     resources = {"loop_add_fusion": KernelResources("loop_add_fusion", 16, 0, 0, 0, 0),
                  "reduce": KernelResources("reduce", 64, 24, 8, 4, 4096, 1),
                  "zeta": KernelResources("zeta", 8, 0, 0, 0, 0)}
-    fused = [SimpleNamespace(to_dict=lambda: {"opcode": "add"}), SimpleNamespace(to_dict=lambda: {"opcode": "exp"})]
+    from mlirhlo_driver.ir.fusions import FusedOp
+
+    fused = (FusedOp("add.2", "add", None, None), FusedOp("exp.1", "exp", "jit(f)/exp", "m.py:2"))
     hlo = SimpleNamespace(name="reduce.1", op_name="jit(f)/reduce_sum", source="m.py:3", fused=fused)
     return resources, hlo
 
@@ -947,19 +948,25 @@ def test_kernel_rows_one_per_launch_sorted_with_occupancy_and_source():
     """rows(): a row per (kernel, distinct launch), one without launch for a kernel never
     launched, none for a kernel without figures; sorted by kernel; occupancy per launch."""
     from mlirhlo_driver.cuda import kernels, specs
-    from mlirhlo_driver.cuda.kernels import Launch, Occupancy
+    from mlirhlo_driver.cuda.kernels import KernelRow, Launch
 
     resources, hlo = _table_inputs()
     got = kernels.rows([("m2", ["zeta"]), ("m1", ["reduce", "unused", "loop_add_fusion"])], resources, THUNKS,
                        specs.resolve_spec("a100_sxm_80"), {"reduce": hlo})
-    assert [(r.module, r.kernel, r.launch, r.occupancy) for r in got] == [
-        ("m1", "loop_add_fusion", Launch((4, 1, 1), (128, 1, 1), 0), Occupancy(16, 64, 64, "warps")),
-        ("m1", "loop_add_fusion", Launch((8, 1, 1), (128, 1, 1), 0), Occupancy(16, 64, 64, "warps")),
-        # 512 threads x 64 regs: 8 warps a partition, 2 blocks; smem 4096 + 1024 reserved + 2048 dynamic
-        ("m1", "reduce", Launch((2, 3, 1), (256, 2, 1), 2048), Occupancy(2, 32, 64, "registers")),
-        ("m2", "zeta", None, None)]
-    assert [r.resources.name for r in got] == ["loop_add_fusion", "loop_add_fusion", "reduce", "zeta"]
-    assert [r.hlo for r in got] == [None, None, hlo, None]
+    occupancy = [(r.blocks_per_sm, r.warps_per_sm, r.max_warps_per_sm, r.limiter) for r in got]
+    assert [(r.module, r.kernel, r.launch) for r in got] == [
+        ("m1", "loop_add_fusion", Launch((4, 1, 1), (128, 1, 1), 0)),
+        ("m1", "loop_add_fusion", Launch((8, 1, 1), (128, 1, 1), 0)),
+        ("m1", "reduce", Launch((2, 3, 1), (256, 2, 1), 2048)), ("m2", "zeta", None)]
+    # 512 threads x 64 regs: 8 warps a partition, 2 blocks; smem 4096 + 1024 reserved + 2048 dynamic
+    assert occupancy == [(16, 64, 64, "warps"), (16, 64, 64, "warps"), (2, 32, 64, "registers"),
+                         (None, None, None, None)]
+    assert [r.occupancy for r in got] == [1.0, 1.0, 0.5, None]
+    assert [r.hlo_instruction for r in got] == [None, None, "reduce.1", None]
+    assert [(r.registers, r.grid, r.block, r.dynamic_shared_memory) for r in got[2:]] == [
+        (64, (2, 3, 1), (256, 2, 1), 2048), (8, None, None, None)]
+    # Flat, so a row goes through JSON and back (the stage cache keeps rows so).
+    assert [KernelRow.from_dict(r.to_dict()) for r in got] == got
     assert (got[2].op_name, got[2].source, got[0].op_name, got[0].source) == ("jit(f)/reduce_sum", "m.py:3",
                                                                               None, None)
     assert [kernels.source_text(r) for r in got] == ["-", "-", "jit(f)/reduce_sum @ m.py:3", "-"]
@@ -970,13 +977,15 @@ def test_kernel_rows_one_per_launch_sorted_with_occupancy_and_source():
         "occupancy": {"blocks_per_sm": 2, "warps_per_sm": 32, "max_warps_per_sm": 64, "occupancy": 0.5,
                       "limiter": "registers"},
         "hlo_instruction": "reduce.1", "op_name": "jit(f)/reduce_sum", "source": "m.py:3",
-        "fused": [{"opcode": "add"}, {"opcode": "exp"}]}
+        "fused": [{"name": "add.2", "opcode": "add", "op_name": None, "source": None},
+                  {"name": "exp.1", "opcode": "exp", "op_name": "jit(f)/exp", "source": "m.py:2"}]}
     assert got[3].to_dict() == {
         "kernel": "zeta", "kernel_module": "m2", "registers": 8, "spill_stores": 0, "spill_loads": 0,
         "static_shared_memory": 0, "stack_frame": 0, "grid": None, "block": None, "dynamic_shared_memory": None,
         "occupancy": None, "hlo_instruction": None, "op_name": None, "source": None, "fused": []}
     # The launched map is optional.
-    assert [r.hlo for r in kernels.rows([("m", ["reduce"])], resources, THUNKS, specs.resolve_spec("t4"))] == [None]
+    assert [r.hlo_instruction for r in kernels.rows([("m", ["reduce"])], resources, THUNKS,
+                                                    specs.resolve_spec("t4"))] == [None]
 
 
 def test_source_text_has_what_the_metadata_has():
@@ -985,7 +994,7 @@ def test_source_text_has_what_the_metadata_has():
     from mlirhlo_driver.cuda.kernels import KernelRow, source_text
 
     def row(op_name, source):
-        return KernelRow("m", "k", None, None, None, SimpleNamespace(op_name=op_name, source=source))
+        return KernelRow("k", "m", 8, 0, 0, 0, 0, op_name=op_name, source=source)
 
     assert [source_text(row(*x)) for x in (("a/b", "f.py:1"), ("a/b", None), (None, "f.py:1"), (None, None),
                                            ("", ""))] == ["a/b @ f.py:1", "a/b", "f.py:1", "-", "-"]
@@ -1440,7 +1449,7 @@ def test_sass_per_job_from_one_nvdisasm_print_and_a_kernel_it_left_out(tmp_path,
     assert out[1].sass == [("k", f"{header}{banner}\n.L_x_0:\n BRA `(.L_x_1) ;\n\n\n")]
     assert out[0].resources.keys() == out[1].resources.keys() == {"k"}
     got = cuda_binaries.assemble_many([_tiny_job(("k",), ("j",)), job], disassemble=True)
-    assert all(str(r.sass) == "error: nvdisasm 13.0 printed no code for kernel 'j'" for r in got)
+    assert all(r.sass.format() == "error: nvdisasm 13.0 printed no code for kernel 'j'" for r in got)
     assert got[0].resources.keys() == {"k", "j"} and got[1].resources.keys() == {"k"}
 
 
@@ -1523,14 +1532,10 @@ ptxas info    : Used 6 registers, used 1 barriers
 def test_kernels_tables_print_op_names_as_written(op_name):
     """An op_name is the user's text, not rich markup nor emoji codes: ':ok:', JAX's
     '[permutation=...]' and a stray '[/b]' stay as written in both tables."""
-    from types import SimpleNamespace
-
     from mlirhlo_driver.cuda import kernels, specs
-    from mlirhlo_driver.cuda.binaries import KernelResources
 
     a100 = specs.resolve_spec("a100_sxm_80")
-    hlo = SimpleNamespace(name="k", op_name=op_name, source="m.py:1:2", fused=[])
-    row = kernels.KernelRow("m", "k", KernelResources("k", 1, 0, 0, 0, 0), None, None, hlo)
+    row = kernels.KernelRow("k", "m", 1, 0, 0, 0, 0, hlo_instruction="k", op_name=op_name, source="m.py:1:2")
     assert f"{op_name} @ m.py:1:2" in kernels.table_text("mod", a100, [row])
     assert f"{op_name} @ m.py:1:2" in kernels.side_by_side([(a100, [("m", [row])])])[0]
 

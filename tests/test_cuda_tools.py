@@ -340,7 +340,7 @@ def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, 
 
 
 def test_the_cache_key_sees_cuda13s_tools(fake_pip):
-    from mlirhlo_driver.batch import cache
+    from mlirhlo_driver.core import cache
 
     def key() -> str:
         h = cache._Hasher()

@@ -503,10 +503,14 @@ def test_hlo_crash_and_reshape_error_are_placed_at_the_instruction_name():
     ("f32[2], zz[1]", "unknown dtype 'zz' in argument spec", 9),
 ])
 def test_arg_spec_errors_name_the_column(spec, message, col):
-    """Malformed --args name the 1-based column where reading stopped."""
+    """Malformed --args name the 1-based column where reading stopped, at the parameter as the
+    caller spells it (--args on a command line, args in Python)."""
+    from mlirhlo_driver.errors import FLAGS, spell
+
     with pytest.raises(InputError) as e:
         inputs.parse_arg_specs(spec)
-    assert (e.value.message, e.value.file, e.value.col) == (message, "--args", col)
+    assert (e.value.message, spell(e.value.file, FLAGS), e.value.col) == (message, "--args", col)
+    assert str(e.value).startswith(f"args:{col}: ")
 
 
 def test_arg_specs_aliases_case_and_trailing_comma():

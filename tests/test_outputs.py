@@ -307,30 +307,45 @@ def test_a_descriptor_path_on_a_file_appends_to_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.txt"]
 
 
-def test_the_recorder_sees_every_output_written(tmp_path, monkeypatch, capsys):
-    """While recording (cache.recording): each file, streamed path and stdout write is kept as
-    (kind, path, bytes), text with the newline added; nothing is kept otherwise."""
+def test_the_sink_is_stdout_one_file_or_a_dump_directory(tmp_path, capsys):
+    """outputs.Sink, the one writer: outputs to stdout at once, texts joined by '// -----' lines;
+    for -o held and written at the end (one as it is, several joined), refused early when the
+    path cannot be a file; files under the dump directory, or at a path as given; streamed to a FIFO."""
     from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
 
+    out = outputs.Sink()
+    out.emit("a")
+    out.emit("b\n")
+    out.finish()
+    assert capsys.readouterr().out == "a\n// -----\nb\n" and out.written == []
+    one = outputs.Sink(str(tmp_path / "one.txt"))
+    one.emit(b"\x00bytes")
+    assert not (tmp_path / "one.txt").exists()  # held until finish
+    one.finish()
+    assert (tmp_path / "one.txt").read_bytes() == b"\x00bytes" and one.written == [str(tmp_path / "one.txt")]
+    several = outputs.Sink(str(tmp_path / "several.txt"))
+    several.emit("x")
+    several.emit("y")
+    several.finish()
+    assert (tmp_path / "several.txt").read_text() == "x\n// -----\ny\n"
+    (tmp_path / "d").mkdir()
+    with pytest.raises(DriverError, match="is a directory"):
+        outputs.Sink(str(tmp_path / "d")).check()
+    dumps = outputs.Sink(dump_dir=str(tmp_path / "dump"))
+    assert dumps.file("m.ptx", "ptx") == str(tmp_path / "dump" / "m.ptx")
+    assert dumps.file(tmp_path / "elsewhere.ll", "ll") == str(tmp_path / "elsewhere.ll")
+    assert (tmp_path / "dump" / "m.ptx").read_text() == "ptx" and dumps.written[1] == str(tmp_path / "elsewhere.ll")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    kept: list = []
-    monkeypatch.setattr(outputs, "recorder", kept)
-    outputs.write_atomic(tmp_path / "a.txt", "text")
-    outputs.write_atomic(fifo, b"\x00bin")
+    streamed = outputs.Sink(str(fifo))
+    streamed.emit("through the pipe")
+    streamed.finish()
     reader.join(timeout=60)
-    outputs.write_stdout("line")
-    outputs.write_stdout(b"\x01raw")
-    assert kept == [("file", str(tmp_path / "a.txt"), b"text"), ("file", str(fifo), b"\x00bin"),
-                    ("stdout-text", None, b"line\n"), ("stdout-bytes", None, b"\x01raw")]
-    assert got == [b"\x00bin"]
-    monkeypatch.setattr(outputs, "recorder", None)
-    outputs.write_atomic(tmp_path / "b.txt", "x")
-    outputs.write_stdout("y")
-    assert len(kept) == 4
+    assert got == [b"through the pipe"] and fifo.exists() and not fifo.is_file()
 
 
 @pytest.mark.parametrize("data, printed", [("one", "one\n"), ("one\n", "one\n"), ("", ""),

@@ -780,7 +780,7 @@ def fake_xla_bench(monkeypatch, fake_bench):
                  bench.XlaPassTime("fusion", "fusion-merger", [0.5, 0.25, 0.75])], [10.0, 8.0, 12.5])
 
     monkeypatch.setattr(bench, "bench_xla_pipeline", bench_xla_pipeline)
-    target = SimpleNamespace(platform="cpu", print_note=lambda: seen.setdefault("note", True),
+    target = SimpleNamespace(platform="cpu", say_notes=lambda say: seen.setdefault("note", True),
                              stage_options=lambda: [("first", "options-1"), ("second", "options-2")])
     return target, seen
 
@@ -954,7 +954,7 @@ class _Refusal(Exception):
 def test_run_app_reraises_what_is_not_a_usage_error(monkeypatch, raised):
     """run_app turns only typer's usage errors (format_message and exit code 2) into an error line;
     anything else a command raises reaches the caller unchanged."""
-    from mlirhlo_driver.batch import cache
+    from mlirhlo_driver.core import cache
     from mlirhlo_driver.cli import app
     from mlirhlo_driver.errors import DriverError
 
@@ -971,7 +971,7 @@ def test_run_app_reraises_what_is_not_a_usage_error(monkeypatch, raised):
 
 def test_run_app_usage_error_without_a_context_has_no_hint(monkeypatch, capfd):
     """A usage error (by its shape) raised outside any typer context: the message alone, exit 2."""
-    from mlirhlo_driver.batch import cache
+    from mlirhlo_driver.core import cache
     from mlirhlo_driver.cli import app
 
     class Unconfigured(Exception):
@@ -1151,7 +1151,7 @@ def test_ptx_ir_dump_dir_has_one_numbered_file_per_pass(fake_ptx, capsys, tmp_pa
 def recorder(monkeypatch):
     """Library entry points the thin typer commands call, replaced by recorders returning a fixed text."""
     from mlirhlo_driver import listings, targets
-    from mlirhlo_driver.batch import diff, kernels
+    from mlirhlo_driver.batch import kernels
     from mlirhlo_driver.commands import mlirhlo as commands
 
     calls: dict = {}
@@ -1165,7 +1165,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(commands, "bench_pipeline", record("bench_pipeline"))
     monkeypatch.setattr(targets, "resolve", record("resolve", "a target"))
     monkeypatch.setattr(kernels, "report", record("kernels"))
-    monkeypatch.setattr(diff, "report", record("diff"))
+    monkeypatch.setattr(commands, "diff", record("diff"))
     monkeypatch.setattr(listings, "spec_table", record("spec_table"))
     monkeypatch.setattr(listings, "pass_catalog", record("pass_catalog"))
     monkeypatch.setattr(listings, "load_plugins", record("load_plugins", None))
@@ -1179,8 +1179,10 @@ def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):
     assert (r.code, r.out, r.err) == (0, "table\n", "")
     args, kwargs = recorder["bench_pipeline"]
     assert args == (str(small),)
+    from mlirhlo_driver.cli.common import say
+
     assert kwargs == {"target": None, "pipeline_spec": None, "passes": "cse", "compare": None, "repeats": 3,
-                      "json_out": False, "input_format": None, "args": None}
+                      "json_out": False, "input_format": None, "args": None, "say": say}
     assert "resolve" not in recorder and recorder["load_plugins"] == ((None,), {})
     r = cli("bench-pipeline", small, "--passes", "cse", "--platform", "cuda", "--gpu-spec", "a100",
             "--xla_gpu_autotune_level=0", "--json")
@@ -1192,25 +1194,39 @@ def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):
 
 
 @pytest.mark.parametrize("argv, name, expected", [
-    (["kernels"], "kernels", (([], None), {"input_format": None, "as_json": False})),
-    (["kernels", "a.hlo", "b.hlo", "--gpu-spec", "a100,h100_sxm", "--json"], "kernels",
-     ((["a.hlo", "b.hlo"], "a100,h100_sxm"), {"input_format": None, "as_json": True})),
+    (["kernels"], "kernels", (([], "a target"), {"input_options": ("jax", None, False, None), "as_json": False,
+                                                 "cache": True})),
+    (["kernels", "a.hlo", "b.hlo", "--gpu-spec", "a100,h100_sxm", "--json", "--input-format", "hlo",
+      "--no-cache"], "kernels",
+     ((["a.hlo", "b.hlo"], "a target"), {"input_options": ("jax", "hlo", False, None), "as_json": True,
+                                         "cache": False})),
     (["diff", "a.hlo"], "diff", (("a.hlo", None), {
-        "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": None, "input_format": None,
-        "as_json": False, "use_cache": True})),
-    (["diff", "a.hlo", "b.hlo", "--no-cache", "--json", "--stage", "hlo"], "diff", (("a.hlo", "b.hlo"), {
-        "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": "hlo", "input_format": None,
-        "as_json": True, "use_cache": False})),
+        "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": None,
+        "input_options": ("jax", None, False, None), "as_json": False, "cache": True})),
+    (["diff", "m.py:f", "--args", "f32[8]", "--no-cache", "--json", "--stage", "hlo"], "diff", (("m.py:f", None), {
+        "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": "hlo",
+        "input_options": ("jax", None, False, "f32[8]"), "as_json": True, "cache": False})),
     (["specs", "list"], "spec_table", ((), {"as_json": False})),
     (["specs", "list", "--json"], "spec_table", ((), {"as_json": True})),
     (["passes"], "pass_catalog", ((), {})),
 ])
 def test_report_commands_hand_over_their_options(cli, recorder, argv, name, expected):
     """kernels, diff, specs list and passes: the library's text on stdout as is, their options passed
-    through (defaults: all inputs none, text not JSON, the cache used)."""
+    through (defaults: all inputs none, text not JSON, the cache used; kernels' target resolved for
+    CUDA; notes go to the command line's ``say``)."""
+    from mlirhlo_driver.cli.common import say
+
     r = cli(*argv)
     assert (r.code, r.out, r.err) == (0, "table\n", "")
-    assert recorder[name] == expected
+    args, kwargs = recorder[name]
+    if "input_options" in kwargs:
+        o = kwargs["input_options"]
+        kwargs = {**kwargs, "input_options": ("jax", o.input_format, o.split_input_file, o.args)}
+        assert kwargs.pop("say") is say
+        kwargs.pop("progress", None)
+    assert (args, kwargs) == expected
+    if name == "kernels":
+        assert recorder["resolve"][0] == ("cuda",)
 
 
 @pytest.fixture
@@ -1306,7 +1322,7 @@ def test_specs_notes_go_to_stderr(cli, tmp_path):
 
 def test_cache_info_and_clear(cli, private_site, monkeypatch):
     """cache info: directory, entries, bytes and the cap, one per line; cache clear: how many went."""
-    from mlirhlo_driver.batch import cache
+    from mlirhlo_driver.core import cache
 
     monkeypatch.setattr(cache, "info", lambda: {"directory": "/c", "entries": 3, "bytes": 1234, "max_bytes": 99})
     r = cli("cache", "info")
@@ -1324,12 +1340,12 @@ def test_xla_pass_listing_on_the_given_modules_or_xla_reference(monkeypatch):
     from types import SimpleNamespace
 
     from mlirhlo_driver.commands import mlirhlo as commands
-    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.core import program
     from mlirhlo_driver.xla import passes as xla_passes
 
     loaded = []
-    monkeypatch.setattr(loader, "load_inputs", lambda specs, *, input_format=None, arg_specs=None:
-                        loaded.append((specs, input_format, arg_specs)) or ["module"])
+    monkeypatch.setattr(program, "programs", lambda specs, options:
+                        loaded.append((specs, options.input_format, options.args)) or ["module"])
     monkeypatch.setattr(xla_passes, "listing", lambda candidates, modules=None: f"{candidates} on {modules}\n")
     target = SimpleNamespace(platform="cuda", options_for=lambda platform: f"options for {platform}")
     assert commands.xla_pass_listing(target, []) == "['options for cuda'] on None\n"
