@@ -215,3 +215,25 @@ def test_after_the_readme_set_up_the_users_jax_is_quiet_and_cuda_compiles():
     assert ptx.returncode == 0, ptx.stderr
     assert ".target sm_90a" in ptx.stdout.splitlines()
     assert ptx.stderr == ""
+
+
+def test_the_copys_package_is_importable_by_name_only(copy_root, monkeypatch):
+    """jax_cuda12_plugin comes from the copy, but the copy stays off sys.path: a child that
+    inherits sys.path (isolate's spawned helper) must not take its dist-info for an
+    installed plugin and then look for the library in site-packages."""
+    copy = _make_copy(copy_root, "jax-cuda12-plugin", VERSION)
+    (copy.python_dir / "jax_cuda12_plugin" / "__init__.py").write_text("")
+    (copy.python_dir / f"jax_cuda12_plugin-{VERSION}.dist-info").mkdir()
+    monkeypatch.setattr(jaxlib, "installed_versions", lambda: _found(copy12=VERSION))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    path = list(sys.path)
+    jaxlib._use_plugin_copy()
+    jaxlib._use_plugin_copy()  # once
+    finders = [f for f in sys.meta_path if getattr(f, "mlirhlo_copy", None)]
+    assert len(finders) == 1 and sys.path == path
+    spec = finders[0].find_spec("jax_cuda12_plugin")
+    assert spec.origin == str(copy.python_dir / "jax_cuda12_plugin" / "__init__.py")
+    assert finders[0].find_spec("jax_cuda12_plugin_other") is None
+    import importlib.metadata
+
+    assert not any(str(copy.python_dir) in str(getattr(d, "_path", "")) for d in importlib.metadata.distributions())

@@ -93,11 +93,27 @@ def cuda_plugin(found: dict[str, str | None] | None = None) -> CudaPlugin:
 
 def _use_plugin_copy() -> None:
     """Where the plugin in use is the driver's copy, its Python package (``jax_cuda12_plugin``:
-    custom-call targets, build versions) becomes importable in this process, last on
-    sys.path. Its PJRT library's ``jax_plugins`` directory never does: jax would start it."""
-    copy = cuda_plugin().copy
-    if copy is not None and str(copy.python_dir) not in sys.path:
-        sys.path.append(str(copy.python_dir))
+    custom-call targets, build versions) becomes importable in this process, by that name
+    alone: the copy stays off sys.path, so metadata scans (here and in the children that
+    inherit sys.path) do not take it for an installed plugin, and its PJRT library's
+    namespace package stays out of jax's discovery."""
+    import importlib.abc
+    import importlib.machinery
+
+    plugin = cuda_plugin()
+    if plugin.copy is None or any(getattr(f, "mlirhlo_copy", None) == plugin.module for f in sys.meta_path):
+        return
+    directory = str(plugin.copy.python_dir)
+
+    class CopyFinder(importlib.abc.MetaPathFinder):
+        mlirhlo_copy = plugin.module
+
+        def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002 - the finder protocol
+            if fullname != self.mlirhlo_copy:
+                return None  # its submodules are found through the package's __path__
+            return importlib.machinery.PathFinder.find_spec(fullname, [directory])
+
+    sys.meta_path.append(CopyFinder())
 
 
 # Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
