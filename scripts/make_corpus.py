@@ -32,14 +32,14 @@ def main(argv: list[str]) -> int:
         return 2
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
-    # Before jax starts: host CPU devices for the sharded programs (both spellings: the
-    # flag is jax >= 0.5's, XLA's flag every version's).
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               f" --xla_force_host_platform_device_count={DEVICES}").strip()
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, str(HERE))
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    # jax as the driver starts it: CPU, quiet about a CUDA plugin it cannot start (a user's
+    # jax[cuda12-local] without NVIDIA's runtime), with host devices for the sharded programs.
+    _jaxlib.ensure_cpu_devices(DEVICES)
+    jax = _jaxlib.jax()
     import corpus_programs as cp
-    import jax
 
     shutil.copy(HERE / "corpus_programs.py", out / "corpus_programs.py")
     from mlirhlo_driver.inputs.loader import parse_arg_specs  # the driver's own --args reading

@@ -11,7 +11,7 @@ entry point each. The doors: ``opt --stage all`` (CPU and two CUDA specs), ``ker
 so a signal shows as one. Nowhere a traceback; every outcome other than success is in
 EXPECTED below, with its reason.
 
-Cost: about 3 minutes on 2 cores (190 s measured, jax 0.12.0.1), so each batch door runs once over the whole corpus and the
+Cost on 2 cores: 154 s at jax 0.12.0.1, 69 s at 0.9.0 (measured), so each batch door runs once over the whole corpus and the
 one-module doors run in this process where they can.
 """
 
@@ -50,6 +50,28 @@ EXPECTED = {
     ("run_hlo_module", "explicit_axes_8"): _INTERP_SHARDING,
     ("api", "explicit_axes_8"): _INTERP_SHARDING,
 }
+
+
+def _older_jaxlib() -> bool:
+    """jaxlib before 0.12 (CI's oldest end, 0.9.0): the outcomes below that differ were
+    measured at 0.9.0 and 0.12.0.1."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    return not _jaxlib.jaxlib_at_least("0.12.0")
+
+
+if _older_jaxlib():
+    # jaxlib 0.9's XLA compiles Shardy's manual-computation calls for CUDA (to a custom call
+    # it logs it cannot run); 0.12's refuses them at compile time.
+    for _door in ("opt-cuda", "kernels"):
+        EXPECTED.pop((_door, "shard_map_4"))
+    _SDY_ROUND_TRIP = ("Unsupported op", "jax 0.9 writes a NamedSharding program's HLO with Shardy's round-trip "
+                       "custom calls (xla.sdy.FuncResultSharding); StableHLO's interpreter has no such op, and XLA "
+                       "CPU runs the module")
+    for _door in ("run", "run_hlo_module"):
+        for _prog in ("sharded_mlp_4", "sharded_2d_8"):
+            EXPECTED[_door, _prog] = _SDY_ROUND_TRIP
+
 # jax 0.12 writes NamedSharding programs' HLO with named mesh shardings (HloShardingV3);
 # the SPMD runners' partitioning of such a dump aborts in XLA (hlo_sharding.h:683,
 # subgroup_types() on a V3 sharding). The "exec" branch fixes it: these then pass.
