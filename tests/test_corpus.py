@@ -11,8 +11,8 @@ entry point each. The doors: ``opt --stage all`` (CPU and two CUDA specs), ``ker
 so a signal shows as one. Nowhere a traceback; every outcome other than success is in
 EXPECTED below, with its reason.
 
-Cost on 2 cores: 154 s at jax 0.12.0.1, 69 s at 0.9.0 (measured), so each batch door runs once over the whole corpus and the
-one-module doors run in this process where they can.
+Cost on 2 cores: 154 s at jax 0.12.0.1, 69 s at 0.9.0 (measured), so each batch door runs
+once over the whole corpus and the one-module doors run in this process where they can.
 """
 
 from __future__ import annotations
