@@ -435,7 +435,10 @@ def test_import_jax_silences_jaxs_warning_about_a_mismatched_plugin():
     """A plugin the driver knows is foreign: jax's 'will not be used' warning is not shown (it is otherwise)."""
     import importlib.util
 
-    installed = [d for d in ("jax_cuda13_plugin", "jax_cuda12_plugin") if importlib.util.find_spec(d)]
+    # Installed in site-packages, where the child process finds it (the driver's copy is
+    # importable only in a process that chose it, and not at the faked versions).
+    site = dict(jaxlib._read_installed_versions())
+    installed = [d.replace("-", "_") for d in jaxlib.CUDA_PLUGIN_DISTS if site.get(d)]
     if not installed or not importlib.util.find_spec("jaxlib.plugin_support"):
         pytest.skip("needs a jax CUDA plugin installed, and jaxlib's plugin version check")
     dist = installed[0].replace("_", "-")
