@@ -85,7 +85,8 @@ def test_cuda_plugin_reads_installed_versions_by_default(versions):
 def test_installed_versions_names_jax_jaxlib_and_both_plugins():
     """installed_versions: the installed jax and jaxlib, and an entry for each CUDA plugin."""
     found = jaxlib.installed_versions()
-    assert set(found) == {"jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin"}
+    assert set(found) == {"jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin",
+                          "jax-cuda12-plugin copy", "jax-cuda13-plugin copy"}
     import jax as jax_module
     import jaxlib as jaxlib_package
 
@@ -180,7 +181,7 @@ def test_check_cuda_plugin_accepts_only_jaxlibs_exact_version(versions):
         jaxlib.check_cuda_plugin()
     assert e.value.message == ("jax-cuda12-plugin is not installed (jaxlib 0.12.0.1); "
                                "CUDA needs the plugin at jaxlib's exact version")
-    assert e.value.hint == "pip install jax-cuda12-plugin==0.12.0.1"
+    assert e.value.hint == "mlirhlo cuda-plugin install"
     versions["jax-cuda13-plugin"] = "0.11.0"
     with pytest.raises(EnvironmentMismatch) as e:
         jaxlib.check_cuda_plugin()
@@ -190,7 +191,7 @@ def test_check_cuda_plugin_accepts_only_jaxlibs_exact_version(versions):
 @pytest.mark.parametrize(("found", "expected"), [
     (_found(cuda12=JAXLIB), ["jax 0.12.0.1", "jaxlib 0.12.0.1", "jax-cuda12-plugin 0.12.0.1"]),
     (_found(), ["jax 0.12.0.1", "jaxlib 0.12.0.1",
-                "jax-cuda12-plugin not installed (CUDA needs jax-cuda12-plugin==0.12.0.1)"]),
+                "jax-cuda12-plugin not installed (CUDA needs it at jaxlib's version: mlirhlo cuda-plugin install)"]),
     (_found(jax=None, lib="0.8.0", cuda12="0.8.0"),
      ["jax not installed", "jaxlib 0.8.0 (unsupported: 0.9.0 to 0.12.0.1 are)", "jax-cuda12-plugin 0.8.0"]),
     (_found(cuda12="0.10.2"),
@@ -434,7 +435,10 @@ def test_import_jax_silences_jaxs_warning_about_a_mismatched_plugin():
     """A plugin the driver knows is foreign: jax's 'will not be used' warning is not shown (it is otherwise)."""
     import importlib.util
 
-    installed = [d for d in ("jax_cuda13_plugin", "jax_cuda12_plugin") if importlib.util.find_spec(d)]
+    # Installed in site-packages, where the child process finds it (the driver's copy is
+    # importable only in a process that chose it, and not at the faked versions).
+    site = dict(jaxlib._read_installed_versions())
+    installed = [d.replace("-", "_") for d in jaxlib.CUDA_PLUGIN_DISTS if site.get(d)]
     if not installed or not importlib.util.find_spec("jaxlib.plugin_support"):
         pytest.skip("needs a jax CUDA plugin installed, and jaxlib's plugin version check")
     dist = installed[0].replace("_", "-")
@@ -709,11 +713,11 @@ def test_plugin_build_versions_reads_the_plugins_versions_extension(monkeypatch)
     """CUDA runtime 12090 -> 12.9.0 and cuDNN 91002 -> 9.10.2, from the plugin module in use."""
     versions = types.SimpleNamespace(cuda_runtime_build_version=lambda: 12090, cudnn_build_version=lambda: 91002)
     monkeypatch.setitem(sys.modules, "fake_v_plugin_a._versions", versions)
-    monkeypatch.setattr(jaxlib, "cuda_plugin", lambda: types.SimpleNamespace(module="fake_v_plugin_a"))
+    monkeypatch.setattr(jaxlib, "cuda_plugin", lambda: types.SimpleNamespace(module="fake_v_plugin_a", copy=None))
     assert jaxlib.plugin_build_versions() == {"cuda": "12.9.0", "cudnn": "9.10.2"}
     versions = types.SimpleNamespace(cuda_runtime_build_version=lambda: 13105, cudnn_build_version=lambda: 81234)
     monkeypatch.setitem(sys.modules, "fake_v_plugin_b._versions", versions)
-    monkeypatch.setattr(jaxlib, "cuda_plugin", lambda: types.SimpleNamespace(module="fake_v_plugin_b"))
+    monkeypatch.setattr(jaxlib, "cuda_plugin", lambda: types.SimpleNamespace(module="fake_v_plugin_b", copy=None))
     assert jaxlib.plugin_build_versions() == {"cuda": "13.10.0", "cudnn": "8.12.34"}
 
 

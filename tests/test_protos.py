@@ -478,8 +478,7 @@ def test_plugin_errors_name_the_plugin_distribution(fake_jaxlib, tmp_path):
     plugin's distribution and version (not jaxlib's)."""
     from mlirhlo_driver._native import jaxlib as _jaxlib
 
-    dist = _jaxlib.cuda_plugin().dist
-    version = _jaxlib.installed_versions()[dist]
+    dist, version = _jaxlib.cuda_plugin().dist, _jaxlib.cuda_plugin().version
     bad = tmp_path / "xla_cuda_plugin.so"
     bad.write_bytes(b"not elf")
     fake_jaxlib(bad)

@@ -54,11 +54,10 @@ def test_pyproject_declares_the_supported_range():
     extras = project["optional-dependencies"]
     for major, tools in ((12, {"nvidia-cuda-nvcc-cu12"}), (13, {"nvidia-cuda-nvcc", "nvidia-nvvm"})):
         reqs = _requirements(extras[f"cuda{major}"])
-        # The plugin comes through jax's own extra, which pins it to jax's exact version;
-        # a separate plugin requirement would let pip choose one that does not match.
-        assert reqs["jax"].extras == {f"cuda{major}-local"}
-        assert {str(s) for s in reqs["jax"].specifier} == expected
-        assert tools <= set(reqs) and not any(d.startswith("jax-cuda") for d in reqs)
+        # No jax CUDA plugin: its pjrt package registers a jax backend that, without NVIDIA's
+        # runtime, logs a traceback at the user's first jnp call. `mlirhlo cuda-plugin install`
+        # puts it where jax does not look (tests/test_plugin_copy.py).
+        assert tools <= set(reqs) and not any(d.startswith("jax") for d in reqs), reqs
     # triton (640 MiB, for P100/V100 SASS only) is opt-in, and no other extra pulls it.
     assert [e for e, lines in extras.items() if "triton" in _requirements(lines)] == ["legacy-sass"]
 
@@ -147,7 +146,8 @@ def test_cuda_commands_need_the_matching_plugin(cli, monkeypatch, plugin, says, 
     # (--no-cache: a cached stage needs no compile, so no plugin either.)
     _fake_versions(monkeypatch, plugin)
     line = assert_one_line_error(cli(*argv, SOFTMAX), code=2, contains=says)
-    assert line.endswith("(pip install jax-cuda12-plugin==0.9.2)"), line
+    fix = "pip install jax-cuda12-plugin==0.9.2" if plugin else "mlirhlo cuda-plugin install"
+    assert line.endswith(f"({fix})"), line
 
 
 @pytest.mark.parametrize("plugin", ["0.10.2", None])
@@ -177,8 +177,9 @@ def test_version_names_every_tool(cli):
     found = _jaxlib.installed_versions()
     assert lines[0] == f"mlirhlo-driver {mlirhlo_driver.__version__}"
     plugin = _jaxlib.cuda_plugin(found)
+    where = f" (the driver's copy, {plugin.copy.path})" if plugin.copy else ""
     assert lines[1:4] == [f"jax {found['jax']}", f"jaxlib {found['jaxlib']}",
-                          f"{plugin.dist} {plugin.version}"]
+                          f"{plugin.dist} {plugin.version}{where}"]
     assert lines[4].startswith("ptxas ") and lines[-1].startswith("llvmlite ")
 
 
@@ -190,7 +191,7 @@ def test_version_says_what_is_wrong(cli, monkeypatch):
     _fake_versions(monkeypatch, None, jaxlib="0.8.3")
     out = cli("--version").out.splitlines()
     assert "jaxlib 0.8.3 (unsupported: 0.9.0 to 0.12.0.1 are)" in out
-    assert "jax-cuda12-plugin not installed (CUDA needs jax-cuda12-plugin==0.8.3)" in out
+    assert "jax-cuda12-plugin not installed (CUDA needs it at jaxlib's version: mlirhlo cuda-plugin install)" in out
 
 
 @pytest.mark.parametrize("argv", [

@@ -1154,6 +1154,10 @@ def test_hlo_module_name_from_the_dump_first():
     dump = {"module_0003.jit_f.cpu_after_optimizations.txt": b"", "module_0003.jit_f.before_optimizations.txt": b""}
     assert xla_backend._hlo_module_name(dump, exe) == "jit_f"
     assert xla_backend._hlo_module_name({"module_0003.jit_f.ir-no-opt.ll": b""}, exe) == "jit_f-clone"
+    # a proto-only dump (diff's): jaxlib 0.9's device-less CUDA executable says "-clone", and
+    # the thunk sequence's key kept its prefix ('XLA wrote no output for stage thunk-sequence')
+    assert xla_backend._hlo_module_name({"module_0001.jit_f.before_optimizations.hlo.pb": b"",
+                                         "module_0001.jit_f.thunk_sequence.txt": b""}, exe) == "jit_f"
     assert xla_backend._hlo_module_name({}, None) == ""
 
 

@@ -27,6 +27,7 @@ from ..errors import (
     param,
 )
 from ..timing import ms, ms_since
+from . import plugin_copy
 from .fds import capture_fd2
 
 # The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
@@ -36,8 +37,10 @@ SUPPORTED_MAX = "0.12.0.1"
 # jax's CUDA plugins, newest CUDA first: where both match jaxlib, jax's own discovery
 # loads both, and the CUDA 13 one is the environment the user asked for last.
 CUDA_PLUGIN_DISTS = ("jax-cuda13-plugin", "jax-cuda12-plugin")
-# The plugin named in messages when none is installed (the README's set-up installs it).
+# The plugin named in messages when none is installed (the README's set-up installs its copy).
 PLUGIN_DIST = "jax-cuda12-plugin"
+# What installs the driver's copy of a plugin (_native/plugin_copy.py): the README's set-up.
+INSTALL_COMMAND = "mlirhlo cuda-plugin install"
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class CudaPlugin:
 
     dist: str  # "jax-cuda12-plugin"
     version: str | None  # None: not installed
+    # The driver's copy (plugin_copy.Copy) when the plugin comes from there, not site-packages.
+    copy: plugin_copy.Copy | None = None
 
     @property
     def cuda_major(self) -> int:
@@ -68,14 +73,46 @@ class CudaPlugin:
 
 
 def cuda_plugin(found: dict[str, str | None] | None = None) -> CudaPlugin:
-    """The CUDA plugin the driver uses: one at jaxlib's exact version, CUDA 13 before 12;
-    else an installed one (check_cuda_plugin names the mismatch); else jax-cuda12-plugin,
-    not installed."""
+    """The CUDA plugin the driver uses: one installed at jaxlib's exact version (a user's
+    own jax CUDA environment, kept as it is), CUDA 13 before 12; else the driver's copy at
+    jaxlib's version (``mlirhlo cuda-plugin install``; ``found["DIST copy"]``); else an
+    installed one (check_cuda_plugin names the mismatch); else jax-cuda12-plugin, not installed."""
     found = installed_versions() if found is None else found
     installed = [d for d in CUDA_PLUGIN_DISTS if found.get(d) is not None]
     matching = [d for d in installed if found.get(d) == found.get("jaxlib")]
+    if not matching:
+        for dist in CUDA_PLUGIN_DISTS:  # CUDA 13 first
+            version = found.get(f"{dist} copy")
+            copy = plugin_copy.find(dist, version) if version is not None else None
+            if version == found.get("jaxlib") and copy is not None:
+                return CudaPlugin(dist, version, copy)
     dist = (matching or installed or [PLUGIN_DIST])[0]
     return CudaPlugin(dist, found.get(dist))
+
+
+def _use_plugin_copy() -> None:
+    """Where the plugin in use is the driver's copy, its Python package (``jax_cuda12_plugin``:
+    custom-call targets, build versions) becomes importable in this process, by that name
+    alone: the copy stays off sys.path, so metadata scans (here and in the children that
+    inherit sys.path) do not take it for an installed plugin, and its PJRT library's
+    namespace package stays out of jax's discovery."""
+    import importlib.abc
+    import importlib.machinery
+
+    plugin = cuda_plugin()
+    if plugin.copy is None or any(getattr(f, "mlirhlo_copy", None) == plugin.module for f in sys.meta_path):
+        return
+    directory = str(plugin.copy.python_dir)
+
+    class CopyFinder(importlib.abc.MetaPathFinder):
+        mlirhlo_copy = plugin.module
+
+        def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002 - the finder protocol
+            if fullname != self.mlirhlo_copy:
+                return None  # its submodules are found through the package's __path__
+            return importlib.machinery.PathFinder.find_spec(fullname, [directory])
+
+    sys.meta_path.append(CopyFinder())
 
 
 # Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
@@ -119,9 +156,13 @@ def native_library_path(library: str) -> str | None:
     if library == "jaxlib":
         spec, rel = importlib.util.find_spec("jaxlib"), "libjax_common.so"
     elif library == "cuda_plugin":
+        plugin = cuda_plugin()
+        if plugin.copy is not None:  # the pjrt wheel's files, off sys.path
+            path = os.path.join(plugin.copy.pjrt_dir, "jax_plugins", plugin.namespace_dir, plugin_copy.LIBRARY)
+            return path if os.path.isfile(path) else None
         # A namespace package: finding it runs none of the plugin's code.
         spec = importlib.util.find_spec("jax_plugins")
-        rel = os.path.join(cuda_plugin().namespace_dir, "xla_cuda_plugin.so")
+        rel = os.path.join(plugin.namespace_dir, "xla_cuda_plugin.so")
     else:
         raise ValueError(f"unknown native library {library!r}")
     for root in (spec.submodule_search_locations or []) if spec else []:
@@ -132,12 +173,23 @@ def native_library_path(library: str) -> str | None:
 
 
 def installed_versions() -> dict[str, str | None]:
-    """Installed versions of jax, jaxlib and the CUDA plugins (None: not installed).
+    """Installed versions of jax, jaxlib and the CUDA plugins (None: not installed), and
+    under ``"DIST copy"`` the version of the driver's copy of each plugin at jaxlib's
+    version (_native/plugin_copy.py; None: no such copy).
 
     Read from package metadata (kept on disk), without importing them, so it costs
     no start-up; once per process (the CUDA tool lookups ask for the plugin many times).
     """
-    return dict(_read_installed_versions())
+    found = dict(_read_installed_versions())
+    copies = _read_plugin_copies()
+    for dist in CUDA_PLUGIN_DISTS:
+        found[f"{dist} copy"] = found["jaxlib"] if (dist, found["jaxlib"]) in copies else None
+    return found
+
+
+@functools.cache
+def _read_plugin_copies() -> frozenset[tuple[str, str]]:
+    return frozenset((c.dist, c.version) for c in plugin_copy.copies())
 
 
 @functools.cache
@@ -201,9 +253,11 @@ def check_cuda_plugin() -> None:
     jaxlib_version, plugin = found["jaxlib"], cuda_plugin(found)
     if plugin.version is not None and plugin.version == jaxlib_version:
         return
-    found_plugin = (f"{plugin.dist} is not installed (jaxlib {jaxlib_version})" if plugin.version is None
-                    else f"{plugin.dist} {plugin.version} does not match jaxlib {jaxlib_version}")
-    raise EnvironmentMismatch(f"{found_plugin}; CUDA needs the plugin at jaxlib's exact version",
+    if plugin.version is None:
+        raise EnvironmentMismatch(f"{plugin.dist} is not installed (jaxlib {jaxlib_version}); CUDA needs "
+                                  "the plugin at jaxlib's exact version", hint=INSTALL_COMMAND)
+    raise EnvironmentMismatch(f"{plugin.dist} {plugin.version} does not match jaxlib {jaxlib_version}; "
+                              "CUDA needs the plugin at jaxlib's exact version",
                               hint=f"pip install {plugin.dist}=={jaxlib_version}")
 
 
@@ -223,7 +277,9 @@ def version_lines() -> list[str]:
     jaxlib_version = found["jaxlib"]
     plugin = cuda_plugin(found)
     if plugin.version is None:
-        lines.append(f"{plugin.dist} not installed (CUDA needs {plugin.dist}=={jaxlib_version})")
+        lines.append(f"{plugin.dist} not installed (CUDA needs it at jaxlib's version: {INSTALL_COMMAND})")
+    elif plugin.copy is not None:
+        lines.append(f"{plugin.dist} {plugin.version} (the driver's copy, {plugin.copy.path})")
     elif plugin.version != jaxlib_version:
         lines.append(f"{plugin.dist} {plugin.version} (does not match jaxlib {jaxlib_version}: "
                      f"CUDA needs {plugin.dist}=={jaxlib_version})")
@@ -307,6 +363,7 @@ def _import_jax() -> Any:
     import warnings
 
     check_versions()
+    _use_plugin_copy()
     found = installed_versions()
     plugin_matches = all(found.get(d) in (None, found["jaxlib"]) for d in CUDA_PLUGIN_DISTS)
     force_cpu = not os.environ.get("JAX_PLATFORMS")
@@ -678,6 +735,7 @@ def _load_cuda_c_api() -> Any:
         if factory is not None and getattr(factory, "c_api", None) is not None:
             return factory.c_api
     xla_client = _xla_client()
+    _use_plugin_copy()
     with _lock, filtered_native_stderr():
         _started_native_threads()
         c_api = xla_client.load_pjrt_plugin_dynamically("cuda", native_library_path("cuda_plugin"))
@@ -741,6 +799,7 @@ def plugin_build_versions() -> dict[str, str]:
     it cannot say (not installed, or an extension that needs a driver)."""
     try:
         module = cuda_plugin().module
+        _use_plugin_copy()
     except Exception:
         return {}
     return dict(_build_versions(module))

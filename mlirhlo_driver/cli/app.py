@@ -607,6 +607,32 @@ def cache_clear() -> None:
     typer.echo(f"removed {cache.clear()} entries from {cache.cache_dir()}")
 
 
+# --------------------------------------------------------------- cuda-plugin
+
+cuda_plugin_app = typer.Typer(help="jax's CUDA plugin for device-less CUDA compiles, kept out of jax's way.",
+                              no_args_is_help=True)
+app.add_typer(cuda_plugin_app, name="cuda-plugin")
+
+
+@cuda_plugin_app.command("install")
+def cuda_plugin_install(
+    cuda: Annotated[Optional[int], typer.Option(
+        "--cuda", metavar="MAJOR", help="CUDA 12 or 13 (default: the plugin in use's, else the pip "
+                                        "CUDA tools installed, else 12).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Install again over the driver's copy.")] = False,
+) -> None:
+    """Install jax-cudaN-plugin and jax-cudaN-pjrt at jaxlib's version with pip into this
+    environment's share/mlirhlo-driver/cuda-plugins/ ($MLIRHLO_CUDA_PLUGIN_DIR), where jax's
+    plugin discovery does not look: the user's jax stays quiet, device-less CUDA compiles
+    work. A jax CUDA plugin installed at jaxlib's version is used instead, as it is."""
+    try:
+        from ..commands.mlirhlo import cuda_plugin_install as install
+
+        typer.echo(install(cuda=cuda, force=force), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
 def _option_names(command: str) -> list[str]:
     """Every spelling of a command's options (for 'did you mean' hints)."""
     sub = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]

@@ -84,8 +84,12 @@ def library_path(library: str) -> str | None:
 def _version(library: str) -> str:
     from .._native import jaxlib as _jaxlib
 
-    dist = "jaxlib" if library == "jaxlib" else _jaxlib.cuda_plugin().dist
-    return f"{dist} {_jaxlib.installed_versions().get(dist) or '(version unknown)'}"
+    if library == "jaxlib":
+        dist, version = "jaxlib", _jaxlib.installed_versions().get("jaxlib")
+    else:  # installed, or the driver's copy
+        plugin = _jaxlib.cuda_plugin()
+        dist, version = plugin.dist, plugin.version
+    return f"{dist} {version or '(version unknown)'}"
 
 
 def elf_section(path: str, name: bytes = SECTION) -> bytes | None:

@@ -383,9 +383,10 @@ def _read_dump(directory: str) -> tuple[dict[str, bytes], dict[str, int]]:
 
 def _hlo_module_name(files: dict[str, bytes], executable: Any) -> str:
     # The dump's own spelling first: jaxlib 0.9's device-less CUDA executable reports
-    # the clone XLA compiled ("<name>-clone"), while the dump files use the name.
+    # the clone XLA compiled ("<name>-clone"), while the dump files use the name. Text or
+    # proto: diff's compiles dump the HLO as a proto only.
     for k in files:
-        m = re.match(r"^module_\d+\.(.+)\.before_optimizations\.txt$", k)
+        m = re.match(r"^module_\d+\.(.+)\.before_optimizations\.(?:txt|hlo\.pb)$", k)
         if m:
             return m.group(1)
     if executable is not None:
