@@ -1852,3 +1852,13 @@ def test_pass_bisect_hlo_around_the_first_run_that_changed_the_module(monkeypatc
     assert pass_bisect._around("mod", "m", target, "a.b") == (None, None, "")
     assert pass_bisect._body("HloModule m\n") == "" and pass_bisect._body("one line") == "one line"
     assert pass_bisect._body("HloModule m\na\nb\n") == "a\nb\n"
+
+
+def test_run_on_one_device_says_a_shard_map_module_needs_its_mesh(cli):
+    """shard_map's manual computation runs only on its mesh: `run` (one device) says so in one line
+    naming spmd-run, not XLA's "No registered implementation for ... xla.sdy.GlobalToLocalShape"."""
+    import sharded_programs
+
+    r = cli("run", sharded_programs.programs(4)["shard_map"]["mlir"], "--jobs", "0")
+    assert_one_line_error(r, contains="the module has manual computations (shard_map): they run only on their "
+                                      "mesh's devices, not on one (mlirhlo spmd-run FILE --num-partitions N)")

@@ -1332,3 +1332,17 @@ def test_an_already_partitioned_module_with_named_and_manual_shardings(tmp_path)
     assert "parameter 1 m float32[4, 3]: {manual}: one value per device, gathered as [partition, ...]" in stdout
     np.testing.assert_array_equal(np.load(out)["out0"], x)
     np.testing.assert_array_equal(np.load(out)["out1"], m)
+
+
+def test_a_shard_map_program_across_two_local_processes(tmp_path):
+    """jax's shard_map, split over two processes: each runs its devices' part, process 0 gathers
+    a @ b. Its reference would be one more SPMD run every process must join: the note says so."""
+    a, b = rand(7, 8, 8), rand(8, 8, 4)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(jax_programs(4)["shard_map"]["hlo"], "--num-partitions", "4", "--launch-local", "2",
+                     "--inputs", npz(tmp_path / "in.npz", a=a, b=b), "--dump-output", out, "--timeout", "60",
+                     timeout=90))
+    assert "[0] shard_map: RAN" in stdout and "[0]   gathered from 2 processes" in stdout
+    assert "[0]   no reference: a module with manual computations is compared with itself replicated on its " \
+           "mesh in one process only (give --reference-module)" in stdout
+    np.testing.assert_allclose(np.load(out)["out0"], a @ b, rtol=1e-5, atol=1e-5)

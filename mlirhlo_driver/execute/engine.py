@@ -939,7 +939,7 @@ class Mismatch:
                  f"elements differ{' ' + self.note if self.note else ''}"]
         if self.count:
             lines.append(f"  max abs error {self.max_abs:.6g}, max rel error {self.max_rel:.6g}")
-            ulp = "" if self.worst_ulp is None else f" ({_ulp_text(self.worst_ulp)} apart)"
+            ulp = "" if self.worst_ulp is None else f" ({self.worst_ulp} ULP apart)"
             lines.append(f"  worst at {list(self.worst_index)}: got {self.actual}, expected {self.expected}{ulp}")
             for idx, got, want in self.examples:
                 lines.append(f"  at {list(idx)}: got {got}, expected {want}")
@@ -1079,10 +1079,6 @@ def format_value(v: Any) -> str:
     if cls in ("int", "bool"):
         return str(int(v)) if cls == "int" else ("true" if v else "false")
     return str(v)
-
-
-def _ulp_text(ulp: int) -> str:
-    return f"{ulp} ULP"
 
 
 # ============================================================ check semantics

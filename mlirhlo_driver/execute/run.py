@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DriverError, InputError, PipelineError
+from ..errors import CompileError, DriverError, InputError, PipelineError
 from . import engine
 from .engine import REFERENCES, InputSpec, Mismatch, ModuleReport
 
@@ -100,16 +100,20 @@ def run_compared(module: Any, name: str, source: str, options: RunOptions, line_
             return _run_checks(module, report, options, line_offset)
         if partitions > 1:
             return _run_partitioned(module, report, options, partitions)
-        from .spmd import has_manual_computations
-
-        if has_manual_computations(module):  # XLA's own message: "No registered implementation for ..."
-            raise InputError("the module has manual computations (shard_map): they run only on their mesh's "
-                             "devices, not on one", hint="mlirhlo spmd-run FILE --num-partitions N")
         params, _ = engine.signature(module)
         made = engine.make_inputs(params, options.inputs, module=module)
         arrays, report.inputs_note = made.arrays, made.note
-        outputs, report.compile_ms, report.run_ms = engine.run_xla(
-            module, arrays, options.platform, options.iterations, options.xla_flags)
+        try:
+            outputs, report.compile_ms, report.run_ms = engine.run_xla(
+                module, arrays, options.platform, options.iterations, options.xla_flags)
+        except CompileError as e:
+            from .spmd import has_manual_computations
+
+            if "xla.sdy." in e.message and has_manual_computations(module):  # "No registered implementation"
+                raise InputError("the module has manual computations (shard_map): they run only on their "
+                                 "mesh's devices, not on one", hint="mlirhlo spmd-run FILE --num-partitions N") \
+                    from None
+            raise
         if options.keep_outputs:
             report.inputs, report.outputs = arrays, outputs
         if options.reference == "none":

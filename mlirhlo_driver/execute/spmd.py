@@ -754,6 +754,11 @@ def worker(cfg: WorkerConfig) -> int:
     print(f"process {me} of {n}: joined the run at {cfg.coordinator}", flush=True)
     loaded = inputs.load(cfg.input, input_format=cfg.input_format, arg_specs=cfg.args)[0]
     plan = prepare(loaded, options)
+    if plan.reference_on_mesh:
+        # That reference is one more SPMD run, which every process would have to join.
+        plan.reference_module = None
+        plan.reference_note = ("no reference: a module with manual computations is compared with itself "
+                               "replicated on its mesh in one process only (give --reference-module)")
     devices = _jaxlib.local_device_order()
     if len(devices) != options.num_devices:
         raise DriverError(f"the run has {len(devices)} devices, {options.num_devices} are needed")

@@ -330,8 +330,35 @@ def parse(texts: Sequence[str]) -> list[Sharding | Refused]:
     out: list[Sharding | Refused] = []
     for t in texts:
         r = found[t]
-        out.append(r if isinstance(r, Refused) else from_bytes(r, t))
+        if not isinstance(r, Refused):
+            r = from_bytes(r, t)
+            why = _inconsistency(r)
+            r = Refused(why) if why else r
+        out.append(r)
     return out
+
+
+def _inconsistency(s: Sharding) -> str:
+    """What makes a sharding XLA's parser accepted unusable ("" if nothing): older parsers
+    (jaxlib 0.9) take device lists shorter than the tile assignment, repeated devices and
+    negative ones, which the compile would then trip over."""
+    if s.kind == "tuple":
+        return next((w for w in map(_inconsistency, s.elements) if w), "")
+    if s.kind == "maximal" and s.devices and s.devices[0] < 0:
+        return f"device {s.devices[0]} is not a device"
+    if s.kind != "tiled":
+        return ""
+    if math.prod(s.dims) != len(s.devices):
+        return (f"the tile assignment [{','.join(map(str, s.dims))}] has {math.prod(s.dims)} places for "
+                f"{len(s.devices)} devices")
+    seen: set[int] = set()
+    for d in s.devices:
+        if d < 0:
+            return f"device {d} is not a device"
+        if d in seen:
+            return f"device {d} appears twice in the tile assignment"
+        seen.add(d)
+    return ""
 
 
 def _parse_isolated(texts: list[str]) -> list[bytes | Refused]:
