@@ -269,7 +269,7 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
         for t in tasks:
             if t.source in snapshots:  # replayed with the arguments the snapshot recorded
                 reports += run_report.execute_tasks([t], replace(opts, inputs_npz=snapshots[t.source]), 1, None)
-        partitions = {t.source: t.partitions for t in tasks}
+        task_partitions = {t.source: t.partitions for t in tasks}
         for r in reports:
             if r.passed:
                 continue
@@ -277,8 +277,8 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
                 import shlex
 
                 r.reproducer = " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
-            elif partitions.get(r.source, 1) > 1:
-                r.reproducer = run_report.reproducer(r, opts, xla_words, partitions[r.source])
+            elif task_partitions.get(r.source, 1) > 1:
+                r.reproducer = run_report.reproducer(r, opts, xla_words, task_partitions[r.source])
         for r in reports if inputs_npz else []:
             r.inputs_note = (r.inputs_note or "").replace(inputs_npz, p["input_literals_file"])
         if len(reports) == 1 and reports[0].status == "invalid":
