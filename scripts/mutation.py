@@ -66,6 +66,9 @@ MODULE_TESTS: dict[str, list[str]] = {
     "execute/run.py": ["test_run.py", "test_mutation_guards_lib.py", "test_xla_pass_views.py",
                        "test_checks.py", "test_bad_inputs.py"],  # check files; the guards' positions
     "execute/spmd.py": ["test_spmd.py"],
+    "execute/engine.py": ["test_run.py", "test_spmd.py", "test_checks.py", "test_behaviour_comparison.py",
+                          "test_mutation_guards_lib.py"],
+    "ir/shardings.py": ["test_shardings.py", "test_spmd.py"],
     "xla/flags.py": ["test_xla_flags.py", "test_mutation_guards_lib.py"],
     "xla/cli_flags.py": ["test_xla_tools.py", "test_xla_flags.py"],
     "cli/xla/tools.py": ["test_cli_frontends.py", "test_xla_tools.py", "test_mutation_guards_io.py", "test_behaviour_defaults.py",
@@ -158,7 +161,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("execute/spmd.py", "if time.time() + 0.2 >= deadline:", "GtE -> Gt"):
         "the two differ only when time.time() + 0.2 equals the deadline to the last bit of a "
         "float; the probe then gives up one 0.2 s poll later, still before its caller's deadline",
-    ("execute/run.py", "for flat in np.flatnonzero(bad.reshape(-1))[: examples + 1]:", "1 -> 2"):
+    ("execute/engine.py", "for flat in np.flatnonzero(bad.reshape(-1))[: examples + 1]:", "1 -> 2"):
         "the slice only bounds the work: of the first examples + 1 mismatches at most one is the "
         "worst, which is skipped, and the loop stops at `examples`; a longer slice gives the same examples",
     ("_native/jaxlib.py", "return ArrayImpl(aval, GSPMDSharding.get_replicated(all_devices), buffers, committed=True,",
@@ -251,7 +254,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "0 -> 1"):
         "a memo of the last sniff: comparing the bytes with the cached answer (a str or None) never "
         "matches, so the sniff is done again and gives the same answer, only later",
-    ("execute/run.py", "got, _, _ = run_xla(probe, arrays, options.platform, 1, options.xla_flags)", "1 -> 2"):
+    ("execute/run.py", "got, _, _ = engine.run_xla(probe, arrays, options.platform, 1, options.xla_flags)", "1 -> 2"):
         "the bisect probe's iteration count: a second run of the same executable on the same inputs gives "
         "the same outputs, and its times are discarded",
     # Timing only: these change how long a wait may last, never what is reported; a test could
@@ -341,10 +344,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "0 -> 1"):
         "the default counts only when no fusion row is printed (fusion names are never empty), "
         "as for the kernel list's width",
-    ("execute/run.py", "window[d] = updates[w] if w is not None else 1", "1 -> 2"):
+    ("execute/engine.py", "window[d] = updates[w] if w is not None else 1", "1 -> 2"):
         "the else needs update_window_dims shorter than the operand's non-inserted dimensions; "
         "StableHLO's verifier refuses such a scatter, so no module that loads reaches it",
-    ("execute/spmd.py", "mm = compare(valid, full[region], 0, rtol, atol)", "0 -> 1"):
+    ("execute/engine.py", "mm = compare(valid, full[target], 0, rtol, atol)", "0 -> 1"):
         "the index only sets the mismatch's output number, which this message does not use",
     ("execute/spmd.py", "if not message and (code < 0 or code > 2 or terminated):  # died without saying why",
      "Lt -> LtE"):

@@ -598,7 +598,7 @@ for name, extra in {
     "seed-negative": ["--seed", "-1"],
     "num-repeats-zero": ["--num-repeats", "0"],
     "rtol-nan": ["--rtol", "nan"],
-    "reference-bogus": ["--reference", "interpreter"],
+    "reference-bogus": ["--reference", "gpu"],
     "timeout-negative": ["--timeout", "-5"],
     "coordinator-port-too-big": ["--num-processes", "2", "--process-id", "0", "--coordinator", "localhost:99999"],
     "coordinator-port-zero": ["--num-processes", "2", "--process-id", "0", "--coordinator", "localhost:0"],

@@ -1,4 +1,4 @@
-"""Behaviour: ``run``'s comparison (run.compare), per dtype class.
+"""Behaviour: the engine's comparison (engine.compare), per dtype class.
 
 * bool, signed and unsigned integers compare exactly, whatever ``--rtol`` /
   ``--atol`` say: a difference of 1 fails even with tolerances far above it,
@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mlirhlo_driver.execute import run
+from mlirhlo_driver.execute import engine, run
 
 BOOL = ["bool"]
 SIGNED = ["int8", "int16", "int32", "int64"]
@@ -40,7 +40,7 @@ def _arr(name: str, values) -> np.ndarray:
 
 
 def _count(actual, expected, rtol=None, atol=None) -> int:
-    return run.compare(actual, expected, 0, rtol, atol).count
+    return engine.compare(actual, expected, 0, rtol, atol).count
 
 
 # ---------------------------------------------------------------- exact classes
@@ -58,7 +58,7 @@ def test_equal_arrays_match(dtype):
 def test_integers_are_exact_whatever_the_tolerance(dtype, tol):
     expected = _arr(dtype, [10, 20, 30, 40])
     actual = _arr(dtype, [10, 21, 30, 39])
-    mm = run.compare(actual, expected, 0, tol.get("rtol"), tol.get("atol"))
+    mm = engine.compare(actual, expected, 0, tol.get("rtol"), tol.get("atol"))
     assert mm.count == 2, (dtype, tol)
     assert mm.max_abs == 1.0 and mm.worst_index in ((1,), (3,))
 
@@ -83,7 +83,7 @@ def test_unsigned_extremes(dtype):
 @pytest.mark.parametrize("tol", [{}, HUGE_TOL])
 def test_bool_is_exact(tol):
     a, e = _arr("bool", [True, False, True]), _arr("bool", [True, True, False])
-    assert run.compare(a, e, 0, tol.get("rtol"), tol.get("atol")).count == 2
+    assert engine.compare(a, e, 0, tol.get("rtol"), tol.get("atol")).count == 2
 
 
 # -------------------------------------------------------------- floats and complex
@@ -158,13 +158,13 @@ def test_every_float_dtype_but_e4m3fn_has_inf():
 
 def test_tolerance_table():
     """rtol/atol given override the dtype's; integers and bools default to exact."""
-    assert run.tolerance("float32", None, None) == (1e-4, 1e-5)
-    assert run.tolerance("float32", 0.5, None) == (0.5, 1e-5)
-    assert run.tolerance("float32", None, 0.5) == (1e-4, 0.5)
+    assert engine.tolerance("float32", None, None) == (1e-4, 1e-5)
+    assert engine.tolerance("float32", 0.5, None) == (0.5, 1e-5)
+    assert engine.tolerance("float32", None, 0.5) == (1e-4, 0.5)
     for name in BOOL + INTEGERS:
-        assert run.tolerance(name, None, None) == (0.0, 0.0)
+        assert engine.tolerance(name, None, None) == (0.0, 0.0)
     for name in F8:
-        assert run.tolerance(name, None, None) == run._F8_TOL
+        assert engine.tolerance(name, None, None) == engine._F8_TOL
 
 
 @pytest.mark.parametrize("actual, expected", [
@@ -173,16 +173,16 @@ def test_tolerance_table():
     (np.zeros(3, np.int32), np.zeros(3, np.uint32)),
 ])
 def test_shape_or_dtype_difference_is_a_mismatch(actual, expected):
-    mm = run.compare(actual, expected, 0, 1.0, 1.0)
+    mm = engine.compare(actual, expected, 0, 1.0, 1.0)
     assert mm.count == mm.total and mm.note == "(shape or type differs)"
 
 
 def test_mismatch_report():
     e = np.asarray([1.0, 2.0, 3.0, 4.0], np.float32)
     a = np.asarray([1.0, 2.5, 3.0, NAN], np.float32)
-    mm = run.compare(a, e, 2, None, None)
+    mm = engine.compare(a, e, 2, None, None)
     assert (mm.output, mm.count, mm.total, mm.worst_index) == (2, 2, 4, (3,))
-    assert mm.max_abs == INF and mm.actual == "nan" and mm.expected == "4.0"
+    assert mm.max_abs == INF and mm.actual == "nan(0x7fc00000)" and mm.expected == "4.0"
     assert mm.examples == [((1,), "2.5", "2.0")]
 
 
@@ -190,7 +190,7 @@ def test_mismatch_report():
 
 def _report(outputs, reference, rtol=None, atol=None):
     r = run.ModuleReport("m", "m.mlir")
-    run._compare_all(r, outputs, reference, run.RunOptions(rtol=rtol, atol=atol))
+    r.judge(engine.compare_outputs(outputs, reference, rtol, atol))
     return r
 
 
@@ -224,7 +224,7 @@ UINT_MODULE = ("func.func @main(%a: tensor<4xui32>, %b: tensor<4xf32>) -> (tenso
 def test_exit_code_through_the_cli(cli, monkeypatch, tmp_path, which, tol, code):
     """``mlirhlo run --reference cpu``: the platform side (the one with a --xla flag) is
     perturbed after XLA ran it; the report and the exit code follow the rules above."""
-    real = run.run_xla
+    real = engine.run_xla
 
     def perturbed(module, arrays, platform, iterations=1, xla_flags=()):
         outs, compile_ms, run_ms = real(module, arrays, platform, iterations, xla_flags)
@@ -238,7 +238,7 @@ def test_exit_code_through_the_cli(cli, monkeypatch, tmp_path, which, tol, code)
                 outs[1][0] = np.float32(NAN)
         return outs, compile_ms, run_ms
 
-    monkeypatch.setattr(run, "run_xla", perturbed)
+    monkeypatch.setattr(engine, "run_xla", perturbed)
     src = tmp_path / "m.mlir"
     src.write_text(UINT_MODULE)
     r = cli("run", src, "--jobs", "0", "--reference", "cpu", "--xla_cpu_enable_fast_math=false", *tol)
@@ -249,3 +249,51 @@ def test_exit_code_through_the_cli(cli, monkeypatch, tmp_path, which, tol, code)
         assert f"output {out} ({'uint32' if which == 'uint' else 'float32'}[4]): 1 of 4 elements differ" in r.out
     else:
         assert "m: OK" in r.out
+
+
+# ------------------------------------------------------- what a mismatch line shows
+
+@pytest.mark.parametrize("value, dtype, shown", [
+    (np.nan, np.float32, "nan(0x7fc00000)"),
+    (-np.nan, np.float32, "-nan(0xffc00000)"),
+    (np.nan, np.float64, "nan(0x7ff8000000000000)"),
+    (np.nan, np.float16, "nan(0x7e00)"),
+    (np.nan, ml_dtypes.bfloat16, "nan(0x7fc0)"),
+    (np.nan, ml_dtypes.float8_e4m3fn, "nan(0x7f)"),
+    (-0.0, np.float32, "-0.0"),
+    (0.0, ml_dtypes.bfloat16, "0.0"),
+    (-0.0, ml_dtypes.bfloat16, "-0.0"),
+    (0.1, np.float32, "0.1"),       # the type's own shortest spelling, not float64's 0.10000000149011612
+    (np.inf, np.float32, "inf"),
+    (-np.inf, np.float16, "-inf"),
+    (-3, np.int8, "-3"),
+    (True, np.bool_, "true"),
+])
+def test_format_value_shows_what_printing_hides(value, dtype, shown):
+    """A NaN's sign and bits at its type's width, a zero's sign; everything else as its type prints it."""
+    assert engine.format_value(np.array([value], dtype)[0]) == shown
+
+
+def test_a_nan_payload_and_sign_tell_two_nans_apart():
+    """NaNs of other payloads print differently; a complex part keeps its NaN's bits."""
+    bits = np.array([0x7FC00001, 0xFFC00000], np.uint32).view(np.float32)
+    assert [engine.format_value(b) for b in bits] == ["nan(0x7fc00001)", "-nan(0xffc00000)"]
+    assert engine.format_value(np.complex64(complex(np.nan, -0.0))) == "(nan(0x7fc00000)-0.0j)"
+    assert engine.format_value(np.complex64(1 + 2j)) == "(1+2j)"
+
+
+def test_a_float_mismatch_says_how_many_ulp_apart_when_they_are_close():
+    """The worst pair's ULP distance, where the two are within about a factor of two of each
+    other; across orders of magnitude (or a NaN) no count is shown."""
+    one = np.float32(1.0)
+    near = np.array([one, np.nextafter(np.nextafter(one, np.float32(2)), np.float32(2))], np.float32)
+    mm = engine.compare(near, np.array([one, one], np.float32), 0, 0.0, 0.0)
+    assert mm.worst_ulp == 2
+    assert mm.describe().splitlines()[2] == "  worst at [1]: got 1.0000002, expected 1.0 (2 ULP apart)"
+    far = engine.compare(np.float32([1e6]), np.float32([1.0]), 0, 0.0, 0.0)
+    assert far.worst_ulp is None and "ULP" not in far.describe()
+    nan = engine.compare(np.float32([np.nan]), np.float32([1.0]), 0, 0.0, 0.0)
+    assert nan.worst_ulp is None and "got nan(0x7fc00000), expected 1.0\n" in nan.describe() + "\n"
+    bf = engine.compare(np.array([1.0078125], ml_dtypes.bfloat16), np.array([1.0], ml_dtypes.bfloat16), 0, 0.0, 0.0)
+    assert bf.worst_ulp == 1
+    assert engine.compare(np.int32([3]), np.int32([4]), 0, None, None).worst_ulp is None

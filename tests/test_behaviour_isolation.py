@@ -161,22 +161,22 @@ RNG = ("func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {\n"
 
 
 def test_the_interpreter_is_kept_and_replaced_after_a_crash():
-    from mlirhlo_driver.execute import interpreter, run
+    from mlirhlo_driver.execute import engine, interpreter
     from mlirhlo_driver.inputs.loader import parse_mlir
 
     add, rng = parse_mlir(ADD), parse_mlir(RNG)
     x = np.arange(4, dtype=np.float32)
-    assert run.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
+    assert engine.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
     helper = isolate._helpers[()].pid
-    run.run_interpreter(add, [x])
+    engine.run_interpreter(add, [x])
     with pytest.raises(CompileError, match="^error: the StableHLO interpreter failed: InputError: "):
         interpreter.evaluate(b"not MLIR", [], [])
     assert isolate._helpers[()].pid == helper  # one helper for all of these
     with pytest.raises(CompileError) as ei:
-        run.run_interpreter(rng, [np.zeros(2, np.uint64)])
+        engine.run_interpreter(rng, [np.zeros(2, np.uint64)])
     assert ei.value.message.startswith("the StableHLO interpreter crashed: ")
     assert "rng_bit_generator" in ei.value.message
-    assert run.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
+    assert engine.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
     assert isolate._helpers[()].pid != helper
 
 

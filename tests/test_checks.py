@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from mlirhlo_driver.errors import InputError
+from mlirhlo_driver.execute import engine
+from mlirhlo_driver.execute.engine import evaluate_check, ulp_difference
 from mlirhlo_driver.inputs import checks
 from mlirhlo_driver.inputs import loader as inputs
-from mlirhlo_driver.inputs.checks import Check, evaluate_check, ulp_difference
+from mlirhlo_driver.inputs.checks import Check
 
 DATA = Path(__file__).parent / "data" / "checks"
 FILES = sorted(p.name for p in DATA.glob("*.mlir"))
@@ -62,7 +64,7 @@ def entry_block(module):
 
 
 def run(plan, args=()):
-    return checks.run_cpu(plan, list(args))
+    return engine.run_plan(plan, list(args))[0]
 
 
 # ================================================================ preprocess
@@ -201,7 +203,7 @@ def test_loader_rewrites_check_dialect_files(tmp_path):
     results = []
     for chunk in loaded:
         plan = checks.prepare(chunk.module, source=chunk.source, line_offset=chunk.line_offset)
-        results += checks.evaluate(plan, run(plan))
+        results += engine.evaluate_checks(plan, run(plan))
     assert [r.passed for r in results] == [True, False]
     assert results[1].location == f"{path}:11:3"
     assert results[1].message == ("1 of 2 elements outside tolerance 0.0001; worst at index [1]: "
@@ -235,7 +237,7 @@ def test_data_file_passes_with_constants_as_parameters(name):
     hlo = compile_cpu(plan.module).hlo_modules()[0].to_string()
     for opcode in COMPUTED[name]:
         assert re.search(rf" {re.escape(opcode)}\(", hlo), (opcode, name)
-    results = checks.evaluate(plan, run(plan))
+    results = engine.evaluate_checks(plan, run(plan))
     assert results and len(results) == len(plan.checks)
     assert all(r.passed for r in results), [r for r in results if not r.passed]
     assert all(r.location.startswith(f"{name}:") for r in results)
@@ -249,7 +251,7 @@ def test_fold_constants_keeps_constants_and_xla_folds_them(name):
     assert len(entry_block(plan.module).arguments) == 0
     hlo = compile_cpu(plan.module).hlo_modules()[0].to_string()
     assert not any(re.search(rf" {re.escape(op)}\(", hlo) for op in COMPUTED[name])
-    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+    assert all(r.passed for r in engine.evaluate_checks(plan, run(plan)))
 
 
 # ------------------------------------------------ @inputs() values as parameters
@@ -295,7 +297,7 @@ def test_every_inputs_value_reaches_xla_as_a_parameter(name):
     args = list(entry_block(plan.module).arguments)
     assert [str(a.type) for a in args] == [str(t) for t in (
         [t for t in wanted if t not in [k.type for k in kept_from_inputs]] if "shape_main" not in name else wanted)]
-    results = checks.evaluate(plan, run(plan))
+    results = engine.evaluate_checks(plan, run(plan))
     assert results and all(r.passed for r in results), results
     provenance = checks.checked_values(plan, _optimized_deps(plan))
     assert provenance.state == ("folded" if name in FOLDED else "compiled"), provenance
@@ -307,7 +309,7 @@ def test_fold_constants_leaves_the_checked_values_to_the_folder(name):
     plan = checks.prepare(loaded.module, source=name, fold_constants=True)
     assert plan.parameters == [] and plan.kept == []
     assert checks.checked_values(plan, _optimized_deps(plan)).state == "folded"
-    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+    assert all(r.passed for r in engine.evaluate_checks(plan, run(plan)))
 
 
 def test_a_constant_used_as_data_and_as_a_shape_is_both():
@@ -335,7 +337,7 @@ func.func private @inputs() -> tensor<2xi64> {
     assert [a.tolist() for a in plan.parameters] == [[2, 3], [1.5, 2.5, 3.5, 4.5, 5.5, 6.5]]
     text = str(plan.module)
     assert "stablehlo.dynamic_reshape %arg1, %c" in text and "stablehlo.add %arg0, %arg0" in text
-    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+    assert all(r.passed for r in engine.evaluate_checks(plan, run(plan)))
 
 
 def test_outputs_from_parameters_reads_the_optimized_module():
@@ -391,7 +393,7 @@ def test_64_bit_parameters_keep_their_values():
     assert plan.parameters[5][0] == 1.5 + 2.0j
     outs = run(plan)
     assert outs[1].dtype == np.int64 and outs[1][0] == 3037000499 ** 2
-    assert all(r.passed for r in checks.evaluate(plan, outs))
+    assert all(r.passed for r in engine.evaluate_checks(plan, outs))
 
 
 def test_parameter_values_for_every_dtype():
@@ -427,7 +429,7 @@ func.func @main() {
                                     np.bool_, np.uint16, np.int8, np.float16]
     assert p[1].tolist() == [1.5 + 2j, 3 - 1j] and p[2].astype(np.float32).tolist() == [0.5, 448.0]
     assert p[4].tolist() == [65535, 2] and p[6][1] == np.float16(65504.0)
-    assert all(r.passed for r in checks.evaluate(plan, run(plan)))
+    assert all(r.passed for r in engine.evaluate_checks(plan, run(plan)))
 
 
 def test_original_arguments_come_first_and_results_are_deduplicated():
@@ -449,8 +451,8 @@ func.func @main(%x: tensor<3xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<3
     assert '%arg0: tensor<3xf32> {mhlo.sharding = "{replicated}"}, %arg1: tensor<3xf32>)' in text
     assert '-> (tensor<3xf32> {jax.result_info = "y"}, tensor<3xf32>)' in text
     outs = run(plan, [np.float32([2, 2, 2])])
-    assert len(outs) == 2 and all(r.passed for r in checks.evaluate(plan, outs))
-    results = checks.evaluate(plan, run(plan, [np.float32([2, 2, 3])]))
+    assert len(outs) == 2 and all(r.passed for r in engine.evaluate_checks(plan, outs))
+    results = engine.evaluate_checks(plan, run(plan, [np.float32([2, 2, 3])]))
     assert not results[0].passed
     assert results[0].message == ("1 of 3 elements not equal; worst at index [2]: actual=9.0, "
                                   "expected=6.0, abs error=3, rel error=0.5")
@@ -472,7 +474,7 @@ func.func public @main() -> tensor<i1> {
     assert [(c.kind, c.options) for c in plan.checks] == [("expect_almost_eq", {"tolerance": 1e-4})]
     outs = run(plan)
     assert outs[0].dtype == np.bool_ and bool(outs[0])
-    assert checks.evaluate(plan, outs)[0].passed
+    assert engine.evaluate_checks(plan, outs)[0].passed
 
 
 def test_custom_call_options_from_attributes_and_backend_config():
@@ -497,7 +499,7 @@ def test_entry_function_need_not_be_called_main():
            "  check.expect_eq_const %r, dense<[2.0, 3.0]> : tensor<2xf32>\n  func.return\n}\n")
     plan = checks.prepare(parse(src))
     assert "func.func @main(" in str(plan.module)
-    assert checks.evaluate(plan, run(plan))[0].passed
+    assert engine.evaluate_checks(plan, run(plan))[0].passed
 
 
 def test_misplaced_or_unknown_checks_are_input_errors():
@@ -546,7 +548,7 @@ def test_wrong_expected_value_fails_with_index_and_values():
                         "dense<[[11, 12, 13, 14], [25, 26, 27, 28], [39, 40, 14, 42]]>")
     assert wrong != src
     plan = checks.prepare(parse(wrong, "shapes.mlir"), source="shapes.mlir")
-    results = checks.evaluate(plan, run(plan))
+    results = engine.evaluate_checks(plan, run(plan))
     failed = [r for r in results if not r.passed]
     assert len(failed) == 1 and len(results) == 8
     assert failed[0].location == "shapes.mlir:8:3"
@@ -609,11 +611,11 @@ def test_ulp_difference_arithmetic():
     assert ulp_difference(np.float32([-tiny]), np.float32([tiny]))[0] == 2
     assert ulp_difference(np.float32([-1.0]), np.float32([1.0]))[0] == 2 * 0x3F800000
     assert ulp_difference(np.float32([np.nan]), np.float32([-np.nan]))[0] == 0
-    assert ulp_difference(np.float32([np.nan]), np.float32([1.0]))[0] == checks.MAX_ULP
+    assert ulp_difference(np.float32([np.nan]), np.float32([1.0]))[0] == engine.MAX_ULP
     assert ulp_difference(np.float32([np.inf]), np.float32([np.inf]))[0] == 0
     big = np.finfo(np.float32).max
-    assert ulp_difference(np.float32([np.inf]), np.float32([big]))[0] == checks.MAX_ULP
-    assert ulp_difference(np.float32([-np.inf]), np.float32([np.inf]))[0] == checks.MAX_ULP
+    assert ulp_difference(np.float32([np.inf]), np.float32([big]))[0] == engine.MAX_ULP
+    assert ulp_difference(np.float32([-np.inf]), np.float32([np.inf]))[0] == engine.MAX_ULP
     c = ulp_difference(np.complex64([1 + 1j]), np.complex64([complex(up, 1.0) + 0j]))
     assert c[0] == 1
     c = ulp_difference(np.complex128([1 + 1j]), np.complex128([1 + 2j]))
@@ -943,7 +945,8 @@ def test_failure_messages_for_scalars_integers_and_complex():
     assert r.message == ("2 of 2 elements outside tolerance 0.0001; worst at index [1]: actual=0.5, "
                          "expected=0.0, abs error=0.5")  # no relative error to a zero
     r = _eval("expect_almost_eq", np.float32([1, np.nan]), np.float32([1.1, 0]))
-    assert r.message.endswith("worst at index [1]: actual=nan, expected=0.0, abs error=nan")
+    # A NaN shows its sign and bits; its error, NaN, says nothing more and is left out.
+    assert r.message.endswith("worst at index [1]: actual=nan(0x7fc00000), expected=0.0")
     r = _eval("expect_eq", np.float32([np.inf, 1]), np.float32([1, 1]))
     assert r.message == "1 of 2 elements not equal; worst at index [0]: actual=inf, expected=1.0, abs error=inf"
     r = _eval("expect_almost_eq", np.int64([1, 5]), np.int64([1, 7]))
@@ -1023,7 +1026,7 @@ func.func @main(%a: tensor<2xf32>) {
     assert [(c.actual_index, c.expected_index) for c in plan.checks] == [(0, 0)] * 4
 
 
-def test_prepare_and_run_cpu_reject_what_they_cannot_run():
+def test_prepare_and_run_plan_reject_what_they_cannot_run():
     """No entry function, a check with one operand, and a wrong argument count are input
     errors that say what is wrong and where; a lone public function is the entry."""
     with pytest.raises(InputError) as info:
@@ -1043,9 +1046,9 @@ def test_prepare_and_run_cpu_reject_what_they_cannot_run():
     assert [(c.kind, c.location) for c in plan.checks] == [("expect_eq", "m.mlir:8:3")]
     assert "func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32>" in str(plan.module)
     with pytest.raises(InputError) as info:
-        checks.run_cpu(plan, [])
+        engine.run_plan(plan, [])
     assert info.value.format() == "error: @main takes 1 arguments of its own, 0 given"
-    [out] = checks.run_cpu(plan, [np.float32([1, 2])])
+    [out] = engine.run_plan(plan, [np.float32([1, 2])])[0]
     assert out.tolist() == [1.0, 2.0]
 
 
@@ -1081,4 +1084,16 @@ func.func @main() {
         "%2 = stablehlo.divide %arg2, %arg1 : tensor<2xi32>",
         "%c = stablehlo.constant dense<5> : tensor<2xi32>",
         "%3 = stablehlo.add %c, %arg2 : tensor<2xi32>"]
-    assert [r.message for r in checks.evaluate(plan, run(plan))] == ["2 elements ok"] * 3
+    assert [r.message for r in engine.evaluate_checks(plan, run(plan))] == ["2 elements ok"] * 3
+
+
+def test_golden_a_check_failing_on_nans_shows_their_sign_bits(cli):
+    """Golden, the one exact mismatch line: StableHLO's testdata sort_float32_5 sorts NaNs of both
+    signs that compare equal; XLA gives the other order, and expect_eq fails. Printed as 'nan'
+    both would look equal: the line shows each NaN's sign and bits."""
+    path = DATA.parent / "run" / "sort_float32_5.mlir"
+    r = cli("run", path, "--jobs", "0")
+    assert r.code == 1, r.out + r.err
+    fails = [ln for ln in r.out.splitlines() if ln.startswith("  FAIL ")]
+    assert fails == [f"  FAIL expect_eq at {path}:33:5: 2 of 5 elements not equal; worst at index [3]: "
+                     "actual=nan(0x7fc00000), expected=-nan(0xffc00000)"]

@@ -274,13 +274,13 @@ def test_literals_of_other_types_are_typed_errors():
 # ------------------------------------------------------------------ run
 
 def test_run_takes_every_type_a_byte_wide_or_more():
-    from mlirhlo_driver.execute import run
+    from mlirhlo_driver.execute import engine
 
-    assert run._NP_TYPES == {t.mlir: t.numpy for t in ARRAYS if t.bits >= 8 and t.name != "S1"} | \
+    assert engine._NP_TYPES == {t.mlir: t.numpy for t in ARRAYS if t.bits >= 8 and t.name != "S1"} | \
         {"i1": "bool"}
-    assert run._CARRIER == {t.numpy: f"int{t.bits}" for t in ARRAYS
+    assert engine._CARRIER == {t.numpy: f"int{t.bits}" for t in ARRAYS
                             if t.kind == "float" and 8 <= t.bits < 32}
-    assert "i4" not in run._NP_TYPES and "f4E2M1FN" not in run._NP_TYPES
+    assert "i4" not in engine._NP_TYPES and "f4E2M1FN" not in engine._NP_TYPES
 
 
 # The types run gained from the table (it listed 20 by hand). Data movement only: the

@@ -61,7 +61,9 @@ func.func @main() {
 """
     module = inputs.parse_mlir(checks.preprocess_check_ops(src, "c.mlir"), "c.mlir")
     plan = checks.prepare(module, source="c.mlir")
-    results = checks.evaluate(plan, checks.run_cpu(plan, []))
+    from mlirhlo_driver.execute import engine
+
+    results = engine.evaluate_checks(plan, engine.run_plan(plan, [])[0])
     # Same real parts, one imaginary part differs: only the second check fails.
     assert [r.passed for r in results] == [True, False]
 
@@ -349,7 +351,7 @@ def test_missing_stage_output_names_the_failed_compile():
 def test_random_scatter_indices_stay_in_bounds():
     # As XLA's fake-data generator does: scatter start indices stay within operand - window
     # (8 - 3 here), so random inputs never scatter out of bounds.
-    from mlirhlo_driver.execute import run
+    from mlirhlo_driver.execute import engine, run
 
     src = """\
 func.func @main(%op: tensor<8xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<8xf32> {
@@ -364,7 +366,9 @@ func.func @main(%op: tensor<8xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>
 """
     module = inputs.parse_mlir(src, "scatter.mlir")
     for seed in range(3):
-        arrays, note = run.make_inputs(module, run.RunOptions(seed=seed))
+        params, _ = engine.signature(module)
+        made = engine.make_inputs(params, run.RunOptions(seed=seed).inputs, module=module)
+        arrays, note = made.arrays, made.note
         assert "1 index-constrained" in note
         assert 0 <= arrays[1].min() and arrays[1].max() <= 5, arrays[1].ravel()
 
@@ -381,7 +385,8 @@ def test_program_convert_accepts_each_format_and_names_a_wrong_one(add_file):
 
 
 def test_check_naming_a_missing_output_fails_with_the_count():
-    from mlirhlo_driver.inputs.checks import Check, evaluate_check
+    from mlirhlo_driver.execute.engine import evaluate_check
+    from mlirhlo_driver.inputs.checks import Check
 
     r = evaluate_check(Check("expect_eq", 0, 2, {}, "f.mlir:3:5"), [np.zeros(2), np.zeros(2)])
     assert not r.passed and "output 2 missing (2 outputs)" in r.message

@@ -913,6 +913,10 @@ def test_ensure_cpu_devices_before_and_after_jax_starts(monkeypatch):
     monkeypatch.setattr(jaxlib, "jax", fake_jax)
     jaxlib.ensure_cpu_devices(4)
     assert jaxlib._cpu_device_count == 4
+    jaxlib.ensure_cpu_devices(8)
+    jaxlib.ensure_cpu_devices(2)  # at least: the larger request stands
+    assert jaxlib._cpu_device_count == 8
+    monkeypatch.setattr(jaxlib, "_cpu_device_count", 4)
     fake_jax.cache_info = lambda: types.SimpleNamespace(currsize=1)
     jaxlib.ensure_cpu_devices(2)
     jaxlib.ensure_cpu_devices(1)
@@ -923,33 +927,29 @@ def test_ensure_cpu_devices_before_and_after_jax_starts(monkeypatch):
         "3 CPU devices needed, but jax already started with 2", "run in a fresh process")
 
 
-def test_hlo_sharding_parses_text_and_reports_the_column():
-    """hlo_sharding: HLO's spelling parsed; a mistake is ValueError(message, 1-based column)."""
-    s = jaxlib.hlo_sharding("{devices=[4,1]<=[4]}")
-    assert str(s) == "{devices=[4,1]<=[4]}"
-    assert str(jaxlib.hlo_sharding(proto=s.to_proto())) == "{devices=[4,1]<=[4]}"
-    with pytest.raises(ValueError) as e:
-        jaxlib.hlo_sharding("{devices=[4,1]<=[4]")
-    message, column = e.value.args
+def test_sharding_protos_parses_each_text_or_reports_its_column():
+    """sharding_protos: XLA's parser on each text: a serialized OpSharding, or (message, 1-based column)."""
+    from mlirhlo_driver.ir import protos
+
+    ok, bad = jaxlib.sharding_protos(["{devices=[4,1]<=[4]}", "{devices=[4,1]<=[4]"])
+    msg = protos.decode(ok, "xla.OpSharding")
+    assert list(msg.tile_assignment_dimensions) == [4, 1] and list(msg.iota_reshape_dims) == [4]
+    message, column = bad
     assert isinstance(column, int) and column >= 1 and message and "\n" not in message
+    assert jaxlib.sharding_protos([]) == []
 
 
-def test_hlo_sharding_errors_without_a_position(monkeypatch):
+def test_sharding_protos_errors_without_a_position(monkeypatch):
     """An XLA message without a parse position: its first line, column None."""
-    from jax._src.lib import xla_client
-
     class Fake:
         @staticmethod
         def from_string(text):
             raise RuntimeError(text)
 
-    monkeypatch.setattr(xla_client, "HloSharding", Fake)
-    with pytest.raises(ValueError) as e:
-        jaxlib.hlo_sharding("INVALID_ARGUMENT: first line\nsecond line")
-    assert e.value.args == ("first line", None)
-    with pytest.raises(ValueError) as e:
-        jaxlib.hlo_sharding("INVALID_ARGUMENT: x\nwas parsing 1:17: error: expected '}'  \nmore")
-    assert e.value.args == ("expected '}'", 17)
+    monkeypatch.setattr(jaxlib.hlo_lib(), "HloSharding", Fake)
+    assert jaxlib.sharding_protos(["INVALID_ARGUMENT: first line\nsecond line"]) == [("first line", None)]
+    assert jaxlib.sharding_protos(["INVALID_ARGUMENT: x\nwas parsing 1:17: error: expected '}'  \nmore"]) == \
+        [("expected '}'", 17)]
 
 
 @pytest.mark.parametrize(("replicas", "partitions", "ids"), [(1, 4, [3, 2, 1, 0]), (2, 1, [1, 0]), (2, 2, [0, 1, 2, 3])])
@@ -1017,14 +1017,20 @@ def test_spmd_compile_options_run_backend_only_survives_serialization():
     assert opts.env_option_overrides == [("xla_dump_to", "/x")]
 
 
-def test_executable_shardings_converts_each_reported_sharding(monkeypatch):
-    """executable_shardings: (parameter, output) shardings as HloShardings; None stays None."""
-    monkeypatch.setattr(jaxlib, "hlo_sharding", lambda text=None, proto=None: ("sharding", proto))
-    exe = types.SimpleNamespace(get_parameter_shardings=lambda: ["p0", None],
+def test_executable_shardings_serializes_each_reported_sharding():
+    """executable_shardings: (parameter, output) shardings as serialized OpShardings; None stays None."""
+    class Op:
+        def __init__(self, data):
+            self.data = data
+
+        def SerializeToString(self):
+            return self.data
+
+    exe = types.SimpleNamespace(get_parameter_shardings=lambda: [Op(b"p0"), None],
                                 get_output_shardings=lambda: None)
-    assert jaxlib.executable_shardings(exe) == ([("sharding", "p0"), None], None)
-    exe = types.SimpleNamespace(get_parameter_shardings=lambda: None, get_output_shardings=lambda: ["o"])
-    assert jaxlib.executable_shardings(exe) == (None, [("sharding", "o")])
+    assert jaxlib.executable_shardings(exe) == ([b"p0", None], None)
+    exe = types.SimpleNamespace(get_parameter_shardings=lambda: None, get_output_shardings=lambda: [Op(b"o")])
+    assert jaxlib.executable_shardings(exe) == (None, [b"o"])
 
 
 def test_execute_spmd_returns_each_output_per_device(monkeypatch):

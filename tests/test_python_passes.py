@@ -158,10 +158,10 @@ def test_entry_point_group(tmp_path, monkeypatch):
 
 
 def _run(path_or_module, arrays):
-    from mlirhlo_driver.execute import run
+    from mlirhlo_driver.execute import engine
 
     module = path_or_module
-    outs, _, _ = run.run_xla(module, arrays, "cpu")
+    outs, _, _ = engine.run_xla(module, arrays, "cpu")
     return outs
 
 
@@ -172,9 +172,10 @@ def test_inline_calls_on_jax_output_keeps_values():
     inlined = prog.optimize(passes="inline-calls")
     text = inlined.as_text()
     assert "call @" not in text and text.count("func.func") == 1
-    from mlirhlo_driver.execute import run
+    from mlirhlo_driver.execute import engine, run
 
-    arrays, _ = run.make_inputs(prog.module, run.RunOptions(seed=1))
+    params, _ = engine.signature(prog.module)
+    arrays = engine.make_inputs(params, run.RunOptions(seed=1).inputs, module=prog.module).arrays
     for a, b in zip(_run(prog.module, arrays), _run(inlined.module, arrays)):
         np.testing.assert_array_equal(a, b)
 

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 from conftest import DATA, assert_one_line_error
 
-from mlirhlo_driver.execute import run
+from mlirhlo_driver.execute import engine, run
 from mlirhlo_driver.inputs import loader as inputs
+
+
+def make_inputs(module, **options):
+    """The engine's inputs for a module's parameters, as ``run`` makes them: (arrays, note)."""
+    params, _ = engine.signature(module)
+    made = engine.make_inputs(params, run.RunOptions(**options).inputs, module=module)
+    return made.arrays, made.note
 
 RUN = DATA / "run"
 DUMPS = DATA / "jax_dumps"
@@ -89,27 +96,27 @@ def test_tuples_and_multiple_results(cli, tmp_path):
 def test_comparison_report_is_precise():
     expected = np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)
     actual = np.array([[1.0, 2.5], [3.0, np.nan]], np.float32)
-    mm = run.compare(actual, expected, 0, None, None)
+    mm = engine.compare(actual, expected, 0, None, None)
     assert (mm.count, mm.total, mm.worst_index) == (1, 4, (0, 1))
     assert mm.max_abs == pytest.approx(0.5) and mm.max_rel == pytest.approx(0.25)
     assert (mm.actual, mm.expected) == ("2.5", "2.0")
     # NaN vs NaN and equal infinities match; NaN vs number does not
-    assert run.compare(np.array([np.inf, np.nan]), np.array([np.inf, np.nan]), 0, 0, 0).count == 0
-    assert run.compare(np.array([1.0]), np.array([np.nan]), 0, 0, 0).count == 1
+    assert engine.compare(np.array([np.inf, np.nan]), np.array([np.inf, np.nan]), 0, 0, 0).count == 0
+    assert engine.compare(np.array([1.0]), np.array([np.nan]), 0, 0, 0).count == 1
     # integers are exact whatever the tolerance
-    assert run.compare(np.array([3], np.int32), np.array([4], np.int32), 0, 1.0, 1.0).count == 1
+    assert engine.compare(np.array([3], np.int32), np.array([4], np.int32), 0, 1.0, 1.0).count == 1
     # tolerances
-    assert run.compare(np.array([1.00001], np.float32), np.array([1.0], np.float32), 0, None, None).count == 0
-    assert run.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, None, None).count == 1
-    assert run.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, 0.1, 0.0).count == 0
+    assert engine.compare(np.array([1.00001], np.float32), np.array([1.0], np.float32), 0, None, None).count == 0
+    assert engine.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, None, None).count == 1
+    assert engine.compare(np.array([1.01], np.float32), np.array([1.0], np.float32), 0, 0.1, 0.0).count == 0
 
 
 @pytest.mark.parametrize("dtype, unit", [("float64", 1.0), ("complex128", 1j)])
 def test_default_tolerance_of_wide_types_is_tight(dtype, unit):
     # f64/c128 results are compared to ~1e-10 relative: a 1e-6 error is a mismatch.
     want = np.array([1.0 + unit], dtype)
-    assert run.compare(want * (1 + 1e-6), want, 0, None, None).count == 1
-    assert run.compare(want * (1 + 1e-13), want, 0, None, None).count == 0
+    assert engine.compare(want * (1 + 1e-6), want, 0, None, None).count == 1
+    assert engine.compare(want * (1 + 1e-13), want, 0, None, None).count == 0
 
 
 def test_inputs_are_safe_for_each_op(tmp_path):
@@ -124,7 +131,7 @@ def test_inputs_are_safe_for_each_op(tmp_path):
     module = inputs.load(str(_module(tmp_path, text)))[0].module
     seen_i, seen_s = set(), set()
     for seed in range(20):
-        arrays, note = run.make_inputs(module, run.RunOptions(seed=seed))
+        arrays, note = make_inputs(module, seed=seed)
         t, i, x, s = arrays
         assert i.min() >= 0 and i.max() <= 9          # row index into 10 rows
         assert (x > 0).all()                          # fed to log
@@ -134,7 +141,7 @@ def test_inputs_are_safe_for_each_op(tmp_path):
     # The whole valid range is drawn, up to the last row and the last start.
     assert {0, 9} <= seen_i and 4 in seen_s
     assert "index-constrained" in note and "positive-constrained" in note
-    wide, _ = run.make_inputs(module, run.RunOptions(large_float_range=True))
+    wide, _ = make_inputs(module, large_float_range=True)
     assert np.abs(wide[0]).max() > 100
 
 
@@ -149,7 +156,7 @@ def test_dynamic_update_slice_starts_are_drawn_in_range(tmp_path):
     module = inputs.load(str(_module(tmp_path, text)))[0].module
     rows, cols = set(), set()
     for seed in range(30):
-        _, _, r, c = run.make_inputs(module, run.RunOptions(seed=seed))[0]
+        _, _, r, c = make_inputs(module, seed=seed)[0]
         rows.add(int(r))
         cols.add(int(c))
     assert rows == {0, 1, 2, 3} and cols == {0, 1}
@@ -177,9 +184,9 @@ def test_seed_zeros_and_npz_inputs(cli, tmp_path):
     np.testing.assert_allclose(np.load(out)["out0"], (e + e) * (e + e), rtol=1e-5, atol=1e-6)
     # by parameter name (HLO parameter names survive the import), in any order
     mlp = DATA / "mlp_train_step.before_optimizations.txt"
-    params, _ = run.signature(inputs.load(str(mlp))[0].module)
+    params, _ = engine.signature(inputs.load(str(mlp))[0].module)
     assert params[0].name.startswith("Arg_")
-    arrays = {p.name: np.full(p.shape, 0.5, run.np_dtype(p.dtype)) for p in reversed(params)}
+    arrays = {p.name: np.full(p.shape, 0.5, engine.np_dtype(p.dtype)) for p in reversed(params)}
     arrays[params[5].name] = np.array([0, 1, 2, 3], np.int32)
     by_name = tmp_path / "named.npz"
     np.savez(by_name, **arrays)
@@ -418,7 +425,7 @@ def test_max_error_of_a_match_is_the_largest_difference_within_tolerance():
     report = run.ModuleReport("m", "m.mlir")
     got = [np.array([1.0, 2.0 + 3e-6, 3.0], np.float32), np.array([5, 6], np.int32)]
     want = [np.array([1.0, 2.0, 3.0], np.float32), np.array([5, 6], np.int32)]
-    run._compare_all(report, got, want, run.RunOptions())
+    report.judge(engine.compare_outputs(got, want, None, None))
     assert report.status == "ok" and not report.mismatches
     assert report.max_error == pytest.approx(float(np.float32(2.0 + 3e-6) - np.float32(2.0)))
 
@@ -430,14 +437,14 @@ def test_npz_raw_integers_stand_for_types_npz_cannot_name_and_nothing_is_convert
     import ml_dtypes
 
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.execute.run import TensorSpec, _inputs_from_npz
+    from mlirhlo_driver.execute.engine import TensorSpec, inputs_from_npz
 
     bf16 = TensorSpec((2,), "bf16", "bfloat16", "x")
     f8 = TensorSpec((2,), "f8E4M3FN", "float8_e4m3fn", "y")
     want = np.array([1.5, -2.0], ml_dtypes.bfloat16)
     path = tmp_path / "ok.npz"
     np.savez(path, x=want.view(np.uint16), y=np.array([0x38, 0xC0], np.uint8))
-    got = _inputs_from_npz(str(path), [bf16, f8])
+    got = inputs_from_npz(str(path), [bf16, f8])
     assert got[0].dtype == ml_dtypes.bfloat16 and got[0].tolist() == want.tolist()
     assert got[1].dtype == ml_dtypes.float8_e4m3fn and got[1].astype(np.float32).tolist() == [1.0, -2.0]
     for bad, spec in [(np.array([1.5, -2.0], np.float16), bf16), (np.array([1, 2], np.uint32), bf16),
@@ -445,7 +452,7 @@ def test_npz_raw_integers_stand_for_types_npz_cannot_name_and_nothing_is_convert
         path = tmp_path / "bad.npz"
         np.savez(path, x=bad)
         with pytest.raises(InputError, match=rf"array 'x' is {bad.dtype}, parameter 0 \(x\) is "):
-            _inputs_from_npz(str(path), [spec])
+            inputs_from_npz(str(path), [spec])
 
 
 def test_saved_outputs_of_several_modules_are_named_per_module(cli, tmp_path):
@@ -561,7 +568,7 @@ def test_large_float_range_draws_over_the_whole_plus_minus_1e4_and_never_beyond(
             "  %l = stablehlo.log %p : tensor<512x512xf64>\n"
             "  return %x, %l, %c : tensor<512x512xf64>, tensor<512x512xf64>, tensor<512x512xcomplex<f64>>\n}\n")
     module = inputs.load(str(_module(tmp_path, text)))[0].module
-    (x, p, c), note = run.make_inputs(module, run.RunOptions(seed=0, large_float_range=True))
+    (x, p, c), note = make_inputs(module, seed=0, large_float_range=True)
     assert "1 positive-constrained" in note
     for values in (x, c.real, c.imag):
         assert values.min() >= -1e4 and values.max() <= 1e4
@@ -592,7 +599,7 @@ def test_gather_indices_with_one_valid_start_are_drawn_as_zeros(tmp_path, text):
     where the only one is 0, every drawn value is 0, never one past it."""
     module = inputs.load(str(_module(tmp_path, text)))[0].module
     for seed in range(10):
-        arrays, note = run.make_inputs(module, run.RunOptions(seed=seed))
+        arrays, note = make_inputs(module, seed=seed)
         assert (arrays[1] == 0).all()
         assert "1 index-constrained" in note
 
@@ -619,7 +626,7 @@ def test_mismatch_describe_gives_the_counts_errors_worst_element_and_up_to_3_exa
     most 3 other differing elements in index order; a match is the first line alone."""
     expected = np.zeros(6)
     actual = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 0.0])
-    mm = run.compare(actual, expected, 1, 0.0, 0.0)
+    mm = engine.compare(actual, expected, 1, 0.0, 0.0)
     assert mm.describe() == (
         "output 1 (float64[6]): 5 of 6 elements differ\n"
         "  max abs error 5, max rel error inf\n"
@@ -630,7 +637,7 @@ def test_mismatch_describe_gives_the_counts_errors_worst_element_and_up_to_3_exa
     mm.label = "value"
     assert mm.describe().startswith("value (float64[6]): 5 of 6 elements differ\n")
     # the worst one among the first differing elements is not listed twice
-    two = run.compare(np.array([[1.0, 2.5], [1.25, 1.0]], np.float32), np.ones((2, 2), np.float32), 0,
+    two = engine.compare(np.array([[1.0, 2.5], [1.25, 1.0]], np.float32), np.ones((2, 2), np.float32), 0,
                       0.0, 0.1)
     assert two.describe() == (
         "output 0 (float32[2, 2]): 2 of 4 elements differ\n"
@@ -638,11 +645,11 @@ def test_mismatch_describe_gives_the_counts_errors_worst_element_and_up_to_3_exa
         "  worst at [0, 1]: got 2.5, expected 1.0\n"
         "  at [1, 0]: got 1.25, expected 1.0")
     # the worst among the first four: the other three are the examples
-    early = run.compare(np.array([2.0, 9.0, 3.0, 4.0, 5.0]), np.ones(5), 0, 0.0, 0.0)
+    early = engine.compare(np.array([2.0, 9.0, 3.0, 4.0, 5.0]), np.ones(5), 0, 0.0, 0.0)
     assert (early.worst_index, [e[0] for e in early.examples]) == ((1,), [(0,), (2,), (3,)])
-    assert run.compare(np.ones(2), np.ones(2), 3, 0.0, 0.0).describe() == \
+    assert engine.compare(np.ones(2), np.ones(2), 3, 0.0, 0.0).describe() == \
         "output 3 (float64[2]): 0 of 2 elements differ"
-    assert run.compare(np.zeros(2, np.float32), np.zeros(3), 0, 0.0, 0.0).describe() == (
+    assert engine.compare(np.zeros(2, np.float32), np.zeros(3), 0, 0.0, 0.0).describe() == (
         "output 0 (float64[3]): 3 of 3 elements differ (shape or type differs)\n"
         "  max abs error inf, max rel error inf\n"
         "  worst at []: got float32[2], expected float64[3]")
@@ -650,20 +657,20 @@ def test_mismatch_describe_gives_the_counts_errors_worst_element_and_up_to_3_exa
 
 def test_mismatch_of_a_scalar_and_relative_error_against_a_nonzero_expected():
     """A rank-0 value's worst index is []; the relative error divides by |expected|."""
-    mm = run.compare(np.array(3.0), np.array(-2.0), 0, 0.0, 0.0)
+    mm = engine.compare(np.array(3.0), np.array(-2.0), 0, 0.0, 0.0)
     assert (mm.count, mm.total, mm.worst_index, mm.max_abs, mm.max_rel) == (1, 1, (), 5.0, 2.5)
     assert (mm.actual, mm.expected, mm.examples) == ("3.0", "-2.0", [])
-    ints = run.compare(np.array([7, 1], np.int32), np.array([3, 0], np.int32), 0, None, None)
+    ints = engine.compare(np.array([7, 1], np.int32), np.array([3, 0], np.int32), 0, None, None)
     assert (ints.max_abs, ints.max_rel, ints.worst_index, ints.actual, ints.expected) == \
         (4.0, 4 / 3, (0,), "7", "3")
-    bools = run.compare(np.array([True, False]), np.array([False, False]), 0, None, None)
+    bools = engine.compare(np.array([True, False]), np.array([False, False]), 0, None, None)
     assert (bools.count, bools.max_abs, bools.max_rel, bools.actual, bools.expected) == \
-        (1, 1.0, 1.0, "True", "False")
-    cplx = run.compare(np.array([1 + 2j], np.complex64), np.array([1 + 1j], np.complex64), 0, 0.0, 0.0)
+        (1, 1.0, 1.0, "true", "false")  # as StableHLO spells them, as check files' reports do
+    cplx = engine.compare(np.array([1 + 2j], np.complex64), np.array([1 + 1j], np.complex64), 0, 0.0, 0.0)
     assert (cplx.actual, cplx.expected, cplx.max_abs) == ("(1+2j)", "(1+1j)", 1.0)
     # Against an expected 0 a float's relative error is inf, whatever the dtype and the error's size.
     for dtype in (np.float16, np.float32, np.float64):
-        zero = run.compare(np.array([1.5, 0.0], dtype), np.array([0.0, 0.0], dtype), 0, 0.0, 0.0)
+        zero = engine.compare(np.array([1.5, 0.0], dtype), np.array([0.0, 0.0], dtype), 0, 0.0, 0.0)
         assert (zero.count, zero.max_abs, zero.max_rel) == (1, 1.5, np.inf)
 
 
@@ -673,10 +680,10 @@ def test_module_report_status_and_json_row():
                        ("failed", False), ("invalid", False), ("crashed", False), ("timeout", False)]:
         r = run.ModuleReport("m", "m.mlir", status=status)
         assert (r.passed, r.ok) == (ok, ok), status
-    mm = run.compare(np.array([2.0]), np.array([1.0]), 0, 0.0, 0.0)
+    mm = engine.compare(np.array([2.0]), np.array([1.0]), 0, 0.0, 0.0)
     report = run.ModuleReport("m", "d/m.mlir", status="mismatch", message="output 0: 1/1 differ",
                               max_error=1.0, compile_ms=2.0, run_ms=3.0, reference_ms=4.0, mismatches=[mm],
-                              checks=[run.CheckReport("expect_eq", False, "m.mlir:1:1", "bad")],
+                              checks=[engine.CheckResult("expect_eq", False, "m.mlir:1:1", "bad")],
                               bisect=run.BisectResult("%0 = stablehlo.add", "m.mlir:2:3", ["tensor<f32>"], mm),
                               inputs_note="zeros", checked_values="compiled", checked_values_detail="d",
                               kept_constants=[{"k": 1}], reproducer="mlirhlo run d/m.mlir")
@@ -688,7 +695,8 @@ def test_module_report_status_and_json_row():
         "bisect": {"op": "%0 = stablehlo.add", "location": "m.mlir:2:3", "operand_shapes": ["tensor<f32>"],
                    "mismatch": mm.describe()},
         "bisect_passes": None, "xla_passes": None, "inputs": "zeros", "checked_values": "compiled",
-        "checked_values_detail": "d", "kept_constants": [{"k": 1}], "reproducer": "mlirhlo run d/m.mlir"}
+        "checked_values_detail": "d", "kept_constants": [{"k": 1}], "notes": [],
+        "reproducer": "mlirhlo run d/m.mlir"}
     assert run.ModuleReport("m", "m.mlir").row()["bisect"] is None
 
 
@@ -699,9 +707,9 @@ def test_signature_names_parameters_and_refuses_what_run_cannot_make(tmp_path):
 
     _, m = _loaded(tmp_path, 'func.func @main(%x: tensor<2x3xf32> loc("x"), %y: tensor<i8>) '
                    "-> (tensor<2x3xf32>, tensor<i8>) {\n  return %x, %y : tensor<2x3xf32>, tensor<i8>\n}\n")
-    params, results = run.signature(m)
-    assert params == [run.TensorSpec((2, 3), "f32", "float32", "x"), run.TensorSpec((), "i8", "int8", "arg1")]
-    assert results == [run.TensorSpec((2, 3), "f32", "float32"), run.TensorSpec((), "i8", "int8")]
+    params, results = engine.signature(m)
+    assert params == [engine.TensorSpec((2, 3), "f32", "float32", "x"), engine.TensorSpec((), "i8", "int8", "arg1")]
+    assert results == [engine.TensorSpec((2, 3), "f32", "float32"), engine.TensorSpec((), "i8", "int8")]
     assert [p.mlir() for p in params] == ["tensor<2x3xf32>", "tensor<i8>"]
     for t, message in [("tensor<?xf32>", "cannot run a module with dynamic shapes (tensor<?xf32>); "
                                          "refine them first (--pipeline @refine-shapes)"),
@@ -709,11 +717,11 @@ def test_signature_names_parameters_and_refuses_what_run_cannot_make(tmp_path):
                        ("!stablehlo.token", "cannot run a module with a !stablehlo.token parameter or result")]:
         _, m = _loaded(tmp_path, f"func.func @main(%x: {t}) -> {t} {{\n  return %x : {t}\n}}\n")
         with pytest.raises(InputError) as e:
-            run.signature(m)
+            engine.signature(m)
         assert e.value.message == message
     _, m = _loaded(tmp_path, "func.func @f(%x: tensor<f32>) -> tensor<f32> {\n  return %x : tensor<f32>\n}\n")
     with pytest.raises(InputError, match="module has no @main function"):
-        run.signature(m)
+        engine.signature(m)
 
 
 def test_random_inputs_per_element_kind_cover_their_whole_range(tmp_path):
@@ -724,7 +732,7 @@ def test_random_inputs_per_element_kind_cover_their_whole_range(tmp_path):
     rets = ", ".join(f"tensor<4096x{t}>" for t in types)
     _, m = _loaded(tmp_path, f"func.func @main({args}) -> ({rets}) {{\n"
                    f"  return {', '.join(f'%a{i}' for i in range(len(types)))} : {rets}\n}}\n")
-    arrays, note = run.make_inputs(m, run.RunOptions(seed=7))
+    arrays, note = make_inputs(m, seed=7)
     assert note == "random (seed 7)"
     assert [str(a.dtype) for a in arrays] == ["bool", "int8", "uint8", "int32", "uint64", "float32", "bfloat16",
                                               "complex64"]
@@ -737,11 +745,11 @@ def test_random_inputs_per_element_kind_cover_their_whole_range(tmp_path):
     for a in (arrays[5], arrays[6].astype(np.float32), arrays[7].real, arrays[7].imag):
         assert -1.0 <= a.min() < -0.99 and 0.99 < a.max() <= 1.0
     assert len(np.unique(arrays[7].real - arrays[7].imag)) > 4000  # real and imaginary parts drawn apart
-    again, _ = run.make_inputs(m, run.RunOptions(seed=7))
+    again, _ = make_inputs(m, seed=7)
     assert all(np.array_equal(a, b) for a, b in zip(arrays, again))
-    other, _ = run.make_inputs(m, run.RunOptions(seed=8))
+    other, _ = make_inputs(m, seed=8)
     assert not np.array_equal(arrays[5], other[5])
-    zeros, note = run.make_inputs(m, run.RunOptions(seed=7, zeros=True))
+    zeros, note = make_inputs(m, seed=7, zeros=True)
     assert note == "zeros"
     assert [a.dtype for a in zeros] == [a.dtype for a in arrays] and not any(a.any() for a in zeros)
     assert all(a.shape == (4096,) for a in zeros)
@@ -760,7 +768,7 @@ def test_positive_constraint_follows_up_to_8_transparent_ops(tmp_path):
     """A parameter reaching log through at most 8 shape/convert ops is drawn positive; 9 are not followed."""
     for n, want in [(0, {0: ("positive", 0)}), (8, {0: ("positive", 0)}), (9, {})]:
         _, m = _loaded(tmp_path, _convert_chain(n))
-        assert run._constraints(m) == want, n
+        assert engine.input_constraints(m) == want, n
 
 
 def test_positive_ops_and_power_base_only(tmp_path):
@@ -773,8 +781,8 @@ def test_positive_ops_and_power_base_only(tmp_path):
         "  %1 = chlo.lgamma %g : tensor<512xf32> -> tensor<512xf32>\n"
         "  %2 = stablehlo.sqrt %q : tensor<512xf32>\n"
         "  return %0, %1, %2 : tensor<512xf32>, tensor<512xf32>, tensor<512xf32>\n}\n"))
-    assert run._constraints(m) == {0: ("positive", 0), 2: ("positive", 0), 3: ("positive", 0)}
-    arrays, note = run.make_inputs(m, run.RunOptions(seed=1))
+    assert engine.input_constraints(m) == {0: ("positive", 0), 2: ("positive", 0), 3: ("positive", 0)}
+    arrays, note = make_inputs(m, seed=1)
     assert note == "random (seed 1); 3 positive-constrained"
     for i in (0, 2, 3):
         assert 0.1 <= arrays[i].min() < 0.11 and 0.99 < arrays[i].max() < 1.0
@@ -797,7 +805,7 @@ def test_index_bounds_of_dynamic_slice_gather_and_scatter(tmp_path):
         "  %f = stablehlo.dynamic_slice %m, %k, %k, sizes = [1, 1] : "
         "(tensor<7x5xf32>, tensor<i32>, tensor<i32>) -> tensor<1x1xf32>\n"
         "  return %d, %e, %f, %kl : tensor<3x2xf32>, tensor<6x1xf32>, tensor<1x1xf32>, tensor<f32>\n}\n"))
-    assert run._constraints(m) == {1: ("index", 4), 2: ("index", 3), 3: ("index", 1), 4: ("index", 4)}
+    assert engine.input_constraints(m) == {1: ("index", 4), 2: ("index", 3), 3: ("index", 1), 4: ("index", 4)}
     gather = (
         "func.func @main(%t: tensor<10x6xf32>, %i: tensor<5x2xi32>) -> tensor<5x2x4xf32> {\n"
         "  %g = \"stablehlo.gather\"(%t, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [1, 2], "
@@ -805,7 +813,7 @@ def test_index_bounds_of_dynamic_slice_gather_and_scatter(tmp_path):
         ": (tensor<10x6xf32>, tensor<5x2xi32>) -> tensor<5x2x4xf32>\n"
         "  return %g : tensor<5x2x4xf32>\n}\n")
     _, m = _loaded(tmp_path, gather)
-    assert run._constraints(m) == {1: ("index", 2)}
+    assert engine.input_constraints(m) == {1: ("index", 2)}
     scatter = """func.func @main(%op: tensor<10x6xf32>, %idx: tensor<5x2xi32>, %upd: tensor<5x4xf32>) -> tensor<10x6xf32> {
   %0 = "stablehlo.scatter"(%op, %idx, %upd) ({
     ^bb0(%a: tensor<f32>, %b: tensor<f32>):
@@ -817,8 +825,8 @@ def test_index_bounds_of_dynamic_slice_gather_and_scatter(tmp_path):
 }
 """
     _, m = _loaded(tmp_path, scatter)
-    assert run._constraints(m) == {1: ("index", 2)}  # window 1 (inserted) x 4: min(10 - 1, 6 - 4)
-    arrays, note = run.make_inputs(m, run.RunOptions(seed=3))
+    assert engine.input_constraints(m) == {1: ("index", 2)}  # window 1 (inserted) x 4: min(10 - 1, 6 - 4)
+    arrays, note = make_inputs(m, seed=3)
     assert note == "random (seed 3); 1 index-constrained"
     assert sorted(set(arrays[1].ravel().tolist())) == [0, 1, 2]
 
@@ -827,14 +835,14 @@ def test_npz_inputs_errors_name_the_file_and_what_is_wrong(tmp_path):
     """--inputs: a missing file, a directory, an unreadable file, a lone .npy, a missing array
     (with the names accepted) and arrays left over are input errors, each with its exact message."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.execute.run import TensorSpec, _inputs_from_npz
+    from mlirhlo_driver.execute.engine import TensorSpec, inputs_from_npz
 
     x = TensorSpec((2,), "f32", "float32", "x")
     y = TensorSpec((), "i32", "int32", "y")
 
     def error(path, params=(x, y)):
         with pytest.raises(InputError) as e:
-            _inputs_from_npz(str(path), list(params))
+            inputs_from_npz(str(path), list(params))
         return e.value.format()
 
     assert error(tmp_path / "nope.npz") == f"error: {tmp_path / 'nope.npz'}: no such file"
@@ -859,7 +867,7 @@ def test_npz_inputs_errors_name_the_file_and_what_is_wrong(tmp_path):
     assert error(tmp_path / "one_extra.npz") == (f"error: {tmp_path / 'one_extra.npz'}: array 'arr_2' matches no "
                                                  "parameter of @main (x, y)")
     np.savez(tmp_path / "ok.npz", np.zeros(2, np.float32), y=np.int32(3))
-    got = _inputs_from_npz(str(tmp_path / "ok.npz"), [x, y])
+    got = inputs_from_npz(str(tmp_path / "ok.npz"), [x, y])
     assert [a.tolist() for a in got] == [[0.0, 0.0], 3] and [a.dtype for a in got] == [np.float32, np.int32]
 
 
@@ -945,15 +953,15 @@ def test_run_xla_runs_at_least_once_and_compare_all_counts_outputs(monkeypatch):
     for iterations, times in [(0, 1), (1, 1), (3, 3)]:
         runs.clear()
         with _jaxlib.ir_context():
-            outs, compile_ms, run_ms = run.run_xla(module, [np.ones(4, np.float32)], "cpu", iterations)
+            outs, compile_ms, run_ms = engine.run_xla(module, [np.ones(4, np.float32)], "cpu", iterations)
         assert [o.tolist() for o in outs] == [[-1.0] * 4] and compile_ms > 0 and run_ms > 0
         assert len(runs) == times, iterations
     report = run.ModuleReport("m", "m.mlir")
-    run._compare_all(report, [np.ones(2), np.ones(2)], [np.ones(2)], run.RunOptions())
+    report.judge(engine.compare_outputs([np.ones(2), np.ones(2)], [np.ones(2)], None, None))
     assert (report.status, report.message) == ("mismatch", "2 outputs, reference has 1")
     report = run.ModuleReport("m", "m.mlir")
-    run._compare_all(report, [np.ones(2), np.array([1.0, 1.5]), np.array([3, 4], np.int32)],
-                     [np.ones(2), np.ones(2), np.array([3, 5], np.int32)], run.RunOptions())
+    report.judge(engine.compare_outputs([np.ones(2), np.array([1.0, 1.5]), np.array([3, 4], np.int32)],
+                                        [np.ones(2), np.ones(2), np.array([3, 5], np.int32)], None, None))
     assert (report.status, report.message, report.max_error) == \
         ("mismatch", "output 1: 1/2 differ; output 2: 1/2 differ", 1.0)
     assert [m.output for m in report.mismatches] == [1, 2]
@@ -1001,7 +1009,7 @@ def test_check_files_report_status_message_and_how_values_were_fed(tmp_path, tex
         [False] * (status != "ok")
     assert r.checked_values == ("folded" if fold else "compiled")
     if text is _CHECK_AND_PARAM:
-        x = run.make_inputs(m, run.RunOptions(seed=4))[0][0]
+        x = make_inputs(m, seed=4)[0][0]
         [out] = r.outputs
         np.testing.assert_array_equal(out, x + np.array([1.0, 2.0], np.float32))
     else:
@@ -1048,14 +1056,14 @@ def test_require_devices_checks_cuda_only():
     from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import NoGpu
 
-    assert run.require_devices("cpu") is None
+    assert engine.require_devices("cpu") is None
     try:
         _jaxlib.cuda_devices()
     except NoGpu:
         with pytest.raises(NoGpu):
-            run.require_devices("cuda")
+            engine.require_devices("cuda")
     else:
-        assert run.require_devices("cuda") is None
+        assert engine.require_devices("cuda") is None
 
 
 def test_devices_are_the_first_of_the_platform(monkeypatch):
@@ -1064,11 +1072,11 @@ def test_devices_are_the_first_of_the_platform(monkeypatch):
     from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import InputError
 
-    assert run._devices("cpu") == _jaxlib.cpu_devices()[:1] and len(run._devices("cpu")) == 1
+    assert engine.devices("cpu") == _jaxlib.cpu_devices()[:1] and len(engine.devices("cpu")) == 1
     monkeypatch.setattr(_jaxlib, "cuda_devices", lambda: ["gpu0", "gpu1"])
-    assert run._devices("cuda") == ["gpu0"]
+    assert engine.devices("cuda") == ["gpu0"]
     with pytest.raises(InputError, match="unknown platform 'rocm'"):
-        run._devices("rocm")
+        engine.devices("rocm")
 
 
 def test_run_in_helper_runs_bytecode_once_and_returns_the_outputs(monkeypatch):
@@ -1079,7 +1087,7 @@ def test_run_in_helper_runs_bytecode_once_and_returns_the_outputs(monkeypatch):
                                "  %0 = stablehlo.add %x, %x : tensor<3xi32>\n  return %0 : tensor<3xi32>\n}\n",
                                "m.mlir")
     runs = _count_executes(monkeypatch)
-    outs = run.run_in_helper(emit.bytecode(module), [np.array([1, 2, 3], np.int32)], "cpu", ())
+    outs = engine.run_in_helper(emit.bytecode(module), [np.array([1, 2, 3], np.int32)], "cpu", ())
     assert [o.tolist() for o in outs] == [[2, 4, 6]] and len(runs) == 1
 
 
@@ -1099,7 +1107,7 @@ def test_interpreter_carries_only_the_types_that_need_it(tmp_path):
     b = np.array([1.0, 2.0, 3.0], np.float32)
     c = np.array([1 + 2j, -3 - 4j], np.complex64)
     d = np.array([5, -6], np.int32)
-    outs, _ = run.run_interpreter(m, [a, b, c, d])
+    outs, _ = engine.run_interpreter(m, [a, b, c, d])
     assert [o.dtype for o in outs] == [np.float32, a.dtype, np.int32, np.complex64]
     assert [o.tolist() for o in outs] == [[2.0, 4.0, 6.0], (a + a).tolist(), [10, -12], c.tolist()]
 
@@ -1418,7 +1426,7 @@ def test_spmd_load_one_refuses_more_than_one_module(tmp_path, monkeypatch):
         load_one(str(tmp_path), None, None)
     assert e.value.format() == f"error: spmd-run takes one module; {tmp_path} gives 2"
     one = load_one(str(tmp_path / "a.hlo"), None, None)
-    assert run.signature(one.module)[1][0].dtype == "float32"
+    assert engine.signature(one.module)[1][0].dtype == "float32"
     monkeypatch.setattr(inputs, "load", lambda path, **kw: [one, one])
     with pytest.raises(DriverError) as e:
         load_one(str(tmp_path / "a.hlo"), None, None)
@@ -1521,13 +1529,13 @@ def _full_report():
     """A mismatching report with every part print_run_reports shows."""
     from mlirhlo_driver.xla.pass_log import PassRow
 
-    mm = run.Mismatch(1, "float32", (2,), 1, 2, 0.5, 0.25, (1,), "2.5", "2.0", examples=[((1,), "2.5", "2.0")])
-    value = run.Mismatch(0, "float32", (2,), 2, 2, 1.0, 1.0, (0,), "1", "0", examples=[((1,), "3", "2")],
+    mm = engine.Mismatch(1, "float32", (2,), 1, 2, 0.5, 0.25, (1,), "2.5", "2.0", examples=[((1,), "2.5", "2.0")])
+    value = engine.Mismatch(0, "float32", (2,), 2, 2, 1.0, 1.0, (0,), "1", "0", examples=[((1,), "3", "2")],
                          label="value")
     return run.ModuleReport(
         "m", "dir/m.mlir", "mismatch", "output 1: 1/2 differ", max_error=0.5, compile_ms=12.34, run_ms=0.5678,
-        reference_ms=3.21, mismatches=[mm], checks=[run.CheckReport("expect_eq", True, "m.mlir:3:5", ""),
-                                                    run.CheckReport("expect_close", False, "m.mlir:4:5", "off by 1")],
+        reference_ms=3.21, mismatches=[mm], checks=[engine.CheckResult("expect_eq", True, "m.mlir:3:5", ""),
+                                                    engine.CheckResult("expect_close", False, "m.mlir:4:5", "off by 1")],
         bisect=run.BisectResult("%1 = stablehlo.add %a, %b", "m.mlir:2:3", ["tensor<2xf32>", "tensor<2xf32>"], value),
         xla_passes=[PassRow("algsimp", "simp", 2, 1500, True)], inputs_note="zeros",
         checked_values_detail="compiled by XLA",
@@ -1585,7 +1593,7 @@ def test_print_run_reports_leaves_out_what_a_report_lacks(capsys):
     assert capsys.readouterr().out == "t: RAN\n  compile 1.0 ms, run 2.000 ms\n"
     print_run_reports([timed], run.RunOptions(iterations=2), False, [])
     assert capsys.readouterr().out == "t: RAN\n  compile 1.0 ms, run 2.000 ms (median of 2)\n"
-    bisect = run.BisectResult("op", "l", [], run.Mismatch(0, "int8", (), 0, 1, 0.0, 0.0, (), "", "", label="value"))
+    bisect = run.BisectResult("op", "l", [], engine.Mismatch(0, "int8", (), 0, 1, 0.0, 0.0, (), "", "", label="value"))
     own = run.ModuleReport("f", "f.mlir", "failed", "boom", reproducer="my command", bisect=bisect,
                            outputs=[np.arange(201, dtype=np.int32)])
     print_run_reports([own], opts, True, [])
@@ -1844,3 +1852,13 @@ def test_pass_bisect_hlo_around_the_first_run_that_changed_the_module(monkeypatc
     assert pass_bisect._around("mod", "m", target, "a.b") == (None, None, "")
     assert pass_bisect._body("HloModule m\n") == "" and pass_bisect._body("one line") == "one line"
     assert pass_bisect._body("HloModule m\na\nb\n") == "a\nb\n"
+
+
+def test_run_on_one_device_says_a_shard_map_module_needs_its_mesh(cli):
+    """shard_map's manual computation runs only on its mesh: `run` (one device) says so in one line
+    naming spmd-run, not XLA's "No registered implementation for ... xla.sdy.GlobalToLocalShape"."""
+    import sharded_programs
+
+    r = cli("run", sharded_programs.programs(4)["shard_map"]["mlir"], "--jobs", "0")
+    assert_one_line_error(r, contains="the module has manual computations (shard_map): they run only on their "
+                                      "mesh's devices, not on one (mlirhlo spmd-run FILE --num-partitions N)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import signal
@@ -27,6 +28,12 @@ MATMUL = SPMD / "matmul.hlo"
 COLLECTIVES = SPMD / "collectives.partitioned.hlo"
 MLP = SPMD / "mlp_step_4way.before_optimizations.txt"
 PARTITIONED = ["--num-partitions", "4", "--is-spmd-partitioned-module"]
+
+
+def _jaxlib_version() -> str:
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    return _jaxlib.jaxlib_version()
 
 
 def spmd(*args: object, timeout: float = 120, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -278,7 +285,7 @@ def test_usage_errors_are_one_line(cli, args, message):
     ([DATA / "sharded_matmul.mlir", "--num-partitions", "4", "--partitioner", "gspmd"],
      "shardings are Shardy's (sdy); the GSPMD partitioner cannot read them (--partitioner shardy)"),
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[4,1]<=[4]", "--partitioner", "shardy"],
-     "Shardy cannot import them in jaxlib 0.10.2 (--partitioner gspmd)"),
+     f"Shardy cannot import them in jaxlib {_jaxlib_version()} (--partitioner gspmd)"),
     ([MATMUL_AR, "--num-partitions", "2", "--is-spmd-partitioned-module"],
      "parameter 0: sharding {devices=[1,4]<=[4]} spans 4 devices, but there are 2 partitions"),
     # Shardings for another device count: one line naming the flag, not XLA's verifier.
@@ -286,10 +293,11 @@ def test_usage_errors_are_one_line(cli, args, message):
      "error: --arg-sharding: parameter 0: sharding {devices=[1,4]<=[4]} is for 4 devices, but --num-partitions is 3"),
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[1,1,4]<=[4]"],
      "error: --arg-sharding: parameter 0: sharding {devices=[1,1,4]<=[4]} tiles 3 dimensions"),
-    # Other subgroups than replication are refused before compiling, naming the flag.
+    # Manual values on a module XLA partitions are refused before compiling, naming the flag.
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0={devices=[2,1,2]<=[4] last_tile_dims={manual}}"],
      "error: --arg-sharding: parameter 0: sharding {devices=[2,1,2]<=[4] last_tile_dims={manual}} is not "
-     "supported by spmd-run (tiled, replicated and maximal are)"),
+     "supported by spmd-run (manual values are per device: run an already partitioned module, "
+     "--is-spmd-partitioned-module)"),
     ([MATMUL, "--num-partitions", "4", "--arg-sharding", "0={maximal device=5}"],
      "names device 5, but --num-partitions is 4"),
     # The first device past the last partition: ids run 0..P-1.
@@ -460,7 +468,7 @@ def test_a_layout_gives_each_element_one_owner_exactly_when_it_should():
     """device-id inputs make a global array only when no element lives on two partitions:
     per-device values always; tiles when no two partitions hold the same tile; a replicated
     value only on a single partition."""
-    from mlirhlo_driver.execute.spmd import Layout
+    from mlirhlo_driver.execute.engine import Layout
 
     for p in (1, 2, 4):
         assert Layout("stacked", (p, 2), (1, 2)).unique(p)
@@ -759,16 +767,17 @@ def python_names(monkeypatch):
 
 
 def hlo_layout(text: str, shape: tuple[int, ...], partitions: int = 4, per_device: bool = False):
-    from mlirhlo_driver._native import jaxlib as _jaxlib
-    from mlirhlo_driver.execute.spmd import layout
+    from mlirhlo_driver.execute.engine import layout
+    from mlirhlo_driver.ir import shardings
 
-    return layout(_jaxlib.hlo_sharding(text), shape, partitions, per_device=per_device, what="output 1")
+    (sharding,) = shardings.parse([text])
+    return layout(sharding, shape, partitions, per_device=per_device, what="output 1")
 
 
 def test_layout_of_each_kind_of_sharding():
     """Tiles follow the device order of the tile assignment; uneven global shapes round the
     per-device shape up; a per-device shape times the tile counts is the global one."""
-    from mlirhlo_driver.execute.spmd import Layout, layout
+    from mlirhlo_driver.execute.engine import Layout, layout
 
     assert layout(None, (3,), 4, per_device=False, what="x") == Layout("replicated", (3,), (3,))
     assert hlo_layout("{replicated}", (3, 2)) == Layout("replicated", (3, 2), (3, 2))
@@ -794,11 +803,16 @@ def test_layout_of_each_kind_of_sharding():
                                      "are 4 partitions (num_partitions=2)"),
     ("{devices=[1,8]<=[8]}", (4, 4), "error: output 1: sharding {devices=[1,8]<=[8]} spans 8 devices, but there "
                                      "are 4 partitions (num_partitions=8)"),
-    ("{manual}", (4, 4), "error: output 1: sharding {manual} is not supported by spmd-run (tiled, replicated and "
-                         "maximal are)"),
+    ("{manual}", (4, 4), "error: output 1: sharding {manual} is not supported by spmd-run (manual values are per "
+                         "device: run an already partitioned module, is_spmd_partitioned_module)"),
     ("{devices=[2,1,2]<=[4] last_tile_dims={manual}}", (4, 4),
      "error: output 1: sharding {devices=[2,1,2]<=[4] last_tile_dims={manual}} is not supported by spmd-run "
-     "(tiled, replicated and maximal are)"),
+     "(manual values are per device: run an already partitioned module, is_spmd_partitioned_module)"),
+    ("{devices=[2,1,2]<=[4] last_tile_dims={unreduced}}", (4, 4),
+     "error: output 1: sharding {devices=[2,1,2]<=[4] last_tile_dims={unreduced}} is not supported by spmd-run "
+     "(unreduced values hold partial sums: spmd-run lays out tiled, replicated, maximal and manual ones)"),
+    ("{unknown}", (4, 4), "error: output 1: sharding {unknown} is not supported by spmd-run (tiled, replicated, "
+                          "maximal and manual are)"),
 ])
 def test_layout_refuses_shardings_it_cannot_lay_out(python_names, text, shape, message):
     """Each refusal is one InputError naming the value and the sharding."""
@@ -811,7 +825,7 @@ def test_layout_refuses_shardings_it_cannot_lay_out(python_names, text, shape, m
 
 def test_layout_shards_pad_uneven_tiles_and_gather_undoes_them():
     """Partition p's part of a global array (the last tiles zero-padded), and back."""
-    from mlirhlo_driver.execute.spmd import Layout, gather
+    from mlirhlo_driver.execute.engine import Layout, gather
 
     lay = Layout("tiled", (5, 3), (3, 2), tiles=((0, 0), (0, 1), (1, 0), (1, 1)), text="{t}")
     full = np.arange(15.0).reshape(5, 3)
@@ -833,7 +847,7 @@ def test_layout_shards_pad_uneven_tiles_and_gather_undoes_them():
 def test_gather_of_replicated_maximal_and_stacked_values(python_names):
     """Copies must agree (each disagreement is one problem); a maximal value is its device's;
     per-device values stack in partition order."""
-    from mlirhlo_driver.execute.spmd import Layout, gather
+    from mlirhlo_driver.execute.engine import Layout, gather
 
     a = np.array([1.0, 2.0, 3.0])
     rep = Layout("replicated", (3,), (3,))
@@ -913,7 +927,7 @@ def test_devices_per_process_limit_is_1024_per_process(python_names):
     ({"argument_mode": "zero"}, "error: unknown argument mode 'zero' (did you mean 'zeros'?)"),
     ({"argument_mode": "qqq"}, "error: unknown argument mode 'qqq' (random, shared-random, zeros, device-id)"),
     ({"partitioner": "gsmpd"}, "error: unknown partitioner 'gsmpd' (shardy or gspmd)"),
-    ({"reference": "gpu"}, "error: unknown reference 'gpu' (cpu or none)"),
+    ({"reference": "gpu"}, "error: unknown reference 'gpu' (cpu, interpreter or none)"),
 ])
 def test_check_options_refuses_each_bad_option(python_names, kwargs, message):
     """Each usage error with its message; every smallest valid setting passes."""
@@ -977,8 +991,8 @@ def test_worker_configs_carry_the_options_and_only_process_0_dumps(monkeypatch):
 
 def test_output_shards_travel_between_processes_as_raw_bytes():
     """Packed shards of any dtype unpack to the same arrays, in their per-device shapes."""
-    from mlirhlo_driver.execute.run import TensorSpec
-    from mlirhlo_driver.execute.spmd import Layout, _pack, _unpack
+    from mlirhlo_driver.execute.engine import Layout, TensorSpec
+    from mlirhlo_driver.execute.spmd import _pack, _unpack
 
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.array([[1, -2]], dtype=np.int8)
@@ -994,7 +1008,7 @@ def test_output_shards_travel_between_processes_as_raw_bytes():
 
 def test_outputs_npz_adds_a_replica_axis_only_for_several_replicas():
     """out<i> per output; stacked [replica, ...] when there are several replicas."""
-    from mlirhlo_driver.execute.run import ModuleReport
+    from mlirhlo_driver.execute.engine import ModuleReport
     from mlirhlo_driver.execute.spmd import SpmdReport, outputs_npz
 
     a, b = np.arange(3.0), np.ones((2, 2))
@@ -1009,7 +1023,7 @@ def test_outputs_npz_adds_a_replica_axis_only_for_several_replicas():
 
 def test_format_report_lays_out_every_part():
     """The whole report text: status, devices, inputs, layouts, timings, notes, error, values."""
-    from mlirhlo_driver.execute.run import ModuleReport
+    from mlirhlo_driver.execute.engine import ModuleReport
     from mlirhlo_driver.execute.spmd import SpmdReport, format_report
 
     rep = ModuleReport("m", "m.hlo", status="mismatch", message="output 0: 1/3 differ", max_error=0.25,
@@ -1059,7 +1073,7 @@ class Dev:
 
 def test_make_inputs_gives_each_replica_its_seed_unless_shared(tmp_path):
     """Random inputs: seed+r for replica r (or one seed for all); zeros, device-id and .npz say so."""
-    from mlirhlo_driver.execute.run import TensorSpec
+    from mlirhlo_driver.execute.engine import TensorSpec
     from mlirhlo_driver.execute.spmd import SpmdOptions, make_inputs
 
     plan = bare_plan([TensorSpec((2, 3), "f32", "float32", "x"), TensorSpec((4,), "i32", "int32", "n")])
@@ -1090,33 +1104,29 @@ def test_make_inputs_gives_each_replica_its_seed_unless_shared(tmp_path):
 
 def test_device_arguments_are_each_devices_part_of_its_replicas_inputs():
     """Device r*P+p gets partition p's part of replica r's arrays; device-id fills with the device's id."""
-    from mlirhlo_driver.execute.run import TensorSpec
-    from mlirhlo_driver.execute.spmd import Executable, Inputs, Layout, SpmdOptions, device_arguments
+    from mlirhlo_driver.execute.engine import Executable, Inputs, Layout, TensorSpec, device_arguments
 
     spec = TensorSpec((4,), "f32", "float32", "x")
     lay = Layout("tiled", (4,), (2,), tiles=((0,), (1,)))
-    plan = bare_plan([spec])
-    compiled = Executable(None, [Dev(7), Dev(3)], [lay], [], 0.0)
-    options = SpmdOptions(num_partitions=2)
+    compiled = Executable(None, [Dev(7), Dev(3)], [lay], [], 0.0, [spec], [], num_partitions=2)
     inputs = Inputs([[np.arange(4.0, dtype=np.float32)]], "given")
-    np.testing.assert_array_equal(device_arguments(plan, compiled, inputs, options, 1)[0], [2.0, 3.0])
-    np.testing.assert_array_equal(device_arguments(plan, compiled, inputs, options, 0)[0], [0.0, 1.0])
-    (got,) = device_arguments(plan, compiled, Inputs(None, "ids"), options, 1)
+    np.testing.assert_array_equal(device_arguments(compiled, inputs, 1)[0], [2.0, 3.0])
+    np.testing.assert_array_equal(device_arguments(compiled, inputs, 0)[0], [0.0, 1.0])
+    (got,) = device_arguments(compiled, Inputs(None, "ids"), 1)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, [3.0, 3.0])
-    replicas = SpmdOptions(num_replicas=2)
     whole = Layout("replicated", (4,), (4,))
-    compiled = Executable(None, [Dev(0), Dev(1)], [whole], [], 0.0)
+    compiled = Executable(None, [Dev(0), Dev(1)], [whole], [], 0.0, [spec], [], num_replicas=2)
     two = Inputs([[np.zeros(4, np.float32)], [np.ones(4, np.float32)]], "two")
-    np.testing.assert_array_equal(device_arguments(plan, compiled, two, replicas, 1)[0], np.ones(4))
-    np.testing.assert_array_equal(device_arguments(plan, compiled, two, replicas, 0)[0], np.zeros(4))
+    np.testing.assert_array_equal(device_arguments(compiled, two, 1)[0], np.ones(4))
+    np.testing.assert_array_equal(device_arguments(compiled, two, 0)[0], np.zeros(4))
 
 
 def test_finish_without_a_reference_describes_the_run():
     """No reference: status 'ran' with the plan's note; devices, partitioner and layouts spelled out;
     disagreeing copies make it a mismatch."""
-    from mlirhlo_driver.execute.run import TensorSpec
-    from mlirhlo_driver.execute.spmd import Executable, Inputs, Layout, SpmdOptions, finish
+    from mlirhlo_driver.execute.engine import Executable, Inputs, Layout, TensorSpec
+    from mlirhlo_driver.execute.spmd import SpmdOptions, finish
 
     spec = TensorSpec((4,), "f32", "float32", "x")
     lay = Layout("tiled", (4,), (1,), tiles=((0,), (1,), (2,), (3,)), text="{devices=[4]<=[4]}")
@@ -1164,3 +1174,175 @@ def test_probe_waits_for_a_listening_coordinator_and_names_an_unreachable_one(py
         _probe(f"127.0.0.1:{free_port()}", time.time())
     assert str(e.value).startswith("error: cannot reach the coordinator at 127.0.0.1:")
     assert str(e.value).endswith(": Connection refused (is process 0 running, and is the address right?)")
+
+
+# ------------------------------------------------ what the installed jax writes
+
+def _v3() -> bool:
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    return _jaxlib.jaxlib_at_least("0.12.0")  # named mesh shardings (HloShardingV3) are jaxlib 0.12's
+
+
+V3 = _v3()
+needs_v3 = pytest.mark.skipif(not V3, reason="named mesh shardings (HloShardingV3) need jaxlib 0.12")
+# Dumps of jax 0.12 programs (tests/sharded_programs.py): named mesh shardings, shard_map's custom calls.
+JAX012_MLP = SPMD / "jax012_mlp_4way.before_optimizations.txt"
+JAX012_SHARD_MAP = SPMD / "jax012_shard_map_4way.before_optimizations.txt"
+
+
+def jax_programs(devices: int) -> dict[str, dict[str, Path]]:
+    import sharded_programs
+
+    return sharded_programs.programs(devices)
+
+
+@pytest.mark.parametrize("devices", [4, 8])
+def test_every_program_jax_writes_runs_partitioned_against_its_reference(devices):
+    """Program.run_spmd over every sharded program the installed jax writes, as XLA's dump (HLO
+    text, HloProto) and as StableHLO with Shardy's attributes, on 4 and 8 host devices in one
+    fresh process: laid out, run, gathered and matched; a shard_map program's reference is the
+    same module with replicated parameters and outputs on its mesh, the others' one device."""
+    files = {f"{name}.{kind}": str(path) for name, found in jax_programs(devices).items()
+             for kind, path in found.items()}
+    code = f"""
+import json
+import mlirhlo_driver as mh
+rows = {{}}
+for key, path in {json.dumps(files)}.items():
+    r = mh.load(path).run_spmd(num_partitions={devices})
+    rows[key] = [r.report.status, r.report.message, r.partitioner, r.notes[-1], r.param_layouts]
+print(json.dumps(rows))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(rows) == sorted(files)
+    for key, (status, message, partitioner, note, _) in rows.items():
+        assert (status, message, partitioner) == ("ok", "", "shardy"), (key, rows[key])
+        if key.startswith("shard_map."):
+            assert note.startswith(f"reference: the same module on the same {devices} devices with replicated "
+                                   "parameters and outputs"), (key, note)
+        else:
+            assert note == "reference: the same module on 1 device", (key, note)
+    # The batch is split over the mesh's devices: each holds 8 / devices rows of x.
+    assert rows["mlp.hlo"][4][0] == f"0 x float32[8, 16]: {{devices=[{devices},1]<=[{devices}]}}, " \
+                                    f"[{8 // devices}, 16] per device"
+    assert "last_tile_dim_replicate}" in rows["mlp_2d.hlo.pb"][4][1]  # w1 tiled on y, replicated on x
+
+
+def test_a_named_sharding_dump_runs_with_spmd_run_as_written():
+    """spmd-run on the HLO jax jits with NamedSharding (from jax 0.12: named mesh shardings):
+    Shardy partitions it, each device gets its rows, and it matches the module on one device."""
+    mlp = jax_programs(4)["mlp"]["hlo"]
+    if V3:
+        assert "sharding={mesh['b'=4], [{'b'}, {}]}" in mlp.read_text()
+    stdout = ok(spmd(mlp, "--num-partitions", "4"))
+    assert stdout.startswith("mlp: OK\n") and "partitioner: shardy" in stdout
+    assert "parameter 0 x float32[8, 16]: {devices=[4,1]<=[4]}, [2, 16] per device" in stdout
+    assert "parameter 1 w1 float32[16, 32]: {replicated}" in stdout
+    assert "output 0 float32[8, 4]: {devices=[4,1]<=[4]}, [2, 4] per device" in stdout
+
+
+def test_a_shard_map_program_computes_what_numpy_does(tmp_path):
+    """shard_map's partial products psum-ed over y make a @ b: the gathered output is numpy's,
+    from the HloProto dump (Shardy's manual computation, imported before partitioning)."""
+    a, b = rand(5, 8, 8), rand(6, 8, 4)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(jax_programs(4)["shard_map"]["hlo.pb"], "--num-partitions", "4",
+                     "--inputs", npz(tmp_path / "in.npz", a=a, b=b), "--dump-output", out))
+    assert "shard_map: OK" in stdout
+    np.testing.assert_allclose(np.load(out)["out0"], a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path, devices", [(JAX012_MLP, 4), (JAX012_SHARD_MAP, 4)])
+def test_checked_in_jax_012_dumps(path, devices):
+    """XLA's dumps of jax 0.12 programs, as a user has them: named mesh shardings run on jaxlib
+    0.12; an older jaxlib, whose parser does not know them, says so in one line."""
+    proc = spmd(path, "--num-partitions", devices)
+    if not V3:
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: ")
+        return
+    assert "sharding={mesh['" in path.read_text()
+    stdout = ok(proc)
+    assert ": OK\n" in stdout and "partitioner: shardy" in stdout
+
+
+@needs_v3
+def test_arg_sharding_takes_the_named_spelling():
+    """--arg-sharding with a named mesh sharding, braced or not: Shardy partitions the module."""
+    stdout = ok(spmd(MATMUL, "--num-partitions", "4", "--arg-sharding", "0=mesh['b'=4], [{'b'}, {}]",
+                     "--arg-sharding", "1={mesh['b'=4], [{}, {}]}"))
+    assert "matmul: OK" in stdout and "partitioner: shardy" in stdout
+    assert "parameter 0 x float32[8, 16]: {devices=[4,1]<=[4]}, [2, 16] per device" in stdout
+
+
+@needs_v3
+@pytest.mark.parametrize("args, message", [
+    # XLA's parser aborts on an axis used twice: in the helper, named, one line.
+    (["--arg-sharding", "0={mesh['b'=4], [{'b'}, {'b'}]}"],
+     "error: --arg-sharding:3: malformed sharding '{mesh['b'=4], [{'b'}, {'b'}]}': XLA's sharding parser aborted: "
+     "Check failed"),
+    (["--arg-sharding", "0=mesh['b'=4], [{'c'}, {}]"],
+     "error: --arg-sharding:20: malformed sharding 'mesh['b'=4], [{'c'}, {}]': axis 'c' is not a valid axis name"),
+    (["--arg-sharding", "0={mesh['x'=2,'y'=2], [{'x'}, {}], unreduced={'y'}}"],
+     "is not supported by spmd-run (unreduced values hold partial sums)"),
+    (["--arg-sharding", "0={mesh['b'=2], [{'b'}, {}]}"],
+     "parameter 0: sharding {mesh['b'=2], [{'b'}, {}]} is for a mesh of 2 devices, but --num-partitions is 4 "
+     "(give a sharding over 4 devices)"),
+])
+def test_named_sharding_mistakes_are_one_line(args, message):
+    proc = spmd(MATMUL, "--num-partitions", "4", *args)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+
+
+@needs_v3
+def test_a_module_whose_op_sharding_xla_dies_on_is_one_line_naming_the_op(tmp_path):
+    """A StableHLO module with an mhlo.sharding XLA's parser aborts on, on an op inside @main:
+    XLA never compiles it; the error names the op and its line."""
+    bad = tmp_path / "bad.mlir"
+    bad.write_text('func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {\n'
+                   '  %0 = stablehlo.custom_call @Sharding(%x) {mhlo.sharding = "{mesh[\'b\'=4], [{\'b\'}, {\'b\'}]}"}'
+                   ' : (tensor<8x16xf32>) -> tensor<8x16xf32>\n'
+                   '  return %0 : tensor<8x16xf32>\n}\n')
+    proc = spmd(bad, "--num-partitions", "4")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {bad}: stablehlo.custom_call at ") and ":2:8: malformed sharding" in line
+    assert "XLA's sharding parser aborted" in line
+
+
+@needs_v3
+def test_an_already_partitioned_module_with_named_and_manual_shardings(tmp_path):
+    """Per-device modules say their layouts: a named sharding tiles (its mesh's devices), a
+    {manual} value is each device's own, gathered as [partition, ...]."""
+    module = tmp_path / "per_device.hlo"
+    module.write_text("HloModule per_device, num_partitions=4\n\nENTRY main {\n"
+                      "  x = f32[2,3] parameter(0), sharding={mesh['b'=4], [{'b'}, {}]}\n"
+                      "  m = f32[3] parameter(1), sharding={manual}\n"
+                      "  ROOT t = (f32[2,3], f32[3]) tuple(x, m), sharding={{mesh['b'=4], [{'b'}, {}]}, {manual}}\n}\n")
+    x, m = rand(1, 8, 3), rand(2, 4, 3)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(module, *PARTITIONED, "--reference", "none", "--inputs", npz(tmp_path / "in.npz", x=x, m=m),
+                     "--dump-output", out))
+    assert "parameter 0 x float32[8, 3]: {mesh['b'=4], [{'b'}, {}]}, [2, 3] per device" in stdout
+    assert "parameter 1 m float32[4, 3]: {manual}: one value per device, gathered as [partition, ...]" in stdout
+    np.testing.assert_array_equal(np.load(out)["out0"], x)
+    np.testing.assert_array_equal(np.load(out)["out1"], m)
+
+
+def test_a_shard_map_program_across_two_local_processes(tmp_path):
+    """jax's shard_map, split over two processes: each runs its devices' part, process 0 gathers
+    a @ b. Its reference would be one more SPMD run every process must join: the note says so."""
+    a, b = rand(7, 8, 8), rand(8, 8, 4)
+    out = tmp_path / "out.npz"
+    stdout = ok(spmd(jax_programs(4)["shard_map"]["hlo"], "--num-partitions", "4", "--launch-local", "2",
+                     "--inputs", npz(tmp_path / "in.npz", a=a, b=b), "--dump-output", out, "--timeout", "60",
+                     timeout=90))
+    assert "[0] shard_map: RAN" in stdout and "[0]   gathered from 2 processes" in stdout
+    assert "[0]   no reference: a module with manual computations is compared with itself replicated on its " \
+           "mesh in one process only (give --reference-module)" in stdout
+    np.testing.assert_allclose(np.load(out)["out0"], a @ b, rtol=1e-5, atol=1e-5)

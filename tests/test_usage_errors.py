@@ -1013,7 +1013,7 @@ def fake_run(monkeypatch):
     from types import SimpleNamespace
 
     from mlirhlo_driver.batch import run_report
-    from mlirhlo_driver.execute import run as runner
+    from mlirhlo_driver.execute import engine
 
     state: dict = {"statuses": ["OK"], "printed": None, "saved": None}
 
@@ -1029,7 +1029,7 @@ def fake_run(monkeypatch):
     monkeypatch.setattr(run_report, "execute_tasks", execute_tasks)
     monkeypatch.setattr(run_report, "print_run_reports", print_run_reports)
     monkeypatch.setattr(run_report, "save_outputs", lambda path, reports: state.update(saved=(path, len(reports))))
-    monkeypatch.setattr(runner, "require_devices", lambda platform: None)
+    monkeypatch.setattr(engine, "require_devices", lambda platform: None)
     return state
 
 

@@ -59,7 +59,9 @@ def test_doc_run_hlo_module_dump_glob(tool, work):
     assert r.code == 0, r.err
     assert "module_0001.jit_scale: OK" in r.out and "module_0002.jit_rowsum: OK" in r.out
     assert "0/2 runs miscompared." in r.err  # the after_optimizations file is not picked up
-    assert "num_partitions=2: run here on one device; multihost_hlo_runner runs it partitioned" in r.err
+    # num_partitions=2 from the second module's header: laid out over two host devices, as it says
+    assert "num_partitions=2: run SPMD-partitioned on 2 host devices" in r.err
+    assert "  partitioned: 2 (1 replica x 2 partitions); partitioner: gspmd" in r.out
 
 
 def test_run_hlo_module_cuda_without_gpu(tool):
@@ -97,6 +99,8 @@ def test_run_hlo_module_flags(tool):
     raw = tool("run_hlo_module --reference_platform=CPU --run_test_hlo_passes=false input.hlo")
     assert raw.code == 1  # without XLA's passes nothing expands the scatter for XLA:CPU
     assert _UNEXPANDED_SCATTER in raw.out and "--xla_disable_all_hlo_passes=true" in raw.out
+    # num_partitions=2 in its header: it ran partitioned, and spmd-run is how to run it again
+    assert "reproduce: mlirhlo spmd-run input.hlo --num-partitions 2 --reference cpu" in raw.out
 
 
 # ------------------------------------------------------- multihost_hlo_runner
@@ -119,6 +123,39 @@ def test_multihost_flags(work):
     compiled, ran = p.stdout.split("===\n")
     assert compiled.startswith("module_0002.jit_rowsum: COMPILED (1 replica x 2 partitions,")
     assert "inputs: zeros" in ran and "output 0 = [0., 0., 0., 0.]" in ran
+
+
+def test_run_hlo_module_runs_what_jax_shards_partitioned(tool):
+    """run_hlo_module on the sharded programs the installed jax writes: partitioned on as many
+    host devices as the HLO header says (or, for an HloProto, its shardings name), laid out,
+    run, gathered and matched with the reference."""
+    import sharded_programs
+
+    progs = sharded_programs.programs(4)
+    r = tool(f"run_hlo_module {progs['mlp']['hlo']} {progs['shard_map']['hlo.pb']} {progs['mlp_2d']['hlo']}")
+    assert r.code == 0, r.out + r.err
+    assert f"note: {progs['mlp']['hlo']}: num_partitions=4: run SPMD-partitioned on 4 host devices" in r.err
+    assert f"note: {progs['shard_map']['hlo.pb']}: its shardings name 4 devices: run SPMD-partitioned" in r.err
+    assert "0/3 runs miscompared." in r.err
+    assert r.out.count(": OK\n") == 3
+    assert "  partitioned: 4 (1 replica x 4 partitions); partitioner: shardy\n" \
+           "  parameter 0 x float32[8, 16]: {devices=[4,1]<=[4]}, [2, 16] per device" in r.out
+    assert "  reference: the same module on the same 4 devices with replicated parameters and outputs" in r.out
+
+
+def test_multihost_runner_and_hlo_runner_main_run_what_jax_shards(work):
+    """multihost_hlo_runner and hlo_runner_main on XLA's dumps of jax's sharded programs (the
+    counts from the header), HLO text and HloProto, shard_map included."""
+    import sharded_programs
+
+    progs = sharded_programs.programs(4)
+    p = shell(f"multihost_hlo_runner {progs['mlp']['hlo']} {progs['shard_map']['hlo']} && echo === && "
+              f"hlo_runner_main --num_partitions=4 --hlo_file={progs['explicit']['hlo.pb']}", work)
+    assert p.returncode == 0, p.stdout + p.stderr
+    runner, main = p.stdout.split("===\n")
+    assert "2/2 modules passed" in runner and runner.count("devices: 4 (1 replica x 4 partitions); "
+                                                            "partitioner: shardy") == 2
+    assert main.startswith("explicit: OK\n") and "parameter 0 a float32[8, 16]: {devices=[4,1]<=[4]}" in main
 
 
 # -------------------------------------------------------------------- hlo-opt
@@ -431,18 +468,20 @@ def test_a_snapshot_alone_runs_its_own_module(tool, work, tmp_path):
 
 @pytest.mark.parametrize("header, note", [
     ("", None),
-    (", replica_count=2", "replica_count=2, num_partitions=1"),
-    (", num_partitions=4", "replica_count=1, num_partitions=4"),
+    (", replica_count=2", "replica_count=2, num_partitions=1: run here on one device; multihost_hlo_runner runs "
+                          "it partitioned"),
+    (", num_partitions=4", "num_partitions=4: run SPMD-partitioned on 4 host devices"),
 ])
-def test_run_hlo_module_says_a_replicated_or_partitioned_module_runs_on_one_device(tool, tmp_path, header, note):
+def test_run_hlo_module_says_how_a_replicated_or_partitioned_module_runs(tool, tmp_path, header, note):
+    """Replicas run on one device; partitions, on as many host devices as the header says."""
     path = tmp_path / "m.hlo"
     path.write_text(f"HloModule m{header}\n\nENTRY main {{\n  p = f32[4] parameter(0)\n"
                     "  ROOT n = f32[4] negate(p)\n}\n")
     r = tool(f"run_hlo_module --platform=cpu {path}")
     assert r.code == 0, r.err
     notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
-    assert notes == ([] if note is None else [
-        f"note: {path}: {note}: run here on one device; multihost_hlo_runner runs it partitioned"])
+    assert notes == ([] if note is None else [f"note: {path}: {note}"])
+    assert ("partitioned: 4 (1 replica x 4 partitions)" in r.out) == ("num_partitions" in header)
 
 
 def test_multihost_nodes(work):

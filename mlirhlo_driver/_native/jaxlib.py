@@ -916,29 +916,35 @@ def ensure_cpu_devices(count: int) -> None:
             raise DriverError(f"{count} CPU devices needed, but jax already started with {have}",
                               hint="run in a fresh process")
         return
-    _cpu_device_count = count
+    # "At least": an earlier, larger request stands (a notebook asks for 8, then runs on 4).
+    _cpu_device_count = max(count, _cpu_device_count or 0)
 
 
-def hlo_sharding(text: str | None = None, proto: Any = None) -> Any:
-    """An xla HloSharding from HLO's spelling (``{devices=[4,1]<=[4]}``) or an OpSharding.
+def sharding_protos(texts: list[str]) -> list[bytes | tuple[str, int | None]]:
+    """Each of ``texts`` (HLO's spelling, ``{devices=[4,1]<=[4]}`` or a named mesh sharding
+    ``{mesh['b'=4], [{'b'}, {}]}``) read by XLA's own parser: a serialized OpSharding, or
+    (XLA's message, 1-based column or None) where it refuses the text.
 
-    Raises ValueError(XLA's message, 1-based column or None) for text it cannot
-    parse. Needs no backend: command-line shardings are checked before the
-    device count is fixed.
+    XLA's parser and HloSharding's accessors CHECK-fail on some inputs (a named
+    sharding using one axis twice; ``subgroup_types()`` of any named sharding), so
+    this runs in the isolate helper (``ir.shardings.parse``), needs no jax, and
+    only serializes what the parser built: every question about a sharding is
+    answered from the OpSharding in Python.
     """
-    with _lock, filtered_native_stderr():
-        from jax._src.lib import xla_client
+    sharding_class = getattr(hlo_lib(), "HloSharding", None)
+    if sharding_class is None:  # where jaxlib's HLO module does not hold it, _jax does
+        from jaxlib import _jax
 
-    if proto is not None:
-        return xla_client.HloSharding.from_proto(proto)
-    try:
-        return xla_client.HloSharding.from_string(text)
-    except Exception as e:
-        message = _strip_status(str(e))
-        m = re.search(r"was parsing \d+:(\d+): error: (.*)", message)
-        if m:
-            raise ValueError(m.group(2).strip(), int(m.group(1))) from None
-        raise ValueError(message.splitlines()[0], None) from None
+        sharding_class = _jax.HloSharding
+    out: list[bytes | tuple[str, int | None]] = []
+    for text in texts:
+        try:
+            out.append(sharding_class.from_string(text).to_proto().SerializeToString())
+        except Exception as e:
+            message = _strip_status(str(e))
+            m = re.search(r"was parsing \d+:(\d+): error: (.*)", message)
+            out.append((m.group(2).strip(), int(m.group(1))) if m else (message.splitlines()[0], None))
+    return out
 
 
 def spmd_compile_options(*, num_replicas: int, num_partitions: int, device_ids: list[int],
@@ -963,10 +969,11 @@ def spmd_compile_options(*, num_replicas: int, num_partitions: int, device_ids: 
     return opts
 
 
-def executable_shardings(executable: Any) -> tuple[list[Any] | None, list[Any] | None]:
-    """(parameter, output) HloShardings XLA chose; None where it reports none (replicated)."""
-    def convert(ops: Any) -> list[Any] | None:
-        return None if ops is None else [None if o is None else hlo_sharding(proto=o) for o in ops]
+def executable_shardings(executable: Any) -> tuple[list[bytes | None] | None, list[bytes | None] | None]:
+    """(parameter, output) shardings XLA chose, as serialized OpShardings (``ir.shardings``
+    reads them; no HloSharding accessor runs here); None where it reports none (replicated)."""
+    def convert(ops: Any) -> list[bytes | None] | None:
+        return None if ops is None else [None if o is None else o.SerializeToString() for o in ops]
 
     return convert(executable.get_parameter_shardings()), convert(executable.get_output_shardings())
 

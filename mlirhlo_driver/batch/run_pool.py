@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..execute.run import ModuleReport, RunOptions
+from ..execute.engine import ModuleReport
+from ..execute.run import RunOptions
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Task:
     chunk: int                # which module of the file (split inputs), else 0
     arg_specs: str | None
     data: bytes | None = None  # the content of '-' (stdin), read once by the parent
+    partitions: int = 1        # >1: run SPMD-partitioned on as many host devices (run_hlo_module)
 
 
 def run_task(task: Task, options: RunOptions) -> ModuleReport:
@@ -38,7 +40,8 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
                              chunk=task.chunk if task.split_input_file else None, data=task.data)[0]
     except DriverError as e:
         return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
-    return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset)
+    return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
+                          partitions=task.partitions)
 
 
 def worker_task(options: RunOptions, task: Task) -> ModuleReport:
@@ -50,6 +53,7 @@ def worker_init(options: RunOptions) -> None:
     """Once per worker: jaxlib and the platform's client (the CUDA plugin), before any task."""
     from .._native import jaxlib as _jaxlib
 
+    _jaxlib.ensure_cpu_devices(options.host_devices)  # before the backend starts: fixed from then on
     _jaxlib.cpu_devices()
     if options.platform == "cuda":
         _jaxlib.cuda_devices()

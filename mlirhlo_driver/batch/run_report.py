@@ -58,7 +58,7 @@ def execute_isolated(tasks: list[Any], options: Any) -> list[Any]:
     the reference interpreter has a process of its own."""
     from ..errors import DriverError
     from ..execute import run
-    from ..execute.run import ModuleReport
+    from ..execute.engine import ModuleReport
     from ..inputs import loader
     from ..ir import decompose as hlo_decompose
     from ..ir import emit
@@ -88,11 +88,17 @@ def execute_isolated(tasks: list[Any], options: Any) -> list[Any]:
     return reports
 
 
-def reproducer(report: Any, options: Any, extra_flags: list[str]) -> str:
+def reproducer(report: Any, options: Any, extra_flags: list[str], partitions: int = 1) -> str:
+    """The ``mlirhlo`` command that runs ``report``'s module again as ``options`` did: ``run``,
+    or ``spmd-run`` for a module run on ``partitions`` > 1 partitions."""
     import shlex
 
-    parts = ["mlirhlo", "run", report.source, "--platform", options.platform,
-             "--reference", options.reference]
+    if partitions > 1:
+        parts = ["mlirhlo", "spmd-run", report.source, "--num-partitions", str(partitions),
+                 "--reference", options.reference]
+    else:
+        parts = ["mlirhlo", "run", report.source, "--platform", options.platform,
+                 "--reference", options.reference]
     if options.zeros:
         parts.append("--zeros")
     elif options.inputs_npz:
@@ -104,7 +110,7 @@ def reproducer(report: Any, options: Any, extra_flags: list[str]) -> str:
             parts += [flag, str(value)]
     if options.large_float_range:
         parts.append("--large-float-range")
-    if options.fold_constants:
+    if options.fold_constants and partitions == 1:
         parts.append("--fold-constants")
     parts += extra_flags
     return " ".join(shlex.quote(p) for p in parts)
@@ -122,6 +128,7 @@ def print_run_reports(reports: list[Any], options: Any, print_literals: bool, ex
         lines = [head]
         if r.inputs_note:
             lines.append(f"  inputs: {r.inputs_note}")
+        lines.extend(f"  {n}" for n in r.notes)
         for k in r.kept_constants:
             lines.append(f"  kept constant: {k['location']} {k['type']} ({'; '.join(k['reasons'])})")
         if r.checked_values_detail:

@@ -242,8 +242,9 @@ def spmd_run(
         help="shardy or gspmd (default: the one the module's shardings are written for).")] = None,
     arg_sharding: Annotated[Optional[list[str]], typer.Option(
         "--arg-sharding", metavar="PARAM=SHARDING",
-        help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] (repeatable); "
-                               "parameters without one are replicated.")] = None,
+        help="PARAM=SHARDING as HLO spells it, e.g. 0=devices=[4,1]<=[4] or a named mesh sharding "
+                               "\"0=mesh['b'=4], [{'b'}, {}]\" (repeatable); parameters without one are "
+                               "replicated.")] = None,
     is_spmd_partitioned_module: Annotated[bool, typer.Option(
         "--is-spmd-partitioned-module", "--is_spmd_partitioned_module", help="The module is already partitioned (per-device shapes): "
                                              "XLA does not partition it again.")] = False,
@@ -261,7 +262,10 @@ def spmd_run(
     num_repeats: Annotated[int, typer.Option(
         "--num-repeats", "--num_repeats", metavar="N", help="Run N times; print each time.")] = 1,
     reference: Annotated[str, typer.Option(
-        "--reference", metavar="NAME", help="cpu (the unpartitioned module on one device) or none.")] = "cpu",
+        "--reference", metavar="NAME", help="cpu (the unpartitioned module on one device), interpreter (StableHLO's) "
+                                            "or none. A module with manual computations (shard_map) is "
+                                            "compared with itself on the same devices, parameters and "
+                                            "outputs replicated.")] = "cpu",
     reference_module: Annotated[Optional[str], typer.Option(
         "--reference-module", metavar="FILE", help="The unpartitioned computation to compare against "
                                    "(for an already partitioned module).")] = None,

@@ -49,6 +49,7 @@ def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str],
     from .. import outputs, targets
     from ..batch import run_report
     from ..errors import did_you_mean
+    from ..execute import engine
     from ..execute import run as runner
 
     flags = targets.debug_options(cli_flags)
@@ -69,7 +70,7 @@ def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str],
     tasks = run_report.run_tasks(inputs, input_format, split_input_file, args)
     if inputs_npz and len(tasks) > 1:
         raise DriverError("--inputs is for one module")
-    runner.require_devices(platform)
+    engine.require_devices(platform)
     options = runner.RunOptions(
         platform=platform, reference=reference, seed=seed, zeros=zeros, inputs_npz=inputs_npz,
         large_float_range=large_float_range, rtol=rtol, atol=atol, iterations=iterations,

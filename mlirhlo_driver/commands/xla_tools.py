@@ -167,6 +167,7 @@ def write_xla_dump(directory: str, art: Any, number: int) -> None:
 def run_hlo_module(p: Any, argv: list[str]) -> int:
     """XLA's run_hlo_module with its parsed flags ``p`` (XLA's names); the exit status."""
     from ..batch import run_report
+    from ..execute import engine
     from ..execute import run as runner
 
     flags = targets.debug_options(dict(p.xla_flags), p["debug_options_file"] or None)
@@ -215,12 +216,22 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
         elif snap is not None:
             sys.stderr.write(f"note: {path}: ignoring the snapshot's recorded arguments; using fake data\n")
         paths.append(snap[0] if snap else path)
+    from dataclasses import replace
+
     tasks = run_report.run_tasks(paths, _input_format(p["input_format"], "input_format"), False, None)
-    for t in tasks:
+    for i, t in enumerate(tasks):
         replicas, partitions = _header_counts(t.source)
-        if (replicas or 1) > 1 or (partitions or 1) > 1:
+        said = f"num_partitions={partitions}"
+        if replicas is None and partitions is None:
+            partitions = _proto_partitions(t.source)
+            said = f"its shardings name {partitions} devices"
+        if (replicas or 1) > 1:
             sys.stderr.write(f"note: {t.source}: replica_count={replicas or 1}, num_partitions={partitions or 1}: "
                              "run here on one device; multihost_hlo_runner runs it partitioned\n")
+        elif (partitions or 1) > 1 and not p["isolate_instructions"]:
+            # As the module says: its shardings laid out over that many host devices.
+            tasks[i] = replace(t, partitions=partitions)
+            sys.stderr.write(f"note: {t.source}: {said}: run SPMD-partitioned on {partitions} host devices\n")
     if (p["input_literals_file"] or p["output_literals_file"]) and len(tasks) != 1:
         raise DriverError("--input_literals_file and --output_literals_file are for one module")
     if p["output_literals_file"]:
@@ -228,15 +239,14 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
 
         outputs.check_output_path(p["output_literals_file"])
     literal_args = (_literal_arguments(p["input_literals_file"]) if p["input_literals_file"] else [])
-    runner.require_devices(platform)
-    from dataclasses import replace
-
+    engine.require_devices(platform)
     options = runner.RunOptions(
         platform=platform, reference=reference, large_float_range=p["use_large_float_range"],
         rtol=p["rel_error_bound"], atol=p["abs_error_bound"],
         keep_outputs=p["print_literals"] or bool(p["output_literals_file"]),
         zeros=not p["random_init_input_literals"],
-        xla_flags=tuple(sorted(flags.items())), reference_xla_flags=tuple(sorted(reference_flags.items())))
+        xla_flags=tuple(sorted(flags.items())), reference_xla_flags=tuple(sorted(reference_flags.items())),
+        host_devices=max([t.partitions for t in tasks] + [1]))
     xla_words = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(flags.items())]
     runs: list[Any] = []
     recorded = []  # (arguments, result, reference result) per iteration, for --output_literals_file
@@ -260,11 +270,16 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
         for t in tasks:
             if t.source in snapshots:  # replayed with the arguments the snapshot recorded
                 reports += run_report.execute_tasks([t], replace(opts, inputs_npz=snapshots[t.source]), 1, None)
-        if reference_flags:  # mlirhlo run cannot express a reference without HLO passes
-            import shlex
+        task_partitions = {t.source: t.partitions for t in tasks}
+        for r in reports:
+            if r.passed:
+                continue
+            if reference_flags:  # mlirhlo run cannot express a reference without HLO passes
+                import shlex
 
-            for r in reports:
-                r.reproducer = "" if r.passed else " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
+                r.reproducer = " ".join(["run_hlo_module"] + [shlex.quote(a) for a in argv])
+            elif task_partitions.get(r.source, 1) > 1:
+                r.reproducer = run_report.reproducer(r, opts, xla_words, task_partitions[r.source])
         for r in reports if inputs_npz else []:
             r.inputs_note = (r.inputs_note or "").replace(inputs_npz, p["input_literals_file"])
         if len(reports) == 1 and reports[0].status == "invalid":
@@ -371,6 +386,22 @@ def _header_counts(path: str) -> tuple[int | None, int | None]:
     rep = re.search(r"\breplica_count=(\d+)", m.group(0))
     part = re.search(r"\bnum_partitions=(\d+)", m.group(0))
     return (int(rep.group(1)) if rep else None), (int(part.group(1)) if part else None)
+
+
+def _proto_partitions(path: str) -> int | None:
+    """For a binary HLO module (its header holds no counts): the devices its shardings name."""
+    from ..ir import hlo_proto, shardings
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if not hlo_proto.looks_like_hlo_proto(data):
+        return None
+    try:
+        return shardings.devices_named(hlo_proto.module_proto_from_any(data))
+    except DriverError:
+        return None
 
 
 def _multihost_processes(p: Any, plans: list[tuple[str, Any]], fmt: str | None) -> int:

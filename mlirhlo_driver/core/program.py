@@ -235,7 +235,7 @@ class Program:
         ``zeros``, or the arrays of ``inputs_npz``), and compare with ``reference``:
         ``"interpreter"`` (StableHLO's), ``"cpu"`` (XLA CPU) or ``"none"``.
 
-        Returns the run's report (``execute.run.ModuleReport``): ``ok``, ``status``,
+        Returns the run's report (``execute.engine.ModuleReport``): ``ok``, ``status``,
         ``mismatches``, ``outputs``, ``reference_outputs``, ``inputs``; with ``bisect``,
         the first op whose value diverges (``bisect``); with ``bisect_passes``, the XLA
         HLO passes whose disabling makes a mismatch match (``pass_bisect``,
@@ -260,7 +260,11 @@ class Program:
                  atol: float | None = None, xla_flags: dict[str, Any] | None = None) -> Any:
         """Run SPMD-partitioned on ``num_replicas x num_partitions`` CPU devices of this
         process, as XLA's multihost_hlo_runner does on one host, and compare the gathered
-        outputs with ``reference`` (``"cpu"``: the unpartitioned module).
+        outputs with ``reference``: ``"cpu"`` or ``"interpreter"`` (the unpartitioned module
+        on one device; for a module with manual computations, ``shard_map``, the same module
+        on the same devices with replicated parameters and outputs) or ``"none"``. Every
+        sharding spelling is read: GSPMD's, Shardy's and named mesh shardings (what jax 0.12
+        dumps).
 
         Returns ``execute.spmd.SpmdReport``: ``report`` (the ModuleReport), the layouts,
         ``outputs`` per replica. The host devices must be asked for before jax first

@@ -4,13 +4,23 @@ One module runs on ``num_replicas x num_partitions`` devices. Each stage is a
 function of (module, options):
 
 - ``prepare``: what XLA compiles, which partitioner, and (for modules that are
-  already partitioned) how parameters and outputs lie over the partitions;
+  already partitioned) how parameters and outputs lie over the partitions. Every
+  sharding the module or ``--arg-sharding`` spells (GSPMD's ``{devices=...}``,
+  iota tile assignments, named mesh shardings, tuples, manual) is read by XLA's
+  parser in the isolate helper and answered in Python (ir/shardings.py): no
+  HloSharding accessor, some of which abort the process, runs here;
 - ``compile_plan``: XLA's SPMD partitioner (Shardy or GSPMD) with a device
   assignment; the executable says how it laid out parameters and outputs;
 - ``make_inputs``: global arrays (what the unpartitioned program takes), one set
   per replica, or per-device values for ``device-id``;
-- ``execute``: each device gets its part; ``gather`` reassembles full arrays;
-- ``finish``: the single-device reference run and ``run``'s comparison.
+- ``execute``: each device gets its part; ``gather_outputs`` reassembles full arrays;
+- ``finish``: the reference run and the comparison: the unpartitioned module on
+  one device, or, for a module with manual computations (``shard_map``), which
+  only runs on its mesh, the same module with its parameters and outputs
+  replicated on the same devices.
+
+Inputs, compiles, runs, layouts and comparisons are the engine's
+(execute/engine.py); this module plans them.
 
 Several processes join JAX's distributed runtime (its coordination service,
 gloo CPU collectives). Each process runs the same stages on its own devices and
@@ -39,12 +49,12 @@ from typing import Any
 import numpy as np
 
 from .._native import processes
-from ..errors import EXIT_INTERRUPTED, CompileError, DriverError, InputError, param
-from ..timing import ms_since
+from ..errors import EXIT_INTERRUPTED, DriverError, InputError, param
+from . import engine
+from .engine import ARGUMENT_MODES, Executable, Inputs, InputSpec, Layout, ModuleReport, TensorSpec
 
-ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
 PARTITIONERS = ("shardy", "gspmd")
-REFERENCES = ("cpu", "none")
+REFERENCES = ("cpu", "interpreter", "none")
 # Host (CPU) devices one process may create. jaxlib creates 2048 quickly, but at
 # 4096 XLA CPU fails with a misleading "multiprocess computations" error, and
 # beyond that a run grows without bound; 1024 covers any realistic sharding.
@@ -70,6 +80,8 @@ class SpmdOptions:
     reference_module: str | None = None
     xla_flags: tuple[tuple[str, Any], ...] = ()
     device_ids: tuple[int, ...] = ()        # logical device -> device id (a given device assignment)
+    # The reference's compile flags (a CPU reference); None: the same as xla_flags.
+    reference_xla_flags: tuple[tuple[str, Any], ...] | None = None
 
     @property
     def num_devices(self) -> int:
@@ -79,6 +91,10 @@ class SpmdOptions:
     def per_device_module(self) -> bool:
         """The module is already per-device: XLA must not partition it again."""
         return self.is_spmd_partitioned_module or (self.run_xla_backend_only and self.num_partitions > 1)
+
+    @property
+    def inputs(self) -> InputSpec:
+        return InputSpec(self.argument_mode, self.seed, self.inputs_npz, self.large_float_range)
 
 
 def check_options(o: SpmdOptions) -> None:
@@ -100,7 +116,7 @@ def check_options(o: SpmdOptions) -> None:
     if o.partitioner is not None and o.partitioner not in PARTITIONERS:
         raise DriverError(f"unknown partitioner '{o.partitioner}'", hint="shardy or gspmd")
     if o.reference not in REFERENCES:
-        raise DriverError(f"unknown reference '{o.reference}'", hint="cpu or none")
+        raise DriverError(f"unknown reference '{o.reference}'", hint="cpu, interpreter or none")
 
 
 def check_devices_per_process(o: SpmdOptions, processes: int) -> None:
@@ -117,8 +133,9 @@ def check_devices_per_process(o: SpmdOptions, processes: int) -> None:
 
 
 def parse_arg_sharding(spec: str) -> tuple[int, str]:
-    """``'0=devices=[4,1]<=[4]'`` -> (0, '{devices=[4,1]<=[4]}'), checked by XLA's parser."""
-    from .._native import jaxlib as _jaxlib
+    """``'0=devices=[4,1]<=[4]'`` -> (0, '{devices=[4,1]<=[4]}'); named mesh shardings too
+    (``"0=mesh['b'=4], [{'b'}, {}]"``). Checked by XLA's parser (in the isolate helper)."""
+    from ..ir import shardings
 
     m = re.match(r"^\s*(\d+)\s*=\s*(.+?)\s*$", spec)
     if not m:
@@ -127,140 +144,13 @@ def parse_arg_sharding(spec: str) -> tuple[int, str]:
     braced = text.startswith("{")
     if not braced:
         text = "{" + text + "}"
-    try:
-        _jaxlib.hlo_sharding(text)
-    except ValueError as e:
-        message, col = e.args
+    (got,) = shardings.parse([text])
+    if isinstance(got, shardings.Refused):
+        col = got.column
         at = m.start(2) + (col - (0 if braced else 1) if col else 1)
-        raise InputError(f"malformed sharding '{m.group(2)}': {message}", file=param("arg_sharding"),
-                         col=max(at, m.start(2) + 1)) from None
+        raise InputError(f"malformed sharding '{m.group(2)}': {got.message}", file=param("arg_sharding"),
+                         col=max(at, m.start(2) + 1))
     return int(m.group(1)), text
-
-
-# ---------------------------------------------------------------- layouts
-
-@dataclass(frozen=True)
-class Layout:
-    """How one parameter or output lies over the partitions of a replica."""
-
-    kind: str                           # replicated, tiled, maximal, stacked (per-device values)
-    global_shape: tuple[int, ...]
-    shard_shape: tuple[int, ...]
-    tiles: tuple[tuple[int, ...], ...] = ()   # tiled: per partition, its tile index in each dim
-    device: int = 0                     # maximal: the partition holding the value
-    text: str = "{replicated}"
-
-    def unique(self, num_partitions: int) -> bool:
-        """Whether every element lives on exactly one partition."""
-        if self.kind == "stacked":
-            return True
-        if self.kind == "tiled":
-            return len(set(self.tiles)) == len(self.tiles)
-        return num_partitions == 1
-
-    def slices(self, p: int) -> tuple[slice, ...]:
-        if self.kind != "tiled":
-            return tuple(slice(0, n) for n in self.global_shape)
-        return tuple(slice(t * s, min(n, (t + 1) * s))
-                     for t, s, n in zip(self.tiles[p], self.shard_shape, self.global_shape))
-
-    def shard(self, full: np.ndarray, p: int) -> np.ndarray:
-        """Partition ``p``'s part of the global array, padded to the per-device shape."""
-        if self.kind == "stacked":
-            return np.ascontiguousarray(full[p])
-        if self.kind != "tiled":
-            return np.ascontiguousarray(full)
-        part = full[self.slices(p)]
-        if part.shape != self.shard_shape:  # uneven tiling: XLA pads the last tiles
-            padded = np.zeros(self.shard_shape, full.dtype)
-            padded[tuple(slice(0, n) for n in part.shape)] = part
-            part = padded
-        return np.ascontiguousarray(part)
-
-    def describe(self) -> str:
-        if self.kind == "stacked":
-            return "per device (no sharding): gathered as [partition, ...]"
-        if self.global_shape == self.shard_shape:
-            return self.text
-        return f"{self.text}, {list(self.shard_shape)} per device"
-
-
-def _unsupported(sharding: Any) -> bool:
-    """Whether spmd-run cannot lay out values of this (not replicated, not maximal) sharding:
-    manual, unknown or unreduced parts, tuples, or a subgroup other than replication."""
-    return (sharding.is_manual() or sharding.is_unknown() or sharding.is_unreduced()
-            or bool(sharding.tuple_elements())
-            or any(str(t).rsplit(".", 1)[-1] != "REPLICATED" for t in sharding.subgroup_types())
-            or not sharding.is_tiled())
-
-
-def _unsupported_message(what: str, text: str) -> str:
-    return f"{what}: sharding {text} is not supported by spmd-run (tiled, replicated and maximal are)"
-
-
-def layout(sharding: Any, shape: tuple[int, ...], num_partitions: int, *, per_device: bool,
-           what: str) -> Layout:
-    """The Layout of an HloSharding (None: replicated) for a value of ``shape``.
-
-    ``per_device``: ``shape`` is one device's (an already partitioned module);
-    else it is the global shape.
-    """
-    if sharding is None or sharding.is_replicated():
-        return Layout("replicated", shape, shape)
-    text = str(sharding)
-    if sharding.is_maximal():
-        device = int(sharding.tile_assignment_devices()[0])
-        if device >= num_partitions:
-            raise InputError(f"{what}: sharding {text} names device {device}, but there are "
-                             f"{num_partitions} partitions")
-        return Layout("maximal", shape, shape, device=device, text=text)
-    if _unsupported(sharding):
-        raise InputError(_unsupported_message(what, text))
-    dims = [int(d) for d in sharding.tile_assignment_dimensions()]
-    devices = [int(d) for d in sharding.tile_assignment_devices()]
-    rank = len(shape)
-    if len(dims) < rank:
-        raise InputError(f"{what}: sharding {text} has {len(dims)} tile dimensions for a "
-                         f"rank-{rank} value")
-    if sorted(devices) != list(range(num_partitions)):
-        raise InputError(f"{what}: sharding {text} spans {len(devices)} devices, but there are "
-                         f"{num_partitions} partitions", hint=param("num_partitions", len(devices)))
-    grid = np.asarray(devices).reshape(dims)
-    tiles = tuple(tuple(int(c) for c in np.argwhere(grid == p)[0][:rank]) for p in range(num_partitions))
-    counts = dims[:rank]
-    if per_device:
-        shard_shape, global_shape = shape, tuple(n * c for n, c in zip(shape, counts))
-    else:
-        global_shape, shard_shape = shape, tuple(-(-n // c) for n, c in zip(shape, counts))
-    return Layout("tiled", global_shape, shard_shape, tiles, text=text)
-
-
-def gather(lay: Layout, shards: dict[int, np.ndarray], rtol: float | None = None,
-           atol: float | None = None) -> tuple[np.ndarray, list[str]]:
-    """The global array from each partition's shard, and where copies of an element disagree."""
-    from .run import compare
-
-    first = shards[min(shards)]
-    if lay.kind == "stacked":
-        return np.stack([shards[p] for p in sorted(shards)]), []
-    if lay.kind == "maximal":
-        return shards[lay.device], []
-    full = np.zeros(lay.global_shape, first.dtype)
-    owner: dict[tuple[int, ...], int] = {}
-    problems: list[str] = []
-    for p in sorted(shards):
-        region = lay.slices(p)
-        valid = shards[p][tuple(slice(0, s.stop - s.start) for s in region)]
-        tile = lay.tiles[p] if lay.kind == "tiled" else ()
-        if tile in owner:  # a replicated copy: it must agree with the first one
-            mm = compare(valid, full[region], 0, rtol, atol)
-            if mm.count:
-                problems.append(f"partitions {owner[tile]} and {p} disagree on {mm.count} of "
-                                f"{mm.total} elements (max abs difference {mm.max_abs:.6g})")
-            continue
-        owner[tile] = p
-        full[region] = valid
-    return full, problems
 
 
 # ------------------------------------------------------------------- plan
@@ -273,23 +163,70 @@ class Plan:
     reference_module: Any | None         # the unpartitioned computation; None: no reference
     reference_note: str
     partitioner: str | None              # None: nothing to partition
-    params: list[Any]                    # global TensorSpecs
-    results: list[Any]
+    params: list[TensorSpec]             # global specs
+    results: list[TensorSpec]
     param_layouts: list[Layout] | None   # known before compiling for per-device modules
     result_layouts: list[Layout] | None
     random_source: Any = None            # module whose parameters make_inputs constrains
+    # The reference is ``reference_module`` on the run's own devices, not one device (a
+    # module with manual computations: they need its mesh).
+    reference_on_mesh: bool = False
 
     @property
     def per_device(self) -> bool:
         return self.param_layouts is not None
 
 
-def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], options: SpmdOptions,
-                            source: str, sdy: bool) -> None:
+def _sharding_texts(module: Any) -> list[tuple[str, str]]:
+    """(where, text) of every ``mhlo.sharding`` in the module: @main's parameters and
+    results, then each op (its location)."""
+    from jaxlib.mlir import ir
+
+    args, res = _arg_result_attr(module, "mhlo.sharding")
+    found = [(f"parameter {i}", t) for i, t in enumerate(args) if t is not None]
+    found += [(f"output {i}", t) for i, t in enumerate(res) if t is not None]
+
+    def visit(op: Any) -> Any:
+        if "mhlo.sharding" in op.attributes:
+            attr = op.attributes["mhlo.sharding"]
+            try:
+                found.append((f"{op.name} at {_loc(op.location)}", ir.StringAttr(attr).value))
+            except ValueError:  # not a string: nothing XLA's sharding parser reads
+                pass
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def _loc(loc: Any) -> str:
+    m = re.search(r'"([^"]*)":(\d+):(\d+)', str(loc))
+    return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else str(loc)
+
+
+def read_shardings(module: Any, source: str, flagged: set[int] = frozenset()) -> dict[str, Any]:
+    """Every ``mhlo.sharding`` of the module read by XLA's parser, in the isolate helper:
+    {text: ir.shardings.Sharding}. One it refuses, or dies on, is an InputError naming
+    where it is (``--arg-sharding`` for the parameters in ``flagged``): left in, it
+    would abort the compile."""
+    from ..ir import shardings
+
+    found = _sharding_texts(module)
+    texts = [t for _, t in found]
+    parsed = dict(zip(texts, shardings.parse(texts))) if texts else {}
+    for where, text in found:
+        got = parsed[text]
+        if isinstance(got, shardings.Refused):
+            from_flag = where.startswith("parameter ") and int(where.split()[1]) in flagged
+            raise InputError(f"{where}: malformed sharding '{text}': {got.message}",
+                             file=param("arg_sharding") if from_flag else source)
+    return parsed
+
+
+def _check_sharding_devices(module: Any, params: list[TensorSpec], results: list[TensorSpec],
+                            options: SpmdOptions, source: str, sdy: bool, parsed: dict[str, Any]) -> None:
     """Shardings written for another device count than --num-partitions: one line naming
     the flag, not XLA's verifier text after a compile."""
-    from .._native import jaxlib as _jaxlib
-
     P = options.num_partitions
     flagged = {i for i, _ in options.arg_shardings}
     if sdy:
@@ -312,18 +249,28 @@ def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], 
                 continue
             from_flag = kind == "parameter" and i in flagged
             where = "--arg-sharding" if from_flag else source
-            try:
-                sharding = _jaxlib.hlo_sharding(text)
-            except ValueError as e:
-                raise InputError(f"{kind} {i}: malformed sharding '{text}': {e.args[0]}", file=where) from None
-            if from_flag and not (sharding.is_replicated() or sharding.is_maximal()) and _unsupported(sharding):
-                raise InputError(_unsupported_message(f"{kind} {i}", text), file=where)  # named before compiling
-            if sharding.tuple_elements() or sharding.is_replicated() or sharding.is_manual() \
-                    or sharding.is_unknown():
+            s = parsed[text]
+            if from_flag:  # what the layout would refuse after the compile, named before it
+                why = None
+                if s.kind == "manual" or "manual" in s.subgroups:
+                    why = engine.per_device_reason()
+                elif "unreduced" in s.subgroups:
+                    why = "unreduced values hold partial sums"
+                elif s.kind not in ("replicated", "maximal", "tiled"):
+                    why = ""
+                if why is not None:
+                    raise InputError(engine.unsupported_message(f"{kind} {i}", text, why), file=where)
+            if s.kind in ("tuple", "replicated", "manual", "unknown", "unreduced"):
                 continue
-            devices = [int(d) for d in sharding.tile_assignment_devices()]
+            if s.named:
+                n = s.mesh_devices
+                if n > 1 and n != P:
+                    fix = f"give a sharding over {P} devices" if from_flag else f"--num-partitions {n}"
+                    raise InputError(f"{kind} {i}: sharding {text} is for a mesh of {n} devices, but "
+                                     f"{param('num_partitions')} is {P}", file=where, hint=fix)
+            devices = list(s.devices)
             fix = f"give a sharding over {P} devices" if from_flag else f"--num-partitions {len(devices)}"
-            if sharding.is_maximal():
+            if s.kind == "maximal":
                 if devices and devices[0] >= P:
                     raise InputError(f"{kind} {i}: sharding {text} names device {devices[0]}, but "
                                      f"{param('num_partitions')} is {P}", file=where, hint=fix)
@@ -331,10 +278,8 @@ def _check_sharding_devices(module: Any, params: list[Any], results: list[Any], 
             if len(devices) != P:
                 raise InputError(f"{kind} {i}: sharding {text} is for {len(devices)} devices, but "
                                  f"{param('num_partitions')} is {P}", file=where, hint=fix)
-            dims = len(sharding.tile_assignment_dimensions()) - len(sharding.subgroup_types()) \
-                - (1 if sharding.replicate_on_last_tile_dim() else 0)
-            if dims != len(spec.shape):
-                raise InputError(f"{kind} {i}: sharding {text} tiles {dims} dimensions, but the {kind} "
+            if s.rank != len(spec.shape):
+                raise InputError(f"{kind} {i}: sharding {text} tiles {s.rank} dimensions, but the {kind} "
                                  f"is {spec.mlir()} (rank {len(spec.shape)})", file=where)
 
 
@@ -345,12 +290,21 @@ def _carries(module: Any) -> tuple[bool, bool]:
     return sdy, "mhlo.sharding" in text
 
 
+# What marks a manual computation (shard_map): Shardy's op, the custom calls jaxlib's
+# export and XLA's HLO dumps spell it with, GSPMD's.
+_MANUAL = re.compile(r"\bsdy\.manual_computation\b|xla\.sdy\.GlobalToLocalShape|@SPMDFullToShardShape\b"
+                     r"|custom_call_target=\"SPMDFullToShardShape\"")
+
+
+def has_manual_computations(module: Any) -> bool:
+    """Whether the module has manual computations (``shard_map``): they run only on its mesh."""
+    return bool(_MANUAL.search(module.operation.get_asm(large_elements_limit=1)))
+
+
 def _arg_result_attr(module: Any, key: str) -> tuple[list[str | None], list[str | None]]:
     from jaxlib.mlir import ir
 
-    from .run import main_function
-
-    main = main_function(module)
+    main = engine.main_function(module)
 
     def read(name: str, count: int) -> list[str | None]:
         if name not in main.attributes:
@@ -370,10 +324,9 @@ def _set_arg_shardings(module: Any, shardings: tuple[tuple[int, str], ...]) -> A
     from jaxlib.mlir import ir
 
     from ..ir.emit import clone
-    from .run import main_function
 
     copy = clone(module)
-    main = main_function(copy)
+    main = engine.main_function(copy)
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
     n = len(ftype.inputs)
     with copy.context:
@@ -390,12 +343,14 @@ def _set_arg_shardings(module: Any, shardings: tuple[tuple[int, str], ...]) -> A
     return copy
 
 
-def _replicated(module: Any) -> Any:
-    """A copy of ``module`` with every sharding replicated (parameters, results, ops)."""
+def _replicated(module: Any, *, ops: bool = True) -> Any:
+    """A copy of ``module`` with its parameters and results replicated, in the notation its
+    shardings use: Shardy's ``sdy.sharding`` (a module with ``sdy.mesh`` ops), Shardy's
+    round-trip frontend attributes (an HLO dump of jax 0.9-0.11, its meshes in the module's
+    ``xla.sdy.meshes``), else ``mhlo.sharding``. ``ops``: the ops' HLO shardings dropped too."""
     from jaxlib.mlir import ir
 
     from ..ir.emit import clone
-    from .run import main_function
 
     copy = clone(module)
 
@@ -404,17 +359,33 @@ def _replicated(module: Any) -> Any:
             del op.attributes["mhlo.sharding"]
         return ir.WalkResult.ADVANCE
 
+    text = copy.operation.get_asm(large_elements_limit=1)
+    mesh = re.search(r"sdy\.mesh @([\w.$-]+) = ", text)
+    round_trip = None if mesh else re.search(r"xla\.sdy\.meshes = \"\{([\w.$-]+) = ", text)
     with copy.context:
-        copy.operation.walk(strip)
-        main = main_function(copy)
+        if ops:
+            copy.operation.walk(strip)
+        main = engine.main_function(copy)
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-        for key, count in (("arg_attrs", len(ftype.inputs)), ("res_attrs", len(ftype.results))):
+        for key, types in (("arg_attrs", ftype.inputs), ("res_attrs", ftype.results)):
             have = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else []
-            have += [ir.DictAttr.get({})] * (count - len(have))
+            have += [ir.DictAttr.get({})] * (len(types) - len(have))
             attrs = []
-            for d in have:
+            for d, t in zip(have, types):
                 entries = {a.name: a.attr for a in ir.DictAttr(d)}
-                entries["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
+                dims = ", ".join(["{}"] * len(ir.RankedTensorType(t).shape))
+                if mesh is not None:
+                    entries.pop("mhlo.sharding", None)
+                    entries["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<@{mesh.group(1)}, [{dims}]>")
+                elif round_trip is not None:
+                    frontend = entries.get("mhlo.frontend_attributes")
+                    fe = {a.name: a.attr for a in ir.DictAttr(frontend)} if frontend is not None else {}
+                    fe["xla.sdy.sharding"] = ir.StringAttr.get(f"#sdy.sharding<@{round_trip.group(1)}, [{dims}]>")
+                    entries["mhlo.frontend_attributes"] = ir.DictAttr.get(fe)
+                    if "mhlo.sharding" in entries:
+                        entries["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
+                else:
+                    entries["mhlo.sharding"] = ir.StringAttr.get("{replicated}")
                 attrs.append(ir.DictAttr.get(entries))
             if attrs:
                 main.attributes[key] = ir.ArrayAttr.get(attrs)
@@ -436,11 +407,17 @@ def _with_device_counts(module: Any, options: SpmdOptions) -> Any:
     return copy
 
 
+def _named_only(parsed: dict[str, Any]) -> bool:
+    """Every HLO sharding is a named mesh sharding (jax 0.12's NamedSharding dumps), replicated
+    ones aside: Shardy's own model, which Shardy imports as it is."""
+    found = list(parsed.values())
+    return all(s.named or s.kind in ("replicated", "manual") for s in found) and any(s.named for s in found)
+
+
 def prepare(loaded: Any, options: SpmdOptions) -> Plan:
     """Choose the partitioner, apply --arg-sharding, and lay out per-device modules."""
     from .._native import jaxlib as _jaxlib
     from ..inputs import loader as inputs
-    from .run import TensorSpec, signature
 
     module = loaded.module
     sdy, hlo = _carries(module)
@@ -450,43 +427,37 @@ def prepare(loaded: Any, options: SpmdOptions) -> Plan:
                              "without them", file=loaded.source)
         module = _set_arg_shardings(module, options.arg_shardings)
         hlo = True
+    # Before anything else reads them: a sharding XLA dies on is an error here.
+    parsed = read_shardings(module, loaded.source, {i for i, _ in options.arg_shardings})
     partitioner = None
     if options.num_partitions > 1 and not options.per_device_module:
-        partitioner = options.partitioner or ("shardy" if sdy else "gspmd")
-        # jaxlib 0.10.2 has no pass between the two notations, and XLA drops (or
-        # rejects) shardings written for the other partitioner.
+        named = _named_only(parsed)
+        partitioner = options.partitioner or ("shardy" if sdy or named else "gspmd")
+        # Shardy reads its own attributes and named mesh shardings; GSPMD, the others.
+        # XLA drops (or rejects) shardings written for the other partitioner.
         if partitioner == "gspmd" and sdy:
             raise InputError("this module's shardings are Shardy's (sdy); the GSPMD partitioner "
                              "cannot read them", file=loaded.source, hint=param("partitioner", "shardy"))
-        if partitioner == "shardy" and hlo and not sdy:
+        if partitioner == "shardy" and hlo and not sdy and not named:
             raise InputError("this module's shardings are HLO shardings (mhlo.sharding); "
-                             "Shardy cannot import them in jaxlib 0.10.2", file=loaded.source,
+                             f"Shardy cannot import them in jaxlib {_jaxlib.jaxlib_version()}", file=loaded.source,
                              hint=param("partitioner", "gspmd"))
-    params, results = signature(module)
+    params, results = engine.signature(module)
     P = options.num_partitions
     if partitioner is not None:
-        _check_sharding_devices(module, params, results, options, loaded.source, sdy)
+        _check_sharding_devices(module, params, results, options, loaded.source, sdy, parsed)
     param_layouts = result_layouts = None
     if options.per_device_module:
         arg_text, res_text = _arg_result_attr(module, "mhlo.sharding")
-
-        def parse(text: str | None, what: str) -> Any:
-            if text is None:
-                return None
-            try:
-                return _jaxlib.hlo_sharding(text)
-            except ValueError as e:
-                raise InputError(f"{what}: malformed sharding '{text}': {e.args[0]}", file=loaded.source) from None
-
-        param_layouts = [layout(parse(t, f"parameter {i}"), p.shape, P, per_device=True,
-                                what=f"parameter {i}") for i, (t, p) in enumerate(zip(arg_text, params))]
+        param_layouts = [engine.layout(None if t is None else parsed[t], p.shape, P, per_device=True,
+                                       what=f"parameter {i}") for i, (t, p) in enumerate(zip(arg_text, params))]
         result_layouts = []
         for i, (t, r) in enumerate(zip(res_text, results)):
             if t is None and P > 1:  # nothing says how the devices' values relate
                 result_layouts.append(Layout("stacked", (P,) + r.shape, r.shape, text="per device"))
             else:
-                result_layouts.append(layout(parse(t, f"output {i}"), r.shape, P, per_device=True,
-                                             what=f"output {i}"))
+                result_layouts.append(engine.layout(None if t is None else parsed[t], r.shape, P, per_device=True,
+                                                    what=f"output {i}"))
         params = [TensorSpec(lay.global_shape, p.element, p.dtype, p.name) for lay, p in zip(param_layouts, params)]
         results = [TensorSpec(lay.global_shape, r.element, r.dtype, r.name) for lay, r in zip(result_layouts, results)]
         # XLA's runner marks such a module replicated and turns every HLO pass
@@ -498,7 +469,7 @@ def prepare(loaded: Any, options: SpmdOptions) -> Plan:
     else:
         compiled_module = module
     compiled_module = _with_device_counts(compiled_module, options)
-    reference, note = module, ""
+    reference, note, on_mesh = module, "", False
     if options.reference == "none":
         reference, note = None, "no reference (--reference none)"
     elif options.reference_module:
@@ -506,183 +477,53 @@ def prepare(loaded: Any, options: SpmdOptions) -> Plan:
         if len(found) != 1:
             raise InputError("the reference must be one module", file=options.reference_module)
         reference = found[0].module
-        ref_params, ref_results = signature(reference)
+        ref_params, ref_results = engine.signature(reference)
         for kind, want, have in (("parameters", params, ref_params), ("outputs", results, ref_results)):
             if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in have]:
-                raise InputError(f"the reference's {kind} ({_specs(have)}) differ from the global "
-                                 f"{kind} of {loaded.source} ({_specs(want)})", file=options.reference_module)
+                raise InputError(f"the reference's {kind} ({engine.specs_text(have)}) differ from the global "
+                                 f"{kind} of {loaded.source} ({engine.specs_text(want)})",
+                                 file=options.reference_module)
         note = f"reference module {options.reference_module}"
     elif options.per_device_module and P > 1:
         reference = None
         note = ("no single-device reference: the module is already partitioned "
                 "(give the unpartitioned one with --reference-module)")
+    elif P > 1 and has_manual_computations(module):
+        # A shard_map body runs per device, on its mesh: no single device can run it.
+        reference = _with_device_counts(_replicated(module, ops=False), options)
+        on_mesh = True
+        note = (f"the same module on the same {options.num_devices} devices with replicated parameters and "
+                "outputs (its manual computations need the mesh: no single-device reference)")
     return Plan(loaded.name, loaded.source, compiled_module, reference, note, partitioner, params, results,
-                param_layouts, result_layouts, random_source=None if options.per_device_module else module)
-
-
-def _specs(specs: list[Any]) -> str:
-    return ", ".join(f"{s.dtype}{list(s.shape)}" for s in specs) or "none"
+                param_layouts, result_layouts, random_source=None if options.per_device_module else module,
+                reference_on_mesh=on_mesh)
 
 
 # ---------------------------------------------------------------- compile
 
-@dataclass
-class Executable:
-    executable: Any
-    devices: list[Any]               # logical order: replica-major, then partition
-    param_layouts: list[Layout]
-    result_layouts: list[Layout]
-    compile_ms: float
-
-
 def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Executable:
     """XLA compile for ``devices`` (one per replica x partition, in logical order)."""
-    from .._native import jaxlib as _jaxlib
-
-    env = list(options.xla_flags)
-    opts = _jaxlib.spmd_compile_options(
-        num_replicas=options.num_replicas, num_partitions=options.num_partitions,
-        device_ids=[d.id for d in devices], use_shardy=plan.partitioner == "shardy",
-        run_backend_only=options.run_xla_backend_only, env_overrides=env)
-    t0 = time.perf_counter()
-    try:
-        exe = _quiet_compile(plan.module, devices, opts)
-    except CompileError as e:
-        if options.run_xla_backend_only and "must have backend config" in e.message:
-            e.hint = ("jaxlib's HLO import drops fusion backend configs, which XLA CPU's backend "
-                      "needs: after-optimizations CPU dumps with fusions cannot run backend-only")
-        raise
-    compile_ms = ms_since(t0)
-    P = options.num_partitions
-    if plan.param_layouts is not None and plan.result_layouts is not None:
-        return Executable(exe, devices, plan.param_layouts, plan.result_layouts, compile_ms)
-    param_sh, out_sh = _jaxlib.executable_shardings(exe)
-    params = [layout(None if param_sh is None else param_sh[i], p.shape, P, per_device=False,
-                     what=f"parameter {i}") for i, p in enumerate(plan.params)]
-    results = [layout(None if out_sh is None else out_sh[i], r.shape, P, per_device=False,
-                      what=f"output {i}") for i, r in enumerate(plan.results)]
-    return Executable(exe, devices, params, results, compile_ms)
-
-
-# XLA warns on every GSPMD compile; here GSPMD is chosen because the module's
-# shardings are written for it, so the advice to migrate is noise.
-_GSPMD_NOTICE = re.compile(r"^W\d{4} .*sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated")
-
-
-def _quiet_compile(module: Any, devices: list[Any], opts: Any) -> Any:
-    import contextlib
-
-    from .._native import jaxlib as _jaxlib
-
-    replay = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(replay):
-            return _jaxlib.compile_executable(module, devices, opts)
-    finally:
-        kept = [ln for ln in replay.getvalue().splitlines() if not _GSPMD_NOTICE.match(ln)]
-        if kept:
-            sys.stderr.write("\n".join(kept) + "\n")
-            sys.stderr.flush()
-
-
-# ----------------------------------------------------------------- inputs
-
-@dataclass
-class Inputs:
-    per_replica: list[list[np.ndarray]] | None   # global arrays; None for device-id
-    note: str
+    return engine.compile_spmd(plan.module, devices, num_replicas=options.num_replicas,
+                               num_partitions=options.num_partitions, params=plan.params, results=plan.results,
+                               partitioner=plan.partitioner, backend_only=options.run_xla_backend_only,
+                               xla_flags=options.xla_flags, param_layouts=plan.param_layouts,
+                               result_layouts=plan.result_layouts)
 
 
 def make_inputs(plan: Plan, options: SpmdOptions) -> Inputs:
     """Global arrays for every replica, as the unpartitioned program takes them."""
-    from . import run
-
-    R = options.num_replicas
-    if options.inputs_npz:
-        arrays = run._inputs_from_npz(options.inputs_npz, plan.params)
-        return Inputs([arrays] * R, f"from {options.inputs_npz}")
-    if options.argument_mode == "zeros":
-        arrays = [np.zeros(p.shape, run.np_dtype(p.dtype)) for p in plan.params]
-        return Inputs([arrays] * R, "zeros")
-    if options.argument_mode == "device-id":
-        return Inputs(None, "device-id (each device's part filled with its device id)")
-    shared = options.argument_mode == "shared-random" or R == 1
-    seeds = [options.seed] * R if shared else [options.seed + r for r in range(R)]
-    per_replica = []
-    for seed in (seeds[:1] if shared else seeds):
-        run_opts = run.RunOptions(seed=seed, large_float_range=options.large_float_range)
-        if plan.random_source is not None:  # XLA's fake-data constraints (indices in bounds, ...)
-            arrays, _ = run.make_inputs(plan.random_source, run_opts)
-        else:
-            rng = np.random.default_rng(seed)
-            arrays = [run._random_array(rng, p, None, options.large_float_range) for p in plan.params]
-        per_replica.append(arrays)
-    if shared:
-        return Inputs(per_replica * R, f"random (seed {options.seed})"
-                      + ("; the same for every replica" if R > 1 else ""))
-    return Inputs(per_replica, f"random (seeds {options.seed}..{options.seed + R - 1}, one per replica)")
+    return engine.make_inputs(plan.params, options.inputs, module=plan.random_source, replicas=options.num_replicas)
 
 
-def device_arguments(plan: Plan, compiled: Executable, inputs: Inputs, options: SpmdOptions,
-                     logical: int) -> list[np.ndarray]:
-    """What device number ``logical`` (replica * P + partition) receives for each parameter."""
-    from .run import np_dtype
-
-    r, p = divmod(logical, options.num_partitions)
-    out = []
-    for spec, lay in zip(plan.params, compiled.param_layouts):
-        if inputs.per_replica is None:
-            # XLA fills with the device's id (the same as ``logical`` unless a device assignment reorders them)
-            out.append(np.full(lay.shard_shape, compiled.devices[logical].id).astype(np_dtype(spec.dtype)))
-        else:
-            out.append(lay.shard(inputs.per_replica[r][len(out)], p))
-    return out
-
-
-# -------------------------------------------------------------- execution
-
-@dataclass
-class Execution:
-    shards: dict[tuple[int, int], np.ndarray]   # (output, logical device) -> this process's shards
-    run_ms: list[float]
-
-
-def execute(plan: Plan, compiled: Executable, inputs: Inputs, options: SpmdOptions) -> Execution:
+def execute(plan: Plan, compiled: Executable, inputs: Inputs, options: SpmdOptions) -> engine.Execution:
     """Run ``num_repeats`` times on this process's devices; the last run's output shards."""
-    from .._native import jaxlib as _jaxlib
-
-    logical = {d.id: i for i, d in enumerate(compiled.devices)}
-    local = [d for d in compiled.devices if d in set(compiled.executable.local_devices())]
-    if local != list(compiled.executable.local_devices()):
-        # sharded_argument hands buffers over in device-assignment order.
-        raise DriverError("the executable's devices are not in device-assignment order")
-    per_device = {d.id: device_arguments(plan, compiled, inputs, options, logical[d.id]) for d in local}
-    times: list[float] = []
-    results: list[list[tuple[Any, np.ndarray]]] = []
-    for _ in range(options.num_repeats):
-        # Fresh buffers each time: a module may donate (alias) its inputs.
-        args = [_jaxlib.sharded_argument([per_device[d.id][i] for d in local], local, compiled.devices)
-                for i in range(len(plan.params))]
-        results, ms = _jaxlib.execute_spmd(compiled.executable, args)
-        times.append(ms)
-    shards = {(i, logical[dev.id]): arr for i, out in enumerate(results) for dev, arr in out}
-    return Execution(shards, times)
+    return engine.execute(compiled, inputs, options.num_repeats)
 
 
 def gather_outputs(plan: Plan, compiled: Executable, shards: dict[tuple[int, int], np.ndarray],
                    options: SpmdOptions) -> tuple[list[list[np.ndarray]], list[str]]:
     """Full outputs per replica from every device's shards; disagreements between copies."""
-    P = options.num_partitions
-    per_replica, problems = [], []
-    for r in range(options.num_replicas):
-        outs = []
-        for i, lay in enumerate(compiled.result_layouts):
-            full, bad = gather(lay, {p: shards[(i, r * P + p)] for p in range(P)}, options.rtol, options.atol)
-            where = f"output {i}" + (f" of replica {r}" if options.num_replicas > 1 else "")
-            problems.extend(f"{where}: {b}" for b in bad)
-            outs.append(full)
-        per_replica.append(outs)
-    return per_replica, problems
+    return engine.gather_outputs(compiled, shards, options.rtol, options.atol)
 
 
 # ---------------------------------------------------------------- reports
@@ -691,7 +532,7 @@ def gather_outputs(plan: Plan, compiled: Executable, shards: dict[tuple[int, int
 class SpmdReport:
     """``run``'s ModuleReport, with what an SPMD run adds."""
 
-    report: Any                                   # run.ModuleReport
+    report: ModuleReport
     devices: str = ""
     partitioner: str = ""
     param_layouts: list[str] = field(default_factory=list)
@@ -702,15 +543,29 @@ class SpmdReport:
     device_outputs: dict[int, list[np.ndarray]] = field(default_factory=dict)  # device id -> its output shards
 
 
+def _reference_outputs(plan: Plan, compiled: Executable, arrays: list[np.ndarray],
+                       options: SpmdOptions) -> tuple[list[np.ndarray], float]:
+    """The reference's outputs for one replica's global arrays, and its ms."""
+    flags = options.xla_flags if options.reference_xla_flags is None else options.reference_xla_flags
+    if not plan.reference_on_mesh:
+        return engine.run_reference(plan.reference_module, arrays, options.reference, flags)
+    exe = engine.compile_spmd(plan.reference_module, compiled.devices, num_replicas=1,
+                              num_partitions=options.num_partitions, params=plan.params, results=plan.results,
+                              partitioner=plan.partitioner, xla_flags=flags)
+    done = engine.execute(exe, Inputs([arrays], ""), 1)
+    outs, problems = engine.gather_outputs(exe, done.shards, options.rtol, options.atol)
+    if problems:
+        raise DriverError("the replicated reference's copies disagree: " + problems[0])
+    return outs[0], exe.compile_ms + done.run_ms[0]
+
+
 def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[np.ndarray]],
            problems: list[str], run_ms: list[float], options: SpmdOptions) -> SpmdReport:
-    """Single-device reference of the unpartitioned computation, and the comparison."""
+    """The reference run of the unpartitioned computation, and the comparison."""
     import statistics
 
-    from . import run
-
-    rep = run.ModuleReport(plan.name, plan.source, inputs_note=inputs.note,
-                           compile_ms=compiled.compile_ms, run_ms=statistics.median(run_ms))
+    rep = ModuleReport(plan.name, plan.source, inputs_note=inputs.note,
+                       compile_ms=compiled.compile_ms, run_ms=statistics.median(run_ms))
     out = SpmdReport(rep, run_times=run_ms, outputs=outputs)
     R, P = options.num_replicas, options.num_partitions
     out.devices = f"{R * P} ({R} replica{'s' if R > 1 else ''} x {P} partition{'s' if P > 1 else ''})"
@@ -721,7 +576,7 @@ def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[
                           for i, (s, lay) in enumerate(zip(plan.results, compiled.result_layouts))]
     reference_inputs = inputs.per_replica
     if reference_inputs is None and plan.reference_module is not None:
-        reference_inputs = _device_id_globals(plan, compiled, options)
+        reference_inputs = engine.device_id_globals(compiled)
         if reference_inputs is None:
             plan.reference_note = ("no reference: with device-id inputs, devices holding the same "
                                    "elements of a parameter get different values")
@@ -729,49 +584,22 @@ def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[
         rep.status = "ran"
         out.notes.append(plan.reference_note)
     else:
-        worst, mismatches, ms = 0.0, [], 0.0
-        cache: dict[int, tuple[list[np.ndarray], float]] = {}
+        ms = 0.0
+        cache: dict[int, list[np.ndarray]] = {}
+        rep.max_error = 0.0
         for r in range(R):
             key = id(reference_inputs[r])
             if key not in cache:
-                got, _, t = run.run_xla(plan.reference_module, reference_inputs[r], "cpu", 1, options.xla_flags)
-                cache[key] = (got, t)
+                cache[key], t = _reference_outputs(plan, compiled, reference_inputs[r], options)
                 ms += t
-            expected = cache[key][0]
-            for i, (a, e) in enumerate(zip(outputs[r], expected)):
-                mm = run.compare(a, e, i, options.rtol, options.atol)
-                if R > 1:
-                    mm.label = f"replica {r} output {i}"
-                worst = max(worst, mm.max_abs if mm.count else run.compare(a, e, i, 0.0, 0.0).max_abs)
-                if mm.count:
-                    mismatches.append(mm)
-        rep.reference_ms, rep.max_error, rep.mismatches = ms, worst, mismatches
-        out.notes.append(f"reference: {plan.reference_note or 'the same module'} on 1 device")
-        if mismatches:
-            rep.status = "mismatch"
-            rep.message = "; ".join(f"{m.label or f'output {m.output}'}: {m.count}/{m.total} differ"
-                                    for m in mismatches)
+            rep.judge(engine.compare_outputs(outputs[r], cache[key], options.rtol, options.atol,
+                                             label=f"replica {r} output" if R > 1 else ""))
+        rep.reference_ms = ms
+        where = "on 1 device" if not plan.reference_on_mesh else ""
+        out.notes.append(f"reference: {plan.reference_note or 'the same module'}" + (f" {where}" if where else ""))
     if problems:
         rep.status = "mismatch"
         rep.message = "; ".join(([rep.message] if rep.message else []) + problems)
-    return out
-
-
-def _device_id_globals(plan: Plan, compiled: Executable, options: SpmdOptions) -> list[list[np.ndarray]] | None:
-    """The global arrays device-id inputs amount to, when every element has one owner."""
-    from .run import np_dtype
-
-    P = options.num_partitions
-    if not all(lay.unique(P) for lay in compiled.param_layouts):
-        return None
-    out = []
-    for r in range(options.num_replicas):
-        arrays = []
-        for spec, lay in zip(plan.params, compiled.param_layouts):
-            parts = {p: np.full(lay.shard_shape, compiled.devices[r * P + p].id).astype(np_dtype(spec.dtype))
-                     for p in range(P)}
-            arrays.append(gather(lay, parts)[0])
-        out.append(arrays)
     return out
 
 
@@ -926,6 +754,11 @@ def worker(cfg: WorkerConfig) -> int:
     print(f"process {me} of {n}: joined the run at {cfg.coordinator}", flush=True)
     loaded = inputs.load(cfg.input, input_format=cfg.input_format, arg_specs=cfg.args)[0]
     plan = prepare(loaded, options)
+    if plan.reference_on_mesh:
+        # That reference is one more SPMD run, which every process would have to join.
+        plan.reference_module = None
+        plan.reference_note = ("no reference: a module with manual computations is compared with itself "
+                               "replicated on its mesh in one process only (give --reference-module)")
     devices = _jaxlib.local_device_order()
     if len(devices) != options.num_devices:
         raise DriverError(f"the run has {len(devices)} devices, {options.num_devices} are needed")
@@ -978,13 +811,11 @@ def _pack(shards: dict[tuple[int, int], np.ndarray]) -> bytes:
 
 
 def _unpack(data: bytes, layouts: list[Layout], specs: list[Any]) -> dict[tuple[int, int], np.ndarray]:
-    from .run import np_dtype
-
     out = {}
     with np.load(io.BytesIO(data)) as z:
         for key in z.files:
             i, d = (int(x) for x in key.split("/"))
-            out[(i, d)] = z[key].view(np_dtype(specs[i].dtype)).reshape(layouts[i].shard_shape)
+            out[(i, d)] = z[key].view(engine.np_dtype(specs[i].dtype)).reshape(layouts[i].shard_shape)
     return out
 
 

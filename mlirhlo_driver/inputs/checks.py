@@ -1,4 +1,4 @@
-"""Self-checking StableHLO modules: run their ``check.*`` assertions on XLA.
+"""Self-checking StableHLO modules: prepare their ``check.*`` assertions for XLA.
 
 StableHLO's test suite writes tests that check themselves, in two forms:
 
@@ -19,10 +19,11 @@ XLA cannot run a check custom call, so :func:`prepare` takes them out and
 returns their operands as extra results of ``@main``; it also turns the
 constants that feed the computation into runtime parameters, since XLA would
 otherwise constant-fold the whole test at compile time and never run a
-backend kernel. :func:`evaluate` then applies the check semantics of the
-StableHLO interpreter (``stablehlo/tests/CheckOps.cpp``,
-``stablehlo/reference/Element.cpp``, ``stablehlo/tools/StablehloTranslateMain.cpp``)
-to the outputs:
+backend kernel. The execution engine runs the prepared module and applies
+the check semantics of the StableHLO interpreter to its outputs
+(``execute.engine.evaluate_checks``; ``stablehlo/tests/CheckOps.cpp``,
+``stablehlo/reference/Element.cpp``, ``stablehlo/tools/StablehloTranslateMain.cpp``),
+with the options this module gives each :class:`Check`:
 
 ``expect_eq``
     exact. Integers and booleans must be equal; floats compare with IEEE
@@ -66,7 +67,6 @@ DIALECT_MAX_ULP = 1
 CUSTOM_CALL_TOLERANCE = 1e-3
 CUSTOM_CALL_MAX_ULP = 3
 CHECK_EQ_TOLERANCE = 1e-4
-MAX_ULP = 2**64 - 1
 
 # The file name jaxlib's parser gives locations of text parsed from a string
 # (inputs.parse_mlir): a rewritten op that does not start where the check op
@@ -680,14 +680,6 @@ def kept_note(plan: CheckPlan) -> str:
     return f"kept {n} constant{'s' if n != 1 else ''} ({', '.join(reasons)})"
 
 
-@dataclass
-class CheckResult:
-    kind: str
-    passed: bool
-    location: str
-    message: str
-
-
 def _is_check_call(op: Any) -> bool:
     from jaxlib.mlir import ir
 
@@ -1250,217 +1242,3 @@ def _compiled_constant_values(consts: list[Any]) -> list[Any]:
     devices = _jaxlib.cpu_devices()[:1]
     executable = _jaxlib.compile_executable(tiny, devices, _jaxlib.compile_options())
     return _jaxlib.execute(executable, [], devices[0])
-
-
-def run_cpu(plan: CheckPlan, arguments: list[Any] | None = None) -> list[Any]:
-    """Compile and run a plan on XLA CPU; ``arguments`` are for @main's own parameters."""
-    from .._native import jaxlib as _jaxlib
-
-    if plan.x64:
-        _jaxlib.enable_x64()
-    args = list(arguments or [])
-    if len(args) != plan.num_original_params:
-        raise InputError(f"@main takes {plan.num_original_params} arguments of its own, "
-                         f"{len(args)} given")
-    devices = _jaxlib.cpu_devices()[:1]
-    executable = _jaxlib.compile_executable(plan.module, devices, _jaxlib.compile_options())
-    return _jaxlib.execute(executable, args + list(plan.parameters), devices[0])
-
-
-# ================================================================ evaluation
-
-def _dtype_class(dt: Any) -> str:
-    """'bool', 'int', 'float', 'complex' (ml_dtypes' types included)."""
-    import numpy as np
-
-    if dt == np.bool_:
-        return "bool"
-    if dt.kind == "c":
-        return "complex"
-    if dt.kind in "iu":
-        return "int"
-    if dt.kind == "f":
-        return "float"
-    import ml_dtypes
-
-    try:
-        ml_dtypes.finfo(dt)
-        return "float"
-    except (ValueError, TypeError):
-        pass
-    try:
-        ml_dtypes.iinfo(dt)
-        return "int"
-    except (ValueError, TypeError):
-        pass
-    raise TypeError(f"unsupported element type {dt}")
-
-
-def _float_bits(dt: Any) -> int:
-    import numpy as np
-
-    if dt.kind == "f":
-        return np.dtype(dt).itemsize * 8
-    import ml_dtypes
-
-    return int(ml_dtypes.finfo(dt).bits)
-
-
-def ulp_difference(actual: Any, expected: Any) -> Any:
-    """Element-wise ULP difference (uint64) of two float or complex arrays, as
-    the interpreter's ``check.expect_close`` counts it."""
-    import numpy as np
-
-    a, b = np.asarray(actual), np.asarray(expected)
-    if a.dtype.kind == "c":
-        return np.maximum(ulp_difference(np.ascontiguousarray(a.real), np.ascontiguousarray(b.real)),
-                          ulp_difference(np.ascontiguousarray(a.imag), np.ascontiguousarray(b.imag)))
-    bits = _float_bits(a.dtype)
-    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-    ab = np.ascontiguousarray(a).view(uint).astype(np.uint64)
-    bb = np.ascontiguousarray(b).view(uint).astype(np.uint64)
-    width_mask = np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(MAX_ULP)
-    ab &= width_mask
-    bb &= width_mask
-    sign = np.uint64(1 << (bits - 1))
-    mag_a, mag_b = ab & ~sign, bb & ~sign
-    neg_a, neg_b = (ab & sign) != 0, (bb & sign) != 0
-    fa, fb = a.astype(np.float64), b.astype(np.float64)
-    finite = np.isfinite(fa) & np.isfinite(fb)
-    both_nan = np.isnan(fa) & np.isnan(fb)
-    with np.errstate(over="ignore"):
-        diff = np.where(neg_a != neg_b, mag_a + mag_b,
-                        np.maximum(mag_a, mag_b) - np.minimum(mag_a, mag_b))
-    out = np.where(finite, diff, np.where(both_nan, np.uint64(0), np.uint64(MAX_ULP)))
-    # ascontiguousarray makes a scalar 1-d: the differences keep the inputs' shape.
-    return np.where(ab == bb, np.uint64(0), out).astype(np.uint64).reshape(a.shape)
-
-
-def _almost_equal_parts(a: Any, b: Any, tol: float) -> Any:
-    """The interpreter's areApproximatelyEqual on float64 copies of float parts."""
-    import numpy as np
-
-    fa, fb = a.astype(np.float64), b.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        equal = fa == fb
-        both_nan = np.isnan(fa) & np.isnan(fb)
-        finite = np.isfinite(fa) & np.isfinite(fb)
-        same_sign = np.signbit(fa) == np.signbit(fb)
-        close = np.abs(fa - fb) <= tol
-    return equal | both_nan | (finite & same_sign & close)
-
-
-def _abs_error(a: Any, b: Any, cls: str) -> Any:
-    import numpy as np
-
-    if cls in ("bool", "int"):
-        if a.dtype.itemsize >= 8:
-            return np.abs(a.astype(object) - b.astype(object)).astype(np.float64)
-        return np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        if cls == "complex":
-            d = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
-        else:
-            d = np.abs(a.astype(np.float64) - b.astype(np.float64))
-    return d
-
-
-def _fmt(x: Any) -> str:
-    import numpy as np
-
-    if isinstance(x, (np.bool_, bool)):
-        return "true" if x else "false"
-    return str(x)
-
-
-def _fmt_index(index: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in index) + "]"
-
-
-def evaluate(plan: CheckPlan, outputs: list[Any]) -> list[CheckResult]:
-    """Every check of ``plan`` applied to the outputs of its module."""
-    return [evaluate_check(c, outputs) for c in plan.checks]
-
-
-def evaluate_check(check: Check, outputs: list[Any]) -> CheckResult:
-    import numpy as np
-
-    where = check.location
-    for idx in (check.actual_index, check.expected_index):
-        if idx >= len(outputs):
-            return CheckResult(check.kind, False, where,
-                               f"output {idx} missing ({len(outputs)} outputs)")
-    a, b = np.asarray(outputs[check.actual_index]), np.asarray(outputs[check.expected_index])
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return CheckResult(check.kind, False, where,
-                           f"actual is {a.dtype}{list(a.shape)}, expected {b.dtype}{list(b.shape)}")
-    try:
-        cls = _dtype_class(a.dtype)
-    except TypeError as e:
-        return CheckResult(check.kind, False, where, str(e))
-    total = a.size
-    kind = check.kind
-    ulp = None
-    if kind == "expect_eq":
-        if cls in ("float", "complex"):
-            with np.errstate(invalid="ignore"):
-                if cls == "complex":
-                    ok = (a.real.astype(np.float64) == b.real.astype(np.float64)) & \
-                         (a.imag.astype(np.float64) == b.imag.astype(np.float64))
-                else:
-                    ok = a.astype(np.float64) == b.astype(np.float64)
-        else:
-            ok = a == b
-        limit = "not equal"
-    elif kind == "expect_almost_eq":
-        tol = float(check.options.get("tolerance", DIALECT_TOLERANCE))
-        if cls == "complex":
-            ok = _almost_equal_parts(a.real, b.real, tol) & _almost_equal_parts(a.imag, b.imag, tol)
-        elif cls == "float":
-            ok = _almost_equal_parts(a, b, tol)
-        else:
-            ok = _abs_error(a, b, cls) <= tol
-        limit = f"outside tolerance {tol:g}"
-    elif kind == "expect_close":
-        lo = int(check.options.get("min_ulp_difference", 0))
-        hi = int(check.options.get("max_ulp_difference", CUSTOM_CALL_MAX_ULP))
-        if cls in ("float", "complex"):
-            ulp = ulp_difference(a, b)
-        else:
-            ulp = np.minimum(_abs_error(a, b, cls), 2.0**63).astype(np.uint64)
-        ok = (ulp >= np.uint64(lo)) & (ulp <= np.uint64(hi))
-        limit = f"outside {hi} ULP" if lo == 0 else f"outside [{lo}, {hi}] ULP"
-    else:
-        return CheckResult(kind, False, where, f"unknown check kind '{kind}'")
-    ok = np.asarray(ok, dtype=bool).reshape(a.shape)
-    bad = int(total - np.count_nonzero(ok))
-    if not bad:
-        detail = f"{total} element{'s' if total != 1 else ''} ok"
-        if ulp is not None and total:
-            detail += f", max ULP difference {int(ulp.max())}"
-        return CheckResult(kind, True, where, detail)
-
-    # The worst failing element: largest ULP difference, else largest error.
-    if ulp is not None:
-        score = np.where(ok, 0, ulp.astype(np.float64) + 1)
-    else:
-        err = _abs_error(a, b, cls)
-        score = np.where(ok, -1.0, np.where(np.isnan(err), np.inf, err))
-    flat = int(np.argmax(score.reshape(-1))) if total else 0
-    index = np.unravel_index(flat, a.shape) if a.shape else ()
-    av, ev = a[index] if a.shape else a[()], b[index] if b.shape else b[()]
-    parts = [f"actual={_fmt(av)}", f"expected={_fmt(ev)}"]
-    if ulp is not None:
-        u = int(ulp[index] if a.shape else ulp[()])
-        parts.append(f"ULP difference={'inf' if u == MAX_ULP else u}")
-    elif cls in ("bool", "int"):
-        parts.append(f"abs error={abs(int(av) - int(ev))}")
-    else:
-        abs_err = float(_abs_error(np.asarray(av), np.asarray(ev), cls))
-        parts.append(f"abs error={abs_err:.6g}")
-        denom = abs(complex(ev)) if cls == "complex" else abs(float(ev))
-        if denom and np.isfinite(abs_err):
-            parts.append(f"rel error={abs_err / denom:.6g}")
-    message = (f"{bad} of {total} element{'s' if total != 1 else ''} {limit}; worst at index "
-               f"{_fmt_index(tuple(index))}: " + ", ".join(parts))
-    return CheckResult(kind, False, where, message)

@@ -1,0 +1,1375 @@
+"""The execution engine: inputs, runs on one device or sharded over many, and comparison.
+
+Every door that executes a module goes through here: ``mlirhlo run`` and
+``run_hlo_module`` (execute/run.py), ``spmd-run`` and ``multihost_hlo_runner``
+(execute/spmd.py), self-checking test files (their ``check.*`` assertions;
+inputs/checks.py prepares them), and the API's ``Program.run``/``run_spmd``. So
+each makes inputs, runs and compares one way:
+
+- **values**: :class:`TensorSpec` and :func:`signature`, what can be made, fed and
+  compared (every dtype numpy or ml_dtypes holds, a byte wide or more);
+- **inputs**: :func:`make_inputs` for an :class:`InputSpec`: seeded random (kept
+  safe per op as XLA's fake-data generator keeps it: indices in bounds, log/sqrt
+  operands positive), zeros, each device's id, or a .npz; one set per replica;
+- **running**: :func:`compile_one` (one device) and :func:`compile_spmd`
+  (replicas x partitions; the layouts of parameters and outputs come from the
+  shardings XLA chose, read in Python: ir/shardings.py) give an
+  :class:`Executable`; :func:`execute` runs it on :class:`Inputs` and
+  :func:`gather` reassembles whole outputs. :func:`run_xla` is the one-device
+  shorthand, :func:`run_reference` the StableHLO interpreter or XLA CPU;
+- **comparison**: :func:`compare` (one output, tolerances per dtype, NaN- and
+  Inf-aware), :func:`compare_outputs` (a run's outputs against its reference),
+  :func:`evaluate_checks` (the ``check.*`` semantics of StableHLO's interpreter),
+  and :func:`format_value`, which shows what printing hides: a NaN's sign and
+  payload (``-nan(0xffc00000)``) and a zero's sign.
+
+Promises: nothing here prints; module failures raise the package's typed errors
+(DriverError subclasses) and callers turn them into reports. Everything runs in
+the calling process except the interpreter (execute/interpreter.py's helper);
+callers isolate what else can crash.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DriverError, InputError, param
+from ..ir import dtypes
+from ..timing import ms_since
+
+ARGUMENT_MODES = ("random", "shared-random", "zeros", "device-id")
+REFERENCES = ("interpreter", "cpu", "none")
+
+
+# ====================================================================== values
+
+# MLIR element type -> numpy dtype name, for what can be made, fed and compared:
+# types numpy or ml_dtypes hold, a byte wide or more. Narrower ones (i4, f4E2M1FN,
+# ...) are left out: nothing here packs, carries or compares them. "i1" is PRED
+# (bool), as XLA reads it.
+_NP_TYPES = {t.mlir: t.numpy for t in dtypes.ARRAY_TYPES if t.numpy is not None and t.bits >= 8}
+# The interpreter's attributes cannot take the floats narrower than f32 (bf16, f16,
+# f8): they travel as same-width integers.
+_CARRIER = {t.numpy: f"int{t.bits}" for t in dtypes.ARRAY_TYPES
+            if t.mlir in _NP_TYPES and t.kind == "float" and t.bits < 32}
+
+np_dtype = dtypes.np_dtype  # numpy dtype name -> numpy.dtype
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    element: str     # MLIR element type text
+    dtype: str       # numpy dtype name
+    name: str = ""
+
+    def mlir(self) -> str:
+        dims = "x".join(str(d) for d in self.shape)
+        return f"tensor<{dims + 'x' if dims else ''}{self.element}>"
+
+
+def tensor_spec(mlir_type: Any, name: str = "") -> TensorSpec:
+    from jaxlib.mlir import ir
+
+    try:
+        t = ir.RankedTensorType(mlir_type)
+    except ValueError:  # tokens, tuples: nothing can be made or compared
+        raise InputError(f"cannot run a module with a {mlir_type} parameter or result") from None
+    if not t.has_static_shape:
+        raise InputError(f"cannot run a module with dynamic shapes ({t}); "
+                         "refine them first (--pipeline @refine-shapes)")
+    element = str(t.element_type)
+    if element not in _NP_TYPES:
+        raise InputError(f"element type {element} is not supported by mlirhlo run")
+    return TensorSpec(tuple(t.shape), element, _NP_TYPES[element], name)
+
+
+def main_function(module: Any) -> Any:
+    from jaxlib.mlir import ir
+
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise InputError("module has no @main function")
+
+
+def signature(module: Any) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """(parameters, results) of @main; a parameter is named by its name location."""
+    from jaxlib.mlir import ir
+
+    main = main_function(module)
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    args = main.regions[0].blocks[0].arguments
+    names = []
+    for i, a in enumerate(args):
+        # A name location, loc("x"), names the parameter; loc("file":1:2) does not.
+        m = re.match(r'loc\("([^"]+)"(?:\)|\()', str(a.location))
+        names.append(m.group(1) if m else f"arg{i}")
+    return ([tensor_spec(t, n) for t, n in zip(ftype.inputs, names)],
+            [tensor_spec(t) for t in ftype.results])
+
+
+def specs_text(specs: list[TensorSpec]) -> str:
+    return ", ".join(f"{s.dtype}{list(s.shape)}" for s in specs) or "none"
+
+
+# ====================================================================== inputs
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How to make a run's arguments: ``mode`` (one of ARGUMENT_MODES), ``seed``, or the
+    arrays of ``npz``; ``large_float_range`` draws floats from [-1e4, 1e4]."""
+
+    mode: str = "random"
+    seed: int = 0
+    npz: str | None = None
+    large_float_range: bool = False
+
+
+@dataclass
+class Inputs:
+    """Global arguments (what the unpartitioned program takes) per replica; None for
+    device-id inputs, which each device makes itself."""
+
+    per_replica: list[list[np.ndarray]] | None
+    note: str
+
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        """The first replica's arguments (a one-device run's)."""
+        if self.per_replica is None:
+            raise DriverError("device-id inputs have no global arrays")
+        return self.per_replica[0]
+
+
+def make_inputs(params: list[TensorSpec], spec: InputSpec, *, module: Any = None,
+                replicas: int = 1) -> Inputs:
+    """Arguments for ``params``, one set per replica, and a note saying how they were made.
+
+    Random inputs keep ``module``'s ops safe as XLA's fake-data generator does
+    (:func:`input_constraints`; parameters whose shape differs from the module's
+    are left unconstrained). Replica r draws from ``seed + r`` unless the mode is
+    ``shared-random``.
+    """
+    if spec.npz:
+        arrays = inputs_from_npz(spec.npz, params)
+        return Inputs([arrays] * replicas, f"from {spec.npz}")
+    if spec.mode == "zeros":
+        return Inputs([[np.zeros(p.shape, np_dtype(p.dtype)) for p in params]] * replicas, "zeros")
+    if spec.mode == "device-id":
+        return Inputs(None, "device-id (each device's part filled with its device id)")
+    constraints: dict[int, tuple[str, int]] = {}
+    if module is not None:
+        own, _ = signature(module)
+        constraints = {i: c for i, c in input_constraints(module).items()
+                       if i < len(params) and i < len(own) and own[i].shape == params[i].shape}
+    shared = spec.mode == "shared-random" or replicas == 1
+    seeds = [spec.seed] if shared else [spec.seed + r for r in range(replicas)]
+    per_replica = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        per_replica.append([_random_array(rng, p, constraints.get(i), spec.large_float_range)
+                            for i, p in enumerate(params)])
+    if not shared:
+        return Inputs(per_replica, f"random (seeds {spec.seed}..{spec.seed + replicas - 1}, one per replica)")
+    note = f"random (seed {spec.seed})"
+    kinds = sorted({c[0] for c in constraints.values()})
+    if kinds:
+        note += "; " + ", ".join(f"{sum(1 for c in constraints.values() if c[0] == k)} {k}-constrained"
+                                 for k in kinds)
+    if replicas > 1:
+        note += "; the same for every replica"
+    return Inputs(per_replica * replicas, note)
+
+
+def input_constraints(module: Any) -> dict[int, tuple[str, int]]:
+    """Per parameter: ("index", bound) or ("positive", 0), the way XLA's fake-data
+    generator keeps indices in bounds and logs/roots away from NaN."""
+    main = main_function(module)
+    args = list(main.regions[0].blocks[0].arguments)
+    out: dict[int, tuple[str, int]] = {}
+    transparent = {"stablehlo.convert", "stablehlo.reshape", "stablehlo.broadcast_in_dim",
+                   "stablehlo.transpose", "stablehlo.slice", "stablehlo.concatenate"}
+    positive_ops = {"stablehlo.log", "stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.log_plus_one",
+                    "stablehlo.power", "chlo.lgamma", "chlo.digamma"}
+
+    def visit(value: Any, argno: int, depth: int = 0) -> None:
+        if depth > 8:
+            return
+        for use in value.uses:
+            owner = use.owner
+            name = owner.name
+            k = use.operand_number
+            if name in transparent:
+                for r in owner.results:
+                    visit(r, argno, depth + 1)
+            elif (bound := _index_bound(owner, name, k)) is not None:
+                prev = out.get(argno)
+                if prev is None or prev[0] != "index" or bound < prev[1]:
+                    out[argno] = ("index", bound)
+            elif name in positive_ops and (name != "stablehlo.power" or k == 0):
+                out.setdefault(argno, ("positive", 0))
+
+    for i, a in enumerate(args):
+        visit(a, i)
+    return out
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+def _attr_list(op: Any, key: str, within: str | None = None) -> list[int]:
+    text = str(op.attributes[within if within else key]) if (within or key) in op.attributes else ""
+    if within:
+        m = re.search(key + r" = \[([^\]]*)\]", text)
+        return _ints(m.group(1)) if m else []
+    return _ints(text.split(":", 1)[-1]) if text else []
+
+
+def _shape(value: Any) -> list[int]:
+    from jaxlib.mlir import ir
+
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def _index_bound(op: Any, name: str, k: int) -> int | None:
+    try:
+        if name == "stablehlo.gather" and k == 1:
+            operand = _shape(op.operands[0])
+            sizes = _attr_list(op, "slice_sizes")
+            dims = _attr_list(op, "start_index_map", "dimension_numbers")
+            return max(0, min((operand[d] - sizes[d] for d in dims), default=0))
+        if name == "stablehlo.scatter" and k == 1:
+            n = (len(op.operands) - 1) // 2
+            operand = _shape(op.operands[0])
+            updates = _shape(op.operands[1 + n])
+            dn = "scatter_dimension_numbers"
+            inserted = set(_attr_list(op, "inserted_window_dims", dn))
+            batching = set(_attr_list(op, "input_batching_dims", dn))
+            window_dims = _attr_list(op, "update_window_dims", dn)
+            to_operand = _attr_list(op, "scatter_dims_to_operand_dims", dn)
+            window = {}
+            it = iter(window_dims)
+            for d in range(len(operand)):
+                if d in inserted or d in batching:
+                    window[d] = 1
+                else:
+                    w = next(it, None)
+                    window[d] = updates[w] if w is not None else 1
+            return max(0, min((operand[d] - window[d] for d in to_operand), default=0))
+        if name == "stablehlo.dynamic_slice" and k >= 1:
+            return max(0, _shape(op.operands[0])[k - 1] - _attr_list(op, "slice_sizes")[k - 1])
+        if name == "stablehlo.dynamic_update_slice" and k >= 2:
+            return max(0, _shape(op.operands[0])[k - 2] - _shape(op.operands[1])[k - 2])
+    except (IndexError, KeyError, ValueError):
+        return None
+    return None
+
+
+def _random_array(rng: np.random.Generator, p: TensorSpec, constraint: tuple[str, int] | None,
+                  large: bool) -> np.ndarray:
+    dt = np_dtype(p.dtype)
+    shape = p.shape
+    if constraint and constraint[0] == "index" and dt.kind in "iu":
+        return rng.integers(0, constraint[1] + 1, size=shape).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dt.kind in "iu":
+        lo, hi = (0, 16) if dt.kind == "u" else (-8, 9)
+        return rng.integers(lo, hi, size=shape).astype(dt)
+    positive = bool(constraint and constraint[0] == "positive")
+    lo, hi = (1e-4 if positive else -1e4, 1e4) if large else ((0.1 if positive else -1.0), 1.0)
+    if dt.kind == "c":
+        real = rng.uniform(lo, hi, size=shape)
+        imag = rng.uniform(lo, hi, size=shape)
+        return (real + 1j * imag).astype(dt)
+    return rng.uniform(lo, hi, size=shape).astype(dt)
+
+
+def inputs_from_npz(path: str, params: list[TensorSpec]) -> list[np.ndarray]:
+    """One array per parameter, named after it (its name, ``argN``, or np.savez's ``arr_N``).
+
+    As strict as XLA: every array must match a parameter, with its shape and
+    dtype; nothing is converted. bf16/f8 arrays may come as same-width raw
+    integers (or numpy's void), since .npz cannot name those types.
+    """
+    import zipfile
+
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError("no such file", file=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not an .npz file", file=path) from None
+    except Exception as e:
+        raise InputError(f"not a readable .npz file: {e}", file=path) from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise InputError("a single .npy array, not an .npz archive", file=path,
+                         hint="np.savez(path, arg0=...) writes one array per parameter")
+    keys = list(data.keys())
+    used: set[str] = set()
+    out = []
+    for i, p in enumerate(params):
+        names = [n for n in (p.name, f"arg{i}", f"arr_{i}") if n]
+        key = next((n for n in names if n in data), None)
+        if key is None:
+            accepted = " or ".join(f"'{n}'" for n in dict.fromkeys(names))
+            raise InputError(f"no array for parameter {i} ({p.name}); the file has: "
+                             f"{', '.join(keys) or 'no arrays'}", file=path, hint=f"name it {accepted}")
+        used.add(key)
+        try:
+            arr = np.asarray(data[key])
+        except (ValueError, OSError, zipfile.BadZipFile) as e:
+            raise InputError(f"array '{key}' cannot be read: {e}", file=path) from None
+        want = np_dtype(p.dtype)
+        if tuple(arr.shape) != p.shape:
+            raise InputError(f"array '{key}' has shape {list(arr.shape)}, parameter {i} ({p.name}) needs "
+                             f"{list(p.shape)}", file=path)
+        if arr.dtype != want:
+            raw_ok = dtypes.from_ml_dtypes(p.dtype)  # types .npz cannot name
+            if raw_ok and arr.dtype.itemsize == want.itemsize and arr.dtype.kind in "iuV":
+                arr = arr.view(want)  # bf16/f8 saved as raw integers
+            else:
+                raise InputError(f"array '{key}' is {arr.dtype}, parameter {i} ({p.name}) is {want}",
+                                 file=path, hint="save it with that dtype; nothing is converted")
+        out.append(arr)
+    extra = [k for k in keys if k not in used]
+    if extra:
+        raise InputError(f"array{'s' if len(extra) > 1 else ''} {', '.join(repr(k) for k in extra)} "
+                         f"match{'' if len(extra) > 1 else 'es'} no parameter of @main "
+                         f"({', '.join(p.name for p in params)})", file=path)
+    return out
+
+
+# ===================================================================== layouts
+
+@dataclass(frozen=True)
+class Layout:
+    """How one parameter or output lies over the partitions of a replica.
+
+    ``tiled``: partition p holds the tile ``tiles[p]`` (its index in each data
+    dimension) and, for a sharding with a manual subgroup, the value
+    ``manual[p]`` of the ``manual_count`` independent ones, which the global
+    array stacks first. ``stacked``: each partition holds a value of its own
+    (per-device modules' unsharded outputs, ``{manual}``), gathered as
+    [partition, ...].
+    """
+
+    kind: str                           # replicated, tiled, maximal, stacked
+    global_shape: tuple[int, ...]
+    shard_shape: tuple[int, ...]
+    tiles: tuple[tuple[int, ...], ...] = ()   # tiled: per partition, its tile index in each dim
+    device: int = 0                     # maximal: the partition holding the value
+    text: str = "{replicated}"
+    manual: tuple[int, ...] = ()        # tiled with a manual subgroup: per partition, its value's index
+    manual_count: int = 1
+
+    def unique(self, num_partitions: int) -> bool:
+        """Whether every element lives on exactly one partition."""
+        if self.kind == "stacked":
+            return True
+        if self.kind == "tiled":
+            keys = self._keys()
+            return len(set(keys)) == len(keys)
+        return num_partitions == 1
+
+    def _keys(self) -> list[tuple[int, tuple[int, ...]]]:
+        return [(self.manual[p] if self.manual else 0, t) for p, t in enumerate(self.tiles)]
+
+    @property
+    def data_shape(self) -> tuple[int, ...]:
+        """The global shape without the stacked manual values' axis."""
+        return self.global_shape[1:] if self.manual else self.global_shape
+
+    def slices(self, p: int) -> tuple[slice, ...]:
+        if self.kind != "tiled":
+            return tuple(slice(0, n) for n in self.global_shape)
+        return tuple(slice(t * s, min(n, (t + 1) * s))
+                     for t, s, n in zip(self.tiles[p], self.shard_shape, self.data_shape))
+
+    def shard(self, full: np.ndarray, p: int) -> np.ndarray:
+        """Partition ``p``'s part of the global array, padded to the per-device shape."""
+        if self.kind == "stacked":
+            return np.ascontiguousarray(full[p])
+        if self.kind != "tiled":
+            return np.ascontiguousarray(full)
+        part = (full[self.manual[p]] if self.manual else full)[self.slices(p)]
+        if part.shape != self.shard_shape:  # uneven tiling: XLA pads the last tiles
+            padded = np.zeros(self.shard_shape, full.dtype)
+            padded[tuple(slice(0, n) for n in part.shape)] = part
+            part = padded
+        return np.ascontiguousarray(part)
+
+    def describe(self) -> str:
+        if self.kind == "stacked":
+            if self.text == "{manual}":
+                return "{manual}: one value per device, gathered as [partition, ...]"
+            return "per device (no sharding): gathered as [partition, ...]"
+        text = self.text
+        if self.manual:
+            text += f", {self.manual_count} manual values gathered as [{self.manual_count}, ...]"
+        if self.global_shape == self.shard_shape:
+            return text
+        return f"{text}, {list(self.shard_shape)} per device"
+
+
+def per_device_reason() -> str:
+    """Why a manual value cannot be laid out from a global array, and what to do instead."""
+    return ("manual values are per device: run an already partitioned module, "
+            f"{param('is_spmd_partitioned_module')}")
+
+
+def unsupported_message(what: str, text: str, why: str = "") -> str:
+    return (f"{what}: sharding {text} is not supported by spmd-run"
+            + (f" ({why})" if why else " (tiled, replicated, maximal and manual are)"))
+
+
+def layout(sharding: Any, shape: tuple[int, ...], num_partitions: int, *, per_device: bool,
+           what: str) -> Layout:
+    """The Layout of an ``ir.shardings.Sharding`` (None: replicated) for a value of ``shape``.
+
+    ``per_device``: ``shape`` is one device's (an already partitioned module);
+    else it is the global shape. A sharding that cannot be laid out (unreduced,
+    unknown, tuple, or one that does not fit the value or the partitions) raises
+    InputError naming ``what``.
+    """
+    if sharding is None or sharding.kind == "replicated":
+        return Layout("replicated", shape, shape)
+    text = sharding.text
+    if sharding.kind == "maximal":
+        device = int(sharding.devices[0]) if sharding.devices else 0
+        if not 0 <= device < num_partitions:
+            raise InputError(f"{what}: sharding {text} names device {device}, but there are "
+                             f"{num_partitions} partitions")
+        return Layout("maximal", shape, shape, device=device, text=text)
+    if sharding.kind == "manual":
+        if per_device:
+            return Layout("stacked", (num_partitions,) + shape, shape, text="{manual}")
+        raise InputError(unsupported_message(what, text, per_device_reason()))
+    if sharding.kind != "tiled":
+        raise InputError(unsupported_message(what, text))
+    if "unreduced" in sharding.subgroups or set(sharding.subgroups) - {"replicated", "manual"}:
+        raise InputError(unsupported_message(what, text, "unreduced values hold partial sums: spmd-run lays "
+                                             "out tiled, replicated, maximal and manual ones"))
+    dims = list(sharding.dims)
+    devices = list(sharding.devices)
+    rank = len(shape)
+    if sharding.rank != rank:
+        raise InputError(f"{what}: sharding {text} has {sharding.rank} tile dimensions for a "
+                         f"rank-{rank} value")
+    if sorted(devices) != list(range(num_partitions)):
+        raise InputError(f"{what}: sharding {text} spans {len(devices)} devices, but there are "
+                         f"{num_partitions} partitions", hint=param("num_partitions", len(devices)))
+    grid = np.asarray(devices).reshape(dims)
+    manual_axes = [rank + k for k, kind in enumerate(sharding.subgroups) if kind == "manual"]
+    tiles, manual = [], []
+    for p in range(num_partitions):
+        at = np.argwhere(grid == p)[0]
+        tiles.append(tuple(int(c) for c in at[:rank]))
+        if manual_axes:
+            manual.append(int(np.ravel_multi_index([at[a] for a in manual_axes], [dims[a] for a in manual_axes])))
+    counts = dims[:rank]
+    manual_count = math.prod(dims[a] for a in manual_axes)
+    if per_device:
+        shard_shape, data_shape = shape, tuple(n * c for n, c in zip(shape, counts))
+    else:
+        if manual_axes:  # a manual value's global shape is the module's, per manual index
+            raise InputError(unsupported_message(what, text, per_device_reason()))
+        data_shape, shard_shape = shape, tuple(-(-n // c) for n, c in zip(shape, counts))
+    global_shape = ((manual_count,) + data_shape) if manual_axes else data_shape
+    return Layout("tiled", global_shape, shard_shape, tuple(tiles), text=text,
+                  manual=tuple(manual), manual_count=manual_count)
+
+
+def gather(lay: Layout, shards: dict[int, np.ndarray], rtol: float | None = None,
+           atol: float | None = None) -> tuple[np.ndarray, list[str]]:
+    """The global array from each partition's shard, and where copies of an element disagree."""
+    first = shards[min(shards)]
+    if lay.kind == "stacked":
+        return np.stack([shards[p] for p in sorted(shards)]), []
+    if lay.kind == "maximal":
+        return shards[lay.device], []
+    full = np.zeros(lay.global_shape, first.dtype)
+    owner: dict[tuple[int, tuple[int, ...]], int] = {}
+    problems: list[str] = []
+    for p in sorted(shards):
+        region = lay.slices(p)
+        valid = shards[p][tuple(slice(0, s.stop - s.start) for s in region)]
+        key = (lay.manual[p] if lay.manual else 0, lay.tiles[p] if lay.kind == "tiled" else ())
+        target = (key[0],) + region if lay.manual else region
+        if key in owner:  # a replicated copy: it must agree with the first one
+            mm = compare(valid, full[target], 0, rtol, atol)
+            if mm.count:
+                problems.append(f"partitions {owner[key]} and {p} disagree on {mm.count} of "
+                                f"{mm.total} elements (max abs difference {mm.max_abs:.6g})")
+            continue
+        owner[key] = p
+        full[target] = valid
+    return full, problems
+
+
+# ===================================================================== running
+
+def require_devices(platform: str) -> None:
+    """NoGpu now, once, when ``platform`` cannot run here (cuda without a usable GPU),
+    rather than one failure per module."""
+    if platform == "cuda":
+        from .._native import jaxlib as _jaxlib
+
+        _jaxlib.cuda_devices()
+
+
+def devices(platform: str) -> list[Any]:
+    """The devices a one-device run on ``platform`` may use (the first is used)."""
+    from .._native import jaxlib as _jaxlib
+
+    if platform == "cpu":
+        return _jaxlib.cpu_devices()[:1]
+    if platform == "cuda":
+        return _jaxlib.cuda_devices()[:1]
+    raise InputError(f"unknown platform '{platform}'", hint="cpu or cuda")
+
+
+@dataclass
+class Executable:
+    """A compiled module and how its parameters and outputs lie over its devices."""
+
+    executable: Any
+    devices: list[Any]               # logical order: replica-major, then partition
+    param_layouts: list[Layout]
+    result_layouts: list[Layout]
+    compile_ms: float
+    params: list[TensorSpec] = field(default_factory=list)    # global shapes
+    results: list[TensorSpec] = field(default_factory=list)
+    num_replicas: int = 1
+    num_partitions: int = 1
+
+
+def compile_one(module: Any, platform: str = "cpu", xla_flags: tuple[tuple[str, Any], ...] = ()) -> Executable:
+    """``module`` compiled by XLA for one device of ``platform`` (per-compile flags)."""
+    from .._native import jaxlib as _jaxlib
+
+    device = devices(platform)[0]
+    t0 = time.perf_counter()
+    exe = _jaxlib.compile_executable(module, [device], _jaxlib.compile_options(env_overrides=list(xla_flags)))
+    return Executable(exe, [device], [], [], ms_since(t0))
+
+
+# XLA warns on every GSPMD compile; here GSPMD is chosen because the module's
+# shardings are written for it, so the advice to migrate is noise.
+_GSPMD_NOTICE = re.compile(r"^W\d{4} .*sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated")
+
+
+def compile_spmd(module: Any, device_list: list[Any], *, num_replicas: int, num_partitions: int,
+                 params: list[TensorSpec], results: list[TensorSpec], partitioner: str | None = None,
+                 backend_only: bool = False, xla_flags: tuple[tuple[str, Any], ...] = (),
+                 param_layouts: list[Layout] | None = None,
+                 result_layouts: list[Layout] | None = None) -> Executable:
+    """``module`` compiled for ``device_list`` (replicas x partitions, in logical order) by
+    XLA's SPMD partitioner (``partitioner``: shardy or gspmd; None: nothing to partition).
+
+    The layouts are the given ones (an already partitioned module says its own),
+    else those of the shardings XLA chose for ``params``/``results`` (global specs).
+    """
+    import contextlib
+    import io
+    import sys
+
+    from .._native import jaxlib as _jaxlib
+    from ..errors import CompileError
+    from ..ir import shardings
+
+    opts = _jaxlib.spmd_compile_options(
+        num_replicas=num_replicas, num_partitions=num_partitions, device_ids=[d.id for d in device_list],
+        use_shardy=partitioner == "shardy", run_backend_only=backend_only, env_overrides=list(xla_flags))
+    t0 = time.perf_counter()
+    replay = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(replay):
+            exe = _jaxlib.compile_executable(module, device_list, opts)
+    except CompileError as e:
+        if backend_only and "must have backend config" in e.message:
+            e.hint = ("jaxlib's HLO import drops fusion backend configs, which XLA CPU's backend "
+                      "needs: after-optimizations CPU dumps with fusions cannot run backend-only")
+        raise
+    finally:
+        kept = [ln for ln in replay.getvalue().splitlines() if not _GSPMD_NOTICE.match(ln)]
+        if kept:
+            sys.stderr.write("\n".join(kept) + "\n")
+            sys.stderr.flush()
+    compile_ms = ms_since(t0)
+    made = Executable(exe, list(device_list), [], [], compile_ms, list(params), list(results),
+                      num_replicas, num_partitions)
+    if param_layouts is not None and result_layouts is not None:
+        made.param_layouts, made.result_layouts = list(param_layouts), list(result_layouts)
+        return made
+    param_sh, out_sh = _jaxlib.executable_shardings(exe)
+
+    def read(found: list[bytes | None] | None, i: int) -> Any:
+        data = None if found is None or i >= len(found) else found[i]
+        return None if data is None else shardings.from_bytes(data)
+
+    made.param_layouts = [layout(read(param_sh, i), p.shape, num_partitions, per_device=False,
+                                 what=f"parameter {i}") for i, p in enumerate(params)]
+    made.result_layouts = [layout(read(out_sh, i), r.shape, num_partitions, per_device=False,
+                                  what=f"output {i}") for i, r in enumerate(results)]
+    return made
+
+
+def execute_one(exe: Executable, arrays: list[np.ndarray], iterations: int = 1) -> tuple[list[np.ndarray], list[float]]:
+    """Run a one-device executable ``iterations`` times: the last outputs and each run's ms."""
+    from .._native import jaxlib as _jaxlib
+
+    times, outputs = [], []
+    for _ in range(max(1, iterations)):
+        t0 = time.perf_counter()
+        outputs = _jaxlib.execute(exe.executable, arrays, exe.devices[0])
+        times.append(ms_since(t0))
+    return outputs, times
+
+
+def run_xla(module: Any, arrays: list[np.ndarray], platform: str = "cpu", iterations: int = 1,
+            xla_flags: tuple[tuple[str, Any], ...] = ()) -> tuple[list[np.ndarray], float, float]:
+    """(outputs, compile ms, median run ms) for ``module`` on one device of ``platform``."""
+    exe = compile_one(module, platform, xla_flags)
+    outputs, times = execute_one(exe, arrays, iterations)
+    return outputs, exe.compile_ms, statistics.median(times)
+
+
+def run_in_helper(bytecode: bytes, arrays: list[np.ndarray], platform: str,
+                  xla_flags: tuple[tuple[str, Any], ...]) -> list[np.ndarray]:
+    """:func:`run_xla`'s outputs for a module given as bytecode (isolate's helper runs it)."""
+    from jaxlib.mlir import ir
+
+    from .._native import jaxlib as _jaxlib
+
+    with _jaxlib.ir_context():
+        return run_xla(ir.Module.parse(bytecode), arrays, platform, 1, xla_flags)[0]
+
+
+def run_plan(plan: Any, arguments: list[np.ndarray] | None = None, platform: str = "cpu",
+             xla_flags: tuple[tuple[str, Any], ...] = (), iterations: int = 1,
+             ) -> tuple[list[np.ndarray], Executable, list[float]]:
+    """A self-checking module prepared by ``inputs.checks.prepare`` (``plan``) on one device:
+    ``arguments`` for @main's own parameters, then the plan's lifted constants. The outputs
+    (the module's, then each check's operands), the executable and each run's ms."""
+    from .._native import jaxlib as _jaxlib
+
+    if plan.x64:
+        _jaxlib.enable_x64()
+    args = list(arguments or [])
+    if len(args) != plan.num_original_params:
+        raise InputError(f"@main takes {plan.num_original_params} arguments of its own, {len(args)} given")
+    exe = compile_one(plan.module, platform, xla_flags)
+    outputs, times = execute_one(exe, args + list(plan.parameters), iterations)
+    return outputs, exe, times
+
+
+def device_arguments(exe: Executable, inputs: Inputs, logical: int) -> list[np.ndarray]:
+    """What device number ``logical`` (replica * P + partition) receives for each parameter."""
+    r, p = divmod(logical, exe.num_partitions)
+    out = []
+    for spec, lay in zip(exe.params, exe.param_layouts):
+        if inputs.per_replica is None:
+            # XLA fills with the device's id (the same as ``logical`` unless a device assignment reorders them)
+            out.append(np.full(lay.shard_shape, exe.devices[logical].id).astype(np_dtype(spec.dtype)))
+        else:
+            out.append(lay.shard(inputs.per_replica[r][len(out)], p))
+    return out
+
+
+@dataclass
+class Execution:
+    shards: dict[tuple[int, int], np.ndarray]   # (output, logical device) -> this process's shards
+    run_ms: list[float]
+
+
+def execute(exe: Executable, inputs: Inputs, repeats: int = 1) -> Execution:
+    """Run ``repeats`` times on this process's devices of ``exe``: the last run's output
+    shards by (output, logical device), and each run's ms."""
+    from .._native import jaxlib as _jaxlib
+
+    logical = {d.id: i for i, d in enumerate(exe.devices)}
+    mine = set(exe.executable.local_devices())
+    local = [d for d in exe.devices if d in mine]
+    if local != list(exe.executable.local_devices()):
+        # sharded_argument hands buffers over in device-assignment order.
+        raise DriverError("the executable's devices are not in device-assignment order")
+    per_device = {d.id: device_arguments(exe, inputs, logical[d.id]) for d in local}
+    times: list[float] = []
+    results: list[list[tuple[Any, np.ndarray]]] = []
+    for _ in range(repeats):
+        # Fresh buffers each time: a module may donate (alias) its inputs.
+        args = [_jaxlib.sharded_argument([per_device[d.id][i] for d in local], local, exe.devices)
+                for i in range(len(exe.params))]
+        results, ms = _jaxlib.execute_spmd(exe.executable, args)
+        times.append(ms)
+    shards = {(i, logical[dev.id]): arr for i, out in enumerate(results) for dev, arr in out}
+    return Execution(shards, times)
+
+
+def gather_outputs(exe: Executable, shards: dict[tuple[int, int], np.ndarray], rtol: float | None = None,
+                   atol: float | None = None) -> tuple[list[list[np.ndarray]], list[str]]:
+    """Whole outputs per replica from every device's shards; where copies disagree."""
+    P = exe.num_partitions
+    per_replica, problems = [], []
+    for r in range(exe.num_replicas):
+        outs = []
+        for i, lay in enumerate(exe.result_layouts):
+            full, bad = gather(lay, {p: shards[(i, r * P + p)] for p in range(P)}, rtol, atol)
+            where = f"output {i}" + (f" of replica {r}" if exe.num_replicas > 1 else "")
+            problems.extend(f"{where}: {b}" for b in bad)
+            outs.append(full)
+        per_replica.append(outs)
+    return per_replica, problems
+
+
+def device_id_globals(exe: Executable) -> list[list[np.ndarray]] | None:
+    """The global arrays device-id inputs amount to, when every element has one owner."""
+    P = exe.num_partitions
+    if not all(lay.unique(P) for lay in exe.param_layouts):
+        return None
+    out = []
+    for r in range(exe.num_replicas):
+        arrays = []
+        for spec, lay in zip(exe.params, exe.param_layouts):
+            parts = {p: np.full(lay.shard_shape, exe.devices[r * P + p].id).astype(np_dtype(spec.dtype))
+                     for p in range(P)}
+            arrays.append(gather(lay, parts)[0])
+        out.append(arrays)
+    return out
+
+
+# ================================================================== references
+
+def run_reference(module: Any, arrays: list[np.ndarray], reference: str,
+                  xla_flags: tuple[tuple[str, Any], ...] = ()) -> tuple[list[np.ndarray], float]:
+    """(outputs, ms) of ``module`` on the ``reference``: "interpreter" (StableHLO's) or
+    "cpu" (XLA CPU, with ``xla_flags``)."""
+    if reference == "interpreter":
+        return run_interpreter(module, arrays)
+    if reference == "cpu":
+        outs, _, ms = run_xla(module, arrays, "cpu", 1, xla_flags)
+        return outs, ms
+    raise InputError(f"unknown reference '{reference}'", hint=", ".join(REFERENCES))
+
+
+def run_interpreter(module: Any, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], float]:
+    """The StableHLO reference interpreter (stablehlo.eval_module) on host arrays.
+
+    It runs in a separate process (execute/interpreter.py): it aborts on ops it does
+    not support. Types numpy cannot take from MLIR attributes (bf16, f16, f8,
+    complex) travel as same-width integers or real/imag pairs: the module is
+    wrapped with conversions on both ends.
+    """
+    from ..ir import emit
+    from . import interpreter
+
+    params, results = signature(module)
+    wrapped = _wrap_for_interpreter(_without_sharding_annotations(module), params, results)
+    carried = [np.ascontiguousarray(_to_carrier(a, p)) for a, p in zip(arrays, params)]
+    t0 = time.perf_counter()
+    outs = interpreter.evaluate(emit.bytecode(wrapped), carried, [_carrier_spec_text(p) for p in params])
+    ms = ms_since(t0)
+    return [_from_carrier(a, r) for a, r in zip(outs, results)], ms
+
+
+# Ops that only say how a value is sharded: the value passes through unchanged. jax writes
+# them for sharding constraints and explicit mesh axes; the interpreter knows none of them.
+_SHARDING_CALLS = ("Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingConstraint")
+_SHARDING_OPS = ("sdy.sharding_constraint", "sdy.reshard")
+
+
+def _without_sharding_annotations(module: Any) -> Any:
+    """``module`` (a copy, where it has any) without its sharding annotations: each such op's
+    result replaced by its operand."""
+    from jaxlib.mlir import ir
+
+    from ..ir import emit
+
+    text = module.operation.get_asm(large_elements_limit=1)
+    if not any(f"@{t}(" in text for t in _SHARDING_CALLS) and not any(o in text for o in _SHARDING_OPS):
+        return module
+    copy = emit.clone(module)
+    found: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        name = op.name
+        target = ir.StringAttr(op.attributes["call_target_name"]).value \
+            if name == "stablehlo.custom_call" and "call_target_name" in op.attributes else None
+        if (name in _SHARDING_OPS or target in _SHARDING_CALLS) and len(op.operands) == 1 \
+                and len(op.results) == 1 and op.operands[0].type == op.results[0].type:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    with copy.context:
+        copy.operation.walk(visit)
+        for op in found:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    return copy
+
+
+def _to_carrier(a: np.ndarray, p: TensorSpec) -> np.ndarray:
+    if p.dtype in _CARRIER:
+        return a.view(_CARRIER[p.dtype])
+    if p.dtype.startswith("complex"):
+        return np.stack([a.real, a.imag], axis=-1)
+    if p.dtype == "bool":
+        return a.astype(bool)
+    return a
+
+
+def _from_carrier(a: np.ndarray, r: TensorSpec) -> np.ndarray:
+    if r.dtype in _CARRIER:
+        return a.astype(_CARRIER[r.dtype]).view(np_dtype(r.dtype)).reshape(r.shape)
+    if r.dtype.startswith("complex"):
+        return (a[..., 0] + 1j * a[..., 1]).astype(np_dtype(r.dtype)).reshape(r.shape)
+    return a.astype(np_dtype(r.dtype)).reshape(r.shape)
+
+
+def _wrap_for_interpreter(module: Any, params: list[TensorSpec], results: list[TensorSpec]) -> Any:
+    from jaxlib.mlir import ir
+
+    from ..inputs import loader as inputs
+    from ..ir import emit
+
+    if not any(p.dtype in _CARRIER or p.dtype.startswith("complex") for p in params + results):
+        return module
+    copy = emit.clone(module)
+    main = main_function(copy)
+    with copy.context:
+        main.attributes["sym_name"] = ir.StringAttr.get("__mlirhlo_inner_main")
+        main.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    lines, args, call_args = [], [], []
+    for i, p in enumerate(params):
+        ct = _carrier_spec_text(p)
+        args.append(f"%a{i}: {ct}")
+        call_args.append(_unwrap_value(lines, f"%a{i}", p, ct, f"in{i}"))
+    res_types = ", ".join(r.mlir() for r in results)
+    outs = [f"%r#{i}" if len(results) > 1 else "%r" for i in range(len(results))]
+    call = f"%r{':' + str(len(results)) if len(results) > 1 else ''} = func.call @__mlirhlo_inner_main(" \
+           f"{', '.join(call_args)}) : ({', '.join(p.mlir() for p in params)}) -> ({res_types})"
+    lines.append(call)
+    returned = [_wrap_value(lines, v, r, f"out{i}") for i, (v, r) in enumerate(zip(outs, results))]
+    out_types = ", ".join(_carrier_spec_text(r) for r in results)
+    lines.append(f"func.return {', '.join(returned)} : {out_types}")
+    wrapper = (f"func.func @main({', '.join(args)}) -> ({out_types}) {{\n  " + "\n  ".join(lines) + "\n}\n")
+    text = copy.operation.get_asm()
+    end = text.rstrip().rfind("}")
+    return inputs.parse_mlir(text[:end] + wrapper + "}\n", "<interpreter wrapper>")
+
+
+def _carrier_spec_text(p: TensorSpec) -> str:
+    if p.dtype in _CARRIER:
+        return TensorSpec(p.shape, dtypes.BY_NUMPY[_CARRIER[p.dtype]].mlir, "").mlir()
+    if p.dtype.startswith("complex"):
+        return TensorSpec(p.shape + (2,), "f32" if p.dtype == "complex64" else "f64", "").mlir()
+    return p.mlir()
+
+
+def _unwrap_value(lines: list[str], v: str, p: TensorSpec, carrier: str, tag: str) -> str:
+    if p.dtype in _CARRIER:
+        lines.append(f"%{tag} = stablehlo.bitcast_convert {v} : ({carrier}) -> {p.mlir()}")
+        return f"%{tag}"
+    if p.dtype.startswith("complex"):
+        part = TensorSpec(p.shape, p.element[8:-1], "").mlir()
+        lines.append(f"%{tag}_re2 = stablehlo.slice {v} [{', '.join(['0:' + str(d) for d in p.shape] + ['0:1'])}]"
+                     f" : ({carrier}) -> {TensorSpec(p.shape + (1,), p.element[8:-1], '').mlir()}")
+        lines.append(f"%{tag}_im2 = stablehlo.slice {v} [{', '.join(['0:' + str(d) for d in p.shape] + ['1:2'])}]"
+                     f" : ({carrier}) -> {TensorSpec(p.shape + (1,), p.element[8:-1], '').mlir()}")
+        one = TensorSpec(p.shape + (1,), p.element[8:-1], "").mlir()
+        lines.append(f"%{tag}_re = stablehlo.reshape %{tag}_re2 : ({one}) -> {part}")
+        lines.append(f"%{tag}_im = stablehlo.reshape %{tag}_im2 : ({one}) -> {part}")
+        lines.append(f"%{tag} = stablehlo.complex %{tag}_re, %{tag}_im : {p.mlir()}")
+        return f"%{tag}"
+    return v
+
+
+def _wrap_value(lines: list[str], v: str, r: TensorSpec, tag: str) -> str:
+    if r.dtype in _CARRIER:
+        lines.append(f"%{tag} = stablehlo.bitcast_convert {v} : ({r.mlir()}) -> {_carrier_spec_text(r)}")
+        return f"%{tag}"
+    if r.dtype.startswith("complex"):
+        part = TensorSpec(r.shape, r.element[8:-1], "").mlir()
+        one = TensorSpec(r.shape + (1,), r.element[8:-1], "").mlir()
+        lines.append(f"%{tag}_re = stablehlo.real {v} : ({r.mlir()}) -> {part}")
+        lines.append(f"%{tag}_im = stablehlo.imag {v} : ({r.mlir()}) -> {part}")
+        lines.append(f"%{tag}_re1 = stablehlo.reshape %{tag}_re : ({part}) -> {one}")
+        lines.append(f"%{tag}_im1 = stablehlo.reshape %{tag}_im : ({part}) -> {one}")
+        lines.append(f"%{tag} = stablehlo.concatenate %{tag}_re1, %{tag}_im1, dim = {len(r.shape)}"
+                     f" : ({one}, {one}) -> {_carrier_spec_text(r)}")
+        return f"%{tag}"
+    return v
+
+
+# ================================================================== comparison
+
+@dataclass
+class Mismatch:
+    """How one output differs from the reference."""
+
+    output: int
+    dtype: str
+    shape: tuple[int, ...]
+    count: int
+    total: int
+    max_abs: float
+    max_rel: float
+    worst_index: tuple[int, ...]
+    actual: str
+    expected: str
+    examples: list[tuple[tuple[int, ...], str, str]] = field(default_factory=list)
+    note: str = ""
+    label: str = ""  # what the values are, when not an output (bisect: "value")
+    worst_ulp: int | None = None   # floats within about a factor of two: how many ULP apart the worst pair is
+    largest: float = 0.0           # the largest error of any element, within tolerance or not
+
+    def describe(self) -> str:
+        what = self.label or f"output {self.output}"
+        lines = [f"{what} ({self.dtype}{list(self.shape)}): {self.count} of {self.total} "
+                 f"elements differ{' ' + self.note if self.note else ''}"]
+        if self.count:
+            lines.append(f"  max abs error {self.max_abs:.6g}, max rel error {self.max_rel:.6g}")
+            ulp = "" if self.worst_ulp is None else f" ({self.worst_ulp} ULP apart)"
+            lines.append(f"  worst at {list(self.worst_index)}: got {self.actual}, expected {self.expected}{ulp}")
+            for idx, got, want in self.examples:
+                lines.append(f"  at {list(idx)}: got {got}, expected {want}")
+        return "\n".join(lines)
+
+
+_DEFAULT_TOL = {  # (rtol, atol) per dtype; exact for integers and bools
+    "float64": (1e-10, 1e-12), "complex128": (1e-10, 1e-12),
+    "float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-2),
+}
+_F8_TOL = (1.3e-1, 6e-2)
+
+
+def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    base = _DEFAULT_TOL.get(dtype, _F8_TOL if dtype.startswith("float8") else (0.0, 0.0))
+    return (base[0] if rtol is None else rtol, base[1] if atol is None else atol)
+
+
+def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | None,
+            atol: float | None, examples: int = 3) -> Mismatch:
+    """Element-wise comparison, NaN- and Inf-aware; exact for ints and bools. NaN matches
+    NaN (any sign or payload); an Inf must meet an Inf of its sign."""
+    dtype = str(expected.dtype)
+    shape = tuple(expected.shape)
+    if tuple(actual.shape) != shape or actual.dtype != expected.dtype:
+        return Mismatch(index, dtype, shape, expected.size, expected.size, float("inf"), float("inf"),
+                        (), f"{actual.dtype}{list(actual.shape)}", f"{dtype}{list(shape)}",
+                        note="(shape or type differs)", largest=float("inf"))
+    rt, at = tolerance(dtype, rtol, atol)
+    if expected.dtype.kind in "biu":
+        bad = actual != expected
+        err = np.abs(actual.astype(np.float64) - expected.astype(np.float64)) if expected.dtype.kind != "b" \
+            else bad.astype(np.float64)
+        rel = err / np.maximum(np.abs(expected.astype(np.float64)), 1)
+    else:
+        a = actual.astype(np.complex128 if expected.dtype.kind == "c" else np.float64)
+        e = expected.astype(a.dtype)
+        a_nan, e_nan = np.isnan(a), np.isnan(e)
+        both_inf = np.isinf(a) & np.isinf(e) & (a == e)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            err = np.abs(a - e)
+            err = np.where(both_inf | (a_nan & e_nan), 0.0, err)
+            err = np.where(a_nan ^ e_nan, np.inf, err)
+            rel = err / np.abs(e)  # against an expected 0: inf, whatever the error's size
+            rel = np.where(err == 0, 0.0, np.where(np.isnan(rel), np.inf, rel))
+            bad = (err > at + rt * np.abs(np.where(np.isfinite(e), e, 0))) | (a_nan ^ e_nan)
+    count = int(np.count_nonzero(bad))
+    largest = float(np.max(err)) if err.size else 0.0
+    mm = Mismatch(index, dtype, shape, count, int(expected.size), 0.0, 0.0, (), "", "", largest=largest)
+    if count:
+        flat_err = np.where(bad, err, -1).reshape(-1)
+        worst = int(np.argmax(flat_err))
+        mm.worst_index = tuple(int(i) for i in np.unravel_index(worst, shape)) if shape else ()
+        mm.max_abs = float(np.max(np.where(bad, err, 0)))
+        mm.max_rel = float(np.max(np.where(bad, rel, 0)))
+        got, want = actual.reshape(-1)[worst], expected.reshape(-1)[worst]
+        mm.actual, mm.expected = format_value(got), format_value(want)
+        if _dtype_class(expected.dtype) == "float":
+            ulp = int(ulp_difference(np.asarray(got), np.asarray(want)))
+            # Only where it tells how close they came: a distance within the significand's
+            # range (about a factor of two apart); across zero or orders of magnitude it is noise.
+            if ulp <= 1 << _mantissa_bits(expected.dtype):
+                mm.worst_ulp = ulp
+        for flat in np.flatnonzero(bad.reshape(-1))[: examples + 1]:
+            if int(flat) == worst or len(mm.examples) >= examples:
+                continue
+            idx = tuple(int(i) for i in np.unravel_index(int(flat), shape)) if shape else ()
+            mm.examples.append((idx, format_value(actual.reshape(-1)[flat]),
+                                format_value(expected.reshape(-1)[flat])))
+    return mm
+
+
+@dataclass
+class Comparison:
+    """A run's outputs against its reference."""
+
+    mismatches: list[Mismatch]
+    max_error: float       # the largest error of any element (0: identical)
+    message: str = ""      # "" when everything matches
+
+    @property
+    def matched(self) -> bool:
+        return not self.message
+
+
+def compare_outputs(outputs: list[np.ndarray], reference: list[np.ndarray], rtol: float | None,
+                    atol: float | None, *, label: str = "") -> Comparison:
+    """Each output against the reference's (``label``: what to call them, e.g. "replica 1
+    output"; the outputs are numbered)."""
+    if len(outputs) != len(reference):
+        return Comparison([], float("inf"), f"{len(outputs)} outputs, reference has {len(reference)}")
+    mismatches, worst = [], 0.0
+    for i, (a, e) in enumerate(zip(outputs, reference)):
+        mm = compare(a, e, i, rtol, atol)
+        worst = max(worst, mm.largest)
+        if label:
+            mm.label = f"{label} {i}"
+        if mm.count:
+            mismatches.append(mm)
+    message = "; ".join(f"{m.label or f'output {m.output}'}: {m.count}/{m.total} differ" for m in mismatches)
+    return Comparison(mismatches, worst, message)
+
+
+# -------------------------------------------------------------- showing values
+
+def format_value(v: Any) -> str:
+    """One element as a mismatch line shows it: what tells two values apart.
+
+    Floats print in their own type's shortest form, so two different values
+    never print the same, except where printing hides the difference: a NaN
+    shows its sign and its bits at the type's width (``-nan(0xffc00000)`` for
+    f32), a zero its sign (``-0.0``). Bools are ``true``/``false``.
+    """
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    v = np.asarray(v)[()] if not np.isscalar(v) else v
+    dt = np.asarray(v).dtype
+    cls = _dtype_class(dt) if dt.kind not in "OUS" else "other"
+    if cls == "float":
+        f = float(v)
+        if math.isnan(f):
+            bits = _float_bits(dt)
+            raw = int(np.asarray(v).reshape(1).view({8: np.uint8, 16: np.uint16, 32: np.uint32,
+                                                      64: np.uint64}[dt.itemsize * 8])[0])
+            sign = "-" if raw >> (bits - 1) & 1 else ""
+            return f"{sign}nan(0x{raw:0{(bits + 3) // 4}x})"
+        if f == 0.0:
+            return "-0.0" if math.copysign(1.0, f) < 0 else "0.0"
+        return str(v)
+    if cls == "complex":
+        re_, im = np.asarray(v).real[()], np.asarray(v).imag[()]
+        if math.isnan(float(re_)) or math.isnan(float(im)) or float(re_) == 0.0 or float(im) == 0.0:
+            im_text = format_value(im)
+            return f"({format_value(re_)}{'' if im_text.startswith('-') else '+'}{im_text}j)"
+        return str(v)
+    if cls in ("int", "bool"):
+        return str(int(v)) if cls == "int" else ("true" if v else "false")
+    return str(v)
+
+
+# ============================================================ check semantics
+
+# The ULP difference of a pair that has no finite distance (a NaN against a number, an Inf
+# against a finite value): as the interpreter counts it, the largest uint64.
+MAX_ULP = 2**64 - 1
+
+
+@dataclass
+class CheckResult:
+    """One ``check.*`` assertion of a self-checking module, applied to its outputs."""
+
+    kind: str
+    passed: bool
+    location: str
+    message: str
+
+
+def _dtype_class(dt: Any) -> str:
+    """'bool', 'int', 'float', 'complex' (ml_dtypes' types included)."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return "bool"
+    if dt.kind == "c":
+        return "complex"
+    if dt.kind in "iu":
+        return "int"
+    if dt.kind == "f":
+        return "float"
+    import ml_dtypes
+
+    try:
+        ml_dtypes.finfo(dt)
+        return "float"
+    except (ValueError, TypeError):
+        pass
+    try:
+        ml_dtypes.iinfo(dt)
+        return "int"
+    except (ValueError, TypeError):
+        pass
+    raise TypeError(f"unsupported element type {dt}")
+
+
+def _float_bits(dt: Any) -> int:
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return dt.itemsize * 8
+    import ml_dtypes
+
+    return int(ml_dtypes.finfo(dt).bits)
+
+
+def _mantissa_bits(dt: Any) -> int:
+    import ml_dtypes
+
+    dt = np.dtype(dt)
+    return int((np.finfo if dt.kind == "f" else ml_dtypes.finfo)(dt).nmant)
+
+
+def ulp_difference(actual: Any, expected: Any) -> Any:
+    """Element-wise ULP difference (uint64) of two float or complex arrays, as
+    the interpreter's ``check.expect_close`` counts it: 0 when bitwise equal or both
+    NaN; for finite values ``|bits(|a|) - bits(|b|)|``, or ``bits(|a|) + bits(|b|)``
+    when the signs differ; :data:`MAX_ULP` for any other pair with a non-finite
+    value. Complex: the larger of the two parts."""
+    a, b = np.asarray(actual), np.asarray(expected)
+    if a.dtype.kind == "c":
+        return np.maximum(ulp_difference(np.ascontiguousarray(a.real), np.ascontiguousarray(b.real)),
+                          ulp_difference(np.ascontiguousarray(a.imag), np.ascontiguousarray(b.imag)))
+    bits = _float_bits(a.dtype)
+    uint = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    ab = np.ascontiguousarray(a).view(uint).astype(np.uint64)
+    bb = np.ascontiguousarray(b).view(uint).astype(np.uint64)
+    width_mask = np.uint64((1 << bits) - 1) if bits < 64 else np.uint64(MAX_ULP)
+    ab &= width_mask
+    bb &= width_mask
+    sign = np.uint64(1 << (bits - 1))
+    mag_a, mag_b = ab & ~sign, bb & ~sign
+    neg_a, neg_b = (ab & sign) != 0, (bb & sign) != 0
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    finite = np.isfinite(fa) & np.isfinite(fb)
+    both_nan = np.isnan(fa) & np.isnan(fb)
+    with np.errstate(over="ignore"):
+        diff = np.where(neg_a != neg_b, mag_a + mag_b,
+                        np.maximum(mag_a, mag_b) - np.minimum(mag_a, mag_b))
+    out = np.where(finite, diff, np.where(both_nan, np.uint64(0), np.uint64(MAX_ULP)))
+    # ascontiguousarray makes a scalar 1-d: the differences keep the inputs' shape.
+    return np.where(ab == bb, np.uint64(0), out).astype(np.uint64).reshape(a.shape)
+
+
+def _almost_equal_parts(a: Any, b: Any, tol: float) -> Any:
+    """The interpreter's areApproximatelyEqual on float64 copies of float parts."""
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        equal = fa == fb
+        both_nan = np.isnan(fa) & np.isnan(fb)
+        finite = np.isfinite(fa) & np.isfinite(fb)
+        same_sign = np.signbit(fa) == np.signbit(fb)
+        close = np.abs(fa - fb) <= tol
+    return equal | both_nan | (finite & same_sign & close)
+
+
+def _abs_error(a: Any, b: Any, cls: str) -> Any:
+    if cls in ("bool", "int"):
+        if a.dtype.itemsize >= 8:
+            return np.abs(a.astype(object) - b.astype(object)).astype(np.float64)
+        return np.abs(a.astype(np.int64) - b.astype(np.int64)).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if cls == "complex":
+            d = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
+        else:
+            d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return d
+
+
+def _fmt_index(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def evaluate_checks(plan: Any, outputs: list[Any]) -> list[CheckResult]:
+    """Every check of ``plan`` (inputs.checks.CheckPlan) applied to the outputs of its module."""
+    return [evaluate_check(c, outputs) for c in plan.checks]
+
+
+def evaluate_check(check: Any, outputs: list[Any]) -> CheckResult:
+    """One ``check`` (inputs.checks.Check) with the semantics of StableHLO's interpreter
+    (``stablehlo/tests/CheckOps.cpp``, ``stablehlo/reference/Element.cpp``):
+
+    ``expect_eq``
+        exact. Integers and booleans must be equal; floats compare with IEEE
+        equality, like ``APFloat::operator==``: ``-0.0 == 0.0`` passes and a NaN
+        equals nothing, not even a NaN. Complex: both parts.
+    ``expect_almost_eq`` (``tolerance``)
+        per element (each part of a complex): equal, or both NaN, or both finite
+        with the same sign and ``|actual - expected| <= tolerance`` (absolute,
+        in double). A zero and a value of the other sign differ.
+    ``expect_close`` (``min_ulp_difference <= ULP <= max_ulp_difference``)
+        :func:`ulp_difference`.
+
+    For integer and boolean operands ``expect_almost_eq`` compares
+    ``|a - b| <= tolerance`` and ``expect_close`` counts one ULP per integer step
+    (the interpreter rejects these types). A failure's message names how many
+    elements fail and the worst one, its values spelled by :func:`format_value`.
+    """
+    from ..inputs.checks import CUSTOM_CALL_MAX_ULP, DIALECT_TOLERANCE
+
+    where = check.location
+    for idx in (check.actual_index, check.expected_index):
+        if idx >= len(outputs):
+            return CheckResult(check.kind, False, where, f"output {idx} missing ({len(outputs)} outputs)")
+    a, b = np.asarray(outputs[check.actual_index]), np.asarray(outputs[check.expected_index])
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return CheckResult(check.kind, False, where,
+                           f"actual is {a.dtype}{list(a.shape)}, expected {b.dtype}{list(b.shape)}")
+    try:
+        cls = _dtype_class(a.dtype)
+    except TypeError as e:
+        return CheckResult(check.kind, False, where, str(e))
+    total = a.size
+    kind = check.kind
+    ulp = None
+    if kind == "expect_eq":
+        if cls in ("float", "complex"):
+            with np.errstate(invalid="ignore"):
+                if cls == "complex":
+                    ok = (a.real.astype(np.float64) == b.real.astype(np.float64)) & \
+                         (a.imag.astype(np.float64) == b.imag.astype(np.float64))
+                else:
+                    ok = a.astype(np.float64) == b.astype(np.float64)
+        else:
+            ok = a == b
+        limit = "not equal"
+    elif kind == "expect_almost_eq":
+        tol = float(check.options.get("tolerance", DIALECT_TOLERANCE))
+        if cls == "complex":
+            ok = _almost_equal_parts(a.real, b.real, tol) & _almost_equal_parts(a.imag, b.imag, tol)
+        elif cls == "float":
+            ok = _almost_equal_parts(a, b, tol)
+        else:
+            ok = _abs_error(a, b, cls) <= tol
+        limit = f"outside tolerance {tol:g}"
+    elif kind == "expect_close":
+        lo = int(check.options.get("min_ulp_difference", 0))
+        hi = int(check.options.get("max_ulp_difference", CUSTOM_CALL_MAX_ULP))
+        if cls in ("float", "complex"):
+            ulp = ulp_difference(a, b)
+        else:
+            ulp = np.minimum(_abs_error(a, b, cls), 2.0**63).astype(np.uint64)
+        ok = (ulp >= np.uint64(lo)) & (ulp <= np.uint64(hi))
+        limit = f"outside {hi} ULP" if lo == 0 else f"outside [{lo}, {hi}] ULP"
+    else:
+        return CheckResult(kind, False, where, f"unknown check kind '{kind}'")
+    ok = np.asarray(ok, dtype=bool).reshape(a.shape)
+    bad = int(total - np.count_nonzero(ok))
+    if not bad:
+        detail = f"{total} element{'s' if total != 1 else ''} ok"
+        if ulp is not None and total:
+            detail += f", max ULP difference {int(ulp.max())}"
+        return CheckResult(kind, True, where, detail)
+
+    # The worst failing element: largest ULP difference, else largest error.
+    if ulp is not None:
+        score = np.where(ok, 0, ulp.astype(np.float64) + 1)
+    else:
+        err = _abs_error(a, b, cls)
+        score = np.where(ok, -1.0, np.where(np.isnan(err), np.inf, err))
+    flat = int(np.argmax(score.reshape(-1))) if total else 0
+    index = np.unravel_index(flat, a.shape) if a.shape else ()
+    av, ev = a[index] if a.shape else a[()], b[index] if b.shape else b[()]
+    parts = [f"actual={format_value(av)}", f"expected={format_value(ev)}"]
+    if ulp is not None:
+        u = int(ulp[index] if a.shape else ulp[()])
+        parts.append(f"ULP difference={'inf' if u == MAX_ULP else u}")
+    elif cls in ("bool", "int"):
+        parts.append(f"abs error={abs(int(av) - int(ev))}")
+    else:
+        abs_err = float(_abs_error(np.asarray(av), np.asarray(ev), cls))
+        if not math.isnan(abs_err):  # a NaN's difference says nothing: its bits above do
+            parts.append(f"abs error={abs_err:.6g}")
+            denom = abs(complex(ev)) if cls == "complex" else abs(float(ev))
+            if denom and np.isfinite(abs_err):
+                parts.append(f"rel error={abs_err / denom:.6g}")
+    message = (f"{bad} of {total} element{'s' if total != 1 else ''} {limit}; worst at index "
+               f"{_fmt_index(tuple(index))}: " + ", ".join(parts))
+    return CheckResult(kind, False, where, message)
+
+
+# ===================================================================== reports
+
+@dataclass
+class ModuleReport:
+    """What one run of one module came to (``mlirhlo run``, ``run_hlo_module``, the API's
+    ``Program.run``; ``spmd-run``'s SpmdReport holds one): never an exception."""
+
+    name: str
+    source: str
+    status: str = "ok"                 # ok, ran, mismatch, check-failed, failed, invalid, crashed, timeout
+    message: str = ""
+    max_error: float | None = None
+    compile_ms: float | None = None
+    run_ms: float | None = None        # median over iterations
+    reference_ms: float | None = None
+    mismatches: list[Mismatch] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    bisect: Any = None                 # execute.run.BisectResult, with --bisect
+    pass_bisect: Any = None            # execute.pass_bisect.PassBisect, with --bisect-passes
+    xla_passes: list[Any] | None = None  # xla.pass_log.PassRow, with --timing
+    inputs_note: str = ""
+    # Check files: where the checked values came from (inputs.checks.Provenance.describe),
+    # and the constants left for XLA (inputs.checks.KeptConstant fields).
+    checked_values: str | None = None      # compiled, folded, partly folded, unknown
+    checked_values_detail: str = ""
+    kept_constants: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[Any] | None = None            # kept with keep_outputs, for --print-literals
+    outputs: list[Any] | None = None
+    reference_outputs: list[Any] | None = None
+    reproducer: str = ""
+    notes: list[str] = field(default_factory=list)   # what else the run says (partitioned: devices, layouts)
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("ok", "ran")
+
+    @property
+    def ok(self) -> bool:
+        """It ran and matched its reference or passed its checks (or ran, without a reference)."""
+        return self.passed
+
+    def judge(self, comparison: Comparison) -> None:
+        """Take a comparison's verdict: its mismatches, the largest error, the status."""
+        self.mismatches.extend(comparison.mismatches)
+        self.max_error = max(self.max_error or 0.0, comparison.max_error)
+        if not comparison.matched:
+            self.status = "mismatch"
+            self.message = "; ".join(m for m in (self.message, comparison.message) if m)
+
+    def row(self) -> dict[str, Any]:
+        b = self.bisect
+        return {"module": self.name, "source": self.source, "status": self.status,
+                "max_error": self.max_error, "compile_ms": self.compile_ms, "run_ms": self.run_ms,
+                "reference_ms": self.reference_ms, "message": self.message,
+                "checks": [c.__dict__ for c in self.checks],
+                "mismatches": [m.describe() for m in self.mismatches],
+                "bisect": None if b is None else {
+                    "op": b.op, "location": b.location, "operand_shapes": b.operand_shapes,
+                    "mismatch": b.mismatch.describe()},
+                "bisect_passes": None if self.pass_bisect is None else self.pass_bisect.row(),
+                "xla_passes": None if self.xla_passes is None else [p.as_dict() for p in self.xla_passes],
+                "inputs": self.inputs_note,
+                "checked_values": self.checked_values, "checked_values_detail": self.checked_values_detail,
+                "kept_constants": self.kept_constants, "notes": self.notes,
+                "reproducer": self.reproducer}
