@@ -15,10 +15,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def _private_stage_cache(tmp_path_factory, monkeypatch):
+def _private_stage_cache(tmp_path_factory):
     """Each test has a stage cache of its own (subprocesses inherit it): it never reads or
-    writes the user's, and what one test computed is never another's cache hit."""
-    monkeypatch.setenv("MLIRHLO_CACHE_DIR", str(tmp_path_factory.mktemp("stage-cache")))
+    writes the user's, and what one test computed is never another's cache hit. (Not through
+    ``monkeypatch``: that would make every test's monkeypatch outlive other fixtures' teardown.)"""
+    saved = os.environ.get("MLIRHLO_CACHE_DIR")
+    os.environ["MLIRHLO_CACHE_DIR"] = str(tmp_path_factory.mktemp("stage-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("MLIRHLO_CACHE_DIR", None)
+    else:
+        os.environ["MLIRHLO_CACHE_DIR"] = saved
 
 
 @dataclass

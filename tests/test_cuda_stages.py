@@ -989,7 +989,6 @@ def test_kernel_rows_one_per_launch_sorted_with_occupancy_and_source():
 
 
 def test_source_text_has_what_the_metadata_has():
-    from types import SimpleNamespace
 
     from mlirhlo_driver.cuda.kernels import KernelRow, source_text
 

@@ -211,7 +211,7 @@ def test_root_help_lists_every_command_with_its_summary(cli):
                                           "bench-pipeline", "specs", "cache", "cuda-plugin"]
     summaries = dict(rows)
     assert summaries["ptx"] == "LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt)."
-    assert summaries["cache"] == "The stage cache that answers repeated 'opt' commands."
+    assert summaries["cache"] == "The stage cache every command and the Python API share."
     assert summaries["passes"].startswith("List every pass the installed jaxlib accepts")
 
 
@@ -257,9 +257,11 @@ def test_cli_defaults_of_the_thin_commands():
     assert defaults(commands.ptx) == {
         "arch": "sm_90a", "opt_level": 3, "optimize": True, "output": None, "print_after_all": False,
         "ir_dump_dir": None, "libdevice": None, "check_ptxas": True}
+    from mlirhlo_driver.errors import log_note
+
     assert defaults(commands.bench_pipeline) == {
         "target": None, "pipeline_spec": None, "passes": None, "compare": None, "repeats": 10, "json_out": False,
-        "input_format": None, "args": None}
+        "input_format": None, "args": None, "say": log_note}
     assert defaults(commands.convert) == {"output": None, "to": None, "emit_proto": False, "input_format": None,
                                           "args": None, "target_version": None}
 

@@ -954,8 +954,8 @@ class _Refusal(Exception):
 def test_run_app_reraises_what_is_not_a_usage_error(monkeypatch, raised):
     """run_app turns only typer's usage errors (format_message and exit code 2) into an error line;
     anything else a command raises reaches the caller unchanged."""
-    from mlirhlo_driver.core import cache
     from mlirhlo_driver.cli import app
+    from mlirhlo_driver.core import cache
     from mlirhlo_driver.errors import DriverError
 
     error = DriverError("cache is broken") if raised == "driver-error" else raised
@@ -971,8 +971,8 @@ def test_run_app_reraises_what_is_not_a_usage_error(monkeypatch, raised):
 
 def test_run_app_usage_error_without_a_context_has_no_hint(monkeypatch, capfd):
     """A usage error (by its shape) raised outside any typer context: the message alone, exit 2."""
-    from mlirhlo_driver.core import cache
     from mlirhlo_driver.cli import app
+    from mlirhlo_driver.core import cache
 
     class Unconfigured(Exception):
         exit_code = 2

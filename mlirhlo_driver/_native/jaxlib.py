@@ -410,15 +410,11 @@ def _keep_plugin_out_of_discovery() -> None:
 _cpu_device_count: int | None = None
 
 
-def enable_x64() -> None:
-    """64-bit types are canonicalised away (f64 -> f32) unless this is on."""
-    jax().config.update("jax_enable_x64", True)
-
-
 @contextlib.contextmanager
 def x64(on: bool = True) -> Any:
     """jax's x64 mode for what runs inside (a lowering, a run) only, not the whole process:
-    the caller's own jax keeps its setting. (jax's config states are context managers,
+    64-bit types are canonicalised away (f64 -> f32) without it, and the caller's own jax
+    keeps its setting. (jax's config states are context managers,
     thread-local, in every supported jax.)"""
     if not on:
         yield

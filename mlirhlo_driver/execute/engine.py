@@ -663,13 +663,12 @@ def run_plan(plan: Any, arguments: list[np.ndarray] | None = None, platform: str
     (the module's, then each check's operands), the executable and each run's ms."""
     from .._native import jaxlib as _jaxlib
 
-    if plan.x64:
-        _jaxlib.enable_x64()
     args = list(arguments or [])
     if len(args) != plan.num_original_params:
         raise InputError(f"@main takes {plan.num_original_params} arguments of its own, {len(args)} given")
-    exe = compile_one(plan.module, platform, xla_flags)
-    outputs, times = execute_one(exe, args + list(plan.parameters), iterations)
+    with _jaxlib.x64(plan.x64):  # for this run only: the caller's jax keeps its own setting
+        exe = compile_one(plan.module, platform, xla_flags)
+        outputs, times = execute_one(exe, args + list(plan.parameters), iterations)
     return outputs, exe, times
 
 

@@ -93,9 +93,17 @@ def run_compared(module: Any, name: str, source: str, options: RunOptions, line_
     from ..inputs import checks
 
     report = ModuleReport(name, source)
+    # 64-bit values stay 64-bit (jax's x64) for this module's run only, not the process's.
+    with _jaxlib.x64(checks.needs_x64(module)):
+        return _run_compared(module, report, options, line_offset, partitions)
+
+
+def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_offset: int,
+                  partitions: int) -> ModuleReport:
+    from ..inputs import checks
+
+    name, source = report.name, report.source
     try:
-        if checks.needs_x64(module):
-            _jaxlib.enable_x64()
         if checks.has_checks(module):
             return _run_checks(module, report, options, line_offset)
         if partitions > 1:

@@ -1166,11 +1166,7 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
             raise InputError(f"the prepared self-checking module does not verify: {e}",
                              file=source) from None
 
-    x64 = needs_x64(m)
-    if x64:
-        from .._native import jaxlib as _jaxlib
-
-        _jaxlib.enable_x64()
+    x64 = needs_x64(m)  # its run keeps 64-bit values (execute.engine.run_plan)
     return CheckPlan(m, parameters, num_original_params, num_original_results, plan_checks,
                      folded=fold_constants, x64=x64, kept=kept)
 
@@ -1231,8 +1227,7 @@ def _compiled_constant_values(consts: list[Any]) -> list[Any]:
     with ctx, ir.Location.unknown():
         tiny = ir.Module.create()
         types = [c.result.type for c in consts]
-        if any(_element_type(t) in _X64_ELEMENTS for t in types):
-            _jaxlib.enable_x64()
+        wide = any(_element_type(t) in _X64_ELEMENTS for t in types)
         with ir.InsertionPoint(tiny.body):
             f = func.FuncOp("main", ir.FunctionType.get([], types))
             body = f.add_entry_block()
@@ -1240,5 +1235,6 @@ def _compiled_constant_values(consts: list[Any]) -> list[Any]:
                 values = [c.clone().result for c in consts]
                 func.ReturnOp(values)
     devices = _jaxlib.cpu_devices()[:1]
-    executable = _jaxlib.compile_executable(tiny, devices, _jaxlib.compile_options())
-    return _jaxlib.execute(executable, [], devices[0])
+    with _jaxlib.x64(wide):  # 64-bit constants read back as such, for this run only
+        executable = _jaxlib.compile_executable(tiny, devices, _jaxlib.compile_options())
+        return _jaxlib.execute(executable, [], devices[0])
