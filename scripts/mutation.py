@@ -119,7 +119,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "__init__.py": ["test_api.py", "test_startup.py", "test_python_passes.py"],
     "_native/guards.py": ["test_native_helpers.py", "test_bad_inputs.py", "test_native_crashes.py"],
     "batch/kernels.py": ["test_cuda_stages.py", "test_mutation_guards_lib.py"],
-    "execute/spmd_launch.py": ["test_spmd.py", "test_usage_errors.py"],
+    "commands/spmd_run.py": ["test_spmd.py", "test_usage_errors.py"],
     "ir/decompose.py": ["test_xla_tools.py", "test_decompose.py"],
     "listings.py": ["test_listings.py", "test_xla_stages.py", "test_gpu_specs.py", "test_pipeline.py"],
     "mlir/ops.py": ["test_python_passes.py"],
@@ -447,7 +447,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      'metavar="FILE...", help="Files, globs, directories, or package.module:function (with --args).", '
      'show_default=False)]', "False -> True"):
         "the argument's default is None, for which typer shows nothing: run --help is byte-identical",
-    ("execute/spmd_launch.py", "if procs > 1 and options.num_devices % procs:", "Gt -> GtE"):
+    ("commands/spmd_run.py", "if procs > 1 and options.num_devices % procs:", "Gt -> GtE"):
         "procs is at least 1 here, and num_devices % 1 is 0: the two differ in nothing",
     ("execute/pass_bisect.py", "result = PassBisect([], len(candidates), 0, already_disabled=sorted(already))",
      "0 -> 1"):

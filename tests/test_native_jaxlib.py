@@ -20,6 +20,7 @@ from mlirhlo_driver.errors import (
     DriverError,
     EnvironmentMismatch,
     ExecutionError,
+    spell,
 )
 
 JAXLIB = "0.12.0.1"
@@ -767,8 +768,8 @@ def test_cuda_devices_returns_the_cuda_clients_devices(monkeypatch):
     monkeypatch.setattr(xla_client, "make_c_api_client", fail)
     with pytest.raises(NoGpu) as e:
         jaxlib.cuda_devices.__wrapped__()
-    assert str(e.value) == ("platform='cuda' needs an NVIDIA GPU and driver to run on; none is usable here: "
-                               "No visible GPU devices.")
+    assert spell(e.value.message) == ("platform='cuda' needs an NVIDIA GPU and driver to run on; none is usable "
+                                      "here: No visible GPU devices.")
     assert e.value.hint == "compile device-less with 'mlirhlo opt --platform cuda' instead"
 
 

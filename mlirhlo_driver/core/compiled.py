@@ -201,6 +201,14 @@ class Compiled:
             self.keep(name, out)
         return out
 
+    def output(self, name: str) -> str | bytes:
+        """The stage as one output, for stdout or one file: a multi-file stage's parts joined
+        where they join (``triton-passes``), its one part, or StageError saying to write a
+        directory."""
+        from ..stages.base import single_output
+
+        return single_output(self._stage(name), self.stage(name))
+
     def produce(self, name: str) -> Any:
         """:meth:`stage`, but with ``defer`` a stage that finishes in groups may be given as a
         Deferred: the caller finishes it and hands the output to :meth:`keep`."""
@@ -242,6 +250,13 @@ class Compiled:
 
         return json.loads(self.stage("summary"))
 
+
+    def artifacts(self) -> Any:
+        """What XLA's compile wrote (xla.backend.XlaArtifacts: its dump files by name, the
+        optimized module, memory stats): the compile, made if it was not. Never cached."""
+        from ..xla import stages as xla_stages
+
+        return xla_stages.artifacts(self.request)
 
     def fusion_costs(self) -> Any:
         """Per launched fusion of a CUDA compile (``cuda.roofline.CostRow``): FLOPs, bytes
