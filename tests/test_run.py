@@ -1787,7 +1787,13 @@ def test_execute_isolated_runs_each_instruction_as_its_own_module(monkeypatch):
     def run_module(module, label, source, options):
         return run.ModuleReport(label, source, "invalid" if label.endswith("tok") else "ok", module)
 
+    def unit_programs(source, options, data=None):
+        return load(source, options.input_format, data)
+
+    from mlirhlo_driver.core import program
+
     monkeypatch.setattr(inputs, "load", load)
+    monkeypatch.setattr(program, "unit_programs", unit_programs)
     monkeypatch.setattr(decompose, "isolate_instructions", isolate)
     monkeypatch.setattr(run, "run_module", run_module)
 

@@ -176,10 +176,10 @@ def device_ids(eo: Any, replicas: int, partitions: int, path: str) -> tuple[int,
         return ()
     if (da.replica_count, da.computation_count) != (replicas, partitions) or \
             len(da.computation_devices) != partitions or \
-            any(len(c.replicadevice_ids) != replicas for c in da.computation_devices):
+            any(len(c.replica_device_ids) != replicas for c in da.computation_devices):
         raise DriverError(f"device_assignment is {da.replica_count} replicas x {da.computation_count} "
                           f"computations; the run has {replicas} x {partitions}", file=path)
-    ids = tuple(da.computation_devices[p].replicadevice_ids[r] for r in range(replicas) for p in range(partitions))
+    ids = tuple(da.computation_devices[p].replica_device_ids[r] for r in range(replicas) for p in range(partitions))
     if len(set(ids)) != len(ids):
         raise DriverError("device_assignment names a device twice", file=path)
     return ids
