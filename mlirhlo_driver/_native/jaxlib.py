@@ -621,8 +621,8 @@ def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, 
     whenever it dumps. 0.12's writes them only for emitters ``xla_dump_emitter_re``
     matches (``llvm`` and ``ptx``; measured: unset, neither is written). Every supported
     XLA (0.9.0-0.12.0.1) dumps Triton's IR for the emitters ``triton-fusion`` (TTIR) and
-    ``triton-to-llvm`` (the log of Triton's pipeline), and only when asked: the log costs
-    seconds per fusion. A user's own regex is kept beside them.
+    ``triton-to-llvm`` (the log of Triton's pipeline), and only when asked (the log is
+    megabytes per fusion). A user's own regex is kept beside them.
     """
     codegen = [e for e, wanted in ((_LLVM_EMITTER, llvm), (_PTX_EMITTER, ptx)) if wanted]
     names = (codegen if codegen_dumps_need_emitters() else []) + [re.escape(e) for e in emitters]
