@@ -317,6 +317,30 @@ def test_catalog_with_the_full_list_never_probes(monkeypatch):
     assert list(cat) == ["cse", "my-pass"] and len(cat) == 2 and probed == []
 
 
+def test_probes_are_remembered_per_jaxlib_build_until_the_catalogue_is_there(monkeypatch, tmp_path):
+    """A name probed once (pass or not) is answered from the cache by the next process's
+    catalogue, without a probe; another jaxlib build probes again, and so does everything
+    once a full catalogue is cached (it answers alone)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k1")
+    monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
+    monkeypatch.setattr(python_passes, "registered", lambda: [])
+    probed = _counting_probe(monkeypatch, {"cse": CSE, "symbol-dce": SYMBOL_DCE})
+    first = passes.all_passes()
+    assert first["cse"] == CSE and "no-such-pass" not in first
+    assert probed == ["cse", "no-such-pass"]
+    rows = json.loads((tmp_path / "mlirhlo-driver" / "passes-probed-k1.json").read_text())
+    assert rows == {"cse": {"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions",
+                            "origin": "jaxlib"}, "no-such-pass": None}
+    again = passes.all_passes()  # as the next command would
+    assert again["cse"] == CSE and "no-such-pass" not in again and again["symbol-dce"] == SYMBOL_DCE
+    assert probed == ["cse", "no-such-pass", "symbol-dce"]
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k2")
+    assert passes.all_passes()["cse"] == CSE and probed[-1] == "cse"
+    (tmp_path / "mlirhlo-driver" / "passes-probed-k2.json").write_text("not json")
+    assert passes.all_passes()["cse"] == CSE and probed[-1] == "cse"  # unreadable: probed again
+
+
 def _python_pass(name, anchor="func.func", description="d", origin="builtin"):
     return python_passes.PythonPass(name, lambda op: None, anchor, description, origin)
 
@@ -333,9 +357,10 @@ def test_all_passes_joins_python_passes_without_probing_when_cached(monkeypatch)
                          "my-pass": passes.PassInfo("my-pass", "any", "mine", "python")}
 
 
-def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch):
+def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch, tmp_path):
     """Without a cached catalogue, each Python pass's name is probed (to refuse a native name),
     and nothing is scanned until the catalogue is listed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the fake probes are remembered there
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
     probed = _counting_probe(monkeypatch, {"cse": CSE})
     monkeypatch.setattr(passes, "native_passes", lambda: pytest.fail("no scan for a lookup"))
@@ -348,8 +373,9 @@ def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch):
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "probed"])
-def test_a_python_pass_with_a_native_name_is_refused(monkeypatch, cached):
+def test_a_python_pass_with_a_native_name_is_refused(monkeypatch, tmp_path, cached):
     """A Python pass (from any origin) named like one of jaxlib's passes is an input error naming it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: [CSE] if cached else None)
     _counting_probe(monkeypatch, {"cse": CSE})
     monkeypatch.setattr(python_passes, "registered",

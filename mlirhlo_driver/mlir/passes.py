@@ -356,33 +356,75 @@ def all_passes() -> Mapping[str, PassInfo]:
     """Every pass a pipeline may name, by name: jaxlib's and those written in Python.
 
     Looking a name up probes that one pass (a few ms) until the full catalogue is
-    cached; iterating (listings, did-you-mean hints) scans all of jaxlib once
-    (seconds, then cached). So the first ``--passes a,b`` in a new environment
-    costs two probes, not the scan.
+    cached, and the answer is kept for later runs (:class:`_Probes`); iterating
+    (listings, did-you-mean hints) scans all of jaxlib once (about a second, then
+    cached). So the first ``--passes a,b`` in a new environment costs two probes,
+    not the scan, and the next one neither.
     """
     from . import python_passes
 
-    cached = _cached_native_passes()
+    key = jaxlib_cache_key()
+    cached = _cached_native_passes(cache_dir() / f"passes-{key}.json")
     full = {p.name: p for p in cached} if cached is not None else None
+    probes = _Probes(cache_dir() / f"passes-probed-{key}.json") if full is None else _Probes(None)
     written: dict[str, PassInfo] = {}
     for p in python_passes.registered():
-        native = full.get(p.name) if full is not None else probe_pass(p.name)
+        native = full.get(p.name) if full is not None else probes.get(p.name)
         if native is not None:  # plugin files are refused on load; this catches the other origins
             from ..errors import InputError
 
             raise InputError(f"Python pass '{p.name}' (from {p.origin}) has the name of a native "
                              "jaxlib pass; it cannot replace it", hint="give the Python pass another name")
         written[p.name] = PassInfo(p.name, p.anchor, p.description, "python")
-    return _Catalog(full, written)
+    return _Catalog(full, written, probes)
+
+
+class _Probes:
+    """One-name probes (:func:`probe_pass`), each made once and remembered at ``path`` (per
+    jaxlib build, beside the catalogue): an ``opt --passes a,b`` in an environment whose
+    catalogue was never listed forks for its op-agnostic names the first time only (the
+    forks were ~10% of an MLIR-only command's wall). ``path`` None: remembered in memory."""
+
+    def __init__(self, path: Path | None) -> None:
+        import json
+
+        self.path = path
+        self.known: dict[str, PassInfo | None] = {}
+        try:
+            rows = json.loads(path.read_text()) if path is not None else {}
+            self.known = {name: PassInfo(**row) if row is not None else None for name, row in rows.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass  # none yet, or unreadable: probed again
+
+    def get(self, name: str) -> PassInfo | None:
+        if name not in self.known:
+            self.known[name] = probe_pass(name)
+            self._write()
+        return self.known[name]
+
+    def _write(self) -> None:
+        import json
+
+        if self.path is None:
+            return
+        rows = {n: asdict(i) if i is not None else None for n, i in sorted(self.known.items())}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(rows, indent=0))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a read-only home only costs the probe next time
 
 
 class _Catalog(Mapping):
     """Native passes probed name by name until something needs them all."""
 
-    def __init__(self, full: dict[str, PassInfo] | None, written: dict[str, PassInfo]) -> None:
+    def __init__(self, full: dict[str, PassInfo] | None, written: dict[str, PassInfo],
+                 probes: _Probes | None = None) -> None:
         self._full = full
         self._written = written
-        self._probed: dict[str, PassInfo | None] = {}
+        self._probes = probes if probes is not None else _Probes(None)
 
     def _everything(self) -> dict[str, PassInfo]:
         if self._full is None:
@@ -394,9 +436,7 @@ class _Catalog(Mapping):
             return self._written[name]
         if self._full is not None:
             return self._full[name]
-        if name not in self._probed:
-            self._probed[name] = probe_pass(name)
-        info = self._probed[name]
+        info = self._probes.get(name)
         if info is None:
             raise KeyError(name)
         return info
@@ -406,7 +446,6 @@ class _Catalog(Mapping):
 
     def __len__(self) -> int:
         return len(self._everything())
-
 
 
 def load_plugin(path: str) -> list[str]:
