@@ -269,6 +269,10 @@ _NOISE = [
     "which will be slower at runtime. To avoid this, compile with a GPU present.",
     "E0101 12:00:00.123456    4242 wire_format_lite.cc:618] String field 'xla.HloModuleProto.name' contains invalid UTF-8 data",
     "E0101 12:00:00.123456    4242 shape.cc:51] Unsupported element type: 77",
+    "BufferAssignment stats:",
+    "             parameter allocation:     1.5KiB",
+    "  preallocated temp fragmentation:       736B (47.42%)",
+    "              constant allocation:         0B",
 ]
 _NOT_NOISE = [
     "W0101 12:00:00.123456    4242 cuda_executor.cc:1] Something else",
@@ -278,6 +282,7 @@ _NOT_NOISE = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR!",
     "plain text",
     "",
+    "  parameter allocation: failed",
 ]
 
 

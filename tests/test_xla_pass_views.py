@@ -153,7 +153,8 @@ def test_timing_lists_xla_passes_with_time_and_change(cli, files):
     assert r.out.startswith("HloModule plain")  # the stage is still written
     lines = r.err.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("// XLA HLO passes (cpu): "))
-    rows = [ln for ln in lines[head + 2:] if ln.strip()]
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("// compile phases: plain on cpu: "))
+    rows = [ln for ln in lines[head + 2:end] if ln.strip()]
     times = [float(ln.split()[0]) for ln in rows]
     assert times == sorted(times, reverse=True) and times[0] > 0
     algsimp = [ln for ln in rows if re.search(r"\balgsimp \(simplification\)$", ln)]
@@ -165,7 +166,8 @@ def test_timing_json_has_mlir_and_xla_tables(cli, files):
     r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--timing", "--timing-format", "json",
             "--passes", "canonicalize", "--stage", "hlo", "--no-cache")
     assert r.code == 0, r.err
-    doc = json.loads(r.err)
+    doc, end = json.JSONDecoder().raw_decode(r.err)
+    assert json.loads(r.err[end:])["module"] == "plain"  # then the compile's phases (test_compile_phases.py)
     assert doc["module"] == "plain"
     assert doc["mlir"] and {"pass", "wall_us", "percent", "depth"} <= set(doc["mlir"][0])
     # MLIR's own figures: whole microseconds, and the percentages it prints (one decimal)
@@ -738,7 +740,7 @@ def _fake_xla(monkeypatch, dumps=None, timed=(), changes=(), logged=()):
         elif level == 3:
             pass_calls = list(changes)
         files = {f"dump{i}:{k}": v for i, (k, v) in enumerate(dumps.items())} if rx else {}
-        return SimpleNamespace(files=files, pass_calls=pass_calls, rx=rx, kind=kind)
+        return SimpleNamespace(files=files, pass_calls=pass_calls, rx=rx, kind=kind, phases=None, compile_span=None)
 
     def pass_dumps(a):
         out = []

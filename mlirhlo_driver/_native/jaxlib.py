@@ -101,6 +101,12 @@ _NATIVE_NOISE += (
     re.compile(r"^E\d{4} [\d:. ]+\d+ wire_format_lite\.cc:\d+\] String field '[\w.]+' contains invalid UTF-8"),
     re.compile(r"^E\d{4} [\d:. ]+\d+ shape\.cc:\d+\] Unsupported element type: \d+$"),
 )
+# The lines after "Buffer Assignment Stats for M", an INFO record of several lines that
+# --timing's compile logs (xla.compile_phases: VLOG(1) of compile_module_to_llvm_ir.cc).
+_NATIVE_NOISE += (
+    re.compile(r"^BufferAssignment stats:$"),
+    re.compile(r"^ +[a-z_ ]+ (?:allocation|fragmentation): +[\d.]+[KMGT]?i?B(?: \([\d.]+%\))?$"),
+)
 
 _lock = threading.RLock()
 

@@ -81,6 +81,7 @@ class OptResult:
     parts: list[tuple[str, str, str | bytes]] = field(default_factory=list)  # (stem, stage, data)
     stderr: str = ""
     exception: BaseException | None = field(default=None, repr=False)    # in-process only
+    phases: Any = field(default=None, repr=False)  # xla.compile_phases.Clock: --timing with a platform
 
     @property
     def ok(self) -> bool:
@@ -117,6 +118,7 @@ def process(job: OptJob, task: OptTask) -> OptResult:
     result = OptResult(task.index, task.name, task.source)
     err: list[str] = []
     timings: dict[str, Any] = {}  # --timing-format json: the module's tables, printed together
+    clock = _phase_clock(job)
     try:
         def load() -> Any:
             return loader.load(task.source, input_format=job.input_format,
@@ -124,10 +126,14 @@ def process(job: OptJob, task: OptTask) -> OptResult:
                                chunk=task.chunk, data=task.data)[0]
 
         loaded = load()
+        if clock is not None:
+            clock.mark("driver:load")
         if job.root is not None:
             # A failing pipeline's reproducer gets the module loaded anew, not a snapshot
             # taken before every run (a file edited meanwhile is the one case it differs).
             _run_pipeline(job, loaded, result, err, timings, remake=lambda: load().module)
+            if clock is not None:
+                clock.mark("driver:mlir-passes")
         for spec_name, options in job.targets:
             stem = f"{loaded.name}.{spec_name}" if spec_name and len(job.targets) > 1 else loaded.name
             if job.xla_passes or job.after_pass:
@@ -138,12 +144,17 @@ def process(job: OptJob, task: OptTask) -> OptResult:
                                              source=loaded.source, line_offset=loaded.line_offset,
                                              defer=job.defer)
             if job.xla_instrumentation is not None:
-                _instrumented_compile(job, loaded, options, request, stem, result, err, timings)
+                done = _instrumented_compile(job, loaded, options, request, stem, result, err, timings)
+                if clock is not None and done.timed is not None:
+                    clock.compiles.append(done.timed)
             for name in job.stage_names:
                 result.parts.append((stem, name, request.produce(name)))
             err.extend(f"note: {n}\n" for n in request.notes)
         if not pending(result):
             finalize(job, result)
+        if clock is not None:
+            clock.mark("driver:stages")
+            result.phases = clock
     except DriverError as e:
         fail(job, result, e)
     if timings:
@@ -154,10 +165,20 @@ def process(job: OptJob, task: OptTask) -> OptResult:
     return result
 
 
+def _phase_clock(job: OptJob) -> Any:
+    """The clock of --timing's compile-phase table (xla.compile_phases), when it is asked."""
+    if job.xla_instrumentation is None or not job.xla_instrumentation.timing:
+        return None
+    from ..xla.compile_phases import Clock
+
+    return Clock.begin()
+
+
 def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, request: Any, stem: str,
-                          result: OptResult, err: list[str], timings: dict[str, Any]) -> None:
+                          result: OptResult, err: list[str], timings: dict[str, Any]) -> Any:
     """The request's XLA compile, instrumented (xla.instrument): XLA's pass table and the HLO
-    printed around passes go where MLIR's do (stderr, or files under ir_dump_dir)."""
+    printed around passes go where MLIR's do (stderr, or files under ir_dump_dir). Returns
+    the compile (xla.instrument.Instrumented)."""
     from ..xla import instrument
     from ..xla.backend import module_for_xla
     from ..xla.passes import label
@@ -181,6 +202,7 @@ def _instrumented_compile(job: OptJob, loaded: Any, options: StageOptions, reque
         else:
             title = f"// timing: {loaded.name}\n" if job.several else ""
             err.append(title + pass_log.format_table(done.calls, label(options)))
+    return done
 
 
 def pending(result: OptResult) -> bool:
@@ -647,4 +669,8 @@ def run_opt(o: OptOptions, target: Any) -> list[OptResult]:
     rows = run_batch(job, tasks, jobs=o.jobs, timeout=o.timeout, fail_fast=o.fail_fast,
                      scheduler=o.scheduler, on_result=writer)
     writer.finish()
+    if job.xla_instrumentation is not None and job.xla_instrumentation.timing:
+        from ..xla import compile_phases  # the phase tables come last: they count the writing
+
+        sys.stderr.write(compile_phases.report(rows, o.timing_format))
     return rows

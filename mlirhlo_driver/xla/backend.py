@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,8 @@ class XlaArtifacts:
     compile_error: str | None = None  # set when only the dumps written before a failure exist
     mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
     pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
+    compile_span: tuple[float, float] | None = None  # time.time() around XLA's compile call, when here
+    phases: list[Any] | None = field(default=None, repr=False)  # xla.compile_phases.PhaseRow, when timed
     emitters: tuple[str, ...] = ()  # codegen emitters dumped besides LLVM IR and PTX (Triton's)
     dumps: tuple[str, ...] = ALL_DUMPS  # what the compile was asked to dump (ALL_DUMPS' names)
 
@@ -179,7 +182,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             # sass and kernels stages read them instead of running ptxas again (same output).
             overrides = sorted([*overrides, (KERNEL_CACHE_FLAG, os.path.join(workdir, KERNEL_CACHE_FILE))])
         opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=overrides)
-        executable, error = None, None
+        executable, error, span = None, None, None
         trial = not isolated and cuts_pipeline(options.xla_flags)
         try:
             if isolated or trial:
@@ -189,7 +192,9 @@ def compile_module(module: Any, module_name: str, options: Any, *,
                     executable = _jaxlib.compile_executable(
                         module, devices, _jaxlib.compile_options(dump_to=scratch, env_overrides=overrides))
             elif not isolated:
+                started = time.time()
                 executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log)
+                span = (started, time.time())
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
             if flag_error is not None:
@@ -218,7 +223,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters),
-                       dumps=tuple(dumps))
+                       dumps=tuple(dumps), compile_span=span)
     if executable is not None:
         if EXECUTABLE_HLO in dumps:
             optimized = executable.hlo_modules()[0]
@@ -273,14 +278,21 @@ def _dumps_triton_log(options: Any, emitters: tuple[str, ...]) -> bool:
 def compile_logged(module: Any, module_name: str, options: Any, level: int, *,
                    keep_going: bool = False, dumps: tuple[str, ...] = ALL_DUMPS) -> XlaArtifacts:
     """:func:`compile_module`, in a helper process whose XLA logs its HLO passes at ``level``
-    (xla.pass_log); the artifacts come back with ``pass_calls`` set. The helper starts once
-    per level (a fresh interpreter: XLA reads the setting when it loads) and is kept.
+    (xla.pass_log); the artifacts come back with ``pass_calls`` set. At
+    ``pass_log.TIMES_LEVEL`` XLA logs its phase timers too, and ``phases`` is set
+    (xla.compile_phases; None for a compile that failed). The helper starts once per
+    environment (a fresh interpreter: XLA reads the setting when it loads) and is kept.
     With ``keep_going`` a failed compile still gives its dumps and its log so far."""
-    from . import pass_log
+    from . import compile_phases, pass_log
 
-    art, log = _in_helper_process(module, module_name, options, pass_log.log_env(level), keep_going=keep_going,
-                                  dumps=dumps)
+    timed = level == pass_log.TIMES_LEVEL
+    env = compile_phases.with_timers(pass_log.log_env(level)) if timed else pass_log.log_env(level)
+    art, log = _in_helper_process(module, module_name, options, env, keep_going=keep_going, dumps=dumps)
     art.pass_calls = pass_log.parse(log, changes_logged=level >= pass_log.CHANGES_LEVEL)
+    if timed and art.compile_span is not None and art.compile_error is None:
+        events = compile_phases.parse_events(log, art.compile_span[0])
+        art.phases = compile_phases.xla_rows(events, art.compile_span, art.pass_calls,
+                                             compile_phases.ptx_kernels(art.files))
     return art
 
 
