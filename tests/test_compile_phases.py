@@ -264,7 +264,8 @@ def _json_objects(text: str) -> list[dict]:
 def test_timing_of_a_device_less_compile_adds_up_to_the_commands_wall_time(tmp_path):
     """opt --timing on CUDA: after the pass table, one phase table per module; its top rows add
     up to its total, which is the command's wall time give or take its exit (10%); the Triton
-    fusion is named where it was compiled."""
+    fusion is named where it was compiled (its own Triton compile on jaxlib 0.12, the LLVM
+    module holding it on 0.9)."""
     path = tmp_path / "gemm.hlo"
     path.write_text(GEMM)
     cmd = [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", str(path), "--platform", "cuda",
@@ -282,7 +283,8 @@ def test_timing_of_a_device_less_compile_adds_up_to_the_commands_wall_time(tmp_p
     assert table["total_us"] / 1e6 == pytest.approx(wall, rel=0.1)
     assert [r["phase"] for r in top][:2] == ["driver:start-up", "driver:load"]
     assert {"hlo-passes", "codegen", "driver:helper", "driver:changes", "driver:write"} <= {r["phase"] for r in top}
-    assert any(r["phase"] == "triton" and re.fullmatch(r"gemm_fusion\w*", r["name"]) for r in table["phases"])
+    # jaxlib 0.12 times the Triton fusion's compile by itself; 0.9 within its one LLVM module
+    assert any(r["phase"] in ("triton", "llvm") and re.match(r"gemm_fusion\w*", r["name"]) for r in table["phases"])
     assert ".entry" in proc.stdout
 
 
