@@ -159,9 +159,9 @@ def test_cuda_stage_all_several_specs(cuda_run):
         assert {f.split(".")[1] for f in multi if f.endswith(ext)} == set(SPECS), ext
     # One compile per (module, spec), however many stages are written.
     assert cuda_run.compiles == [STEM] * len(SPECS)
-    # --stage all writes XLA's Triton log, so each compile runs in a helper process of its
-    # own (xla.backend): the dump dirs are made there, in the same private temp dir
-    assert cuda_run.xla_tmpdirs == []
+    # --stage all writes XLA's Triton log; each compile still runs here, in one dump dir
+    # (xla.backend.unsymbolized_llvm_traces keeps the log's compile cheap)
+    assert len(cuda_run.xla_tmpdirs) == len(SPECS)
     assert cuda_run.tmp_left == []
     for spec, sm in SPECS.items():
         targets = set(re.findall(r"^\.target (\S+)", cuda_run.text("ptx", "cuda", spec), re.M))
