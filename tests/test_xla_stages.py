@@ -1039,6 +1039,20 @@ def test_triton_stages_without_triton_fusions_say_so():
                                   "(no dump before ConvertTritonGPUToLLVM)")
 
 
+def test_ttgir_is_the_dump_before_the_whole_pass_name_at_a_line_start():
+    """The TTGIR is the dump headed by ConvertTritonGPUToLLVM itself (with options after a
+    colon, as XLA's pipeline prints it), at the start of a line: a longer pass name or the
+    header quoted inside a line is not it; it ends at the next dump, whatever its pass."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    log = (b"x // -----// IR Dump Before ConvertTritonGPUToLLVM (quoted)\n"
+           b"// -----// IR Dump Before ConvertTritonGPUToLLVMLater (later)\nnot it\n"
+           b"// -----// IR Dump Before ConvertTritonGPUToLLVM: convert-triton-gpu-to-llvm{x=1} ('builtin.module')\n"
+           b"\nthe ttgir\n\n// -----// IR Dump Before Next (next)\nafter\n")
+    req = _request_on({"jit_m.f.triton-to-llvm.txt": log}, "cuda")
+    assert xla_stages._ttgir(req) == "// ----- f -----\nthe ttgir\n"
+
+
 # ------------------------------------------------------------ xla/backend.py helpers
 
 def test_pipeline_cuts_names_the_flags_that_leave_passes_out_in_order():
