@@ -289,6 +289,33 @@ class Compiled:
 
         return Rows(self.request.derived("xla-pass-rows", compute))
 
+    def compile_phases(self) -> Any:
+        """Where XLA's compile of this module for this target spends its wall time
+        (``xla.compile_phases.PhaseRow``: phase, name, wall and busy microseconds, count,
+        depth), as ``--timing``'s phase table shows the compile, in a ``records.Rows``: HLO
+        passes by pipeline, autotuning by fusion, buffer assignment, IR emission and kernel
+        compile (fusion emission, Triton compile, LLVM optimization and ptxas per kernel),
+        the backend's other work, and what XLA does not time (``xla-other``). Rows of depth 0
+        add up to the compile's wall time; a deeper row breaks down the row above it, and its
+        busy time counts each thread (codegen runs on several at once). XLA logs its timers
+        only in a process started for it, so this compiles once more, in a helper process;
+        the result is kept. CompileError if that compile fails."""
+        from ..records import Rows
+
+        def compute(req: StageRequest) -> list[Any]:
+            from ..errors import CompileError
+            from ..xla import backend, pass_log
+
+            module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
+            # PTX dumped (CUDA): its kernels name the LLVM modules.
+            art = backend.compile_logged(module, req.module_name, req.options, pass_log.TIMES_LEVEL,
+                                         dumps=(backend.PTX,) if req.options.platform == "cuda" else ())
+            if art.phases is None:
+                raise CompileError("XLA's timed compile gave no phases")
+            return art.phases
+
+        return Rows(self.request.derived("xla-compile-phases", compute))
+
     def diff(self, other: Compiled, *, stage: str | None = None) -> dict[str, Any]:
         """This compile (side A) against ``other`` (side B), as ``mlirhlo diff --json`` gives
         it: ``a``, ``b``, ``fusions``, ``kernels`` (None on CPU), ``memory``, ``buffers``,
