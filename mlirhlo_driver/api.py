@@ -281,6 +281,29 @@ class Compiled:
 
         return list(self.request.derived("xla-pass-rows", compute))
 
+    def diff(self, other: Compiled, *, explain: bool = False, stage: str | None = None) -> dict[str, Any]:
+        """This compile (side A) against ``other`` (side B), as ``mlirhlo diff --json`` gives
+        them (see :meth:`Program.diff`). ``explain``: also ``explain``, as ``diff --explain``
+        gives it: per differing kernel, the fewest differing DebugOptions or GPU spec fields
+        that reproduce the difference on A and the XLA pass whose disabling removes it
+        (``batch.explain.explain``); both sides must compile the same program.
+        DriverError for targets of several specs, or ``explain`` across two programs."""
+        from .batch import diff
+        from .batch import explain as explaining
+
+        if explain and other.program is not self.program and \
+                self.program.stage("stablehlo") != other.program.stage("stablehlo"):
+            raise DriverError("explain compares flags and GPU specs: both sides must compile one program",
+                              hint="a.compile(target_a).diff(a.compile(target_b), explain=True)")
+        if stage is not None:
+            stage = registry.get(stage, self.platform).name
+        side_a = diff.side(self.program, self.target, stage)
+        side_b = diff.side(other.program, other.target, stage)
+        result = diff.compare(side_a, side_b)
+        if explain:
+            result["explain"] = explaining.explain_sides(self.program, self.target, other.target, side_a, side_b, result)
+        return result
+
     def write(self, directory: str, stages: str | list[str] = "all") -> list[str]:
         """Write stages as ``<module>.<ext>`` files (``<module>.<part>.<ext>`` for
         multi-file stages), each atomically; returns the paths written. ``"all"``:

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import DriverError, param
 
 # Bumped when a side's content changes, so cached sides of another shape are not read.
-SIDE_FORMAT = 1
+SIDE_FORMAT = 2
 _SIDE_RECORD = "diff-side"
 
 # A kernel row's fields compared, flattened (occupancy's own fields by name).
@@ -125,11 +125,13 @@ def _spec_names(platform: str, gpu_spec: str | None) -> tuple[str | None, str | 
 
 
 def _cache_key(input_path: str, platform: str, spec: str | None, flags: dict[str, Any],
-               input_format: str | None, stage: str | None) -> str | None:
+               input_format: str | None, stage: str | None, debug_options_file: str | None = None) -> str | None:
     from . import cache
 
     params = {"diff_side": SIDE_FORMAT, "inputs": [input_path], "platform": platform, "gpu_spec": spec,
               "input_format": input_format, "stage": stage, "xla_flags": sorted(flags.items())}
+    if debug_options_file:
+        params["debug_options_file"] = debug_options_file  # its content is hashed
     return cache.opt_key(params, [f"--{k}={v}" for k, v in sorted(flags.items())])
 
 
@@ -147,7 +149,7 @@ def side(loaded: Any, target: Any, stage: str | None = None) -> dict[str, Any]:
     """One compile of ``loaded`` (inputs.loader.LoadedModule) for ``target`` (a one-spec
     targets.Target), summarized: ``input`` (its source), ``module``, ``platform``, ``gpu_spec`` ({name, sm,
     gpu} or None), ``xla_flags`` (the target's, by name), ``fusions``, ``buffers``,
-    ``memory`` (xla.summary.summarize), ``kernels`` (KernelRow.to_dict each; None on
+    ``memory``, ``hlo_fingerprint`` (xla.summary.summarize), ``kernels`` (KernelRow.to_dict each; None on
     CPU), ``stage`` (the stage's text, or None) and ``stage_name``."""
     from .. import registry
     from ..stages.base import single_output
@@ -182,13 +184,39 @@ def side(loaded: Any, target: Any, stage: str | None = None) -> dict[str, Any]:
 
 def report(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
            flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
-           input_format: str | None = None, as_json: bool = False, use_cache: bool = True) -> str:
-    """``mlirhlo diff``: the comparison of two compiles as text, or as JSON (:func:`compare`'s).
+           input_format: str | None = None, as_json: bool = False, use_cache: bool = True,
+           debug_options_file_a: str | None = None, debug_options_file_b: str | None = None) -> str:
+    """``mlirhlo diff``: :func:`comparison` as text, or as JSON (:func:`compare`'s);
+    ``--explain`` is batch.explain.report."""
+    result = comparison(input_a, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
+                        flags_b=flags_b, stage=stage, input_format=input_format, use_cache=use_cache,
+                        debug_options_file_a=debug_options_file_a, debug_options_file_b=debug_options_file_b)
+    return json.dumps(result, indent=2) + "\n" if as_json else text(result)
+
+
+def comparison(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
+               flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
+               input_format: str | None = None, use_cache: bool = True,
+               debug_options_file_a: str | None = None, debug_options_file_b: str | None = None) -> dict[str, Any]:
+    """Two compiles compared: :func:`compare`'s result (:func:`compiled_sides`)."""
+    return compiled_sides(input_a, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a, flags_b=flags_b,
+                          stage=stage, input_format=input_format, use_cache=use_cache,
+                          debug_options_file_a=debug_options_file_a,
+                          debug_options_file_b=debug_options_file_b)[0]
+
+
+def compiled_sides(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
+                   flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
+                   input_format: str | None = None, use_cache: bool = True, one_input: str | None = None,
+                   debug_options_file_a: str | None = None,
+                   debug_options_file_b: str | None = None) -> tuple[dict[str, Any], Any, list[Any], list[Any]]:
+    """(:func:`compare`'s result, side A's module (loaded), the two targets, the two sides).
 
     Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``,
-    side B ``input_b`` (default ``input_a``) for the last spec with ``flags_b``; both
-    flags strings go over ``XLA_FLAGS``. Every argument is checked before anything
-    compiles; the default spec's note is said once.
+    side B ``input_b`` (default ``input_a``) for the last spec with ``flags_b``; each
+    side's DebugOptions are its ``debug_options_file_*`` < ``XLA_FLAGS`` < its flags.
+    ``one_input``: refuse two inputs, with this reason (``--explain``). Every argument
+    is checked before anything compiles; the default spec's note is said once.
     """
     from .. import registry, targets
     from . import cache
@@ -205,11 +233,17 @@ def report(input_a: str, input_b: str | None = None, *, platform: str | None, gp
                               hint="hlo, buffer-assignment, thunk-sequence, llvm, ptx, sass, kernels, ...")
         stage = st.alias_of or st.name
     inputs = (input_a, input_b or input_a)
+    if one_input and inputs[0] != inputs[1]:
+        raise DriverError(one_input, hint="two inputs differ in their HLO itself; 'mlirhlo diff A B --stage hlo' "
+                                          "shows it")
+    files = (debug_options_file_a, debug_options_file_b)
     sides_in = [(inputs[0], spec_a, fa), (inputs[1], spec_b, fb)]
-    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f) for _, s, f in sides_in]
+    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f, debug_options_file=d)
+            for (_, s, f), d in zip(sides_in, files)]
     notes = dict.fromkeys(line for t in tgts for line in t.note.splitlines())
     tgts[0].note, tgts[1].note = "\n".join(notes), ""
-    keys = [_cache_key(i, platform, s, f, input_format, stage) if use_cache else None for i, s, f in sides_in]
+    keys = [_cache_key(i, platform, s, f, input_format, stage, d) if use_cache else None
+            for (i, s, f), d in zip(sides_in, files)]
     found: list[dict[str, Any] | None] = []
     for key in keys:
         records = cache.lookup(key) if key else None
@@ -221,16 +255,17 @@ def report(input_a: str, input_b: str | None = None, *, platform: str | None, gp
             loaded[i] = _load_one(i, input_format)  # a bad input fails before either compile
     tgts[0].print_note()
     sides: list[dict[str, Any]] = []
+    if one_input and inputs[0] not in loaded:
+        loaded[inputs[0]] = _load_one(inputs[0], input_format)  # the caller compiles it again
     for (path, _, _), target, key, hit in zip(sides_in, tgts, keys, found):
-        if hit is None and sides and sides_in[0] == sides_in[1]:
+        if hit is None and sides and sides_in[0] == sides_in[1] and files[0] == files[1]:
             hit = sides[0]  # the same compile twice: once is enough
         if hit is None:
             hit = side(loaded[path], target, stage)
             if key:
                 cache.store(key, [(_SIDE_RECORD, None, json.dumps(hit).encode())])
         sides.append(hit)
-    result = compare(sides[0], sides[1])
-    return json.dumps(result, indent=2) + "\n" if as_json else text(result)
+    return compare(sides[0], sides[1]), loaded.get(inputs[0]), tgts, sides
 
 
 # ------------------------------------------------------------------ comparing

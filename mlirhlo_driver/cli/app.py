@@ -356,6 +356,16 @@ def kernels_command(
         _fail(e)
 
 
+@app.command(help="Show the optimized HLO in Model Explorer, with kernel figures, a diff or a bisect laid on it.",
+             add_help_option=False, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def explore(ctx: typer.Context) -> None:
+    # The entry point parses explore itself (cli/explore.py, opt's options and more); this
+    # command lists it at the root and serves an app invoked directly.
+    from . import explore as explore_cli
+
+    raise typer.Exit(explore_cli.main(list(ctx.args)))
+
+
 # ---------------------------------------------------------------------- diff
 
 @app.command("diff")
@@ -380,6 +390,13 @@ def diff_command(
     input_format: InputFormatOption = None,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Neither read nor write the stage cache.")] = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Per differing kernel: the fewest differing flags or spec fields that reproduce it "
+                          "on A (delta debugging), and the XLA pass whose disabling removes it.")] = False,
+    debug_options_file_a: Annotated[Optional[str], typer.Option(
+        "--debug-options-file-a", metavar="FILE", help="DebugOptions textproto of side A (under XLA_FLAGS).")] = None,
+    debug_options_file_b: Annotated[Optional[str], typer.Option(
+        "--debug-options-file-b", metavar="FILE", help="DebugOptions textproto of side B (under XLA_FLAGS).")] = None,
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
 
@@ -388,11 +405,24 @@ def diff_command(
     """
     try:
         from .. import outputs
+
+        if stage is not None and explain:
+            raise DriverError("give --stage or --explain, not both")
+        if explain:
+            from ..batch import explain as explaining
+
+            outputs.write_stdout(explaining.report(
+                input, input_b=input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a, flags_b=flags_b,
+                input_format=input_format, as_json=json_out, use_cache=not no_cache,
+                debug_options_file_a=debug_options_file_a, debug_options_file_b=debug_options_file_b))
+            return
         from ..batch import diff
 
         outputs.write_stdout(diff.report(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
                                          flags_b=flags_b, stage=stage, input_format=input_format,
-                                         as_json=json_out, use_cache=not no_cache))
+                                         as_json=json_out, use_cache=not no_cache,
+                                         debug_options_file_a=debug_options_file_a,
+                                         debug_options_file_b=debug_options_file_b))
     except DriverError as e:
         _fail(e)
 

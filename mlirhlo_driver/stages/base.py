@@ -53,6 +53,8 @@ class Stage:
     # A multi-file text stage whose parts, for -o or stdout, join into one text, each
     # after a "<join> ----- <part> -----" line (triton-passes: one log per fusion).
     join: str | None = None
+    # What a multi-file stage's parts are, for the error that it has several.
+    parts: str = "one per kernel module"
 
     def filename(self, module_name: str, part: str | None = None) -> str:
         return f"{module_name}.{part}.{self.ext}" if part else f"{module_name}.{self.ext}"
@@ -76,7 +78,7 @@ def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | b
     if not data:
         raise StageError(f"stage '{stage.name}' has nothing to give: the compile made no kernels "
                          "(XLA ran every op without one)")
-    raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
+    raise StageError(f"stage '{stage.name}' gives {len(data)} files ({stage.parts}): "
                      "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
                      + (", ..." if len(data) > 3 else ""))
 

@@ -1,0 +1,142 @@
+"""``mlirhlo explore``: opt's command line plus Model Explorer's; one call per step into the library.
+
+``explore INPUT [opt options]`` runs ``opt --stage model-explorer --dump-dir DIR``
+(every opt option that shapes the compile applies: pipelines, ``--platform``,
+``--gpu-spec``, ``--xla_*`` flags, ...), adds the overlays asked for (a ``diff``
+against other flags or another spec, ``run --bisect``'s first diverging op), and
+starts Model Explorer on the files (batch/explore.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..errors import DriverError
+from . import opt as opt_cli
+
+HELP = "Show the optimized HLO in Model Explorer, with kernel figures, a diff or a bisect laid on it."
+_PROG = "mlirhlo explore"
+# opt's options that say what opt writes, which explore decides.
+_NOT_HERE = {"stage": "--stage", "output": "-o", "list_stages": "--list-stages", "list_passes": "--list-passes",
+             "split_input_file": "--split-input-file", "scheduler": "--scheduler"}
+
+
+def parser() -> argparse.ArgumentParser:
+    """opt's options (cli/opt.py), then explore's own."""
+    p = opt_cli.parser()
+    p.prog, p.usage = _PROG, f"{_PROG} [OPTIONS] FILE"
+    p.description = HELP + """
+
+The graph JSON and node-data overlays go to --dump-dir (default: a new temporary
+directory, kept); Model Explorer (pip install 'mlirhlo-driver[explorer]') is then
+started on them. opt's options shape the compile; --stage and -o are explore's."""
+    add = p.add_argument
+    add("--host", default="localhost", help="Model Explorer's server host. Default: localhost.")
+    add("--port", type=int, default=8080, metavar="PORT",
+        help="Model Explorer's port (8080: the first free one from 8080, as Model Explorer picks). Default: 8080.")
+    add("--no-browser", action="store_true", help="Do not open the page in a browser.")
+    add("--no-serve", action="store_true", help="Write the files and stop (Model Explorer is not needed).")
+    add("--diff-gpu-spec", metavar="SPEC", help="Also side B for this spec: a diff overlay on both graphs.")
+    add("--diff-flags", metavar="FLAGS",
+        help="Also side B with these XLA flags over this compile's: a diff overlay on both graphs.")
+    add("--bisect", action="store_true",
+        help="Run the module against its reference; on a mismatch, mark the first diverging op.")
+    add("--reference", default="interpreter", metavar="NAME",
+        help="--bisect's reference: interpreter or cpu. Default: interpreter.")
+    add("--inputs", dest="inputs_npz", metavar="NPZ", help="--bisect's inputs (.npz), as 'mlirhlo run --inputs'.")
+    add("--rtol", type=float, metavar="X", help="--bisect's relative tolerance (default: per dtype).")
+    add("--atol", type=float, metavar="X", help="--bisect's absolute tolerance (default: per dtype).")
+    return p
+
+
+_EXPLORE_ONLY = ("host", "port", "no_browser", "no_serve", "diff_gpu_spec", "diff_flags", "bisect", "reference",
+                 "inputs_npz", "rtol", "atol")
+
+
+def main(argv: list[str]) -> int:
+    """Run ``mlirhlo explore`` with ``argv``; returns the exit code (after Model Explorer
+    stops, when it was started)."""
+    from ..batch.opt import error_text
+
+    try:
+        return _explore(argv)
+    except DriverError as e:
+        sys.stderr.write(error_text(e))
+        sys.stderr.flush()
+        return e.exit_code
+    except opt_cli._Failed as e:
+        return e.code
+    except SystemExit as e:  # argparse's --help
+        return e.code if isinstance(e.code, int) else 0
+
+
+def _explore(argv: list[str]) -> int:
+    import tempfile
+
+    from ..batch import explore
+
+    try:
+        ns, rest = parser().parse_known_args(argv)
+    except argparse.ArgumentError as e:
+        raise opt_cli.UsageError(opt_cli._typer_words(e, argv)) from None
+    params: dict[str, Any] = vars(ns)
+    params["inputs"] = params["inputs"] + [w for w in rest if not w.startswith("-") or w == "-"]
+    extra = [w for w in rest if w.startswith("-") and w != "-"]
+    mine = {k: params.pop(k) for k in _EXPLORE_ONLY}
+    for name, spelled in _NOT_HERE.items():
+        if params[name] not in (None, False, "stablehlo"):
+            raise DriverError(f"{spelled} is opt's: explore writes the model-explorer stage to --dump-dir")
+    if len(params["inputs"]) != 1:
+        raise DriverError(f"explore shows one module; {len(params['inputs'])} inputs given",
+                          hint=f"{_PROG} FILE --platform cuda")
+    if params["platform"] is None:
+        raise DriverError("explore shows XLA's optimized HLO: give --platform=cpu|cuda")
+    if params["gpu_spec"] and "," in params["gpu_spec"]:
+        raise DriverError("explore compiles for one GPU spec", hint="--diff-gpu-spec for a second one")
+    if not mine["no_serve"]:
+        explore.require_model_explorer()  # before anything compiles
+    directory = params["dump_dir"] = params["dump_dir"] or tempfile.mkdtemp(prefix="mlirhlo-explore-")
+    params["stage"] = "model-explorer"
+    opt_cli._opt(params, extra)
+    files = explore.collect(directory)
+    if not files.graphs:
+        raise DriverError(f"opt wrote no graph to {directory}")
+    source, fmt = params["inputs"][0], params["input_format"]
+    flags_a = " ".join(extra)
+    if mine["diff_gpu_spec"] or mine["diff_flags"]:
+        explore.diff_overlays(
+            source, files.graphs[0], directory, platform=params["platform"], spec_a=params["gpu_spec"],
+            spec_b=mine["diff_gpu_spec"] or params["gpu_spec"], flags_a=flags_a,
+            flags_b=" ".join(x for x in (flags_a, mine["diff_flags"]) if x),
+            debug_options_file=params["debug_options_file"], input_format=fmt,
+            use_cache=not params["no_cache"])
+    if mine["bisect"]:
+        _bisect(params, extra, mine, files.graphs[0])
+    files = explore.collect(directory)
+    _say(files)
+    if mine["no_serve"]:
+        return 0
+    explore.serve(files, host=mine["host"], port=mine["port"], open_browser=not mine["no_browser"])
+    return 0
+
+
+def _bisect(params: dict[str, Any], extra: list[str], mine: dict[str, Any], graph: str) -> None:
+    from ..batch import explore
+    from ..errors import note
+
+    target = opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
+                                    params["autotune_results"], needs_spec=True, known=opt_cli.option_names)
+    found = explore.bisect_overlay(params["inputs"][0], graph, platform=target.platform,
+                                   xla_flags=target.xla_flags, reference=mine["reference"],
+                                   inputs_npz=mine["inputs_npz"], rtol=mine["rtol"], atol=mine["atol"],
+                                   input_format=params["input_format"])
+    if found is None:
+        note("--bisect: the module matches its reference: no op to mark")
+
+
+def _say(files: Any) -> None:
+    lines = [f"graph: {g}" for g in files.graphs] + [f"overlay: {o}" for o, _ in files.overlays]
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
