@@ -238,8 +238,9 @@ def test_explore_without_model_explorer_says_what_to_install(cli, small, monkeyp
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--stage", "hlo"], "--stage is opt's"),
-    (["-o", "x.json"], "-o is opt's"),
+    (["--stage=hlo"], "no such option: --stage (explore writes the model-explorer stage to --dump-dir"),
+    (["-o=x.json"], "no such option: -o"),
+    (["--diff-flag=x"], "no such option: --diff-flag (did you mean '--diff-flags'"),
     ([], "give --platform"),
     (["--platform", "cuda", "--gpu-spec", "h100_sxm,a100_sxm_80"], "one GPU spec"),
 ])

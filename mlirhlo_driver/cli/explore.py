@@ -18,14 +18,20 @@ from . import opt as opt_cli
 
 HELP = "Show the optimized HLO in Model Explorer, with kernel figures, a diff or a bisect laid on it."
 _PROG = "mlirhlo explore"
-# opt's options that say what opt writes, which explore decides.
-_NOT_HERE = {"stage": "--stage", "output": "-o", "list_stages": "--list-stages", "list_passes": "--list-passes",
-             "split_input_file": "--split-input-file", "scheduler": "--scheduler"}
+# opt's options that say what opt writes or lists, which explore decides: not explore's.
+_NOT_HERE = ("stage", "output", "list_stages", "list_passes", "split_input_file", "scheduler")
 
 
 def parser() -> argparse.ArgumentParser:
-    """opt's options (cli/opt.py), then explore's own."""
+    """opt's options (cli/opt.py) but those of :data:`_NOT_HERE`, then explore's own."""
     p = opt_cli.parser()
+    for action in [a for a in p._actions if a.dest in _NOT_HERE]:
+        p._remove_action(action)
+        for spelling in action.option_strings:
+            p._option_string_actions.pop(spelling, None)
+        for group in p._action_groups:
+            if action in group._group_actions:
+                group._group_actions.remove(action)
     p.prog, p.usage = _PROG, f"{_PROG} [OPTIONS] FILE"
     p.description = HELP + """
 
@@ -85,9 +91,17 @@ def _explore(argv: list[str]) -> int:
     params["inputs"] = params["inputs"] + [w for w in rest if not w.startswith("-") or w == "-"]
     extra = [w for w in rest if w.startswith("-") and w != "-"]
     mine = {k: params.pop(k) for k in _EXPLORE_ONLY}
-    for name, spelled in _NOT_HERE.items():
-        if params[name] not in (None, False, "stablehlo"):
-            raise DriverError(f"{spelled} is opt's: explore writes the model-explorer stage to --dump-dir")
+    for word in extra:  # what is left are XLA's flags; anything else is no option of explore's
+        if not word.startswith("--xla"):
+            from ..errors import did_you_mean
+
+            names = [s for a in parser()._actions for s in a.option_strings]
+            name = word.split("=")[0]
+            raise DriverError(f"no such option: {name}",
+                              hint=f"explore writes the model-explorer stage to --dump-dir; see '{_PROG} --help'"
+                              if name in ("--stage", "-o", "--output") else did_you_mean(name, names))
+    params.update({k: None for k in _NOT_HERE})
+    params["split_input_file"] = params["list_stages"] = params["list_passes"] = False
     if len(params["inputs"]) != 1:
         raise DriverError(f"explore shows one module; {len(params['inputs'])} inputs given",
                           hint=f"{_PROG} FILE --platform cuda")
