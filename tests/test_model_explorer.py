@@ -227,6 +227,24 @@ def test_bisect_overlay_matches_the_location_whatever_the_buffer_name():
 
 # ------------------------------------------------------------------ mlirhlo explore
 
+def test_explore_help_has_words_for_every_option_and_none_of_opts_outputs(cli):
+    import re
+
+    from mlirhlo_driver.cli import explore
+
+    r = cli("explore", "--help")
+    assert r.code == 0 and r.out.startswith("Usage: mlirhlo explore [OPTIONS] FILE\n"), r.out[:200]
+    for action in explore.parser()._actions:
+        assert (action.help or "").strip(), action.dest
+        assert all(s in r.out for s in action.option_strings)
+        if action.nargs != 0 and action.option_strings and action.dest != "help":
+            assert re.fullmatch(r"[A-Z][A-Z0-9_:=.\[\],]*", action.metavar or ""), action.option_strings
+    # opt's outputs and listings are explore's to decide: not offered.
+    for gone in ("--stage ", "--output", "--list-stages", "--list-passes", "--split-input-file", "--scheduler URL"):
+        assert gone not in r.out, gone
+    assert "--dump-dir" in r.out and "--diff-flags" in r.out and "--xla" not in r.out.split("Options")[0]
+
+
 def test_explore_without_model_explorer_says_what_to_install(cli, small, monkeypatch):
     import importlib.util
 

@@ -19,7 +19,8 @@ from . import opt as opt_cli
 HELP = "Show the optimized HLO in Model Explorer, with kernel figures, a diff or a bisect laid on it."
 _PROG = "mlirhlo explore"
 # opt's options that say what opt writes or lists, which explore decides: not explore's.
-_NOT_HERE = ("stage", "output", "list_stages", "list_passes", "split_input_file", "scheduler")
+_NOT_HERE = ("stage", "output", "list_stages", "list_passes", "split_input_file", "scheduler", "target_version",
+             "debug_info")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,9 +38,9 @@ def parser() -> argparse.ArgumentParser:
 
 The graph JSON and node-data overlays go to --dump-dir (default: a new temporary
 directory, kept); Model Explorer (pip install 'mlirhlo-driver[explorer]') is then
-started on them. opt's options shape the compile; --stage and -o are explore's."""
+started on them. opt's options shape the compile; what is written is explore's."""
     add = p.add_argument
-    add("--host", default="localhost", help="Model Explorer's server host. Default: localhost.")
+    add("--host", default="localhost", metavar="HOST", help="Model Explorer's server host. Default: localhost.")
     add("--port", type=int, default=8080, metavar="PORT",
         help="Model Explorer's port (8080: the first free one from 8080, as Model Explorer picks). Default: 8080.")
     add("--no-browser", action="store_true", help="Do not open the page in a browser.")
@@ -101,7 +102,7 @@ def _explore(argv: list[str]) -> int:
                               hint=f"explore writes the model-explorer stage to --dump-dir; see '{_PROG} --help'"
                               if name in ("--stage", "-o", "--output") else did_you_mean(name, names))
     params.update({k: None for k in _NOT_HERE})
-    params["split_input_file"] = params["list_stages"] = params["list_passes"] = False
+    params["split_input_file"] = params["list_stages"] = params["list_passes"] = params["debug_info"] = False
     if len(params["inputs"]) != 1:
         raise DriverError(f"explore shows one module; {len(params['inputs'])} inputs given",
                           hint=f"{_PROG} FILE --platform cuda")
