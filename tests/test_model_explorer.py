@@ -156,15 +156,16 @@ def test_the_graph_is_deterministic(small):
 
 def test_cuda_overlays_carry_the_kernel_and_roofline_figures(cuda_parts):
     parts, kernels, costs = cuda_parts
-    assert set(parts) == {""} | FIGURES
+    # Occupancy needs launch dimensions (jaxlib 0.9's thunk sequence has none: no file).
+    assert set(parts) == {""} | FIGURES - ({"occupancy"} if not any(k.occupancy for k in kernels) else set())
     g = _graph(parts[""])
     nodes, graph_id = _nodes(g), g["graphs"][0]["id"]
     regs = json.loads(parts["registers"])[graph_id]
     assert regs["results"] == {k.hlo.name: {"value": k.resources.registers} for k in kernels}
     assert set(regs["results"]) <= set(nodes) and all(nodes[n].get("config") for n in regs["results"]
                                                       if "fusion" in n)
-    occ = json.loads(parts["occupancy"])[graph_id]["results"]
-    assert occ == {k.hlo.name: {"value": round(k.occupancy.ratio * 100, 2)} for k in kernels}
+    occ = json.loads(parts.get("occupancy", b"{}")).get(graph_id, {}).get("results", {})
+    assert occ == {k.hlo.name: {"value": round(k.occupancy.ratio * 100, 2)} for k in kernels if k.occupancy}
     spills = json.loads(parts["spills"])[graph_id]["results"]
     assert spills == {k.hlo.name: {"value": k.resources.spill_stores + k.resources.spill_loads} for k in kernels}
     time = json.loads(parts["roofline-time"])[graph_id]
@@ -176,11 +177,12 @@ def test_cuda_overlays_carry_the_kernel_and_roofline_figures(cuda_parts):
     assert any(c.bound for c in costs) and any("gemm" in n for n in regs["results"])
 
 
-def test_several_files_to_one_output_is_an_error_naming_dump_dir(cli, small, tmp_path):
+def test_several_files_to_one_output_is_an_error_naming_dump_dir(cli, small, tmp_path, cuda_parts):
     r = cli("opt", small, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "model-explorer",
             "-o", tmp_path / "g.json")
     line = assert_one_line_error(r, code=2)
-    assert "gives 6 files (the graph and one overlay per figure): use --dump-dir" in line
+    n = len(cuda_parts[0])
+    assert f"gives {n} files (the graph and one overlay per figure): use --dump-dir" in line and n > 4
 
 
 def test_diff_overlay_marks_each_side():

@@ -224,7 +224,8 @@ def figure_overlays(collection: dict[str, Any], cost_rows: list[dict[str, Any]] 
     ``lower_bound_seconds``) the roofline time in µs and the bound; from the kernel rows
     (``cuda.kernels.KernelRow.to_dict``: ``hlo_instruction``, ``registers``, spills,
     ``occupancy``) registers, occupancy in % (a kernel launched several ways: its lowest)
-    and spilled bytes (stores + loads). Nodes are the launched instructions."""
+    and spilled bytes (stores + loads). Nodes are the launched instructions; a figure no
+    node has is left out."""
     where = node_index(collection)
     out: dict[str, dict[str, Any]] = {}
     if cost_rows is not None:
@@ -250,7 +251,9 @@ def figure_overlays(collection: dict[str, Any], cost_rows: list[dict[str, Any]] 
         out["registers"] = _overlay("registers per thread", regs, where, _GRADIENT)
         out["occupancy"] = _overlay("occupancy %", occ, where, _LOW_IS_BAD)
         out["spills"] = _overlay("spilled bytes (stores + loads)", spills, where, _GRADIENT)
-    return out
+    # A figure no node has (no launch dimensions, so no occupancy, where jaxlib 0.9's thunk
+    # sequence gives none): no file.
+    return {name: data for name, data in out.items() if data}
 
 
 def _kernel_node(kernel_rows: list[dict[str, Any]]) -> dict[str, str]:
