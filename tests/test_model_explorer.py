@@ -124,6 +124,26 @@ def test_users_of_a_fusion_read_its_fused_root():
     assert _attr(nodes["loop_fusion"], "fused_computation") == "fused_computation"
 
 
+def test_control_flow_bodies_are_graphs_with_their_own_kernel_figures():
+    """jax's scan (a while loop) on H100: the while names its condition and body as
+    subgraphs, each a graph; the kernels launched inside them get their figures there."""
+    import mlirhlo_driver as mh
+
+    scan = mh.load(str(DATA / "jax_dumps" / "module_scan.before_optimizations.txt"))
+    c = scan.compile(mh.Target.cuda("h100_sxm"))
+    parts = c.stage("model-explorer")
+    g = _graph(parts[""])
+    graphs = {x["id"]: {n["id"]: n for n in x["nodes"]} for x in g["graphs"]}
+    entry = g["graphs"][0]["id"]
+    (loop,) = [n for n in graphs[entry].values() if _attr(n, "opcode") == "while"]
+    assert len(loop["subgraphIds"]) == 2 and set(loop["subgraphIds"]) <= set(graphs)
+    regs = json.loads(parts["registers"])
+    where = {k.hlo.name: k.hlo.computation for k in c.kernels()}
+    assert {n: graph for graph, data in regs.items() for n in data["results"]} == where
+    assert set(where.values()) - {entry}  # some kernels run inside the loop's bodies
+    assert set(where.values()) <= set(loop["subgraphIds"]) | {entry}
+
+
 @pytest.mark.parametrize("shape, text", [
     ({"element_type": 11, "dimensions": [2, 3], "layout": {"minor_to_major": [0, 1]}}, "f32[2,3]{0,1}"),
     ({"element_type": 16, "dimensions": []}, "bf16[]"),
