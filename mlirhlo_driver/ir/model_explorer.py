@@ -116,14 +116,13 @@ def graph_collection(proto: bytes, label: str, source_file: str | None = None) -
     ``source_file``: the input's path, for locations in the buffer MLIR calls ``-``."""
     from . import hlo_proto
     from .decompose import _entry
+    from .fusions import _scheduled
 
     msg = hlo_proto.decode(proto)
     by_id = {c.id: c for c in msg.computations}
     bodies = _fusion_bodies(msg)
     entry = _entry(msg)
-    # Launched instructions (those of computations run as launch sequences) carry their kernel's name.
-    from .fusions import _scheduled
-
+    # Instructions of the computations run as launch sequences carry their kernel's name.
     scheduled = _scheduled(msg, by_id)
     graphs = []
     for comp in [entry] + [c for c in msg.computations if c.id != entry.id]:
