@@ -202,7 +202,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("cli/app.py", "cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)", "False -> True"):
         "run's extra words are all options (typer gives every other word to the inputs), so no "
         "word is there to be taken as a separate value: both settings parse the same list",
-    ("xla/summary.py", '"memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS}}', "0 -> 1"):
+    ("xla/summary.py", '"memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS},', "0 -> 1"):
         "the default is never taken: summarize runs only after a compile that made an executable, "
         "and every supported jaxlib's CompiledMemoryStats has all six fields (0.9.0 and 0.12.0.1 checked)",
     ("cuda/kernels.py", "by_smem = limits.smem_per_sm // smem if smem else 1 << 30", "30 -> 31"):
@@ -331,7 +331,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("mlir/pipeline.py", "for n in range(1, len(flat) + 1):", "1 -> 2 #2"):
         "the extra step runs flat[:len(flat) + 1], the whole pipeline again: it ran one step earlier, "
         "and had it failed the loop would have returned then",
-    ("batch/diff.py", "SIDE_FORMAT = 1", "1 -> 2"):
+    ("batch/diff.py", "SIDE_FORMAT = 2", "2 -> 3"):
         "a format version that only goes into the cache key's hash: both sides of one tree agree on "
         "it; it matters only between two versions of the package sharing a cache",
     ("batch/diff.py", 'return ""', "return None"):

@@ -232,3 +232,17 @@ def test_mlp_step_flags_explained(cli):
     assert {e["pass"]["name"] for e in ex["kernels"] if e["change"] == "only_b"} <= {"cublas-gemm-rewriter",
                                                                                     "priority-fusion"}
     assert ex["compiles"] < 16
+
+
+def test_diff_explain_hands_its_options_to_the_library(cli, monkeypatch):
+    """The front-end only parses: --explain's call gets every option as given."""
+    seen = {}
+    monkeypatch.setattr(explain, "report", lambda *a, **k: seen.update(args=a, kwargs=k) or "explained\n")
+    r = cli("diff", "a.hlo", "--explain", "--platform", "cuda", "--gpu-spec", "a100_sxm_80,h100_sxm",
+            "--flags-a=--xla_gpu_autotune_level=0", "--debug-options-file-a", "a.txt", "--debug-options-file-b",
+            "b.txt", "--json", "--no-cache")
+    assert (r.code, r.out, r.err) == (0, "explained\n", "")
+    assert seen == {"args": ("a.hlo",), "kwargs": {
+        "input_b": None, "platform": "cuda", "gpu_spec": "a100_sxm_80,h100_sxm",
+        "flags_a": "--xla_gpu_autotune_level=0", "flags_b": None, "input_format": None, "as_json": True,
+        "use_cache": False, "debug_options_file_a": "a.txt", "debug_options_file_b": "b.txt"}}

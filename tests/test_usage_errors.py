@@ -1197,10 +1197,10 @@ def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):
      ((["a.hlo", "b.hlo"], "a100,h100_sxm"), {"input_format": None, "as_json": True})),
     (["diff", "a.hlo"], "diff", (("a.hlo", None), {
         "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": None, "input_format": None,
-        "as_json": False, "use_cache": True})),
+        "as_json": False, "use_cache": True, "debug_options_file_a": None, "debug_options_file_b": None})),
     (["diff", "a.hlo", "b.hlo", "--no-cache", "--json", "--stage", "hlo"], "diff", (("a.hlo", "b.hlo"), {
         "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": "hlo", "input_format": None,
-        "as_json": True, "use_cache": False})),
+        "as_json": True, "use_cache": False, "debug_options_file_a": None, "debug_options_file_b": None})),
     (["specs", "list"], "spec_table", ((), {"as_json": False})),
     (["specs", "list", "--json"], "spec_table", ((), {"as_json": True})),
     (["passes"], "pass_catalog", ((), {})),
