@@ -135,6 +135,10 @@ def _main(argv: list[str]) -> None:
             interrupts.report()
             code = EXIT_INTERRUPTED
         sys.exit(code)
+    if argv[:1] == ["explore"]:  # opt's command line and more: argparse, as opt's
+        from . import explore
+
+        sys.exit(explore.main(argv[1:]))
     from . import app
 
     app.run_app(argv, _invoked_command(argv))
