@@ -82,3 +82,23 @@ def spec_table(*, as_json: bool = False) -> str:
         lines.append(f"ptxas: {ptxas.version_str} {ptxas.path} ({ptxas.source}; targets {ptxas.arch_range()})")
     lines += [f"  not used: {p.version_str} {p.path} ({p.source}; targets {p.arch_range()})" for p in others]
     return "\n".join(lines) + "\n"
+
+
+def version_text() -> str:
+    """``--version``: the driver and every tool version a bug report needs. Reads
+    package metadata and asks ptxas (cached); imports no jax, so it stays fast."""
+    from importlib import metadata
+
+    from . import __version__, targets
+    from ._native import jaxlib as _jaxlib
+
+    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
+    ptxas, _, missing = targets.ptxas_in_use()
+    lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
+                 else f"ptxas none usable: {missing}")
+    lines += targets.cuda_tool_lines(ptxas)
+    try:
+        lines.append(f"llvmlite {metadata.version('llvmlite')}")
+    except metadata.PackageNotFoundError:
+        lines.append("llvmlite not installed")
+    return "\n".join(lines) + "\n"

@@ -8,9 +8,12 @@ Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
 - `opt --stage ptx` (device-less CUDA, --no-cache) against a bare script that
   imports jax, converts the HLO, compiles for the same spec and prints the PTX
   (goal: <= 0.8x);
-- MLIR-only `opt` on a generated 2,000-op StableHLO module, at the default stage
-  and with `--passes canonicalize,cse`, against a bare jaxlib script that
-  parses, runs the same pipeline and prints (goal: <= 1.2x).
+- MLIR-only `opt` on a generated 3,000-op StableHLO module, at the default stage
+  (goal: <= 1.2x) and with `--passes canonicalize,cse` (issue 39: <= 1.05x), against
+  a bare jaxlib script that parses, runs the same pipeline and prints.
+- Triton's stages on the MLP step (issue 39): `--stage ttgir` and `--stage
+  triton-passes` against `--stage triton` (goal: <= 2x), and `--stage all` against
+  `--stage ptx,sass` for one spec (goal: <= 1.5x), all with --dump-dir and --no-cache.
 - `opt --stage sass` and `--stage kernels` on a 10-module dump against `--stage
   ptx` on it (goal: <= 1.3x).
 `--sweep` (issue 22): one JAX program, a transformer-style training step (attention and an
@@ -173,7 +176,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--module", default=str(REPO / "tests/data/mlp_train_step.before_optimizations.txt"))
     parser.add_argument("--gpu-spec", default="h100_sxm")
-    parser.add_argument("--ops", type=int, default=2000)
+    parser.add_argument("--ops", type=int, default=3000)
     parser.add_argument("--bytecode", choices=("installed", "none"), default="installed",
                         help="installed: .pyc as a pip install has them; none: no bytecode (editable dev setup)")
     parser.add_argument("--in-process", action="store_true")
@@ -193,7 +196,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
     env = bytecode_env(args.bytecode, str(work / "pycache"))
     spec_path = str(REPO / "gpu_specs" / f"{args.gpu_spec}.txtpb")
-    big = work / "ops2000.mlir"
+    big = work / f"ops{args.ops}.mlir"
     big.write_text(generated_module(args.ops))
     cli = cli_command()
     import subprocess
@@ -209,6 +212,9 @@ def main() -> None:
         "bare jaxlib parse/print": [sys.executable, "-c", BARE_MLIR, str(big)],
         "opt --passes canonicalize,cse": cli + ["opt", str(big), "--passes", "canonicalize,cse", "--no-cache"],
         "bare jaxlib parse/pass/print": [sys.executable, "-c", BARE_MLIR, str(big), pipeline],
+        **{f"opt --stage {stage}": cli + ["opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec,
+                                          "--stage", stage, "--no-cache", "--dump-dir", str(work / f"out-{stage}")]
+           for stage in ("triton", "ttgir", "triton-passes", "all", "ptx,sass")},
     }
     if not args.no_binary_stages:
         dump = ten_module_dump(work / "dump10")
@@ -231,7 +237,12 @@ def main() -> None:
                              ("opt MLIR-only / bare jaxlib script", "opt (MLIR-only)",
                               "bare jaxlib parse/print", 1.2),
                              ("opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse",
-                              "bare jaxlib parse/pass/print", 1.2)):
+                              "bare jaxlib parse/pass/print", 1.05),
+                             ("opt --stage ttgir / --stage triton", "opt --stage ttgir", "opt --stage triton", 2.0),
+                             ("opt --stage triton-passes / --stage triton", "opt --stage triton-passes",
+                              "opt --stage triton", 2.0),
+                             ("opt --stage all / --stage ptx,sass (one spec)", "opt --stage all",
+                              "opt --stage ptx,sass", 1.5)):
         wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
         print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
     for stage in binary_stages[1:] if not args.no_binary_stages else ():

@@ -173,7 +173,7 @@ def fake_versions(monkeypatch):
 def test_version_text_lists_every_tool_one_per_line(fake_versions):
     """--version: the driver, jax lines, the ptxas in use (version, path, where from), the CUDA tools, llvmlite."""
     from mlirhlo_driver import __version__
-    from mlirhlo_driver.commands.mlirhlo import version_text
+    from mlirhlo_driver.listings import version_text
 
     assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
                               "ptxas 12.8.93 /cuda/bin/ptxas (nvidia-cuda-nvcc)\n"
@@ -183,7 +183,7 @@ def test_version_text_lists_every_tool_one_per_line(fake_versions):
 def test_version_text_without_ptxas_or_llvmlite(fake_versions):
     """No usable ptxas: why; llvmlite missing: said so, not a crash."""
     from mlirhlo_driver import __version__
-    from mlirhlo_driver.commands.mlirhlo import version_text
+    from mlirhlo_driver.listings import version_text
 
     fake_versions.update(ptxas=None, llvmlite=None)
     assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
@@ -193,7 +193,7 @@ def test_version_text_without_ptxas_or_llvmlite(fake_versions):
 
 def test_mlirhlo_version_prints_version_text_and_exits_0(cli, fake_versions):
     """mlirhlo --version: exactly version_text() on stdout (no extra newline), exit 0, before any command."""
-    from mlirhlo_driver.commands.mlirhlo import version_text
+    from mlirhlo_driver.listings import version_text
 
     for argv in (["--version"], ["--version", "run"]):
         r = cli(*argv)

@@ -5,6 +5,7 @@ native pass's name."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from types import SimpleNamespace
@@ -69,6 +70,53 @@ def test_cache_key_follows_jaxlib_version_file_and_libraries(monkeypatch, tmp_pa
     keys = [no_version, v1, v2, v2_lib]
     assert len(set(keys)) == 4, keys
     assert all(len(k) == 16 and int(k, 16) >= 0 for k in keys)
+
+
+def test_cache_key_is_the_same_for_the_same_jaxlib_installed_elsewhere(monkeypatch, tmp_path):
+    """A new environment with the same jaxlib (same version file, same libraries by name and
+    size, other place and times) reuses the catalogue: the key ignores where and when."""
+    keys = []
+    for where, when in (("env-a", 1_000_000_000), ("env-b", 2_000_000_000)):
+        root = tmp_path / where / "jaxlib"
+        (root / "mlir").mkdir(parents=True)
+        (root / "version.py").write_text("__version__ = '0.12.0.1'\n")
+        for rel, data in (("libjax_common.so", b"common"), ("mlir/_mlir.so", b"mlir")):
+            (root / rel).write_bytes(data)
+            os.utime(root / rel, ns=(when, when))
+        _fake_jaxlib(monkeypatch, root)
+        keys.append(passes.jaxlib_cache_key())
+    assert keys[0] == keys[1]
+    (root / "mlir" / "_mlir.so").write_bytes(b"mlir, rebuilt")
+    assert passes.jaxlib_cache_key() != keys[0]
+
+
+def test_the_scan_reads_string_literals_from_rodata(tmp_path):
+    """A real ELF library: only its .rodata section is read (where a pass's name, a string
+    literal, lives); a file that is no ELF file is read whole."""
+    libs = passes.jaxlib_libraries()
+    common = [lib for lib in libs if os.path.basename(lib).startswith("libjax_common")] or libs
+    data = passes._string_data(common[0])
+    assert b"\0canonicalize\0" in data and len(data) < os.path.getsize(common[0])
+    other = _fake_library(tmp_path / "libfake.so", [b"cse"])
+    assert passes._string_data(str(other)) == other.read_bytes()
+
+
+def test_nested_tries_share_a_child_until_one_kills_it(monkeypatch):
+    """Many names, few forks: a child tries names in turn and the next one starts after the
+    name that killed it (Shardy's pipelines abort nested under func.func); the outcomes are
+    those of one fork per name."""
+    from mlirhlo_driver._native import isolate
+
+    forks = []
+    real = isolate.forked
+    monkeypatch.setattr(isolate, "forked", lambda *a, **kw: forks.append(a[2][0]) or real(*a, **kw))
+    names = ["cse", "sdy-import-pipeline", "symbol-dce", "canonicalize", "sdy-export-pipeline",
+             "sdy-propagation-pipeline"]
+    assert passes._run_nested_in_children(names) == {
+        "cse": True, "sdy-import-pipeline": False, "symbol-dce": False, "canonicalize": True,
+        "sdy-export-pipeline": False, "sdy-propagation-pipeline": False}
+    assert forks == ["cse", "symbol-dce", "sdy-propagation-pipeline"]
+    assert [passes._runs_nested_in_child(n) for n in names] == [True, False, False, True, False, False]
 
 
 # ------------------------------------------------------------------ the cache
@@ -151,8 +199,8 @@ def test_scan_keeps_identifier_strings_of_3_to_64_characters_that_are_passes(mon
         b"Canonicalize", b"\xff\xfe\xfd\xfc", b"cse canonicalize", b"a" * 65, b"sccp"])
     monkeypatch.setattr(passes, "jaxlib_libraries", lambda: [str(lib)])
     seen = []
-    real = passes._pass_info
-    monkeypatch.setattr(passes, "_pass_info", lambda name: seen.append(name) or real(name))
+    real = passes._parsed_anchor
+    monkeypatch.setattr(passes, "_parsed_anchor", lambda name: seen.append(name) or real(name))
     assert passes.scan_native_passes() == [
         CHLO, CSE, passes.PassInfo("sccp", "any", "Sparse conditional constant propagation"), SYMBOL_DCE]
     assert seen == ["chlo-legalize-to-stablehlo", "cse", "no-such-pass", "sccp", "symbol-dce"]
@@ -165,7 +213,7 @@ def test_scan_candidates_may_be_as_short_as_3_characters(monkeypatch, tmp_path):
     lib = _fake_library(tmp_path / "libfake.so", names)
     monkeypatch.setattr(passes, "jaxlib_libraries", lambda: [str(lib)])
     seen = []
-    monkeypatch.setattr(passes, "_pass_info", lambda name: seen.append(name) or None)
+    monkeypatch.setattr(passes, "_parsed_anchor", lambda name: seen.append(name) or None)
     assert passes.scan_native_passes() == []
     assert seen == ["abc", "x" * 40]
 
@@ -269,6 +317,30 @@ def test_catalog_with_the_full_list_never_probes(monkeypatch):
     assert list(cat) == ["cse", "my-pass"] and len(cat) == 2 and probed == []
 
 
+def test_probes_are_remembered_per_jaxlib_build_until_the_catalogue_is_there(monkeypatch, tmp_path):
+    """A name probed once (pass or not) is answered from the cache by the next process's
+    catalogue, without a probe; another jaxlib build probes again, and so does everything
+    once a full catalogue is cached (it answers alone)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k1")
+    monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
+    monkeypatch.setattr(python_passes, "registered", lambda: [])
+    probed = _counting_probe(monkeypatch, {"cse": CSE, "symbol-dce": SYMBOL_DCE})
+    first = passes.all_passes()
+    assert first["cse"] == CSE and "no-such-pass" not in first
+    assert probed == ["cse", "no-such-pass"]
+    rows = json.loads((tmp_path / "mlirhlo-driver" / "passes-probed-k1.json").read_text())
+    assert rows == {"cse": {"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions",
+                            "origin": "jaxlib"}, "no-such-pass": None}
+    again = passes.all_passes()  # as the next command would
+    assert again["cse"] == CSE and "no-such-pass" not in again and again["symbol-dce"] == SYMBOL_DCE
+    assert probed == ["cse", "no-such-pass", "symbol-dce"]
+    monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k2")
+    assert passes.all_passes()["cse"] == CSE and probed[-1] == "cse"
+    (tmp_path / "mlirhlo-driver" / "passes-probed-k2.json").write_text("not json")
+    assert passes.all_passes()["cse"] == CSE and probed[-1] == "cse"  # unreadable: probed again
+
+
 def _python_pass(name, anchor="func.func", description="d", origin="builtin"):
     return python_passes.PythonPass(name, lambda op: None, anchor, description, origin)
 
@@ -285,9 +357,10 @@ def test_all_passes_joins_python_passes_without_probing_when_cached(monkeypatch)
                          "my-pass": passes.PassInfo("my-pass", "any", "mine", "python")}
 
 
-def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch):
+def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch, tmp_path):
     """Without a cached catalogue, each Python pass's name is probed (to refuse a native name),
     and nothing is scanned until the catalogue is listed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the fake probes are remembered there
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
     probed = _counting_probe(monkeypatch, {"cse": CSE})
     monkeypatch.setattr(passes, "native_passes", lambda: pytest.fail("no scan for a lookup"))
@@ -300,8 +373,9 @@ def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch):
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "probed"])
-def test_a_python_pass_with_a_native_name_is_refused(monkeypatch, cached):
+def test_a_python_pass_with_a_native_name_is_refused(monkeypatch, tmp_path, cached):
     """A Python pass (from any origin) named like one of jaxlib's passes is an input error naming it."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: [CSE] if cached else None)
     _counting_probe(monkeypatch, {"cse": CSE})
     monkeypatch.setattr(python_passes, "registered",
@@ -354,3 +428,20 @@ def test_cached_native_passes_reads_the_path_it_is_given(monkeypatch, tmp_path):
     assert passes._cached_native_passes(elsewhere) == [passes.PassInfo("cse", "any")]
     assert passes._cached_native_passes(tmp_path / "missing.json") is None
     assert passes._cached_native_passes() == [passes.PassInfo("symbol-dce", "builtin.module")]
+
+
+def test_a_first_scan_shows_a_transient_line_on_a_terminal_only(monkeypatch):
+    """While the first scan of a jaxlib runs, a terminal gets rich's status line; piped
+    stderr gets nothing."""
+    import contextlib
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert isinstance(passes._scan_status(), contextlib.nullcontext)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with passes._scan_status() as status:
+        assert "listing this jaxlib's passes" in str(status.status)

@@ -20,6 +20,7 @@ from mlirhlo_driver.errors import (
     DriverError,
     EnvironmentMismatch,
     ExecutionError,
+    spell,
 )
 
 JAXLIB = "0.12.0.1"
@@ -270,6 +271,10 @@ _NOISE = [
     "which will be slower at runtime. To avoid this, compile with a GPU present.",
     "E0101 12:00:00.123456    4242 wire_format_lite.cc:618] String field 'xla.HloModuleProto.name' contains invalid UTF-8 data",
     "E0101 12:00:00.123456    4242 shape.cc:51] Unsupported element type: 77",
+    "BufferAssignment stats:",
+    "             parameter allocation:     1.5KiB",
+    "  preallocated temp fragmentation:       736B (47.42%)",
+    "              constant allocation:         0B",
 ]
 _NOT_NOISE = [
     "W0101 12:00:00.123456    4242 cuda_executor.cc:1] Something else",
@@ -279,6 +284,7 @@ _NOT_NOISE = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR!",
     "plain text",
     "",
+    "  parameter allocation: failed",
 ]
 
 
@@ -767,8 +773,8 @@ def test_cuda_devices_returns_the_cuda_clients_devices(monkeypatch):
     monkeypatch.setattr(xla_client, "make_c_api_client", fail)
     with pytest.raises(NoGpu) as e:
         jaxlib.cuda_devices.__wrapped__()
-    assert str(e.value) == ("platform='cuda' needs an NVIDIA GPU and driver to run on; none is usable here: "
-                               "No visible GPU devices.")
+    assert spell(e.value.message) == ("platform='cuda' needs an NVIDIA GPU and driver to run on; none is usable "
+                                      "here: No visible GPU devices.")
     assert e.value.hint == "compile device-less with 'mlirhlo opt --platform cuda' instead"
 
 
@@ -1257,3 +1263,17 @@ def test_hlo_cost_analysis_of_each_module():
     assert list(found) == sorted(found)
     assert found["flops"] == 2.0 and found["bytes accessed"] == 24.0
     assert all(type(v) is float for v in found.values())
+
+
+def test_hlo_cost_analysis_without_jax_counts_as_with_it(monkeypatch):
+    """A process that never imported jax (opt --stage cost on CUDA) analyses with a CPU
+    client of jaxlib's own: the same figures as with jax's."""
+    dot = _HLO.replace("ROOT p = f32[2]{0} parameter(0)",
+                       "p = f32[2]{0} parameter(0)\n  ROOT d = f32[] dot(p, p), lhs_contracting_dims={0}, "
+                       "rhs_contracting_dims={0}")
+    proto = jaxlib.hlo_text_to_proto(dot)
+    jaxlib.jax()
+    with_jax = jaxlib.hlo_cost_analysis([proto])
+    monkeypatch.delitem(sys.modules, "jax")
+    assert jaxlib.hlo_cost_analysis([proto]) == with_jax
+    assert jaxlib._bare_cpu_client.cache_info().currsize == 1

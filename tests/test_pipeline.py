@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -425,11 +426,15 @@ def test_first_passes_in_a_new_environment_probes_only_the_named_passes(tmp_path
     ok = subprocess.run(cmd + ["--passes", "canonicalize,cse"], env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.count("stablehlo.add") == 1  # cse merged the two adds
-    catalogue = list((tmp_path / "cache" / "mlirhlo-driver").glob("passes-*.json"))
-    assert catalogue == []  # no full scan happened
+    folder = tmp_path / "cache" / "mlirhlo-driver"
+    (probed,) = folder.glob("passes-*.json")  # no full scan happened; the probes are kept
+    assert probed.name.startswith("passes-probed-")
+    rows = json.loads(probed.read_text())  # the named passes, and the shipped Python passes' names
+    assert rows["cse"]["anchor"] == rows["canonicalize"]["anchor"] == "any"
+    assert all(row is None for name, row in rows.items() if name not in ("canonicalize", "cse"))
     bad = subprocess.run(cmd + ["--passes", "canonicalise"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "did you mean 'canonicalize'" in bad.stderr
-    assert list((tmp_path / "cache" / "mlirhlo-driver").glob("passes-*.json"))  # scanned once, kept
+    assert len(list(folder.glob("passes-*.json"))) == 2  # scanned once, kept
 
 
 def test_a_probe_tells_each_passs_anchor():

@@ -1294,8 +1294,9 @@ def test_pass_bisect_disabled_pass_lists_from_a_string_or_a_list():
 
 
 def _spmd_check_error(launch_fields, **spmd_fields):
+    from mlirhlo_driver.commands import spmd_run as spmd_launch
     from mlirhlo_driver.errors import DriverError
-    from mlirhlo_driver.execute import spmd, spmd_launch
+    from mlirhlo_driver.execute import spmd
 
     launch = spmd_launch.SpmdLaunch("m.hlo", **launch_fields)
     try:
@@ -1346,7 +1347,7 @@ def test_spmd_launch_checks_the_process_layout(launch, spmd_fields, error):
 def test_spmd_launch_defaults_and_output_path_check(tmp_path):
     """One process, a 300 s timeout, nothing dumped by default; --dump-output is refused up front
     when it names a directory."""
-    from mlirhlo_driver.execute import spmd_launch
+    from mlirhlo_driver.commands import spmd_run as spmd_launch
 
     launch = spmd_launch.SpmdLaunch("m.hlo")
     assert (launch.num_processes, launch.process_id, launch.coordinator, launch.launch_local,
@@ -1365,8 +1366,8 @@ def test_spmd_launch_defaults_and_output_path_check(tmp_path):
 ])
 def test_spmd_coordinator_host_port(value, want):
     """--coordinator HOST:PORT: a port of 1 to 5 digits in 1-65535; a bracketed IPv6 host."""
+    from mlirhlo_driver.commands.spmd_run import check_host_port
     from mlirhlo_driver.errors import DriverError
-    from mlirhlo_driver.execute.spmd_launch import check_host_port
 
     if isinstance(want, tuple):
         assert check_host_port(value) == want
@@ -1379,8 +1380,8 @@ def test_spmd_coordinator_host_port(value, want):
 def test_spmd_options_from_the_command_line(monkeypatch):
     """spmd_options: the partitioner lower-cased, 'random' arguments unless asked, the flags sorted;
     --inputs with --argument-mode, or --arg-sharding where XLA does not partition, refused."""
+    from mlirhlo_driver.commands.spmd_run import spmd_options
     from mlirhlo_driver.errors import DriverError
-    from mlirhlo_driver.execute.spmd_launch import spmd_options
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     flags = {"xla_cpu_enable_fast_math": True, "xla_backend_optimization_level": 1}
@@ -1406,8 +1407,8 @@ def test_spmd_options_from_the_command_line(monkeypatch):
 def test_spmd_with_shardings_parses_each_spec_and_keeps_options_without_any():
     """--arg-sharding PARAM=SHARDING specs become (parameter, braced sharding) pairs; none: the
     options unchanged."""
+    from mlirhlo_driver.commands.spmd_run import with_shardings
     from mlirhlo_driver.execute import spmd
-    from mlirhlo_driver.execute.spmd_launch import with_shardings
 
     o = spmd.SpmdOptions(num_partitions=4)
     assert with_shardings(o, ()) is o
@@ -1417,8 +1418,8 @@ def test_spmd_with_shardings_parses_each_spec_and_keeps_options_without_any():
 
 def test_spmd_load_one_refuses_more_than_one_module(tmp_path, monkeypatch):
     """spmd-run takes exactly one module: a directory of two files, or a file of two modules, is refused."""
+    from mlirhlo_driver.commands.spmd_run import load_one
     from mlirhlo_driver.errors import DriverError
-    from mlirhlo_driver.execute.spmd_launch import load_one
 
     for n in "ab":
         _module(tmp_path, "HloModule m\n\nENTRY main {\n  ROOT c = f32[] constant(1)\n}\n", f"{n}.hlo")
@@ -1427,16 +1428,19 @@ def test_spmd_load_one_refuses_more_than_one_module(tmp_path, monkeypatch):
     assert e.value.format() == f"error: spmd-run takes one module; {tmp_path} gives 2"
     one = load_one(str(tmp_path / "a.hlo"), None, None)
     assert engine.signature(one.module)[1][0].dtype == "float32"
-    monkeypatch.setattr(inputs, "load", lambda path, **kw: [one, one])
+    from mlirhlo_driver.core import program
+
+    monkeypatch.setattr(program, "programs", lambda specs, options: [one, one])
     with pytest.raises(DriverError) as e:
         load_one(str(tmp_path / "a.hlo"), None, None)
-    assert e.value.format() == f"error: {tmp_path / 'a.hlo'}: spmd-run takes one module"
+    assert e.value.format() == f"error: spmd-run takes one module; {tmp_path / 'a.hlo'} gives 2"
 
 
 def test_spmd_run_in_this_process_for_one_process_else_workers(monkeypatch):
     """run: the layout checked and --arg-sharding parsed, then one process runs here; several are
     started as workers once the module is checked here (spmd.prepare); their exit status is returned."""
-    from mlirhlo_driver.execute import spmd, spmd_launch
+    from mlirhlo_driver.commands import spmd_run as spmd_launch
+    from mlirhlo_driver.execute import spmd
 
     seen = []
     monkeypatch.setattr(spmd_launch, "_in_process", lambda launch, o: seen.append(("here", o.arg_shardings)) or 3)
@@ -1462,7 +1466,8 @@ def test_spmd_run_in_this_process_for_one_process_else_workers(monkeypatch):
 def test_spmd_launch_processes_local_or_this_hosts_one(monkeypatch, capsys):
     """--launch-local N: N workers (ids 0..N-1) on a free 127.0.0.1 port, each noted with its pid,
     their output prefixed; --num-processes: this host's one worker, unprefixed."""
-    from mlirhlo_driver.execute import spmd, spmd_launch
+    from mlirhlo_driver.commands import spmd_run as spmd_launch
+    from mlirhlo_driver.execute import spmd
 
     seen = []
 
@@ -1504,7 +1509,8 @@ def test_spmd_in_process_prints_the_report_dumps_outputs_and_exits_by_the_match(
     from types import SimpleNamespace
 
     from mlirhlo_driver._native import jaxlib as _jaxlib
-    from mlirhlo_driver.execute import spmd, spmd_launch
+    from mlirhlo_driver.commands import spmd_run as spmd_launch
+    from mlirhlo_driver.execute import spmd
 
     seen = []
     passed = [True]
@@ -1781,7 +1787,13 @@ def test_execute_isolated_runs_each_instruction_as_its_own_module(monkeypatch):
     def run_module(module, label, source, options):
         return run.ModuleReport(label, source, "invalid" if label.endswith("tok") else "ok", module)
 
+    def unit_programs(source, options, data=None):
+        return load(source, options.input_format, data)
+
+    from mlirhlo_driver.core import program
+
     monkeypatch.setattr(inputs, "load", load)
+    monkeypatch.setattr(program, "unit_programs", unit_programs)
     monkeypatch.setattr(decompose, "isolate_instructions", isolate)
     monkeypatch.setattr(run, "run_module", run_module)
 

@@ -119,7 +119,9 @@ def test_mlir_only_and_cuda_opt_do_not_import_jax(tmp_path):
     """jaxlib alone parses, runs passes and compiles device-less; jax is for JAX functions."""
     mlp = "tests/data/mlp_train_step.before_optimizations.txt"
     for argv in (["opt", "tests/data/chlo_special.mlir", "--passes", "chlo-legalize-to-stablehlo,cse"],
-                 ["opt", mlp, "--platform", "cuda", "--gpu-spec", "a100_pcie_80", "--stage", "ptx"]):
+                 ["opt", mlp, "--platform", "cuda", "--gpu-spec", "a100_pcie_80", "--stage", "ptx"],
+                 # the per-fusion cost analysis runs on a CPU client of jaxlib's own
+                 ["opt", mlp, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cost"]):
         proc = run_subprocess(PROBE.format(argv=argv + ["--no-cache"]))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: ['jaxlib', 'jaxlib.mlir']", argv

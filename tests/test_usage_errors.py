@@ -1235,7 +1235,7 @@ def test_report_commands_hand_over_their_options(cli, recorder, argv, name, expe
 def run_recorder(monkeypatch):
     """commands.run and the spmd launcher replaced by recorders; ``calls["code"]`` is what they return."""
     from mlirhlo_driver.commands import mlirhlo as commands
-    from mlirhlo_driver.execute import spmd_launch
+    from mlirhlo_driver.commands import spmd_run as spmd_launch
 
     calls: dict = {"code": 0}
 

@@ -161,9 +161,9 @@ def test_cuda_stage_all_several_specs(cuda_run):
         assert {f.split(".")[1] for f in multi if f.endswith(ext)} == set(SPECS), ext
     # One compile per (module, spec), however many stages are written.
     assert cuda_run.compiles == [STEM] * len(SPECS)
-    # --stage all writes XLA's Triton log, so each compile runs in a helper process of its
-    # own (xla.backend): the dump dirs are made there, in the same private temp dir
-    assert cuda_run.xla_tmpdirs == []
+    # --stage all writes XLA's Triton log; each compile still runs here, in one dump dir
+    # (xla.backend.unsymbolized_llvm_traces keeps the log's compile cheap)
+    assert len(cuda_run.xla_tmpdirs) == len(SPECS)
     assert cuda_run.tmp_left == []
     for spec, sm in SPECS.items():
         targets = set(re.findall(r"^\.target (\S+)", cuda_run.text("ptx", "cuda", spec), re.M))
@@ -1046,6 +1046,20 @@ def test_triton_stages_without_triton_fusions_say_so():
         xla_stages._ttgir(bad)
     assert info.value.message == ("XLA's Triton log for fusion 'f' has no TritonGPU IR "
                                   "(no dump before ConvertTritonGPUToLLVM)")
+
+
+def test_ttgir_is_the_dump_before_the_whole_pass_name_at_a_line_start():
+    """The TTGIR is the dump headed by ConvertTritonGPUToLLVM itself (with options after a
+    colon, as XLA's pipeline prints it), at the start of a line: a longer pass name or the
+    header quoted inside a line is not it; it ends at the next dump, whatever its pass."""
+    from mlirhlo_driver.xla import stages as xla_stages
+
+    log = (b"x // -----// IR Dump Before ConvertTritonGPUToLLVM (quoted)\n"
+           b"// -----// IR Dump Before ConvertTritonGPUToLLVMLater (later)\nnot it\n"
+           b"// -----// IR Dump Before ConvertTritonGPUToLLVM: convert-triton-gpu-to-llvm{x=1} ('builtin.module')\n"
+           b"\nthe ttgir\n\n// -----// IR Dump Before Next (next)\nafter\n")
+    req = _request_on({"jit_m.f.triton-to-llvm.txt": log}, "cuda")
+    assert xla_stages._ttgir(req) == "// ----- f -----\nthe ttgir\n"
 
 
 # ------------------------------------------------------------ xla/backend.py helpers

@@ -833,7 +833,7 @@ def _flag_error(argv: list[str], **kw) -> str:
 
     with pytest.raises(FlagError) as e:
         parse(argv, _syntax_flags(), **kw)
-    return str(e.value)
+    return e.value.format("params")
 
 
 def test_flag_values_are_converted_by_kind_and_bad_text_is_one_error():
@@ -996,10 +996,10 @@ def test_platform_spellings():
         assert platform(name) == want, name
     with pytest.raises(DriverError) as e:
         platform("cpux", "reference_platform")
-    assert str(e.value) == "error: --reference_platform=cpux: unknown platform (did you mean 'cpu'?)"
+    assert e.value.format("params") == "error: --reference_platform=cpux: unknown platform (did you mean 'cpu'?)"
     with pytest.raises(DriverError) as e:
         platform("zzzzzz")
-    assert str(e.value) == "error: --platform=zzzzzz: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"
+    assert e.value.format("params") == "error: --platform=zzzzzz: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"
 
 
 # ------------------------------------------------ the tools' own checks, before any compile
@@ -1128,13 +1128,13 @@ def test_input_format_names():
     assert xla_tools._input_format("", "format") is None
     with pytest.raises(DriverError) as e:
         xla_tools._input_format("pbtx", "input_format")
-    assert str(e.value).startswith("error: --input_format=pbtx: unknown input format (did you mean 'pbtxt'")
+    assert e.value.format("params").startswith("error: --input_format=pbtx: unknown input format (did you mean 'pbtxt'")
 
 
 def test_header_counts_come_from_the_first_64_kib_header_line(tmp_path):
     """replica_count and num_partitions of the HloModule line (each alone, or neither), found within
     the file's first 64 KiB; a missing file or no header is (None, None)."""
-    from mlirhlo_driver.commands.xla_tools import _header_counts
+    from mlirhlo_driver.execute.runner_files import header_counts as _header_counts
 
     def counts(text: str):
         path = tmp_path / "m.hlo"
@@ -1158,7 +1158,7 @@ def test_xla_dump_files_are_named_per_module_number(tmp_path):
     prefixed with ``module_NNNN.<name>.``; the bytes as given."""
     from types import SimpleNamespace
 
-    from mlirhlo_driver.commands.xla_tools import write_xla_dump
+    from mlirhlo_driver.xla.tool_outputs import write_xla_dump
 
     art = SimpleNamespace(hlo_module_name="jit_f", files={
         "module_0042.jit_f.before_optimizations.txt": b"before", "debug_options": b"opts"})
@@ -1176,7 +1176,7 @@ def test_dump_output_literals_names_each_device_and_literal(tmp_path):
 
     import numpy as np
 
-    from mlirhlo_driver.commands.xla_tools import _dump_output_literals
+    from mlirhlo_driver.execute.runner_files import dump_output_literals as _dump_output_literals
 
     report = SimpleNamespace(device_outputs={
         1: [np.array([1, 2], np.int32)], 0: [np.float32(0.5).reshape(()), np.array([True])]})
@@ -1192,7 +1192,8 @@ def test_execution_options_device_assignment_and_debug_options():
     """ExecutionOptions' device assignment maps logical device replica * partitions + partition to
     its id (none: empty); one naming a device twice is refused. Its scalar DebugOptions become
     flags (enums by name), less xla_dump_to."""
-    from mlirhlo_driver.commands.xla_tools import _device_ids, _execution_debug_flags
+    from mlirhlo_driver.execute.runner_files import device_ids as _device_ids
+    from mlirhlo_driver.execute.runner_files import execution_debug_flags as _execution_debug_flags
     from mlirhlo_driver.errors import DriverError
     from mlirhlo_driver.ir import protos
 
@@ -1206,12 +1207,12 @@ def test_execution_options_device_assignment_and_debug_options():
     assert _device_ids(eo("num_replicas: 2"), 2, 1, "eo") == ()
     with pytest.raises(DriverError) as e:
         _device_ids(two_by_two, 2, 1, "eo")
-    assert str(e.value) == "error: eo: device_assignment is 2 replicas x 2 computations; the run has 2 x 1"
+    assert e.value.format("params") == "error: eo: device_assignment is 2 replicas x 2 computations; the run has 2 x 1"
     twice = eo("device_assignment { replica_count: 1 computation_count: 2 "
                "computation_devices { replica_device_ids: 1 } computation_devices { replica_device_ids: 1 } }")
     with pytest.raises(DriverError) as e:
         _device_ids(twice, 1, 2, "eo")
-    assert str(e.value) == "error: eo: device_assignment names a device twice"
+    assert e.value.format("params") == "error: eo: device_assignment names a device twice"
     flags = _execution_debug_flags(eo('debug_options { xla_cpu_enable_fast_math: true xla_dump_to: "d" '
                                       "xla_backend_optimization_level: 2 xla_step_marker_location: "
                                       "STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP }"), "eo")

@@ -299,7 +299,7 @@ atexit.register(shutdown)
 def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None = None, *,
          what: str = "native code", file: str | None = None, preload: Iterable[str] = (),
          on_stderr: Callable[[str], None] | None = None, timeout: float | None = None,
-         env: dict[str, str] | None = None, keep: bool = True) -> Any:
+         env: dict[str, str] | None = None) -> Any:
     """``fn(*args, **kwargs)`` in the helper process; its result, or its exception re-raised.
 
     Raises NativeCrash (``"{what} aborted: {reason}"``, located at ``file``)
@@ -313,8 +313,7 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
     ``env``: variables the helper's process must have had from its start (native
     code reads some once, when it loads: XLA's ``TF_CPP_VMODULE``). Such a call
     runs in a helper of its own, always a fresh interpreter, kept for later calls
-    with the same ``env``. ``keep=False``: that helper ends after this call (native code
-    that leaves state behind in its process: the next call gets a fresh one).
+    with the same ``env``.
     """
     args, kwargs, preload = tuple(args), dict(kwargs or {}), tuple(preload)
     key = tuple(sorted((env or {}).items()))
@@ -347,9 +346,6 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                                   native_log=log, timed_out=True)
             reply = _recv(helper.rfd)
             if reply is not None:
-                if not keep:
-                    del _helpers[key]
-                    helper.close()
                 break
             # This call killed it.
             del _helpers[key]

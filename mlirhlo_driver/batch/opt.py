@@ -89,6 +89,7 @@ class OptResult:
     # Part index -> where its output is kept in the stage cache once finished (a stage
     # finished in a group: core.compiled.Compiled.entry).
     keeps: dict[int, Any] = field(default_factory=dict, repr=False)
+    phases: Any = field(default=None, repr=False)  # xla.compile_phases.Clock: --timing with a platform
 
     @property
     def ok(self) -> bool:
@@ -131,13 +132,20 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
     timings: dict[str, Any] = {}  # --timing-format json: the module's tables, printed together
     program = None
     compiles: list[tuple[str, StageOptions, Any]] = []
+    clock = _phase_clock(job)
     try:
         options = core_program.InputOptions(job.input_format, job.split_input_file, job.arg_specs)
         program = core_program.unit_programs(task.source, options, chunk=task.chunk, data=task.data)[0]
+        if clock is not None:  # --timing's phase table: the module is made now, each step timed
+            program.module  # noqa: B018
+            clock.mark("driver:load")
         if job.root is not None:
             program = program.optimize(job.pipeline_spec, passes=job.passes, pipeline_file=job.pipeline_file,
                                        instrumentation=job.instrumentation, reproducer_dir=job.reproducer_dir,
                                        plugin_files=job.plugins, root=job.root)
+            if clock is not None:
+                program.module  # noqa: B018
+                clock.mark("driver:mlir-passes")
         done, total = 0, len(job.targets) * len(job.stage_names)
         for spec_name, stage_options in job.targets:
             stem = f"{program.name}.{spec_name}" if spec_name and len(job.targets) > 1 else program.name
@@ -161,6 +169,12 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
         _say(job, program, compiles, result, err, timings)
         if not pending(result):
             finalize(job, result)
+        if clock is not None:
+            clock.compiles += [c.instrumented.timed for _, _, c in compiles
+                               if not isinstance(c, list) and c.instrumented is not None
+                               and c.instrumented.timed is not None]
+            clock.mark("driver:stages")
+            result.phases = clock
     except DriverError as e:
         if program is not None:
             _say(job, program, compiles, result, err, timings)
@@ -172,6 +186,15 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
                               indent=2) + "\n")
     result.stderr = "".join(err)
     return result
+
+
+def _phase_clock(job: OptJob) -> Any:
+    """The clock of --timing's compile-phase table (xla.compile_phases), when it is asked."""
+    if job.xla_instrumentation is None or not job.xla_instrumentation.timing:
+        return None
+    from ..xla.compile_phases import Clock
+
+    return Clock.begin()
 
 
 def _say(job: OptJob, program: Any, compiles: list[tuple[str, StageOptions, Any]], result: OptResult,
@@ -652,4 +675,8 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
     rows = run_batch(job, tasks, jobs=o.jobs, timeout=o.timeout, fail_fast=o.fail_fast,
                      scheduler=o.scheduler, on_result=writer, progress=progress)
     writer.finish()
+    if job.xla_instrumentation is not None and job.xla_instrumentation.timing:
+        from ..xla import compile_phases  # the phase tables come last: they count the writing
+
+        sys.stderr.write(compile_phases.report(rows, o.timing_format))
     return rows

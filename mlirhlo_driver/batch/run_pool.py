@@ -29,15 +29,16 @@ class Task:
 
 def run_task(task: Task, options: RunOptions) -> ModuleReport:
     """Load the task's module and run it (in whatever process calls this)."""
+    from ..core.program import InputOptions, unit_programs
     from ..errors import DriverError
     from ..execute import run
-    from ..inputs import loader as inputs
 
     try:
         # Only this task's chunk is parsed: another chunk's error is not this one's.
-        loaded = inputs.load(task.source, input_format=task.input_format,
-                             split_input_file=task.split_input_file, arg_specs=task.arg_specs,
-                             chunk=task.chunk if task.split_input_file else None, data=task.data)[0]
+        options_in = InputOptions(task.input_format, task.split_input_file, task.arg_specs)
+        loaded = unit_programs(task.source, options_in, chunk=task.chunk if task.split_input_file else None,
+                               data=task.data)[0]
+        loaded.module  # noqa: B018 - a module that does not parse is this task's bad input
     except DriverError as e:
         return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
     return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,

@@ -56,6 +56,7 @@ def execute_isolated(tasks: list[Any], options: Any) -> list[Any]:
     platform and the reference, one report each, named after the instruction
     (``FILE:instruction`` when there are several files). Runs in this process;
     the reference interpreter has a process of its own."""
+    from ..core.program import InputOptions, unit_programs
     from ..errors import DriverError
     from ..execute import run
     from ..execute.engine import ModuleReport
@@ -66,7 +67,7 @@ def execute_isolated(tasks: list[Any], options: Any) -> list[Any]:
     reports: list[Any] = []
     for task in tasks:
         try:
-            m = loader.load(task.source, input_format=task.input_format, data=task.data)[0]
+            m = unit_programs(task.source, InputOptions(task.input_format), data=task.data)[0]
             proto = m.hlo_proto or emit.hlo_proto(m.module)
             parts = hlo_decompose.isolate_instructions(proto)
         except DriverError as e:

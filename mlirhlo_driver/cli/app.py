@@ -31,7 +31,7 @@ app = typer.Typer(
 def _print_version(value: bool) -> None:
     if not value:
         return
-    from ..commands.mlirhlo import version_text
+    from ..listings import version_text
 
     typer.echo(version_text(), nl=False)
     raise typer.Exit(0)
@@ -293,7 +293,7 @@ def spmd_run(
     code 0 when the outputs match, 1 on a mismatch or a failed run, 2 for bad
     usage or input. Any --xla_NAME=VALUE flag applies to the compile.
     """
-    from ..execute import spmd_launch
+    from ..commands import spmd_run as spmd_launch
     from ..xla import flags as xla_flags
 
     try:
@@ -320,7 +320,7 @@ def spmd_run(
 
 def _host_port(value: Optional[str]) -> Optional[str]:
     """Option callback: spmd_launch.check_host_port's refusal as a usage error."""
-    from ..execute import spmd_launch
+    from ..commands import spmd_run as spmd_launch
 
     if value is not None:
         try:

@@ -14,26 +14,6 @@ from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, DriverError, log_note, p
 _REFERENCE_ALIASES = {"default": "interpreter", "host": "cpu", "": "none"}
 
 
-def version_text() -> str:
-    """``--version``: the driver and every tool version a bug report needs. Reads
-    package metadata and asks ptxas (cached); imports no jax, so it stays fast."""
-    from importlib import metadata
-
-    from .. import __version__, targets
-    from .._native import jaxlib as _jaxlib
-
-    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
-    ptxas, _, missing = targets.ptxas_in_use()
-    lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
-                 else f"ptxas none usable: {missing}")
-    lines += targets.cuda_tool_lines(ptxas)
-    try:
-        lines.append(f"llvmlite {metadata.version('llvmlite')}")
-    except metadata.PackageNotFoundError:
-        lines.append("llvmlite not installed")
-    return "\n".join(lines) + "\n"
-
-
 def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str], platform: str = "cpu",
         reference: str = "interpreter", seed: int = 0, zeros: bool = False, inputs_npz: str | None = None,
         large_float_range: bool = False, rtol: float | None = None, atol: float | None = None,
@@ -333,31 +313,7 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
 
 
 def cuda_plugin_install(*, cuda: int | None = None, force: bool = False) -> str:
-    """``mlirhlo cuda-plugin install``: the driver's copy of jax's CUDA plugin at jaxlib's
-    version (_native/plugin_copy.py), for device-less CUDA without a jax CUDA backend.
+    """``mlirhlo cuda-plugin install``: see cuda.plugin.install; the line to print."""
+    from ..cuda import plugin
 
-    ``cuda``: the CUDA major (12, 13); default: the plugin in use's, else CUDA 13 where
-    only CUDA 13's pip tools are installed, else 12. Returns the line to print.
-    """
-    from .._native import jaxlib as _jaxlib
-    from .._native import plugin_copy
-    from ..cuda import tools
-    from ..errors import EnvironmentMismatch, param
-
-    _jaxlib.check_versions()
-    version = _jaxlib.jaxlib_version()
-    plugin = _jaxlib.cuda_plugin()
-    if cuda is None:
-        if plugin.version is not None:
-            cuda = plugin.cuda_major
-        else:
-            only13 = tools.pip_cuda_dir_for(13) is not None and tools.pip_cuda_dir_for(12) is None
-            cuda = 13 if only13 else 12
-    if cuda not in tools.PIP_TOOLS:
-        raise EnvironmentMismatch(f"{param('cuda', cuda)} must be one of "
-                                  + ", ".join(str(m) for m in sorted(tools.PIP_TOOLS)))
-    dist = f"jax-cuda{cuda}-plugin"
-    if plugin.copy is None and plugin.dist == dist and plugin.version == version:
-        return f"{dist} {version} is installed in this environment (jax's own); it is used as it is\n"
-    copy, installed = plugin_copy.install(cuda, version, force=force)
-    return f"{dist} {version} {'installed in' if installed else 'is already in'} {copy.path}\n"
+    return plugin.install(cuda=cuda, force=force)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import targets
+from ..core.program import InputOptions, input_paths, programs, unit_programs
 from ..errors import (
     EXIT_FAILURE,
     EXIT_USAGE,
@@ -27,7 +28,8 @@ from ..errors import (
     did_you_mean,
     log_note,
 )
-from ..timing import ms_since
+from ..execute import runner_files as files
+from ..xla import tool_outputs
 from ..xla.cli_flags import platform as xla_platform
 
 # Any values are valid for uninitialized buffers: zeros stand in for them.
@@ -60,9 +62,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     from .. import registry as stage_registry
     from ..core.compiled import Compiled
     from ..core.program import InputOptions, programs
-    from ..stages.base import StageOptions, single_output
     from ..xla import passes as xla_passes
-    from ..xla import stages as xla_stages
 
     # A stage compile says which GPU it compiles for; listings and --passes need no spec.
     stage_compile = not (p["list_stages"] or p["list_passes"] or p["passes"] or p["emit_proto"])
@@ -94,7 +94,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     arts: list[Any] = []  # XLA compiles, for --xla_dump_to
     notes: list[str] = []
     if p["emit_proto"]:
-        results = [hlo_proto_text(m) for m in modules]
+        results = [tool_outputs.hlo_proto_text(m.convert("hlo-proto")) for m in modules]
     elif p["passes"]:
         for m in modules:
             results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes))
@@ -103,7 +103,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         if platform is None:
             if stage != "hlo":
                 stage_registry.get(stage, None)  # XLA stages need --platform: says so, with a hint
-                results = [Compiled(m, None, StageOptions()).stage(stage) for m in modules]  # type: ignore[misc]
+                results = [m.stage(stage) for m in modules]
             else:
                 results = [m.convert("hlo") for m in modules]
         else:
@@ -113,16 +113,16 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
             for c in compiles:
                 c.expect([stage])
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
-            results = [single_output(stage_registry.get(stage, platform), c.stage(stage)) for c in compiles]
+            results = [c.output(stage) for c in compiles]
             notes += [n for c in compiles for n in c.notes]
-            arts = [xla_stages.artifacts(c.request) for c in compiles] if flags.get("xla_dump_to") else []
+            arts = [c.artifacts() for c in compiles] if flags.get("xla_dump_to") else []
     for n in dict.fromkeys(notes):
         say(n)
     if flags.get("xla_dump_to"):
         if not arts:
             raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
         for i, art in enumerate(arts, 1):
-            write_xla_dump(str(flags["xla_dump_to"]), art, i)
+            tool_outputs.write_xla_dump(str(flags["xla_dump_to"]), art, i)
     if len(results) == 1 and isinstance(results[0], bytes):
         sink.emit(results[0])
     else:
@@ -133,38 +133,9 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     return 0
 
 
-def hlo_proto_text(m: Any) -> str:
-    """The module as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto."""
-    from ..ir import hlo_proto as codec
-
-    proto = m.convert("hlo-proto")
-    wrapper = codec.message_class("HloProto")()
-    wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
-    return codec.to_text(wrapper)
-
-
-def write_xla_dump(directory: str, art: Any, number: int) -> None:
-    """What XLA dumped for one compile, in its ``--xla_dump_to`` layout:
-    ``module_NNNN.<name>.<what>`` (NNNN counts the modules of this command,
-    where XLA uses a process-wide counter). Its ``*.html`` graph views are made
-    self-contained (xla/html_page.py): XLA's load their scripts from a CDN."""
-    import re
-
-    from .. import outputs
-    from ..xla import html_page
-
-    for key, data in art.files.items():
-        # Keys are XLA's names less their module_NNNN.<name>. prefix (xla/backend.py).
-        name = re.sub(r"^module_\d+\.", f"module_{number:04d}.", key) if key.startswith("module_") \
-            else f"module_{number:04d}.{art.hlo_module_name}.{key}"
-        if name.endswith(".html"):
-            data = html_page.self_contained(data.decode("utf-8")).encode("utf-8")
-        outputs.write_atomic(Path(directory) / name, data)
-
-
 # ============================================================== run_hlo_module
 
-def run_hlo_module(p: Any, argv: list[str]) -> int:
+def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_note) -> int:
     """XLA's run_hlo_module with its parsed flags ``p`` (XLA's names); the exit status."""
     from ..batch import run_report
     from ..execute import engine
@@ -186,16 +157,15 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
     # interpreter evaluates the module as given, so there is nothing to skip.
     reference_flags = {} if p["run_reference_hlo_passes"] else {"xla_disable_all_hlo_passes": True}
     if reference_flags and reference == "interpreter":
-        sys.stderr.write("note: --run_reference_hlo_passes=false: the StableHLO interpreter runs no HLO "
-                         "passes either way\n")
+        say("--run_reference_hlo_passes=false: the StableHLO interpreter runs no HLO passes either way")
     if p["isolate_instructions"] and (p["input_literals_file"] or p["output_literals_file"]):
         # XLA: "Cannot run decomposed module if input literals are provided."
         raise DriverError("--isolate_instructions takes no --input_literals_file or --output_literals_file: "
                           "each instruction runs on inputs of its own")
     if p["isolate_instructions"] and (p["run_test_hlo_passes"] or
                                       (p["run_reference_hlo_passes"] and reference == "cpu")):
-        sys.stderr.write("note: --isolate_instructions with HLO passes: XLA suggests isolating an optimized "
-                         "module (hlo-opt) with --run_test_hlo_passes=false\n")
+        say("--isolate_instructions with HLO passes: XLA suggests isolating an optimized "
+            "module (hlo-opt) with --run_test_hlo_passes=false")
     inputs = ([p["input_module"]] if p["input_module"] else []) + p.positionals
     if not inputs:
         raise DriverError("no input module given", hint="run_hlo_module [FLAGS] FILE; see --help")
@@ -207,38 +177,36 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
     keep: list[Any] = []
     snapshots: dict[str, str] = {}  # module file written from an HloSnapshot -> its arguments (.npz)
     paths = []
-    from ..inputs import loader
-
-    for path in loader.expand_inputs(inputs):
-        snap = _snapshot_module(path, keep)
+    for path in input_paths(inputs):
+        snap = files.snapshot_module(path, keep, say)
         if snap is not None and not (p["force_fake_data"] or p["isolate_instructions"]):
             snapshots[snap[0]] = snap[1]
         elif snap is not None:
-            sys.stderr.write(f"note: {path}: ignoring the snapshot's recorded arguments; using fake data\n")
+            say(f"{path}: ignoring the snapshot's recorded arguments; using fake data")
         paths.append(snap[0] if snap else path)
     from dataclasses import replace
 
     tasks = run_report.run_tasks(paths, _input_format(p["input_format"], "input_format"), False, None)
     for i, t in enumerate(tasks):
-        replicas, partitions = _header_counts(t.source)
+        replicas, partitions = files.header_counts(t.source)
         said = f"num_partitions={partitions}"
         if replicas is None and partitions is None:
-            partitions = _proto_partitions(t.source)
+            partitions = files.proto_partitions(t.source)
             said = f"its shardings name {partitions} devices"
         if (replicas or 1) > 1:
-            sys.stderr.write(f"note: {t.source}: replica_count={replicas or 1}, num_partitions={partitions or 1}: "
-                             "run here on one device; multihost_hlo_runner runs it partitioned\n")
+            say(f"{t.source}: replica_count={replicas or 1}, num_partitions={partitions or 1}: "
+                "run here on one device; multihost_hlo_runner runs it partitioned")
         elif (partitions or 1) > 1 and not p["isolate_instructions"]:
             # As the module says: its shardings laid out over that many host devices.
             tasks[i] = replace(t, partitions=partitions)
-            sys.stderr.write(f"note: {t.source}: {said}: run SPMD-partitioned on {partitions} host devices\n")
+            say(f"{t.source}: {said}: run SPMD-partitioned on {partitions} host devices")
     if (p["input_literals_file"] or p["output_literals_file"]) and len(tasks) != 1:
         raise DriverError("--input_literals_file and --output_literals_file are for one module")
     if p["output_literals_file"]:
         from .. import outputs
 
         outputs.check_output_path(p["output_literals_file"])
-    literal_args = (_literal_arguments(p["input_literals_file"]) if p["input_literals_file"] else [])
+    literal_args = (files.literal_arguments(p["input_literals_file"]) if p["input_literals_file"] else [])
     engine.require_devices(platform)
     options = runner.RunOptions(
         platform=platform, reference=reference, large_float_range=p["use_large_float_range"],
@@ -255,7 +223,7 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
             sys.stderr.write(f"\n=== Iteration {it + 1}\n")
             sys.stderr.flush()
         # As XLA: each iteration draws new inputs, or takes that iteration's literals.
-        inputs_npz = _npz(literal_args[min(it, len(literal_args) - 1)], keep) if literal_args else None
+        inputs_npz = files.npz(literal_args[min(it, len(literal_args) - 1)], keep) if literal_args else None
         opts = replace(options, seed=it, inputs_npz=inputs_npz)
         if p["isolate_instructions"]:
             reports = run_report.execute_isolated(tasks, opts)
@@ -291,10 +259,8 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
         runs += reports
     if p["output_literals_file"] and recorded:
         from .. import outputs
-        from ..ir import literals
 
-        outputs.write_atomic(p["output_literals_file"],
-                             literals.literals_file(recorded, p["output_literals_file"]))
+        outputs.write_atomic(p["output_literals_file"], files.literals_file(recorded, p["output_literals_file"]))
     if reference != "none":
         failed = sum(not r.passed for r in runs)
         sys.stderr.write(f"{failed}/{len(runs)} runs miscompared.\n")
@@ -303,111 +269,11 @@ def run_hlo_module(p: Any, argv: list[str]) -> int:
     return 0 if all(r.passed for r in runs) else EXIT_FAILURE
 
 
-def _snapshot_module(path: str, keep: list[Any]) -> tuple[str, str] | None:
-    """An HloSnapshot file (XLA's ``*.snapshot.*.pb`` dumps) as (module file, arguments .npz).
-
-    The snapshot holds the module after XLA's optimizations, whose fusions
-    jaxlib cannot compile again (its HLO import drops their backend configs).
-    So where the dump has the same module before optimizations beside it
-    (``module_NNNN.<name>.before_optimizations.txt``), that one runs, on the
-    recorded arguments. None for files that are no snapshot.
-    """
-    import tempfile
-
-    import numpy as np
-
-    from ..inputs import loader
-    from ..ir import literals, protos
-
-    p = Path(path)
-    if not p.is_file() or p.suffix != ".pb":
-        return None
-    data = p.read_bytes()
-    try:
-        loader.detect_format(data, path)
-        return None
-    except DriverError:
-        pass
-    try:
-        snap = protos.message_class("xla.HloSnapshot").FromString(data)
-    except Exception:
-        return None
-    module = snap.hlo.hlo_module
-    if not module.name or not module.computations:
-        return None
-    arrays = [literals.to_array(a, f"{path}: argument {i}") for i, a in enumerate(snap.arguments)]
-    d = tempfile.TemporaryDirectory(prefix="mlirhlo-snapshot-")
-    keep.append(d)
-    before = p.with_name(p.name.split(".snapshot.")[0] + ".before_optimizations.txt")
-    if ".snapshot." in p.name and before.is_file():
-        sys.stderr.write(f"note: {path}: running {before.name} on the recorded arguments\n")
-        module_file = before
-    else:
-        module_file = Path(d.name) / (p.name[: -len(".pb")] + ".pb")
-        module_file.write_bytes(module.SerializeToString())
-    npz = Path(d.name) / "arguments.npz"
-    np.savez(npz, *arrays)
-    return str(module_file), str(npz)
-
-
-def _literal_arguments(path: str) -> list[list[Any]]:
-    from ..ir import literals
-
-    return literals.read_iteration_arguments(path)
-
-
-def _npz(arrays: list[Any], keep: list[Any]) -> str:
-    """Arrays as the .npz ``run`` reads (arr_0, arr_1, ...: matched by position)."""
-    import tempfile
-
-    import numpy as np
-
-    tmp = tempfile.NamedTemporaryFile(prefix="mlirhlo-literals-", suffix=".npz")
-    np.savez(tmp, *arrays)
-    tmp.flush()
-    keep.append(tmp)
-    return tmp.name
-
-
 # ======================================================== multihost_hlo_runner
-
-def _header_counts(path: str) -> tuple[int | None, int | None]:
-    """(replica_count, num_partitions) from an HLO text module's header line."""
-    import re
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16).decode(errors="replace")
-    except OSError:
-        return None, None
-    m = re.search(r"^HloModule\s+[^\n]*", head, re.M)
-    if not m:
-        return None, None
-    rep = re.search(r"\breplica_count=(\d+)", m.group(0))
-    part = re.search(r"\bnum_partitions=(\d+)", m.group(0))
-    return (int(rep.group(1)) if rep else None), (int(part.group(1)) if part else None)
-
-
-def _proto_partitions(path: str) -> int | None:
-    """For a binary HLO module (its header holds no counts): the devices its shardings name."""
-    from ..ir import hlo_proto, shardings
-
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return None
-    if not hlo_proto.looks_like_hlo_proto(data):
-        return None
-    try:
-        return shardings.devices_named(hlo_proto.module_proto_from_any(data))
-    except DriverError:
-        return None
-
 
 def _multihost_processes(p: Any, plans: list[tuple[str, Any]], fmt: str | None) -> int:
     """``--num_nodes`` processes, joined by JAX's distributed runtime (as ``mlirhlo spmd-run``)."""
     from ..execute import spmd
-    from ..inputs import loader
 
     if len(plans) != 1:
         raise DriverError("a run over several nodes takes one module")
@@ -418,9 +284,9 @@ def _multihost_processes(p: Any, plans: list[tuple[str, Any]], fmt: str | None) 
     if options.num_devices % nodes:
         raise DriverError(f"{options.num_devices} devices cannot be split evenly over {nodes} nodes")
     spmd.check_devices_per_process(options, nodes)
-    modules = loader.load(path, input_format=fmt)
+    modules = programs([path], InputOptions(fmt))
     spmd.prepare(modules[0], options)  # a bad module is one error here, not one per process
-    from ..execute.spmd_launch import SpmdLaunch, launch_processes
+    from .spmd_run import SpmdLaunch, launch_processes
 
     if p["enable_mock_nccl"]:
         launch = SpmdLaunch(source=path, input_format=fmt, launch_local=nodes)
@@ -430,135 +296,11 @@ def _multihost_processes(p: Any, plans: list[tuple[str, Any]], fmt: str | None) 
     return launch_processes(launch, options)
 
 
-def _compile_only(loaded: Any, options: Any) -> str:
-    """``--run=false``: partition and compile, report, run nothing."""
-    import time
-
-    from .._native import jaxlib as _jaxlib
-    from ..execute import spmd
-
-    plan = spmd.prepare(loaded, options)
-    start = time.perf_counter()
-    spmd.compile_plan(plan, options, _jaxlib.local_device_order()[: options.num_devices])
-    return (f"{loaded.name}: COMPILED ({options.num_replicas} replica x {options.num_partitions} partitions, "
-            f"{ms_since(start):.1f} ms); not run (--run=false)")
-
-
-def _execution_options(path: str) -> Any:
-    """``--execution_options_path``: an xla.ExecutionOptions, text or binary as XLA's
-    ReadTextOrBinaryProto reads it."""
-    from ..ir import protos
-
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise FlagError(e.strerror or str(e), file=path) from None
-    protos.message_class("xla.ExecutionOptions")  # this jaxlib has the schema, or a clear error first
-    try:
-        text = data.decode()
-        if not any(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07"):
-            return protos.parse_text(text, "xla.ExecutionOptions", file=path)
-    except UnicodeDecodeError:
-        pass
-    return protos.decode(data, "xla.ExecutionOptions", file=path)
-
-
-def _execution_debug_flags(eo: Any, path: str) -> dict[str, Any]:
-    """The DebugOptions fields an ExecutionOptions sets, as per-compile flags
-    (XLA drops its xla_dump_to)."""
-    from ..ir.protos import _repeated
-
-    out: dict[str, Any] = {}
-    for fd, value in eo.debug_options.ListFields():
-        if fd.name == "xla_dump_to":
-            continue
-        if fd.type == fd.TYPE_ENUM and not _repeated(fd):
-            value = fd.enum_type.values_by_number[value].name
-        elif _repeated(fd) or fd.type == fd.TYPE_MESSAGE:
-            raise FlagError(f"debug_options.{fd.name}: list and message fields cannot be passed to a "
-                            "jaxlib compile (per-compile options take scalars)", file=path)
-        out[fd.name] = value
-    return out
-
-
-def _device_ids(eo: Any, replicas: int, partitions: int, path: str) -> tuple[int, ...]:
-    """Logical device (replica * partitions + partition) -> device id, from the
-    ExecutionOptions' DeviceAssignmentProto (computation = partition)."""
-    da = eo.device_assignment
-    if not eo.HasField("device_assignment"):
-        return ()
-    if (da.replica_count, da.computation_count) != (replicas, partitions) or \
-            len(da.computation_devices) != partitions or \
-            any(len(c.replica_device_ids) != replicas for c in da.computation_devices):
-        raise DriverError(f"device_assignment is {da.replica_count} replicas x {da.computation_count} "
-                          f"computations; the run has {replicas} x {partitions}", file=path)
-    ids = tuple(da.computation_devices[p].replica_device_ids[r] for r in range(replicas) for p in range(partitions))
-    if len(set(ids)) != len(ids):
-        raise DriverError("device_assignment names a device twice", file=path)
-    return ids
-
-
-def _dump_output_literals(report: Any, path: str, task_id: int) -> list[str]:
-    """``--dump_output_literal_to``: XLA's FunctionalHloRunner::DumpOutput naming
-    (the path split at '.', ``task_N``, ``device_D``, ``literal_L`` inserted
-    before the last part, which must be ``txt``), each file one literal's text."""
-    from .. import outputs
-    from ..ir import literals
-
-    words = path.split(".")
-    suffix, stem = words[-1], words[:-1]
-    written = []
-    for device, arrays in sorted(report.device_outputs.items()):
-        for i, a in enumerate(arrays):
-            name = ".".join(stem + [f"task_{task_id}", f"device_{device}", f"literal_{i}", suffix])
-            outputs.write_atomic(name, literals.literal_text(a) + "\n")
-            written.append(name)
-    return written
-
-
-def _preprocess(loaded: Any, remove: bool, while_count: int, path: str) -> Any:
-    """XLA's runner preprocessing on the HLO: infeed/outfeed replaced (its
-    default) or refused, while loops flattened to ``while_count`` iterations."""
-    from ..inputs import loader
-    from ..ir import decompose as hlo_decompose
-    from ..ir import emit
-
-    if loaded.hlo_proto is None and while_count <= 0 and not any(
-            w in emit.stablehlo_text(loaded.module) for w in ("stablehlo.infeed", "stablehlo.outfeed")):
-        return loaded
-    proto = loaded.hlo_proto or emit.hlo_proto(loaded.module)
-    changed = False
-    if hlo_decompose.has_infeed_outfeed(proto):
-        if not remove:
-            raise DriverError("the module has infeed/outfeed, which nothing feeds in this process",
-                              file=path, hint="--remove_infeed_outfeed=true (XLA's default) replaces them")
-        proto, count = hlo_decompose.remove_infeed_outfeed(proto)
-        sys.stderr.write(f"note: {path}: {count} infeed/outfeed replaced (infeed gives zeros)\n")
-        changed = True
-    if while_count > 0:
-        try:
-            proto, count = hlo_decompose.flatten_while_loops(proto, while_count)
-        except DriverError as e:
-            e.file = path
-            raise
-        if count:
-            sys.stderr.write(f"note: {path}: {count} while loop{'s' if count > 1 else ''} set to run "
-                             f"{while_count} iteration{'s' if while_count > 1 else ''}\n")
-            changed = True
-    if not changed:
-        return loaded
-    fresh = loader.load(loaded.name, input_format="hlo-proto", data=proto)[0]
-    fresh.source = loaded.source
-    return fresh
-
-
-def multihost(p: Any) -> int:
+def multihost(p: Any, say: Callable[[str], None] = log_note) -> int:
     """XLA's multihost with its parsed flags ``p`` (XLA's names); the exit status."""
     from dataclasses import replace
 
-    from .._native import jaxlib as _jaxlib
     from ..execute import spmd
-    from ..inputs import loader
 
     flags = targets.debug_options(dict(p.xla_flags), p["debug_options_file"] or None)
     if p["device_type"].lower() == "gpu":
@@ -573,7 +315,7 @@ def multihost(p: Any) -> int:
     inputs = ([p["hlo_file"]] if p["hlo_file"] else []) + p.positionals
     if not inputs:
         raise DriverError("no input module given", hint="multihost_hlo_runner [FLAGS] FILE; see --help")
-    paths = loader.expand_inputs(inputs)
+    paths = input_paths(inputs)
     snapshot = p["input_format"].lower() == "snapshot_proto_binary"
     fmt = None if snapshot else _input_format(p["input_format"], "input_format")
     dump_to = p["dump_output_literal_to"]
@@ -586,8 +328,8 @@ def multihost(p: Any) -> int:
                               "literal text)")
     execution, eo_path = None, p["execution_options_path"]
     if eo_path:
-        execution = _execution_options(eo_path)
-        flags = {**_execution_debug_flags(execution, eo_path), **flags}  # the command line wins
+        execution = files.execution_options(eo_path)
+        flags = {**files.execution_debug_flags(execution, eo_path), **flags}  # the command line wins
     base = spmd.SpmdOptions(is_spmd_partitioned_module=p["is_spmd_partitioned_module"],
                             run_xla_backend_only=p["run_xla_backend_only"],
                             argument_mode=ARGUMENT_MODES[p["hlo_argument_mode"]],
@@ -597,12 +339,12 @@ def multihost(p: Any) -> int:
     for path in paths:
         module_path, npz = path, None
         if snapshot:  # XLA's HloSnapshot: the module and the arguments it recorded
-            snap = _snapshot_module(path, keep)
+            snap = files.snapshot_module(path, keep, say)
             if snap is None:
                 raise DriverError("not an HloSnapshot (binary)", file=path,
                                   hint="--input_format=text, proto_text or proto_binary for a module")
             module_path, npz = snap
-        rep, part = _header_counts(module_path)
+        rep, part = files.header_counts(module_path)
         if p["num_replicas"] > 0 and p["num_partitions"] > 0:
             counts = (p["num_replicas"], p["num_partitions"])
         elif execution is not None:  # as XLA: ExecutionOptions unless both counts are given
@@ -611,7 +353,7 @@ def multihost(p: Any) -> int:
             counts = (p["num_replicas"] if p["num_replicas"] > 0 else (rep or 1),
                       p["num_partitions"] if p["num_partitions"] > 0 else (part or 1))
         options = replace(base, num_replicas=counts[0], num_partitions=counts[1], inputs_npz=npz,
-                          device_ids=_device_ids(execution, *counts, eo_path) if execution is not None else ())
+                          device_ids=files.device_ids(execution, *counts, eo_path) if execution is not None else ())
         spmd.check_options(options)
         plans.append((module_path, options))
     if nodes > 1:
@@ -622,16 +364,20 @@ def multihost(p: Any) -> int:
             raise DriverError(f"{', '.join(given)}: for a run on one node here", hint="drop --num_nodes")
         return _multihost_processes(p, plans, fmt)
     # Host devices exist only if asked for before jax starts: the most any module needs.
-    _jaxlib.ensure_cpu_devices(max(max(o.num_devices, max(o.device_ids, default=-1) + 1) for _, o in plans))
+    spmd.ensure_host_devices(max(max(o.num_devices, max(o.device_ids, default=-1) + 1) for _, o in plans))
     failed = 0
     for path, options in plans:
-        modules = loader.load(path, input_format=fmt)
+        modules = programs([path], InputOptions(fmt))
         if len(modules) != 1:
             raise DriverError("one module per file", file=path)
-        module = _preprocess(modules[0], p["remove_infeed_outfeed"], p["while_execution_count"], path)
+        module = modules[0]
+        proto = files.preprocess(module, p["remove_infeed_outfeed"], p["while_execution_count"], path, say)
+        if proto is not None:
+            fresh = unit_programs(module.name, InputOptions("hlo-proto"), data=proto)[0]
+            fresh.source, module = module.source, fresh
         try:
             if not p["run"]:
-                sys.stdout.write(_compile_only(module, options) + "\n")
+                sys.stdout.write(files.compile_only(module, options) + "\n")
                 continue
             report = spmd.run_in_process(module, options)
         except (CompileError, ExecutionError) as e:
@@ -647,9 +393,9 @@ def multihost(p: Any) -> int:
             for i, ms in enumerate(report.run_times):
                 sys.stdout.write(f"## Execution time, file={path} repeat={i} duration={round(ms * 1e6)}ns\n")
         if dump_to:
-            written = _dump_output_literals(report, dump_to, p["task_id"])
-            sys.stderr.write(f"note: {len(written)} output literals written: {written[0]} ...\n"
-                             if len(written) > 1 else f"note: output literal written: {written[0]}\n")
+            written = files.dump_output_literals(report, dump_to, p["task_id"])
+            say(f"{len(written)} output literals written: {written[0]} ..."
+                if len(written) > 1 else f"output literal written: {written[0]}")
         failed += not report.report.passed
     if len(plans) > 1:
         sys.stdout.write(f"{len(plans) - failed}/{len(plans)} modules passed\n")

@@ -218,6 +218,14 @@ class Compiled:
             self.keep(name, out)
         return out
 
+    def output(self, name: str) -> str | bytes:
+        """The stage as one output, for stdout or one file: a multi-file stage's parts joined
+        where they join (``triton-passes``), its one part, or StageError saying to write a
+        directory."""
+        from ..stages.base import single_output
+
+        return single_output(self._stage(name), self.stage(name))
+
     def produce(self, name: str) -> Any:
         """:meth:`stage`, but with ``defer`` a stage that finishes in groups may be given as a
         Deferred: the caller finishes it and hands the output to :meth:`keep`."""
@@ -260,6 +268,13 @@ class Compiled:
         return json.loads(self.stage("summary"))
 
 
+    def artifacts(self) -> Any:
+        """What XLA's compile wrote (xla.backend.XlaArtifacts: its dump files by name, the
+        optimized module, memory stats): the compile, made if it was not. Never cached."""
+        from ..xla import stages as xla_stages
+
+        return xla_stages.artifacts(self.request)
+
     def fusion_costs(self) -> Any:
         """Per launched fusion of a CUDA compile (``cuda.roofline.CostRow``): FLOPs, bytes
         accessed and where those figures came from, arithmetic intensity, the peak it is
@@ -290,6 +305,33 @@ class Compiled:
             return pass_log.rows(done.calls or [])
 
         return Rows(self.request.derived("xla-pass-rows", compute))
+
+    def compile_phases(self) -> Any:
+        """Where XLA's compile of this module for this target spends its wall time
+        (``xla.compile_phases.PhaseRow``: phase, name, wall and busy microseconds, count,
+        depth), as ``--timing``'s phase table shows the compile, in a ``records.Rows``: HLO
+        passes by pipeline, autotuning by fusion, buffer assignment, IR emission and kernel
+        compile (fusion emission, Triton compile, LLVM optimization and ptxas per kernel),
+        the backend's other work, and what XLA does not time (``xla-other``). Rows of depth 0
+        add up to the compile's wall time; a deeper row breaks down the row above it, and its
+        busy time counts each thread (codegen runs on several at once). XLA logs its timers
+        only in a process started for it, so this compiles once more, in a helper process;
+        the result is kept. CompileError if that compile fails."""
+        from ..records import Rows
+
+        def compute(req: StageRequest) -> list[Any]:
+            from ..errors import CompileError
+            from ..xla import backend, pass_log
+
+            module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
+            # PTX dumped (CUDA): its kernels name the LLVM modules.
+            art = backend.compile_logged(module, req.module_name, req.options, pass_log.TIMES_LEVEL,
+                                         dumps=(backend.PTX,) if req.options.platform == "cuda" else ())
+            if art.phases is None:
+                raise CompileError("XLA's timed compile gave no phases")
+            return art.phases
+
+        return Rows(self.request.derived("xla-compile-phases", compute))
 
     def with_options(self, options: StageOptions) -> Compiled:
         """The same program compiled for other stage options (another GPU spec, other XLA

@@ -384,6 +384,14 @@ def from_jax(fn: Any, example_args: Sequence[Any], *, name: str | None = None) -
     return from_loaded(loader.lower_jax_function(fn, list(example_args), name=name))
 
 
+def input_paths(inputs: Sequence[str]) -> list[str]:
+    """The files (and JAX entry points) the input words name: globs and directories expanded
+    (an XLA dump directory: its ``*before_optimizations*`` modules); InputError for none."""
+    from ..inputs import loader
+
+    return loader.expand_inputs(list(inputs))
+
+
 def programs(inputs: Sequence[str], options: InputOptions = InputOptions(), *,
              units: Sequence[Any] | None = None) -> list[Program]:
     """Every module of ``inputs`` (files, globs, directories, XLA dump directories, ``-``,

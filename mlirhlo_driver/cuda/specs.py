@@ -173,7 +173,7 @@ class _Walker:
         field set twice, two members of one oneof."""
         from ..ir import protos
 
-        repeated = protos._repeated(fd)
+        repeated = protos.is_repeated(fd)
         first = seen.get(fd.name)
         if first is not None and not repeated:
             raise self.error(f"field '{fd.name}' is set more than once (first at line "

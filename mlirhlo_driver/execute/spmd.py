@@ -97,6 +97,14 @@ class SpmdOptions:
         return InputSpec(self.argument_mode, self.seed, self.inputs_npz, self.large_float_range)
 
 
+def ensure_host_devices(count: int) -> None:
+    """At least ``count`` host (CPU) devices in this process: asked for before jax starts, or
+    checked against the ones it has (DriverError when too few)."""
+    from .._native import jaxlib as _jaxlib
+
+    _jaxlib.ensure_cpu_devices(count)
+
+
 def check_options(o: SpmdOptions) -> None:
     """Usage errors that need no module."""
     if o.num_partitions < 1 or o.num_replicas < 1:

@@ -713,7 +713,9 @@ def _location(op: Any, source: str | None, line_offset: int) -> tuple[str, int |
     m = LOCATION.search(str(op.location))
     if not m:
         return (source or "<unknown>"), None, None
-    file, line, col = m.group(1), int(m.group(2)) + line_offset, int(m.group(3))
+    file, line, col = m.group(1), int(m.group(2)), int(m.group(3))
+    if file == _PARSER_FILENAME:
+        line += line_offset  # a chunk's own line: the loader names a file's ops at the file's lines
     if source is not None:
         file = source
     if not file or file == _PARSER_FILENAME:

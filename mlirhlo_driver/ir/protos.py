@@ -505,9 +505,10 @@ def len_value(data: bytes, start: int, end: int) -> bytes:
     return data[pos:end]
 
 
-def _repeated(f: Any) -> bool:
-    is_repeated = getattr(f, "is_repeated", None)  # protobuf >= 5.29; ``label`` is gone in 7
-    return is_repeated if is_repeated is not None else f.label == f.LABEL_REPEATED
+def is_repeated(f: Any) -> bool:
+    """Whether a field descriptor is a repeated field (every protobuf version)."""
+    repeated = getattr(f, "is_repeated", None)  # protobuf >= 5.29; ``label`` is gone in 7
+    return repeated if repeated is not None else f.label == f.LABEL_REPEATED
 
 
 @lru_cache(maxsize=None)
@@ -540,7 +541,7 @@ def _locate_error(data: bytes, desc: Any) -> str:
                 index = seen.get(f.number, 0)
                 seen[f.number] = index + 1
                 here = (f"{path}." if path else "") + f.name
-                if _repeated(f):
+                if is_repeated(f):
                     here += f"[{index}]"
                 _, body = _read_varint(data, pos, end)
                 if f.type == FieldDescriptor.TYPE_MESSAGE:
@@ -679,7 +680,7 @@ def serialize(message: Any) -> bytes:
         if _is_map(f):
             if len(value):
                 pieces[f.number] = _map_record(f, value)
-        elif _repeated(f):
+        elif is_repeated(f):
             if len(value):
                 pieces[f.number] = b"".join(_len_record(f.number, serialize(v)) for v in value)
         elif message.HasField(f.name):

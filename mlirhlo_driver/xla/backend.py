@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,8 @@ class XlaArtifacts:
     compile_error: str | None = None  # set when only the dumps written before a failure exist
     mtimes_ns: dict[str, int] = field(default_factory=dict, repr=False)  # when XLA wrote each file
     pass_calls: list[Any] | None = field(default=None, repr=False)  # xla.pass_log.PassCall, when logged
+    compile_span: tuple[float, float] | None = None  # time.time() around XLA's compile call, when here
+    phases: list[Any] | None = field(default=None, repr=False)  # xla.compile_phases.PhaseRow, when timed
     emitters: tuple[str, ...] = ()  # codegen emitters dumped besides LLVM IR and PTX (Triton's)
     dumps: tuple[str, ...] = ALL_DUMPS  # what the compile was asked to dump (ALL_DUMPS' names)
     notes: list[str] = field(default_factory=list)  # what the user should know of this compile
@@ -158,17 +161,12 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     ``native_log`` gets what XLA wrote on fd 2 while it compiled here. ``emitters`` and
     ``dumps`` (what to dump, :data:`ALL_DUMPS` by default): see :func:`flag_overrides`.
     """
-    from .._native import isolate
     from .._native import jaxlib as _jaxlib
     from . import flags as xla_flags
 
-    if not isolated and _dumps_triton_log(options, emitters) and not isolate.in_helper():
-        # XLA's Triton log leaves IR printing on in its process: every later Triton compile
-        # there prints every pass too, once more per log written (measured: the MLP step's
-        # next compile for another spec, 1 s -> 60 s). So each such compile has a helper
-        # process of its own, ended after it.
-        return _in_helper_process(module, module_name, options, _TRITON_LOG_HELPER,
-                                  keep_going=keep_going, emitters=emitters, dumps=dumps, keep=False)[0]
+    triton_log = _dumps_triton_log(options, emitters)
+    if triton_log:
+        unsymbolized_llvm_traces()
     user_cuda_dir = str(dict(options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
     if options.platform == "cuda" and options.gpu_spec is not None:
         from ..cuda import tools as cuda_tools
@@ -186,17 +184,19 @@ def compile_module(module: Any, module_name: str, options: Any, *,
             # sass and kernels stages read them instead of running ptxas again (same output).
             overrides = sorted([*overrides, (KERNEL_CACHE_FLAG, os.path.join(workdir, KERNEL_CACHE_FILE))])
         opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=overrides)
-        executable, error = None, None
+        executable, error, span = None, None, None
         trial = not isolated and cuts_pipeline(options.xla_flags)
         try:
             if isolated or trial:
-                _compile_isolated(module, options, opts)
+                _compile_isolated(module, options, opts, triton_log)
             if trial:  # it compiles: again here, for the executable (its dumps are those above)
                 with tempfile.TemporaryDirectory(prefix="mlirhlo-xla-") as scratch:
                     executable = _jaxlib.compile_executable(
                         module, devices, _jaxlib.compile_options(dump_to=scratch, env_overrides=overrides))
             elif not isolated:
+                started = time.time()
                 executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log)
+                span = (started, time.time())
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
             if flag_error is not None:
@@ -225,7 +225,7 @@ def compile_module(module: Any, module_name: str, options: Any, *,
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters),
-                       dumps=tuple(dumps), notes=_spec_notes(options))
+                       dumps=tuple(dumps), compile_span=span, notes=_spec_notes(options))
     if executable is not None:
         if EXECUTABLE_HLO in dumps:
             optimized = executable.hlo_modules()[0]
@@ -256,9 +256,25 @@ def _spec_notes(options: Any) -> list[str]:
     return fresh
 
 
-# What marks the helper process of the compiles that write XLA's Triton log.
-_TRITON_LOG_HELPER = {"MLIRHLO_DRIVER_HELPER": "triton-log"}
 TRITON_LOG_EMITTER = "triton-to-llvm"
+_NO_SYMBOLIZATION = "LLVM_DISABLE_SYMBOLIZATION"
+
+
+def unsymbolized_llvm_traces() -> None:
+    """Keep LLVM from symbolizing stack traces in this process, from now on.
+
+    XLA's Triton log (xla/codegen/ir_printing.cc) sets ``printStackTraceOnDiagnostic``
+    on the MLIR context of Triton's pipeline, and the flag stays set on that context for
+    later compiles in the process too. Every Triton diagnostic (the MLP step's fusions
+    emit a dozen warnings and remarks each) then gets a stack trace, which LLVM
+    symbolizes against the CUDA plugin's library: about 0.3 s each, 36 s of the MLP
+    step's 37 s compile, and 58 s of the next, log-less compile in the same process. The
+    log never holds those traces (XLA's handler writes ``diag.str()`` only), so its
+    bytes do not change. LLVM reads the variable at each trace (any value disables), so
+    it stays set for the process's later compiles; a crash's trace then names symbols
+    through ``dladdr`` only.
+    """
+    os.environ.setdefault(_NO_SYMBOLIZATION, "1")
 
 
 def _dumps_triton_log(options: Any, emitters: tuple[str, ...]) -> bool:
@@ -278,22 +294,29 @@ def _dumps_triton_log(options: Any, emitters: tuple[str, ...]) -> bool:
 def compile_logged(module: Any, module_name: str, options: Any, level: int, *,
                    keep_going: bool = False, dumps: tuple[str, ...] = ALL_DUMPS) -> XlaArtifacts:
     """:func:`compile_module`, in a helper process whose XLA logs its HLO passes at ``level``
-    (xla.pass_log); the artifacts come back with ``pass_calls`` set. The helper starts once
-    per level (a fresh interpreter: XLA reads the setting when it loads) and is kept.
+    (xla.pass_log); the artifacts come back with ``pass_calls`` set. At
+    ``pass_log.TIMES_LEVEL`` XLA logs its phase timers too, and ``phases`` is set
+    (xla.compile_phases; None for a compile that failed). The helper starts once per
+    environment (a fresh interpreter: XLA reads the setting when it loads) and is kept.
     With ``keep_going`` a failed compile still gives its dumps and its log so far."""
-    from . import pass_log
+    from . import compile_phases, pass_log
 
-    art, log = _in_helper_process(module, module_name, options, pass_log.log_env(level), keep_going=keep_going,
-                                  dumps=dumps)
+    timed = level == pass_log.TIMES_LEVEL
+    env = compile_phases.with_timers(pass_log.log_env(level)) if timed else pass_log.log_env(level)
+    art, log = _in_helper_process(module, module_name, options, env, keep_going=keep_going, dumps=dumps)
     art.pass_calls = pass_log.parse(log, changes_logged=level >= pass_log.CHANGES_LEVEL)
+    if timed and art.compile_span is not None and art.compile_error is None:
+        events = compile_phases.parse_events(log, art.compile_span[0])
+        art.phases = compile_phases.xla_rows(events, art.compile_span, art.pass_calls,
+                                             compile_phases.ptx_kernels(art.files))
     return art
 
 
 def _in_helper_process(module: Any, module_name: str, options: Any, env: dict[str, str], *,
                        keep_going: bool = False, emitters: tuple[str, ...] = (),
-                       dumps: tuple[str, ...] = ALL_DUMPS, keep: bool = True) -> tuple[XlaArtifacts, str]:
-    """:func:`compile_module` in isolate's helper started with ``env`` (one per ``env``; kept
-    for later calls unless ``keep`` is False): its artifacts, and what XLA wrote on fd 2."""
+                       dumps: tuple[str, ...] = ALL_DUMPS) -> tuple[XlaArtifacts, str]:
+    """:func:`compile_module` in isolate's helper started with ``env`` (one per ``env``, kept
+    for later calls): its artifacts, and what XLA wrote on fd 2."""
     import io
 
     from .._native import isolate
@@ -303,7 +326,7 @@ def _in_helper_process(module: Any, module_name: str, options: Any, env: dict[st
     module.operation.write_bytecode(buf)
     return isolate.call(_compile_in_helper_process,
                         (buf.getvalue(), module_name, options, keep_going, emitters, dumps),
-                        what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env, keep=keep)
+                        what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env)
 
 
 def _compile_in_helper_process(bytecode: bytes, module_name: str, options: Any, keep_going: bool,
@@ -320,8 +343,9 @@ def _compile_in_helper_process(bytecode: bytes, module_name: str, options: Any, 
     return art, "".join(log)
 
 
-def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:
-    """Compile in isolate's helper; a native death there becomes a CompileError."""
+def _compile_isolated(module: Any, options: Any, compile_options: Any, triton_log: bool = False) -> None:
+    """Compile in isolate's helper; a native death there becomes a CompileError.
+    ``triton_log``: the compile writes XLA's Triton log (:func:`unsymbolized_llvm_traces`)."""
     import io
 
     from .._native import isolate
@@ -332,7 +356,7 @@ def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:
     module.operation.write_bytecode(buf)
     try:
         message = isolate.call(_compile_in_helper, (buf.getvalue(), *_device_args(options),
-                                                    compile_options.SerializeAsString()),
+                                                    compile_options.SerializeAsString(), triton_log),
                                what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD)
     except NativeCrash as e:
         cut = ", ".join(f"--{n}" for n in pipeline_cuts(options.xla_flags))
@@ -343,11 +367,14 @@ def _compile_isolated(module: Any, options: Any, compile_options: Any) -> None:
 
 
 def _compile_in_helper(bytecode: bytes, platform: str, spec_text: str | None, spec_name: str,
-                       compile_options: bytes) -> str | None:
+                       compile_options: bytes, triton_log: bool = False) -> str | None:
     """In the helper: compile for the dumps only. XLA's error message, or None."""
     from jaxlib.mlir import ir
 
     from .._native import jaxlib as _jaxlib
+
+    if triton_log:
+        unsymbolized_llvm_traces()
 
     with _jaxlib.ir_context():
         module = ir.Module.parse(bytecode)

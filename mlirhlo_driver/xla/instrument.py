@@ -5,9 +5,10 @@ What ``--timing``, ``--print-ir-after-change``, ``--print-ir-after=PASS`` and
 unless one of them is asked for; then:
 
 * timing: the compile that serves the stages runs in a helper whose XLA logs
-  its passes with their times (xla.pass_log, level 1), and one more compile
-  logs which passes changed the module (level 3, which hashes the module
-  before every pass, inside the pass's timer: its times would be wrong);
+  its passes with their times (xla.pass_log, level 1) and its phase timers
+  (xla.compile_phases: ``Instrumented.timed``), and one more compile logs which
+  passes changed the module (level 3, which hashes the module before every
+  pass, inside the pass's timer: its times would be wrong);
 * printed IR comes from XLA's per-pass dumps (``xla_dump_hlo_pass_re``): ``.*``
   dumps after each pass that changed the module, a regex of names dumps
   before and after each run of those passes, changed or not. They ride on the
@@ -17,6 +18,7 @@ unless one of them is asked for; then:
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,6 +60,7 @@ class Instrumented:
     art: Any                                   # xla.backend.XlaArtifacts
     calls: list[Any] | None = None             # xla.pass_log.PassCall, with timing
     printed: list[PrintedIR] = field(default_factory=list)
+    timed: Any = None                          # xla.compile_phases.TimedCompile, with timing
 
 
 _ALL_CHANGES = ".*"
@@ -88,12 +91,24 @@ def compile(module: Any, module_name: str, options: Any, inst: XlaInstrumentatio
     regexes = ([_ALL_CHANGES] if inst.after_change else []) + \
               ([_names_re(inst.before + inst.after)] if inst.before or inst.after else [])
     dump_arts: list[tuple[str, Any]] = []
+    timed = None
     if inst.timing:
-        art = backend.compile_logged(module, module_name, options, pass_log.TIMES_LEVEL, dumps=dumps)
+        from . import compile_phases
+        from .passes import label
+
+        started = time.time()
+        # PTX dumped too (CUDA): its kernels name the LLVM modules of the phase table.
+        art = backend.compile_logged(module, module_name, options, pass_log.TIMES_LEVEL,
+                                     dumps=tuple(sorted({*dumps, backend.PTX})) if options.platform == "cuda"
+                                     else dumps)
+        called = time.time()
         rx = regexes.pop(0) if regexes else None
         changes = backend.compile_logged(module, module_name, _with_dump_re(options, rx), pass_log.CHANGES_LEVEL,
                                          dumps=per_pass)
         calls = pass_log.merge_changes(art.pass_calls or [], changes.pass_calls or [])
+        if art.phases is not None and art.compile_span is not None:
+            timed = compile_phases.TimedCompile(label(options), (started, called), art.compile_span,
+                                                tuple(art.phases), (called, time.time()))
         if rx is not None:
             dump_arts.append((rx, changes))
     else:
@@ -104,7 +119,7 @@ def compile(module: Any, module_name: str, options: Any, inst: XlaInstrumentatio
             dump_arts.append((rx, art))
     for rx in regexes:
         dump_arts.append((rx, backend.compile_module(module, module_name, _with_dump_re(options, rx), dumps=per_pass)))
-    out = Instrumented(art, calls)
+    out = Instrumented(art, calls, timed=timed)
     for rx, dumped in dump_arts:
         out.printed += _printed(dumped, rx, inst)
     _check_named(out, dump_arts, inst, lambda: backend.compile_logged(

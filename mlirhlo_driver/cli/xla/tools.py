@@ -125,7 +125,7 @@ match, 1 on a mismatch or failure, 2 for bad usage or input.
 def run_hlo_module_main(argv: list[str] | None = None) -> None:
     """Console script ``run_hlo_module``."""
     _entry("run_hlo_module", RUN_HLO_MODULE_FLAGS, "[FLAGS] FILE...", _RUN_DESCRIPTION,
-           xla_tools.run_hlo_module, argv, preprocess=_refuse_different_random_seeds)
+           lambda p, args: xla_tools.run_hlo_module(p, args, say), argv, preprocess=_refuse_different_random_seeds)
 
 
 def _refuse_different_random_seeds(argv: list[str]) -> list[str]:
@@ -204,7 +204,7 @@ header unless given. For several processes, use 'mlirhlo spmd-run'.
 def multihost_main(argv: list[str] | None = None) -> None:
     """Console scripts ``multihost_hlo_runner`` and ``hlo_runner_main``."""
     _entry("multihost_hlo_runner", MULTIHOST_FLAGS, "[FLAGS] FILE...", _MULTIHOST_DESCRIPTION,
-           lambda p, _: xla_tools.multihost(p), argv)
+           lambda p, _: xla_tools.multihost(p, say), argv)
 
 
 PTX_OPT_FLAGS = [

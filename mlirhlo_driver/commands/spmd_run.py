@@ -1,5 +1,6 @@
-"""An SPMD run laid out over processes: what ``mlirhlo spmd-run`` asks for,
-checked and carried out (execute/spmd.py partitions, compiles and runs one process's part).
+"""``mlirhlo spmd-run`` (and multihost_hlo_runner over several nodes): an SPMD run laid out
+over processes, checked and carried out (execute/spmd.py partitions, compiles and runs one
+process's part). The module is read as every command reads one (core.program).
 
 Promises: :func:`spmd_options` and :func:`check` raise typed errors
 (errors.py) before jax starts or a worker is spawned; :func:`run` returns the
@@ -36,8 +37,8 @@ def spmd_options(flags: dict[str, Any], *, argument_mode: str | None = None, inp
                  partitioner: str | None = None, arg_sharding: tuple[str, ...] = (), **fields: Any) -> Any:
     """spmd.SpmdOptions from the command line's values (``fields`` by their SpmdOptions
     names) and its ``--xla_*`` flags (over XLA_FLAGS); checks what needs no module."""
+    from ..execute import spmd
     from ..targets import debug_options
-    from . import spmd
 
     flags = debug_options(flags)
     if inputs_npz and argument_mode is not None:
@@ -55,7 +56,7 @@ def spmd_options(flags: dict[str, Any], *, argument_mode: str | None = None, inp
 
 def check(launch: SpmdLaunch, options: Any) -> None:
     """The process layout against the options; an output file that cannot be written."""
-    from . import spmd
+    from ..execute import spmd
 
     if launch.dump_output:
         from .. import outputs
@@ -84,7 +85,7 @@ def check(launch: SpmdLaunch, options: Any) -> None:
 
 
 def with_shardings(options: Any, specs: tuple[str, ...] | list[str]) -> Any:
-    from . import spmd
+    from ..execute import spmd
 
     if not specs:
         return options
@@ -92,22 +93,19 @@ def with_shardings(options: Any, specs: tuple[str, ...] | list[str]) -> Any:
 
 
 def load_one(source: str, input_format: str | None, args: str | None) -> Any:
-    """The one module of ``source`` (inputs.LoadedModule)."""
-    from ..inputs import loader
+    """The one module of ``source`` (a core.program.Program)."""
+    from ..core.program import InputOptions, programs
 
-    paths = loader.expand_inputs([source])
-    if len(paths) != 1:
-        raise DriverError(f"spmd-run takes one module; {source} gives {len(paths)}")
-    modules = loader.load(paths[0], input_format=input_format, arg_specs=args)
-    if len(modules) != 1:
-        raise DriverError("spmd-run takes one module", file=source)
-    return modules[0]
+    found = programs([source], InputOptions(input_format, args=args))
+    if len(found) != 1:
+        raise DriverError(f"spmd-run takes one module; {source} gives {len(found)}")
+    return found[0]
 
 
 def run(launch: SpmdLaunch, options: Any) -> int:
     """:func:`check`, then run: in this process (its report on stdout), or as worker
     processes relayed by spmd.supervise. Returns the exit status."""
-    from . import spmd
+    from ..execute import spmd
 
     check(launch, options)
     options = with_shardings(options, launch.arg_sharding)
@@ -121,7 +119,7 @@ def run(launch: SpmdLaunch, options: Any) -> int:
 def launch_processes(launch: SpmdLaunch, options: Any, *, what: str = "processes") -> int:
     """Start ``launch.launch_local`` processes on 127.0.0.1, or this host's one process of
     ``launch.num_processes``, and relay them (spmd.supervise). ``what`` names them in the note."""
-    from . import spmd
+    from ..execute import spmd
 
     if launch.launch_local is not None:
         address = f"127.0.0.1:{spmd.free_port()}"
@@ -144,11 +142,10 @@ def launch_processes(launch: SpmdLaunch, options: Any, *, what: str = "processes
 
 def _in_process(launch: SpmdLaunch, options: Any) -> int:
     from .. import outputs
-    from .._native import jaxlib as _jaxlib
-    from . import spmd
+    from ..execute import spmd
 
     # Before anything starts jax: the host devices exist only if asked for first.
-    _jaxlib.ensure_cpu_devices(options.num_devices)
+    spmd.ensure_host_devices(options.num_devices)
     loaded = load_one(launch.source, launch.input_format, launch.args)
     report = spmd.run_in_process(loaded, options)
     sys.stdout.write(spmd.format_report(report) + "\n")
