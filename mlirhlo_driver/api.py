@@ -34,12 +34,17 @@ __all__ = ["CONVERT_FORMATS", "Compiled", "Program", "Target", "check_format", "
            "from_jax", "llvm_to_ptx", "load", "load_all"]
 
 
-def convert(source: Program | str, fmt: str, *, target_version: str | None = None,
+def convert(source: Any, fmt: str, *, target_version: str | None = None,
             input_format: str | None = None, args: str | None = None) -> str | bytes:
-    """The module of ``source`` (a Program, or what :func:`load` reads) in ``fmt``, one of
-    :data:`CONVERT_FORMATS` (see :meth:`Program.convert`)."""
+    """The module of ``source`` (a Program, a module the loader made, or what :func:`load`
+    reads) in ``fmt``, one of :data:`CONVERT_FORMATS` (see :meth:`Program.convert`)."""
+    from .core.program import from_loaded
+
     check_format(fmt)
-    program = source if isinstance(source, Program) else load(source, input_format=input_format, args=args)
+    if isinstance(source, str):
+        program = load(source, input_format=input_format, args=args)
+    else:
+        program = source if isinstance(source, Program) else from_loaded(source)
     return program.convert(fmt, target_version=target_version)
 
 

@@ -25,7 +25,11 @@ def _tool(name: str) -> str:
 def test_import_layers_and_no_cycles():
     proc = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "Contracts: 3 kept, 0 broken." in proc.stdout
+    import re
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert re.search(rf"Contracts: {len(contracts)} kept, 0 broken\.", proc.stdout), proc.stdout[-500:]
 
 
 def test_ruff_is_clean():
@@ -38,7 +42,7 @@ def test_the_contract_names_every_subpackage():
     import tomllib
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers" and "containers" not in c]
     named = {m.strip().removeprefix("mlirhlo_driver.") for layer in layers for m in layer.split("|")}
     present = {p.stem if p.is_file() else p.name for p in PKG.iterdir()
                if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}

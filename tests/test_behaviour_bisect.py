@@ -52,11 +52,11 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_bisect_names_the_diverging_op(tmp_path, case):
     body, result, line, op = CASES[case]
-    _, module = _module(tmp_path, body, result)
+    path, module = _module(tmp_path, body, result)
     found = run.bisect(module, NAN_Y, OPTIONS)
     assert found is not None, case
     assert op in found.op, (case, found.op)
-    assert found.location == f"-:{line}:8", (case, found.location)  # run_module puts the file name in
+    assert found.location == f"{path}:{line}:8", (case, found.location)  # the module's ops carry its file
     assert found.mismatch.count == 8 and found.mismatch.label == "value"
 
 

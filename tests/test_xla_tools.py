@@ -1192,9 +1192,9 @@ def test_execution_options_device_assignment_and_debug_options():
     """ExecutionOptions' device assignment maps logical device replica * partitions + partition to
     its id (none: empty); one naming a device twice is refused. Its scalar DebugOptions become
     flags (enums by name), less xla_dump_to."""
+    from mlirhlo_driver.errors import DriverError
     from mlirhlo_driver.execute.runner_files import device_ids as _device_ids
     from mlirhlo_driver.execute.runner_files import execution_debug_flags as _execution_debug_flags
-    from mlirhlo_driver.errors import DriverError
     from mlirhlo_driver.ir import protos
 
     def eo(text: str):

@@ -56,6 +56,9 @@ class OptJob:
     xla_instrumentation: Any = None            # xla.instrument.XlaInstrumentation, when asked
     timing_format: str = "text"                # text or json
     defer: bool = False                        # stages may finish in groups (stages.Deferred), in run_batch
+    # Stages made with the others, from the same compile, but not written: their outputs come
+    # back in the rows (OptResult.also), for a caller that reads them (mlirhlo watch's summary).
+    also: tuple[str, ...] = ()
     # The pipeline as given: with the plugins, its identity in the stage cache.
     pipeline_spec: str | None = None
     passes: str | None = None
@@ -89,6 +92,7 @@ class OptResult:
     # Part index -> where its output is kept in the stage cache once finished (a stage
     # finished in a group: core.compiled.Compiled.entry).
     keeps: dict[int, Any] = field(default_factory=dict, repr=False)
+    also: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (stem, stage) -> output (OptJob.also)
     phases: Any = field(default=None, repr=False)  # xla.compile_phases.Clock: --timing with a platform
 
     @property
@@ -157,7 +161,7 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
                 continue
             compiled = core_compiled.Compiled(program, None, stage_options, cache=job.cache,
                                               instrumentation=job.xla_instrumentation, defer=job.defer)
-            compiled.expect(job.stage_names)
+            compiled.expect(job.stage_names + job.also)
             compiles.append((stem, stage_options, compiled))
             for name in job.stage_names:
                 report(progress, done, total, f"{stem}: {name}")
@@ -166,6 +170,8 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
                     result.keeps[len(result.parts)] = compiled.entry(name)
                 result.parts.append((stem, name, out))
                 done += 1
+            for name in job.also:
+                result.also[(stem, name)] = compiled.stage(name)
         _say(job, program, compiles, result, err, timings)
         if not pending(result):
             finalize(job, result)
@@ -597,14 +603,20 @@ def stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[s
     return names
 
 
+def registry_level(name: str) -> str:
+    return stage_registry.stages().stages[name].level
+
+
 def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,
-            progress: Callable[[Any], None] | None = None) -> list[OptResult]:
+            progress: Callable[[Any], None] | None = None, also: tuple[str, ...] = ()) -> list[OptResult]:
     """Check ``o`` against ``target`` (targets.Target), then load, transform and emit every
     module, writing each one's outputs as it finishes. Returns the rows (a failed module
     in a batch is a row); with one module or ``fail_fast`` the failure is raised
     (its DriverError, or :class:`BatchStopped` from a worker). Usage errors raise
     before any module is touched. ``say`` gets the target's notes; ``progress`` events
-    (core.progress) come per stage and per module."""
+    (core.progress) come per stage and per module. ``also``: stages made from the same
+    compiles but not written, their outputs in each row's ``also`` (XLA stages only with a
+    platform)."""
     from ..mlir import pipeline
 
     root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file)
@@ -668,7 +680,8 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
         timing_format=o.timing_format,
         # On a cluster each worker finishes its own: this machine may lack the tools.
         defer=o.scheduler is None,
-        pipeline_spec=o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file, cache=not o.no_cache)
+        pipeline_spec=o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file, cache=not o.no_cache,
+        also=tuple(s for s in also if target.platform is not None or registry_level(s) == "mlir"))
     # Each module's outputs are written as it finishes; a failing one is a row,
     # unless it is the only module or fail_fast stops at it.
     writer = Writer(o.output)

@@ -78,6 +78,16 @@ def opt(ctx: typer.Context) -> None:
     raise typer.Exit(opt_cli.main(list(ctx.args)))
 
 
+@app.command(help="Run opt again whenever its inputs, pipeline file, pass plugins or GPU specs change "
+                  "(a warm process).", add_help_option=False,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def watch(ctx: typer.Context) -> None:
+    # The entry point runs watch itself (cli/watch.py, opt's parser); this lists it at the root.
+    from . import watch as watch_cli
+
+    raise typer.Exit(watch_cli.main(list(ctx.args)))
+
+
 # ------------------------------------------------------------------- passes
 
 @app.command("passes")

@@ -139,6 +139,10 @@ def _main(argv: list[str]) -> None:
         from . import explore
 
         sys.exit(explore.main(argv[1:]))
+    if argv[:1] == ["watch"]:  # opt's command line too, parsed as opt's
+        from . import watch
+
+        sys.exit(watch.main(argv[1:]))
     from . import app
 
     app.run_app(argv, _invoked_command(argv))

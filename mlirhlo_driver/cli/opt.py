@@ -251,16 +251,23 @@ def resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
                            needs_spec=needs_spec)
 
 
-def _run_opt(target: Any, params: dict[str, Any]) -> None:
-    """opt's options by name -> batch.run_opt; a failed module: its summary, and _Failed."""
+def opt_options(params: dict[str, Any]) -> Any:
+    """opt's options by name -> batch.opt.OptOptions (repeatable ones as tuples)."""
     import dataclasses
 
     from ..batch import opt as batch
-    from .common import progress_line, say
 
     names = {f.name for f in dataclasses.fields(batch.OptOptions)}
-    options = batch.OptOptions(**{k: (tuple(v) if isinstance(v, list) and k != "inputs" else v)
-                                  for k, v in params.items() if k in names and v is not None})
+    return batch.OptOptions(**{k: (tuple(v) if isinstance(v, list) and k != "inputs" else v)
+                               for k, v in params.items() if k in names and v is not None})
+
+
+def _run_opt(target: Any, params: dict[str, Any]) -> None:
+    """opt's options by name -> batch.run_opt; a failed module: its summary, and _Failed."""
+    from ..batch import opt as batch
+    from .common import progress_line, say
+
+    options = opt_options(params)
     line = progress_line(params["quiet"], "opt")
     try:
         if line is None:
