@@ -113,11 +113,16 @@ class _Pipe:
             self.events.append(reply)
 
 
-def render(browser: str, page: Path, done: str, *, timeout: float = 45.0,
-           screenshot: bool = False, size: tuple[int, int] = (1400, 1000)) -> Rendered:
-    """Open ``page`` (file://) and evaluate the JS expression ``done`` every 0.2 s until
-    it is truthy (or ``timeout`` s pass: TimeoutError); return its last value, the
-    requests the page made, and a PNG when ``screenshot``."""
+def render(browser: str, page: Path | str, done: str, *, timeout: float = 45.0,
+           screenshot: bool = False, size: tuple[int, int] = (1400, 1000),
+           serve: list[str] | None = None, port: int | None = None) -> Rendered:
+    """Open ``page`` (a file, or a URL) and evaluate the JS expression ``done`` every 0.2 s
+    until it is truthy (or ``timeout`` s pass: TimeoutError); return its last value, the
+    requests the page made, and a PNG when ``screenshot``.
+
+    ``serve``: a server's command line, started first in the browser's network (in the
+    namespace, with its loopback brought up), and the browser only once something listens
+    on 127.0.0.1:``port``; it is stopped with the browser."""
     offline = network_namespace_works()
     isolation = "unshare -n (a network namespace with no interfaces up)" if offline else \
         "host-resolver rules that resolve nothing and a closed proxy port"
@@ -137,11 +142,23 @@ def render(browser: str, page: Path, done: str, *, timeout: float = 45.0,
     os.close(to_r)
     os.close(from_w)
     to_r, from_w = r, w
-    argv = ["bash", "-c", f'exec "$@" 3<&{to_r} 4>&{from_w} {to_r}<&- {from_w}>&-', "bash", *argv]
+    launch = f'exec "$@" 3<&{to_r} 4>&{from_w} {to_r}<&- {from_w}>&-'
+    server_log = None
+    if serve:
+        import shlex
+
+        # The server's own network is the browser's: the namespace's loopback, brought up.
+        # Both run in one process group, ended together.
+        server_log = tempfile.NamedTemporaryFile(prefix="mlirhlo-server-", suffix=".log", delete=False)
+        launch = (("ip link set lo up && " if offline else "")
+                  + f"{shlex.join(serve)} {to_r}<&- {from_w}>&- >{shlex.quote(server_log.name)} 2>&1 & S=$!; "
+                  f"for i in $(seq {int(timeout * 10)}); do (exec 9<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; "
+                  f"sleep 0.1; done; " + launch.replace("exec ", "", 1) + "; kill $S 2>/dev/null; wait")
+    argv = ["bash", "-c", launch, "bash", *argv]
     if offline:
         argv = ["unshare", "-n", *argv]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, pass_fds=(to_r, from_w))
+                            stderr=subprocess.DEVNULL, pass_fds=(to_r, from_w), start_new_session=True)
     os.close(to_r)
     os.close(from_w)
     pipe = _Pipe(proc, to_w, from_r)
@@ -151,7 +168,8 @@ def render(browser: str, page: Path, done: str, *, timeout: float = 45.0,
         session = pipe.call("Target.attachToTarget", deadline, targetId=target, flatten=True)["sessionId"]
         for domain in ("Network", "Runtime", "Page"):
             pipe.call(f"{domain}.enable", deadline, session)
-        pipe.call("Page.navigate", deadline, session, url=page.resolve().as_uri())
+        url = page if isinstance(page, str) else page.resolve().as_uri()
+        pipe.call("Page.navigate", deadline, session, url=url)
         value = None
         while True:
             value = pipe.call("Runtime.evaluate", deadline, session, expression=done,
@@ -159,10 +177,10 @@ def render(browser: str, page: Path, done: str, *, timeout: float = 45.0,
             if value:
                 break
             if any(e.get("method") == "Runtime.exceptionThrown" for e in pipe.events):
-                raise RuntimeError(f"{page.name} threw: {_console(pipe.events)}")
+                raise RuntimeError(f"{_name(page)} threw: {_console(pipe.events)}")
             if time.monotonic() > deadline - 0.3:
-                raise TimeoutError(f"{page.name}: {done!r} still {value!r} after {timeout} s; "
-                                   f"console: {_console(pipe.events)}")
+                raise TimeoutError(f"{_name(page)}: {done!r} still {value!r} after {timeout} s; "
+                                   f"console: {_console(pipe.events)}" + _log(server_log))
             time.sleep(0.2)
         shot = None
         if screenshot:
@@ -181,11 +199,28 @@ def render(browser: str, page: Path, done: str, *, timeout: float = 45.0,
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+        try:  # the browser, and a server started with it
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        if server_log is not None:
+            server_log.close()
+            os.unlink(server_log.name)
         os.close(to_w)
         os.close(from_r)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _name(page: Path | str) -> str:
+    return page if isinstance(page, str) else page.name
+
+
+def _log(server_log) -> str:
+    if server_log is None:
+        return ""
+    return "; server: " + Path(server_log.name).read_text(errors="replace")[-1500:]
 
 
 def _console(events: list[dict]) -> list[str]:

@@ -353,7 +353,7 @@ def test_compiled_stages_is_a_mapping_of_the_platforms_stages(compiles):
     (KeyError, not StageError); CPU has no kernels or fusion costs. MLIR stages need no compile."""
     c = mh.load(str(CHLO)).compile()
     names = [s.name for s in registry.all_for("cpu")]
-    assert list(c.stages) == names and len(c.stages) == len(names) == 14
+    assert list(c.stages) == names and len(c.stages) == len(names) == 15
     assert "ptx" not in c.stages and "nope" not in c.stages
     with pytest.raises(KeyError):
         c.stages["ptx"]

@@ -684,6 +684,13 @@ def test_summarize_reads_the_first_optimized_proto_and_every_memory_stat(monkeyp
                       "output_size_in_bytes": 8, "alias_size_in_bytes": 0, "serialized_size_in_bytes": 5,
                       "generated_code_size_in_bytes": 7})
     s = summarize(art)
+    from mlirhlo_driver.ir import hlo_proto
+    from mlirhlo_driver.xla.summary import fingerprint
+
+    # The fingerprint is the optimized module's (the first proto), not another's.
+    chosen = hlo_proto.decode(_hlo_proto("loop_add_fusion", [64, 32]), "HloProto").hlo_module
+    assert s.pop("hlo_fingerprint") == fingerprint(chosen) != fingerprint(
+        hlo_proto.decode(_hlo_proto("second", [1]), "HloProto").hlo_module)
     assert s == {"fusions": [{"name": "loop_add_fusion", "opcode": "fusion", "kind": "kLoop"}],
                  "buffers": {"allocations": 2, "total_bytes": 96, "parameter_bytes": 0, "output_bytes": 0,
                              "temp_bytes": 96, "constant_bytes": 0, "thread_local_bytes": 0},

@@ -65,10 +65,13 @@ def test_dump_every_stage_of_a_jax_programs_xla_dump_directory(cli, tmp_path):
     for platform in ("cpu", "cuda"):
         names = sorted(os.listdir(out / platform))
         per_module = len([s for s in registry.all_for(platform) if not s.multi])
-        # multi-file stages: a cubin per kernel module, a Triton log per Triton fusion (or one note)
+        # multi-file stages: a cubin per kernel module, a Triton log per Triton fusion (or one note),
+        # model-explorer's graph and (CUDA) an overlay per figure
         cubins = [n for n in names if n.endswith(".cubin")]
         triton_logs = [n for n in names if n.endswith(".triton-passes.txt")]
-        assert len(names) - len(cubins) - len(triton_logs) == 2 * per_module, names
+        explorer = [n for n in names if n.endswith(".model-explorer.json")]
+        assert len(names) - len(cubins) - len(triton_logs) - len(explorer) == 2 * per_module, names
+        assert len(explorer) == (12 if platform == "cuda" else 2), explorer
         assert len(cubins) >= (2 if platform == "cuda" else 0), names
         assert len(triton_logs) >= (2 if platform == "cuda" else 0), names
     ptx = [p for p in os.listdir(out / "cuda") if p.endswith(".ptx")]

@@ -1202,10 +1202,12 @@ def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):
                                          "cache": False})),
     (["diff", "a.hlo"], "diff", (("a.hlo", None), {
         "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": None,
-        "input_options": ("jax", None, False, None), "as_json": False, "cache": True})),
+        "input_options": ("jax", None, False, None), "as_json": False, "cache": True,
+        "explain": False, "debug_options_file_a": None, "debug_options_file_b": None})),
     (["diff", "m.py:f", "--args", "f32[8]", "--no-cache", "--json", "--stage", "hlo"], "diff", (("m.py:f", None), {
         "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": "hlo",
-        "input_options": ("jax", None, False, "f32[8]"), "as_json": True, "cache": False})),
+        "input_options": ("jax", None, False, "f32[8]"), "as_json": True, "cache": False,
+        "explain": False, "debug_options_file_a": None, "debug_options_file_b": None})),
     (["specs", "list"], "spec_table", ((), {"as_json": False})),
     (["specs", "list", "--json"], "spec_table", ((), {"as_json": True})),
     (["passes"], "pass_catalog", ((), {})),

@@ -151,11 +151,13 @@ def test_cuda_stage_all_several_specs(cuda_run):
     assert cuda_run.code == 0
     expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in registry.all_for("cuda") if not s.multi}
     # multi-file stages write <module>.<spec>.<part>.<ext>: cubin one per kernel module,
-    # triton-passes one per Triton fusion (gemm_fusion_dot.5)
+    # triton-passes one per Triton fusion (gemm_fusion_dot.5), model-explorer the graph (part "":
+    # <module>.<spec>.<ext>) and one overlay per figure
     multi = {f for f in cuda_run.files
-             if re.fullmatch(rf"{STEM}\.({'|'.join(SPECS)})\.[\w.]+\.(cubin|triton-passes\.txt)", f)}
+             if re.fullmatch(rf"{STEM}\.({'|'.join(SPECS)})(\.[\w.-]+)?\.(cubin|triton-passes\.txt|model-explorer\.json)",
+                             f)}
     assert cuda_run.files - multi == expected
-    for ext in ("cubin", "triton-passes.txt"):
+    for ext in ("cubin", "triton-passes.txt", "model-explorer.json"):
         assert {f.split(".")[1] for f in multi if f.endswith(ext)} == set(SPECS), ext
     # One compile per (module, spec), however many stages are written.
     assert cuda_run.compiles == [STEM] * len(SPECS)
@@ -413,10 +415,12 @@ def test_default_spec_note(cli, tmp_path):
 
 # ------------------------------------------------------------ determinism
 
-CPU_TEXT = [s.name for s in registry.all_for("cpu") if not s.binary]
+# Multi-file stages are {part: bytes} in the API (model-explorer's determinism:
+# tests/test_model_explorer.py).
+CPU_TEXT = [s.name for s in registry.all_for("cpu") if not s.binary and not s.multi]
 # The Triton stages' second compile of the MLP step costs 25 s (XLA's Triton log): they are
 # checked for determinism on a one-fusion module (test_xla_pass_views.py).
-CUDA_TEXT = [s.name for s in registry.all_for("cuda") if not s.binary
+CUDA_TEXT = [s.name for s in registry.all_for("cuda") if not s.binary and not s.multi
              and s.name not in ("triton", "ttgir", "triton-passes")]
 
 @pytest.mark.parametrize("platform, stage",
@@ -976,6 +980,7 @@ def test_xla_stages_are_registered_with_their_files_and_platforms():
         ("memory-usage", "memory-usage.json", False, both, None, False, None),
         ("cost", "cost.json", False, both, None, False, None),
         ("roofline", "roofline.txt", False, cuda, None, False, None),
+        ("model-explorer", "model-explorer.json", False, both, None, True, None),
         ("llvm-before-optimizations", "ir-no-opt.ll", False, both, None, False, None),
         ("llvm", "ir-with-opt.ll", False, both, None, False, None),
         ("llvm-after-optimizations", "ir-with-opt.ll", False, both, "llvm", False, None),

@@ -401,6 +401,16 @@ def _nothing() -> Any:
     return contextlib.nullcontext()
 
 
+@app.command(help="Show the optimized HLO in Model Explorer, with kernel figures, a diff or a bisect laid on it.",
+             add_help_option=False, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def explore(ctx: typer.Context) -> None:
+    # The entry point parses explore itself (cli/explore.py, opt's options and more); this
+    # command lists it at the root and serves an app invoked directly.
+    from . import explore as explore_cli
+
+    raise typer.Exit(explore_cli.main(list(ctx.args)))
+
+
 # ---------------------------------------------------------------------- diff
 
 @app.command("diff")
@@ -427,6 +437,13 @@ def diff_command(
     input_format: InputFormatOption = None,
     args: ArgsOption = None,
     no_cache: NoCacheOption = False,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Per differing kernel: the fewest differing flags or spec fields that reproduce it "
+                          "on A (delta debugging), and the XLA pass whose disabling removes it.")] = False,
+    debug_options_file_a: Annotated[Optional[str], typer.Option(
+        "--debug-options-file-a", metavar="FILE", help="DebugOptions textproto of side A (under XLA_FLAGS).")] = None,
+    debug_options_file_b: Annotated[Optional[str], typer.Option(
+        "--debug-options-file-b", metavar="FILE", help="DebugOptions textproto of side B (under XLA_FLAGS).")] = None,
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
 
@@ -441,7 +458,9 @@ def diff_command(
         outputs.Sink().emit(commands.diff(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
                                           flags_b=flags_b, stage=stage,
                                           input_options=_input_options(input_format, False, args),
-                                          as_json=json_out, cache=not no_cache, say=say))
+                                          as_json=json_out, cache=not no_cache, explain=explain,
+                                          debug_options_file_a=debug_options_file_a,
+                                          debug_options_file_b=debug_options_file_b, say=say))
     except DriverError as e:
         _fail(e)
 

@@ -135,6 +135,10 @@ def _main(argv: list[str]) -> None:
             interrupts.report()
             code = EXIT_INTERRUPTED
         sys.exit(code)
+    if argv[:1] == ["explore"]:  # opt's command line and more: argparse, as opt's
+        from . import explore
+
+        sys.exit(explore.main(argv[1:]))
     if argv[:1] == ["watch"]:  # opt's command line too, parsed as opt's
         from . import watch
 

@@ -248,15 +248,19 @@ def diff_flags(text: str | None, option: str) -> dict[str, Any]:
 
 def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
          flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
-         input_options: Any = None, as_json: bool = False, cache: bool = True,
+         input_options: Any = None, as_json: bool = False, cache: bool = True, explain: bool = False,
+         debug_options_file_a: str | None = None, debug_options_file_b: str | None = None,
          say: Callable[[str], None] = log_note) -> str:
     """``mlirhlo diff``: the comparison of two compiles (core.diff) as text, or as JSON.
 
     Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``, side B
-    ``input_b`` (default ``input_a``) for the last spec with ``flags_b``; both flags strings
-    go over ``XLA_FLAGS``. Inputs are any a command takes (``input_options``: format, JAX
-    function arguments). Every argument is checked before anything compiles; the default
-    spec's note is said once. Sides come from the stage cache where they are.
+    ``input_b`` (default ``input_a``) for the last spec with ``flags_b``; each side's
+    DebugOptions are its ``debug_options_file_*`` < ``XLA_FLAGS`` < its flags. Inputs are
+    any a command takes (``input_options``: format, JAX function arguments). Every argument
+    is checked before anything compiles; the default spec's note is said once. Sides come
+    from the stage cache where they are. ``explain``: also, per differing kernel, its cause
+    among the differing flags and spec fields and the XLA pass behind it (core.explain;
+    the JSON's ``explain``, after the text's report); one input only, and no ``stage``.
     """
     import json
 
@@ -267,15 +271,20 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
 
     if platform is None:
         raise DriverError(f"diff compares XLA compiles: give {param('platform', 'cpu|cuda')}")
+    if stage is not None and explain:
+        raise DriverError(f"give {param('stage')} or {param('explain')}, not both")
     platform = targets.platform_name(platform)
     spec_a, spec_b = diff_spec_names(platform, gpu_spec)
     fa, fb = diff_flags(flags_a, "flags_a"), diff_flags(flags_b, "flags_b")
     if stage is not None:
         stage = core_diff.check_stage(stage, platform)
-    sides_in = [(input_a, spec_a, fa), (input_b or input_a, spec_b, fb)]
-    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f) for _, s, f in sides_in]
+    sides_in = [(input_a, spec_a, fa, debug_options_file_a), (input_b or input_a, spec_b, fb, debug_options_file_b)]
+    if explain and sides_in[0][0] != sides_in[1][0]:
+        raise DriverError(f"{param('explain')} explains the differences of flags and GPU specs: give one input",
+                          hint="two inputs differ in their HLO itself; 'mlirhlo diff A B --stage hlo' shows it")
+    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f, debug_options_file=d) for _, s, f, d in sides_in]
     loaded: dict[str, Any] = {}
-    for path, _, _ in sides_in:
+    for path, *_ in sides_in:
         if path not in loaded:  # a bad input fails before either compile
             found = programs([path], input_options or InputOptions())
             if len(found) != 1:
@@ -287,14 +296,20 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
         t.notes = []
     for n in notes:
         say(n.removeprefix("note: "))
-    compiles = [Compiled(loaded[path], t, t.options(), cache=cache) for (path, _, _), t in zip(sides_in, tgts)]
+    compiles = [Compiled(loaded[side[0]], t, t.options(), cache=cache) for side, t in zip(sides_in, tgts)]
     side_a = core_diff.side(compiles[0], stage)
     # The same compile twice (the cache off): once is enough.
     side_b = side_a if sides_in[0] == sides_in[1] else core_diff.side(compiles[1], stage)
     for n in dict.fromkeys(n for c in compiles for n in c.notes):
         say(n)
     result = core_diff.compare(side_a, side_b)
-    return json.dumps(result, indent=2) + "\n" if as_json else core_diff.text(result)
+    if explain:
+        from ..core import explain as explaining
+
+        result["explain"] = explaining.explain(compiles[0], compiles[1], side_a, side_b, result)
+    if as_json:
+        return json.dumps(result, indent=2) + "\n"
+    return core_diff.text(result) + ("\n" + explaining.text(result["explain"]) if explain else "")
 
 
 def cuda_plugin_install(*, cuda: int | None = None, force: bool = False) -> str:

@@ -120,7 +120,9 @@ class Compiled:
 
     # ------------------------------------------------------------ the cache
 
-    def _key(self, stage: Any) -> str | None:
+    def _base_key(self) -> str | None:
+        """The keys' common part: the environment, the program and the target; None when
+        nothing of this compile is cached."""
         if not self.cache:
             return None
         if self._base is False:
@@ -134,7 +136,10 @@ class Compiled:
                 if target is not None:
                     self._base = cache.digest(("environment", cache.environment()),
                                               ("program", self.program.identity), ("target", target))
-        if self._base is None:
+        return self._base  # type: ignore[return-value]
+
+    def _key(self, stage: Any) -> str | None:
+        if self._base_key() is None:
             return None
         from . import cache
 
@@ -173,6 +178,18 @@ class Compiled:
 
         return cache.Entry(key, tuple(self._request.notes if self._request is not None else ()),
                            self.program.pipeline_output)
+
+    def cache_key(self, what: str) -> str | None:
+        """Where a product of this compile that is no stage (``diff --explain``'s pass log)
+        is kept in the stage cache (``core.cache.put_output``/``get_output``): keyed by
+        ``what`` over the same environment, program and target as the stages; None when
+        this compile is not cached."""
+        base = self._base_key()
+        if base is None:
+            return None
+        from . import cache
+
+        return cache.digest(("base", base), ("product", what))
 
     def keep(self, name: str, data: Any) -> None:
         """Store a stage's output computed here."""
@@ -316,16 +333,38 @@ class Compiled:
 
         return Rows(self.request.derived("xla-compile-phases", compute))
 
-    def diff(self, other: Compiled, *, stage: str | None = None) -> dict[str, Any]:
+    def with_options(self, options: StageOptions) -> Compiled:
+        """The same program compiled for other stage options (another GPU spec, other XLA
+        flags), with this one's target and cache setting: ``diff --explain``'s trials, whose
+        stages the cache keeps like any other."""
+        return Compiled(self.program, self.target, options, cache=self.cache)
+
+    def diff(self, other: Compiled, *, explain: bool = False, stage: str | None = None) -> dict[str, Any]:
         """This compile (side A) against ``other`` (side B), as ``mlirhlo diff --json`` gives
         it: ``a``, ``b``, ``fusions``, ``kernels`` (None on CPU), ``memory``, ``buffers``,
         ``stage`` (a unified diff of ``stage``, XLA's names renumbered; None without one)
-        and ``identical`` (see ``core.diff.compare``)."""
+        and ``identical`` (see ``core.diff.compare``). ``explain``: also ``explain``, as
+        ``diff --explain`` gives it: per differing kernel, the fewest differing DebugOptions
+        or GPU spec fields that reproduce the difference on A and the XLA pass whose
+        disabling removes it (``core.explain.explain``); both sides must compile one
+        program (DriverError otherwise)."""
         from . import diff
 
+        if explain and not same_program(self.program, other.program):
+            from ..errors import DriverError
+
+            raise DriverError("explain compares flags and GPU specs: both sides must compile one program",
+                              hint="a.compile(target_a).diff(a.compile(target_b), explain=True)")
         if stage is not None:
             stage = diff.check_stage(stage, self.platform)
-        return diff.compare(diff.side(self, stage), diff.side(other, stage))
+        side_a = diff.side(self, stage)
+        side_b = diff.side(other, stage)
+        result = diff.compare(side_a, side_b)
+        if explain:
+            from . import explain as explaining
+
+            result["explain"] = explaining.explain(self, other, side_a, side_b, result)
+        return result
 
     def write(self, directory: str, stages: str | list[str] = "all") -> list[str]:
         """Write stages as ``<module>.<ext>`` files (``<module>.<part>.<ext>`` for
@@ -362,6 +401,14 @@ class _Stages(Mapping):
 
     def _names(self) -> list[str]:
         return [s.name for s in registry.all_for(self._compiled.platform)]
+
+
+def same_program(a: Any, b: Any) -> bool:
+    """Whether two programs (core.program.Program) are one module: the same object, the
+    same content identity, or the same StableHLO text."""
+    if a is b or (a.identity is not None and a.identity == b.identity):
+        return True
+    return a.stage("stablehlo") == b.stage("stablehlo")
 
 
 def compile_all(programs: list[Any], target: Any, **kw: Any) -> Iterator[tuple[Any, Compiled]]:

@@ -90,8 +90,8 @@ def stage_diff(a: str, b: str, label_a: str, label_b: str) -> str:
 def side(compiled: Any, stage: str | None = None) -> dict[str, Any]:
     """One compile (core.compiled.Compiled, one target) summarized: ``input`` (its
     source), ``module``, ``platform``, ``gpu_spec`` ({name, sm, gpu} or None),
-    ``xla_flags`` (the target's, by name), ``fusions``, ``buffers``, ``memory``
-    (xla.summary.summarize), ``kernels`` (KernelRow.to_dict each; None on CPU),
+    ``xla_flags`` (the target's, by name), ``fusions``, ``buffers``, ``memory``,
+    ``hlo_fingerprint`` (xla.summary.summarize), ``kernels`` (KernelRow.to_dict each; None on CPU),
     ``stage`` (the stage's text, or None) and ``stage_name``."""
     from .. import registry
     from ..stages.base import single_output

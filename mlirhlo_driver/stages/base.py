@@ -62,6 +62,8 @@ class Stage:
     # Not a user's output but a product other parts read (diff's summary, kernel rows as
     # data): produced and cached as a stage, never listed or in 'all'.
     hidden: bool = False
+    # What a multi-file stage's parts are, for the error that it has several.
+    parts: str = "one per kernel module"
 
     def filename(self, module_name: str, part: str | None = None) -> str:
         return f"{module_name}.{part}.{self.ext}" if part else f"{module_name}.{self.ext}"
@@ -85,7 +87,7 @@ def single_output(stage: Stage, data: str | bytes | dict[str, bytes]) -> str | b
     if not data:
         raise StageError(f"stage '{stage.name}' has nothing to give: the compile made no kernels "
                          "(XLA ran every op without one)")
-    raise StageError(f"stage '{stage.name}' gives {len(data)} files (one per kernel module): "
+    raise StageError(f"stage '{stage.name}' gives {len(data)} files ({stage.parts}): "
                      "use --dump-dir", hint=", ".join(stage.filename("<module>", p) for p in list(data)[:3])
                      + (", ..." if len(data) > 3 else ""))
 

@@ -122,12 +122,12 @@ def _roofline(req: Any) -> str:
     return roofline.table_text(req.module_name, req.options.gpu_spec, cost_rows(req)[0])
 
 
-def _optimized_proto(req: Any) -> bytes:
+def _optimized_proto(req: Any, stage: str = "cost") -> bytes:
     from ..errors import StageError
 
     art = artifacts(req, dumps=(_EXE,))
     if not art.optimized_proto:
-        raise StageError("stage 'cost' reads the optimized module, and XLA made no executable"
+        raise StageError(f"stage '{stage}' reads the optimized module, and XLA made no executable"
                          + (f" (compile failed: {art.compile_error})" if art.compile_error else ""))
     return art.optimized_proto
 
@@ -149,6 +149,22 @@ def _launched(req: Any) -> dict[str, Any]:
         return fusions.by_kernel(fusions.launched(proto)) if proto else {}
 
     return req.derived("launched", compute)
+
+
+# ------------------------------------------------------------------ Model Explorer
+
+def _model_explorer(req: Any) -> dict[str, bytes]:
+    """The graph (part ``""``: ``<module>.model-explorer.json``) and, on CUDA, one node-data
+    overlay per figure (``<module>.<figure>.model-explorer.json``; ir/model_explorer.py)."""
+    from ..ir import model_explorer
+
+    graph = model_explorer.graph_collection(_optimized_proto(req, "model-explorer"), req.module_name, req.source)
+    out = {"": model_explorer.to_json(graph).encode()}
+    if req.options.platform == "cuda":
+        overlays = model_explorer.figure_overlays(graph, [r.to_dict() for r in cost_rows(req)[0]],
+                                                  [r.to_dict() for r in kernel_rows(req)])
+        out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
+    return out
 
 
 def _llvm_before(req: Any) -> str:
@@ -535,6 +551,13 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("roofline", "roofline.txt", XLA, False,
                      "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
                      "time on the spec's GPU", _roofline, CUDA_ONLY, dumps=(_EXE,)))
+    stages.add(Stage("model-explorer", "model-explorer.json", XLA, False,
+                     "Model Explorer graph JSON of the optimized HLO (fusions as layers) and, on CUDA, "
+                     "node-data overlays: roofline time, bound, registers, occupancy, spills",
+                     _model_explorer, multi=True, parts="the graph and one overlay per figure",
+                     # the optimized module (the graph), and on CUDA the PTX its kernel
+                     # overlays assemble (as 'kernels' does)
+                     dumps=(_PTX, _EXE)))
     stages.add(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
                      "LLVM IR as emitted, before LLVM's optimizations", _llvm_before, dumps=(_LLVM,)))
     stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after,

@@ -28,8 +28,8 @@ BUFFER_FIELDS = ("allocations", "total_bytes", "parameter_bytes", "output_bytes"
 
 
 def summarize(art: Any) -> dict[str, Any]:
-    """``{"fusions": [...], "buffers": {...}, "memory": {...}}`` of a compile
-    (xla.backend.XlaArtifacts, with the optimized HloProto dumped).
+    """``{"fusions": [...], "buffers": {...}, "memory": {...}, "hlo_fingerprint": ...}`` of a
+    compile (xla.backend.XlaArtifacts, with the optimized HloProto dumped; :func:`fingerprint`).
 
     ``fusions``: each fusion and custom call outside fused computations, in module
     order: ``{"name", "opcode", "kind"}``, where ``kind`` is the fusion kind (with
@@ -48,7 +48,19 @@ def summarize(art: Any) -> dict[str, Any]:
     proto = hlo_proto.decode(found[0][1], "HloProto")
     return {"fusions": fusions(proto.hlo_module),
             "buffers": buffer_totals(proto.buffer_assignment),
-            "memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS}}
+            "memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS},
+            "hlo_fingerprint": fingerprint(proto.hlo_module)}
+
+
+def fingerprint(module: Any) -> str:
+    """SHA-256 of an optimized HloModuleProto without its id (XLA numbers modules per
+    process): equal for two compiles that made the same HLO."""
+    import hashlib
+
+    copy = type(module)()
+    copy.CopyFrom(module)
+    copy.ClearField("id")
+    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
 
 
 def fusions(module: Any) -> list[dict[str, str]]:
