@@ -248,6 +248,7 @@ def _check_values(module: Any, source: str, line_offset: int) -> tuple[Any, list
     added after the originals that return the operands of each checked value's op."""
     from jaxlib.mlir import ir
 
+    from mlirhlo_driver.execute import engine
     from mlirhlo_driver.inputs import checks
     from mlirhlo_driver.ir import emit
 
@@ -269,7 +270,7 @@ def _check_values(module: Any, source: str, line_offset: int) -> tuple[Any, list
                     "has_side_effect": ir.BoolAttr.get(True)}, ip=ir.InsertionPoint(ret))
             probed.append(len(operands))
     plan = checks.prepare(m, source=source, line_offset=line_offset)
-    outputs = checks.run_cpu(plan)
+    outputs = engine.run_plan(plan)[0]
     n = len(infos)
     probes, operands, at = plan.checks[n:], [], 0
     for count in probed:
@@ -319,7 +320,8 @@ def promoted_reference(plan: Any, index: int) -> Any | None:
     import numpy as np
 
     from mlirhlo_driver._native import jaxlib as _jaxlib
-    from mlirhlo_driver.inputs import checks, loader
+    from mlirhlo_driver.execute import engine
+    from mlirhlo_driver.inputs import loader
 
     text = _NARROW.sub("f64", _DENSE.sub(_widen_hex, str(plan.module)))
     if text == str(plan.module):
@@ -329,16 +331,16 @@ def promoted_reference(plan: Any, index: int) -> Any | None:
         args = []
         for p in plan.parameters:
             p = np.asarray(p)
-            kind = checks._dtype_class(p.dtype)
+            kind = engine._dtype_class(p.dtype)
             if kind == "complex":
                 p = p.astype(np.complex128)
             elif kind == "float":
                 p = p.astype(np.float64)
             args.append(p)
-        _jaxlib.enable_x64()
         devices = _jaxlib.cpu_devices()[:1]
-        exe = _jaxlib.compile_executable(module, devices, _jaxlib.compile_options())
-        return _jaxlib.execute(exe, args, devices[0])[index]
+        with _jaxlib.x64(True):  # the widened module's f64 values stay f64
+            exe = _jaxlib.compile_executable(module, devices, _jaxlib.compile_options())
+            return _jaxlib.execute(exe, args, devices[0])[index]
     except Exception as e:  # noqa: BLE001 - no reference is a finding, not a failure of the report
         print(f"note: no float64 reference: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         return None
@@ -426,21 +428,22 @@ def check_evidence(check: Any, outputs: list[Any], info: OpInfo, operands: list[
     """The evidence of one failing check, from the arrays."""
     import numpy as np
 
+    from mlirhlo_driver.execute import engine
     from mlirhlo_driver.inputs import checks
 
     a, e = np.asarray(outputs[check.actual_index]), np.asarray(outputs[check.expected_index])
-    cls = checks._dtype_class(a.dtype)
+    cls = engine._dtype_class(a.dtype)
     ok = _passing(check, a, e, cls)
     bad_idx = list(zip(*np.nonzero(~ok))) if a.ndim else ([()] if not ok else [])
     ev = CheckEvidence(check.kind, check.location, info.name, str(a.dtype), tuple(a.shape),
                        len(bad_idx), int(a.size), dict(check.options), unstable_sort=info.unstable_sort)
     if cls not in ("float", "complex") or not bad_idx:
         return ev
-    ulp = checks.ulp_difference(a, e)
+    ulp = engine.ulp_difference(a, e)
     bad_ulps = [int(ulp[i]) for i in bad_idx]
     ev.max_ulp = max(bad_ulps)
     if len(bad_idx) <= 8:
-        ev.elements = [f"[{', '.join(map(str, map(int, i)))}]: {'inf' if u == checks.MAX_ULP else u}"
+        ev.elements = [f"[{', '.join(map(str, map(int, i)))}]: {'inf' if u == engine.MAX_ULP else u}"
                        for i, u in zip(bad_idx, bad_ulps)]
     for u in bad_ulps:
         ev.ulp_counts[_ulp_bucket(u)] = ev.ulp_counts.get(_ulp_bucket(u), 0) + 1
@@ -484,9 +487,10 @@ def _fmt(x: Any) -> str:
 
 
 def _passing(check: Any, a: Any, e: Any, cls: str) -> Any:
-    """The elements that pass, by the check's semantics (inputs.checks.evaluate_check's)."""
+    """The elements that pass, by the check's semantics (execute.engine.evaluate_check's)."""
     import numpy as np
 
+    from mlirhlo_driver.execute import engine
     from mlirhlo_driver.inputs import checks
 
     if check.kind == "expect_eq":
@@ -498,16 +502,16 @@ def _passing(check: Any, a: Any, e: Any, cls: str) -> Any:
     if check.kind == "expect_almost_eq":
         tol = float(check.options.get("tolerance", checks.DIALECT_TOLERANCE))
         if cls == "complex":
-            return checks._almost_equal_parts(a.real, e.real, tol) & checks._almost_equal_parts(a.imag, e.imag, tol)
+            return engine._almost_equal_parts(a.real, e.real, tol) & engine._almost_equal_parts(a.imag, e.imag, tol)
         if cls == "float":
-            return checks._almost_equal_parts(a, e, tol)
-        return checks._abs_error(a, e, cls) <= tol
+            return engine._almost_equal_parts(a, e, tol)
+        return engine._abs_error(a, e, cls) <= tol
     lo = int(check.options.get("min_ulp_difference", 0))
     hi = int(check.options.get("max_ulp_difference", checks.CUSTOM_CALL_MAX_ULP))
     if cls in ("float", "complex"):
-        u = checks.ulp_difference(a, e)
+        u = engine.ulp_difference(a, e)
     else:
-        u = np.minimum(checks._abs_error(a, e, cls), 2.0**63).astype(np.uint64)
+        u = np.minimum(engine._abs_error(a, e, cls), 2.0**63).astype(np.uint64)
     return (u >= np.uint64(lo)) & (u <= np.uint64(hi))
 
 
@@ -526,18 +530,16 @@ def _reference(check: Any, info: OpInfo, operands: list[Any], plan: Any, a: Any)
 
 def file_evidence(row: dict) -> FileEvidence:
     """Evidence of one failing row of ``mlirhlo run --json``."""
-    from mlirhlo_driver._native import jaxlib as _jaxlib
-    from mlirhlo_driver.inputs import checks, loader
+    from mlirhlo_driver.execute import engine
+    from mlirhlo_driver.inputs import loader
 
     ev = FileEvidence(row["module"], row["source"], row["status"], row["message"])
     if row["status"] != "check-failed":
         return ev
     loaded = loader.load(row["source"])[0]
-    if checks.needs_x64(loaded.module):
-        _jaxlib.enable_x64()
     plan, outputs, producers = _check_values(loaded.module, row["source"], loaded.line_offset)
     for check, (info, operands) in zip(plan.checks, producers):
-        if checks.evaluate_check(check, outputs).passed:
+        if engine.evaluate_check(check, outputs).passed:
             continue
         ev.checks.append(check_evidence(check, outputs, info, operands, plan))
     return ev

@@ -133,8 +133,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "ir/fusions.py": ["test_cuda_stages.py", "test_api.py", "test_fusions.py"],
     "cuda/roofline.py": ["test_cuda_stages.py", "test_roofline.py"],
     "ir/hlo_dataflow.py": ["test_emit.py", "test_checks.py"],
-    "batch/cache.py": ["test_cache.py"],
-    "batch/diff.py": ["test_diff.py"],
+    "core/cache.py": ["core/test_cache.py"],
+    "core/diff.py": ["test_diff.py"],
     "xla/summary.py": ["test_diff.py"],
     "execute/interpreter.py": ["test_bench.py", "test_run.py", "test_mutation_guards_lib.py"],
 }
@@ -213,10 +213,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("xla/flags.py", 'if not stripped or stripped.startswith("#"):', "Or -> And"):
         "blank and comment lines skipped early are skipped again by the field loop below "
         "(its first check breaks on an empty or '#' rest of line); nothing else reaches it",
-    ("batch/cache.py", "return cache_dir() / key[:2] / (key + _SUFFIX)", "2 -> 3"):
+    ("core/cache.py", "return cache_dir() / key[:2] / (key + _SUFFIX)", "2 -> 3"):
         "the fan-out directory of a private cache: _entry_path is the one place entries are named, "
         "for writing, reading and pruning alike, so a three-character fan-out finds every entry it wrote",
-    ("commands/xla_tools.py", "if not module.name or not module.computations:", "Or -> And"):
+    ("execute/runner_files.py", "if not module.name or not module.computations:", "Or -> And"):
         "a snapshot whose module lacks only its name or only its computations ends in the same error "
         "line either way (run_hlo_module on both kinds, with and without the mutant: "
         "'FILE:2:1: unexpected character', exit 2); only a module lacking both differs, and both checks see it",
@@ -247,7 +247,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                         "markup=False).print(table)",
      "False -> True"):
         "highlight only adds styles, and no_color=True drops every style from the text",
-    ("batch/diff.py", 'width = max([len(_kernel_name(x["kernel"], x["launch"])) for x in k["only_a"] + k["only_b"]] + [0])',
+    ("core/diff.py", 'width = max([len(_kernel_name(x["kernel"], x["launch"])) for x in k["only_a"] + k["only_b"]] + [0])',
      "0 -> 1"):
         "the default width is taken only when no kernel is on one side only, and then no row is padded to it",
     ("ir/hlo_proto.py", "if _last_sniff is not None and _last_sniff[0] == buf:  # detect_format, then the loader",
@@ -271,7 +271,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the compile options fix a 1x1 device assignment, so XLA compiles for the first device "
         "whatever else the list holds; with --xla_force_host_platform_device_count=4 (so a second "
         "device exists) opt's hlo, buffer-assignment and llvm stages are byte-identical either way",
-    ("batch/diff.py", "return round(b - a, 4) if isinstance(a, float) or isinstance(b, float) else b - a",
+    ("core/diff.py", "return round(b - a, 4) if isinstance(a, float) or isinstance(b, float) else b - a",
      "4 -> 5"):
         "the one float field a side holds is occupancy, already rounded to 4 places "
         "(Occupancy.to_dict), and memory and buffer fields are ints: the difference of two "
@@ -334,13 +334,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("mlir/pipeline.py", "for n in range(1, len(flat) + 1):", "1 -> 2 #2"):
         "the extra step runs flat[:len(flat) + 1], the whole pipeline again: it ran one step earlier, "
         "and had it failed the loop would have returned then",
-    ("batch/diff.py", "SIDE_FORMAT = 1", "1 -> 2"):
-        "a format version that only goes into the cache key's hash: both sides of one tree agree on "
-        "it; it matters only between two versions of the package sharing a cache",
-    ("batch/diff.py", 'return ""', "return None"):
+    ("core/diff.py", 'return ""', "return None"):
         "the text goes only into a rich table cell, and rich renders None as an empty cell "
         "(Table.add_row documents it): the table is byte-identical",
-    ("batch/diff.py", 'width = max([len(x["name"]) for x in f["only_a"] + f["only_b"] + f["kind_changed"]] + [0])',
+    ("core/diff.py", 'width = max([len(x["name"]) for x in f["only_a"] + f["only_b"] + f["kind_changed"]] + [0])',
      "0 -> 1"):
         "the default counts only when no fusion row is printed (fusion names are never empty), "
         "as for the kernel list's width",
@@ -416,13 +413,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("ir/literals.py", 'inner = ",\\n".join(block(r, depth + 1, index + (i,)) for i, r in enumerate(x))',
      "Add -> Sub"):
         "depth is only compared with 0, and a nested call's depth is never 0 either way",
-    ("batch/cache.py", "if not value or len(value) > 4096:", "4096 -> 4097"):
-        "the bound only saves work: no value of 4096 characters or more names a file (PATH_MAX is "
-        "4096 with its NUL; isdir and isfile are False for such paths)",
-    ("batch/cache.py", "if not value or len(value) > 4096:", "Gt -> GtE"):
-        "the bound only saves work: no value of 4096 characters or more names a file (PATH_MAX is "
-        "4096 with its NUL; isdir and isfile are False for such paths)",
-    ("batch/cache.py",
+    ("core/cache.py",
      'fd, self._tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=self.path.parent)', "16 -> 17"):
         "only a temporary file's name prefix: 'cache clear' removes temporary files by */.*.tmp, "
         "which matches either way",

@@ -169,7 +169,7 @@ def test_the_interpreter_is_kept_and_replaced_after_a_crash():
     assert engine.run_interpreter(add, [x])[0][0].tolist() == (2 * x).tolist()
     helper = isolate._helpers[()].pid
     engine.run_interpreter(add, [x])
-    with pytest.raises(CompileError, match="^error: the StableHLO interpreter failed: InputError: "):
+    with pytest.raises(CompileError, match="^the StableHLO interpreter failed: InputError: "):
         interpreter.evaluate(b"not MLIR", [], [])
     assert isolate._helpers[()].pid == helper  # one helper for all of these
     with pytest.raises(CompileError) as ei:
@@ -247,15 +247,19 @@ def test_what_a_call_writes_to_stderr_comes_back_in_whole_lines(capfd):
     assert seen == ["to a handler"] and capfd.readouterr().err == ""
 
 
-def test_a_note_about_this_jaxlib_is_said_once(capfd, monkeypatch):
-    from mlirhlo_driver import errors
-    from mlirhlo_driver._native import jaxlib as _jaxlib
+def test_a_note_about_this_jaxlib_is_said_once_per_process(monkeypatch):
+    """What the installed XLA does differently with a spec is a compile's note the first time only."""
+    from types import SimpleNamespace
 
-    monkeypatch.setenv(errors._FLAGS_ENV, "1")
-    monkeypatch.setattr(_jaxlib, "_noted", set())
-    for message in ("no such field here", "no such field here", "another"):
-        _jaxlib.note_once(message)
-    assert capfd.readouterr().err == "note: no such field here\nnote: another\n"
+    from mlirhlo_driver.cuda import specs
+    from mlirhlo_driver.xla import backend
+
+    monkeypatch.setattr(backend, "_said", set())
+    monkeypatch.setattr(specs, "installed_xla_notes", lambda text: ["no such field here", "another"])
+    options = SimpleNamespace(platform="cuda", gpu_spec=SimpleNamespace(text="spec"))
+    assert backend._spec_notes(options) == ["no such field here", "another"]
+    assert backend._spec_notes(options) == []
+    assert backend._spec_notes(SimpleNamespace(platform="cpu", gpu_spec=None)) == []
 
 
 FORKED_CHATTER = """

@@ -744,8 +744,11 @@ def test_xla_tool_flag_errors_are_one_line_exit_2(tool_run):
 def test_run_hlo_module_gets_the_line_without_different_random_seeds(tool_run):
     """run_hlo_module: the run gets the flags parsed and the line as given, less a false
     --different_random_seeds."""
-    code, out, err, [(p, argv)] = tool_run(
+    from mlirhlo_driver.cli.common import say
+
+    code, out, err, [(p, argv, notes)] = tool_run(
         "run_hlo_module_main", ["--nodifferent_random_seeds", "--iterations=3", "m.hlo", "--different-random-seeds=0"])
+    assert notes is say  # the tool's notes go to its stderr
     assert (code, out, err) == (0, "", "")
     assert argv == ["--nodifferent_random_seeds", "--iterations=3", "m.hlo", "--different-random-seeds=0"]
     assert p["iterations"] == 3 and p.positionals == ["m.hlo"]

@@ -88,7 +88,7 @@ def test_resolve_vhlo_version_refuses_malformed(target, monkeypatch):
     minimum, current = _versions()
     with pytest.raises(StageError) as e:
         emit.resolve_vhlo_version(target)
-    assert e.value.format() == (f"error: malformed target_version '{target}' (use MAJOR.MINOR.PATCH between "
+    assert e.value.format("params") == (f"error: malformed target_version '{target}' (use MAJOR.MINOR.PATCH between "
                                 f"{minimum} and {current}, or 'current'/'minimum')")
 
 
@@ -102,7 +102,7 @@ def test_resolve_vhlo_version_refuses_outside_the_range(monkeypatch):
     for target in (below, f"{major}.{minor}.{patch + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0", "0.0.0"):
         with pytest.raises(StageError) as e:
             emit.resolve_vhlo_version(target)
-        assert e.value.format() == (f"error: target_version='{target}' is outside what this StableHLO supports "
+        assert e.value.format("params") == (f"error: target_version='{target}' is outside what this StableHLO supports "
                                     f"(between {minimum} and {current})")
 
 

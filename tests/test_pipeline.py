@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import DATA, filecheck
 
-from mlirhlo_driver.errors import PipelineError
+from mlirhlo_driver.errors import FLAGS, PipelineError, spell
 from mlirhlo_driver.mlir import pipeline
 from mlirhlo_driver.mlir.passes import all_passes
 
@@ -717,14 +717,14 @@ def test_a_pass_list_places_its_nests_and_errors_at_their_columns():
     assert [(type(i).__name__, i.col) for i in root.items] == [("PassRef", 1), ("Nest", 5)]
     with pytest.raises(PipelineError) as e:
         pipeline.from_pass_list("cse,legalise", SMALL)
-    assert (e.value.file, e.value.line, e.value.col, e.value.message, e.value.hint) == \
+    assert (spell(e.value.file, FLAGS), e.value.line, e.value.col, e.value.message, e.value.hint) == \
         ("--passes", 1, 5, "unknown pass 'legalise'", "did you mean 'legalize'?")
     with pytest.raises(PipelineError) as e:
         pipeline.from_pass_list("cse,,cse", SMALL)
-    assert (e.value.file, e.value.col) == ("--passes", 5)
+    assert (spell(e.value.file, FLAGS), e.value.col) == ("--passes", 5)
     with pytest.raises(PipelineError) as e:
         pipeline.from_pass_list("cse,func.func(cse)", SMALL)
-    assert (e.value.file, e.value.line, e.value.message) == \
+    assert (spell(e.value.file, FLAGS), e.value.line, spell(e.value.message, FLAGS)) == \
         ("--passes", 1, "--passes takes a plain comma list; use --pipeline for nesting")
 
 
@@ -781,7 +781,8 @@ def test_an_unknown_named_pipeline_gets_a_hint(name, hint):
     """An unknown @NAME: a close match if there is one, else where to look."""
     with pytest.raises(PipelineError) as e:
         pipeline.resolve_named(name)
-    assert (e.value.file, e.value.message, e.value.hint) == ("--pipeline", f"unknown named pipeline '@{name}'", hint)
+    assert (spell(e.value.file, FLAGS), e.value.message, e.value.hint) == \
+        ("--pipeline", f"unknown named pipeline '@{name}'", hint)
 
 
 def test_resolve_takes_one_spelling_of_a_pipeline(tmp_path):
@@ -789,7 +790,7 @@ def test_resolve_takes_one_spelling_of_a_pipeline(tmp_path):
     assert pipeline.resolve(catalog=SMALL) is None
     with pytest.raises(PipelineError) as e:
         pipeline.resolve("cse", passes="cse", catalog=SMALL)
-    assert e.value.message == "give only one of pipeline, passes and pipeline_file"
+    assert str(e.value) == "give only one of pipeline, passes and pipeline_file"
     with pytest.raises(PipelineError):
         pipeline.resolve(passes="cse", pipeline_file="x.pipeline", catalog=SMALL)
     assert pipeline.resolve(passes="legalize,cse", catalog=SMALL).render() == \
@@ -805,16 +806,17 @@ def test_resolve_takes_one_spelling_of_a_pipeline(tmp_path):
     assert (e.value.file, e.value.col, e.value.message) == (str(f), 21, "unknown pass 'symbol-dse'")
     with pytest.raises(PipelineError) as e:
         pipeline.resolve("cse,legalize", catalog=SMALL)
-    assert (e.value.file, e.value.col) == ("--pipeline", 5)
+    assert (spell(e.value.file, FLAGS), e.value.col) == ("--pipeline", 5)
     with pytest.raises(PipelineError) as e:
         pipeline.resolve("@simplify", catalog=SMALL)  # its passes are not in this catalogue
     assert e.value.file == str(pipeline.pipeline_dir() / "simplify.pipeline")
     with pytest.raises(PipelineError) as e:
         pipeline.resolve(passes="py-func{a=1}", catalog=SMALL)
-    assert (e.value.file, e.value.col, e.value.message) == ("--passes", 8, "Python pass 'py-func' takes no options")
+    assert (spell(e.value.file, FLAGS), e.value.col, e.value.message) == \
+        ("--passes", 8, "Python pass 'py-func' takes no options")
     with pytest.raises(PipelineError) as e:
         pipeline.resolve("py-mod{a=1}", catalog=SMALL)
-    assert (e.value.file, e.value.col, e.value.message) == ("--pipeline", 7, "Python pass 'py-mod' takes no options")
+    assert (spell(e.value.file, FLAGS), e.value.col, e.value.message) == ("--pipeline", 7, "Python pass 'py-mod' takes no options")
 
 
 def test_resolve_a_named_pipeline_is_its_files_spec(catalog):
@@ -1057,7 +1059,7 @@ def test_python_passes_join_the_native_ones_in_one_pass_manager(marker):
         assert str(native) == "builtin.module(func.func(cse),symbol-dce)"
         with pytest.raises(PipelineError) as e:
             pipeline.build_pass_manager(pipeline.parse_spec("builtin.module(cse,gpu.module(cse,mark-op))"))
-    assert (e.value.file, e.value.col, e.value.message) == \
+    assert (spell(e.value.file, FLAGS), e.value.col, e.value.message) == \
         ("--pipeline", 35, "Python pass 'mark-op' can run at module level or under func.func, not under 'gpu.module'")
 
 
@@ -1103,10 +1105,11 @@ class MLIRError(Exception):
 
 
 def test_a_native_failure_reports_its_diagnostics(tmp_path):
-    """MLIR's diagnostics: the first is the error's message and place, the rest and all notes lines below it."""
+    """MLIR's diagnostics: the first is the error's message and place, the rest and all notes lines below it.
+    A chunk's own ("-") lines count from the chunk's first line; the file's are its own."""
     exc = MLIRError("ignored")
     exc.error_diagnostics = [
-        _Diag('loc("m.mlir":3:5)', "  boom\nmore\n", [_Diag('loc("m.mlir":4:1)', "see current operation:\na\nb\nc")]),
+        _Diag('loc("-":3:5)', "  boom\nmore\n", [_Diag('loc("m.mlir":14:1)', "see current operation:\na\nb\nc")]),
         _Diag("loc(unknown)", "second", [_Diag('loc("m.mlir":0:0)', "why")]),
     ]
     result = pipeline.PipelineRun("s")

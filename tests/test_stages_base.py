@@ -171,7 +171,7 @@ def test_registry_get_errors_name_the_choices(monkeypatch):
     def error(name, platform):
         with pytest.raises(StageError) as e:
             reg.get(name, platform)
-        return e.value.format()
+        return e.value.format("params")
 
     assert error("mlir-c", None) == "error: unknown stage 'mlir-c' (did you mean 'mlir-b', 'mlir-a'?)"
     assert error("zzz", None) == "error: unknown stage 'zzz' (stages: mlir-a, mlir-b)"

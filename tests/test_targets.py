@@ -17,7 +17,7 @@ from mlirhlo_driver.cuda import specs as gpu_specs
 from mlirhlo_driver.errors import PARAMS, DriverError, FlagError
 from mlirhlo_driver.stages.base import StageOptions
 
-SPEC_DIR = Path(targets.__file__).parent / "gpu_specs"
+SPEC_DIR = Path(targets.__file__).parent.parent / "gpu_specs"
 DEFAULT_NOTE = "no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)"
 
 

@@ -246,7 +246,8 @@ def test_flag_overrides_cpu_defaults():
     got = xla_backend.flag_overrides(stages.StageOptions(platform="cpu"))
     # jaxlib 0.12's XLA dumps LLVM IR and PTX only for the emitters xla_dump_emitter_re names.
     assert got == sorted([("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", True),
-                          ("xla_dump_hlo_as_text", True), *_jaxlib.codegen_dump_flags().items()])
+                          ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", True),
+                          *_jaxlib.codegen_dump_flags().items()])
 
 
 def test_flag_overrides_user_over_driver_defaults():
@@ -257,7 +258,7 @@ def test_flag_overrides_user_over_driver_defaults():
     from mlirhlo_driver.cuda import tools as cuda_tools
 
     assert got == sorted([("xla_a", 1), ("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
-                          ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4),
+                          ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4),
                           ("xla_gpu_cuda_data_dir", cuda_tools.cuda_data_dir()[0]),
                           *_jaxlib.codegen_dump_flags().items()])
     assert "xla_dump_to" not in dict(got)  # the driver owns the dump directory

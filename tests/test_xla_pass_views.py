@@ -904,8 +904,10 @@ def test_printed_hlo_on_stderr_ends_each_module_with_one_newline(monkeypatch, cl
     text lacks its final newline gets one, one that has it gets no second."""
     from mlirhlo_driver.xla import instrument
 
+    from mlirhlo_driver.xla.backend import XlaArtifacts
+
     def printed(*a, **k):  # the stage below is MLIR's: XLA's artifacts are never read
-        return instrument.Instrumented(None, None, [
+        return instrument.Instrumented(XlaArtifacts("cpu", "plain", {}), None, [
             instrument.PrintedIR("after", "algsimp", "simplification", "HloModule one"),
             instrument.PrintedIR("after", "dce", "p", "HloModule two\n")])
 

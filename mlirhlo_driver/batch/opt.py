@@ -163,6 +163,8 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
                                               instrumentation=job.xla_instrumentation, defer=job.defer)
             compiled.expect(job.stage_names + job.also)
             compiles.append((stem, stage_options, compiled))
+            if job.xla_instrumentation is not None:
+                compiled.artifacts()  # what XLA's passes show is asked for even with only MLIR stages
             for name in job.stage_names:
                 report(progress, done, total, f"{stem}: {name}")
                 out = compiled.produce(name)

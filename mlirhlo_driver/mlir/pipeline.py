@@ -608,8 +608,12 @@ def _pass_failure(exc: Exception, root: Nest, original: str, module_name: str,
     failing = _find_failing_pass(root, original)
 
     def at(location: Any) -> tuple[int | None, int | None]:
-        line, col = _loc(str(location))
-        return (line + line_offset, col) if line is not None else (line, col)
+        text = str(location)
+        line, col = _loc(text)
+        # A chunk parsed from a file names the file at the file's lines (inputs.loader): only
+        # a location MLIR itself named "-" counts from the chunk's start.
+        chunk_relative = '"-":' in text or source is None or f'"{source}":' not in text
+        return (line + line_offset, col) if line is not None and chunk_relative else (line, col)
 
     diags = getattr(exc, "error_diagnostics", None) or []
     if not diags and not type(exc).__name__.startswith("MLIR"):
