@@ -535,7 +535,7 @@ def test_a_constant_division_by_zero_is_placed_where_its_location_says():
     from jaxlib.mlir import ir
 
     from mlirhlo_driver._native import jaxlib as _jaxlib
-    from mlirhlo_driver._native.guards import refuse_constant_division_by_zero
+    from mlirhlo_driver._native.guards import refuse_fatal
     from mlirhlo_driver.errors import InputError
 
     def text(file):
@@ -548,7 +548,7 @@ def test_a_constant_division_by_zero_is_placed_where_its_location_says():
     with _jaxlib.ir_context():
         for file, want in (("model.mlir", "model.mlir"), ("-", None)):
             with pytest.raises(InputError) as e:
-                refuse_constant_division_by_zero(ir.Module.parse(text(file)))
+                refuse_fatal(ir.Module.parse(text(file)))
             assert (e.value.file, e.value.line, e.value.col) == (want, 4, 8)
             assert "stablehlo.divide of two constants with a zero divisor" in str(e.value)
 

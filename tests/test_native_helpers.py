@@ -57,9 +57,9 @@ def _refusal(text: str, source: str | None = None) -> InputError | None:
         module = ir.Module.parse(text)
         try:
             if source is None:
-                guards.refuse_constant_division_by_zero(module)
+                guards.refuse_fatal(module)
             else:
-                guards.refuse_constant_division_by_zero(module, source)
+                guards.refuse_fatal(module, source)
         except InputError as e:
             return e
     return None
@@ -158,6 +158,34 @@ def test_the_refusal_names_the_file_line_and_column_it_can(loc, source, where):
     the file location's, None when there is none."""
     e = _refusal(_division("dense<0>", loc=loc), source)
     assert (e.file, e.line, e.col) == where
+
+
+_MANUAL_CALL = ("func.func @main(%p: tensor<8xf32>) -> tensor<2xf32> {\n"
+                "  %s = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%p) : (tensor<8xf32>) -> tensor<2xf32>\n"
+                "  return %s : tensor<2xf32>\n}\n")
+
+
+@pytest.mark.parametrize("target, refused", [("xla.sdy.GlobalToLocalShape", True), ("SPMDFullToShardShape", True),
+                                             ("Sharding", False), ("xla.sdy.FuncResultSharding", False)])
+def test_a_manual_computation_is_refused_only_for_one_device(target, refused):
+    """Shardy's (or GSPMD's) entry into a manual computation: XLA compiles it only over its
+    mesh, and jaxlib 0.12's CPU compile can segfault on it for one device; other sharding
+    custom calls pass. Without ``one_device`` (a partitioned compile) nothing is refused."""
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native.jaxlib import ir_context
+
+    text = _MANUAL_CALL.replace("xla.sdy.GlobalToLocalShape", target)
+    with ir_context():
+        module = ir.Module.parse(text)
+        guards.refuse_fatal(module)  # a partitioned compile: nothing refused
+        if not refused:
+            guards.refuse_fatal(module, one_device=True)
+            return
+        with pytest.raises(InputError) as e:
+            guards.refuse_fatal(module, "sm.mlir", one_device=True)
+    assert (e.value.file, e.value.line, e.value.col) == ("sm.mlir", 2, 8)
+    assert "manual computations (shard_map)" in e.value.message and "spmd-run" in e.value.hint
 
 
 def test_the_location_pattern_reads_file_line_and_column():

@@ -845,13 +845,16 @@ def test_compile_executable_refuses_a_constant_division_by_zero(fake_xla, monkey
     from mlirhlo_driver._native import guards
 
     seen = []
-    monkeypatch.setattr(guards, "refuse_constant_division_by_zero", seen.append)
+    monkeypatch.setattr(guards, "refuse_fatal", lambda m, one_device: seen.append((m, one_device)))
     module = types.SimpleNamespace(operation="op")
     client = _FakeClient()
-    jaxlib.compile_executable(module, [types.SimpleNamespace(client=client, platform="cpu")], "opts")
-    assert seen == [module]
-    jaxlib.compile_executable("text", [types.SimpleNamespace(client=client, platform="cpu")], "opts")
-    assert seen == [module]
+    cpu = types.SimpleNamespace(client=client, platform="cpu")
+    jaxlib.compile_executable(module, [cpu], "opts")
+    assert seen == [(module, True)]  # one device: manual computations are refused too
+    jaxlib.compile_executable(module, [cpu, cpu], types.SimpleNamespace(num_partitions=2, num_replicas=1))
+    assert seen[-1] == (module, False)
+    jaxlib.compile_executable("text", [cpu], "opts")
+    assert len(seen) == 2
 
 
 def test_compile_options_sets_replicas_partitions_overrides_and_dump():

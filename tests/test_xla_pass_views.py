@@ -903,7 +903,6 @@ def test_printed_hlo_on_stderr_ends_each_module_with_one_newline(monkeypatch, cl
     """HLO printed around XLA's passes goes to stderr one module after another: a module whose
     text lacks its final newline gets one, one that has it gets no second."""
     from mlirhlo_driver.xla import instrument
-
     from mlirhlo_driver.xla.backend import XlaArtifacts
 
     def printed(*a, **k):  # the stage below is MLIR's: XLA's artifacts are never read

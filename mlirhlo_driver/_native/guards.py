@@ -1,9 +1,15 @@
 """Checks made before native code that would kill the process on a valid module.
 
-jaxlib's StableHLO -> HLO conversion folds an integer ``divide``/``remainder`` whose
-operands are both constants, and a zero in the divisor then dies with SIGFPE
-(the whole process, no message). StableHLO defines no trap there, so the module
-is valid; it is refused with its location instead, since XLA cannot take it.
+* jaxlib's StableHLO -> HLO conversion folds an integer ``divide``/``remainder`` whose
+  operands are both constants, and a zero in the divisor then dies with SIGFPE (the
+  whole process, no message). StableHLO defines no trap there, so the module is valid;
+  it is refused with its location instead, since XLA cannot take it.
+* A manual computation (``shard_map``: Shardy's ``sdy.manual_computation``, or the
+  ``xla.sdy.GlobalToLocalShape`` custom calls jax 0.12's dumps hold) compiled for one
+  device: XLA refuses it ("No registered implementation ... for Host"), and jaxlib
+  0.12's CPU compile sometimes dies with SIGSEGV freeing the module on that error path
+  (seen 1 run in 2 on a jax 0.12 shard_map dump, in ~MeshAxesReplicaGroupList). It
+  runs only on its mesh's devices: refused with its location, pointing at spmd-run.
 """
 
 from __future__ import annotations
@@ -39,28 +45,65 @@ def _has_zero(attr: Any) -> bool:
     return any(dense[i] == 0 for i in range(len(dense)))
 
 
-def refuse_constant_division_by_zero(module: Any, source: str | None = None) -> None:
-    """Raise InputError at the first integer division of constants by zero."""
+_MANUAL_TARGETS = ("xla.sdy.GlobalToLocalShape", "SPMDFullToShardShape")
+
+
+def manual_computation(module: Any) -> Any | None:
+    """The module's first manual computation (``shard_map``), or None."""
     from jaxlib.mlir import ir
 
     found: list[Any] = []
 
     def visit(op: Any) -> Any:
+        if _manual(op):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found[0] if found else None
+
+
+def _manual(op: Any) -> bool:
+    if op.name == "sdy.manual_computation":
+        return True
+    if op.name in ("stablehlo.custom_call", "mhlo.custom_call") and "call_target_name" in op.attributes:
+        from jaxlib.mlir import ir
+
+        return ir.StringAttr(op.attributes["call_target_name"]).value in _MANUAL_TARGETS
+    return False
+
+
+def refuse_fatal(module: Any, source: str | None = None, *, one_device: bool = False) -> None:
+    """Raise InputError at the first integer division of constants by zero; with
+    ``one_device`` (a compile for a single device), at the first manual computation too."""
+    from jaxlib.mlir import ir
+
+    found: list[tuple[Any, str]] = []
+
+    def visit(op: Any) -> Any:
         if op.name in _DIVISION_OPS and _INT_TENSOR.fullmatch(str(op.results[0].type)):
             lhs, rhs = (_constant_of(v) for v in op.operands)
             if lhs is not None and rhs is not None and _has_zero(rhs):
-                found.append(op)
+                found.append((op, "division"))
                 return ir.WalkResult.INTERRUPT
+        if one_device and _manual(op):
+            found.append((op, "manual"))
+            return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     if not found:
         return
-    op = found[0]
+    op, why = found[0]
     m = LOCATION.search(str(op.location))
     line, col = (int(m.group(2)), int(m.group(3))) if m else (None, None)
     # "-" is the parser's name for text given without one; callers then name the file.
     file = source or (m.group(1) if m and m.group(1) not in ("", "-") else None)
+    if why == "manual":
+        raise InputError("the module has manual computations (shard_map): they run only on their mesh's "
+                         "devices, not on one", file=file, line=line, col=col,
+                         hint="mlirhlo spmd-run FILE --num-partitions N")
     raise InputError(f"{op.name} of two constants with a zero divisor: jaxlib's conversion "
                      "to HLO dies folding it (SIGFPE)", file=file, line=line, col=col,
                      hint="pass the divisor as a parameter")

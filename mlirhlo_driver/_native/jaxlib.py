@@ -853,9 +853,11 @@ def compile_executable(module: Any, devices: list[Any], options: Any,
     list that gets all of it, whether the compile failed or not (XLA's pass log).
     """
     if hasattr(module, "operation"):  # an ir.Module: refuse what would kill the process
-        from .guards import refuse_constant_division_by_zero
+        from .guards import refuse_fatal
 
-        refuse_constant_division_by_zero(module)
+        refuse_fatal(module, one_device=len(devices) == 1
+                                         and getattr(options, "num_partitions", 1) <= 1
+                                         and getattr(options, "num_replicas", 1) <= 1)
     xla_client = _xla_client()
     _started_native_threads()  # XLA's compile thread pools
 

@@ -300,13 +300,11 @@ def _carries(module: Any) -> tuple[bool, bool]:
 
 # What marks a manual computation (shard_map): Shardy's op, the custom calls jaxlib's
 # export and XLA's HLO dumps spell it with, GSPMD's.
-_MANUAL = re.compile(r"\bsdy\.manual_computation\b|xla\.sdy\.GlobalToLocalShape|@SPMDFullToShardShape\b"
-                     r"|custom_call_target=\"SPMDFullToShardShape\"")
-
-
 def has_manual_computations(module: Any) -> bool:
     """Whether the module has manual computations (``shard_map``): they run only on its mesh."""
-    return bool(_MANUAL.search(module.operation.get_asm(large_elements_limit=1)))
+    from .._native.guards import manual_computation
+
+    return manual_computation(module) is not None
 
 
 def _arg_result_attr(module: Any, key: str) -> tuple[list[str | None], list[str | None]]:

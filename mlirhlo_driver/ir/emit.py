@@ -125,9 +125,9 @@ def mhlo_text(module: Any, *, debug_info: bool = False) -> str:
 def hlo_proto(module: Any) -> bytes:
     """The HloModuleProto XLA receives for this module."""
     from .._native import jaxlib as _jaxlib
-    from .._native.guards import refuse_constant_division_by_zero
+    from .._native.guards import refuse_fatal
 
-    refuse_constant_division_by_zero(module)
+    refuse_fatal(module)
     try:
         proto = _jaxlib.stablehlo_to_hlo_proto(bytecode(module))
     except RuntimeError as e:
