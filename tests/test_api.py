@@ -17,8 +17,8 @@ import pytest
 import mlirhlo_driver as mh
 from mlirhlo_driver import registry
 from mlirhlo_driver.xla import backend as xla_backend
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -178,7 +178,7 @@ print(jax.config.jax_enable_x64)
 def test_from_jax_keeps_64_bit_arguments():
     """In a fresh process: each 64-bit dtype lowers in jax's x64 mode, so the module keeps the
     argument's type; the caller's own jax keeps x64 off before and after."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     proc = run_subprocess(FROM_JAX_64)
     assert proc.returncode == 0, proc.stderr

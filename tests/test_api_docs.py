@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import mlirhlo_driver
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CONTRACT = ("Program", "Compiled", "Target")
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, CliResult
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
+from tests.conftest import DATA, REPO, CliResult
 
 MLIR = str(DATA / "erf_inv.mlir")
 HLO = str(DATA / "spmd" / "matmul.hlo")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DATA, assert_one_line_error
+
+from tests.conftest import DATA, REPO, assert_one_line_error
 
 GOOD = """module @{name} {{
   func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {{
@@ -112,12 +113,11 @@ def loaded_modules(context, task):
 
 
 def test_pool_workers_start_without_the_cli(monkeypatch):
-    from pathlib import Path
 
     from mlirhlo_driver._native import pool
 
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
-    results = dict(pool.imap("test_batch:loaded_modules", None, ["a", "b"], jobs=1))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    results = dict(pool.imap(f"{__name__}:loaded_modules", None, ["a", "b"], jobs=1))
     assert results[0] == results[1]  # one worker, reused
     assert "mlirhlo_driver" in results[0]
     # Only what the task function needs: no CLI (typer, click, rich), no jax before a task asks.

@@ -19,12 +19,12 @@ needs its XLA default written down here.
 from __future__ import annotations
 
 import pytest
-from conftest import REPO
 
 from mlirhlo_driver.batch import run_report
 from mlirhlo_driver.cli.xla import tools as xla_tools
 from mlirhlo_driver.execute import spmd
 from mlirhlo_driver.xla import cli_flags as xla_cli_flags
+from tests.conftest import REPO
 
 # tool -> flag -> XLA's default
 XLA_DEFAULTS: dict[str, dict[str, object]] = {

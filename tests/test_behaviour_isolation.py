@@ -23,11 +23,11 @@ import time
 
 import numpy as np
 import pytest
-from conftest import processes_gone, readline_within
 
 import mlirhlo_driver
 from mlirhlo_driver._native import isolate, processes
 from mlirhlo_driver.errors import CompileError
+from tests.conftest import processes_gone, readline_within
 
 # ------------------------------------------------------------------ isolate.forked
 
@@ -222,7 +222,7 @@ print(isolate.call(imported, preload=("wave", "json:JSONDecoder")), "wave" in sy
 def test_preload_imports_modules_first_and_runs_warm_ups_in_the_helper():
     """preload: a module is imported before the helper starts (here too, when the helper is
     forked: shared, not loaded twice); a ``module:function`` warm-up runs in the helper only."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     proc = run_subprocess(PRELOAD)
     assert proc.returncode == 0, proc.stderr
@@ -277,7 +277,7 @@ print(repr(isolate.forked(chatter).log))
 def test_a_forked_childs_output_stays_out_of_the_callers_stdout_and_stderr():
     """What a forked child writes on fd 1 and fd 2 goes to its log, none of it to the caller's own
     stdout or stderr (a command's output stays clean)."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     proc = run_subprocess(FORKED_CHATTER)
     assert proc.returncode == 0, proc.stderr
@@ -395,7 +395,7 @@ print(isolate.call(os.system, both_fds, on_stderr=seen.append, env={"MLIRHLO_TES
 def test_what_a_helper_writes_on_fd_1_and_fd_2_goes_to_on_stderr_only():
     """Both a forked helper's and a fresh interpreter's fd 1 and fd 2 output of a call reach
     on_stderr, in order; none of it lands in the caller's stdout or stderr."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     proc = run_subprocess(FD_OUTPUT)
     assert proc.returncode == 0, proc.stderr
@@ -422,7 +422,7 @@ print(isolate.call(count, preload=["__main__:warm_up"]), isolate.call(count, pre
 def test_a_warm_up_runs_once_per_helper_and_only_there():
     """A ``module:function`` preload runs in the helper before the first call that names it,
     not again for later calls, and never in the caller."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     proc = run_subprocess(WARM_UP_ONCE)
     assert proc.returncode == 0, proc.stderr
@@ -481,7 +481,7 @@ print(fresh.proc is None, fresh.close())
 def test_a_helper_is_forked_only_while_one_thread_runs_and_exits_0_when_closed():
     """fork_is_safe is False while another Python thread runs; a helper, forked or a fresh
     interpreter, ends with exit status 0 once its request pipe closes, and is reaped."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     proc = run_subprocess(HELPER_ENDS)
     assert proc.returncode == 0, proc.stderr

@@ -20,9 +20,9 @@ import signal
 import time
 
 import pytest
-from conftest import processes_gone
 
 from mlirhlo_driver._native import cluster, pool
+from tests.conftest import processes_gone
 
 TIMEOUT = 1.0
 # The task functions, as a module the workers import (written out by a fixture: a worker

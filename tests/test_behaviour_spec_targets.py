@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import REPO
 
 from mlirhlo_driver import registry
 from mlirhlo_driver.cuda import specs as gpu_specs
@@ -28,6 +27,7 @@ from mlirhlo_driver.cuda import tools as cuda_tools
 from mlirhlo_driver.errors import SpecError
 from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.stages import base as stages
+from tests.conftest import REPO
 
 BASE = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
 EXTENSIONS = ("", "NONE", "ACCELERATED_FEATURES", "FAMILY_COMPATIBLE_FEATURES")  # "": field left out

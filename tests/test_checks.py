@@ -4,7 +4,6 @@ rewrite, module preparation for XLA, and the interpreter's check semantics."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -16,8 +15,9 @@ from mlirhlo_driver.execute.engine import evaluate_check, ulp_difference
 from mlirhlo_driver.inputs import checks
 from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.inputs.checks import Check
+from tests.conftest import REPO
 
-DATA = Path(__file__).parent / "data" / "checks"
+DATA = REPO / "tests" / "data" / "checks"
 FILES = sorted(p.name for p in DATA.glob("*.mlir"))
 
 # Ops XLA keeps in each file's optimized HLO once the inputs are parameters
@@ -661,7 +661,7 @@ def test_expect_almost_eq_follows_the_interpreter():
 def test_run_and_opt_report_where_the_checked_values_came_from(cli, tmp_path):
     import json
 
-    from conftest import assert_one_line_error
+    from tests.conftest import assert_one_line_error
 
     files = [CORPUS / n for n in ("add_f32_splat.mlir", "argmax_f32_one.mlir",
                                   "dynamic_reshape_f32_splat_shape_inputs.mlir")]
@@ -980,7 +980,7 @@ def test_check_eq_results_in_use_become_true_and_the_process_survives():
     """check.eq is expect_eq on integers and expect_almost_eq (1e-4) on floats; its i1 result,
     used or returned, reads `true` (prepared in a child process: a check op erased while its
     result is still used aborts the process)."""
-    from conftest import run_subprocess
+    from tests.conftest import run_subprocess
 
     code = (
         "from mlirhlo_driver.inputs import checks, loader\n"

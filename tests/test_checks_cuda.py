@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import DATA, assert_one_line_error, filecheck, oldest_spec
 
 from mlirhlo_driver.cuda.specs import resolve_spec
+from tests.conftest import DATA, assert_one_line_error, filecheck, oldest_spec
 
 CHECKS = DATA / "checks"
 # Sorts, while/conditional, dot and convolution, f16/bf16/complex, gather and
@@ -100,7 +100,7 @@ def test_constant_integer_division_by_zero_compiles(tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from tests.conftest import REPO
 
     src = tmp_path / "div0.mlir"
     src.write_text("""\

@@ -13,12 +13,12 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from conftest import ADD_MODULE
 
 import mlirhlo_driver.cli.mlirhlo as mlirhlo_cli
 import mlirhlo_driver.cli.opt as opt_cli
 import mlirhlo_driver.cli.xla.tools as tools_cli
 from mlirhlo_driver.errors import DriverError, FlagError
+from tests.conftest import ADD_MODULE
 
 SEE_HELP = " (see 'mlirhlo opt --help')"
 
@@ -385,10 +385,9 @@ def test_opt_list_stages_and_passes(private_cache, capsys, monkeypatch):
 def test_opt_listings_need_no_gpu_spec_but_say_a_named_ones_notes(fake_run, capsys, monkeypatch):
     """A cuda listing takes no default spec (no note), but a spec named is checked and its notes
     said; a cuda run gets h100_sxm's, with a note to say so."""
-    from conftest import DATA
-
     from mlirhlo_driver.commands import mlirhlo as commands
     from mlirhlo_driver.cuda.specs import load_spec
+    from tests.conftest import DATA
 
     monkeypatch.setattr(commands, "xla_pass_listing", lambda target, *a, **k: "XLA PASSES\n")
     spec = DATA / "xla_specs" / "a100_pcie_80.txtpb"  # lacks a field: a note says it is filled in

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA
 
 from mlirhlo_driver.xla import compile_phases as cp
 from mlirhlo_driver.xla import pass_log
+from tests.conftest import DATA
 
 LOGS = sorted((DATA / "compile_phases").glob("*.log"))
 

@@ -16,7 +16,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import DATA, REPO
+
+from tests.conftest import DATA, REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 

@@ -7,7 +7,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest import DATA, assert_one_line_error
+
+from tests.conftest import DATA, assert_one_line_error
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 FORMATS = {"hlo": ".hlo", "hlo-proto": ".pb", "hlo-pbtxt": ".pbtxt", "stablehlo": ".mlir",

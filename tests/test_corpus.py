@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_xla_tool
+
+from tests.conftest import REPO, run_xla_tool
 
 # Outcomes other than success, by (door, program): (what the door says, why). A door's
 # output must contain the text; everything not listed must succeed.

@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO, assert_one_line_error
+
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
 STEM = "mlp_train_step"
 
@@ -728,7 +728,7 @@ def test_kernels_json_rows_name_their_source(cli, mm_add):
 
 
 def test_kernels_table_names_the_source(cli, mm_add, tmp_path):
-    from conftest import filecheck
+    from tests.conftest import filecheck
 
     r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "kernels", "--no-cache")
     assert r.code == 0, r.err
@@ -793,7 +793,7 @@ def test_fp32_peak_without_scalar_rates_is_the_fpus_formula():
 
 
 def test_roofline_table(cli, mm_add, tmp_path):
-    from conftest import filecheck
+    from tests.conftest import filecheck
 
     r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "roofline", "--no-cache")
     assert r.code == 0, r.err
@@ -1545,9 +1545,8 @@ def test_triton_bin_dirs_are_found_without_importing_triton(monkeypatch):
     from importlib import util
     from types import SimpleNamespace
 
-    from conftest import find_spec_giving
-
     from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from tests.conftest import find_spec_giving
 
     for spec, dirs in ((SimpleNamespace(submodule_search_locations=["/sp/triton", "/ed/triton"]),
                         ["/sp/triton/backends/nvidia/bin", "/ed/triton/backends/nvidia/bin"]),

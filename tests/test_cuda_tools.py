@@ -20,10 +20,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import DATA, REPO, CliResult, assert_one_line_error, filecheck
 
 from mlirhlo_driver.cuda import tools as cuda_tools
 from mlirhlo_driver.errors import ToolchainError
+from tests.conftest import DATA, REPO, CliResult, assert_one_line_error, filecheck
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -1007,7 +1007,7 @@ def test_find_nvidia_roots_reads_the_namespace_packages_locations(monkeypatch):
     or its lookup fails."""
     from importlib import util
 
-    from conftest import find_spec_giving
+    from tests.conftest import find_spec_giving
 
     cases = [(SimpleNamespace(submodule_search_locations=["/a/nvidia", Path("/b/nvidia")]), ("/a/nvidia", "/b/nvidia")),
              (SimpleNamespace(submodule_search_locations=[]), ()),

@@ -6,8 +6,9 @@ import builtins
 import json
 
 import pytest
-from conftest import DATA, assert_one_line_error
-from test_batch import CRASHER, GOOD, _rows  # noqa: I001 - shared modules and helpers
+
+from tests.conftest import DATA, assert_one_line_error
+from tests.test_batch import CRASHER, GOOD, _rows
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ modules from HLO text; their results are loaded and run as the tools do.
 from __future__ import annotations
 
 import pytest
-from conftest import run_xla_tool
 
 from mlirhlo_driver._native import jaxlib
 from mlirhlo_driver.ir import decompose, hlo_proto
+from tests.conftest import run_xla_tool
 
 # One computation reached twice from one instruction: the call's body reduces with
 # ``add`` twice, and the while loop's body and condition both reduce with ``add``.

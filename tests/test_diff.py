@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, filecheck, run_subprocess
 
 from mlirhlo_driver.core.diff import canonical_names, stage_diff
+from tests.conftest import DATA, assert_one_line_error, filecheck, run_subprocess
 
-DATA = Path(__file__).parent / "data"
 MLP = str(DATA / "mlp_train_step.before_optimizations.txt")
 NO_TRITON_GEMM = "--flags-b=--xla_gpu_enable_triton_gemm=false"
 

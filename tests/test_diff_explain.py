@@ -19,12 +19,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DATA, assert_one_line_error
 
 from mlirhlo_driver.core import explain
+from tests.conftest import DATA, REPO, assert_one_line_error
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
-SPECS = Path(__file__).parent.parent / "gpu_specs"
+SPECS = REPO / "gpu_specs"
 SMALL = """func.func @main(%x: tensor<64x128xf32>, %w: tensor<128x256xf32>, %b: tensor<256xf32>) -> tensor<64x256xf32> {
   %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<64x128xf32>, tensor<128x256xf32>) -> tensor<64x256xf32>
   %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<256xf32>) -> tensor<64x256xf32>

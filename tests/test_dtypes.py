@@ -9,11 +9,11 @@ import re
 
 import numpy as np
 import pytest
-from conftest import run_subprocess
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.ir import dtypes, literals, protos
+from tests.conftest import run_subprocess
 
 ARRAYS = dtypes.ARRAY_TYPES
 HLO_MODULE = "xla.HloModuleProto"

@@ -6,7 +6,8 @@ import glob
 import os
 
 import pytest
-from conftest import DATA
+
+from tests.conftest import DATA
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ nothing written."""
 from __future__ import annotations
 
 import pytest
-from conftest import DATA, assert_one_line_error
+
+from tests.conftest import DATA, assert_one_line_error
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 

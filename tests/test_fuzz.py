@@ -12,9 +12,10 @@ import json
 import subprocess
 import sys
 
-import fuzz_harness
 import pytest
-from conftest import REPO
+
+from tests import fuzz_harness
+from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")

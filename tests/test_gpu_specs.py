@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import DATA, filecheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from mlirhlo_driver.cuda.specs import (
     resolve_spec,
 )
 from mlirhlo_driver.errors import CompileError, SpecError, did_you_mean
+from tests.conftest import DATA, filecheck
 
 # name -> (compute_capability, PTX .target XLA emits)
 EXPECTED = {

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 BIN = Path(sys.executable).parent
 # What typer/click print for an option without a metavar of its own.
 PYTHON_TYPES = re.compile(r"<(str|int|float|list|path|bool|text|integer|choice|tuple)\b|\bTEXT\b|\bINTEGER\b|\bFLOAT\b")

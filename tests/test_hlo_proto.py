@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.ir import hlo_proto as hp
+from tests.conftest import REPO
 
 # ------------------------------------------------------------------ fixtures
 
@@ -685,7 +686,7 @@ def test_no_jax_import_at_module_import():
             "assert not new & {'jax', 'jaxlib', 'numpy', 'google'}, new")
     import subprocess
 
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
 def test_sniffing_text_imports_no_protobuf():
@@ -696,7 +697,7 @@ def test_sniffing_text_imports_no_protobuf():
             "assert not [m for m in sys.modules if m.startswith('google')]")
     import subprocess
 
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
 def test_looks_like_hlo_proto_turns_away_a_module_with_an_implausible_computation():

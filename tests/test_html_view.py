@@ -19,8 +19,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, run_xla_tool
-from conftest import main_exit_code as _main
+
+from tests.conftest import DATA, REPO, run_xla_tool
+from tests.conftest import main_exit_code as _main
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 TARGETS = {"cpu": ("--platform", "cpu"), "cuda": ("--platform", "cuda", "--gpu-spec", "h100_sxm")}
@@ -152,7 +153,7 @@ def test_vendored_scripts_match_their_pins():
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    from headless_chromium import find_or_install
+    from tests.headless_chromium import find_or_install
 
     path, why = find_or_install()
     if path is None:
@@ -161,7 +162,7 @@ def chromium() -> str:
 
 
 def assert_renders_offline(chromium: str, page: Path) -> None:
-    from headless_chromium import render
+    from tests.headless_chromium import render
 
     r = render(chromium, page, RENDERED)
     drawn = r.value

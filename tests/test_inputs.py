@@ -6,13 +6,13 @@ import os
 import shutil
 
 import pytest
-from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.ir import emit
+from tests.conftest import DATA
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, assert_one_line_error
+
+from tests.conftest import DATA, assert_one_line_error
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 T = "tensor<64x128xf32>"
@@ -376,10 +377,9 @@ SHOWN = """(() => {
 
 def test_model_explorer_renders_the_mlp_step_with_fusions_and_overlays(tmp_path):
     pytest.importorskip("model_explorer", reason="needs the explorer extra")
-    from headless_chromium import find_or_install, render
-
     from mlirhlo_driver.batch import explore
     from mlirhlo_driver.batch.explore import SUFFIX
+    from tests.headless_chromium import find_or_install, render
 
     browser, why = find_or_install()
     if browser is None:

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CliResult, assert_one_line_error
+
+from tests.conftest import DATA, CliResult, assert_one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,7 @@ def test_run_hlo_module_takes_files_after_double_dash(capfd):
     # '--' ends the flags: what follows is kept as it is (here the module's path).
     from mlirhlo_driver.cli.xla import tools as xla_tools
 
-    hlo = Path(__file__).parent / "data" / "xla_tools" / "computation.hlo"
+    hlo = DATA / "xla_tools" / "computation.hlo"
     capfd.readouterr()
     try:
         xla_tools.run_hlo_module_main(["--platform=cpu", "--", str(hlo)])
@@ -147,7 +148,7 @@ def test_run_hlo_module_takes_files_after_double_dash(capfd):
 
 def test_module_xla_cannot_convert_gives_the_diagnostic_text(cli):
     # XLA's exception carries 'loc(...): error: <why>' lines: the error line keeps only <why>.
-    src = Path(__file__).parent / "data" / "dynamic_reshape.mlir"
+    src = DATA / "dynamic_reshape.mlir"
     assert_one_line_error(cli("convert", src, "--to", "hlo"),
                           contains="XLA cannot convert this module to HLO: "
                                    "'stablehlo.dynamic_reshape' op expected bounded result")
@@ -204,7 +205,7 @@ def test_hlo_opt_checks_its_output_path_before_reading_the_module(capfd, tmp_pat
     (tmp_path / "outdir").mkdir()
     r = _hlo_opt(capfd, [bad, f"--o={tmp_path / 'outdir'}"])
     assert_one_line_error(r, contains="outdir: is a directory; expected an output file name")
-    good = Path(__file__).parent / "data" / "xla_tools" / "computation.hlo"
+    good = DATA / "xla_tools" / "computation.hlo"
     for o in (["--o=-"], []):
         r = _hlo_opt(capfd, [good, *o])
         assert r.code == 0 and r.out.startswith("HloModule"), r.err

@@ -22,6 +22,7 @@ import mlirhlo_driver
 from mlirhlo_driver.errors import FlagError
 from mlirhlo_driver.inputs import checks
 from mlirhlo_driver.inputs import loader as inputs
+from tests.conftest import DATA
 
 
 @pytest.fixture(scope="module")
@@ -452,7 +453,7 @@ def test_bench_runs_off_the_main_thread_and_keeps_the_sigint_handler():
     from mlirhlo_driver.execute import bench
     from mlirhlo_driver.mlir import pipeline
 
-    module = mlirhlo_driver.load(str(Path(__file__).parent / "data" / "chlo_special.mlir")).module
+    module = mlirhlo_driver.load(str(DATA / "chlo_special.mlir")).module
     root = pipeline.resolve(passes="cse")
     out: list = []
     worker = threading.Thread(target=lambda: out.append(bench.bench_pipelines(module, [root], 2)))

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 sys.path.insert(0, str(REPO / "scripts"))
 
 import mutation  # noqa: E402

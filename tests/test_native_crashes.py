@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, CliResult, assert_one_line_error
 
 from mlirhlo_driver._native import isolate
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import InputError, NativeCrash
+from tests.conftest import REPO, CliResult, assert_one_line_error
 
 RESHAPE_HLO = """HloModule bad_reshape
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO, process_alive, processes_gone
 
 import mlirhlo_driver._native.cluster as cluster
 import mlirhlo_driver._native.fds as fds
@@ -32,6 +31,7 @@ import mlirhlo_driver._native.interrupts as interrupts
 import mlirhlo_driver._native.processes as processes
 from mlirhlo_driver._native import pool
 from mlirhlo_driver.errors import DriverError, InputError
+from tests.conftest import REPO, process_alive, processes_gone
 
 # ------------------------------------------------------------------ guards
 

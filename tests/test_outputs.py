@@ -15,7 +15,8 @@ import sys
 import threading
 
 import pytest
-from conftest import DATA, REPO, assert_one_line_error
+
+from tests.conftest import DATA, REPO, assert_one_line_error
 
 SOFTMAX = DATA / "softmax.vhlo"
 

@@ -12,7 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO
+
+from tests.conftest import DATA, REPO
 
 SPECS = sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
 MLIR = DATA / "erf_inv.mlir"

@@ -7,11 +7,11 @@ import re
 import sys
 
 import pytest
-from conftest import DATA, filecheck
 
 from mlirhlo_driver.errors import FLAGS, PipelineError, spell
 from mlirhlo_driver.mlir import pipeline
 from mlirhlo_driver.mlir.passes import all_passes
+from tests.conftest import DATA, filecheck
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 ERF = DATA / "erf_inv.mlir"  # one function: one dump per pass

@@ -15,8 +15,8 @@ import pytest
 
 from mlirhlo_driver._native import jaxlib, plugin_copy
 from mlirhlo_driver.errors import EnvironmentMismatch
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 VERSION = "0.12.0.1"
 
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
 from mlirhlo_driver.errors import EnvironmentMismatch, InputError, SpecError
 from mlirhlo_driver.ir import protos
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
 
 WANTED = ["xla/service/hlo.proto", "xla/xla_data.proto", "xla/xla.proto",
           "xla/autotune_results.proto", "xla/service/gpu/backend_configs.proto",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import DATA, assert_one_line_error
 
 from mlirhlo_driver.cuda import tools as cuda_tools
+from tests.conftest import DATA, assert_one_line_error
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 

@@ -7,7 +7,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import DATA, filecheck
+
+from tests.conftest import DATA, filecheck
 
 PLUGIN = textwrap.dedent('''
     import mlirhlo_driver
@@ -126,7 +127,7 @@ def test_failing_python_pass_names_pass_module_and_reproducer(cli, tmp_path):
 
 
 def test_plugin_errors(cli, tmp_path):
-    from conftest import assert_one_line_error
+    from tests.conftest import assert_one_line_error
 
     missing = tmp_path / "nope.py"
     assert_one_line_error(cli("passes", "--load-pass-plugin", missing), contains=f"{missing}: no such")

@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import DATA, assert_one_line_error
 
 from mlirhlo_driver.execute import engine, run
 from mlirhlo_driver.inputs import loader as inputs
+from tests.conftest import DATA, assert_one_line_error
 
 
 def make_inputs(module, **options):
@@ -1869,7 +1869,7 @@ def test_pass_bisect_hlo_around_the_first_run_that_changed_the_module(monkeypatc
 def test_run_on_one_device_says_a_shard_map_module_needs_its_mesh(cli):
     """shard_map's manual computation runs only on its mesh: `run` (one device) says so in one line
     naming spmd-run, not XLA's "No registered implementation for ... xla.sdy.GlobalToLocalShape"."""
-    import sharded_programs
+    from tests import sharded_programs
 
     r = cli("run", sharded_programs.programs(4)["shard_map"]["mlir"], "--jobs", "0")
     assert_one_line_error(r, contains="the module has manual computations (shard_map): they run only on their "

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_subprocess
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.ir import shardings
+from tests.conftest import run_subprocess
 
 V3 = _jaxlib.jaxlib_at_least("0.12.0")
 needs_v3 = pytest.mark.skipif(not V3, reason="named mesh shardings (HloShardingV3) need jaxlib 0.12")

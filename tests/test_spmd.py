@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, REPO, assert_one_line_error, readline_within
+
+from tests.conftest import DATA, REPO, assert_one_line_error, readline_within
 
 SPMD = DATA / "spmd"
 MATMUL_AR = SPMD / "matmul_allreduce.partitioned.hlo"
@@ -1192,7 +1193,7 @@ JAX012_SHARD_MAP = SPMD / "jax012_shard_map_4way.before_optimizations.txt"
 
 
 def jax_programs(devices: int) -> dict[str, dict[str, Path]]:
-    import sharded_programs
+    from tests import sharded_programs
 
     return sharded_programs.programs(devices)
 

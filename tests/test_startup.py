@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_subprocess
+
+from tests.conftest import REPO, run_subprocess
 
 PROBE = """
 import sys
@@ -82,10 +83,9 @@ def test_version_pin_is_checked(monkeypatch):
 
 
 def test_private_jax_apis_live_in_one_module():
-    import pathlib
     import re
 
-    pkg = pathlib.Path(__file__).resolve().parent.parent / "mlirhlo_driver"
+    pkg = REPO / "mlirhlo_driver"
     adapter = pkg / "_native" / "jaxlib.py"
     assert adapter.is_file()
     offenders = []
@@ -100,9 +100,8 @@ def test_nothing_imports_the_cli():
     """The front-ends sit on top: no library module imports them (import-linter's layers
     say so too; this names the file)."""
     import ast
-    import pathlib
 
-    pkg = pathlib.Path(__file__).resolve().parent.parent / "mlirhlo_driver"
+    pkg = REPO / "mlirhlo_driver"
     users = []
     for path in sorted(pkg.rglob("*.py")):
         rel = path.relative_to(pkg)

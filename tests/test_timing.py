@@ -5,13 +5,13 @@ module scaling seconds by a literal."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from mlirhlo_driver import timing
+from tests.conftest import REPO
 
-PKG = Path(__file__).resolve().parent.parent / "mlirhlo_driver"
+PKG = REPO / "mlirhlo_driver"
 
 
 def test_milliseconds_from_a_clock_set_by_hand(monkeypatch):

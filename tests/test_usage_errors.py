@@ -13,7 +13,8 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import DATA, REPO, assert_one_line_error, readline_within
+
+from tests.conftest import DATA, REPO, assert_one_line_error, readline_within
 
 SMALL = """func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>

@@ -9,7 +9,8 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from conftest import DATA, REPO, assert_one_line_error, run_subprocess
+
+from tests.conftest import DATA, REPO, assert_one_line_error, run_subprocess
 
 SOFTMAX = DATA / "softmax.vhlo"
 

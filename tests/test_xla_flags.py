@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import FlagError
 from mlirhlo_driver.stages import base as stages
 from mlirhlo_driver.xla import backend as xla_backend
 from mlirhlo_driver.xla import flags as xla_flags
+from tests.conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 MLIRHLO = Path(sys.executable).parent / "mlirhlo"

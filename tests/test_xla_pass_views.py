@@ -11,7 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import DATA, assert_one_line_error, filecheck, run_xla_tool
+
+from tests.conftest import DATA, assert_one_line_error, filecheck, run_xla_tool
 
 # A dot with a bias and a tanh: XLA's CUDA compiler makes it one Triton gemm fusion.
 GEMM = """HloModule gemm_tanh

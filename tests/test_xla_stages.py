@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
-from conftest import main_exit_code as _main
 
 from mlirhlo_driver import registry
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.stages import base as stages
+from tests.conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
+from tests.conftest import main_exit_code as _main
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 STEM = "mlp_train_step"
@@ -676,7 +676,7 @@ def test_a_stage_read_later_compiles_once_more_for_its_dumps():
 
 def test_hlo_opt_xla_dump_to_writes_what_xla_would(tmp_path, capfd):
     """hlo-opt --xla_dump_to=DIR writes XLA's default dump (text); graphs only when asked."""
-    from conftest import run_xla_tool
+    from tests.conftest import run_xla_tool
 
     plain, graphs = tmp_path / "plain", tmp_path / "graphs"
     for args in ([f"--xla_dump_to={plain}"], [f"--xla_dump_to={graphs}", "--xla_dump_hlo_as_html"]):

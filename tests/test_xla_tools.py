@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, XLA_TOOL_MAINS, CliResult, assert_one_line_error, run_xla_tool
+
+from tests.conftest import DATA, XLA_TOOL_MAINS, CliResult, assert_one_line_error, run_xla_tool
 
 BIN = Path(sys.executable).parent
 TOOLS = XLA_TOOL_MAINS
@@ -129,7 +130,7 @@ def test_run_hlo_module_runs_what_jax_shards_partitioned(tool):
     """run_hlo_module on the sharded programs the installed jax writes: partitioned on as many
     host devices as the HLO header says (or, for an HloProto, its shardings name), laid out,
     run, gathered and matched with the reference."""
-    import sharded_programs
+    from tests import sharded_programs
 
     progs = sharded_programs.programs(4)
     r = tool(f"run_hlo_module {progs['mlp']['hlo']} {progs['shard_map']['hlo.pb']} {progs['mlp_2d']['hlo']}")
@@ -146,7 +147,7 @@ def test_run_hlo_module_runs_what_jax_shards_partitioned(tool):
 def test_multihost_runner_and_hlo_runner_main_run_what_jax_shards(work):
     """multihost_hlo_runner and hlo_runner_main on XLA's dumps of jax's sharded programs (the
     counts from the header), HLO text and HloProto, shard_map included."""
-    import sharded_programs
+    from tests import sharded_programs
 
     progs = sharded_programs.programs(4)
     p = shell(f"multihost_hlo_runner {progs['mlp']['hlo']} {progs['shard_map']['hlo']} && echo === && "

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import readline_within
 
 from mlirhlo_driver.batch import watch
+from tests.conftest import readline_within
 
 ADD = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xf32>

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, run_subprocess
 
 from mlirhlo_driver.core import cache
+from tests.conftest import DATA, REPO, run_subprocess
 
 SMALL = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xf32>
