@@ -21,9 +21,9 @@ import pytest
 from tests.conftest import DATA, assert_one_line_error
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
-T = "tensor<64x128xf32>"
-SMALL = f"""func.func @main(%x: {T}, %w: tensor<128x256xf32>, %b: tensor<256xf32>) -> tensor<64x256xf32> {{
-  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({T}, tensor<128x256xf32>) -> tensor<64x256xf32>
+DENSE_IN = "tensor<64x128xf32>"
+DENSE_LAYER = f"""func.func @main(%x: {DENSE_IN}, %w: tensor<128x256xf32>, %b: tensor<256xf32>) -> tensor<64x256xf32> {{
+  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({DENSE_IN}, tensor<128x256xf32>) -> tensor<64x256xf32>
   %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<256xf32>) -> tensor<64x256xf32>
   %s = stablehlo.add %d, %bb : tensor<64x256xf32>
   %t = stablehlo.tanh %s : tensor<64x256xf32>
@@ -36,7 +36,7 @@ FIGURES = {"roofline-time", "bound", "registers", "occupancy", "spills"}
 @pytest.fixture(scope="module")
 def small(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("me") / "small.mlir"
-    path.write_text(SMALL)
+    path.write_text(DENSE_LAYER)
     return path
 
 

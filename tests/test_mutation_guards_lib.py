@@ -469,7 +469,7 @@ def test_bench_runs_off_the_main_thread_and_keeps_the_sigint_handler():
 
 # ------------------------------------------------------------------ sample of e036971
 
-TOPK = """HloModule topk_rows
+TOPK_HLO = """HloModule topk_rows
 
 ENTRY main {
   x = f32[4,8] parameter(0)
@@ -482,7 +482,7 @@ def test_topk_runs_against_the_interpreter(tmp_path):
     # XLA's import leaves TopK as mhlo.topk; the interpreter gets it as chlo.top_k
     # (execute/interpreter.py), else it refuses the op.
     path = tmp_path / "topk.hlo"
-    path.write_text(TOPK)
+    path.write_text(TOPK_HLO)
     report = mlirhlo_driver.load(str(path)).run()
     assert report.status == "ok", report.message
     values, indices = report.reference_outputs
@@ -490,7 +490,7 @@ def test_topk_runs_against_the_interpreter(tmp_path):
     assert indices.dtype == np.int32
 
 
-def _nested_call(x: int) -> int:
+def _nested_abs_call(x: int) -> int:
     from mlirhlo_driver._native import isolate
 
     # Inside the helper a call runs in place, and its value comes back.
@@ -500,14 +500,14 @@ def _nested_call(x: int) -> int:
 def test_a_call_inside_the_helper_runs_in_place_and_returns(tmp_path):
     from mlirhlo_driver._native import isolate
 
-    assert isolate.call(_nested_call, (-41,)) == 42
+    assert isolate.call(_nested_abs_call, (-41,)) == 42
 
 
 def test_kernels_json_is_two_space_indented(cli, tmp_path):
     import json
 
     path = tmp_path / "topk.hlo"
-    path.write_text(TOPK)
+    path.write_text(TOPK_HLO)
     r = cli("kernels", path, "--gpu-spec", "h100_sxm", "--json")
     assert r.code == 0, r.err
     assert r.out == json.dumps(json.loads(r.out), indent=2) + "\n"

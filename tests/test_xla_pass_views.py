@@ -491,22 +491,6 @@ def test_a_triton_log_compile_runs_here_and_leaves_later_compiles_as_they_were(f
     assert program.compile(target).stage("triton-passes") == first
 
 
-def test_which_compiles_write_xlas_triton_log():
-    from types import SimpleNamespace
-
-    from mlirhlo_driver.xla import backend
-
-    def opts(platform="cuda", **flags):
-        return SimpleNamespace(platform=platform, xla_flags=tuple(flags.items()))
-
-    assert backend._dumps_triton_log(opts(), ("triton-fusion", "triton-to-llvm"))
-    assert not backend._dumps_triton_log(opts(), ("triton-fusion",))
-    assert backend._dumps_triton_log(opts(xla_dump_emitter_re="triton.*"), ())
-    assert not backend._dumps_triton_log(opts(xla_dump_emitter_re="^ptx$"), ())
-    assert not backend._dumps_triton_log(opts(xla_dump_emitter_re="(("), ())  # XLA's own error, later
-    assert not backend._dumps_triton_log(opts("cpu"), ("triton-to-llvm",))
-
-
 def test_the_pass_shown_is_the_first_run_that_changed_the_instructions(monkeypatch):
     """bisect-passes shows HLO around the first run of the culprit whose instructions changed:
     a run whose dumps differ only in the module's header line (XLA numbers it) is passed over,

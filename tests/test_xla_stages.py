@@ -1133,6 +1133,8 @@ def test_which_compiles_write_xlas_triton_log():
     assert writes("cuda", user="triton-to") is True
     assert writes("cuda", user=".*") is True
     assert writes("cuda", user="triton-fusion") is False
+    assert writes("cuda", user="triton.*") is True
+    assert writes("cuda", user="^ptx$") is False
     assert writes("cuda", user="") is False
     assert writes("cuda", user="(") is False
     assert writes("cpu", ("triton-to-llvm",), user=".*") is False

@@ -548,7 +548,7 @@ ENTRY main {
 }
 """
 
-_FEED_HLO = """HloModule feed
+_FEED_F32_HLO = """HloModule feed
 
 ENTRY main {
   x = f32[4] parameter(0)
@@ -614,7 +614,7 @@ def test_multihost_runner_options(work):
     """ExecutionOptions (a swapped device assignment), output literals per device, profiles,
     snapshots, while-loop flattening and infeed removal, in one fresh process each."""
     (work / "loop.hlo").write_text(_LOOP_HLO)
-    (work / "feed.hlo").write_text(_FEED_HLO)
+    (work / "feed.hlo").write_text(_FEED_F32_HLO)
     (work / "eo.pbtxt").write_text(
         "num_replicas: 1\nnum_partitions: 2\ndevice_assignment {\n  replica_count: 1\n  computation_count: 2\n"
         "  computation_devices { replica_device_ids: 1 }\n  computation_devices { replica_device_ids: 0 }\n}\n"
@@ -771,7 +771,7 @@ def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
     from mlirhlo_driver.inputs import loader
     from mlirhlo_driver.ir import emit
 
-    (work / "feed_in.hlo").write_text(_FEED_HLO)
+    (work / "feed_in.hlo").write_text(_FEED_F32_HLO)
     text = emit.stablehlo_text(loader.load(str(work / "feed_in.hlo"))[0].module)
     assert "stablehlo.infeed" in text and "stablehlo.outfeed" in text
     (work / "feed.mlir").write_text(text)
@@ -796,7 +796,7 @@ def test_rewritten_modules_keep_xlas_instruction_ids():
             ids += [i.id for i in c.instructions]
         assert len(ids) == len(set(ids))
 
-    out, n = decompose.remove_infeed_outfeed(jaxlib.hlo_text_to_proto(_FEED_HLO))
+    out, n = decompose.remove_infeed_outfeed(jaxlib.hlo_text_to_proto(_FEED_F32_HLO))
     assert n == 2
     check(out)
     out, n = decompose.flatten_while_loops(jaxlib.hlo_text_to_proto(_LOOP_HLO), 3)
