@@ -5,14 +5,14 @@
     python scripts/mutation.py --list            # the mutation sites per module, nothing run
 
 Samples N mutants across the package with a fixed seed, spread round-robin over
-the modules in MODULE_TESTS. A mutant changes one AST node: a comparison
+the modules that have test files of their own (tests/<folder>/test_<module>*.py). A mutant changes one AST node: a comparison
 (``==``/``!=``, ``<``/``<=``, ``in``/``not in``, ``is``/``is not``), ``and``/``or``,
 an arithmetic operator, a number (n -> n+1), ``True``/``False``, drops a
 ``not``, negates an ``if``/``while`` condition, or makes a ``return`` give None.
 Docstrings and other strings are left alone.
 
-For each mutant it runs the test files mapped to the mutated module
-(``pytest -x``) and counts the mutant *killed* when a test fails or the run
+For each mutant it runs the test files mapped to the mutated module (tests_for: its
+own files, the files that import it, and for a front-end the end-to-end tests; ``pytest -x``) and counts the mutant *killed* when a test fails or the run
 times out. A mutant those files miss then meets the rest of the suite: it is
 *killed* when a test there fails with it and passes without it, *survived*
 when the whole suite passes (``--no-whole-suite`` stops at the mapped files).
@@ -49,95 +49,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PKG = "mlirhlo_driver"
 
-# module -> the test files that should notice a regression in it (the fast, specific ones).
-MODULE_TESTS: dict[str, list[str]] = {
-    "errors.py": ["test_errors.py", "test_usage_errors.py", "test_mutation_guards_lib.py"],
-    "inputs/loader.py": ["test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py",
-                         "test_bad_inputs.py"],
-    "mlir/pipeline.py": ["test_pipeline.py", "test_mutation_guards_io.py"],
-    "mlir/passes.py": ["test_mlir_passes.py", "test_pipeline.py", "test_mutation_guards_lib.py"],
-    "mlir/python_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
-    "mlir/builtin_passes.py": ["test_python_passes.py", "test_mutation_guards_lib.py"],
-    "cuda/specs.py": ["test_gpu_specs.py", "test_versions.py"],
-    "ir/hlo_proto.py": ["test_hlo_proto.py"],
-    "ir/protos.py": ["test_protos.py", "test_hlo_proto.py"],
-    "cuda/ptx.py": ["test_ptx.py", "test_ptx_cli.py"],
-    "inputs/checks.py": ["test_checks.py", "test_mutation_guards_lib.py"],
-    "execute/run.py": ["test_run.py", "test_mutation_guards_lib.py", "test_xla_pass_views.py",
-                       "test_checks.py", "test_bad_inputs.py"],  # check files; the guards' positions
-    "execute/spmd.py": ["test_spmd.py"],
-    "execute/engine.py": ["test_run.py", "test_spmd.py", "test_checks.py", "test_behaviour_comparison.py",
-                          "test_mutation_guards_lib.py"],
-    "ir/shardings.py": ["test_shardings.py", "test_spmd.py"],
-    "xla/flags.py": ["test_xla_flags.py", "test_mutation_guards_lib.py"],
-    "xla/cli_flags.py": ["test_xla_tools.py", "test_xla_flags.py"],
-    "cli/xla/tools.py": ["test_cli_frontends.py", "test_xla_tools.py", "test_mutation_guards_io.py", "test_behaviour_defaults.py",
-                         "test_behaviour_flag_values.py"],
-    "stages/base.py": ["test_stages_base.py", "test_xla_stages.py", "test_end_to_end.py"],
-    "xla/stages.py": ["test_xla_stages.py", "test_cuda_stages.py", "test_mutation_guards_lib.py",
-                      "test_mutation_guards_io.py", "test_checks.py"],  # check files' notes
-    "cuda/binaries.py": ["test_cuda_stages.py", "test_cuda_tools.py"],
-    "cuda/kernels.py": ["test_cuda_stages.py"],
-    "_native/interrupts.py": ["test_native_helpers.py", "test_usage_errors.py"],
-    "batch/opt.py": ["test_batch.py", "test_cuda_stages.py", "test_usage_errors.py", "test_pipeline.py",
-                 "test_convert.py", "test_xla_pass_views.py"],
-    "xla/backend.py": ["test_xla_stages.py", "test_xla_flags.py", "test_mutation_guards_lib.py", "test_checks_cuda.py",
-                       "test_xla_pass_views.py"],
-    "xla/pass_log.py": ["test_xla_pass_views.py"],
-    "xla/instrument.py": ["test_xla_pass_views.py"],
-    "execute/pass_bisect.py": ["test_xla_pass_views.py"],
-    "xla/passes.py": ["test_xla_pass_views.py", "test_xla_tools.py", "test_xla_stages.py"],
-    "ir/emit.py": ["test_emit.py", "test_convert.py", "test_inputs.py", "test_mutation_guards_io.py"],
-    "outputs.py": ["test_outputs.py", "test_convert.py", "test_errors.py", "test_mutation_guards_io.py"],
-    "cuda/tools.py": ["test_cuda_tools.py", "test_mutation_guards_lib.py"],
-    "cli/mlirhlo.py": ["test_cli_frontends.py", "test_usage_errors.py", "test_errors.py", "test_mutation_guards_io.py", "test_startup.py",
-                       "test_cache.py"],
-    "cli/opt.py": ["test_cli_frontends.py", "test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py",
-                   "test_checks.py", "test_cache.py", "test_help.py"],  # opt's --fold-constants default
-    "cli/app.py": ["test_usage_errors.py", "test_errors.py", "test_convert.py", "test_mutation_guards_io.py",
-                   "test_checks.py", "test_help.py", "test_cache.py"],  # run's --fold-constants default
-    "api.py": ["test_api.py", "test_end_to_end.py", "test_xla_stages.py", "test_mutation_guards_lib.py"],
-    "execute/bench.py": ["test_bench.py", "test_usage_errors.py", "test_python_passes.py", "test_mutation_guards_lib.py"],
-    "_native/isolate.py": ["test_bad_inputs.py", "test_mutation_guards_lib.py", "test_behaviour_isolation.py",
-                           "test_xla_pass_views.py"],
-    "_native/fds.py": ["test_native_helpers.py", "test_inputs.py", "test_errors.py", "test_mutation_guards_io.py", "test_mutation_guards_lib.py"],
-    "commands/mlirhlo.py": ["test_run.py", "test_usage_errors.py", "test_convert.py", "test_ptx_cli.py",
-                            "test_behaviour_flag_values.py"],
-    "commands/xla_tools.py": ["test_xla_tools.py", "test_mutation_guards_io.py", "test_behaviour_defaults.py",
-                              "test_behaviour_flag_values.py"],
-    "targets.py": ["test_targets.py", "test_listings.py", "test_xla_flags.py", "test_behaviour_spec_targets.py",
-                   "test_api.py", "test_cuda_tools.py"],
-    "registry.py": ["test_stages_base.py", "test_xla_stages.py", "test_api.py"],
-    "ir/dtypes.py": ["test_dtypes.py"],
-    "ir/literals.py": ["test_dtypes.py", "test_xla_tools.py"],
-    "_native/pool.py": ["test_behaviour_pool.py"],
-    "batch/run_pool.py": ["test_behaviour_pool.py", "test_run.py"],
-    "batch/run_report.py": ["test_run.py", "test_xla_tools.py", "test_behaviour_flag_values.py"],
-    # Reached through the command line, which tests drive by subprocess or main(argv):
-    # no test imports these by name.
-    "__main__.py": ["test_package_data.py", "test_help.py"],
-    "__init__.py": ["test_api.py", "test_startup.py", "test_python_passes.py"],
-    "_native/guards.py": ["test_native_helpers.py", "test_bad_inputs.py", "test_native_crashes.py"],
-    "batch/kernels.py": ["test_cuda_stages.py", "test_mutation_guards_lib.py"],
-    "commands/spmd_run.py": ["test_spmd.py", "test_usage_errors.py"],
-    "ir/decompose.py": ["test_xla_tools.py", "test_decompose.py"],
-    "listings.py": ["test_listings.py", "test_xla_stages.py", "test_gpu_specs.py", "test_pipeline.py"],
-    "mlir/ops.py": ["test_python_passes.py"],
-    "resources.py": ["test_listings.py", "test_package_data.py", "test_cache.py"],
-    "timing.py": ["test_timing.py"],
-    "installed.py": ["test_listings.py", "test_versions.py", "test_pipeline.py", "test_python_passes.py"],
-    "stages/mlir.py": ["test_convert.py", "test_xla_stages.py"],
-    "xla/graph_dumps.py": ["test_xla_stages.py", "test_html_view.py"],
-    "xla/html_page.py": ["test_html_view.py"],
-    # Kernel sources and the roofline (cuda stages), check-file dataflow, the compile diff.
-    "ir/fusions.py": ["test_cuda_stages.py", "test_api.py", "test_fusions.py"],
-    "cuda/roofline.py": ["test_cuda_stages.py", "test_roofline.py"],
-    "ir/hlo_dataflow.py": ["test_emit.py", "test_checks.py"],
-    "core/cache.py": ["core/test_cache.py"],
-    "core/diff.py": ["test_diff.py"],
-    "xla/summary.py": ["test_diff.py"],
-    "execute/interpreter.py": ["test_bench.py", "test_run.py", "test_mutation_guards_lib.py"],
-}
+# Where a module's tests are (CONTRIBUTING.md, "Where a test goes"): its own files,
+# tests/<its folder>/test_<module>.py and test_<module>_<behaviour>.py (a package's
+# __init__.py: test_init*.py), then every test file that imports it by name. The front-ends
+# (cli/, commands/, __main__.py) are reached through the command line, which the end-to-end
+# tests (tests/e2e/) drive by main(argv) or a subprocess without importing them.
+FRONT_ENDS = ("cli/", "commands/", "__main__.py")
+E2E = "e2e"
+# What a module no test file speaks for or imports runs: the first thing a user does.
+FALLBACK = f"{E2E}/test_opt.py"
+
 
 # Mutants that change no observable behaviour, keyed by site_key: (module, the
 # mutated line's text as in the source, stripped; the change as printed). They
@@ -734,15 +655,83 @@ def package_modules(base: Path = REPO) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def tests_for(mod: str, base: Path = REPO) -> list[str]:
-    """The test files for a module: MODULE_TESTS's, else the files that import it by name
-    (``mlirhlo_driver.cuda.specs`` or ``from mlirhlo_driver.cuda import specs``)."""
-    if mod in MODULE_TESTS:
-        return MODULE_TESTS[mod]
+def test_files(base: Path = REPO) -> list[str]:
+    """Every test file, as a path under tests/ (``cuda/test_specs.py``)."""
+    root = base / "tests"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("test_*.py") if "data" not in p.relative_to(root).parts)
+
+
+def own_tests(mod: str, base: Path = REPO) -> list[str]:
+    """A module's own test files, found by the layout: for ``cuda/specs.py``,
+    tests/cuda/test_specs.py and tests/cuda/test_specs_*.py (paths under tests/)."""
+    path = Path(mod)
+    stem = "init" if path.name == "__init__.py" else path.stem
+    folder = base / "tests" / path.parent
+    found = [folder / f"test_{stem}.py"] + sorted(folder.glob(f"test_{stem}_*.py"))
+    return [str(p.relative_to(base / "tests")) for p in found if p.is_file()]
+
+
+def importers(mod: str, base: Path = REPO) -> list[str]:
+    """The test files that import a module by name (``mlirhlo_driver.cuda.specs`` or ``from
+    mlirhlo_driver.cuda import specs``); for a package's __init__.py, the package itself, and
+    for the top-level one and api.py (whose names it exports), ``import mlirhlo_driver``."""
     dotted = f"{PKG}." + mod.removesuffix(".py").replace("/", ".")
+    if dotted.endswith(".__init__"):
+        dotted = dotted.removesuffix(".__init__")
     package, _, name = dotted.rpartition(".")
-    pattern = re.compile(rf"{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b")
-    return sorted(p.name for p in (base / "tests").glob("test_*.py") if pattern.search(p.read_text()))
+    forms = [] if dotted == PKG else [rf"{re.escape(dotted)}\b"]
+    if package:
+        forms.append(rf"from {re.escape(package)} import [^\n]*\b{re.escape(name)}\b")
+    if mod in ("__init__.py", "api.py"):
+        forms.append(rf"^\s*import {PKG}\b(?!\.)")
+    pattern = re.compile("|".join(forms), re.M)
+    return [t for t in test_files(base) if pattern.search((base / "tests" / t).read_text())]
+
+
+def command_tests(mod: str, base: Path = REPO) -> list[str]:
+    """The end-to-end tests of the command a module is named after: tests/e2e/test_opt.py and
+    test_opt_*.py for ``batch/opt.py`` or ``cli/opt.py``."""
+    return own_tests(f"{E2E}/{Path(mod).name}", base) if Path(mod).name != "__init__.py" else []
+
+
+def users(mod: str, base: Path = REPO) -> list[str]:
+    """The package's modules that import ``mod`` (relative or absolute imports, at any depth
+    in their source), as paths under the package."""
+    target = mod.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    out = []
+    for other in package_modules(base):
+        here = other.removesuffix(".py").replace("/", ".").split(".")
+        names = set()
+        for node in ast.walk(ast.parse((base / PKG / other).read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parent = here[:len(here) - node.level]
+                    module = ".".join(parent + ([node.module] if node.module else []))
+                else:
+                    module = (node.module or "").removeprefix(PKG).lstrip(".")
+                    if not (node.module or "").startswith(PKG):
+                        continue
+                names.add(module)
+                names.update(f"{module}.{a.name}".lstrip(".") for a in node.names)
+            elif isinstance(node, ast.Import):
+                names.update(a.name.removeprefix(PKG).lstrip(".") for a in node.names if a.name.startswith(PKG + "."))
+        if other != mod and target in names:
+            out.append(other)
+    return out
+
+
+def tests_for(mod: str, base: Path = REPO) -> list[str]:
+    """The test files that should notice a regression in a module, computed from the layout
+    (nothing to keep by hand): its own files first (the fastest to fail), the end-to-end tests
+    of the command it is named after, then the files that import it, then, for a front-end,
+    the other end-to-end tests; for a module none of these name, the own and command tests of
+    the package's modules that import it. Paths under tests/."""
+    found = own_tests(mod, base) + command_tests(mod, base) + importers(mod, base)
+    if mod.startswith(FRONT_ENDS):
+        found += [t for t in test_files(base) if t.startswith(E2E + "/")]
+    if not found:  # a helper module no test names: the tests of the modules that use it
+        found = [t for user in users(mod, base) for t in own_tests(user, base) + command_tests(user, base)]
+    return list(dict.fromkeys(found))
 
 
 def commit_seed(rev: str = "HEAD") -> tuple[int, str]:
@@ -962,8 +951,7 @@ def confirm(copy: Path, target: Path, source: str, original: str, mapped: list[s
     ``timeout_kills``: their run is bounded by their own measured time, so running past it is a hang
     the mutant caused: ('timeout', ...), a kill as in the mapped files.
     """
-    rest = [] if select is not None else sorted(
-        p.name for p in (copy / "tests").glob("test_*.py") if p.name not in mapped)
+    rest = [] if select is not None else [t for t in test_files(copy) if t not in mapped]
     # A lint finding on the mutated line is style, not a behaviour the suite guards.
     deselected: list[str] = list(STYLE_TESTS)
     for _ in range(tries):
@@ -1180,10 +1168,10 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900,
                     help="most seconds per mutant's test run (within it: 5x the unmutated run, at least "
                          "120 s); past it: killed")
-    ap.add_argument("--modules", help="comma list of module files (default: every one in MODULE_TESTS)")
+    ap.add_argument("--modules", help="comma list of module files (default: every one with test files of its own)")
     ap.add_argument("--commit", nargs="?", const="HEAD", metavar="REV",
                     help="draw over the whole package, weighted by lines, seeded by REV's hash (default HEAD); "
-                         "modules outside MODULE_TESTS run the test files that import them")
+                         "modules without test files of their own run the test files that import them")
     ap.add_argument("--list", action="store_true", help="print the sites per module and the sample; run nothing")
     ap.add_argument("--no-whole-suite", dest="whole_suite", action="store_false",
                     help="count a mutant that passes its mapped tests as survived without running the rest of "
@@ -1217,15 +1205,16 @@ def main() -> int:
         tests = {m: tests_for(m) for m in modules}
         untested = [m for m in modules if not tests[m] and sites_of(REPO / PKG / m)]
         if untested:
-            print(f"no test file imports {', '.join(untested)}: their mutants run test_end_to_end.py", flush=True)
-        tests = {m: t or ["test_end_to_end.py"] for m, t in tests.items()}
+            print(f"no test file is {', '.join(untested)}'s or imports it: their mutants run {FALLBACK}", flush=True)
+        tests = {m: t or [FALLBACK] for m, t in tests.items()}
         draw = weighted_sample
     else:
-        modules = args.modules.split(",") if args.modules else [m for m in MODULE_TESTS if (REPO / PKG / m).exists()]
-        unknown = [m for m in modules if m not in MODULE_TESTS]
+        modules = args.modules.split(",") if args.modules else [
+            m for m in package_modules() if own_tests(m) and sites_of(REPO / PKG / m)]
+        tests = {m: tests_for(m) for m in modules}
+        unknown = [m for m in modules if not tests[m]]
         if unknown:
-            ap.error(f"no tests mapped for {unknown}; add them to MODULE_TESTS")
-        tests = {m: MODULE_TESTS[m] for m in modules}
+            ap.error(f"no test file is {unknown}'s or imports them (CONTRIBUTING.md: where a test goes)")
         draw = sample
     if args.list:
         chosen = draw(args.n, args.seed, modules)

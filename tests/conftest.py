@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -181,7 +182,6 @@ def add_mlir_file(tmp_path_factory) -> Path:
     return path
 
 
-
 # ------------------------------------------------------- CUDA environment markers
 
 def pytest_configure(config):
@@ -285,3 +285,157 @@ def find_spec_giving(expected: str, result):
             raise result
         return result
     return find_spec
+
+
+# ------------------------------------------------ shared by several test files: fakes and small modules
+
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+
+
+# The MLP training step compiled device-less for A100 and H100, once per test file (stages
+# are computed when first read).
+@pytest.fixture(scope="module")
+def a100():
+    import mlirhlo_driver
+
+    return mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="a100_sxm_80")
+
+
+@pytest.fixture(scope="module")
+def h100():
+    import mlirhlo_driver
+
+    return mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="h100_sxm")
+
+
+
+@pytest.fixture
+def fake_versions(monkeypatch):
+    """version_text's sources as fakes: jax/jaxlib lines, the ptxas in use, the CUDA tools, llvmlite."""
+    from importlib import metadata
+    from types import SimpleNamespace
+
+    from mlirhlo_driver import targets
+    from mlirhlo_driver._native import jaxlib
+
+    state = {"ptxas": SimpleNamespace(version_str="12.8.93", path="/cuda/bin/ptxas", source="nvidia-cuda-nvcc"),
+             "llvmlite": "0.44.0"}
+
+    def version(dist):
+        assert dist == "llvmlite", dist
+        if state["llvmlite"] is None:
+            raise metadata.PackageNotFoundError(dist)
+        return state["llvmlite"]
+
+    monkeypatch.setattr(jaxlib, "version_lines", lambda: ["jax 0.1", "jaxlib 0.1"])
+    monkeypatch.setattr(targets, "ptxas_in_use", lambda: (state["ptxas"], [], "no CUDA found"))
+    monkeypatch.setattr(targets, "cuda_tool_lines", lambda ptxas: [f"libdevice for {ptxas and ptxas.path}",
+                                                                   "nvdisasm none"])
+    monkeypatch.setattr(metadata, "version", version)
+    return state
+
+
+# One dense layer with tanh (a GEMM fusion and a loop fusion on CUDA), for the explorer tests.
+DENSE_IN = "tensor<64x128xf32>"
+DENSE_LAYER = f"""func.func @main(%x: {DENSE_IN}, %w: tensor<128x256xf32>, %b: tensor<256xf32>) -> tensor<64x256xf32> {{
+  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({DENSE_IN}, tensor<128x256xf32>) -> tensor<64x256xf32>
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<256xf32>) -> tensor<64x256xf32>
+  %s = stablehlo.add %d, %bb : tensor<64x256xf32>
+  %t = stablehlo.tanh %s : tensor<64x256xf32>
+  return %t : tensor<64x256xf32>
+}}
+"""
+
+
+def count_executes(monkeypatch) -> list:
+    """A list that gets one entry per execution of a compiled module, from now on."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    runs: list = []
+    real = _jaxlib.execute
+    monkeypatch.setattr(_jaxlib, "execute", lambda *a, **k: runs.append(1) or real(*a, **k))
+    return runs
+
+
+# The CLI in a fresh process.
+MLIRHLO = [sys.executable, "-c", "from mlirhlo_driver.cli.mlirhlo import main; main()"]
+
+
+# No dot: no Triton fusion; algsimp makes the divide by 2 a multiply by 0.5 (the
+# importer folds simpler rewrites, such as an add of zero, before XLA sees them).
+PLAIN = """HloModule plain
+
+ENTRY main {
+  p = f32[4,8] parameter(0)
+  two = f32[] constant(2)
+  tb = f32[4,8] broadcast(two), dimensions={}
+  s = f32[4,8] divide(p, tb)
+  ROOT t = f32[4,8] tanh(s)
+}
+"""
+
+
+# A loop of 10 iterations doubling a vector, and a module with an infeed and an outfeed
+# (multihost_hlo_runner's --while_execution_count and the feeds it replaces, ir/decompose.py).
+LOOP_HLO = """HloModule loop
+
+body {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  v = f32[4] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  v2 = f32[4] add(v, v)
+  ROOT t = (s32[], f32[4]) tuple(i2, v2)
+}
+
+cond {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  ten = s32[] constant(10)
+  ROOT lt = pred[] compare(i, ten), direction=LT
+}
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[4]) tuple(zero, x)
+  w = (s32[], f32[4]) while(init), condition=cond, body=body
+  ROOT iterations = s32[] get-tuple-element(w), index=0
+}
+"""
+
+
+FEED_HLO = """HloModule feed
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  tok = token[] after-all()
+  feed = (f32[4], token[]) infeed(tok)
+  d = f32[4] get-tuple-element(feed), index=0
+  s = f32[4] add(x, d)
+  t2 = token[] get-tuple-element(feed), index=1
+  o = token[] outfeed(s, t2), outfeed_shape=f32[4]
+  ROOT r = f32[4] add(d, d)
+}
+"""
+
+
+# ------------------------------------------------ batches (batch/test_opt.py, _native/test_cluster.py)
+
+# A module named {name}, a JAX function that segfaults, and opt's closing summary read back.
+GOOD = """module @{name} {{
+  func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {{
+    %0 = stablehlo.add %a, %a : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }}
+}}
+"""
+
+CRASHER = "import ctypes\n\ndef boom(x):\n    ctypes.string_at(0)  # SIGSEGV\n    return x\n"
+
+
+def summary_rows(err: str) -> dict[str, str]:
+    """module -> status from the closing summary."""
+    lines = err[err.index("opt: "):].splitlines()[1:]
+    return {ln.split()[0]: ln.split()[1] for ln in lines if ln.strip()}

@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mlirhlo_driver
 import mlirhlo_driver as mh
 from mlirhlo_driver import registry
+from mlirhlo_driver.errors import FlagError
 from mlirhlo_driver.xla import backend as xla_backend
-from tests.conftest import REPO
+from tests.conftest import DATA, REPO
 
-DATA = REPO / "tests" / "data"
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
 
@@ -43,6 +44,59 @@ def compiles(monkeypatch, tmp_path):
 
     monkeypatch.setattr(xla_backend, "compile_module", counted)
     return made
+
+
+FROM_JAX_64 = """
+import jax, numpy as np
+import mlirhlo_driver as mh
+p = mh.from_jax(lambda x: x * 2, np.ones(4, np.float32))
+print("tensor<4xf32>" in p.as_text(), jax.config.jax_enable_x64)
+for dt, mlir in (("int64", "i64"), ("uint64", "ui64"), ("float64", "f64"), ("complex128", "complex<f64>")):
+    p = mh.from_jax(lambda x: x * 2, np.ones(4, dt))
+    print(p.name, f"tensor<4x{mlir}>" in p.as_text())
+print(jax.config.jax_enable_x64)
+"""
+
+# ------------------------------------------------------------------ Program: formats, stages, text
+
+CHLO = DATA / "chlo_special.mlir"
+
+ERF_INV = DATA / "erf_inv.mlir"
+
+# ------------------------------------------------------------------ llvm_to_ptx
+
+CALL_KERNEL = textwrap.dedent("""\
+    target triple = "nvptx64-nvidia-cuda"
+    define internal float @twice(float %x) {
+      %y = fmul float %x, 2.0
+      ret float %y
+    }
+    define ptx_kernel void @scale(ptr %p) {
+      %v = load float, ptr %p
+      %w = call float @twice(float %v)
+      store float %w, ptr %p
+      ret void
+    }
+    """)
+
+BIG_SHARED_KERNEL = textwrap.dedent("""\
+    target triple = "nvptx64-nvidia-cuda"
+    @buf = internal addrspace(3) global [300000 x float] undef
+    define ptx_kernel void @big(ptr %p, i32 %i, i32 %j) {
+      %q = getelementptr [300000 x float], ptr addrspace(3) @buf, i32 0, i32 %i
+      %r = getelementptr [300000 x float], ptr addrspace(3) @buf, i32 0, i32 %j
+      %v = load float, ptr %p
+      store volatile float %v, ptr addrspace(3) %q
+      %u = load volatile float, ptr addrspace(3) %r
+      store float %u, ptr %p
+      ret void
+    }
+    """)
+
+
+@pytest.fixture(scope="module")
+def add_file(add_mlir_file) -> Path:
+    return add_mlir_file
 
 
 def test_readme_snippet_runs_as_written(tmp_path, monkeypatch, compiles):
@@ -163,18 +217,6 @@ def test_load_errors_carry_file_line_and_col(tmp_path):
     assert e.value.format().startswith(f"error: {bad}:2:")
 
 
-FROM_JAX_64 = """
-import jax, numpy as np
-import mlirhlo_driver as mh
-p = mh.from_jax(lambda x: x * 2, np.ones(4, np.float32))
-print("tensor<4xf32>" in p.as_text(), jax.config.jax_enable_x64)
-for dt, mlir in (("int64", "i64"), ("uint64", "ui64"), ("float64", "f64"), ("complex128", "complex<f64>")):
-    p = mh.from_jax(lambda x: x * 2, np.ones(4, dt))
-    print(p.name, f"tensor<4x{mlir}>" in p.as_text())
-print(jax.config.jax_enable_x64)
-"""
-
-
 def test_from_jax_keeps_64_bit_arguments():
     """In a fresh process: each 64-bit dtype lowers in jax's x64 mode, so the module keeps the
     argument's type; the caller's own jax keeps x64 off before and after."""
@@ -282,27 +324,10 @@ def test_compile_takes_a_target_or_its_parts_not_both():
     assert e.value.message == "give a target, or platform/gpu_spec/xla_flags, not both"
 
 
-# ------------------------------------------------------------------ Program: formats, stages, text
-
-CHLO = DATA / "chlo_special.mlir"
-ERF_INV = DATA / "erf_inv.mlir"
-
-
 def test_input_format_is_the_format_the_file_was_read_as():
     """Program.input_format: ``hlo`` for HLO text, ``mlir`` for StableHLO text."""
     assert mh.load(str(MLP)).input_format == "hlo"
     assert mh.load(str(CHLO)).input_format == "mlir"
-
-
-@pytest.mark.parametrize("spec, is_list", [
-    ("canonicalize", True), ("canonicalize,cse", True),
-    ("@simplify", False), ("func.func(cse)", False), ("cse{max-iterations=1}", False),
-])
-def test_a_comma_list_of_passes_is_told_from_a_textual_pipeline(spec, is_list):
-    """optimize(spec) reads a bare comma list as --passes; '@name', '(' or '{' make it a pipeline."""
-    from mlirhlo_driver.core.program import is_pass_list
-
-    assert is_pass_list(spec) is is_list
 
 
 def test_as_text_dialects_and_debug_info():
@@ -477,37 +502,6 @@ def test_run_spmd_checks_flags_and_device_count_before_running(monkeypatch):
     assert e.value.message == f"{have + 1} CPU devices needed, but jax already started with {have}"
 
 
-# ------------------------------------------------------------------ llvm_to_ptx
-
-CALL_KERNEL = textwrap.dedent("""\
-    target triple = "nvptx64-nvidia-cuda"
-    define internal float @twice(float %x) {
-      %y = fmul float %x, 2.0
-      ret float %y
-    }
-    define ptx_kernel void @scale(ptr %p) {
-      %v = load float, ptr %p
-      %w = call float @twice(float %v)
-      store float %w, ptr %p
-      ret void
-    }
-    """)
-
-BIG_SHARED_KERNEL = textwrap.dedent("""\
-    target triple = "nvptx64-nvidia-cuda"
-    @buf = internal addrspace(3) global [300000 x float] undef
-    define ptx_kernel void @big(ptr %p, i32 %i, i32 %j) {
-      %q = getelementptr [300000 x float], ptr addrspace(3) @buf, i32 0, i32 %i
-      %r = getelementptr [300000 x float], ptr addrspace(3) @buf, i32 0, i32 %j
-      %v = load float, ptr %p
-      store volatile float %v, ptr addrspace(3) %q
-      %u = load volatile float, ptr addrspace(3) %r
-      store float %u, ptr %p
-      ret void
-    }
-    """)
-
-
 def test_llvm_to_ptx_defaults_optimize_for_the_default_spec():
     """llvm_to_ptx with no options: the default spec's sm_90a, LLVM's -O3 first (the internal
     function inlined: no .func, no call); optimize=False keeps the call; gpu_spec with arch is refused."""
@@ -527,3 +521,22 @@ def test_llvm_to_ptx_checks_with_ptxas_unless_told_not_to():
     with pytest.raises(mh.InputError, match="ptxas .*too much shared data"):
         mh.llvm_to_ptx(BIG_SHARED_KERNEL, source="big.ll")
     assert ".entry big(" in mh.llvm_to_ptx(BIG_SHARED_KERNEL, check_ptxas=False)
+
+
+# ------------------------------------------------------------------ api.compile
+
+def test_compile_rejects_an_unknown_xla_flag_before_compiling(add_file):
+    # The check runs in compile() itself, not later inside XLA at the first stage.
+    with pytest.raises(FlagError, match=r"unknown XLA flag '--xla_cpu_no_such_flag'"):
+        mlirhlo_driver.compile(str(add_file), xla_flags={"xla_cpu_no_such_flag": True})
+
+
+def test_program_convert_accepts_each_format_and_names_a_wrong_one(add_file):
+    from mlirhlo_driver.errors import DriverError
+
+    prog = mlirhlo_driver.load(str(add_file))
+    mhlo = prog.convert("mhlo")
+    assert "mhlo.add" in mhlo and "loc(" not in mhlo  # no locations unless asked for
+    assert prog.convert("hlo").startswith("HloModule")
+    with pytest.raises(DriverError, match="unknown format 'hlo-text'"):
+        prog.convert("hlo-text")

@@ -1,182 +1,8 @@
-"""Every bad input: one ``error: FILE:LINE:COL: message`` line, exit 2, no traceback,
-nothing written."""
+"""errors.py: the typed errors, their one-line form, exit codes and hints."""
 
 from __future__ import annotations
 
 import pytest
-
-from tests.conftest import DATA, assert_one_line_error
-
-MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
-
-
-def _opt_to_file(cli, tmp_path, *args):
-    out = tmp_path / "out.mlir"
-    result = cli("opt", *args, "-o", out)
-    assert not out.exists(), "no half-written output on error"
-    assert not list(tmp_path.glob(".out.mlir.*")), "no temp file left"
-    return result
-
-
-def test_malformed_hlo_text(cli, tmp_path):
-    bad = tmp_path / "bad.hlo"
-    bad.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n"
-                   "  ROOT add = f32[4] add(p0, p2)\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line == f"error: {bad}:5:29: instruction does not exist: p2"
-
-
-def test_unknown_hlo_opcode(cli, tmp_path):
-    bad = tmp_path / "bad.hlo"
-    bad.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n  ROOT x = f32[4] frob(p0)\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line == f"error: {bad}:5:19: Unknown opcode: frob"
-
-
-def test_malformed_mlir(cli, tmp_path):
-    bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
-                   "  %0 = stablehlo.tanhh %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line == f"error: {bad}:2:8: custom op 'stablehlo.tanhh' is unknown"
-
-
-def test_unregistered_dialect(cli, tmp_path):
-    bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @f() {\n  foo.bar() : () -> ()\n  return\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line.startswith(f"error: {bad}:2:3: Dialect `foo' not found for custom op 'foo.bar'")
-    assert "unregistered dialect" in line
-
-
-def test_truncated_bytecode(cli, tmp_path):
-    from mlirhlo_driver.inputs import loader as inputs
-    from mlirhlo_driver.ir import emit
-
-    module = inputs.load(str(DATA / "chlo_special.mlir"))[0].module
-    data = emit.bytecode(module)
-    bad = tmp_path / "cut.mlirbc"
-    bad.write_bytes(data[: len(data) // 2])
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line.startswith(f"error: {bad}: ")
-
-
-def test_truncated_vhlo_artifact(cli, tmp_path):
-    data = (DATA / "softmax.vhlo").read_bytes()
-    bad = tmp_path / "cut.vhlo"
-    bad.write_bytes(data[:200])
-    assert_one_line_error(_opt_to_file(cli, tmp_path, bad), contains=f"{bad}: ")
-
-
-def test_binary_garbage(cli, tmp_path):
-    import random
-
-    rng = random.Random(7)
-    bad = tmp_path / "garbage.bin"
-    bad.write_bytes(bytes(rng.randrange(256) for _ in range(4096)) + b"\x00")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert "neither MLIR bytecode nor an HLO proto" in line
-
-
-@pytest.mark.parametrize("content", ["", "\n   \n"])
-def test_empty_file(cli, tmp_path, content):
-    bad = tmp_path / "empty.mlir"
-    bad.write_text(content)
-    assert assert_one_line_error(_opt_to_file(cli, tmp_path, bad)) == f"error: {bad}: empty file"
-
-
-def test_missing_file(cli, tmp_path):
-    missing = tmp_path / "nope.hlo"
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, missing))
-    assert line == f"error: {missing}: no such file or directory"
-
-
-def test_directory_without_modules(cli, tmp_path):
-    d = tmp_path / "empty_dir"
-    d.mkdir()
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, d))
-    assert line == f"error: {d}: directory holds no loadable modules"
-
-
-def test_unknown_pass_suggests(cli, tmp_path):
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--passes", "cse,canonicalise"))
-    assert line == "error: --passes:1:5: unknown pass 'canonicalise' (did you mean 'canonicalize'?)"
-
-
-def test_unknown_pass_in_pipeline_points_at_column(cli, tmp_path):
-    spec = "builtin.module(func.func(canonicalize,chlo-legalize-to-stablehlox))"
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", spec))
-    col = spec.index("chlo-legalize-to-stablehlox") + 1
-    assert line.startswith(f"error: --pipeline:1:{col}: unknown pass 'chlo-legalize-to-stablehlox'")
-    assert "did you mean 'chlo-legalize-to-stablehlo'" in line
-
-
-@pytest.mark.parametrize("spec,col,what", [
-    ("builtin.module(func.func(canonicalize)", 39, "unbalanced parentheses"),
-    ("builtin.module(cse,,canonicalize)", 20, "expected a pass name"),
-    ("builtin.module(cse) x", 21, "unexpected 'x'"),
-    ("builtin.module(canonicalize{max-iterations=3)", 28, "unbalanced braces"),
-    ("builtin.module(func.func(symbol-dce))", 26, "runs on 'builtin.module' ops"),
-    ("builtin.module(chlo-legalize-to-stablehlo)", 16, "runs on 'func.func' ops"),
-])
-def test_bad_pipeline_syntax(cli, tmp_path, spec, col, what):
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", spec))
-    assert line.startswith(f"error: --pipeline:1:{col}: "), line
-    assert what in line
-
-
-def test_unknown_named_pipeline(cli, tmp_path):
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", "@simplfy"))
-    assert "unknown named pipeline '@simplfy'" in line and "did you mean 'simplify'" in line
-
-
-def test_jax_entry_that_does_not_import(cli, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, "no_such_pkg.model:f", "--args", "f32[2]"))
-    assert line.startswith("error: no_such_pkg.model:f: cannot import module 'no_such_pkg.model'")
-
-
-def test_jax_entry_missing_function(cli, tmp_path, monkeypatch):
-    (tmp_path / "mm_fwd.py").write_text("def forward(x):\n    return x\n")
-    monkeypatch.chdir(tmp_path)
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, "mm_fwd:forwrd", "--args", "f32[2]"))
-    assert "has no attribute 'forwrd'" in line and "did you mean 'forward'" in line
-
-
-@pytest.mark.parametrize("spec,col,what", [
-    ("f32[8,128],i32[8", 12, "expected DTYPE[DIMS]"),
-    ("f33[8]", 1, "unknown dtype 'f33'"),
-    ("f32[8];i32[8]", 7, "expected ','"),
-])
-def test_malformed_args_spec(cli, tmp_path, monkeypatch, spec, col, what):
-    (tmp_path / "mm_fwd.py").write_text("def forward(x):\n    return x\n")
-    monkeypatch.chdir(tmp_path)
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, "mm_fwd:forward", "--args", spec))
-    assert line.startswith(f"error: --args:{col}: ") and what in line, line
-
-
-def test_unknown_option_and_stage(cli):
-    assert_one_line_error(cli("opt", MLP_DUMP, "--bogus"), contains="no such option: --bogus")
-    line = assert_one_line_error(cli("opt", MLP_DUMP, "--stage", "stablehl"))
-    assert "unknown stage 'stablehl'" in line and "did you mean 'stablehlo'" in line
-
-
-def test_usage_errors_are_one_line(cli):
-    result = cli("convert")
-    assert result.code == 2
-    assert result.err.startswith("error: ") and len(result.err.strip().splitlines()) == 1
-
-
-def test_convert_a_directory(cli, tmp_path):
-    import shutil
-
-    d = tmp_path / "two"
-    d.mkdir()
-    shutil.copy(DATA / "erf_inv.mlir", d / "a.mlir")
-    shutil.copy(DATA / "softmax.vhlo", d / "b.vhlo")
-    line = assert_one_line_error(cli("convert", d, "--to", "hlo", "-o", tmp_path / "x.hlo"))
-    assert line == f"error: {d}: expected one module, found 2"
-    assert not (tmp_path / "x.hlo").exists()
 
 
 def test_parameters_are_spelled_by_the_reader():
@@ -196,20 +22,6 @@ def test_parameters_are_spelled_by_the_reader():
     assert e.format(PARAMS) == "error: " + str(e)
     with pytest.raises(ValueError):
         spell(text, "shell")
-
-
-@pytest.mark.parametrize("log, line", [
-    ("noise\nLLVM ERROR: Cannot select: intrinsic. More text\nlast\n", "Cannot select: intrinsic"),
-    ("noise\nF0101 check.cc:1] Check failed: " + "x" * 400 + "\nlast\n", ("F0101 check.cc:1] Check failed: " + "x" * 400)[:300]),
-    ("noise\n" + "y" * 400 + "\n", "y" * 300),
-    ("", ""),
-])
-def test_native_error_line_picks_the_line_that_says_why_and_bounds_it(log, line):
-    """LLVM's fatal error first, then an error-looking line, then the last: at most 300
-    characters of it, the rest of a long line is noise in a one-line error."""
-    from mlirhlo_driver._native.fds import native_error_line
-
-    assert native_error_line(log) == line
 
 
 def test_exit_codes_of_each_error_class():
@@ -301,3 +113,12 @@ def test_notes_go_to_the_logger_from_python_and_stderr_on_the_command_line(capfd
     assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
         ("mlirhlo_driver", logging.INFO, "from python")]
     assert capfd.readouterr().err == "note: from the command line, --gpu-spec\n"
+
+
+# ------------------------------------------------------------------ errors, isolate, jax inputs
+
+def test_library_errors_print_as_their_one_line_form():
+    from mlirhlo_driver.errors import InputError
+
+    e = InputError("bad thing", file="m.mlir", line=3, col=5, hint="try this")
+    assert e.format() == "error: " + str(e) == "error: m.mlir:3:5: bad thing (try this)"

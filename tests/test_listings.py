@@ -4,13 +4,11 @@ table, exactly as every front-end prints them."""
 from __future__ import annotations
 
 import json
-import os
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from mlirhlo_driver import installed, listings, registry, resources, targets
+from mlirhlo_driver import listings, registry, targets
 from mlirhlo_driver.cuda import specs as gpu_specs
 from mlirhlo_driver.cuda import tools as cuda_tools
 
@@ -25,6 +23,7 @@ PLUGIN = textwrap.dedent('''
 
 PTXAS = cuda_tools.Ptxas("/cuda/bin/ptxas", (12, 9, 86),
                          ("sm_50", "sm_60", "sm_70", "sm_80", "sm_86", "sm_90", "sm_90a"), "pip")
+
 OLD_PTXAS = cuda_tools.Ptxas("/old/bin/ptxas", (11, 8, 89), ("sm_50", "sm_90"), "PATH")
 
 SPEC_TABLE = """\
@@ -44,6 +43,42 @@ v100                Tesla V100-SXM2-16GB   7.0    sm_70    80   16 GiB   900 GB/
 ptxas: 12.9.86 /cuda/bin/ptxas (pip; targets sm_50..sm_90a)
   not used: 11.8.89 /old/bin/ptxas (PATH; targets sm_50..sm_90)
 """
+
+
+@pytest.fixture(scope="module")
+def catalog_with_plugin(tmp_path_factory):
+    """The pass catalogue with a plugin pass loaded, and the catalogue after it is unloaded."""
+    from mlirhlo_driver.mlir import passes
+
+    path = tmp_path_factory.mktemp("plugin") / "listed.py"
+    path.write_text(PLUGIN)
+    listings.load_plugins([str(path)])
+    try:
+        with_plugin, catalog = listings.pass_catalog(), dict(passes.all_passes())
+    finally:
+        listings.load_plugins(None)
+    return with_plugin, catalog, listings.pass_catalog()
+
+
+def test_version_text_lists_every_tool_one_per_line(fake_versions):
+    """--version: the driver, jax lines, the ptxas in use (version, path, where from), the CUDA tools, llvmlite."""
+    from mlirhlo_driver import __version__
+    from mlirhlo_driver.listings import version_text
+
+    assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
+                              "ptxas 12.8.93 /cuda/bin/ptxas (nvidia-cuda-nvcc)\n"
+                              "libdevice for /cuda/bin/ptxas\nnvdisasm none\nllvmlite 0.44.0\n")
+
+
+def test_version_text_without_ptxas_or_llvmlite(fake_versions):
+    """No usable ptxas: why; llvmlite missing: said so, not a crash."""
+    from mlirhlo_driver import __version__
+    from mlirhlo_driver.listings import version_text
+
+    fake_versions.update(ptxas=None, llvmlite=None)
+    assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
+                              "ptxas none usable: no CUDA found\nlibdevice for None\nnvdisasm none\n"
+                              "llvmlite not installed\n")
 
 
 @pytest.mark.parametrize("platform", [None, "cpu", "cuda"])
@@ -73,21 +108,6 @@ def test_stage_table_golden_without_a_platform():
         "(VHLO bytecode; --target-version)\n"
         "mhlo                      .mhlo.mlir                 mlir  the module legalized to MHLO\n"
         "hlo-before-optimizations  .before_optimizations.txt  mlir  HLO text of the module as XLA receives it\n")
-
-
-@pytest.fixture(scope="module")
-def catalog_with_plugin(tmp_path_factory):
-    """The pass catalogue with a plugin pass loaded, and the catalogue after it is unloaded."""
-    from mlirhlo_driver.mlir import passes
-
-    path = tmp_path_factory.mktemp("plugin") / "listed.py"
-    path.write_text(PLUGIN)
-    listings.load_plugins([str(path)])
-    try:
-        with_plugin, catalog = listings.pass_catalog(), dict(passes.all_passes())
-    finally:
-        listings.load_plugins(None)
-    return with_plugin, catalog, listings.pass_catalog()
 
 
 def test_pass_catalog_sections_count_and_align_their_passes(catalog_with_plugin):
@@ -148,143 +168,18 @@ def test_spec_table_json_gives_each_spec_with_its_ptxas_verdict(monkeypatch):
     assert json.loads(listings.spec_table(as_json=True)) == [{**s.to_dict(), "ptxas": None} for s in specs]
 
 
-# ---------------------------------- what the listings read: entry points, data folders
+def test_the_spec_table_names_the_ptxas_in_use_or_why_there_is_none(monkeypatch):
+    from types import SimpleNamespace
 
+    from mlirhlo_driver import listings, targets
 
-def _dist_with_entry_points(site, version: str, entry_points: str):
-    info = site / f"aa_listed-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: aa-listed\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(entry_points)
-    return info
-
-
-def test_entry_points_of_a_group_are_sorted_with_their_versions(private_site):
-    """installed.entry_points: (name, value, version) of the group's entry points, sorted by
-    name; an edit of entry_points.txt in place is seen (the record is keyed on it)."""
-    info = _dist_with_entry_points(private_site, "1.5", "[aa.listed]\nzeta = pkg.z:run\nalpha = pkg.a\n\n"
-                                                         "[other.group]\nbeta = pkg.b\n")
-    assert installed.entry_points("aa.listed") == (("alpha", "pkg.a", "1.5"), ("zeta", "pkg.z:run", "1.5"))
-    assert installed.entry_points("aa.listed") == (("alpha", "pkg.a", "1.5"), ("zeta", "pkg.z:run", "1.5"))
-    assert installed.entry_points("aa.no.such.group") == ()
-    (info / "entry_points.txt").write_text("[aa.listed]\nalpha = pkg.a\n")
-    assert installed.entry_points("aa.listed") == (("alpha", "pkg.a", "1.5"),)
-    assert installed.versions(("aa-listed", "aa-not-installed")) == {"aa-listed": "1.5", "aa-not-installed": None}
-
-
-def test_the_record_holds_the_newest_variants_only(private_site, tmp_path):
-    """One record file per interpreter under the cache folder; it keeps at most _VARIANTS (16)
-    variants, newest first; a request scanned again on the same sys.path replaces its variant."""
-    import sys
-    import zlib
-
-    assert installed._VARIANTS == 16
-    record = tmp_path / "xdg" / "mlirhlo-driver" / f"installed-{zlib.crc32(sys.executable.encode()):08x}.json"
-    requests = [("versions", f"aa-dist-{i}") for i in range(18)]
-    for request in requests:
-        installed._facts(request)
-    variants = json.loads(record.read_text())["variants"]
-    assert [tuple(v["request"]) for v in variants] == requests[::-1][:16]
-    _dist_with_entry_points(private_site, "1.0", "")  # an install: request 10 is scanned again
-    assert installed._facts(requests[10])["versions"] == {"aa-dist-10": None}
-    variants = json.loads(record.read_text())["variants"]
-    assert len(variants) == 16 and tuple(variants[0]["request"]) == requests[10]
-    assert [tuple(v["request"]) for v in variants].count(requests[10]) == 1
-    assert sorted(p.name for p in record.parent.iterdir()) == [record.name]  # no temp file left
-
-
-def test_a_sys_path_entry_is_stamped_by_its_distributions_or_its_size_and_time(tmp_path):
-    """A folder: its metadata folders by name (other files do not count); a zip: size and
-    mtime; a missing entry: None."""
-    folder = tmp_path / "site"
-    folder.mkdir()
-    for name in ("b-1.0.dist-info", "a-2.0.egg-info", "c.egg-link", "module.py", "pkg", "d.dist-info.bak"):
-        (folder / name).mkdir() if "." not in name or name.endswith("info") else (folder / name).write_text("")
-    assert installed._entry_stamp(str(folder)) == ["a-2.0.egg-info", "b-1.0.dist-info", "c.egg-link"]
-    archive = tmp_path / "site.zip"
-    archive.write_bytes(b"PK\x05\x06" + bytes(18))
-    st = os.stat(archive)
-    assert installed._entry_stamp(str(archive)) == [22, st.st_mtime_ns]
-    assert installed._entry_stamp(str(tmp_path / "missing")) is None
-    assert installed._stat(str(tmp_path / "missing")) is None
-
-
-def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
-    """$XDG_CACHE_HOME/mlirhlo-driver, ~/.cache/mlirhlo-driver without it (or when empty),
-    and a name in it."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert resources.cache_dir() == tmp_path / "xdg" / "mlirhlo-driver"
-    assert resources.cache_dir("ptxas-probe.json") == tmp_path / "xdg" / "mlirhlo-driver" / "ptxas-probe.json"
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    for unset in (True, False):
-        if unset:
-            monkeypatch.delenv("XDG_CACHE_HOME")
-        else:
-            monkeypatch.setenv("XDG_CACHE_HOME", "")
-        assert resources.cache_dir() == tmp_path / "home" / ".cache" / "mlirhlo-driver"
-        assert resources.cache_dir("") == tmp_path / "home" / ".cache" / "mlirhlo-driver"
-
-
-def test_data_folders_are_the_packages_own_on_a_file_system():
-    """A checkout or a wheel on disk: the data folder itself, no copy (in the checkout, at the
-    repository's root)."""
-    import mlirhlo_driver.gpu_specs
-
-    assert resources.data_dir("gpu_specs") == Path(mlirhlo_driver.gpu_specs.__file__).parent
-    assert resources.data_dir("gpu_specs") == Path(resources.__file__).parent.parent / "gpu_specs"
-    assert (resources.data_dir("gpu_specs") / "h100_sxm.txtpb").is_file()
-
-
-def test_a_zipped_data_folder_is_copied_out_file_by_file(tmp_path):
-    """A zipped install: the folder's files copied to a temporary folder of that name (its
-    subfolders are not data); a folder missing from the zip gives an empty folder."""
-    import zipfile
-
-    archive = tmp_path / "pkg.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("mlirhlo_driver/gpu_specs/a.txtpb", "spec a\n")
-        z.writestr("mlirhlo_driver/gpu_specs/b.txtpb", b"\x00spec b")
-        z.writestr("mlirhlo_driver/gpu_specs/sub/c.txtpb", "nested\n")
-    root = zipfile.Path(archive, "mlirhlo_driver/")
-    out = resources._extracted(root / "gpu_specs", "gpu_specs")
-    assert out.name == "gpu_specs" and out.parent.name.startswith("mlirhlo-driver-")
-    assert sorted(p.name for p in out.iterdir()) == ["a.txtpb", "b.txtpb"]
-    assert (out / "a.txtpb").read_text() == "spec a\n" and (out / "b.txtpb").read_bytes() == b"\x00spec b"
-    empty = resources._extracted(root / "pipelines", "pipelines")
-    assert empty.is_dir() and list(empty.iterdir()) == [] and empty.parent != out.parent
-
-
-def test_data_dir_copies_a_folder_that_is_not_on_the_file_system(tmp_path, monkeypatch):
-    """data_dir: a package inside a zip (no Path) gives the copied-out folder."""
-    import zipfile
-
-    archive = tmp_path / "pkg.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("mlirhlo_driver/pipelines/p.txt", "pipeline\n")
-    monkeypatch.setattr(resources.resources, "files",
-                        lambda package: zipfile.Path(archive, package.replace(".", "/") + "/"))
-    got = resources.data_dir.__wrapped__("pipelines")  # past the per-process memo
-    assert got.name == "pipelines" and (got / "p.txt").read_text() == "pipeline\n"
-
-
-def test_a_copied_out_folder_is_removed_at_exit_even_if_already_gone(tmp_path):
-    """The temporary copy goes when the process ends; one removed meanwhile is no error."""
-    import subprocess
-    import sys
-
-    code = textwrap.dedent(f"""
-        import shutil, sys, zipfile
-        from mlirhlo_driver import resources
-        with zipfile.ZipFile({str(tmp_path / "pkg.zip")!r}, "w") as z:
-            z.writestr("pkg/gpu_specs/a.txtpb", "a")
-        out = resources._extracted(zipfile.Path({str(tmp_path / "pkg.zip")!r}, "pkg/gpu_specs/"), "gpu_specs")
-        print(out)
-        if sys.argv[1] == "gone":
-            shutil.rmtree(out.parent)
-    """)
-    for how in ("kept", "gone"):
-        proc = subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, timeout=120,
-                              cwd=str(Path(resources.__file__).parent.parent))
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-        out = Path(proc.stdout.strip())
-        assert out.name == "gpu_specs" and not out.parent.exists()
+    monkeypatch.setattr(targets, "ptxas_in_use", lambda: (None, [], "no ptxas on PATH or in pip's nvidia packages"))
+    lines = listings.spec_table().splitlines()
+    assert lines[-1] == "ptxas: none usable: no ptxas on PATH or in pip's nvidia packages"
+    assert all(ln.endswith("  no") for ln in lines[1:-1])
+    found = SimpleNamespace(version_str="12.9.86", path="/opt/ptxas", source="pip nvidia-cuda-nvcc-cu12",
+                            can_target=lambda sm: sm == "sm_80", arch_range=lambda: "sm_50-sm_90a")
+    monkeypatch.setattr(targets, "ptxas_in_use", lambda: (found, [], ""))
+    lines = listings.spec_table().splitlines()
+    assert lines[-1] == "ptxas: 12.9.86 /opt/ptxas (pip nvidia-cuda-nvcc-cu12; targets sm_50-sm_90a)"
+    assert any(" sm_80 " in ln and ln.endswith("  ok") for ln in lines)

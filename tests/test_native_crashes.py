@@ -8,16 +8,12 @@ the in-process tests below use whatever path the test process allows.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 
 import pytest
 
-from mlirhlo_driver._native import isolate
 from mlirhlo_driver._native import jaxlib as _jaxlib
-from mlirhlo_driver.errors import InputError, NativeCrash
 from tests.conftest import REPO, CliResult, assert_one_line_error
 
 RESHAPE_HLO = """HloModule bad_reshape
@@ -36,6 +32,7 @@ ENTRY main {
 """
 
 _F32_6 = "element_type: F32 dimensions: 6 layout { minor_to_major: 0 }"
+
 # get-tuple-element of an array: XLA's import to MLIR dies ("LLVM ERROR: Failed
 # to infer result type(s).").
 GTE_ON_ARRAY_PBTXT = f"""name: "gte_on_array"
@@ -145,135 +142,3 @@ def test_a_valid_module_after_a_crash_still_loads(cli, tmp_path):
     result = cli("opt", good)
     assert result.code == 0, result.err
     assert "stablehlo.reshape" in result.out and "tensor<6xf32>" in result.out
-
-
-# ------------------------------------------------------------- isolate.call
-
-def _write_fd2_and_return(value: int) -> int:
-    os.write(2, b"native chatter\n")
-    return value * 2
-
-
-def _raise_input_error() -> None:
-    raise InputError("bad thing", file="f.mlir", line=3, col=4, hint="fix it")
-
-
-def _die_with_llvm_error() -> None:
-    os.write(2, b"some noise\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo\n")
-    os.abort()
-
-
-def test_isolate_returns_reraises_and_reports_deaths():
-    seen: list[str] = []
-    assert isolate.call(_write_fd2_and_return, (21,), on_stderr=seen.append) == 42
-    assert seen == ["native chatter\n"]
-    with pytest.raises(InputError) as ei:
-        isolate.call(_raise_input_error)
-    assert ei.value.format() == "error: f.mlir:3:4: bad thing (fix it)"
-    with pytest.raises(NativeCrash) as ei:
-        isolate.call(_die_with_llvm_error, what="codegen", file="k.ll")
-    assert ei.value.format() == "error: k.ll: codegen aborted: Cannot select: intrinsic %llvm.nvvm.foo"
-    assert os.WTERMSIG(ei.value.status) == signal.SIGABRT
-    with pytest.raises(NativeCrash, match=r"died \(SIGKILL\)"):
-        isolate.call(_kill_self)
-    assert isolate.call(_write_fd2_and_return, (1,), on_stderr=seen.append) == 2
-
-
-def _kill_self() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def test_native_reason_picks_the_telling_line():
-    absl = ("F1130 18:32:04.923132   24233 hlo_computation.cc:188] Check failed: "
-            "param_no >= 0 && param_no < parameter_count \n"
-            "ERROR: invalid parameter number. Expected [0, 1), got 3\n"
-            "*** Check failure stack trace: ***\n"
-            "    @     0x7fa15050bd08  xla::LogMessageFatal::~LogMessageFatal()\n")
-    assert isolate.native_reason(absl) == ("Check failed: param_no >= 0 && param_no < parameter_count; "
-                                           "invalid parameter number. Expected [0, 1), got 3")
-    assert isolate.native_reason("x\nLLVM ERROR: out of memory\n") == "out of memory"
-    assert isolate.native_reason("    @ 0x1 abc::Fatal\n") == ""
-    # without a Check failed: the last absl error line, else the last line saying error or fatal
-    assert isolate.native_reason("E1130 18:32:04.923132 1 a.cc:1] first\nE1130 18:32:04.923132 1 b.cc:2] last\n"
-                                 "noise\n") == "last"
-    assert isolate.native_reason("Fatal Python error: Segmentation fault\nthread 1\n") == \
-        "Fatal Python error: Segmentation fault"
-    assert isolate.native_reason("an Error here\nsome error there\nbye\n") == "some error there"
-    assert isolate.native_reason("terror\n#0 0x1 in f\n0xdeadbeef x\n") == ""
-    assert isolate.native_reason("E1130 18:32:04.923132 1 a.cc:1] " + "x" * 500) == "x" * 400
-
-
-def test_isolate_output_of_each_call_is_its_own():
-    """The helper's log is emptied between calls: no NUL-filled hole where the last call's text was."""
-    seen: list[str] = []
-    for value in (1, 2, 3):
-        assert isolate.call(_write_fd2_and_return, (value,), on_stderr=seen.append) == value * 2
-    assert seen == ["native chatter\n"] * 3
-
-
-def _sleep(seconds: float) -> float:
-    import time
-
-    time.sleep(seconds)
-    return seconds
-
-
-def test_isolate_deadline_kills_a_call_that_does_not_finish():
-    with pytest.raises(NativeCrash) as ei:
-        isolate.call(_sleep, (600,), what="the reader", file="m.mlirbc", timeout=0.5)
-    assert ei.value.timed_out
-    assert ei.value.format() == "error: m.mlirbc: the reader did not finish in 0.5 s"
-    # The killed helper is replaced; a call within its deadline returns.
-    assert isolate.call(_sleep, (0,), timeout=60) == 0
-
-
-def test_read_timeout_comes_from_the_environment(monkeypatch):
-    from mlirhlo_driver.inputs import loader as inputs
-
-    monkeypatch.delenv(inputs.READ_TIMEOUT_ENV, raising=False)
-    assert inputs.read_timeout() == inputs.DEFAULT_READ_TIMEOUT
-    monkeypatch.setenv(inputs.READ_TIMEOUT_ENV, "2.5")
-    assert inputs.read_timeout() == 2.5
-    for bad in ("0", "-1", "nan", "inf", "soon"):
-        monkeypatch.setenv(inputs.READ_TIMEOUT_ENV, bad)
-        with pytest.raises(InputError, match="MLIRHLO_READ_TIMEOUT must be a positive number"):
-            inputs.read_timeout()
-
-
-SLOW_PLUGIN = '''
-import os
-import time
-
-import mlirhlo_driver
-
-
-@mlirhlo_driver.register_pass("mark-and-wait", anchor="builtin.module", description="test: marks a run")
-def mark_and_wait(module_op):
-    open(os.environ["MARK_FILE"], "a").close()
-    time.sleep(0.2)
-'''
-
-
-def test_ctrl_c_in_bench_pipeline_is_one_error_line(tmp_path):
-    """Ctrl-C (SIGINT to the process group, as a terminal sends it) stops a benchmark of
-    native and Python passes: exit 130, one error line, no MLIR timing report."""
-    import time
-
-    (tmp_path / "plug.py").write_text(SLOW_PLUGIN)
-    mark = tmp_path / "ran"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "bench-pipeline", str(REPO / "tests" / "data" / "erf_inv.mlir"),
-         "--load-pass-plugin", str(tmp_path / "plug.py"), "--passes", "canonicalize,mark-and-wait,cse",
-         "--repeats", "100000"],
-        cwd=tmp_path, env=dict(os.environ, MARK_FILE=str(mark)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True)
-    try:
-        while not mark.exists() and proc.poll() is None:  # the benchmark is running
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert_one_line_error(CliResult(proc.returncode, out, err), code=130, contains="interrupted")

@@ -8,15 +8,33 @@ touch the machine's own devices: they make their own nodes in tmp_path.
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import stat
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, REPO, assert_one_line_error
+from tests.conftest import DATA, MLIRHLO, REPO, assert_one_line_error
+
+
+@pytest.fixture(scope="module")
+def mlir_file(add_mlir_file) -> Path:
+    return add_mlir_file
+
+
+def one_line_error(proc: subprocess.CompletedProcess, contains: str = "") -> str:
+    err = proc.stderr.decode(errors="replace")
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2, (proc.returncode, err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert contains in lines[0], lines[0]
+    assert proc.stdout == b""
+    return lines[0]
+
 
 SOFTMAX = DATA / "softmax.vhlo"
 
@@ -31,6 +49,68 @@ def _expected(cli, tmp_path) -> bytes:
     data = (tmp_path / "plain.mlir").read_bytes()
     assert b"stablehlo.divide" in data
     return data
+
+
+# Direct tests of outputs.py's contract (no compile): modes, parents, failures, descriptor
+# paths, standard output and the cache's recorder.
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_output_under_a_regular_file_is_refused_by_name(cli, mlir_file, tmp_path):
+    # check_output_path walks up to the first existing ancestor: here a file, not a directory.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    r = cli("opt", mlir_file, "-o", blocker / "sub" / "out.mlir")
+    assert_one_line_error(r, contains=f"cannot write: {blocker} is not a directory")
+    assert blocker.read_text() == "x"
+
+
+def test_a_failed_rename_is_one_error_and_an_interrupt_stays_one(tmp_path, monkeypatch):
+    """write_atomic: an OSError while the file is being put in place (a full disk, a quota)
+    becomes a DriverError naming the path, with no temp file left; anything else (Ctrl-C)
+    goes on as it is, the temp file removed too."""
+    import errno
+    import os
+
+    from mlirhlo_driver import outputs
+    from mlirhlo_driver.errors import DriverError
+
+    target = tmp_path / "out.mlir"
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(outputs.os, "replace", full)
+    with pytest.raises(DriverError) as e:
+        outputs.write_atomic(target, "module {}\n")
+    assert e.value.message == "cannot write: No space left on device" and e.value.file == str(target)
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_atomic(target, "module {}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_that_fails_midway_leaves_nothing(tmp_path):
+    # A file-size limit (1 KiB, set by the shell: no fork-time hook in this
+    # multithreaded process) makes the write fail with EFBIG after the first bytes.
+    out = tmp_path / "big.mlir"
+    command = " ".join(shlex.quote(str(a)) for a in [*MLIRHLO, "opt", DATA / "mlp_train_step.before_optimizations.txt",
+                                                      "-o", out])
+    proc = subprocess.run(["bash", "-c", f"ulimit -f 1 && exec {command}"], capture_output=True,
+                          timeout=300, cwd=str(REPO))
+    one_line_error(proc, f"{out}: cannot write: File too large")
+    assert list(tmp_path.iterdir()) == [], "no partial file, no temp file"
 
 
 def test_a_symlink_is_kept_and_its_target_written(cli, tmp_path):
@@ -155,17 +235,6 @@ def test_dump_numbers_share_one_width_so_names_sort_in_order():
     assert [outputs.dump_number(i, 1001) for i in (0, 7, 1000)] == ["0000", "0007", "1000"]
     names = [outputs.dump_number(i, 12345) for i in range(12345)]
     assert sorted(names) == names and {len(n) for n in names} == {5}
-
-
-# Direct tests of outputs.py's contract (no compile): modes, parents, failures, descriptor
-# paths, standard output and the cache's recorder.
-
-
-@pytest.fixture
-def umask_022():
-    old = os.umask(0o022)
-    yield
-    os.umask(old)
 
 
 def test_a_new_file_gets_the_mode_a_plain_open_would(tmp_path, umask_022):

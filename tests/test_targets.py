@@ -17,7 +17,14 @@ from mlirhlo_driver.cuda import specs as gpu_specs
 from mlirhlo_driver.errors import PARAMS, DriverError, FlagError
 from mlirhlo_driver.stages.base import StageOptions
 
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
 SPEC_DIR = Path(targets.__file__).parent.parent / "gpu_specs"
+
 DEFAULT_NOTE = "no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)"
 
 
@@ -40,6 +47,49 @@ def _spec_missing_a_field(tmp_path) -> Path:
     path = tmp_path / "a100_no_warp.txtpb"
     path.write_text(text.replace("  threads_per_warp: 32\n", ""))
     return path
+
+
+def test_a_binary_autotune_file_that_is_not_utf8_is_passed_to_xla_as_binary(tmp_path):
+    """Autotune results that are not valid UTF-8 are binary: a .pb is used as it is, and
+    any other name (even a text extension) is passed on as a .pb copy of the same bytes."""
+    from pathlib import Path
+
+    from mlirhlo_driver import targets
+
+    data = b"\x0a\x03\xff\xfe\x80results"  # a serialized proto: invalid UTF-8, no low control bytes
+    binary = tmp_path / "results.pb"
+    binary.write_bytes(data)
+    keep: list = []
+    assert targets.autotune_file(str(binary), keep) == str(binary) and keep == []
+    for name in ("results.pbtxt", "results.textpb", "results.txt"):
+        misnamed = tmp_path / name
+        misnamed.write_bytes(data)
+        used = targets.autotune_file(str(misnamed), keep)
+        assert used.endswith(".pb") and used != str(misnamed)
+        assert Path(used).read_bytes() == data
+    assert len(keep) == 3
+
+
+@pytest.mark.parametrize("where", ["cli", "environment", "file"])
+def test_a_targets_debug_options_refuse_a_misspelt_name_from_anywhere(where, monkeypatch, tmp_path):
+    """targets.debug_options checks every name against this XLA, whichever layer gave it."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.errors import FlagError
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    cli, path = None, None
+    if where == "cli":
+        cli = {"xla_cpu_enable_fast_mathh": True}
+    elif where == "environment":
+        monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_mathh=true")
+    else:
+        path = tmp_path / "debug_options.txt"
+        path.write_text("xla_cpu_enable_fast_mathh: true\n")
+    with pytest.raises(FlagError, match="xla_cpu_enable_fast_math"):
+        targets.debug_options(cli, str(path) if path else None)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert targets.debug_options({"xla_cpu_enable_fast_math": True}) == {"xla_cpu_enable_fast_math": True}
+    assert targets.debug_options() == {}
 
 
 def test_resolve_takes_xlas_platform_spellings_and_no_platform():

@@ -34,24 +34,6 @@ def _entries(cache_dir):
     return sorted(cache_dir.rglob("*.entry")) if cache_dir.exists() else []
 
 
-# ------------------------------------------------------------------ stage outputs
-
-@pytest.mark.parametrize("data", ["text ü\n", b"\x00bytes", {"a": b"\x01", "b.c": b""}, {}],
-                         ids=["str", "bytes", "parts", "no-parts"])
-def test_an_output_comes_back_as_it_was_kept_with_its_notes(cache_dir, data):
-    """Text, bytes and {part: bytes} outputs (an empty one too) read back equal, with the
-    notes and the pipeline's printed output kept beside them."""
-    cache.put_output("aa" * 32, data, ["a note", "another"], printed="print-op-stats\n")
-    assert cache.get_output("aa" * 32) == (data, ["a note", "another"], "print-op-stats\n")
-    assert cache.get_output("bb" * 32) is None
-
-
-def test_an_entry_of_another_kind_is_no_output(cache_dir):
-    """Records this version does not write (another format's) read as a miss."""
-    cache.store("cc" * 32, [("stdout-text", None, b"old")])
-    assert cache.get_output("cc" * 32) is None
-
-
 # ------------------------------------------------------------------ content keys
 
 @pytest.fixture
@@ -76,6 +58,83 @@ def _program(path, **kw):
     import mlirhlo_driver as mh
 
     return mh.load(str(path), **kw)
+
+
+PROBE = """
+import sys
+from mlirhlo_driver.cli.mlirhlo import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
+"""
+
+API_PROBE = """
+import sys
+import mlirhlo_driver as mh
+text = mh.load({path!r}).optimize("cse").compile(mh.Target.cuda("h100_sxm")).stage("ptx")
+print(len(text), "IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
+"""
+
+# ------------------------------------------------------------------ entries on disk
+
+RECORDS = [("stderr", None, b"note: a note\n"), ("file", "out/a.ptx", b"\x00ptx\n"),
+           ("stdout-text", None, "text ü\n".encode())]
+
+WRITER = """
+import sys
+from mlirhlo_driver.core import cache
+records = [("stdout-bytes", None, bytes([int(sys.argv[1])]) * 200_000)]
+for _ in range(30):
+    cache.store("12" * 32, records)
+    got = cache.lookup("12" * 32)
+    assert got is not None and len(got[0][2]) == 200_000 and len(set(got[0][2])) == 1, "torn entry"
+"""
+
+
+def _sha(*parts):
+    import hashlib
+
+    return hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+def _part(label, raw):
+    return len(label).to_bytes(4, "little") + label + len(raw).to_bytes(8, "little") + raw
+
+
+def _resealed(body):
+    import hashlib
+
+    return body + hashlib.sha256(body).hexdigest().encode()
+
+
+def _sized_entries(cache_dir, n):
+    """n entries of one size each, oldest first; (keys, size of one)."""
+    keys = [f"{i:02d}" * 32 for i in range(n)]
+    for i, key in enumerate(keys):
+        cache.store(key, [("stdout-bytes", None, b"x" * 100)])
+        os.utime(cache._entry_path(key), (1000 + i, 1000 + i))
+    return keys, cache._entry_path(keys[0]).stat().st_size
+
+
+# ------------------------------------------------------------------ stage outputs
+
+@pytest.mark.parametrize("data", ["text ü\n", b"\x00bytes", {"a": b"\x01", "b.c": b""}, {}],
+                         ids=["str", "bytes", "parts", "no-parts"])
+def test_an_output_comes_back_as_it_was_kept_with_its_notes(cache_dir, data):
+    """Text, bytes and {part: bytes} outputs (an empty one too) read back equal, with the
+    notes and the pipeline's printed output kept beside them."""
+    cache.put_output("aa" * 32, data, ["a note", "another"], printed="print-op-stats\n")
+    assert cache.get_output("aa" * 32) == (data, ["a note", "another"], "print-op-stats\n")
+    assert cache.get_output("bb" * 32) is None
+
+
+def test_an_entry_of_another_kind_is_no_output(cache_dir):
+    """Records this version does not write (another format's) read as a miss."""
+    cache.store("cc" * 32, [("stdout-text", None, b"old")])
+    assert cache.get_output("cc" * 32) is None
 
 
 def test_the_same_content_is_the_same_key_and_names_no_argv(module_file, tmp_path):
@@ -302,25 +361,6 @@ def test_cache_info_and_clear(cli, cache_dir, tmp_path):
     assert "entries    0" in cli("cache", "info").out
 
 
-PROBE = """
-import sys
-from mlirhlo_driver.cli.mlirhlo import main
-try:
-    main({argv!r})
-except SystemExit:
-    pass
-sys.stdout.flush()
-print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
-"""
-
-API_PROBE = """
-import sys
-import mlirhlo_driver as mh
-text = mh.load({path!r}).optimize("cse").compile(mh.Target.cuda("h100_sxm")).stage("ptx")
-print(len(text), "IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
-"""
-
-
 @pytest.mark.parametrize("door", ["opt", "api"])
 def test_a_hit_imports_no_jaxlib(cache_dir, tmp_path, door):
     small = tmp_path / "small.mlir"
@@ -360,18 +400,10 @@ def test_a_glob_s_files_are_read_anew(cli, cache_dir, tmp_path):
     assert second.code == 0 and "stablehlo.subtract" in second.out, second.err
 
 
-# ------------------------------------------------------------------ entries on disk
-
-RECORDS = [("stderr", None, b"note: a note\n"), ("file", "out/a.ptx", b"\x00ptx\n"),
-           ("stdout-text", None, "text ü\n".encode())]
-
-
-
 def test_store_and_lookup_round_trip(cache_dir):
     cache.store("ab" * 32, RECORDS)
     assert cache.lookup("ab" * 32) == RECORDS
     assert cache.lookup("cd" * 32) is None
-
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage"])
@@ -387,7 +419,6 @@ def test_a_corrupt_entry_is_never_served_and_is_replaced(cache_dir, damage):
     assert not path.exists()  # removed, so the next miss writes it again
     cache.store(key, RECORDS)
     assert cache.lookup(key) == RECORDS
-
 
 
 @pytest.mark.parametrize("byte", range(8))
@@ -406,18 +437,6 @@ def test_an_entry_whose_header_length_is_wrong_is_a_miss_even_with_a_valid_check
     assert not path.exists()
 
 
-WRITER = """
-import sys
-from mlirhlo_driver.core import cache
-records = [("stdout-bytes", None, bytes([int(sys.argv[1])]) * 200_000)]
-for _ in range(30):
-    cache.store("12" * 32, records)
-    got = cache.lookup("12" * 32)
-    assert got is not None and len(got[0][2]) == 200_000 and len(set(got[0][2])) == 1, "torn entry"
-"""
-
-
-
 def test_concurrent_writers_of_one_key(cache_dir):
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(i)], cwd=REPO, stderr=subprocess.PIPE,
                               env=dict(os.environ, MLIRHLO_CACHE_DIR=str(cache_dir)))
@@ -427,7 +446,6 @@ def test_concurrent_writers_of_one_key(cache_dir):
     records = cache.lookup("12" * 32)
     assert records is not None and len(records[0][2]) == 200_000
     assert [p.name for p in cache_dir.rglob("*") if p.is_file()] == ["12" * 32 + ".entry"]  # no temp files
-
 
 
 def test_least_recently_used_entries_are_evicted(cache_dir, monkeypatch):
@@ -442,12 +460,10 @@ def test_least_recently_used_entries_are_evicted(cache_dir, monkeypatch):
     assert [cache.lookup(k) is not None for k in keys] == [True, False, True, True]
 
 
-
 def test_cache_dir_defaults_to_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("MLIRHLO_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.cache_dir() == tmp_path / "mlirhlo-driver" / "stages"
-
 
 
 def test_an_explicit_cache_dir_wins_over_xdg(monkeypatch, tmp_path):
@@ -459,22 +475,10 @@ def test_an_explicit_cache_dir_wins_over_xdg(monkeypatch, tmp_path):
     assert cache.cache_dir() == tmp_path / "xdg" / "mlirhlo-driver" / "stages"
 
 
-
 def test_an_entry_is_a_file_named_by_its_key_under_the_cache_dir(cache_dir):
     """<dir>/<fan-out>/<key>.entry: what `cache info` and eviction scan."""
     path = cache._entry_path("ab12" * 16)
     assert path.name == "ab12" * 16 + ".entry" and path.parent.parent == cache_dir
-
-
-
-def _sha(*parts):
-    import hashlib
-
-    return hashlib.sha256(b"".join(parts)).hexdigest()
-
-
-def _part(label, raw):
-    return len(label).to_bytes(4, "little") + label + len(raw).to_bytes(8, "little") + raw
 
 
 def test_the_key_hash_is_labelled_length_prefixed_parts():
@@ -487,7 +491,6 @@ def test_the_key_hash_is_labelled_length_prefixed_parts():
     h.add("b", b"\x00\x01")
     assert h.hexdigest() == _sha(b"mlirhlo-driver stage cache 2\n", _part(b"ab", "cd\u00fc".encode()),
                                  _part(b"n", b"\x00none"), _part(b"b", b"\x00\x01"))
-
 
 
 def test_the_key_hash_reads_files_and_stats_them(tmp_path):
@@ -512,7 +515,6 @@ def test_the_key_hash_reads_files_and_stats_them(tmp_path):
         _part(b"none", b"\x00none"))
 
 
-
 def test_an_entry_s_bytes_are_data_then_header_then_length_then_checksum(cache_dir):
     """MAGIC, each record's data in order, the 'kind TAB size TAB path' lines, the header's
     length (8 bytes little-endian) and the SHA-256 (hex) of everything before it."""
@@ -527,7 +529,6 @@ def test_an_entry_s_bytes_are_data_then_header_then_length_then_checksum(cache_d
     assert blob == body + hashlib.sha256(body).hexdigest().encode()
 
 
-
 @pytest.mark.parametrize("records", [
     [], [("stdout-bytes", None, b"")], [("file", "a\tb.txt", b"x"), ("stderr", None, b"")],
     [("file", "d/\udcff.bin", b"\xff" * 3)],
@@ -538,20 +539,11 @@ def test_unusual_records_round_trip(cache_dir, records):
     assert cache.lookup("0b" * 32) == records
 
 
-
 def test_an_output_path_with_a_newline_is_not_cached(cache_dir):
     """The header is line-based: an entry with such a path is dropped, and no temp file stays."""
     cache.store("0c" * 32, [("stderr", None, b"x"), ("file", "a\nb", b"y")])
     assert cache.lookup("0c" * 32) is None
     assert not [p for p in cache_dir.rglob("*") if p.is_file()]
-
-
-
-def _resealed(body):
-    import hashlib
-
-    return body + hashlib.sha256(body).hexdigest().encode()
-
 
 
 @pytest.mark.parametrize("body, records", [
@@ -567,7 +559,6 @@ def test_a_well_formed_entry_written_by_hand_is_read(cache_dir, body, records):
     path.parent.mkdir(parents=True)
     path.write_bytes(_resealed(body))
     assert cache.lookup("0d" * 32) == records
-
 
 
 @pytest.mark.parametrize("body", [
@@ -591,17 +582,6 @@ def test_an_entry_not_exactly_as_written_is_a_miss_even_with_a_valid_checksum(ca
     assert not path.exists()
 
 
-
-def _sized_entries(cache_dir, n):
-    """n entries of one size each, oldest first; (keys, size of one)."""
-    keys = [f"{i:02d}" * 32 for i in range(n)]
-    for i, key in enumerate(keys):
-        cache.store(key, [("stdout-bytes", None, b"x" * 100)])
-        os.utime(cache._entry_path(key), (1000 + i, 1000 + i))
-    return keys, cache._entry_path(keys[0]).stat().st_size
-
-
-
 def test_eviction_keeps_entries_that_fit_the_limit_exactly(cache_dir):
     """evict(limit) deletes the oldest entries until the total is at most limit: a total
     equal to the limit stays, one byte over removes exactly the oldest."""
@@ -616,7 +596,6 @@ def test_eviction_keeps_entries_that_fit_the_limit_exactly(cache_dir):
     assert not any(cache._entry_path(k).exists() for k in keys)
 
 
-
 def test_a_store_evicts_down_to_the_environment_cap(cache_dir, monkeypatch):
     """Each stored entry then applies MLIRHLO_CACHE_MAX_BYTES: exactly the cap keeps all."""
     keys, size = _sized_entries(cache_dir, 2)
@@ -626,7 +605,6 @@ def test_a_store_evicts_down_to_the_environment_cap(cache_dir, monkeypatch):
     monkeypatch.setenv("MLIRHLO_CACHE_MAX_BYTES", str(3 * size - 1))
     cache.store("04" * 32, [("stdout-bytes", None, b"z" * 100)])
     assert [cache._entry_path(k).exists() for k in [*keys, "03" * 32, "04" * 32]] == [False, False, True, True]
-
 
 
 def test_info_counts_only_entries(cache_dir, monkeypatch):
@@ -639,7 +617,6 @@ def test_info_counts_only_entries(cache_dir, monkeypatch):
     (cache._entry_path(keys[0]).parent / ".0000.abc.tmp").write_bytes(b"partial")
     (cache._entry_path(keys[0]).parent / "notes.txt").write_bytes(b"other")
     assert cache.info() == {"directory": str(cache_dir), "entries": 2, "bytes": 2 * size, "max_bytes": 123456}
-
 
 
 def test_clear_removes_entries_and_stale_temp_files(cache_dir):
@@ -655,7 +632,6 @@ def test_clear_removes_entries_and_stale_temp_files(cache_dir):
     assert cache.clear() == 0
 
 
-
 def test_a_hit_refreshes_the_entry_s_time(cache_dir):
     """lookup() of a good entry makes it the most recently used (its mtime now)."""
     import time
@@ -663,7 +639,6 @@ def test_a_hit_refreshes_the_entry_s_time(cache_dir):
     keys, _ = _sized_entries(cache_dir, 1)
     cache.lookup(keys[0])
     assert cache._entry_path(keys[0]).stat().st_mtime > time.time() - 3600
-
 
 
 def test_a_spool_counts_what_it_has_written(cache_dir):
@@ -677,7 +652,6 @@ def test_a_spool_counts_what_it_has_written(cache_dir):
     spool.append(("stderr", None, b"more"))  # after abort: nothing, no error
     spool.commit()
     assert not [p for p in cache_dir.rglob("*") if p.is_file()]
-
 
 
 def test_entries_whose_keys_share_a_prefix_share_a_directory(cache_dir):
@@ -696,7 +670,6 @@ def test_entries_whose_keys_share_a_prefix_share_a_directory(cache_dir):
     assert len(list(cache_dir.iterdir())) == 1
 
 
-
 def test_an_unwritable_cache_is_skipped_silently(tmp_path, monkeypatch):
     """A cache directory that cannot be created: storing does nothing and raises nothing."""
     blocker = tmp_path / "file"
@@ -706,5 +679,3 @@ def test_an_unwritable_cache_is_skipped_silently(tmp_path, monkeypatch):
     assert cache.lookup("1a" * 32) is None
     spool = cache._Spool("1a" * 32)
     assert spool.written == 0
-
-

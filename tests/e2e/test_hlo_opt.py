@@ -1,0 +1,269 @@
+"""``hlo-opt`` as a user runs it (XLA's flags and files).
+
+Each ``test_doc_*`` runs one command line of XLA's tools documentation (docs/tools.md)
+verbatim, with tests/data/xla_tools standing in for its files (input.hlo,
+computation.hlo, /dump, input.ll, results.textpb).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import (
+    DATA,
+    CliResult,
+    assert_one_line_error,
+)
+
+
+def _hlo_opt(capfd, argv):
+    from mlirhlo_driver.cli.xla import tools as xla_tools
+
+    capfd.readouterr()
+    try:
+        xla_tools.hlo_opt_main([str(a) for a in argv])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    out, err = capfd.readouterr()
+    return CliResult(code, out, err)
+
+
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+BIN = Path(sys.executable).parent
+
+
+def shell(line: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The line as a user types it, with the installed console scripts on PATH."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _all_gathers_in_root(hlo: str) -> str:
+    root = next(ln for ln in hlo.splitlines() if "ROOT %tuple" in ln)
+    return root.split("tuple(")[1]
+
+
+def test_hlo_opt_checks_its_output_path_before_reading_the_module(capfd, tmp_path):
+    """A bad --o is the one error even when the input is bad too (nothing is read or compiled for an
+    output that cannot be written); '-' and no --o are standard output, never checked as paths."""
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\n\nENTRY main {\n  ROOT x = f32[] nonsense()\n}\n")
+    (tmp_path / "outdir").mkdir()
+    r = _hlo_opt(capfd, [bad, f"--o={tmp_path / 'outdir'}"])
+    assert_one_line_error(r, contains="outdir: is a directory; expected an output file name")
+    good = DATA / "xla_tools" / "computation.hlo"
+    for o in (["--o=-"], []):
+        r = _hlo_opt(capfd, [good, *o])
+        assert r.code == 0 and r.out.startswith("HloModule"), r.err
+
+
+def test_hlo_opt_xla_dump_to_writes_what_xla_would(tmp_path, capfd):
+    """hlo-opt --xla_dump_to=DIR writes XLA's default dump (text); graphs only when asked."""
+    from tests.conftest import run_xla_tool
+
+    plain, graphs = tmp_path / "plain", tmp_path / "graphs"
+    for args in ([f"--xla_dump_to={plain}"], [f"--xla_dump_to={graphs}", "--xla_dump_hlo_as_html"]):
+        result = run_xla_tool("hlo-opt", ["--platform=cpu", "--stage=hlo", *args, str(MLP)], tmp_path, capfd)
+        assert result.code == 0, result
+    assert any(p.name.endswith(".txt") for p in plain.iterdir())
+    assert not any(p.name.endswith((".html", ".dot")) for p in plain.iterdir())
+    assert any(p.name.endswith(".html") for p in graphs.iterdir())
+
+
+# -------------------------------------------------------------------- hlo-opt
+
+def test_doc_list_stages_cuda(tool):
+    r = tool("hlo-opt --platform=CUDA --list-stages")
+    assert r.code == 0, r.err
+    listed = r.out.split()
+    for stage in ("buffer-assignment", "hlo", "hlo-backend", "html", "llvm", "llvm-after-optimizations",
+                  "llvm-before-optimizations", "ptx"):
+        assert stage in listed
+    assert listed == sorted(listed)
+
+
+def test_doc_cpu_stage_hlo(tool):
+    r = tool("hlo-opt --platform=cpu --stage=hlo input.hlo")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule doc_input, is_scheduled=true")
+
+
+def test_doc_llvm_with_spec_from_xla_tree(tool):
+    r = tool("hlo-opt --platform=CUDA --stage=llvm "
+             "--xla_gpu_target_config_filename=/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb input.hlo")
+    assert r.code == 0, r.err
+    assert r.err.strip() == ("note: /xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb does not exist: "
+                             "using the shipped spec 'a100_pcie_80'")
+    assert 'target triple = "nvptx64-nvidia-cuda"' in r.out
+
+
+def test_doc_llvm_with_autotune_results(tool):
+    r = tool("hlo-opt --platform=CUDA --stage=llvm --xla_gpu_target_config_filename=gpu_specs/a100_pcie_80.txtpb "
+             "--xla_gpu_load_autotune_results_from=results.textpb input.hlo")
+    assert r.code == 0, r.err
+    assert 'target triple = "nvptx64-nvidia-cuda"' in r.out
+
+
+def test_doc_passes_collective_cse(tool):
+    r = tool("hlo-opt --passes=schedule-aware-collective-cse input.hlo")
+    assert r.code == 0, r.err
+    assert "using 100" in r.err  # XLA runs the pass only with a threshold > 0
+    assert _all_gathers_in_root(r.out).startswith("%ag0.1, %ag0.1,")  # the second all-gather is CSE'd
+    assert "window={size=1024 pad=1023_0}" in r.out  # no other pass ran
+
+
+def test_doc_passes_collective_cse_threshold(tool):
+    r = tool("hlo-opt --passes=schedule-aware-collective-cse "
+             "--xla_gpu_experimental_collective_cse_distance_threshold=20 input.hlo")
+    assert r.code == 0, r.err
+    assert r.err == ""
+    assert _all_gathers_in_root(r.out).startswith("%ag0.1, %ag0.1,")
+
+
+def test_doc_list_passes(tool):
+    r = tool("hlo-opt --list-passes")
+    assert r.code == 0, r.err
+    cpu, cuda = r.out.split("# XLA HLO passes of the cuda")
+    assert cpu.startswith("# XLA HLO passes of the cpu pipeline")
+    for name in ("reduce-window-rewriter", "scatter_simplifier", "algsimp"):
+        assert f"  {name}\n" in cpu and f"  {name}\n" in cuda
+    gated = "  schedule-aware-collective-cse (with --xla_gpu_experimental_collective_cse_distance_threshold > 0)"
+    # A pass gated by a flag is listed once, in the pipeline that runs it.
+    lines = cuda.splitlines()
+    start = lines.index("collective-optimizations:") + 1
+    group = lines[start:next(i for i in range(start, len(lines)) if not lines[i].startswith("  "))]
+    assert gated in group and cuda.count(gated) == 1
+
+
+def test_doc_time_passes(work):
+    p = shell("time hlo-opt --passes=reduce-window-rewriter,scatter_simplifier "
+              "--xla_reduce_window_rewrite_base_length=128 input.hlo", work)
+    assert p.returncode == 0, p.stderr
+    assert "window={size=1x128" in p.stdout  # the scan is split at the base length asked for
+    assert "window={size=1024" not in p.stdout
+    assert "index_vector_dim=1" in p.stdout and "update_window_dims={1}" in p.stdout  # simplified scatter
+    assert _all_gathers_in_root(p.stdout).startswith("%ag0.1, %ag1.1,")  # collectives untouched
+    assert "real" in p.stderr
+
+
+def test_doc_emit_proto_and_back(tool, work):
+    r = tool("hlo-opt --emit-proto input.hlo")
+    assert r.code == 0, r.err
+    assert r.out.startswith("hlo_module {\n  name: \"doc_input\"")
+    (work / "emitted.pbtxt").write_text(r.out)
+    back = tool("hlo-opt emitted.pbtxt")
+    assert back.code == 0, back.err
+    assert back.out == tool("hlo-opt input.hlo").out
+
+
+@pytest.mark.parametrize("name", ["input.pbtxt", "input.pb"])
+def test_doc_proto_to_text(tool, name):
+    r = tool(f"hlo-opt {name}")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule computation, entry_computation_layout=")
+    assert "dot(" in r.out and "tanh(" in r.out
+
+
+def test_hlo_opt_output_and_flag_spellings(tool, work):
+    first = tool("hlo-opt --platform=cpu input.hlo")  # the default stage is hlo
+    assert first.code == 0, first.err
+    assert tool("hlo-opt -platform cpu -o - input.hlo").out == first.out
+    r = tool("hlo-opt input.hlo --o=out.hlo --platform=Host --stage hlo --xla_cpu_enable_fast_math=false")
+    assert r.code == 0 and r.out == ""
+    assert (work / "out.hlo").read_text() == first.out
+
+
+def test_hlo_opt_usage_errors(tool):
+    line = assert_one_line_error(tool("hlo-opt --platfrom=cpu input.hlo"))
+    assert line == "error: unknown flag '--platfrom' (did you mean '--platform'?)"
+    assert_one_line_error(tool("hlo-opt --platform=tpu input.hlo"), contains="unknown platform")
+    assert_one_line_error(tool("hlo-opt --xla_cpu_enable_fast_mth input.hlo"),
+                          contains="unknown XLA flag '--xla_cpu_enable_fast_mth'")
+    assert_one_line_error(tool("hlo-opt --passes=no-such-pass --platform=cpu input.hlo"),
+                          contains="did not run")
+
+
+def test_hlo_opt_xla_dump_to(tool, work):
+    r = tool("hlo-opt --platform=cpu --xla_dump_to=dumped input.hlo")
+    assert r.code == 0, r.err
+    names = {p.name for p in (work / "dumped").iterdir()}
+    for what in ("before_optimizations.txt", "cpu_after_optimizations.txt",
+                 "cpu_after_optimizations-buffer-assignment.txt", "debug_options"):
+        assert f"module_0001.doc_input.{what}" in names
+    assert_one_line_error(tool("hlo-opt --xla_dump_to=dumped input.hlo"), contains="needs an XLA compile")
+
+
+def test_hlo_opt_split_input_file(tool, work):
+    text = (work / "computation.hlo").read_text()
+    (work / "two.hlo").write_text(text + "// -----\n" + text.replace("HloModule computation", "HloModule second"))
+    r = tool("hlo-opt --split-input-file two.hlo")
+    assert r.code == 0, r.err
+    assert [ln.split(",")[0] for ln in r.out.splitlines() if ln.startswith("HloModule")] == [
+        "HloModule computation", "HloModule second"]
+
+
+def test_hlo_opt_passes_world(tool):
+    forced = tool("hlo-opt --passes=mlir:canonicalize computation.hlo")
+    assert forced.code == 0, forced.err
+    assert forced.out.startswith("module @computation")  # MLIR passes print StableHLO
+    only_mlir = tool("hlo-opt --passes=canonicalize computation.hlo")  # no XLA pass of that name
+    assert only_mlir.code == 0 and only_mlir.out == forced.out
+    assert "not in XLA's pipelines; run as MLIR passes" in only_mlir.err
+    assert_one_line_error(tool("hlo-opt --passes=xla:canonicalize --platform=cpu computation.hlo"),
+                          contains="cpu: canonicalize did not run")
+
+
+# ------------------------------------------------ the tools' own checks, before any compile
+
+def test_hlo_opt_writes_one_binary_module_and_refuses_several(tool, work):
+    """A binary stage (StableHLO bytecode) writes the one module's bytes as they are; two modules
+    at such a stage are one error, not bytes run together."""
+    r = tool("hlo-opt --stage=stablehlo-bytecode --o=one.mlirbc computation.hlo")
+    assert (r.code, r.out, r.err) == (0, "", "")
+    assert (work / "one.mlirbc").read_bytes().startswith(b"ML\xefR")
+    text = (work / "computation.hlo").read_text()
+    (work / "pair.hlo").write_text(text + "// -----\n" + text.replace("HloModule computation", "HloModule second"))
+    line = assert_one_line_error(tool("hlo-opt --stage=stablehlo-bytecode --split-input-file --o=two.mlirbc pair.hlo"))
+    assert line == "error: several modules at a binary stage: give one module"
+    assert not (work / "two.mlirbc").exists()
+
+
+def test_hlo_opt_xla_dump_to_with_passes_needs_no_platform(tool, work):
+    """--xla_dump_to takes an XLA compile: --passes is one (no --platform needed, XLA's dump written)."""
+    r = tool("hlo-opt --passes=reduce-window-rewriter --xla_dump_to=pass_dump input.hlo")
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule doc_input")
+    assert any(p.name.startswith("module_0001.doc_input.") for p in (work / "pass_dump").iterdir())
+
+
+def test_hlo_opt_xla_dump_to_without_a_compile_is_refused_before_reading_input(tool):
+    """--xla_dump_to with neither --platform nor --passes, or with --emit-proto, is refused up front:
+    the one error names the missing compile, even for an input that does not exist."""
+    line = assert_one_line_error(tool("hlo-opt --xla_dump_to=nowhere no_such_input.hlo"))
+    assert line == "error: --xla_dump_to needs an XLA compile: give --platform or --passes"
+    line = assert_one_line_error(tool("hlo-opt --emit-proto --platform=cpu --xla_dump_to=nowhere input.hlo"))
+    assert line == "error: --xla_dump_to needs an XLA compile: give --platform or --passes"
+
+
+def test_hlo_opt_without_a_platform(tool):
+    """With no --platform, --list-stages lists only the module itself (hlo), an XLA stage asks for
+    a platform, and a line with no input file is one error."""
+    r = tool("hlo-opt --list-stages")
+    assert (r.code, r.out, r.err) == (0, "hlo\n", "")
+    assert assert_one_line_error(tool("hlo-opt --stage=llvm input.hlo")) == \
+        "error: stage 'llvm' is produced by XLA: give --platform cpu|cuda"
+    assert assert_one_line_error(tool("hlo-opt --platform=cpu")) == \
+        "error: no input file given (hlo-opt [FLAGS] FILE; see --help)"

@@ -1,0 +1,59 @@
+"""``mlirhlo kernels`` as a user runs it (device-less CUDA)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import REPO, assert_one_line_error
+
+MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
+
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+# ------------------------------------------------------------------ sample of e036971
+
+TOPK_HLO = """HloModule topk_rows
+
+ENTRY main {
+  x = f32[4,8] parameter(0)
+  ROOT t = (f32[4,2], s32[4,2]) topk(x), k=2, largest=true
+}
+"""
+
+
+def test_kernels_command_three_specs(cli):
+    specs = "a100_sxm_80,h100_sxm,t4"
+    r = cli("kernels", MLP, "--gpu-spec", specs)
+    assert r.code == 0, r.err
+    header = r.out.splitlines()[1]
+    assert [s for s in specs.split(",") if s in header] == specs.split(",")
+    assert re.search(r"^\s*loop_broadcast_fusion\s", r.out, re.M)
+    j = cli("kernels", MLP, "--gpu-spec", specs, "--json")
+    assert j.code == 0, j.err
+    data = json.loads(j.out)
+    assert [s["name"] for s in data["gpu_specs"]] == specs.split(",")
+    row = next(k for k in data["kernels"] if k["kernel"] == "loop_broadcast_fusion")
+    assert set(row["specs"]) == set(specs.split(","))
+    a = row["specs"]["a100_sxm_80"]
+    assert a["registers"] > 0 and a["block"][0] > 0 and 0 < a["occupancy"]["occupancy"] <= 1
+
+
+def test_kernels_command_bad_spec(cli):
+    assert_one_line_error(cli("kernels", MLP, "--gpu-spec", "a100_sxm_80,h99"), contains="h99")
+
+
+def test_kernels_json_is_two_space_indented(cli, tmp_path):
+    import json
+
+    path = tmp_path / "topk.hlo"
+    path.write_text(TOPK_HLO)
+    r = cli("kernels", path, "--gpu-spec", "h100_sxm", "--json")
+    assert r.code == 0, r.err
+    assert r.out == json.dumps(json.loads(r.out), indent=2) + "\n"

@@ -1,0 +1,51 @@
+"""``ptx-opt`` as a user runs it (XLA's documented command lines)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import assert_one_line_error
+
+BIN = Path(sys.executable).parent
+
+
+def shell(line: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The line as a user types it, with the installed console scripts on PATH."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+# -------------------------------------------------------------------- ptx-opt
+
+def test_doc_ptx_opt(tool):
+    r = tool("ptx-opt --arch=9.0 input.ll")
+    assert r.code == 0, r.err
+    assert ".target sm_90\n" in r.out and ".entry scale(" in r.out
+
+
+def test_doc_ptx_opt_dump_llvmir(tool, work):
+    r = tool("ptx-opt --arch=9.0 --xla_dump_to=DIR --xla_gpu_dump_llvmir input.ll")
+    assert r.code == 0, r.err
+    assert r.out == tool("ptx-opt --arch=9.0 input.ll").out
+    dumps = sorted((work / "DIR").iterdir())
+    assert len(dumps) > 10 and dumps[0].name.startswith("input.0000.")
+    assert all("@scale" in p.read_text() for p in dumps)
+
+
+def test_ptx_opt_stdin(work):
+    p = shell("ptx-opt --arch=8.0 - < input.ll", work)
+    assert p.returncode == 0, p.stderr
+    assert ".target sm_80" in p.stdout
+
+
+def test_ptx_opt_refuses_other_xla_flags_and_file_counts(tool):
+    """ptx-opt reads two XLA flags only, and exactly one input."""
+    assert assert_one_line_error(tool("ptx-opt --xla_cpu_enable_fast_math input.ll")) == (
+        "error: --xla_cpu_enable_fast_math has no effect on ptx-opt "
+        "(ptx-opt reads --xla_dump_to and --xla_gpu_dump_llvmir)")
+    for line in ("ptx-opt input.ll input.ll", "ptx-opt --arch=9.0"):
+        assert assert_one_line_error(tool(line)) == \
+            "error: give one LLVM IR file ('-' for stdin) (ptx-opt --arch=9.0 FILE)"

@@ -1,0 +1,253 @@
+"""execute/run.py: one module's run and its report (status, json row, kept arrays, the
+bisect's location).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlirhlo_driver.execute import engine, run
+from mlirhlo_driver.inputs import loader as inputs
+
+
+def make_inputs(module, **options):
+    """The engine's inputs for a module's parameters, as ``run`` makes them: (arrays, note)."""
+    params, _ = engine.signature(module)
+    made = engine.make_inputs(params, run.RunOptions(**options).inputs, module=module)
+    return made.arrays, made.note
+
+
+def _module(tmp_path, text, name="m.mlir"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _loaded(tmp_path, text, name="m.mlir"):
+    path = _module(tmp_path, text, name)
+    return path, inputs.load(str(path))[0].module
+
+
+_ONE_CHECK = """func.func @main() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = stablehlo.add %a, %a : tensor<2xf32>
+  check.expect_eq_const %b, dense<[2.0, 4.0]> : tensor<2xf32>
+  return
+}
+"""
+
+_TWO_CHECKS = """func.func @main() {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %c = stablehlo.constant dense<[3.0, 5.0]> : tensor<2xf32>
+  %b = stablehlo.add %a, %c : tensor<2xf32>
+  check.expect_eq_const %b, dense<[4.0, 7.0]> : tensor<2xf32>
+  check.expect_eq_const %b, dense<[4.0, 8.0]> : tensor<2xf32>
+  return
+}
+"""
+
+_CHECK_AND_PARAM = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = stablehlo.add %a, %a : tensor<2xf32>
+  check.expect_eq_const %b, dense<[2.0, 4.0]> : tensor<2xf32>
+  %y = stablehlo.add %x, %a : tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+"""
+
+
+def test_max_error_of_a_match_is_the_largest_difference_within_tolerance():
+    """A module that matches still reports how far it was from the reference (the
+    report's max error), not 0 because every difference was within tolerance."""
+    report = run.ModuleReport("m", "m.mlir")
+    got = [np.array([1.0, 2.0 + 3e-6, 3.0], np.float32), np.array([5, 6], np.int32)]
+    want = [np.array([1.0, 2.0, 3.0], np.float32), np.array([5, 6], np.int32)]
+    report.judge(engine.compare_outputs(got, want, None, None))
+    assert report.status == "ok" and not report.mismatches
+    assert report.max_error == pytest.approx(float(np.float32(2.0 + 3e-6) - np.float32(2.0)))
+
+
+def test_module_report_status_and_json_row():
+    """passed/ok only for ok and ran; the JSON row carries every field, bisect and mismatches described."""
+    for status, ok in [("ok", True), ("ran", True), ("mismatch", False), ("check-failed", False),
+                       ("failed", False), ("invalid", False), ("crashed", False), ("timeout", False)]:
+        r = run.ModuleReport("m", "m.mlir", status=status)
+        assert (r.passed, r.ok) == (ok, ok), status
+    mm = engine.compare(np.array([2.0]), np.array([1.0]), 0, 0.0, 0.0)
+    report = run.ModuleReport("m", "d/m.mlir", status="mismatch", message="output 0: 1/1 differ",
+                              max_error=1.0, compile_ms=2.0, run_ms=3.0, reference_ms=4.0, mismatches=[mm],
+                              checks=[engine.CheckResult("expect_eq", False, "m.mlir:1:1", "bad")],
+                              bisect=run.BisectResult("%0 = stablehlo.add", "m.mlir:2:3", ["tensor<f32>"], mm),
+                              inputs_note="zeros", checked_values="compiled", checked_values_detail="d",
+                              kept_constants=[{"k": 1}], reproducer="mlirhlo run d/m.mlir")
+    assert report.row() == {
+        "module": "m", "source": "d/m.mlir", "status": "mismatch", "max_error": 1.0, "compile_ms": 2.0,
+        "run_ms": 3.0, "reference_ms": 4.0, "message": "output 0: 1/1 differ",
+        "checks": [{"kind": "expect_eq", "passed": False, "location": "m.mlir:1:1", "message": "bad"}],
+        "mismatches": [mm.describe()],
+        "bisect": {"op": "%0 = stablehlo.add", "location": "m.mlir:2:3", "operand_shapes": ["tensor<f32>"],
+                   "mismatch": mm.describe()},
+        "bisect_passes": None, "xla_passes": None, "inputs": "zeros", "checked_values": "compiled",
+        "checked_values_detail": "d", "kept_constants": [{"k": 1}], "notes": [],
+        "reproducer": "mlirhlo run d/m.mlir"}
+    assert run.ModuleReport("m", "m.mlir").row()["bisect"] is None
+
+
+def test_run_module_invalid_inputs_are_invalid_not_failed(tmp_path):
+    """An unknown reference or platform, a missing --inputs file or dynamic shapes: status invalid,
+    with the error's message (no 'error: ' prefix)."""
+    path, m = _loaded(tmp_path, "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %x : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    for options, message in [
+            (run.RunOptions(reference="bogus"), "unknown reference 'bogus' (interpreter, cpu, none)"),
+            (run.RunOptions(platform="tpu"), "unknown platform 'tpu' (cpu or cuda)"),
+            (run.RunOptions(inputs_npz=str(tmp_path / "none.npz")), f"{tmp_path / 'none.npz'}: no such file")]:
+        r = run.run_module(m, "m", str(path), options)
+        assert (r.status, r.message, r.xla_passes) == ("invalid", message, None)
+    dyn, m = _loaded(tmp_path, "func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {\n"
+                     "  return %x : tensor<?xf32>\n}\n", "dyn.mlir")
+    r = run.run_module(m, "dyn", str(dyn), run.RunOptions())
+    assert r.status == "invalid" and r.message.startswith("cannot run a module with dynamic shapes")
+
+
+def test_run_module_keeps_inputs_outputs_and_reference_when_asked(tmp_path):
+    """keep_outputs returns inputs, outputs and the reference's; reference none: status ran, no
+    reference run, no error measured."""
+    path, m = _loaded(tmp_path, "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  %0 = stablehlo.negate %x : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    r = run.run_module(m, "m", str(path), run.RunOptions(reference="cpu", keep_outputs=True, seed=2))
+    assert (r.status, r.message, r.inputs_note, r.max_error) == ("ok", "", "random (seed 2)", 0.0)
+    [x], [out], [ref] = r.inputs, r.outputs, r.reference_outputs
+    np.testing.assert_array_equal(out, -x)
+    np.testing.assert_array_equal(ref, -x)
+    assert r.compile_ms > 0 and r.run_ms > 0 and r.reference_ms > 0
+    plain = run.run_module(m, "m", str(path), run.RunOptions(reference="cpu"))
+    assert (plain.inputs, plain.outputs, plain.reference_outputs, plain.xla_passes) == (None, None, None, None)
+    ran = run.run_module(m, "m", str(path), run.RunOptions(reference="none", keep_outputs=True))
+    assert (ran.status, ran.message, ran.max_error, ran.reference_ms, ran.reference_outputs) == \
+        ("ran", "", None, None, None)
+    assert ran.outputs is not None and ran.passed
+
+
+def test_pass_timing_runs_for_modules_that_ran_and_a_failure_is_noted(tmp_path, monkeypatch):
+    """--timing compiles once more, instrumented, on the run's platform and flags, for a module that
+    ran (not an invalid one); when that fails the run's result stands and the message says why."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.xla import instrument
+
+    asked = []
+
+    def timed(module, name, options, instrumentation):
+        asked.append((name, options.platform, options.xla_flags, instrumentation.timing))
+        if name == "broken":
+            raise DriverError("no timing here")
+        return SimpleNamespace(calls=None)
+
+    monkeypatch.setattr(instrument, "compile", timed)
+    path, m = _loaded(tmp_path, "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  return %x : tensor<4xf32>\n}\n")
+    flags = (("xla_cpu_enable_fast_math", False),)
+    r = run.run_module(m, "m", str(path), run.RunOptions(reference="none", timing=True, xla_flags=flags))
+    assert (r.status, r.message, r.xla_passes) == ("ran", "", [])
+    assert asked == [("m", "cpu", flags, True)]
+    r = run.run_module(m, "broken", str(path), run.RunOptions(reference="none", timing=True))
+    assert (r.status, r.message, r.xla_passes) == ("ran", " (no pass timing: no timing here)", None)
+    checks_path, checks_module = _loaded(tmp_path, _TWO_CHECKS, "checks.mlir")
+    r = run.run_module(checks_module, "broken", str(checks_path), run.RunOptions(timing=True))
+    assert (r.status, r.message) == ("check-failed", "1/2 checks passed (no pass timing: no timing here)")
+    r = run.run_module(m, "m", str(path), run.RunOptions(platform="tpu", timing=True))
+    assert (r.status, r.message, r.xla_passes) == ("invalid", "unknown platform 'tpu' (cpu or cuda)", None)
+    r = run.run_module(m, "m", str(path), run.RunOptions(reference="none"))
+    assert r.xla_passes is None
+    assert len(asked) == 3
+
+
+@pytest.mark.parametrize("text, fold, status, message, note", [
+    (_ONE_CHECK, False, "ok", "1/1 checks passed", "1 constant fed as runtime parameters"),
+    (_TWO_CHECKS, False, "check-failed", "1/2 checks passed", "2 constants fed as runtime parameters"),
+    (_TWO_CHECKS, True, "check-failed", "1/2 checks passed", "constants folded by XLA (--fold-constants)"),
+    (_CHECK_AND_PARAM, False, "ok", "1/1 checks passed", "1 constant fed as runtime parameters; random (seed 4)"),
+])
+def test_check_files_report_status_message_and_how_values_were_fed(tmp_path, text, fold, status, message, note):
+    """A self-checking module: passed/total checks, each check's verdict, how constants were fed
+    (count, pluralized, or folded) and, with parameters, how those were made."""
+    path, m = _loaded(tmp_path, text)
+    r = run.run_module(m, "m", str(path), run.RunOptions(fold_constants=fold, seed=4, keep_outputs=True))
+    assert (r.status, r.message, r.inputs_note) == (status, message, note)
+    assert [c.passed for c in r.checks] == [True] * (text.count("expect_eq_const") - (status != "ok")) + \
+        [False] * (status != "ok")
+    assert r.checked_values == ("folded" if fold else "compiled")
+    if text is _CHECK_AND_PARAM:
+        x = make_inputs(m, seed=4)[0][0]
+        [out] = r.outputs
+        np.testing.assert_array_equal(out, x + np.array([1.0, 2.0], np.float32))
+    else:
+        assert r.outputs == []
+
+
+@pytest.mark.parametrize("loc", ["mymax", "-mymax"])
+def test_bisect_location_of_a_named_op_is_its_name(tmp_path, loc):
+    """A diverging op with a name location, loc("mymax"), is reported at that name, not a file position
+    (only '-:LINE:COL', this module's own text, becomes the file's name)."""
+    t = "tensor<8xf32>"
+    path, m = _loaded(tmp_path, f"func.func @main(%x: {t}, %y: {t}) -> {t} {{\n"
+                      f"  %a = stablehlo.add %x, %x : {t}\n"
+                      f'  %m = stablehlo.maximum %a, %y : {t} loc("{loc}")\n'
+                      f"  return %m : {t}\n}}\n")
+    npz = tmp_path / "in.npz"
+    np.savez(npz, arg0=np.arange(1, 9, dtype=np.float32), arg1=np.full(8, np.nan, np.float32))
+    options = run.RunOptions(reference="cpu", bisect=True, inputs_npz=str(npz),
+                             xla_flags=(("xla_cpu_enable_fast_min_max", True),))
+    r = run.run_module(m, "m", str(path), options)
+    assert r.status == "mismatch" and r.bisect is not None
+    assert (r.bisect.location, r.bisect.operand_shapes) == (loc, [t, t])
+    assert r.bisect.op.startswith("%1 = stablehlo.maximum %0, %arg1")
+
+
+def test_loc_text_of_each_location_kind():
+    """File positions print as FILE:LINE:COL (the first one, inside names and call sites too), a
+    name location as its name, anything else as MLIR prints it."""
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    with _jaxlib.ir_context():
+        file = ir.Location.file("a.py", 3, 4)
+        assert run._loc_text(file) == "a.py:3:4"
+        assert run._loc_text(ir.Location.name("foo")) == "foo"
+        assert run._loc_text(ir.Location.name("n", ir.Location.file("b.py", 5, 6))) == "b.py:5:6"
+        assert run._loc_text(ir.Location.callsite(ir.Location.file("c.py", 7, 8), [file])) == "c.py:7:8"
+        assert run._loc_text(ir.Location.unknown()) == "loc(unknown)"
+
+
+def test_bisect_passes_matches_outputs_against_the_reference(tmp_path, monkeypatch):
+    """--bisect-passes runs only on a mismatch; a trial 'matches' when it has the reference's outputs,
+    as many, each within tolerance."""
+    from mlirhlo_driver.execute import pass_bisect
+
+    found = []
+
+    def find(module, name, arrays, options, trial, matching):
+        found.append(matching)
+        return "found"
+
+    monkeypatch.setattr(pass_bisect, "find", find)
+    t = "tensor<8xf32>"
+    path, m = _loaded(tmp_path, f"func.func @main(%x: {t}, %y: {t}) -> {t} {{\n"
+                      f"  %m = stablehlo.maximum %x, %y : {t}\n  return %m : {t}\n}}\n")
+    npz = tmp_path / "in.npz"
+    x = np.arange(1, 9, dtype=np.float32)
+    np.savez(npz, arg0=x, arg1=np.full(8, np.nan, np.float32))
+    options = run.RunOptions(reference="cpu", bisect_passes=True, inputs_npz=str(npz),
+                             xla_flags=(("xla_cpu_enable_fast_min_max", True),))
+    r = run.run_module(m, "m", str(path), options)
+    assert (r.status, r.pass_bisect) == ("mismatch", "found")
+    [matching] = found
+    nan = np.full(8, np.nan, np.float32)
+    assert matching([nan]) and not matching([x]) and not matching([nan, nan]) and not matching([])
+    assert not matching([np.where(np.arange(8) == 7, 1.0, nan).astype(np.float32)])
+    ok = run.run_module(m, "m", str(path), run.RunOptions(reference="cpu", bisect_passes=True, inputs_npz=str(npz)))
+    assert (ok.status, ok.pass_bisect, len(found)) == ("ok", None, 1)

@@ -1,0 +1,410 @@
+"""xla/backend.py: one compile per request with only the dumps its stages read, XLA flag
+overrides, and the dump files read back.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import mlirhlo_driver
+from mlirhlo_driver import registry
+from mlirhlo_driver._native import jaxlib as _jaxlib
+from mlirhlo_driver.stages import base as stages
+from mlirhlo_driver.xla import backend as xla_backend
+from tests.conftest import (
+    DATA,
+)
+from tests.conftest import main_exit_code as _main
+
+
+@pytest.fixture(scope="module")
+def add_file(add_mlir_file) -> Path:
+    return add_mlir_file
+
+
+@pytest.fixture(autouse=True)
+def _no_env_flags(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+
+
+MLP = DATA / "mlp_train_step.before_optimizations.txt"
+
+
+def _dumped(monkeypatch, opt_args: list[str]) -> list[tuple[tuple[str, ...], set[str]]]:
+    """(dumps asked for, file extensions XLA wrote) per compile of an in-process ``opt``."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    seen = []
+    real = xla_backend.compile_module
+
+    def recording(*a, **kw):
+        art = real(*a, **kw)
+        seen.append((art.dumps, {k.rsplit(".", 1)[-1] for k in art.files}))
+        return art
+
+    monkeypatch.setattr(xla_backend, "compile_module", recording)
+    assert _main(["opt", *opt_args, "--no-cache", MLP]) == 0
+    return seen
+
+
+def _pass_art(*names: str):
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    files = {n: n.encode() for n in names}
+    files["before_optimizations.txt"] = b"as given"
+    return xla_backend.XlaArtifacts("cpu", "m", files)
+
+
+def test_a_note_about_this_jaxlib_is_said_once_per_process(monkeypatch):
+    """What the installed XLA does differently with a spec is a compile's note the first time only."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda import specs
+    from mlirhlo_driver.xla import backend
+
+    monkeypatch.setattr(backend, "_said", set())
+    monkeypatch.setattr(specs, "installed_xla_notes", lambda text: ["no such field here", "another"])
+    options = SimpleNamespace(platform="cuda", gpu_spec=SimpleNamespace(text="spec"))
+    assert backend._spec_notes(options) == ["no such field here", "another"]
+    assert backend._spec_notes(options) == []
+    assert backend._spec_notes(SimpleNamespace(platform="cpu", gpu_spec=None)) == []
+
+
+def test_user_kernel_cache_file_is_kept(add_file, tmp_path):
+    # The driver points XLA's kernel cache at its work directory only when the user
+    # gave none; a user's --xla_gpu_kernel_cache_file must be where XLA writes.
+    target = tmp_path / "kernels.bin"
+    c = mlirhlo_driver.compile(str(add_file), platform="cuda",
+                               xla_flags={"xla_gpu_kernel_cache_file": str(target)})
+    assert ".entry" in c.stage("ptx")
+    assert target.is_file() and target.stat().st_size > 0
+
+
+def test_missing_stage_output_names_the_failed_compile():
+    # Only the dumps written before a failed compile exist: the error says why the stage has none.
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla.backend import XlaArtifacts
+
+    art = XlaArtifacts("cuda", "m", {"m.before_optimizations.txt": b"HloModule m"}, compile_error="ptxas died")
+    with pytest.raises(StageError) as info:
+        art.one(r"\.ptx$", "ptx")
+    assert info.value.message == "XLA wrote no output for stage 'ptx' on cuda (compile failed: ptxas died)"
+    assert art.one(r"before_optimizations\.txt$", "hlo") == b"HloModule m"
+
+
+# ------------------------------------------------------------------ flag_overrides
+
+def test_flag_overrides_cpu_defaults():
+    got = xla_backend.flag_overrides(stages.StageOptions(platform="cpu"))
+    # jaxlib 0.12's XLA dumps LLVM IR and PTX only for the emitters xla_dump_emitter_re names.
+    assert got == sorted([("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", True),
+                          ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", True),
+                          *_jaxlib.codegen_dump_flags().items()])
+
+
+def test_flag_overrides_user_over_driver_defaults():
+    options = stages.StageOptions(platform="cuda", xla_flags=(
+        ("xla_dump_hlo_as_html", False), ("xla_gpu_autotune_level", 4),
+        ("xla_dump_to", "/somewhere"), ("xla_a", 1)))
+    got = xla_backend.flag_overrides(options)
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    assert got == sorted([("xla_a", 1), ("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
+                          ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4),
+                          ("xla_gpu_cuda_data_dir", cuda_tools.cuda_data_dir()[0]),
+                          *_jaxlib.codegen_dump_flags().items()])
+    assert "xla_dump_to" not in dict(got)  # the driver owns the dump directory
+
+
+def test_flag_overrides_deviceless_cuda_default():
+    assert dict(xla_backend.flag_overrides(stages.StageOptions(platform="cuda")))[
+        "xla_gpu_autotune_level"] == 0
+    assert "xla_gpu_autotune_level" not in dict(
+        xla_backend.flag_overrides(stages.StageOptions(platform="cpu")))
+
+
+def test_cuts_pipeline():
+    assert xla_backend.cuts_pipeline([("xla_disable_all_hlo_passes", True)])
+    assert xla_backend.cuts_pipeline([("xla_disable_hlo_passes", "scatter_expander")])
+    assert xla_backend.cuts_pipeline({"xla_enable_hlo_passes_only": "dce"})
+    assert not xla_backend.cuts_pipeline([("xla_disable_all_hlo_passes", False), ("xla_disable_hlo_passes", ""),
+                                          ("xla_cpu_enable_fast_math", True)])
+
+
+def test_only_a_compile_error_about_autotuning_blames_the_autotune_file(monkeypatch, tmp_path):
+    """With --autotune-results given, XLA's error names the file only when it is about
+    autotuning; any other compile error stays XLA's own."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.errors import CompileError, FlagError
+    from mlirhlo_driver.xla import backend
+
+    results = tmp_path / "autotune.pbtxt"
+    message = []
+
+    def failing(*args, **kwargs):
+        raise CompileError(message[0])
+
+    monkeypatch.setattr(_jaxlib, "compile_executable", failing)
+    options = SimpleNamespace(platform="cpu", gpu_spec=None,
+                              xla_flags=(("xla_gpu_load_autotune_results_from", str(results)),))
+    message[:] = ["INVALID_ARGUMENT: Failed to load autotune results"]
+    with pytest.raises(FlagError) as e:
+        backend.compile_module(None, "m", options)
+    assert (e.value.file, e.value.message) == (str(results), "malformed autotune results (not an AutotuneResults "
+                                                             "textproto)")
+    message[:] = ["INTERNAL: the module has no entry computation"]
+    with pytest.raises(CompileError) as e:
+        backend.compile_module(None, "m", options)
+    assert type(e.value) is CompileError and e.value.message == message[0]
+
+
+# ------------------------------------------------------------ what a compile dumps
+
+def test_every_xla_stage_says_what_it_reads():
+    """Each stage's record declares the dumps and emitters it reads, and only known ones."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    declared = [s for s in registry.stages().stages.values() if s.level == "xla"]
+    assert set().union(*(s.dumps for s in declared)) <= set(xla_backend.ALL_DUMPS)
+    assert {s.name for s in declared if s.emitters} == {"triton", "ttir", "ttgir", "triton-passes"}
+    assert {s.name: s.dumps for s in declared if s.name in ("hlo", "kernels", "summary", "memory-usage")} == {
+        "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo"), "summary": ("hlo-proto",), "memory-usage": ()}
+
+
+@pytest.mark.parametrize("stage, wanted, unwanted", [
+    ("ptx", {"ptx"}, {"html", "dot", "ll"}),
+    ("sass", {"ptx"}, {"html", "dot", "ll"}),
+    ("llvm", {"ll"}, {"html", "dot", "ptx"}),
+    ("hlo", {"txt"}, {"html", "dot", "ptx", "ll"}),
+    ("html", {"html"}, {"dot", "ptx", "ll"}),
+])
+def test_a_compile_dumps_only_what_its_stages_read(monkeypatch, capsys, stage, wanted, unwanted):
+    """The HTML and dot graphs were 80 of 101 MB of a 16.7k-line module's dumps, written on
+    every compile; LLVM IR and PTX are printed only when asked, each apart (jaxlib 0.11+)."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    seen = _dumped(monkeypatch, ["--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", stage])
+    capsys.readouterr()
+    assert len(seen) == 1
+    _, exts = seen[0]
+    assert wanted <= exts
+    if not _jaxlib.codegen_dumps_need_emitters():
+        unwanted = unwanted - {"ptx", "ll"}  # 0.10's XLA writes them whenever it dumps
+    assert not exts & unwanted
+
+
+def test_stage_all_still_compiles_once_with_every_dump(monkeypatch, capsys, tmp_path):
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    seen = []
+    real = xla_backend.compile_module
+    monkeypatch.setattr(xla_backend, "compile_module",
+                        lambda *a, **kw: seen.append(kw.get("dumps")) or real(*a, **kw))
+    assert _main(["opt", "--platform", "cpu", "--stage", "hlo,html,dot,llvm", "--no-cache",
+                  "--dump-dir", str(tmp_path), MLP]) == 0
+    # Every dump those stages read, in one compile; PTX is not among them (llvm reads LLVM IR), nor
+    # the HloProto (only diff's summary reads it).
+    assert seen == [tuple(sorted(set(xla_backend.ALL_DUMPS) - {xla_backend.EXECUTABLE_HLO, xla_backend.PTX,
+                                                               xla_backend.HLO_PROTO}))]
+
+
+def test_the_executables_module_is_copied_out_only_for_the_stages_that_read_it(monkeypatch, capsys):
+    """Copying the optimized module out of the executable took 9.9 s after a 66k-line
+    module's compile; ``ptx`` does not read it, ``hlo-backend`` does."""
+    ptx = _dumped(monkeypatch, ["--platform", "cpu", "--stage", "llvm"])
+    assert "executable-hlo" not in ptx[0][0]
+    monkeypatch.undo()
+    backend_hlo = _dumped(monkeypatch, ["--platform", "cpu", "--stage", "hlo-backend"])
+    capsys.readouterr()
+    assert "executable-hlo" in backend_hlo[0][0]
+
+
+# ------------------------------------------------------------ xla/backend.py helpers
+
+def test_pipeline_cuts_names_the_flags_that_leave_passes_out_in_order():
+    """Pass-cutting flags, in a fixed order, count unless unset, false, empty or 0."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    flags = [("xla_enable_hlo_passes_only", "dce"), ("xla_disable_all_hlo_passes", True),
+             ("xla_disable_hlo_passes", "x"), ("xla_cpu_enable_fast_math", True)]
+    assert xla_backend.pipeline_cuts(flags) == [
+        "xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only"]
+    for off in (None, False, "", "false", "False", 0):
+        assert xla_backend.pipeline_cuts({"xla_disable_hlo_passes": off}) == [], off
+        assert not xla_backend.cuts_pipeline({"xla_disable_hlo_passes": off})
+    for on in (True, "true", 1, "dce"):
+        assert xla_backend.pipeline_cuts({"xla_disable_hlo_passes": on}) == ["xla_disable_hlo_passes"], on
+        assert xla_backend.cuts_pipeline({"xla_disable_hlo_passes": on}) is True
+
+
+def test_artifacts_match_in_natural_order_and_say_when_nothing_matched():
+    """Dump files match in natural order (2 < 9 < 10); no match is the 'no output' error."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    art = xla_backend.XlaArtifacts("cuda", "m", {"x.10.txt": b"10", "x.9.txt": b"9", "x.2.txt": b"2", "y.txt": b"y"})
+    assert art.matching(r"^x\.\d+\.txt$") == [("x.2.txt", b"2"), ("x.9.txt", b"9"), ("x.10.txt", b"10")]
+    assert art.one(r"\.txt$", "hlo") == b"2"
+    with pytest.raises(StageError) as info:
+        art.one("nothing", "hlo")
+    assert info.value.message == "XLA wrote no output for stage 'hlo' on cuda"
+    art.compile_error = "boom"
+    with pytest.raises(StageError) as info:
+        art.one("nothing", "ptx")
+    assert info.value.message == "XLA wrote no output for stage 'ptx' on cuda (compile failed: boom)"
+
+
+def test_devices_need_a_known_platform_and_cuda_a_spec():
+    """Device arguments for the helper, and the errors for CUDA without a spec and unknown platforms."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.errors import CompileError
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    assert xla_backend._device_args(SimpleNamespace(platform="cpu", gpu_spec=None)) == ("cpu", None, "mlirhlo")
+    spec = SimpleNamespace(text="gpu_device_info {}", name="h100_sxm")
+    assert xla_backend._device_args(SimpleNamespace(platform="cuda", gpu_spec=spec)) == \
+        ("cuda", "gpu_device_info {}", "h100_sxm")
+    with pytest.raises(CompileError) as info:
+        xla_backend._devices("cuda", None, "x")
+    assert "needs a GPU spec" in info.value.message
+    with pytest.raises(CompileError) as info:
+        xla_backend._devices("tpu", None, "x")
+    assert (info.value.message, info.value.hint) == ("unknown platform 'tpu'", "cpu or cuda")
+
+
+def test_which_compiles_write_xlas_triton_log():
+    """A CUDA compile writes the log when a stage asks for its emitter or the user's
+    --xla_dump_emitter_re matches it; a CPU compile or a bad regex never does."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    def writes(platform, emitters=(), user=None):
+        flags = (("xla_dump_emitter_re", user),) if user is not None else ()
+        return xla_backend._dumps_triton_log(SimpleNamespace(platform=platform, xla_flags=flags), emitters)
+
+    assert writes("cuda", ("triton-fusion", "triton-to-llvm")) is True
+    assert writes("cuda", ("triton-fusion",)) is False
+    assert writes("cuda") is False
+    assert writes("cuda", user="triton-to") is True
+    assert writes("cuda", user=".*") is True
+    assert writes("cuda", user="triton-fusion") is False
+    assert writes("cuda", user="triton.*") is True
+    assert writes("cuda", user="^ptx$") is False
+    assert writes("cuda", user="") is False
+    assert writes("cuda", user="(") is False
+    assert writes("cpu", ("triton-to-llvm",), user=".*") is False
+
+
+def test_malformed_autotune_results_error_points_at_the_line():
+    """XLA's autotune parse error becomes a FlagError at the file's line and column, else a plain one."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    e = xla_backend._autotune_error("/p/a.pbtxt", "x\nE0101 Error parsing text-format xla.AutotuneResults: "
+                                                  "3:14: Expected identifier, got: }  \nmore")
+    assert (e.message, e.file, e.line, e.col) == ("malformed autotune results: Expected identifier, got: }",
+                                                  "/p/a.pbtxt", 3, 14)
+    e = xla_backend._autotune_error("/p/a.pbtxt", "")
+    assert (e.message, e.file, e.line, e.col) == ("malformed autotune results (not an AutotuneResults textproto)",
+                                                  "/p/a.pbtxt", None, None)
+
+
+def test_read_dump_keys_files_by_relative_path(tmp_path):
+    """Every file under the dump directory, keyed by its path relative to it, with its mtime."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_bytes(b"a")
+    (tmp_path / "sub" / "b.ll").write_bytes(b"b")
+    files, mtimes = xla_backend._read_dump(str(tmp_path))
+    assert files == {"a.txt": b"a", os.path.join("sub", "b.ll"): b"b"}
+    assert mtimes == {k: os.stat(tmp_path / k).st_mtime_ns for k in files}
+
+
+def test_hlo_module_name_from_the_dump_first():
+    """The HLO module's name: the dump's before_optimizations file first, then the executable's, else ''."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    exe = SimpleNamespace(hlo_modules=lambda: [SimpleNamespace(name="jit_f-clone")])
+    dump = {"module_0003.jit_f.cpu_after_optimizations.txt": b"", "module_0003.jit_f.before_optimizations.txt": b""}
+    assert xla_backend._hlo_module_name(dump, exe) == "jit_f"
+    assert xla_backend._hlo_module_name({"module_0003.jit_f.ir-no-opt.ll": b""}, exe) == "jit_f-clone"
+    # a proto-only dump (diff's): jaxlib 0.9's device-less CUDA executable says "-clone", and
+    # the thunk sequence's key kept its prefix ('XLA wrote no output for stage thunk-sequence')
+    assert xla_backend._hlo_module_name({"module_0001.jit_f.before_optimizations.hlo.pb": b"",
+                                         "module_0001.jit_f.thunk_sequence.txt": b""}, exe) == "jit_f"
+    assert xla_backend._hlo_module_name({}, None) == ""
+
+
+def test_per_pass_dumps_in_order_and_the_hlo_after_a_pass():
+    """Per-pass dumps by index; --after-pass takes the first run, --xla-passes the last enabled one."""
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    art = _pass_art("0010.simp.after_dce.before_algsimp.txt", "0002.simp.after_pipeline-start.before_algsimp.txt",
+                    "0005.simp.after_algsimp.before_dce.txt", "0011.simp.after_algsimp.before_pipeline-end.txt")
+    dumps = xla_backend.pass_dumps(art)
+    assert [(d.index, d.pipeline, d.after, d.before) for d in dumps] == [
+        (2, "simp", "pipeline-start", "algsimp"), (5, "simp", "algsimp", "dce"),
+        (10, "simp", "dce", "algsimp"), (11, "simp", "algsimp", "pipeline-end")]
+    assert xla_backend.hlo_after_pass(art, "algsimp") == "0005.simp.after_algsimp.before_dce.txt"
+    assert xla_backend.hlo_after_pass(art, "dce") == "0010.simp.after_dce.before_algsimp.txt"
+    assert xla_backend.hlo_after_only(art, ["algsimp"]) == "0011.simp.after_algsimp.before_pipeline-end.txt"
+    assert xla_backend.hlo_after_only(art, ["dce", "cse"]) == "0010.simp.after_dce.before_algsimp.txt"
+    assert xla_backend.hlo_after_only(art, ["cse"]) == "as given"
+    ran = _pass_art("0001.p.after_algsimp.before_cse.txt", "0002.p.after_cse.before_pipeline-end.txt")
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(ran, "dce")
+    assert info.value.message == "XLA pass 'dce' did not run on this module"
+    ran = _pass_art("0001.p.after_algsimp.before_cse.txt")
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(ran, "cse")
+    assert info.value.message == "XLA pass 'cse' ran but did not change this module"
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(ran, "algsmp")
+    assert (info.value.message, info.value.hint) == ("XLA pass 'algsmp' did not run on this module",
+                                                     "did you mean 'algsimp'?")
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_pass(_pass_art("0002.p.after_cse.before_pipeline-end.txt"), "pipeline-end")
+    assert info.value.message == "XLA pass 'pipeline-end' did not run on this module"
+    with pytest.raises(StageError) as info:
+        xla_backend.hlo_after_only(xla_backend.XlaArtifacts("cpu", "m", {}), ["cse"])
+    assert info.value.message == "XLA wrote no HLO for this module"
+
+
+def test_to_json_is_sorted_indented_and_ends_with_a_newline():
+    """JSON stages: keys sorted, two-space indent, one final newline."""
+    from mlirhlo_driver.xla import backend as xla_backend
+
+    assert xla_backend.to_json({"b": 1, "a": [1, 2]}) == '{\n  "a": [\n    1,\n    2\n  ],\n  "b": 1\n}\n'
+
+
+def test_compile_logged_stops_at_a_failure_unless_asked(monkeypatch):
+    """compile_logged compiles in a helper whose XLA logs passes at the level, gives up on a
+    failed compile by default, and reads 'caused changes' lines only at CHANGES_LEVEL."""
+    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla import pass_log
+
+    seen, parsed = [], []
+
+    def helper(module, name, options, env, **kw):
+        seen.append((env, kw))
+        return xla_backend.XlaArtifacts("cpu", name, {}), "the log"
+
+    monkeypatch.setattr(xla_backend, "_in_helper_process", helper)
+    monkeypatch.setattr(pass_log, "parse", lambda log, changes_logged: parsed.append((log, changes_logged)) or ["p"])
+    art = xla_backend.compile_logged(None, "m", None, pass_log.CHANGES_LEVEL - 1)
+    assert art.pass_calls == ["p"]
+    assert seen == [(pass_log.log_env(pass_log.CHANGES_LEVEL - 1),
+                     {"keep_going": False, "dumps": xla_backend.ALL_DUMPS})]
+    xla_backend.compile_logged(None, "m", None, pass_log.CHANGES_LEVEL, keep_going=True, dumps=("hlo-text",))
+    assert seen[1][1] == {"keep_going": True, "dumps": ("hlo-text",)}
+    assert parsed == [("the log", False), ("the log", True)]
