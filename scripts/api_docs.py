@@ -7,7 +7,7 @@ The reference covers the modules that define the public names, those
 ``api``, ``targets``, ``errors`` and ``mlir.python_passes`` (``register_pass``).
 Docstrings are reStructuredText (``:func:``, double backticks), as the code
 writes them. Nothing here imports jax or jaxlib: neither do those modules.
-tests/test_api_docs.py builds it and checks that every public name is there.
+tests/scripts/test_api_docs.py builds it and checks that every public name is there.
 """
 
 from __future__ import annotations

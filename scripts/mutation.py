@@ -105,7 +105,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "gives nothing for any minor: no (0, minor) is in the table and 0 < 8",
     ("batch/opt.py", "timing: bool = False", "False -> True"):
         "a default for direct constructions only: run_opt, the one caller, always passes timing= "
-        "(the --timing flag, which test_end_to_end and test_batch check on and off)",
+        "(the --timing flag, which tests/e2e/test_opt.py and tests/batch/test_opt.py check on and off)",
     ("batch/opt.py", "several: bool = False                      # more than one module: timing tables get titles",
      "False -> True"):
         "a default for direct constructions only: run_opt, the one caller, always passes several= "

@@ -523,8 +523,6 @@ def test_llvm_to_ptx_checks_with_ptxas_unless_told_not_to():
     assert ".entry big(" in mh.llvm_to_ptx(BIG_SHARED_KERNEL, check_ptxas=False)
 
 
-# ------------------------------------------------------------------ api.compile
-
 def test_compile_rejects_an_unknown_xla_flag_before_compiling(add_file):
     # The check runs in compile() itself, not later inside XLA at the first stage.
     with pytest.raises(FlagError, match=r"unknown XLA flag '--xla_cpu_no_such_flag'"):

@@ -49,7 +49,7 @@ EXPECTED = {
 
 # Stages left out of CUDA's --stage all here: they read XLA's Triton pass log, a compile of
 # its own with the log on (about 3.6 s per module with Triton fusions on 2 cores, ~50 s for
-# the corpus per spec); tests/test_xla_pass_views.py covers them.
+# the corpus per spec); tests/xla/test_stages_triton.py covers them.
 SLOW_CUDA_STAGES = ("ttgir", "triton-passes")
 # What `kernels` and `diff` read of each program: "hlo" (the dump), "mlir" (jax's StableHLO)
 # or "entry" (`corpus_programs:NAME --args SPECS`): the dumps for all programs, the entry

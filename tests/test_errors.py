@@ -115,8 +115,6 @@ def test_notes_go_to_the_logger_from_python_and_stderr_on_the_command_line(capfd
     assert capfd.readouterr().err == "note: from the command line, --gpu-spec\n"
 
 
-# ------------------------------------------------------------------ errors, isolate, jax inputs
-
 def test_library_errors_print_as_their_one_line_form():
     from mlirhlo_driver.errors import InputError
 

@@ -31,7 +31,7 @@ from . import plugin_copy
 from .fds import capture_fd2
 
 # The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
-# the same (tests/test_versions.py checks). The CUDA plugin must equal jaxlib exactly.
+# the same (tests/_native/test_jaxlib_versions.py checks). The CUDA plugin must equal jaxlib exactly.
 SUPPORTED_MIN = "0.9.0"
 SUPPORTED_MAX = "0.12.0.1"
 # jax's CUDA plugins, newest CUDA first: where both match jaxlib, jax's own discovery

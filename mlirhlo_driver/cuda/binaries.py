@@ -10,7 +10,7 @@ it: openxla/xla ``xla/stream_executor/cuda/subprocess_compilation.cc``,
 ``CompileGpuAsmUsingPtxAs``: ``ptxas <ptx> -o <cubin> -arch=<sm> --warn-on-spills``,
 then ``AppendArgsFromOptions``: ``-O0`` when ``xla_gpu_disable_gpuasm_optimizations``
 is set, then the user's extra flags (``xla_gpu_ptx_compiler_extra_flags`` in
-this jaxlib). Both give the same bytes (tests/test_cuda_stages.py checks it).
+this jaxlib). Both give the same bytes (tests/cuda/test_binaries.py checks it).
 
 ``sass`` and ``kernels`` assemble XLA's PTX once more, for a group of compiles
 at a time (:func:`assemble_many`): one ptxas run with ``-v``, whose report gives

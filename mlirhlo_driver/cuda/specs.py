@@ -350,7 +350,7 @@ _PATHS = {"GpuTargetConfigProto": (), "GpuDeviceInfoProto": ("gpu_device_info",)
 # lacks one gets that value. The others (SM count, clock, memory size and
 # bandwidth) differ between models of one compute capability: they cannot be filled.
 # Values: the CUDA C++ Programming Guide's "Technical Specifications per Compute
-# Capability" (the shipped specs agree: tests/test_gpu_specs.py checks).
+# Capability" (the shipped specs agree: tests/cuda/test_specs.py checks).
 _SAME_ON_EVERY_GPU = {
     "threads_per_warp": 32,
     "threads_per_block_limit": 1024,

@@ -2,7 +2,7 @@
 
 Each :class:`ElementType` gives a ``PrimitiveType`` (xla/xla_data.proto) its
 enum name and number, its HLO text spelling, its MLIR spelling and its
-numpy / ml_dtypes dtype name. tests/test_dtypes.py checks the table against
+numpy / ml_dtypes dtype name. tests/ir/test_dtypes.py checks the table against
 the installed jaxlib: every value of its enum, the spellings its HLO parser
 and StableHLO converter use, the dtypes jax lowers to them, and the bytes of
 its literals.

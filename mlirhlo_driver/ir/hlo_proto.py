@@ -226,7 +226,7 @@ def module_proto_from_any(data: bytes) -> bytes:
 
 
 # HloModuleProto.id. Field numbers are part of the wire format and never change
-# (tests/test_hlo_proto.py checks it against jaxlib's descriptor); a constant keeps
+# (tests/ir/test_hlo_proto.py checks it against jaxlib's descriptor); a constant keeps
 # protobuf out of loading HLO text.
 _MODULE_ID_FIELD = 5
 

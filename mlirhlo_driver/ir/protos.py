@@ -60,7 +60,7 @@ SECTION = b"protodesc_cold"
 
 # Searched in this order. The CUDA plugin adds the GPU protos (GpuTargetConfigProto
 # lives in both; device-side ones only in the plugin). Files both hold are identical
-# (tests/test_protos.py checks); the first library's copy is used.
+# (tests/ir/test_protos.py checks); the first library's copy is used.
 LIBRARIES = ("jaxlib", "cuda_plugin")
 
 

@@ -137,7 +137,7 @@ def workers(monkeypatch):
 
 
 def test_opt_on_the_cluster_gives_the_local_rows_and_files(cli, inputs, scheduler):
-    # The same rows as local workers give (tests/test_batch.py); here the files are
+    # The same rows as local workers give (tests/batch/test_opt.py); here the files are
     # compared with an in-process run, which cannot take the crashing module.
     local = cli("opt", "m1.mlir", "bad.mlir", "m2.mlir", "--dump-dir", inputs / "local", "--no-cache")
     remote = cli("opt", "m1.mlir", "bad.mlir", "crasher:boom", "m2.mlir", "--args", "f32[8]", "--no-cache",
@@ -156,7 +156,7 @@ def test_opt_on_the_cluster_gives_the_local_rows_and_files(cli, inputs, schedule
 def test_run_on_the_cluster_gives_the_local_rows(cli, inputs, scheduler):
     argv = ["run", "crasher:boom", DATA / "erf_inv.mlir", DATA / "softmax.vhlo", "--args", "f32[8]",
             "--reference", "cpu"]
-    # Local workers give these rows (tests/test_run.py::test_a_crashed_worker_is_replaced).
+    # Local workers give these rows (tests/e2e/test_run.py::test_a_crashed_worker_is_replaced).
     result = cli(*argv, "--scheduler", scheduler, "--timeout", "120", "--json", inputs / "remote.json")
     assert result.code == 1, result.out + result.err
     rows = {r["module"]: r for r in json.loads((inputs / "remote.json").read_text())}

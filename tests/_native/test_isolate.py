@@ -450,8 +450,6 @@ def test_llvm_pool_threads_reads_thread_names_and_assumes_them_when_it_cannot(mo
     assert isolate._llvm_pool_threads() is True
 
 
-# ------------------------------------------------------------------ isolate
-
 def test_isolated_call_with_an_unpicklable_result_raises_the_pickling_error():
     from mlirhlo_driver._native import isolate
 

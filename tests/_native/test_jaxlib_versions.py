@@ -58,7 +58,7 @@ def test_pyproject_declares_the_supported_range():
         reqs = _requirements(extras[f"cuda{major}"])
         # No jax CUDA plugin: its pjrt package registers a jax backend that, without NVIDIA's
         # runtime, logs a traceback at the user's first jnp call. `mlirhlo cuda-plugin install`
-        # puts it where jax does not look (tests/test_plugin_copy.py).
+        # puts it where jax does not look (tests/_native/test_plugin_copy.py).
         assert tools <= set(reqs) and not any(d.startswith("jax") for d in reqs), reqs
     # triton (640 MiB, for P100/V100 SASS only) is opt-in, and no other extra pulls it.
     assert [e for e, lines in extras.items() if "triton" in _requirements(lines)] == ["legacy-sass"]

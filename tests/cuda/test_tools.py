@@ -225,8 +225,6 @@ ptxas info    : Used 12 registers, 368 bytes cmem[0]
 CUDA13_PTXAS = cuda_tools.Ptxas("/opt/cu13/bin/ptxas", (13, 0, 88), ("sm_75", "sm_80", "sm_90a"), "PATH")
 
 
-# ------------------------------------------------------------------ CUDA tooling
-
 def _fake_toolkit(root: Path) -> Path:
     bc = root / "nvvm" / "libdevice" / "libdevice.10.bc"
     bc.parent.mkdir(parents=True)

@@ -69,7 +69,7 @@ def test_explore_refuses_what_it_decides_itself(cli, small, args, says):
 
 
 def test_explore_marks_the_first_diverging_op(cli, tmp_path):
-    """run --bisect's case (tests/test_behaviour_bisect.py): XLA:CPU's fast min/max drops a
+    """run --bisect's case (tests/execute/test_run_bisect.py): XLA:CPU's fast min/max drops a
     NaN; the maximum op (line 3) is marked, and the node of the fusion XLA made of it."""
     src = tmp_path / "m.mlir"
     t = "tensor<8xf32>"

@@ -17,8 +17,6 @@ def _no_env_flags(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
 
 
-# ------------------------------------------------------------------ sample of e036971
-
 TOPK_HLO = """HloModule topk_rows
 
 ENTRY main {

@@ -238,8 +238,6 @@ def test_xla_bench_dumps_every_pass_as_hlo_text_and_keeps_the_other_flags(monkey
                      (xla_backend.HLO_TEXT,))] * 3
 
 
-# ------------------------------------------------------------------ bench
-
 def test_pipeline_bench_reports_milliseconds(monkeypatch):
     from mlirhlo_driver.execute import bench
     from mlirhlo_driver.ir import emit

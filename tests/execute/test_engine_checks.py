@@ -211,8 +211,6 @@ def test_failure_messages_for_scalars_integers_and_complex():
     assert r.message.endswith("worst at index [1]: actual=(1+1j), expected=(2+1j), abs error=1, rel error=0.447214")
 
 
-# ------------------------------------------------------------------ checks
-
 def test_expect_eq_on_complex_compares_the_imaginary_part():
     src = """\
 func.func @main() {

@@ -49,8 +49,6 @@ TOPK = b"""func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2x
 }
 """
 
-# ------------------------------------------------------------------ sample of e036971
-
 TOPK_HLO = """HloModule topk_rows
 
 ENTRY main {

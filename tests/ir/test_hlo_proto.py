@@ -3,7 +3,7 @@
 Real protos come from jaxlib (HLO text -> HloModuleProto) and from XLA's own
 ``--xla_dump_hlo_as_proto`` dump (HloProto, written with C++ deterministic
 serialization, integer-keyed schedule map included). The descriptors
-themselves are checked against jaxlib in test_protos.py.
+themselves are checked against jaxlib in ir/test_protos.py.
 """
 
 from __future__ import annotations

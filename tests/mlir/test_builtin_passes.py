@@ -31,8 +31,6 @@ def _optimized(tmp_path, text, passes):
     return mhd.load(str(src)).optimize(passes=passes).as_text()
 
 
-# ------------------------------------------------------------------ Python passes
-
 def test_inline_calls_leaves_calls_to_external_functions(tmp_path):
     path = tmp_path / "ext.mlir"
     path.write_text("""\

@@ -457,8 +457,6 @@ def test_a_first_scan_shows_a_transient_line_on_a_terminal_only(monkeypatch):
         assert "listing this jaxlib's passes" in str(status.status)
 
 
-# ------------------------------------------------------------------ the native pass list cache
-
 def test_native_pass_list_is_cached_per_jaxlib(monkeypatch, tmp_path):
     from mlirhlo_driver.mlir import passes
 

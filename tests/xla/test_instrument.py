@@ -101,7 +101,7 @@ def test_timing_json_has_mlir_and_xla_tables(cli, files):
             "--passes", "canonicalize", "--stage", "hlo", "--no-cache")
     assert r.code == 0, r.err
     doc, end = json.JSONDecoder().raw_decode(r.err)
-    assert json.loads(r.err[end:])["module"] == "plain"  # then the compile's phases (test_compile_phases.py)
+    assert json.loads(r.err[end:])["module"] == "plain"  # then the compile's phases (xla/test_compile_phases.py)
     assert doc["module"] == "plain"
     assert doc["mlir"] and {"pass", "wall_us", "percent", "depth"} <= set(doc["mlir"][0])
     # MLIR's own figures: whole microseconds, and the percentages it prints (one decimal)

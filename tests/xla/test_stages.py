@@ -153,11 +153,11 @@ def _listed(out: str) -> list[str]:
 # ------------------------------------------------------------ determinism
 
 # Multi-file stages are {part: bytes} in the API (model-explorer's determinism:
-# tests/test_model_explorer.py).
+# tests/ir/test_model_explorer.py).
 CPU_TEXT = [s.name for s in registry.all_for("cpu") if not s.binary and not s.multi]
 
 # The Triton stages' second compile of the MLP step costs 25 s (XLA's Triton log): they are
-# checked for determinism on a one-fusion module (test_xla_pass_views.py).
+# checked for determinism on a one-fusion module (xla/test_stages_triton.py).
 CUDA_TEXT = [s.name for s in registry.all_for("cuda") if not s.binary and not s.multi
              and s.name not in ("triton", "ttgir", "triton-passes")]
 
