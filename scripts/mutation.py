@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import os
 import re
@@ -698,25 +699,29 @@ def users(mod: str, base: Path = REPO) -> list[str]:
     """The package's modules that import ``mod`` (relative or absolute imports, at any depth
     in their source), as paths under the package."""
     target = mod.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-    out = []
-    for other in package_modules(base):
+    return [other for other, names in _imports(str(base)).items() if other != mod and target in names]
+
+
+@functools.lru_cache(maxsize=4)
+def _imports(base: str) -> dict[str, set[str]]:
+    """Module -> the dotted names (under the package) it imports, modules and their members."""
+    out = {}
+    for other in package_modules(Path(base)):
         here = other.removesuffix(".py").replace("/", ".").split(".")
-        names = set()
-        for node in ast.walk(ast.parse((base / PKG / other).read_text())):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse((Path(base) / PKG / other).read_text())):
             if isinstance(node, ast.ImportFrom):
                 if node.level:
-                    parent = here[:len(here) - node.level]
-                    module = ".".join(parent + ([node.module] if node.module else []))
+                    module = ".".join(here[:len(here) - node.level] + ([node.module] if node.module else []))
+                elif (node.module or "").startswith(PKG):
+                    module = node.module.removeprefix(PKG).lstrip(".")
                 else:
-                    module = (node.module or "").removeprefix(PKG).lstrip(".")
-                    if not (node.module or "").startswith(PKG):
-                        continue
+                    continue
                 names.add(module)
                 names.update(f"{module}.{a.name}".lstrip(".") for a in node.names)
             elif isinstance(node, ast.Import):
                 names.update(a.name.removeprefix(PKG).lstrip(".") for a in node.names if a.name.startswith(PKG + "."))
-        if other != mod and target in names:
-            out.append(other)
+        out[other] = names
     return out
 
 

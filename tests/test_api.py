@@ -99,6 +99,7 @@ def add_file(add_mlir_file) -> Path:
     return add_mlir_file
 
 
+@pytest.mark.slow
 def test_readme_snippet_runs_as_written(tmp_path, monkeypatch, compiles):
     (tmp_path / "dump").mkdir()
     shutil.copy(MLP, tmp_path / "dump" / "module_0001.jit_f.before_optimizations.txt")
@@ -217,6 +218,7 @@ def test_load_errors_carry_file_line_and_col(tmp_path):
     assert e.value.format().startswith(f"error: {bad}:2:")
 
 
+@pytest.mark.slow
 def test_from_jax_keeps_64_bit_arguments():
     """In a fresh process: each 64-bit dtype lowers in jax's x64 mode, so the module keeps the
     argument's type; the caller's own jax keeps x64 off before and after."""
@@ -244,6 +246,7 @@ def test_llvm_to_ptx_for_a_spec():
     assert (e.value.file, e.value.line) == ("k.ll", 4)  # the fmul line
 
 
+@pytest.mark.slow
 def test_run_spmd_in_a_fresh_process():
     # The host devices exist only if asked for before jax starts: a process of its own.
     code = textwrap.dedent(f"""\
@@ -303,6 +306,7 @@ def test_optimize_with_no_pipeline_is_a_copy():
     assert q is not p and q.module is not p.module and q.as_text() == p.as_text() and q.last_run is None
 
 
+@pytest.mark.slow
 def test_xla_passes_lists_the_compiles_passes_once(tmp_path):
     """Compiled.xla_passes(): XLA's passes of this compile, longest first, with whether each
     changed the module; computed once per Compiled."""

@@ -707,6 +707,7 @@ def test_bad_input(cli, tmp_path, monkeypatch, case):
     _check(case, cli(*argv), out, cwd, before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _params(NATIVE))
 def test_bad_input_native(tmp_path, case):
     """Inputs that once killed the process: run as a fresh ``mlirhlo`` would."""

@@ -28,6 +28,10 @@ import pytest
 
 from tests.conftest import REPO, run_xla_tool
 
+# One worker makes the corpus (a session fixture) and runs every door over it: with
+# `pytest -n`, xdist's loadgroup keeps these tests together instead of each worker making its own.
+pytestmark = pytest.mark.xdist_group("corpus")
+
 # Outcomes other than success, by (door, program): (what the door says, why). A door's
 # output must contain the text; everything not listed must succeed.
 _SHARDY_MANUAL = ("manual computations (shard_map)", "a shard_map program's HLO holds Shardy's "
@@ -124,6 +128,7 @@ def _check_batch(door: str, corpus, failures: dict[str, str]) -> None:
         assert says in failures[prog], (prog, failures[prog])
 
 
+@pytest.mark.slow
 def test_the_corpus_holds_every_program_this_jax_can_write(corpus):
     """Each program has its HLO dump and StableHLO, or says why this jax cannot write it."""
     names = [p["name"] for p in corpus["programs"]]
@@ -140,6 +145,7 @@ def test_the_corpus_holds_every_program_this_jax_can_write(corpus):
 
 # ------------------------------------------------------------------ opt --stage all
 
+@pytest.mark.slow
 def test_opt_stage_all_cpu(corpus, tmp_path):
     proc = _sh([_tool("mlirhlo"), "opt", "--platform", "cpu", "--stage", "all", "--no-cache",
                 "--dump-dir", str(tmp_path), *_files(corpus)], corpus["dir"])
@@ -149,6 +155,7 @@ def test_opt_stage_all_cpu(corpus, tmp_path):
         assert (tmp_path / f"{name}.hlo").read_text().startswith("HloModule"), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["h100_sxm", "a100_sxm_80"])
 def test_opt_stage_all_cuda(corpus, tmp_path, spec):
     """Every CUDA stage but the Triton pass-log ones (SLOW_CUDA_STAGES), device-less."""
@@ -166,6 +173,7 @@ def test_opt_stage_all_cuda(corpus, tmp_path, spec):
 
 # ---------------------------------------------------------------------- kernels
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KERNELS_INPUT_KINDS)
 def test_kernels(corpus, kind):
     ok = [p for p in _programs(corpus) if ("kernels", p["name"]) not in EXPECTED]
@@ -186,6 +194,7 @@ def test_kernels(corpus, kind):
         assert bad.returncode != 0 and says in bad.stderr, bad.stderr
 
 
+@pytest.mark.slow
 def test_kernels_and_diff_take_entry_points(corpus):
     """A JAX function (FILE:fn --args) at `kernels` and `diff`, as at `opt`: the same kernels
     as its dump's."""
@@ -215,6 +224,7 @@ def test_kernels_and_diff_take_entry_points(corpus):
 DIFF_CUDA = ("transformer_block", "mlp_train_step", "conv_net", "bf16_mixed", "sharded_2d_8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", DIFF_INPUT_KINDS)
 def test_diff(corpus, kind, cli):
     """Each program's two compiles side by side: fusions, kernels and memory."""
@@ -243,6 +253,7 @@ def _run_rows(path: Path) -> dict[str, dict]:
     return {row["module"]: row for row in json.loads(path.read_text())}
 
 
+@pytest.mark.slow
 def test_run_against_the_interpreter(corpus, tmp_path):
     """Every dump, XLA CPU against StableHLO's interpreter at the default tolerances."""
     report = tmp_path / "run.json"
@@ -256,6 +267,7 @@ def test_run_against_the_interpreter(corpus, tmp_path):
         assert says in proc.stdout + proc.stderr, name
 
 
+@pytest.mark.slow
 def test_run_hlo_module(corpus):
     proc = _sh([_tool("run_hlo_module"), "--platform=cpu", "--reference_platform=interpreter", *_files(corpus)],
                corpus["dir"])
@@ -265,6 +277,7 @@ def test_run_hlo_module(corpus):
     assert {n for n, s in rows.items() if s != "ok"} == set(_expected_failures("run_hlo_module", corpus))
 
 
+@pytest.mark.slow
 def test_hlo_opt(corpus, capfd):
     """XLA's hlo-opt: the optimized HLO of each dump (its default stage), one call each (in
     this process: it takes one module, and a process each would cost 3 s)."""
@@ -301,6 +314,7 @@ def _spmd_argv(p: dict, kind: str) -> list[str]:
     return [_tool("mlirhlo"), "spmd-run", p["files"][kind], "--num-partitions", n]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "kind"), _spmd_params())
 def test_spmd_run(corpus, name, kind):
     """Partitioned over host CPU devices, gathered and compared with the unpartitioned run."""
@@ -313,6 +327,7 @@ def test_spmd_run(corpus, name, kind):
         assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "kind"), [x for x in _spmd_params() if x.values[1] == "hlo"])
 def test_multihost_hlo_runner(corpus, name, kind):
     p = _program(corpus, name)
@@ -327,6 +342,7 @@ def test_multihost_hlo_runner(corpus, name, kind):
 
 # ----------------------------------------------------------------- the Python API
 
+@pytest.mark.slow
 def test_python_api(corpus):
     """load(...).compile(Target...) for CPU and a CUDA spec, and .run() against the interpreter,
     on jax's StableHLO of each program (the entry points for the unsharded ones too)."""

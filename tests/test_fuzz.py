@@ -17,6 +17,9 @@ import pytest
 from tests import fuzz_harness
 from tests.conftest import REPO
 
+# The sample runs once (a module fixture, two fuzz jobs): one worker takes all its checks.
+pytestmark = pytest.mark.xdist_group("fuzz")
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
@@ -29,6 +32,7 @@ def report(tmp_path_factory):
     return json.loads((tmp / "report.json").read_text()), proc
 
 
+@pytest.mark.slow
 def test_fuzz_sample_has_no_tracebacks_signals_or_hangs(report):
     data, proc = report
     bad = [f for f in data["failures"] if f["outcome"] in fuzz_harness.DEFECTS]

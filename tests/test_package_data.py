@@ -15,6 +15,9 @@ import pytest
 
 from tests.conftest import DATA, REPO
 
+# One wheel build and install (module fixtures) for all of these: one worker takes them.
+pytestmark = pytest.mark.xdist_group("package_data")
+
 SPECS = sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
 MLIR = DATA / "erf_inv.mlir"
 
@@ -70,6 +73,7 @@ def test_shipped_data_is_in_the_package():
     assert (REPO / "pipelines" / "simplify.pipeline").is_file()
 
 
+@pytest.mark.slow
 def test_target_install_is_the_one_imported(target, outside):
     proc = _run(["-c", "import mlirhlo_driver.cuda.specs as g; print(g.__file__); print(g.SPEC_DIR)"],
                 target, outside)

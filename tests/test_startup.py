@@ -59,6 +59,7 @@ def test_passes_listing_from_cache_does_not_import_jax():
     assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []"
 
 
+@pytest.mark.slow
 def test_jax_import_through_the_driver_is_silent():
     # The CUDA plugin is installed and there is no driver: jax's own discovery
     # would print an "Unable to load CUDA" traceback and absl lines.
@@ -114,6 +115,7 @@ def test_nothing_imports_the_cli():
     assert users == []
 
 
+@pytest.mark.slow
 def test_mlir_only_and_cuda_opt_do_not_import_jax(tmp_path):
     """jaxlib alone parses, runs passes and compiles device-less; jax is for JAX functions."""
     mlp = "tests/data/mlp_train_step.before_optimizations.txt"

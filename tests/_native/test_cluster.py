@@ -29,13 +29,14 @@ def crasher_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def scheduler(crasher_dir):
-    """A local cluster: one worker process (with a nanny), two threads, loopback only."""
+    """A local cluster: one worker process (with a nanny), two threads, loopback only, on free
+    ports (with ``pytest -n`` each test worker may start one)."""
     distributed = pytest.importorskip("distributed")
     mp = pytest.MonkeyPatch()
     mp.setenv("PYTHONPATH", str(crasher_dir))  # the workers' environment, as on a real cluster
     try:
         cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
-                                           host="127.0.0.1", scheduler_port=0, dashboard_address=None,
+                                           host="127.0.0.1", scheduler_port=0, dashboard_address=":0",
                                            worker_dashboard_address=None, silence_logs=50, timeout=60)
     finally:
         mp.undo()
@@ -136,6 +137,7 @@ def workers(monkeypatch):
     return _Worker.made
 
 
+@pytest.mark.slow
 def test_opt_on_the_cluster_gives_the_local_rows_and_files(cli, inputs, scheduler):
     # The same rows as local workers give (tests/batch/test_opt.py); here the files are
     # compared with an in-process run, which cannot take the crashing module.
@@ -153,6 +155,7 @@ def test_opt_on_the_cluster_gives_the_local_rows_and_files(cli, inputs, schedule
         assert (inputs / "remote" / name).read_text() == (inputs / "local" / name).read_text()
 
 
+@pytest.mark.slow
 def test_run_on_the_cluster_gives_the_local_rows(cli, inputs, scheduler):
     argv = ["run", "crasher:boom", DATA / "erf_inv.mlir", DATA / "softmax.vhlo", "--args", "f32[8]",
             "--reference", "cpu"]

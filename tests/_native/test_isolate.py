@@ -203,6 +203,7 @@ def test_forked_output_is_the_childs_own(capfd):
     assert "on fd" not in out + err
 
 
+@pytest.mark.slow
 def test_forked_child_past_its_timeout_is_killed():
     def hang() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -216,6 +217,7 @@ def test_forked_child_past_its_timeout_is_killed():
     assert isolate.forked(time.sleep, 0, timeout=60).ended == "returned"
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_forked_waits_kills_the_child(tmp_path):
     pid_file = tmp_path / "pid"
 
@@ -460,6 +462,7 @@ def test_isolated_call_with_an_unpicklable_result_raises_the_pickling_error():
         isolate.shutdown()
 
 
+@pytest.mark.slow
 def test_fork_is_safe_until_xla_starts_its_threads():
     # A fresh process (no XLA client yet) may fork its isolation helper; once XLA's
     # CPU client runs its thread pools it must not.
@@ -549,6 +552,7 @@ def test_isolate_output_of_each_call_is_its_own():
     assert seen == ["native chatter\n"] * 3
 
 
+@pytest.mark.slow
 def test_isolate_deadline_kills_a_call_that_does_not_finish():
     with pytest.raises(NativeCrash) as ei:
         isolate.call(_sleep, (600,), what="the reader", file="m.mlirbc", timeout=0.5)

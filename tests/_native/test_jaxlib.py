@@ -566,6 +566,7 @@ def test_filtered_native_stderr_replays_fd2_without_noise(capfd):
     assert capfd.readouterr().err == "before the error\n"
 
 
+@pytest.mark.slow
 def test_a_fresh_process_has_no_native_threads_and_no_plugin_loaded(import_jax_cases):
     """Before anything runs: no native threads; importing jax leaves a matching plugin to jax's discovery."""
     assert import_jax_cases[:2] == [[False], [0, "cpu,cuda", None]]

@@ -160,6 +160,7 @@ def test_no_plugin_names_the_install_command(copy_root, monkeypatch):
     assert "mlirhlo cuda-plugin install" in jaxlib.version_lines()[2]
 
 
+@pytest.mark.slow
 def test_install_puts_both_packages_apart_once(copy_root, offline_index):
     """The plugin's Python package under python/, the PJRT library under pjrt/; a second
     install finds it there; --force installs it again."""
@@ -198,6 +199,7 @@ def test_cli_refuses_an_unknown_cuda_major():
     assert proc.returncode == 2 and proc.stderr.startswith("error: --cuda 11 must be one of 12, 13"), proc.stderr
 
 
+@pytest.mark.slow
 def test_after_the_readme_set_up_the_users_jax_is_quiet_and_cuda_compiles():
     """The user's own snippet prints nothing on stderr, and a device-less CUDA compile works,
     in this environment, set up as the README says (CI's newest cell). An environment whose

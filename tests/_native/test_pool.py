@@ -167,12 +167,14 @@ def test_pool_workers_start_without_the_cli(monkeypatch):
     assert not [m for m in results[0] if m.startswith(("mlirhlo_driver.cli.mlirhlo", "typer", "click", "rich", "jax"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(LOST))
 def test_each_failure_alone_then_the_next_tasks_run(tmp_path, kind):
     kinds = ["ok", kind, "ok", "ok"]
     _check(kinds, _run(kinds, 1, tmp_path), 1, tmp_path)
 
 
+@pytest.mark.slow
 def test_the_task_after_a_hang_runs(tmp_path):
     """--jobs 1: the module after a hanging one runs on a fresh worker, not CRASHED."""
     kinds = ["hang", "ok"]
@@ -182,16 +184,19 @@ def test_the_task_after_a_hang_runs(tmp_path):
     _check(kinds, rows, 1, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_mixed_with_fewer_workers_than_tasks(tmp_path, jobs):
     _check(MIXED, _run(MIXED, jobs, tmp_path), jobs, tmp_path)
 
 
+@pytest.mark.slow
 def test_failures_back_to_back(tmp_path):
     kinds = ["hang", "segv", "slow", "exit", "ok"]
     _check(kinds, _run(kinds, 1, tmp_path), 1, tmp_path)
 
 
+@pytest.mark.slow
 def test_results_come_as_they_finish(tmp_path):
     """Two workers: the quick tasks are not held back behind a hanging one (3 s here: the
     other worker may start that much later on a busy machine)."""
@@ -219,6 +224,7 @@ def test_closing_early_stops_the_workers(tmp_path):
 
 # ------------------------------------------------ the timeout counts from a worker's start
 
+@pytest.mark.slow
 def test_a_slow_worker_start_is_not_the_tasks_time(tmp_path):
     """A worker's imports and init (jaxlib: seconds) do not count against its first task:
     with --timeout 1, tasks of 1 ms on workers that take 1.5 s to start all run."""
@@ -230,6 +236,7 @@ def test_a_slow_worker_start_is_not_the_tasks_time(tmp_path):
     _check(kinds, rows, 2, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_worker_that_never_starts_times_out(tmp_path, monkeypatch):
     monkeypatch.setattr(pool, "STARTUP_TIMEOUT", 0.5)
     rows = dict(pool.imap(FN, str(tmp_path), [("ok", 0), ("ok", 1)], jobs=1, timeout=0.5,
@@ -259,6 +266,7 @@ def test_a_worker_that_dies_while_starting_is_a_crash_not_a_wait(tmp_path):
     assert lost.status == "crashed" and lost.message == rows[0].message, (lost, rows[0])
 
 
+@pytest.mark.slow
 def test_worker_call_as_the_cluster_uses_it(tmp_path):
     """_native/cluster.py runs tasks through Worker.call, one worker per Dask thread."""
     w = pool.Worker(FN, str(tmp_path), "behaviour_pool_tasks:slow_init")
@@ -272,6 +280,7 @@ def test_worker_call_as_the_cluster_uses_it(tmp_path):
         w.close()
 
 
+@pytest.mark.slow
 def test_worker_call_without_a_timeout(tmp_path):
     """The cluster calls with timeout None when no --timeout is given: a fresh worker's
     start and its task are then waited for as long as they take."""
@@ -305,6 +314,7 @@ def test_a_worker_removes_only_its_own_log_folder_and_never_fails_to(tmp_path):
 
 # --------------------------------------------------- run's rows (run_pool), from the pool
 
+@pytest.mark.slow
 def test_run_rows_in_order_whatever_the_workers_did(tmp_path, monkeypatch):
     from mlirhlo_driver.batch import run_pool
 

@@ -148,6 +148,7 @@ def test_stop_with_group_kills_the_child_and_what_it_started():
         p.stdout.close()
 
 
+@pytest.mark.slow
 def test_stop_without_group_kills_only_the_child():
     p, grandchild = _parent_with_child()
     try:

@@ -87,6 +87,7 @@ def mlir_file(add_mlir_file) -> Path:
     return add_mlir_file
 
 
+@pytest.mark.slow
 def test_a_crash_and_a_bad_module_are_rows_and_the_others_are_written(cli, batch_dir):
     out = batch_dir / "out"
     result = cli("opt", "m1.mlir", "bad.mlir", "crasher:boom", "m2.mlir", "--args", "f32[8]",

@@ -361,6 +361,7 @@ def test_cache_info_and_clear(cli, cache_dir, tmp_path):
     assert "entries    0" in cli("cache", "info").out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("door", ["opt", "api"])
 def test_a_hit_imports_no_jaxlib(cache_dir, tmp_path, door):
     small = tmp_path / "small.mlir"

@@ -75,6 +75,7 @@ def test_pair_matches_names_then_names_numbered_apart():
         ["gemm_fusion_dot.5"], ["cublas-lt-matmul.2"])
 
 
+@pytest.mark.slow
 def test_python_api_diff():
     import mlirhlo_driver as mh
 

@@ -130,6 +130,7 @@ def test_spec_candidates_are_the_differing_fields_applied_to_a_copy_of_a(half_th
 
 # ------------------------------------------------------------------ one case per cause
 
+@pytest.mark.slow
 def test_a_flag_explains_the_gemm_kernel_and_a_pass_makes_it(cli, small):
     r = cli("diff", small, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--flags-b", FLAGS_B, "--explain", "--json")
     assert r.code == 0, r.err
@@ -153,6 +154,7 @@ def test_a_flag_explains_the_gemm_kernel_and_a_pass_makes_it(cli, small):
     assert again["kernels"] == ex["kernels"]
 
 
+@pytest.mark.slow
 def test_explain_text_is_one_line_per_kernel(cli, small):
     ex = json.loads(cli("diff", small, "--platform", "cuda", "--flags-b", FLAGS_B, "--explain", "--json").out)["explain"]
     r = cli("diff", small, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--flags-b", FLAGS_B, "--explain")
@@ -169,6 +171,7 @@ def test_explain_text_is_one_line_per_kernel(cli, small):
     assert ex["compiles"] > 3 and lines[-1] == f"explain: 0 trial compile(s), {ex['compiles']} from the stage cache"
 
 
+@pytest.mark.slow
 def test_a_spec_field_explains_the_occupancy_change(cli, small, half_threads):
     r = cli("diff", small, "--platform", "cuda", "--gpu-spec", f"h100_sxm,{half_threads}", "--explain", "--json")
     assert r.code == 0, r.err
@@ -200,6 +203,7 @@ def test_no_difference_explains_nothing(cli, small):
     assert ex == {"candidates": [], "kernels": [], "compiles": 0, "from_cache": 0, "failed": 0}
 
 
+@pytest.mark.slow
 def test_compiled_diff_explains_in_the_api(small):
     import mlirhlo_driver as mh
 
@@ -215,6 +219,7 @@ def test_compiled_diff_explains_in_the_api(small):
         a.diff(other, explain=True)
 
 
+@pytest.mark.slow
 def test_mlp_step_flags_explained(cli):
     """The MLP step once: cuBLAS instead of Triton's GEMMs. One flag (the small module's
     tests delta-debug three): each kernel is reproduced by it, and the passes are found

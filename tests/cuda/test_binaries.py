@@ -132,6 +132,7 @@ def add_file(add_mlir_file) -> Path:
 
 # ------------------------------------------------------------------ cubin
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which, sm_number, flag", [("a100", 80, "EF_CUDA_SM80"), ("h100", 90, "EF_CUDA_SM90")])
 def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_number, flag):
     from mlirhlo_driver.cuda import binaries as cuda_binaries
@@ -165,6 +166,7 @@ def test_cuobjdump_names_the_arch(h100, tmp_path):
     assert "sm_90a" in out, out
 
 
+@pytest.mark.slow
 def test_sass_banners_are_nvdisasms_own(a100, tmp_path):
     """Each kernel's banner reads as nvdisasm prints it for that kernel's own cubin, with
     nvdisasm's padding (to the ELF's longest section name) taken out."""
@@ -282,6 +284,7 @@ def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path
                          "CUDA 12.8's nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH)"), text
 
 
+@pytest.mark.slow
 def test_sass_of_a_batch_is_each_module_alone_from_one_nvdisasm(cli, tmp_path, monkeypatch):
     runs = _count_nvdisasm(monkeypatch)
     r = cli("opt", *map(str, GROUP), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass",
@@ -314,6 +317,7 @@ def test_sass_of_a_batch_is_each_module_alone_from_one_nvdisasm(cli, tmp_path, m
         assert table.startswith(f"{stem} on h100_sxm (sm_90a, 64 warps/SM)") and "regs" in table
 
 
+@pytest.mark.slow
 def test_group_elf_holds_xlas_code_under_prefixed_names():
     """Renaming a compile's module-level names for the group ELF changes no code: each
     kernel's .text equals the one in its module's cubin from the compile (XLA's own)."""
@@ -373,6 +377,7 @@ def test_renamed_ptx_prefixes_module_level_names_only():
     assert _renamed(bare, "P_") == bare
 
 
+@pytest.mark.slow
 def test_a_job_that_fails_in_a_group_fails_alone(h100):
     """The group's ptxas fails on one job's PTX: that job gets the error, the others
     their SASS and figures as if alone."""
@@ -393,6 +398,7 @@ def test_a_job_that_fails_in_a_group_fails_alone(h100):
     assert alone.resources.keys() == {k for _, ks, _ in good.modules for k in ks}
 
 
+@pytest.mark.slow
 def test_two_compiles_with_the_same_kernel_names_share_one_ptxas_and_nvdisasm(h100, monkeypatch):
     """A group of just two compiles that reuse kernel names still gets one ptxas and one nvdisasm run, each its own."""
     from mlirhlo_driver.cuda import binaries as cuda_binaries
@@ -415,6 +421,7 @@ def test_two_compiles_with_the_same_kernel_names_share_one_ptxas_and_nvdisasm(h1
     assert out[0] == out[1] == alone and len(alone.sass) == len(job.modules)
 
 
+@pytest.mark.slow
 def test_sass_does_not_depend_on_the_order_of_the_group():
     """Whichever compile comes first in a group (batch workers finish in any order),
     and so whichever kernel nvdisasm prints last, each compile's SASS is the same."""

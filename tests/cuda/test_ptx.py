@@ -664,6 +664,7 @@ def test_print_after_all(capfd):
     assert "fma.rn.f32" in out or "add.rn.f32" in out
 
 
+@pytest.mark.slow
 def test_against_xla_ptx(xla_dumps, capsys):
     have_libdevice = bool(ptx._libdevice_candidates())
     report = []

@@ -475,6 +475,7 @@ def test_xla_spec_with_fields_from_a_newer_xla():
     assert "unknown field 'mem_clock_gz'" in err.message
 
 
+@pytest.mark.slow
 def test_xla_spec_compiles_to_ptx(cli):
     """``mlirhlo opt --stage ptx`` with XLA's a100_pcie_80.txtpb, which lacks a required field."""
     spec = XLA_SPECS / "a100_pcie_80.txtpb"
@@ -570,6 +571,7 @@ def test_bad_file_reports_path(tmp_path):
 
 # ------------------------------------------------ device-less compile (no GPU)
 
+@pytest.mark.slow
 def test_every_spec_compiles_to_its_sm():
     """XLA compiles for each shipped spec without a GPU and emits PTX for spec.sm.
 

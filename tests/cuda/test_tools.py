@@ -542,6 +542,7 @@ def test_specs_list_names_the_ptxas_in_use(cli):
     assert rows["v100"] == rows["p100"] == ("ok" if p.version < (13,) else "no")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec, target", [
     ("h100_sxm", "sm_90a"), pytest.param("v100", "sm_70", marks=pytest.mark.sm70_ptxas)])
 def test_main_job_without_a_cuda_toolkit(bare, spec, target, tmp_path):
@@ -646,6 +647,7 @@ def test_stage_all_p100_without_a_cuda_toolkit(bare, tmp_path):
     assert re.search(r"^\s*loop_broadcast_fusion\s+\d+\s+0/0\s", (out / f"{stem}.kernels.txt").read_text(), re.M)
 
 
+@pytest.mark.slow
 def test_kernels_three_specs_without_a_cuda_toolkit(bare):
     # CUDA 13 dropped P100/V100: its three are Turing, Ada and Hopper.
     specs = ["p100", "v100", "h100_sxm"] if cuda_tools.ptxas().can_target("sm_70") else ["t4", "l4", "h100_sxm"]
@@ -668,6 +670,7 @@ def test_no_usable_ptxas_is_one_error_line(bare, tmp_path):
     assert str(tmp_path / "bin" / "ptxas") in line and f"pip install {cuda_tools.pip_tools().requirement} " in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, hide, message", [
     ("add", ".", "XLA found no usable ptxas"),  # no math functions: XLA gets as far as ptxas
     ("mlp", "nvvm", "XLA found no libdevice"),  # ptxas there, but exp and tanh need libdevice

@@ -51,6 +51,7 @@ main(sys.argv[1:])
 """
 
 
+@pytest.mark.slow
 def test_bench_pipeline_with_one_pipeline_prints_no_ratio(cli, mlir_file):
     # The B/A line compares two pipelines; with one there is nothing to divide by.
     r = cli("bench-pipeline", mlir_file, "--passes", "canonicalize", "--repeats", "1")
@@ -59,6 +60,7 @@ def test_bench_pipeline_with_one_pipeline_prints_no_ratio(cli, mlir_file):
     assert "B/A" not in r.out
 
 
+@pytest.mark.slow
 def test_bench_pipeline_takes_one_repeat_and_refuses_zero(cli, mlir_file):
     r = cli("bench-pipeline", mlir_file, "--passes", "cse", "--repeats", "1")
     assert r.code == 0 and "cse" in r.out, r.err
@@ -91,6 +93,7 @@ def test_ctrl_c_in_bench_pipeline_is_one_error_line(tmp_path):
     assert_one_line_error(CliResult(proc.returncode, out, err), code=130, contains="interrupted")
 
 
+@pytest.mark.slow
 def test_bench_pipeline_compares_with_and_without_a_python_pass(cli, tmp_path):
     import json
 
@@ -129,6 +132,7 @@ def test_bench_xla_pipeline_from_dump_timestamps(cli):
     assert result.out.strip().endswith("whole compile")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("passes", ["canonicalize,cse", "canonicalize,fold-involutions,cse"],
                          ids=["native", "python-pass"])
 def test_ctrl_c_stops_bench_pipeline(passes):

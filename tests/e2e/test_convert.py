@@ -115,6 +115,7 @@ def test_stablehlo_hlo_stablehlo_computes_the_same(cli, tmp_path):
     np.testing.assert_allclose(a, ref, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.slow
 def test_mlp_through_every_format_computes_the_same(sources):
     args = _mlp_inputs()
     reference = _run_cpu(MLP_DUMP, args)

@@ -16,6 +16,7 @@ NO_TRITON_GEMM = "--flags-b=--xla_gpu_enable_triton_gemm=false"
 
 # ------------------------------------------------------------------ CUDA
 
+@pytest.mark.slow
 def test_a100_against_h100_text(cli, tmp_path):
     r = cli("diff", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80,h100_sxm")
     assert r.code == 0, r.err
@@ -37,6 +38,7 @@ CHECK: differences found
 """, tmp_path)
 
 
+@pytest.mark.slow
 def test_a100_against_h100_json(cli):
     r = cli("diff", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80,h100_sxm", "--json")
     assert r.code == 0, r.err
@@ -59,6 +61,7 @@ def test_a100_against_h100_json(cli):
         "parameter_bytes", "output_bytes", "temp_bytes", "constant_bytes", "thread_local_bytes"))
 
 
+@pytest.mark.slow
 def test_without_triton_gemm_kernels_and_fusions_on_one_side(cli, tmp_path):
     r = cli("diff", MLP, "--platform", "cuda", "--gpu-spec", "h100_sxm", NO_TRITON_GEMM, "--json")
     assert r.code == 0, r.err
@@ -88,6 +91,7 @@ CHECK: differences found
 """, tmp_path)
 
 
+@pytest.mark.slow
 def test_stage_diff_of_ptx(cli, tmp_path):
     r = cli("diff", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80,h100_sxm", "--stage", "ptx")
     assert r.code == 0, r.err
@@ -101,6 +105,7 @@ CHECK: differences found
 """, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_repeat_is_answered_from_the_stage_cache_without_jaxlib(cli):
     argv = ["diff", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80,h100_sxm", "--json"]
     first = cli(*argv)
@@ -117,6 +122,7 @@ def test_a_repeat_is_answered_from_the_stage_cache_without_jaxlib(cli):
 
 # ------------------------------------------------------------------ CPU
 
+@pytest.mark.slow
 def test_cpu_diff(cli, tmp_path):
     r = cli("diff", MLP, "--platform", "cpu", "--flags-b", "--xla_disable_hlo_passes=algsimp", "--stage", "hlo",
             "--json")
@@ -138,6 +144,7 @@ CHECK: differences found
 """, tmp_path)
 
 
+@pytest.mark.slow
 def test_json_output_is_two_space_indented_json_with_a_final_newline(cli):
     """``diff --json`` prints its result indented by two spaces and ends in one newline, as every --json does."""
     r = cli("diff", MLP, "--platform", "cpu", "--flags-b", "--xla_disable_hlo_passes=algsimp", "--stage", "hlo",

@@ -148,6 +148,7 @@ def test_doc_list_passes(tool):
     assert gated in group and cuda.count(gated) == 1
 
 
+@pytest.mark.slow
 def test_doc_time_passes(work):
     p = shell("time hlo-opt --passes=reduce-window-rewriter,scatter_simplifier "
               "--xla_reduce_window_rewrite_base_length=128 input.hlo", work)

@@ -26,6 +26,7 @@ ENTRY main {
 """
 
 
+@pytest.mark.slow
 def test_kernels_command_three_specs(cli):
     specs = "a100_sxm_80,h100_sxm,t4"
     r = cli("kernels", MLP, "--gpu-spec", specs)

@@ -30,6 +30,7 @@ def shell(line: str, cwd: Path) -> subprocess.CompletedProcess:
 
 # ------------------------------------------------------- multihost_hlo_runner
 
+@pytest.mark.slow
 def test_doc_multihost_dump_glob(work):
     # A fresh process: the host devices are created before jax starts.
     p = shell("multihost_hlo_runner /dump/*before_optimizations*".replace("/dump", str(work / "dump")), work)
@@ -39,6 +40,7 @@ def test_doc_multihost_dump_glob(work):
     assert "2/2 modules passed" in p.stdout
 
 
+@pytest.mark.slow
 def test_multihost_flags(work):
     rowsum = "dump/module_0002.jit_rowsum.before_optimizations.txt"
     p = shell(f"hlo_runner_main --norun --hlo_file={rowsum} && echo === && "
@@ -50,6 +52,7 @@ def test_multihost_flags(work):
     assert "inputs: zeros" in ran and "output 0 = [0., 0., 0., 0.]" in ran
 
 
+@pytest.mark.slow
 def test_multihost_runner_and_hlo_runner_main_run_what_jax_shards(work):
     """multihost_hlo_runner and hlo_runner_main on XLA's dumps of jax's sharded programs (the
     counts from the header), HLO text and HloProto, shard_map included."""
@@ -65,6 +68,7 @@ def test_multihost_runner_and_hlo_runner_main_run_what_jax_shards(work):
     assert main.startswith("explicit: OK\n") and "parameter 0 a float32[8, 16]: {devices=[4,1]<=[4]}" in main
 
 
+@pytest.mark.slow
 def test_multihost_nodes(work):
     """Two nodes: one command per host (--address, --task_id), and simulated on this machine."""
     import socket
@@ -82,6 +86,7 @@ def test_multihost_nodes(work):
     assert "[0] module_0002.jit_rowsum: OK" in mock.stdout and "2 simulated nodes" in mock.stderr
 
 
+@pytest.mark.slow
 def test_multihost_runner_options(work):
     """ExecutionOptions (a swapped device assignment), output literals per device, profiles,
     snapshots, while-loop flattening and infeed removal, in one fresh process each."""
@@ -115,6 +120,7 @@ def test_multihost_runner_options(work):
     assert p.stderr.rstrip().splitlines()[-1].startswith("error: feed.hlo: the module has infeed/outfeed")
 
 
+@pytest.mark.slow
 def test_multihost_counts_on_the_command_line_beat_execution_options(work):
     """Both --num_replicas and --num_partitions given: they win over ExecutionOptions' counts
     (as XLA's runner), 1 included; one of them alone leaves the file's. A fresh process each
@@ -130,6 +136,7 @@ def test_multihost_counts_on_the_command_line_beat_execution_options(work):
     assert "replica 1 output 0 = [6., 6., 6., 6.]" in from_file  # the file's 2 replicas
 
 
+@pytest.mark.slow
 def test_multihost_device_assignment_may_name_devices_past_the_run_s_count(work):
     """A device_assignment naming devices 3 and 2 for a 2-device run: a fresh process starts 4 host
     devices (the highest id's count), runs partition 0 on device 3 and partition 1 on device 2."""

@@ -96,6 +96,7 @@ def test_named_pipeline_passes_timing_and_ir_dump(cli, three_inputs, monkeypatch
     assert "func.func" in listed.out
 
 
+@pytest.mark.slow
 def test_dump_every_stage_of_a_jax_programs_xla_dump_directory(cli, tmp_path):
     """A real JAX program dumped by XLA; every stage of every module in one command."""
     from mlirhlo_driver._native import jaxlib as _jaxlib

@@ -31,6 +31,7 @@ def _kernels(ptx: str) -> set[str]:
     return set(re.findall(r"^\.(?:visible )?\.entry (\w+)", ptx, re.M))
 
 
+@pytest.mark.slow
 def test_xla_llvm_ir_to_ptx_for_sm90a(cli, xla_outputs, tmp_path):
     xla_ptx = xla_outputs["ptx"].read_text()
     for stage, flags in (("ir-no-opt.ll", []), ("ir-with-opt.ll", ["--no-optimize"])):
@@ -79,6 +80,7 @@ def test_print_after_all_and_ir_dump_dir(cli, xla_outputs, tmp_path):
     assert (tmp_path / "o.ptx").read_text() == (tmp_path / "o2.ptx").read_text()
 
 
+@pytest.mark.slow
 def test_ir_dump_dir_past_a_thousand_passes_sorts_in_pass_order(cli, tmp_path):
     """Ten small modules run over 1,000 passes: every number gets 4 digits, so `ls` is pass order."""
     src = tmp_path / "many.ll"

@@ -34,6 +34,7 @@ SPLIT = SMALL + "// -----\n" + SMALL.replace("stablehlo.add", "stablehlo.bogus")
     SMALL.replace("stablehlo.add", "stablehlo.multiply")
 
 
+@pytest.mark.slow
 def test_jax_program_dumps_against_the_interpreter_in_workers(cli, tmp_path):
     report = tmp_path / "report.json"
     result = cli("run", DUMPS, "--jobs", "2", "--json", report)
@@ -95,6 +96,7 @@ def test_tuples_and_multiple_results(cli, tmp_path):
     np.testing.assert_array_equal(saved["out0"], -saved["out2"])
 
 
+@pytest.mark.slow
 def test_seed_zeros_and_npz_inputs(cli, tmp_path):
     src = DATA / "erf_inv.mlir"
     a = tmp_path / "a.npz"
@@ -145,6 +147,7 @@ def test_iterations_report_median(cli, monkeypatch):
     assert len(runs) == 5  # five executions of one compile
 
 
+@pytest.mark.slow
 def test_crashing_module_is_isolated(cli, tmp_path, monkeypatch):
     (tmp_path / "crasher.py").write_text(
         "import ctypes\n\ndef boom(x):\n    ctypes.string_at(0)\n    return x\n")
@@ -161,6 +164,7 @@ def test_crashing_module_is_isolated(cli, tmp_path, monkeypatch):
     assert rows["erf_inv"]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_a_crashed_worker_is_replaced(cli, tmp_path, monkeypatch):
     # One worker, three modules, the first crashes it: the next two still run.
     (tmp_path / "crasher.py").write_text(
@@ -191,6 +195,7 @@ def test_expect_eq_compares_imaginary_parts(cli, tmp_path):
     assert f"PASS expect_eq at {path}:5:3: 2 elements ok" in result.out
 
 
+@pytest.mark.slow
 def test_interpreter_abort_is_that_modules_failure(cli, tmp_path):
     rng = _module(tmp_path, "func.func @main(%s: tensor<2xui64>) -> tensor<4xui32> {\n"
                   "  %s2, %v = stablehlo.rng_bit_generator %s, algorithm = DEFAULT : "
@@ -202,6 +207,7 @@ def test_interpreter_abort_is_that_modules_failure(cli, tmp_path):
     assert "1/2 modules passed" in result.out
 
 
+@pytest.mark.slow
 def test_hanging_module_times_out(cli, tmp_path):
     # 2^62 loop trips. (A 2^40-element iota reduction hangs jaxlib 0.10.2's XLA, which
     # fuses it, but jaxlib 0.9's allocates it and fails at once.)
@@ -261,6 +267,7 @@ def test_bad_usage(cli):
     assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--xla_nope=1"), contains="unknown XLA flag")
 
 
+@pytest.mark.slow
 def test_self_checking_files_run_on_xla(cli, tmp_path):
     result = cli("run", *sorted((DATA / "checks").glob("*.mlir")), "--jobs", "2")
     assert result.code == 0, result.out
@@ -284,6 +291,7 @@ def test_self_checking_files_run_on_xla(cli, tmp_path):
     assert len(fail) == 1 and f"{broken}:" in fail[0] and f"expected={wrong}" in fail[0]
 
 
+@pytest.mark.slow
 def test_progress_bar_on_a_terminal_only(tmp_path):
     import os
     import pty
@@ -333,6 +341,7 @@ def test_saved_outputs_of_several_modules_are_named_per_module(cli, tmp_path):
     assert saved["a/out0"].tolist() == [1.0, 2.0] and saved["b/out0"].tolist() == [7, 8, 9]
 
 
+@pytest.mark.slow
 def test_jobs_run_each_module_in_a_worker_and_jobs_0_in_this_process(cli, tmp_path, monkeypatch):
     """--jobs N (N >= 1) runs the modules in worker processes, --jobs 0 in the calling process."""
     import os
@@ -368,6 +377,7 @@ def test_a_mismatch_is_bisected_only_when_asked(cli, tmp_path):
     assert row["status"] == "mismatch" and row["bisect"] is None
 
 
+@pytest.mark.slow
 def test_run_on_one_device_says_a_shard_map_module_needs_its_mesh(cli):
     """shard_map's manual computation runs only on its mesh: `run` (one device) says so in one line
     naming spmd-run, not XLA's "No registered implementation for ... xla.sdy.GlobalToLocalShape"."""
@@ -391,6 +401,7 @@ def test_run_option_values(cli, small, args, message):
     assert line.startswith(f"error: Invalid value for '{args[0]}'"), line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--rtol", "0", "--atol", "0"], ["--rel_error_bound=0", "--abs_error_bound=0"]])
 def test_run_takes_zero_tolerances(cli, small, args):
     """0 is a tolerance (exact comparison), not a bad value: x + x is exact in float32."""
@@ -435,6 +446,7 @@ def test_inputs_by_position_and_name_still_work(cli, small, tmp_path):
         np.testing.assert_array_equal(np.load(out)["out0"], x + x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["0", "2"])
 def test_split_input_file_reports_each_chunk_alone(cli, tmp_path, jobs):
     path = tmp_path / "split.mlir"
@@ -447,6 +459,7 @@ def test_split_input_file_reports_each_chunk_alone(cli, tmp_path, jobs):
     assert "--split-input-file" in result.out  # the reproducer reruns the chunks
 
 
+@pytest.mark.slow
 def test_run_reads_the_users_stdin():
     proc = mlirhlo("run", "-", "--reference", "cpu", input=SMALL)
     assert proc.returncode == 0, proc.stderr
@@ -457,6 +470,7 @@ def test_run_reads_the_users_stdin():
     assert "-.0: OK" in out and "-.1: INVALID: -:7:8:" in out and "-.2: OK" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--rtol", "1e300", "--atol", "0.5"], ["--timeout", "1e-3", "--jobs", "0"]])
 def test_run_takes_any_finite_tolerance_and_positive_timeout(cli, small, args):
     """The callbacks pass every finite value in range through: huge tolerances, a tiny timeout."""

@@ -41,6 +41,7 @@ ENTRY main {
 """
 
 
+@pytest.mark.slow
 def test_run_hlo_module_takes_files_after_double_dash(capfd):
     # '--' ends the flags: what follows is kept as it is (here the module's path).
     from mlirhlo_driver.cli.xla import tools as xla_tools
@@ -59,6 +60,7 @@ def test_run_hlo_module_takes_files_after_double_dash(capfd):
 
 # ------------------------------------------------------------- run_hlo_module
 
+@pytest.mark.slow
 def test_doc_run_hlo_module_against_interpreter(tool):
     r = tool("run_hlo_module --platform=cpu --reference_platform=Interpreter computation.hlo")
     assert r.code == 0, r.err
@@ -67,6 +69,7 @@ def test_doc_run_hlo_module_against_interpreter(tool):
     assert "note:" not in r.err  # the --isolate_instructions note is for that flag only
 
 
+@pytest.mark.slow
 def test_doc_run_hlo_module_dump_glob(tool, work):
     r = tool(f"run_hlo_module {work}/dump/*before_optimizations*")
     assert r.code == 0, r.err
@@ -89,6 +92,7 @@ def test_run_hlo_module_cuda_without_gpu(tool):
     assert_one_line_error(tool("run_hlo_module --platform=CUDA computation.hlo"), contains="GPU")
 
 
+@pytest.mark.slow
 def test_run_hlo_module_flags(tool):
     r = tool("run_hlo_module --platform Host --reference_platform= --print_literals "
              "--iterations=2 computation.hlo")
@@ -104,6 +108,7 @@ def test_run_hlo_module_flags(tool):
     assert "reproduce: mlirhlo spmd-run input.hlo --num-partitions 2 --reference cpu" in raw.out
 
 
+@pytest.mark.slow
 def test_run_hlo_module_runs_what_jax_shards_partitioned(tool):
     """run_hlo_module on the sharded programs the installed jax writes: partitioned on as many
     host devices as the HLO header says (or, for an HloProto, its shardings name), laid out,
@@ -122,6 +127,7 @@ def test_run_hlo_module_runs_what_jax_shards_partitioned(tool):
     assert "  reference: the same module on the same 4 devices with replicated parameters and outputs" in r.out
 
 
+@pytest.mark.slow
 def test_run_hlo_module_literal_files(tool, work):
     first = tool("run_hlo_module --reference_platform=CPU --output_literals_file=lits.pbtxt computation.hlo")
     assert first.code == 0, first.err
@@ -151,6 +157,7 @@ def test_run_hlo_module_literal_files(tool, work):
         np.testing.assert_allclose(literals.to_array(getattr(it, field)), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_each_iteration_takes_its_own_literals_then_the_last_again(tool, work):
     """--iterations=3 on a file of 2 iterations' literals: iteration i takes set i, and the
     third takes the last set again (as XLA's run_hlo_module)."""
@@ -169,6 +176,7 @@ def test_each_iteration_takes_its_own_literals_then_the_last_again(tool, work):
         [[a.tolist() for a in args] for args in (sets[0], sets[1], sets[1])]
 
 
+@pytest.mark.slow
 def test_run_hlo_module_replays_snapshot(tool, work):
     """An HloSnapshot from XLA's dump runs on the arguments it recorded (all ones, all 0.1)."""
     r = tool(f"run_hlo_module --print_literals {work}/snapshot/module_0008.jit__lambda.snapshot.75718513.pb")
@@ -177,6 +185,7 @@ def test_run_hlo_module_replays_snapshot(tool, work):
     assert "output 0 (float32[3]): [2.656147, 2.656147, 2.656147]" in r.out  # the result XLA recorded
 
 
+@pytest.mark.slow
 def test_a_snapshot_alone_runs_its_own_module(tool, work, tmp_path):
     """Without XLA's before_optimizations dump beside it, the module the snapshot holds runs on
     the recorded arguments. That is XLA's optimized module: jaxlib 0.9's CPU runs its fusions,
@@ -194,6 +203,7 @@ def test_a_snapshot_alone_runs_its_own_module(tool, work, tmp_path):
         assert r.code == 1 and "Fusion must have backend config" in r.out.splitlines()[0], r.out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("header, note", [
     ("", None),
     (", replica_count=2", "replica_count=2, num_partitions=1: run here on one device; multihost_hlo_runner runs "
@@ -227,6 +237,7 @@ def test_run_hlo_module_isolate_instructions(tool):
                           contains="--isolate_instructions takes no --input_literals_file")
 
 
+@pytest.mark.slow
 def test_run_hlo_module_reference_hlo_passes(tool, work):
     (work / "scatter.hlo").write_text(_SCATTER_HLO)
     ok = tool("run_hlo_module --reference_platform=CPU scatter.hlo")
@@ -239,6 +250,7 @@ def test_run_hlo_module_reference_hlo_passes(tool, work):
     assert "reproduce: run_hlo_module --reference_platform=CPU --run_reference_hlo_passes=false" in raw.out
 
 
+@pytest.mark.slow
 def test_run_hlo_module_input_flags(tool, work):
     zeros = tool("run_hlo_module --random_init_input_literals=false --print_literals --reference_platform= "
                  "computation.hlo")
@@ -253,6 +265,7 @@ def test_run_hlo_module_input_flags(tool, work):
     assert "inputs: random (seed 0)" in fake.out and "2.656147, 2.656147" not in fake.out
 
 
+@pytest.mark.slow
 def test_run_hlo_module_bad_modules_exit_2(tool, tmp_path):
     """An invalid module is exit 2, alone (one error line) or among good ones (its row)."""
     broken = tmp_path / "broken.hlo"
@@ -308,6 +321,7 @@ def test_run_hlo_module_refuses_bad_flag_values(tool, line, error):
     assert got.startswith(f"error: {error}"), got
 
 
+@pytest.mark.slow
 def test_run_hlo_module_one_iteration_and_zero_bounds_are_accepted(tool):
     """The boundaries of the checks: --iterations=1 and error bounds of 0 run (no iteration banner);
     'default' is the StableHLO interpreter, which notes it runs no HLO passes either way."""

@@ -186,6 +186,7 @@ def test_spmd_run_runs_once_by_default(cli, mlir_file):
 
 # ------------------------------------------------------------ one process
 
+@pytest.mark.slow
 def test_partitioned_matmul_all_reduce_matches_reference_and_numpy(tmp_path):
     x, w = rand(1, 8, 16), rand(2, 16, 6)
     out = tmp_path / "out.npz"
@@ -197,6 +198,7 @@ def test_partitioned_matmul_all_reduce_matches_reference_and_numpy(tmp_path):
     np.testing.assert_allclose(np.load(out)["out0"], x @ w, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_every_collective_matches_numpy(tmp_path):
     a, b = rand(3, 8, 3), rand(4, 4, 8)
     out = tmp_path / "out.npz"
@@ -206,6 +208,7 @@ def test_every_collective_matches_numpy(tmp_path):
     check_collectives(np.load(out), a, b)
 
 
+@pytest.mark.slow
 def test_device_id_inputs_show_where_data_went(tmp_path):
     out = tmp_path / "out.npz"
     stdout = ok(spmd(COLLECTIVES, *PARTITIONED, "--argument-mode", "device-id", "--dump-output", out))
@@ -216,6 +219,7 @@ def test_device_id_inputs_show_where_data_went(tmp_path):
     np.testing.assert_array_equal(got["out4"], np.roll(ids, 2, axis=0))  # each id moved one device on
 
 
+@pytest.mark.slow
 def test_device_id_inputs_meet_the_reference_only_where_each_element_has_one_owner():
     """Device-id inputs of tiles nobody shares are one global array: the reference runs on it.
     A tile held by two devices gets two ids: no reference, and the note says why."""
@@ -229,6 +233,7 @@ def test_device_id_inputs_meet_the_reference_only_where_each_element_has_one_own
     assert "max abs error" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_sharded_jax_mlp_step_on_four_devices(tmp_path):
     inputs, arrays = mlp_inputs(tmp_path)
     out = tmp_path / "out.npz"
@@ -243,6 +248,7 @@ def test_sharded_jax_mlp_step_on_four_devices(tmp_path):
     check_mlp(out, arrays)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, partitioner", [("sharded_matmul.mlir", "shardy"), ("hlo_sharded.hlo", "gspmd")])
 def test_modules_keep_their_shardings(tmp_path, name, partitioner):
     path = DATA / name if name.endswith(".mlir") else tmp_path / name
@@ -254,6 +260,7 @@ def test_modules_keep_their_shardings(tmp_path, name, partitioner):
     assert re.search(r"output 0 float32\[8, \d\]: \{devices=\[4,1\]<=\[4\]\}, \[2, \d\] per device", stdout)
 
 
+@pytest.mark.slow
 def test_arg_sharding_partitions_an_unsharded_module_with_gspmd(tmp_path):
     stdout = ok(spmd(MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[1,4]<=[4]",
                      "--arg-sharding", "1={devices=[4,1]<=[4]}"))
@@ -261,6 +268,7 @@ def test_arg_sharding_partitions_an_unsharded_module_with_gspmd(tmp_path):
     assert "parameter 1 w float32[16, 6]: {devices=[4,1]<=[4]}, [4, 6] per device" in stdout
 
 
+@pytest.mark.slow
 def test_a_partly_replicated_sharding_runs(tmp_path):
     """Tiles over 2 of the 4 devices, each tile on 2 (a REPLICATED subgroup): spmd-run lays it out."""
     stdout = ok(spmd(MATMUL, "--num-partitions", "4",
@@ -270,6 +278,7 @@ def test_a_partly_replicated_sharding_runs(tmp_path):
         in stdout
 
 
+@pytest.mark.slow
 def test_a_jax_function_partitioned_from_the_command_line(tmp_path):
     (tmp_path / "model.py").write_text("import jax.numpy as jnp\n\n"
                                        "def f(x, w):\n    return jnp.tanh(x @ w).sum(axis=1)\n")
@@ -279,6 +288,7 @@ def test_a_jax_function_partitioned_from_the_command_line(tmp_path):
     assert "parameter 0 x float32[8, 4]: {devices=[2,1]<=[2]}, [4, 4] per device" in stdout
 
 
+@pytest.mark.slow
 def test_replicas_get_their_own_inputs_and_talk_to_each_other(tmp_path):
     stdout = ok(spmd(MATMUL, "--num-replicas", "2"))
     assert "matmul: OK" in stdout and "devices: 2 (2 replicas x 1 partition)" in stdout
@@ -296,6 +306,7 @@ def test_replicas_get_their_own_inputs_and_talk_to_each_other(tmp_path):
     np.testing.assert_array_equal(np.load(out)["out0"], np.ones((2, 3)))  # 0 + 1 on both replicas
 
 
+@pytest.mark.slow
 def test_a_wrong_result_is_a_mismatch(tmp_path):
     wrong = tmp_path / "wrong.hlo"
     wrong.write_text(MATMUL.read_text().replace("ROOT d = f32[8,6] dot(x, w)", "d = f32[8,6] dot(x, w)")
@@ -306,6 +317,7 @@ def test_a_wrong_result_is_a_mismatch(tmp_path):
     assert "output 0 (float32[8, 6]):" in proc.stdout and "elements differ" in proc.stdout
 
 
+@pytest.mark.slow
 def test_backend_only_takes_a_two_way_module_as_already_partitioned(tmp_path):
     """--run-xla-backend-only with more than one partition: the module is per-device, as with
     --is-spmd-partitioned-module (here 2 ways: the smallest count that is partitioned)."""
@@ -321,6 +333,7 @@ def test_backend_only_takes_a_two_way_module_as_already_partitioned(tmp_path):
     assert "parameter 0 x float32[8, 16]: {devices=[1,2]<=[2]}, [8, 8] per device" in stdout
 
 
+@pytest.mark.slow
 def test_backend_only_runs_a_module_without_fusions_and_explains_cpu_dumps(tmp_path, cli):
     stdout = ok(spmd(MATMUL_AR, "--num-partitions", "4", "--run-xla-backend-only",
                      "--reference-module", MATMUL))
@@ -402,6 +415,7 @@ def test_bad_modules_are_one_line_errors(args, message):
     assert proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_a_one_device_shardy_mesh_runs_on_any_partition_count(tmp_path):
     """A mesh whose axes are all of size 1 shards nothing: every partition holds it all, so
     it is no mismatch with --num-partitions (a bigger mesh is: see above)."""
@@ -415,6 +429,7 @@ def test_a_one_device_shardy_mesh_runs_on_any_partition_count(tmp_path):
 
 # ------------------------------------------------------- several processes
 
+@pytest.mark.slow
 def test_mlp_step_across_two_local_processes(tmp_path):
     inputs, arrays = mlp_inputs(tmp_path)
     out = tmp_path / "out.npz"
@@ -426,6 +441,7 @@ def test_mlp_step_across_two_local_processes(tmp_path):
     check_mlp(out, arrays)
 
 
+@pytest.mark.slow
 def test_collectives_and_all_reduce_matmul_across_two_local_processes(tmp_path):
     a, b = rand(3, 8, 3), rand(4, 4, 8)
     out = tmp_path / "out.npz"
@@ -437,6 +453,7 @@ def test_collectives_and_all_reduce_matmul_across_two_local_processes(tmp_path):
     assert "[0] matmul_allreduce.partitioned: OK" in stdout
 
 
+@pytest.mark.slow
 def test_launch_local_stops_everything_when_a_process_dies():
     proc, pids = start_launch_local()
     try:
@@ -450,6 +467,7 @@ def test_launch_local_stops_everything_when_a_process_dies():
     assert_gone(pids)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_process():
     proc, pids = start_launch_local()
     try:
@@ -465,6 +483,7 @@ def test_ctrl_c_stops_every_process():
     assert_gone(pids)
 
 
+@pytest.mark.slow
 def test_launch_local_timeout_stops_every_process():
     proc = subprocess.run(long_run("--launch-local", "2", "--timeout", "6"), cwd=REPO, text=True,
                           capture_output=True, timeout=60)
@@ -473,6 +492,7 @@ def test_launch_local_timeout_stops_every_process():
                      proc.stderr, re.M), proc.stderr
 
 
+@pytest.mark.slow
 def test_a_wedged_worker_ends_itself_as_a_timeout_failure():
     """A worker still running past its deadline exits 1 (a failure, not usage) with one timeout error line."""
     proc = subprocess.run([sys.executable, "-c", WEDGED_WORKER], capture_output=True, text=True,
@@ -482,6 +502,7 @@ def test_a_wedged_worker_ends_itself_as_a_timeout_failure():
     assert proc.stdout == ""
 
 
+@pytest.mark.slow
 def test_the_partitioner_line_says_whether_the_module_was_already_partitioned(tmp_path):
     """No partitioner: 'none: already partitioned' for a per-device module, plain 'none' otherwise."""
     x, w = rand(1, 8, 16), rand(2, 16, 6)
@@ -493,6 +514,7 @@ def test_the_partitioner_line_says_whether_the_module_was_already_partitioned(tm
     assert re.search(r"partitioner: none$", stdout, re.M), stdout
 
 
+@pytest.mark.slow
 def test_an_unsharded_per_device_output_is_gathered_as_one_value_per_partition(tmp_path):
     """A per-device output without a sharding comes back stacked as [partition, ...]."""
     partial = tmp_path / "partial.hlo"
@@ -511,6 +533,7 @@ def test_an_unsharded_per_device_output_is_gathered_as_one_value_per_partition(t
         np.testing.assert_allclose(got[p], x[:, 4 * p:4 * p + 4] @ w[4 * p:4 * p + 4], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("devices", [4, 8])
 def test_every_program_jax_writes_runs_partitioned_against_its_reference(devices):
     """Program.run_spmd over every sharded program the installed jax writes, as XLA's dump (HLO
@@ -545,6 +568,7 @@ print(json.dumps(rows))
     assert "last_tile_dim_replicate}" in rows["mlp_2d.hlo.pb"][4][1]  # w1 tiled on y, replicated on x
 
 
+@pytest.mark.slow
 def test_a_named_sharding_dump_runs_with_spmd_run_as_written():
     """spmd-run on the HLO jax jits with NamedSharding (from jax 0.12: named mesh shardings):
     Shardy partitions it, each device gets its rows, and it matches the module on one device."""
@@ -558,6 +582,7 @@ def test_a_named_sharding_dump_runs_with_spmd_run_as_written():
     assert "output 0 float32[8, 4]: {devices=[4,1]<=[4]}, [2, 4] per device" in stdout
 
 
+@pytest.mark.slow
 def test_a_shard_map_program_computes_what_numpy_does(tmp_path):
     """shard_map's partial products psum-ed over y make a @ b: the gathered output is numpy's,
     from the HloProto dump (Shardy's manual computation, imported before partitioning)."""
@@ -569,6 +594,7 @@ def test_a_shard_map_program_computes_what_numpy_does(tmp_path):
     np.testing.assert_allclose(np.load(out)["out0"], a @ b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, devices", [(JAX012_MLP, 4), (JAX012_SHARD_MAP, 4)])
 def test_checked_in_jax_012_dumps(path, devices):
     """XLA's dumps of jax 0.12 programs, as a user has them: named mesh shardings run on jaxlib
@@ -583,6 +609,7 @@ def test_checked_in_jax_012_dumps(path, devices):
     assert ": OK\n" in stdout and "partitioner: shardy" in stdout
 
 
+@pytest.mark.slow
 @needs_v3
 def test_arg_sharding_takes_the_named_spelling():
     """--arg-sharding with a named mesh sharding, braced or not: Shardy partitions the module."""
@@ -629,6 +656,7 @@ def test_a_module_whose_op_sharding_xla_dies_on_is_one_line_naming_the_op(tmp_pa
     assert "XLA's sharding parser aborted" in line
 
 
+@pytest.mark.slow
 @needs_v3
 def test_an_already_partitioned_module_with_named_and_manual_shardings(tmp_path):
     """Per-device modules say their layouts: a named sharding tiles (its mesh's devices), a
@@ -648,6 +676,7 @@ def test_an_already_partitioned_module_with_named_and_manual_shardings(tmp_path)
     np.testing.assert_array_equal(np.load(out)["out1"], m)
 
 
+@pytest.mark.slow
 def test_a_shard_map_program_across_two_local_processes(tmp_path):
     """jax's shard_map, split over two processes: each runs its devices' part, process 0 gathers
     a @ b. Its reference would be one more SPMD run every process must join: the note says so."""

@@ -20,6 +20,7 @@ ADD = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
+@pytest.mark.slow
 def test_mlirhlo_watch_sees_a_save_and_ends_on_ctrl_c(tmp_path):
     """The command as a user runs it: a build at start, another after the file is saved (by
     rename, as editors do), its output written; Ctrl-C ends it with exit 0."""

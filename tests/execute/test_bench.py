@@ -293,6 +293,7 @@ def test_xla_pipeline_bench_with_more_dumps_in_a_later_compile(monkeypatch):
     assert [(r.ending_with, r.times_ms) for r in rows] == [("pass1", [1.0, 1.0])]
 
 
+@pytest.mark.slow
 def test_bench_runs_off_the_main_thread_and_keeps_the_sigint_handler():
     """A notebook or server thread may benchmark: only the main thread can install the
     Ctrl-C handler, so elsewhere the runs go on without it; on the main thread the

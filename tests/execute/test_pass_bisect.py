@@ -228,6 +228,7 @@ def test_pass_bisect_hlo_around_the_first_run_that_changed_the_module(monkeypatc
     assert pass_bisect._body("HloModule m\na\nb\n") == "a\nb\n"
 
 
+@pytest.mark.slow
 def test_bisect_passes_names_the_pass(cli, tmp_path):
     mismatched = 0
     for name, text, flags in (("minus_itself", MINUS_ITSELF, FAST_MATH), ("abs_nonnegative", ABS_NONNEGATIVE, [])):
@@ -261,6 +262,7 @@ def test_bisect_passes_on_a_difference_no_pass_explains(cli, tmp_path):
     assert b.row()["flag"] is None and b.row()["passes"] == []
 
 
+@pytest.mark.slow
 def test_bisect_passes_is_not_run_for_a_match(cli, tmp_path):
     path = tmp_path / "plain.hlo"
     path.write_text(PLAIN)

@@ -94,6 +94,7 @@ class Dev:
         self.id = id
 
 
+@pytest.mark.slow
 def test_unreachable_coordinator_is_a_clear_error_within_the_timeout():
     proc = spmd(MATMUL_AR, *PARTITIONED, "--num-processes", "2", "--process-id", "1",
                 "--coordinator", f"127.0.0.1:{free_port()}", "--timeout", "3", timeout=60)
@@ -102,6 +103,7 @@ def test_unreachable_coordinator_is_a_clear_error_within_the_timeout():
     assert len(lines) == 1 and lines[0].startswith("error: cannot reach the coordinator at 127.0.0.1:"), proc.stderr
 
 
+@pytest.mark.slow
 def test_a_process_that_never_joins_is_a_clear_error_within_the_timeout():
     proc = spmd(MATMUL_AR, *PARTITIONED, "--num-processes", "2", "--process-id", "0",
                 "--coordinator", f"127.0.0.1:{free_port()}", "--timeout", "3", timeout=60)
@@ -110,6 +112,7 @@ def test_a_process_that_never_joins_is_a_clear_error_within_the_timeout():
     assert "Traceback" not in proc.stderr and "Check failure" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_survivors_of_a_dead_process_report_it_within_the_timeout():
     address = f"127.0.0.1:{free_port()}"
     common = ("--num-processes", "2", "--coordinator", address, "--timeout", "20")
@@ -189,6 +192,7 @@ def test_supervise_unprefixed_single_worker_passes_its_code_and_output_through(m
         assert capsys.readouterr() == ("x: MISMATCH\n", "error: bad\n")
 
 
+@pytest.mark.slow
 def test_supervise_names_the_process_that_failed_and_stops_the_others(monkeypatch, capsys):
     """A worker that reports its own failure (exit 1 or 2): that code, one line naming it."""
     for code in (1, 2):
@@ -233,6 +237,7 @@ def test_supervise_keeps_the_first_failure_when_the_others_only_failed_too(monke
     assert capsys.readouterr().err == "error: process 0 failed; stopped the other processes\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", [b"F1202 10:00:00.000000  77 y.cc:2] Check failed: a == b",
                                   b"E1202 10:00:00.000000  77 c.cc:4] Terminating process soon"])
 def test_supervise_takes_exit_1_for_a_failure_without_an_f_terminating_line(monkeypatch, capsys, line):
@@ -254,6 +259,7 @@ def test_supervise_stops_every_worker_on_ctrl_c(monkeypatch, capsys):
     assert capsys.readouterr().err == "error: interrupted; stopped every process\n"
 
 
+@pytest.mark.slow
 def test_supervise_treats_a_runtime_termination_with_exit_1_as_a_death(monkeypatch, capsys):
     """jaxlib 0.9 ends a process whose peer died with exit 1 and an F 'Terminating process' line."""
     err = (b"E1202 10:00:00.000000  77 c.cc:3] Task 0 heartbeat timeout\n"
@@ -263,6 +269,7 @@ def test_supervise_treats_a_runtime_termination_with_exit_1_as_a_death(monkeypat
                                        "stopped the other processes\n")
 
 
+@pytest.mark.slow
 def test_supervise_times_out_naming_who_never_joined_or_is_still_running(monkeypatch, capsys):
     """Past the deadline (plus a grace period): either not everyone joined, or the ones still
     running are named (one 'process', several 'processes')."""

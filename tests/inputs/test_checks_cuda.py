@@ -47,6 +47,7 @@ def compiled(tmp_path_factory):
 SPLAT_FILES = ["scatter_add_f32_one_idx_main", "add_i1_one", "compare_EQ_f32_scalar", "select_i1_splat"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS)
 @pytest.mark.parametrize("name", FILES)
 def test_check_file_compiles_to_ptx(compiled, name, spec):

@@ -322,6 +322,7 @@ def test_nesting_up_to_the_limit_is_read_and_one_deeper_is_one_error(opener, clo
         check_nesting(mixed[:MAX_NESTING + 1])
 
 
+@pytest.mark.slow
 def test_64_bit_arguments_and_only_they_turn_on_jax_64_bit_mode(tmp_path):
     """A JAX function's 64-bit arguments (f64, s64, u64; not c64, which is two f32) lower with JAX's
     64-bit mode on, which also widens the function's own integers; other arguments leave it off."""
@@ -766,6 +767,7 @@ def test_split_hlo_pbtxt_errors_carry_the_files_line(tmp_path):
     assert "bogus_field" in e.value.message
 
 
+@pytest.mark.slow
 def test_jax_function_with_f64_arguments_keeps_f64(tmp_path):
     # 64-bit argument specs switch jax to x64 first; without it jax would make them f32.
     # A fresh process: x64 is process-wide, and another test may have switched it on.

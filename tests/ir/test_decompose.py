@@ -223,6 +223,7 @@ def test_isolated_instruction_carries_a_shared_callee_once(capfd, tmp_path):
     assert "2/2 modules passed" in r.out, r.out
 
 
+@pytest.mark.slow
 def test_flattened_loop_state_read_whole_keeps_its_shape(capfd, tmp_path):
     """After flattening, what reads a loop's whole state (its result, the body's or the
     condition's parameter) still gets the state without the counter, and the module runs

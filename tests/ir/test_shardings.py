@@ -122,6 +122,7 @@ def test_tile_assignments_that_cannot_be_laid_out_are_refused(text, why):
     assert isinstance(got, shardings.Refused) and any(w in got.message for w in why), got
 
 
+@pytest.mark.slow
 @needs_v3
 def test_a_named_sharding_xla_aborts_on_is_refused_and_this_process_lives():
     """XLA's parser CHECK-fails on an axis used twice (named_sharding.cc): that happens in the
@@ -135,6 +136,7 @@ def test_a_named_sharding_xla_aborts_on_is_refused_and_this_process_lives():
     assert got[0].tile_counts == (4, 1)
 
 
+@pytest.mark.slow
 @needs_v3
 def test_named_shardings_lay_out_as_xla_does():
     """XLA as the oracle: a module whose parameter has each named sharding, compiled on 8 host

@@ -524,6 +524,7 @@ def test_pass_catalog_comes_from_jaxlib(cli, catalog):
     assert cli("opt", "--list-passes").out == listing.out
 
 
+@pytest.mark.slow
 def test_first_passes_in_a_new_environment_probes_only_the_named_passes(tmp_path):
     """No pass catalogue yet (a new environment): `--passes` probes the passes it names
     instead of scanning all of jaxlib (seconds); a did-you-mean hint still gets the scan."""

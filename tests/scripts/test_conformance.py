@@ -68,6 +68,7 @@ def test_fma_reproducer_matches_without_llvm_optimization(cli):
     assert r.code == 0, r.out + r.err
 
 
+@pytest.mark.slow
 def test_report_over_a_small_checkout(tmp_path):
     report = tmp_path / "conformance.md"
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "conformance.py"), str(CHECKOUT),

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import mutation
+import pytest
 
 from tests.conftest import REPO
 
@@ -132,6 +133,7 @@ def test_every_equivalent_mutant_is_still_in_the_source():
     assert set(mutation.EQUIVALENT) - keys == set()
 
 
+@pytest.mark.slow
 def test_a_survivor_of_its_mapped_tests_meets_the_rest_of_the_suite(tmp_path):
     """The mapped files only filter: a test elsewhere that fails with the mutant (and passes
     without it) kills it; a test failing either way is set aside, not taken as a kill."""
@@ -168,6 +170,7 @@ def test_a_mutant_changes_its_own_text_and_nothing_else(tmp_path):
         assert text.startswith("import os\nimport sys  # why\n\n\ndef f(a, b):\n")
 
 
+@pytest.mark.slow
 def test_every_mutant_of_a_module_keeps_its_comments():
     """No site of a real module falls back to printing the whole module again (which drops comments)."""
     path = REPO / "mlirhlo_driver" / "cuda" / "kernels.py"
@@ -177,6 +180,7 @@ def test_every_mutant_of_a_module_keeps_its_comments():
         assert [ln for ln in text.splitlines() if ln.strip().startswith("#")] == comments, i
 
 
+@pytest.mark.slow
 def test_a_test_that_fails_once_under_load_is_no_kill(tmp_path):
     """A test that fails with the mutant in the whole run but passes when run alone with it (a
     timing bound under load) is flaky: set aside, and the mutant survives."""
@@ -222,6 +226,7 @@ def test_a_site_in_a_statement_over_several_lines_is_known_by_its_first():
     assert [starts[n] for n in range(1, 7)] == [1, 1, 3, 3, 5, 5]
 
 
+@pytest.mark.slow
 def test_a_test_file_that_cannot_be_imported_with_the_mutant_kills_it(tmp_path):
     """A mutant that makes a test file's top level raise stops pytest before any test: the file
     is named and the mutant killed, in the whole suite and among a line's tests; a file that
@@ -238,6 +243,7 @@ def test_a_test_file_that_cannot_be_imported_with_the_mutant_kills_it(tmp_path):
         "passed", "test files that cannot be imported without the mutant too: tests/test_import.py")
 
 
+@pytest.mark.slow
 def test_a_test_whose_process_dies_with_the_mutant_kills_it(tmp_path):
     """A mutant that makes a test kill its own process (a native crash) leaves no report: the
     test that was running is named, and the mutant killed when it passes alone without it."""
@@ -252,6 +258,7 @@ def test_a_test_whose_process_dies_with_the_mutant_kills_it(tmp_path):
         "passed", "the whole suite passes")
 
 
+@pytest.mark.slow
 def test_each_test_run_has_a_private_copy_of_the_users_cache(tmp_path, monkeypatch):
     """A mutant's run reads the user's driver cache but writes only its own copy: neither the
     user's cache nor the next run sees what it wrote."""
@@ -270,6 +277,7 @@ def test_each_test_run_has_a_private_copy_of_the_users_cache(tmp_path, monkeypat
     assert (user / "probe.json").read_text() == "good"
 
 
+@pytest.mark.slow
 def test_the_tests_that_run_a_line_judge_its_mutant(tmp_path):
     """With a covmap, a mutant runs the tests that run its line, and only them: a failing one
     (that passes without it) kills it, a test elsewhere failing is not run, a hang the mutant
@@ -328,6 +336,7 @@ def test_the_tests_that_run_a_line_judge_its_mutant(tmp_path):
     assert cm.covering("m.py", sites["negate if condition"], base) == ["tests/test_a.py::t1", "tests/test_a.py::t2"]
 
 
+@pytest.mark.slow
 def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monkeypatch):
     """--build-covmap: a line run in the test's own process and one run only in a subprocess
     it starts are both put down to that test; a line no test runs, to none."""
@@ -366,6 +375,7 @@ def test_the_covmap_records_each_test_and_the_processes_it_starts(tmp_path, monk
                                    "tests/test_x.py::test_second_user"}
 
 
+@pytest.mark.slow
 def test_a_test_id_with_spaces_is_rerun_as_itself(tmp_path):
     """Failing tests are known by their full ids (parameters can hold spaces), so the rerun
     alone finds them and the kill stands."""
@@ -382,6 +392,7 @@ def test_a_test_id_with_spaces_is_rerun_as_itself(tmp_path):
     assert (status, by) == ("failed", "killed by tests/test_other.py::test_value[a b: c]")
 
 
+@pytest.mark.slow
 def test_baselines_running_at_once_keep_their_own_failures(tmp_path):
     """Two test files' baselines run at once, one copy each: each reports only its own failing
     tests (sharing one copy, a passing file was charged with the other's failure)."""

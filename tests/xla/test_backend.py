@@ -176,6 +176,7 @@ def test_every_xla_stage_says_what_it_reads():
         "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo"), "summary": ("hlo-proto",), "memory-usage": ()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage, wanted, unwanted", [
     ("ptx", {"ptx"}, {"html", "dot", "ll"}),
     ("sass", {"ptx"}, {"html", "dot", "ll"}),

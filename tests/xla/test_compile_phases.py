@@ -261,6 +261,7 @@ def test_report_prints_a_table_or_one_json_object_per_module():
     assert [p["phase"] for p in obj["phases"]["phases"]] == ["driver:load", "driver:write"]
 
 
+@pytest.mark.slow
 def test_timing_of_a_device_less_compile_adds_up_to_the_commands_wall_time(tmp_path):
     """opt --timing on CUDA: after the pass table, one phase table per module; its top rows add
     up to its total, which is the command's wall time give or take its exit (10%); the Triton

@@ -288,6 +288,7 @@ def test_known_names_from_this_jaxlib():
             "xla_backend_optimization_level"} <= names
 
 
+@pytest.mark.slow
 def test_known_names_are_cached_under_a_cache_folder_that_does_not_exist_yet(tmp_path, monkeypatch):
     """A fresh machine has no ~/.cache/mlirhlo-driver: the first lookup makes it, parents too."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "new" / "cache"))
@@ -314,6 +315,7 @@ def test_translate_compile_error_other():
     assert xla_flags.translate_compile_error("Something else went wrong", {"xla_foo"}) is None
 
 
+@pytest.mark.slow
 def test_pipeline_cut_short_is_an_error_line_not_a_death(tmp_path):
     """A scatter no pass expanded: jaxlib 0.12's XLA:CPU aborts on it (in the helper), 0.10.2's
     refuses it. A fresh process: a death here would end pytest too."""
@@ -375,6 +377,7 @@ def test_cli_a_spec_needs_the_cuda_platform(cli):
                           contains="error: --gpu-spec needs --platform cuda")
 
 
+@pytest.mark.slow
 def test_a_target_config_in_xla_flags_is_the_spec(cli, monkeypatch, tmp_path):
     """--xla_gpu_target_config_filename from XLA_FLAGS (or a debug options file) names the spec
     as --gpu-spec does; for a CPU compile it is an error."""
@@ -477,6 +480,7 @@ def test_autotune_results_malformed_file_is_one_error_naming_it(malformed_autotu
     assert proc.stderr.startswith(f"error: {bad}")
 
 
+@pytest.mark.slow
 def test_autotune_results_round_trip(cli, tmp_path, monkeypatch):
     """What the autotune-results stage writes loads back, and reaches XLA's compile."""
     results = tmp_path / "autotune.pbtxt"

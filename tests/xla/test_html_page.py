@@ -149,6 +149,7 @@ def _page(dots_value, before: str = "<html><script>\n", after: str = ";\n</scrip
     return f'{before}const dots_compressed = "{payload}"{after}'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_html_stage_references_nothing_remote(pages, target):
     page = pages[target].read_text()
@@ -188,12 +189,14 @@ def test_vendored_scripts_match_their_pins():
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_html_stage_renders_offline_in_chromium(pages, chromium, target):
     assert_renders_offline(chromium, pages[target])
     assert len(dot_nodes(dots(pages[target].read_text())[0])[1]) >= 5  # fusions, drawn as clusters
 
 
+@pytest.mark.slow
 def test_dumped_html_renders_offline_in_chromium(chromium, tmp_path, capfd):
     page = next(p for p in _dumped_html(tmp_path, capfd) if p.name.endswith("_after_optimizations.html"))
     assert_renders_offline(chromium, page)

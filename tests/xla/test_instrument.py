@@ -81,6 +81,7 @@ NAMES_RE = "^(?:algsimp|dce)$"
 
 # ------------------------------------------------------------------ --timing and --print-ir-*
 
+@pytest.mark.slow
 def test_timing_lists_xla_passes_with_time_and_change(cli, files):
     r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--timing", "--stage", "hlo", "--no-cache")
     assert r.code == 0, r.err
@@ -188,6 +189,7 @@ def test_instrumentation_costs_nothing_unless_asked(monkeypatch, cli, files):
     assert "XLA HLO passes" not in r.err
 
 
+@pytest.mark.slow
 def test_run_timing_gives_each_modules_xla_pass_table(cli, tmp_path):
     path = tmp_path / "plain.hlo"
     path.write_text(PLAIN)

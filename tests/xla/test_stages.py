@@ -25,6 +25,9 @@ from tests.conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_co
 from tests.conftest import main_exit_code as _main
 from tests.xla.conftest import _request_on
 
+# Each target compiled once for the file (module fixtures): one worker takes the file.
+pytestmark = pytest.mark.xdist_group("xla_stages")
+
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
 STEM = "mlp_train_step"
@@ -187,6 +190,7 @@ def test_cpu_stage_all_writes_every_stage_with_one_compile(cpu_run):
     assert cpu_run.tmp_left == []  # the dump dir is removed
 
 
+@pytest.mark.slow
 def test_cuda_stage_all_several_specs(cuda_run):
     assert cuda_run.code == 0
     expected = {f"{STEM}.{spec}.{s.ext}" for spec in SPECS for s in registry.all_for("cuda") if not s.multi}
@@ -434,6 +438,7 @@ def test_readme_target_config_filename_line(cli, monkeypatch):
     assert re.search(r"^define ptx_kernel void @\w+\(", r.out, re.M)
 
 
+@pytest.mark.slow
 def test_default_spec_note(cli, tmp_path):
     out = tmp_path / "k.thunks"
     r = cli("opt", "--platform", "cuda", "--stage", "thunk-sequence", "-o", out, MLP)
@@ -442,6 +447,7 @@ def test_default_spec_note(cli, tmp_path):
     assert "Kernel" in out.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("platform, stage",
                          [("cpu", s) for s in CPU_TEXT] + [("cuda", s) for s in CUDA_TEXT])
 def test_text_stages_are_deterministic(platform, stage, cpu_run, cuda_run, cpu_api, h100_api):
@@ -549,6 +555,7 @@ def test_list_passes_cpu_has_simplification(cli):
 
 # ------------------------------------------------------------ Python API
 
+@pytest.mark.slow
 def test_api_compile_ptx_and_write(h100_api, tmp_path):
     ptx = h100_api.stage("ptx")
     assert re.search(r"^\.target sm_90a$", ptx, re.M)
@@ -576,6 +583,7 @@ def test_api_compiles_once(monkeypatch):
 
 # ------------------------------------------------------------ native noise on stderr
 
+@pytest.mark.slow
 def test_cuda_stage_all_stderr_is_only_the_driver(tmp_path):
     proc = _run_child([MLIRHLO, "opt", "--platform", "cuda", "--stage", "all", "--dump-dir", tmp_path, MLP])
     assert proc.returncode == 0, proc.stderr
@@ -584,6 +592,7 @@ def test_cuda_stage_all_stderr_is_only_the_driver(tmp_path):
     assert (tmp_path / f"{STEM}.ptx").is_file()
 
 
+@pytest.mark.slow
 def test_jaxlib_startup_is_quiet():
     proc = _run_child([sys.executable, "-c",
                        "from mlirhlo_driver._native import jaxlib as _jaxlib; _jaxlib.jax(); _jaxlib.cuda_c_api()"])
@@ -591,6 +600,7 @@ def test_jaxlib_startup_is_quiet():
     assert proc.stderr == ""
 
 
+@pytest.mark.slow
 def test_list_passes_cpu_stderr_is_quiet():
     """Without an input a reference HLO module is parsed (jaxlib._hlo) before jax starts:
     absl's INFO lines (pjrt_api.cc, pjrt_client.cc, dump.cc) must not reach stderr."""
@@ -600,6 +610,7 @@ def test_list_passes_cpu_stderr_is_quiet():
     assert proc.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_stage_read_later_compiles_once_more_for_its_dumps():
     """A request that named only ``ptx`` still gives ``html`` when asked (one more compile)."""
     from mlirhlo_driver.cuda.specs import resolve_spec

@@ -63,6 +63,7 @@ H100_BW = 3.35e12
 N = 1024
 
 
+@pytest.mark.slow
 def test_cubin_files_in_dump_dir_and_refused_with_o(cli, tmp_path):
     r = cli("opt", MLP, "--platform", "cuda", "--gpu-spec", "a100_sxm_80", "--stage", "cubin,kernels",
             "--dump-dir", tmp_path)
