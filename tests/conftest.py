@@ -104,8 +104,12 @@ def run_subprocess(code: str, *, env: dict | None = None, cwd: str | None = None
                           env=full_env, cwd=cwd or str(REPO), timeout=300)
 
 
-def assert_one_line_error(result: CliResult, *, code: int = 2, contains: str = "") -> str:
-    """Bad input: exit 2, exactly one ``error:`` line, no traceback, nothing on stdout."""
+def assert_one_line_error(result: CliResult, *, code: int = 2, contains: str = "", at: str | None = None,
+                          facts: tuple[str, ...] = ()) -> str:
+    """Bad input: exit ``code`` (2), exactly one ``error:`` line, no traceback, nothing on stdout;
+    the line. ``at``: the place it names first (a FILE, FILE:LINE:COL, --flag); ``facts``: what it
+    must mention (names, values), whatever the wording; ``contains``: a fragment it holds. A
+    message's exact wording is pinned once, in its family's golden test (``-m golden``)."""
     assert result.code == code, (result.code, result.err)
     lines = [ln for ln in result.err.splitlines() if ln.strip()]
     assert len(lines) == 1, result.err
@@ -113,7 +117,16 @@ def assert_one_line_error(result: CliResult, *, code: int = 2, contains: str = "
     assert "Traceback" not in result.err
     assert result.out == ""
     assert contains in lines[0], lines[0]
+    if at is not None:
+        assert lines[0].startswith(f"error: {at}: ") or lines[0] == f"error: {at}", (at, lines[0])
+    assert_mentions(lines[0], *facts)
     return lines[0]
+
+
+def assert_mentions(text: str, *facts: str) -> None:
+    """``text`` names each of ``facts`` (names, values, places): what a message says, not how."""
+    missing = [f for f in facts if f not in text]
+    assert not missing, f"{missing} not in {text!r}"
 
 
 def filecheck(output: str, checks: str, tmp_path: Path) -> None:

@@ -217,6 +217,22 @@ def test_opt_usage_error_is_one_line_and_exit_2(capsys):
     assert err == f"error: Invalid value for '--jobs' / '-j': 'x' is not a valid integer.{SEE_HELP}\n"
 
 
+@pytest.mark.golden
+@pytest.mark.parametrize("args, message", [
+    (["--jobs", "x"], "Invalid value for '--jobs' / '-j': 'x' is not a valid integer."),
+    (["-j", "1.5"], "Invalid value for '--jobs' / '-j': '1.5' is not a valid integer."),
+    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not a finite number > 0"),
+    (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a finite number > 0"),
+    (["--stage"], "Option '--stage' requires an argument."),
+    (["--print-pipeline=yes"], "Option '--print-pipeline' does not take a value."),
+    (["--no-verify-each=1"], "Option '--no-verify-each' does not take a value."),
+])
+def test_opt_option_value_messages_exactly(capsys, args, message):
+    """Golden: opt's line for each kind of bad option value (tests elsewhere assert their facts)."""
+    assert opt_cli.main(["m.mlir", *args]) == 2
+    assert capsys.readouterr().err == f"error: {message}{SEE_HELP}\n"
+
+
 def test_opt_unknown_option_is_refused_with_a_hint(capsys):
     """An unknown option (with or without a value): 'no such option' naming it, and the closest ones."""
     assert opt_cli.main(["m.mlir", "--stag=hlo", "--no-cache"]) == 2

@@ -3,6 +3,7 @@ process, recorders of what a command hands the library, XLA's tools run in a wor
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -116,3 +117,12 @@ def tool(capfd, work):
         return run_xla_tool(name, argv, work, capfd)
 
     return run
+
+
+def report_line(out: str, start: str) -> str:
+    """The line of a run report that begins with ``start`` (after its indent and a ``[N] ``
+    process prefix): a test then asserts its facts, not the layout of the line."""
+    for line in out.splitlines():
+        if re.sub(r"^\[\d+\] ", "", line).lstrip().startswith(start):
+            return line
+    raise AssertionError(f"no line starting {start!r} in:\n{out}")

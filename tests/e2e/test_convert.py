@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import DATA, assert_one_line_error
+from tests.conftest import DATA, assert_mentions, assert_one_line_error
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -132,7 +132,7 @@ def test_vhlo_target_version(cli, tmp_path):
     assert old.read_bytes().startswith(b"ML\xefR\rStableHLO_v1.0.0")
     line = assert_one_line_error(cli("convert", DATA / "softmax.vhlo", "--to", "vhlo",
                                      "--target-version", "0.1.0", "-o", tmp_path / "x.vhlo"))
-    assert "outside what this StableHLO supports" in line
+    assert_mentions(line, "0.1.0")
     assert not (tmp_path / "x.vhlo").exists()
 
 
@@ -182,8 +182,7 @@ def test_convert_a_directory(cli, tmp_path):
     d.mkdir()
     shutil.copy(DATA / "erf_inv.mlir", d / "a.mlir")
     shutil.copy(DATA / "softmax.vhlo", d / "b.vhlo")
-    line = assert_one_line_error(cli("convert", d, "--to", "hlo", "-o", tmp_path / "x.hlo"))
-    assert line == f"error: {d}: expected one module, found 2"
+    assert_one_line_error(cli("convert", d, "--to", "hlo", "-o", tmp_path / "x.hlo"), at=str(d), facts=("2",))
     assert not (tmp_path / "x.hlo").exists()
 
 
@@ -216,9 +215,8 @@ def test_vhlo_target_version_range_includes_both_ends(cli, mlir_file, tmp_path, 
 def test_module_xla_cannot_convert_gives_the_diagnostic_text(cli):
     # XLA's exception carries 'loc(...): error: <why>' lines: the error line keeps only <why>.
     src = DATA / "dynamic_reshape.mlir"
-    assert_one_line_error(cli("convert", src, "--to", "hlo"),
-                          contains="XLA cannot convert this module to HLO: "
-                                   "'stablehlo.dynamic_reshape' op expected bounded result")
+    line = assert_one_line_error(cli("convert", src, "--to", "hlo"), facts=("'stablehlo.dynamic_reshape'", "bounded"))
+    assert "loc(" not in line
 
 
 def test_convert_output_path_is_refused_before_the_input_is_read(cli, tmp_path):
@@ -231,7 +229,7 @@ def test_convert_output_path_is_refused_before_the_input_is_read(cli, tmp_path):
 
 def test_emit_proto_conflicts_with_to(cli, small):
     assert_one_line_error(cli("convert", small, "--emit-proto", "--to", "stablehlo"),
-                          contains="--emit-proto means --to hlo-proto; it conflicts with --to stablehlo")
+                          facts=("--emit-proto", "--to stablehlo"))
 
 
 def test_emit_proto_alone_is_to_hlo_proto(cli, small, tmp_path):

@@ -204,8 +204,8 @@ def test_both_sides_spec_notes_are_said_once_each(cli, tmp_path):
     notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
     assert len(notes) == 2, r.err
     assert f"{moved} does not exist" in notes[0]
-    assert "lacks registers_per_block_limit" in notes[1]
+    assert "registers_per_block_limit" in notes[1]
     r = cli("diff", hlo, "--platform", "cuda", "--gpu-spec", f"{lacking},{lacking}", "--no-cache")
     assert r.code == 0, r.err
     notes = [ln for ln in r.err.splitlines() if ln.startswith("note:")]
-    assert len(notes) == 1 and "lacks registers_per_block_limit" in notes[0], r.err
+    assert len(notes) == 1 and "registers_per_block_limit" in notes[0], r.err

@@ -14,11 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (
-    DATA,
-    CliResult,
-    assert_one_line_error,
-)
+from tests.conftest import DATA, CliResult, assert_mentions, assert_one_line_error
 
 
 def _hlo_opt(capfd, argv):
@@ -63,7 +59,7 @@ def test_hlo_opt_checks_its_output_path_before_reading_the_module(capfd, tmp_pat
     bad.write_text("HloModule m\n\nENTRY main {\n  ROOT x = f32[] nonsense()\n}\n")
     (tmp_path / "outdir").mkdir()
     r = _hlo_opt(capfd, [bad, f"--o={tmp_path / 'outdir'}"])
-    assert_one_line_error(r, contains="outdir: is a directory; expected an output file name")
+    assert_one_line_error(r, at=str(tmp_path / "outdir"), facts=("directory",))
     good = DATA / "xla_tools" / "computation.hlo"
     for o in (["--o=-"], []):
         r = _hlo_opt(capfd, [good, *o])
@@ -105,8 +101,8 @@ def test_doc_llvm_with_spec_from_xla_tree(tool):
     r = tool("hlo-opt --platform=CUDA --stage=llvm "
              "--xla_gpu_target_config_filename=/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb input.hlo")
     assert r.code == 0, r.err
-    assert r.err.strip() == ("note: /xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb does not exist: "
-                             "using the shipped spec 'a100_pcie_80'")
+    assert r.err.startswith("note: ") and r.err.count("\n") == 1, r.err
+    assert_mentions(r.err, "/xla/tools/hlo_opt/gpu_specs/a100_pcie_80.txtpb", "'a100_pcie_80'")
     assert 'target triple = "nvptx64-nvidia-cuda"' in r.out
 
 
@@ -188,11 +184,9 @@ def test_hlo_opt_output_and_flag_spellings(tool, work):
 
 
 def test_hlo_opt_usage_errors(tool):
-    line = assert_one_line_error(tool("hlo-opt --platfrom=cpu input.hlo"))
-    assert line == "error: unknown flag '--platfrom' (did you mean '--platform'?)"
+    assert_one_line_error(tool("hlo-opt --platfrom=cpu input.hlo"), facts=("'--platfrom'", "'--platform'"))
     assert_one_line_error(tool("hlo-opt --platform=tpu input.hlo"), contains="unknown platform")
-    assert_one_line_error(tool("hlo-opt --xla_cpu_enable_fast_mth input.hlo"),
-                          contains="unknown XLA flag '--xla_cpu_enable_fast_mth'")
+    assert_one_line_error(tool("hlo-opt --xla_cpu_enable_fast_mth input.hlo"), facts=("'--xla_cpu_enable_fast_mth'",))
     assert_one_line_error(tool("hlo-opt --passes=no-such-pass --platform=cpu input.hlo"),
                           contains="did not run")
 
@@ -222,9 +216,9 @@ def test_hlo_opt_passes_world(tool):
     assert forced.out.startswith("module @computation")  # MLIR passes print StableHLO
     only_mlir = tool("hlo-opt --passes=canonicalize computation.hlo")  # no XLA pass of that name
     assert only_mlir.code == 0 and only_mlir.out == forced.out
-    assert "not in XLA's pipelines; run as MLIR passes" in only_mlir.err
+    assert only_mlir.err.startswith("note: ") and "canonicalize" in only_mlir.err
     assert_one_line_error(tool("hlo-opt --passes=xla:canonicalize --platform=cpu computation.hlo"),
-                          contains="cpu: canonicalize did not run")
+                          facts=("cpu", "canonicalize"))
 
 
 # ------------------------------------------------ the tools' own checks, before any compile
@@ -237,8 +231,7 @@ def test_hlo_opt_writes_one_binary_module_and_refuses_several(tool, work):
     assert (work / "one.mlirbc").read_bytes().startswith(b"ML\xefR")
     text = (work / "computation.hlo").read_text()
     (work / "pair.hlo").write_text(text + "// -----\n" + text.replace("HloModule computation", "HloModule second"))
-    line = assert_one_line_error(tool("hlo-opt --stage=stablehlo-bytecode --split-input-file --o=two.mlirbc pair.hlo"))
-    assert line == "error: several modules at a binary stage: give one module"
+    assert_one_line_error(tool("hlo-opt --stage=stablehlo-bytecode --split-input-file --o=two.mlirbc pair.hlo"))
     assert not (work / "two.mlirbc").exists()
 
 
@@ -253,10 +246,9 @@ def test_hlo_opt_xla_dump_to_with_passes_needs_no_platform(tool, work):
 def test_hlo_opt_xla_dump_to_without_a_compile_is_refused_before_reading_input(tool):
     """--xla_dump_to with neither --platform nor --passes, or with --emit-proto, is refused up front:
     the one error names the missing compile, even for an input that does not exist."""
-    line = assert_one_line_error(tool("hlo-opt --xla_dump_to=nowhere no_such_input.hlo"))
-    assert line == "error: --xla_dump_to needs an XLA compile: give --platform or --passes"
-    line = assert_one_line_error(tool("hlo-opt --emit-proto --platform=cpu --xla_dump_to=nowhere input.hlo"))
-    assert line == "error: --xla_dump_to needs an XLA compile: give --platform or --passes"
+    for line in ("hlo-opt --xla_dump_to=nowhere no_such_input.hlo",
+                 "hlo-opt --emit-proto --platform=cpu --xla_dump_to=nowhere input.hlo"):
+        assert_one_line_error(tool(line), facts=("--xla_dump_to", "--platform", "--passes"))
 
 
 def test_hlo_opt_without_a_platform(tool):
@@ -264,7 +256,5 @@ def test_hlo_opt_without_a_platform(tool):
     a platform, and a line with no input file is one error."""
     r = tool("hlo-opt --list-stages")
     assert (r.code, r.out, r.err) == (0, "hlo\n", "")
-    assert assert_one_line_error(tool("hlo-opt --stage=llvm input.hlo")) == \
-        "error: stage 'llvm' is produced by XLA: give --platform cpu|cuda"
-    assert assert_one_line_error(tool("hlo-opt --platform=cpu")) == \
-        "error: no input file given (hlo-opt [FLAGS] FILE; see --help)"
+    assert_one_line_error(tool("hlo-opt --stage=llvm input.hlo"), facts=("'llvm'", "--platform cpu|cuda"))
+    assert_one_line_error(tool("hlo-opt --platform=cpu"), facts=("FILE", "--help"))

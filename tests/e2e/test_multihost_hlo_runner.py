@@ -13,11 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import (
-    FEED_HLO,
-    LOOP_HLO,
-    assert_one_line_error,
-)
+from tests.conftest import FEED_HLO, LOOP_HLO, assert_mentions, assert_one_line_error
 
 BIN = Path(sys.executable).parent
 
@@ -114,9 +110,9 @@ def test_multihost_runner_options(work):
     assert "inputs: the arguments the HloSnapshot recorded" in snapshot
     assert "output 0 = [2.65615, 2.65615, 2.65615]" in snapshot
     assert "output 0 = 3" in flat and "output 0 = 10" in loop
-    assert "1 while loop set to run 3 iterations" in p.stderr
-    assert "output 0 = [0., 0., 0., 0.]" in feed and "2 infeed/outfeed replaced" in p.stderr
-    assert p.stderr.count("infeed/outfeed replaced") == 1  # the modules without any are left alone
+    assert_mentions(p.stderr, "1 while loop", "3 iterations")
+    assert "output 0 = [0., 0., 0., 0.]" in feed and "2 infeed/outfeed" in p.stderr
+    assert p.stderr.count("infeed/outfeed") == 2  # the modules without any are left alone; the error below
     assert p.stderr.rstrip().splitlines()[-1].startswith("error: feed.hlo: the module has infeed/outfeed")
 
 
@@ -161,7 +157,7 @@ def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):
     r = tool("multihost_hlo_runner --execution_options_path=da.pbtxt "
              "dump/module_0002.jit_rowsum.before_optimizations.txt")
     assert r.code == 2
-    assert r.err == "error: da.pbtxt: device_assignment is 1 replicas x 3 computations; the run has 1 x 2\n"
+    assert_one_line_error(r, at="da.pbtxt", facts=("1 replicas x 3 computations", "1 x 2"))
 
 
 @pytest.mark.parametrize("field", ['xla_disable_hlo_passes: "algsimp"', "xla_gpu_disable_async_collectives: ALLREDUCE"])
@@ -198,11 +194,11 @@ def test_while_execution_count_note_counts_iterations_in_the_singular_and_plural
     (work / "loop_n.hlo").write_text(LOOP_HLO)
     one = tool("multihost_hlo_runner --while_execution_count=1 --log_output loop_n.hlo")
     assert one.code == 0, one.err
-    assert "note: loop_n.hlo: 1 while loop set to run 1 iteration\n" in one.err
+    assert "note: loop_n.hlo: " in one.err and "1 iteration\n" in one.err
     assert "output 0 = 1\n" in one.out
     two = tool("multihost_hlo_runner --while_execution_count=2 --log_output loop_n.hlo")
     assert two.code == 0, two.err
-    assert "note: loop_n.hlo: 1 while loop set to run 2 iterations\n" in two.err
+    assert "note: loop_n.hlo: " in two.err and "2 iterations\n" in two.err
     assert "output 0 = 2\n" in two.out
 
 

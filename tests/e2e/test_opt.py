@@ -143,23 +143,20 @@ def test_malformed_hlo_text(cli, tmp_path):
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n"
                    "  ROOT add = f32[4] add(p0, p2)\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line == f"error: {bad}:5:29: instruction does not exist: p2"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, bad), at=f"{bad}:5:29", facts=("p2",))
 
 
 def test_unknown_hlo_opcode(cli, tmp_path):
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n  ROOT x = f32[4] frob(p0)\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line == f"error: {bad}:5:19: Unknown opcode: frob"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, bad), at=f"{bad}:5:19", facts=("frob",))
 
 
 def test_malformed_mlir(cli, tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                    "  %0 = stablehlo.tanhh %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert line == f"error: {bad}:2:8: custom op 'stablehlo.tanhh' is unknown"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, bad), at=f"{bad}:2:8", facts=("'stablehlo.tanhh'",))
 
 
 def test_unregistered_dialect(cli, tmp_path):
@@ -195,8 +192,7 @@ def test_binary_garbage(cli, tmp_path):
     rng = random.Random(7)
     bad = tmp_path / "garbage.bin"
     bad.write_bytes(bytes(rng.randrange(256) for _ in range(4096)) + b"\x00")
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, bad))
-    assert "neither MLIR bytecode nor an HLO proto" in line
+    assert_one_line_error(_opt_to_file(cli, tmp_path, bad), at=str(bad), facts=("bytecode", "proto"))
 
 
 @pytest.mark.parametrize("content", ["", "\n   \n"])
@@ -208,28 +204,25 @@ def test_empty_file(cli, tmp_path, content):
 
 def test_missing_file(cli, tmp_path):
     missing = tmp_path / "nope.hlo"
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, missing))
-    assert line == f"error: {missing}: no such file or directory"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, missing), at=str(missing), facts=("no such file",))
 
 
 def test_directory_without_modules(cli, tmp_path):
     d = tmp_path / "empty_dir"
     d.mkdir()
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, d))
-    assert line == f"error: {d}: directory holds no loadable modules"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, d), at=str(d), facts=("no loadable modules",))
 
 
 def test_unknown_pass_suggests(cli, tmp_path):
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--passes", "cse,canonicalise"))
-    assert line == "error: --passes:1:5: unknown pass 'canonicalise' (did you mean 'canonicalize'?)"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--passes", "cse,canonicalise"), at="--passes:1:5",
+                          facts=("'canonicalise'", "'canonicalize'"))
 
 
 def test_unknown_pass_in_pipeline_points_at_column(cli, tmp_path):
     spec = "builtin.module(func.func(canonicalize,chlo-legalize-to-stablehlox))"
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", spec))
     col = spec.index("chlo-legalize-to-stablehlox") + 1
-    assert line.startswith(f"error: --pipeline:1:{col}: unknown pass 'chlo-legalize-to-stablehlox'")
-    assert "did you mean 'chlo-legalize-to-stablehlo'" in line
+    assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", spec), at=f"--pipeline:1:{col}",
+                          facts=("'chlo-legalize-to-stablehlox'", "'chlo-legalize-to-stablehlo'"))
 
 
 @pytest.mark.parametrize("spec,col,what", [
@@ -247,8 +240,8 @@ def test_bad_pipeline_syntax(cli, tmp_path, spec, col, what):
 
 
 def test_unknown_named_pipeline(cli, tmp_path):
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", "@simplfy"))
-    assert "unknown named pipeline '@simplfy'" in line and "did you mean 'simplify'" in line
+    assert_one_line_error(_opt_to_file(cli, tmp_path, MLP_DUMP, "--pipeline", "@simplfy"),
+                          facts=("'@simplfy'", "'simplify'"))
 
 
 def test_jax_entry_that_does_not_import(cli, tmp_path, monkeypatch):
@@ -260,8 +253,8 @@ def test_jax_entry_that_does_not_import(cli, tmp_path, monkeypatch):
 def test_jax_entry_missing_function(cli, tmp_path, monkeypatch):
     (tmp_path / "mm_fwd.py").write_text("def forward(x):\n    return x\n")
     monkeypatch.chdir(tmp_path)
-    line = assert_one_line_error(_opt_to_file(cli, tmp_path, "mm_fwd:forwrd", "--args", "f32[2]"))
-    assert "has no attribute 'forwrd'" in line and "did you mean 'forward'" in line
+    assert_one_line_error(_opt_to_file(cli, tmp_path, "mm_fwd:forwrd", "--args", "f32[2]"), at="mm_fwd:forwrd",
+                          facts=("'forwrd'", "'forward'"))
 
 
 @pytest.mark.parametrize("spec,col,what", [
@@ -289,8 +282,7 @@ def test_hlo_parser_crash_that_cannot_be_located_is_still_one_error_line(cli, tm
     # it with a located error.)
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\n\nENTRY main {\n  ROOT p = f32[4] parameter(03)\n}\n")
-    line = assert_one_line_error(cli("opt", bad), contains=f"error: {bad}: malformed HLO module")
-    assert "invalid parameter number. Expected [0, 1), got 3" in line
+    assert_one_line_error(cli("opt", bad), at=str(bad), facts=("HLO", "parameter number", "got 3"))
 
 
 # ------------------------------------------------------------ output paths
@@ -314,8 +306,7 @@ def test_output_path_that_is_a_directory(cli, small, tmp_path, command):
 
 
 def test_output_under_a_file(cli, small, tmp_path):
-    assert_one_line_error(cli("opt", small, "-o", small / "x.mlir"),
-                          contains=f"{small / 'x.mlir'}: cannot write: {small} is not a directory")
+    assert_one_line_error(cli("opt", small, "-o", small / "x.mlir"), at=str(small / "x.mlir"), facts=(str(small),))
 
 
 # ------------------------------------------------------------ pipelines
@@ -360,13 +351,13 @@ def test_unusable_reproducer_dir(cli, small, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert_one_line_error(cli("opt", small, "--passes", "cse", "--reproducer-dir", blocker / "sub"),
-                          contains="cannot create the reproducer directory")
+                          facts=("reproducer", str(blocker / "sub")))
 
 
 def test_plugin_cannot_replace_a_native_pass(cli, small, plugins):
     path = plugins / "native.py"
-    assert_one_line_error(cli("opt", small, "--load-pass-plugin", path, "--passes", "canonicalize"),
-                          contains=f"error: {path}:4: pass 'canonicalize' is a native jaxlib pass")
+    assert_one_line_error(cli("opt", small, "--load-pass-plugin", path, "--passes", "canonicalize"), at=f"{path}:4",
+                          facts=("'canonicalize'", "native"))
     # Refused, not half-registered: the native pass still runs afterwards.
     result = cli("opt", small, "--passes", "canonicalize")
     assert result.code == 0, result.err
@@ -374,10 +365,10 @@ def test_plugin_cannot_replace_a_native_pass(cli, small, plugins):
 
 def test_a_pass_name_registered_twice(cli, small, plugins):
     assert_one_line_error(cli("opt", small, "--load-pass-plugin", plugins / "twice.py", "--passes", "my-pass"),
-                          contains=f"{plugins / 'twice.py'}:8: pass 'my-pass' is already registered earlier")
+                          at=f"{plugins / 'twice.py'}:8", facts=("'my-pass'",))
     assert_one_line_error(cli("opt", small, "--load-pass-plugin", plugins / "other.py",
                               "--load-pass-plugin", plugins / "twice.py", "--passes", "my-pass"),
-                          contains=f"pass 'my-pass' is already registered by {plugins / 'other.py'}")
+                          facts=("'my-pass'", str(plugins / "other.py")))
     # The same file given twice is one registration.
     result = cli("opt", small, "--load-pass-plugin", plugins / "other.py",
                  "--load-pass-plugin", plugins / "other.py", "--passes", "my-pass")
@@ -388,22 +379,19 @@ def test_a_pass_name_registered_twice(cli, small, plugins):
 
 @pytest.mark.parametrize("fmt", ["vhlo", "bytecode"])
 def test_bytecode_format_on_text(cli, small, fmt):
-    assert_one_line_error(cli("opt", small, "--input-format", fmt),
-                          contains=f"--input-format {fmt} expects MLIR bytecode, but this is not bytecode "
-                                   "(it looks like mlir: --input-format mlir)")
+    assert_one_line_error(cli("opt", small, "--input-format", fmt), at=str(small),
+                          facts=(f"--input-format {fmt}", "--input-format mlir"))
 
 
 def test_jax_format_on_a_file(cli, small):
-    assert_one_line_error(cli("opt", small, "--input-format", "jax", "--args", "f32[4]"),
-                          contains="--input-format jax takes a JAX function as package.module:function; "
-                                   "this is a file")
+    assert_one_line_error(cli("opt", small, "--input-format", "jax", "--args", "f32[4]"), at=str(small),
+                          facts=("--input-format jax", "package.module:function"))
 
 
 def test_missing_paren_in_hlo(cli, tmp_path):
     bad = tmp_path / "m.hlo"
     bad.write_text("HloModule m\n\nENTRY main {\n  p0 = f32[4] parameter(0)\n  ROOT a = f32[4] add(p0, p0\n}\n")
-    line = assert_one_line_error(cli("opt", bad))
-    assert line == f"error: {bad}:5:27: expects ')' at the end of operands"
+    assert_one_line_error(cli("opt", bad), at=f"{bad}:5:27", facts=("')'",))
 
 
 @pytest.mark.parametrize("name, text, where", [
@@ -413,8 +401,7 @@ def test_missing_paren_in_hlo(cli, tmp_path):
 def test_one_non_utf8_byte_is_not_binary_data(cli, tmp_path, name, text, where):
     path = tmp_path / name
     path.write_bytes(text)
-    assert_one_line_error(cli("opt", path),
-                          contains=f"error: {path}:{where}: byte 0xe9 is not UTF-8; a text module must be UTF-8")
+    assert_one_line_error(cli("opt", path), at=f"{path}:{where}", facts=("0xe9", "UTF-8"))
 
 
 def test_malformed_proto_has_no_native_stack(cli, tmp_path):
@@ -433,14 +420,13 @@ def test_malformed_proto_has_no_native_stack(cli, tmp_path):
 
 def test_vhlo_of_chlo_suggests_prepare_export(cli, tmp_path):
     result = cli("opt", DATA / "chlo_special.mlir", "--stage", "vhlo", "-o", tmp_path / "x.vhlo")
-    line = assert_one_line_error(result, contains="cannot serialize as a StableHLO")
-    assert "legalize them first: --pipeline @prepare-export" in line
+    assert_one_line_error(result, facts=("--pipeline @prepare-export",))
     assert "loc(" not in result.err
 
 
 def test_no_gpu_spec_note_before_an_error(cli, tmp_path):
     assert_one_line_error(cli("opt", tmp_path / "missing.mlir", "--platform", "cuda", "--stage", "ptx"),
-                          contains="missing.mlir: no such file or directory")
+                          at=str(tmp_path / "missing.mlir"))
 
 
 @pytest.mark.parametrize("args, message", [
@@ -512,7 +498,7 @@ def test_o_takes_one_output(cli, small, tmp_path, extra, stage, message):
 
 def test_two_modules_of_a_binary_stage_need_a_destination(cli, small):
     r = cli("opt", str(small), str(small), "--stage", "vhlo")
-    assert_one_line_error(r, contains="several modules in a binary stage need --dump-dir or -o")
+    assert_one_line_error(r, facts=("--dump-dir", "-o"))
 
 
 def test_a_split_marker_splits_only_when_asked(cli, tmp_path):
@@ -531,17 +517,19 @@ def test_a_split_marker_splits_only_when_asked(cli, tmp_path):
 
 # ------------------------------------------------------------ opt's own parser (cli/opt.py)
 
-@pytest.mark.parametrize("args, message", [
-    (["--jobs", "x"], "Invalid value for '--jobs' / '-j': 'x' is not a valid integer."),
-    (["-j", "1.5"], "Invalid value for '--jobs' / '-j': '1.5' is not a valid integer."),
-    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not a finite number > 0"),
-    (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a finite number > 0"),
-    (["--stage"], "Option '--stage' requires an argument."),
-    (["--print-pipeline=yes"], "Option '--print-pipeline' does not take a value."),
-    (["--no-verify-each=1"], "Option '--no-verify-each' does not take a value."),
+@pytest.mark.parametrize("args, facts", [
+    (["--jobs", "x"], ("'--jobs'", "'x'")),
+    (["-j", "1.5"], ("'--jobs'", "'1.5'")),
+    (["--timeout", "0"], ("'--timeout'", "0.0")),
+    (["--timeout", "nan"], ("'--timeout'", "nan")),
+    (["--stage"], ("'--stage'",)),
+    (["--print-pipeline=yes"], ("'--print-pipeline'",)),
+    (["--no-verify-each=1"], ("'--no-verify-each'",)),
 ])
-def test_opt_option_values(cli, small, args, message):
-    assert assert_one_line_error(cli("opt", small, *args)) == f"error: {message} (see 'mlirhlo opt --help')"
+def test_opt_option_values(cli, small, args, facts):
+    """Each bad value is one usage line naming the option and the value (the wording:
+    tests/cli/test_opt.py's golden table), with the way to opt's help."""
+    assert assert_one_line_error(cli("opt", small, *args), facts=facts).endswith("(see 'mlirhlo opt --help')")
 
 
 def test_opt_inputs_anywhere_on_the_line(cli, tmp_path):
@@ -560,8 +548,7 @@ def test_opt_inputs_anywhere_on_the_line(cli, tmp_path):
 
 def test_opt_unknown_and_abbreviated_options_are_refused(cli, small):
     """No prefix matching (click has none): '--stag' is not '--stage'."""
-    assert assert_one_line_error(cli("opt", small, "--stag", "hlo")) == \
-        "error: no such option: --stag (did you mean '--stage', '--args', '--list-stages'?)"
+    assert_one_line_error(cli("opt", small, "--stag", "hlo"), facts=("--stag", "'--stage'"))
 
 
 @pytest.mark.parametrize("unbuffered", [False, True])

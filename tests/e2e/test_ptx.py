@@ -97,13 +97,11 @@ def test_ir_dump_dir_past_a_thousand_passes_sorts_in_pass_order(cli, tmp_path):
 def test_ptx_errors(cli, tmp_path):
     bad = tmp_path / "bad.ll"
     bad.write_text("define void @f() {\n  ret i32 0\n}\n")
-    line = assert_one_line_error(cli("ptx", bad, "-o", tmp_path / "x.ptx"))
-    assert line == f"error: {bad}:2:7: value doesn't match function result type 'void'"
+    assert_one_line_error(cli("ptx", bad, "-o", tmp_path / "x.ptx"), at=f"{bad}:2:7", facts=("'void'",))
     assert not (tmp_path / "x.ptx").exists()
     good = tmp_path / "good.ll"
     good.write_text("define void @f() {\n  ret void\n}\n")
-    line = assert_one_line_error(cli("ptx", good, "--arch", "sm_99"))
-    assert "unsupported NVPTX arch 'sm_99'" in line and "did you mean" in line
+    assert_one_line_error(cli("ptx", good, "--arch", "sm_99"), facts=("'sm_99'", "did you mean"))
     assert_one_line_error(cli("ptx", tmp_path / "none.ll"), contains="no such file")
 
 
@@ -140,8 +138,7 @@ def test_garbage_libdevice(cli, tmp_path):
     ll.write_text(NV_IR)
     garbage = tmp_path / "libdevice.10.bc"
     garbage.write_bytes(b"\x01\x02" * 600)
-    assert_one_line_error(cli("ptx", ll, "--libdevice", garbage),
-                          contains=f"error: {garbage}: not a libdevice bitcode file")
+    assert_one_line_error(cli("ptx", ll, "--libdevice", garbage), at=str(garbage), facts=("libdevice",))
 
 
 # ------------------------------------------------------------ stdin

@@ -43,9 +43,7 @@ def test_ptx_opt_stdin(work):
 
 def test_ptx_opt_refuses_other_xla_flags_and_file_counts(tool):
     """ptx-opt reads two XLA flags only, and exactly one input."""
-    assert assert_one_line_error(tool("ptx-opt --xla_cpu_enable_fast_math input.ll")) == (
-        "error: --xla_cpu_enable_fast_math has no effect on ptx-opt "
-        "(ptx-opt reads --xla_dump_to and --xla_gpu_dump_llvmir)")
+    assert_one_line_error(tool("ptx-opt --xla_cpu_enable_fast_math input.ll"),
+                          facts=("--xla_cpu_enable_fast_math", "--xla_dump_to", "--xla_gpu_dump_llvmir"))
     for line in ("ptx-opt input.ll input.ll", "ptx-opt --arch=9.0"):
-        assert assert_one_line_error(tool(line)) == \
-            "error: give one LLVM IR file ('-' for stdin) (ptx-opt --arch=9.0 FILE)"
+        assert_one_line_error(tool(line), facts=("one LLVM IR file", "ptx-opt --arch=9.0 FILE"))

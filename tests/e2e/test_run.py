@@ -9,11 +9,7 @@ import pytest
 
 from mlirhlo_driver.execute import engine
 from mlirhlo_driver.inputs import loader as inputs
-from tests.conftest import (
-    DATA,
-    assert_one_line_error,
-    count_executes,
-)
+from tests.conftest import DATA, assert_mentions, assert_one_line_error, count_executes
 from tests.e2e.conftest import SMALL, mlirhlo
 
 RUN = DATA / "run"
@@ -136,7 +132,7 @@ def test_seed_zeros_and_npz_inputs(cli, tmp_path):
     bad = tmp_path / "bad.npz"
     np.savez(bad, arg0=np.zeros(3, np.float32))
     line = assert_one_line_error(cli("run", src, "--jobs", "0", "--inputs", bad))
-    assert "has shape [3], parameter 0 (" in line and "needs [8]" in line
+    assert_mentions(line, "[3]", "parameter 0", "[8]")
 
 
 def test_iterations_report_median(cli, monkeypatch):
@@ -243,8 +239,7 @@ def test_cuda_without_gpu_is_a_clear_error(cli):
         pytest.skip("a GPU is present: see test_cuda_run_matches_cpu")
     except DriverError:
         pass
-    line = assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--platform", "cuda"))
-    assert "--platform cuda needs an NVIDIA GPU" in line
+    assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--platform", "cuda"), facts=("--platform cuda", "GPU"))
 
 
 @pytest.mark.gpu
@@ -261,8 +256,7 @@ def test_cuda_run_matches_cpu(cli):
 
 
 def test_bad_usage(cli):
-    assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--reference", "interp"),
-                          contains="unknown reference 'interp'")
+    assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--reference", "interp"), facts=("'interp'",))
     assert_one_line_error(cli("run"), contains="no input modules given")
     assert_one_line_error(cli("run", DATA / "erf_inv.mlir", "--xla_nope=1"), contains="unknown XLA flag")
 
@@ -384,8 +378,7 @@ def test_run_on_one_device_says_a_shard_map_module_needs_its_mesh(cli):
     from tests import sharded_programs
 
     r = cli("run", sharded_programs.programs(4)["shard_map"]["mlir"], "--jobs", "0")
-    assert_one_line_error(r, contains="the module has manual computations (shard_map): they run only on their "
-                                      "mesh's devices, not on one (mlirhlo spmd-run FILE --num-partitions N)")
+    assert_one_line_error(r, facts=("shard_map", "mlirhlo spmd-run FILE --num-partitions N"))
 
 
 # ------------------------------------------------------------ run
@@ -428,8 +421,7 @@ def test_inputs_npz_is_strict(cli, small, tmp_path, arrays, message):
 def test_inputs_npy_is_not_npz(cli, small, tmp_path):
     path = tmp_path / "in.npy"
     np.save(path, np.ones(4, np.float32))
-    assert_one_line_error(cli("run", small, "--jobs", "0", "--inputs", path),
-                          contains="a single .npy array, not an .npz archive")
+    assert_one_line_error(cli("run", small, "--jobs", "0", "--inputs", path), at=str(path), facts=(".npy", ".npz"))
 
 
 def test_inputs_by_position_and_name_still_work(cli, small, tmp_path):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import DATA, FEED_HLO, assert_one_line_error
+from tests.conftest import DATA, FEED_HLO, assert_mentions, assert_one_line_error
 
 
 def _unexpanded_scatter() -> str:
@@ -76,7 +76,7 @@ def test_doc_run_hlo_module_dump_glob(tool, work):
     assert "module_0001.jit_scale: OK" in r.out and "module_0002.jit_rowsum: OK" in r.out
     assert "0/2 runs miscompared." in r.err  # the after_optimizations file is not picked up
     # num_partitions=2 from the second module's header: laid out over two host devices, as it says
-    assert "num_partitions=2: run SPMD-partitioned on 2 host devices" in r.err
+    assert_mentions(r.err, "num_partitions=2", "2 host devices")
     assert "  partitioned: 2 (1 replica x 2 partitions); partitioner: gspmd" in r.out
 
 
@@ -118,8 +118,9 @@ def test_run_hlo_module_runs_what_jax_shards_partitioned(tool):
     progs = sharded_programs.programs(4)
     r = tool(f"run_hlo_module {progs['mlp']['hlo']} {progs['shard_map']['hlo.pb']} {progs['mlp_2d']['hlo']}")
     assert r.code == 0, r.out + r.err
-    assert f"note: {progs['mlp']['hlo']}: num_partitions=4: run SPMD-partitioned on 4 host devices" in r.err
-    assert f"note: {progs['shard_map']['hlo.pb']}: its shardings name 4 devices: run SPMD-partitioned" in r.err
+    notes = [ln for ln in r.err.splitlines() if ln.startswith("note: ")]
+    assert any(n.startswith(f"note: {progs['mlp']['hlo']}: num_partitions=4") for n in notes), r.err
+    assert any(n.startswith(f"note: {progs['shard_map']['hlo.pb']}: ") and "4 devices" in n for n in notes), r.err
     assert "0/3 runs miscompared." in r.err
     assert r.out.count(": OK\n") == 3
     assert "  partitioned: 4 (1 replica x 4 partitions); partitioner: shardy\n" \
@@ -181,7 +182,7 @@ def test_run_hlo_module_replays_snapshot(tool, work):
     """An HloSnapshot from XLA's dump runs on the arguments it recorded (all ones, all 0.1)."""
     r = tool(f"run_hlo_module --print_literals {work}/snapshot/module_0008.jit__lambda.snapshot.75718513.pb")
     assert r.code == 0, r.err
-    assert "running module_0008.jit__lambda.before_optimizations.txt on the recorded arguments" in r.err
+    assert_mentions(r.err, "module_0008.jit__lambda.before_optimizations.txt", "recorded arguments")
     assert "output 0 (float32[3]): [2.656147, 2.656147, 2.656147]" in r.out  # the result XLA recorded
 
 
@@ -195,12 +196,12 @@ def test_a_snapshot_alone_runs_its_own_module(tool, work, tmp_path):
     alone = tmp_path / "module_0008.jit__lambda.snapshot.75718513.pb"
     shutil.copy(work / "snapshot" / alone.name, alone)
     r = tool(f"run_hlo_module --print_literals {alone}")
-    assert "on the recorded arguments" not in r.err
+    assert "recorded arguments" not in r.err
     assert r.out.startswith("module_0008.jit__lambda.snapshot.75718513: ")
     if r.code == 0:
         assert "output 0 (float32[3]): [2.656147, 2.656147, 2.656147]" in r.out
     else:
-        assert r.code == 1 and "Fusion must have backend config" in r.out.splitlines()[0], r.out
+        assert r.code == 1 and "backend config" in r.out.splitlines()[0], r.out  # XLA's own words
 
 
 @pytest.mark.slow
@@ -234,7 +235,7 @@ def test_run_hlo_module_isolate_instructions(tool):
     assert "1/3 modules passed" in r.out and "2/3 runs miscompared." in r.err
     assert "reproduce: run_hlo_module --isolate_instructions --abs_error_bound=0" in r.out
     assert_one_line_error(tool("run_hlo_module --isolate_instructions --input_literals_file=x.pb computation.hlo"),
-                          contains="--isolate_instructions takes no --input_literals_file")
+                          facts=("--isolate_instructions", "--input_literals_file"))
 
 
 @pytest.mark.slow
@@ -257,11 +258,11 @@ def test_run_hlo_module_input_flags(tool, work):
     assert zeros.code == 0, zeros.err
     assert "inputs: zeros" in zeros.out and "output 0 (float32[8]): [0., 0., 0., 0., 0., 0., 0., 0.]" in zeros.out
     line = assert_one_line_error(tool("run_hlo_module --different_random_seeds computation.hlo"))
-    assert "jaxlib cannot set the HloModuleConfig seed" in line
+    assert_mentions(line, "seed")
     snap = f"{work}/snapshot/module_0008.jit__lambda.snapshot.75718513.pb"
     fake = tool(f"run_hlo_module --nodifferent_random_seeds --force_fake_data --print_literals {snap}")
     assert fake.code == 0, fake.err
-    assert "ignoring the snapshot's recorded arguments; using fake data" in fake.err
+    assert fake.err.startswith("note: ") and "fake data" in fake.err
     assert "inputs: random (seed 0)" in fake.out and "2.656147, 2.656147" not in fake.out
 
 
@@ -276,9 +277,8 @@ def test_run_hlo_module_bad_modules_exit_2(tool, tmp_path):
     assert both.code == 2 and "computation: OK" in both.out
     assert f"broken: INVALID: {broken}:4:19: Unknown opcode: bogus" in both.out
     assert both.err == "1/2 runs miscompared.\n"
-    assert_one_line_error(tool("run_hlo_module --input_format=bogus computation.hlo"),
-                          contains="error: --input_format=bogus: unknown input format (one of hlo, pb, pbtxt, "
-                                   "stablehlo, mhlo)")
+    assert_one_line_error(tool("run_hlo_module --input_format=bogus computation.hlo"), at="--input_format=bogus",
+                          facts=("hlo, pb, pbtxt, stablehlo, mhlo",))
 
 
 def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
@@ -293,7 +293,7 @@ def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
     (work / "feed.mlir").write_text(text)
     r = tool("multihost_hlo_runner --log_output feed.mlir")
     assert r.code == 0, r.err
-    assert "note: feed.mlir: 2 infeed/outfeed replaced (infeed gives zeros)" in r.err
+    assert "note: feed.mlir: " in r.err and "2 infeed/outfeed" in r.err
     assert "output 0 = [0., 0., 0., 0.]" in r.out
 
 
@@ -330,5 +330,5 @@ def test_run_hlo_module_one_iteration_and_zero_bounds_are_accepted(tool):
     assert r.code == 0, r.out + r.err
     assert "computation: OK" in r.out and "reference (interpreter)" in r.out
     assert "=== Iteration" not in r.err
-    assert r.err == ("note: --run_reference_hlo_passes=false: the StableHLO interpreter runs no HLO passes "
-                     "either way\n0/1 runs miscompared.\n")
+    note, summary = r.err.splitlines()
+    assert note.startswith("note: --run_reference_hlo_passes=false: ") and summary == "0/1 runs miscompared."

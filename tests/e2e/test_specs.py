@@ -57,7 +57,7 @@ def test_specs_check_reports_every_file_and_fails_if_one_is_bad(cli, small):
     result = cli("specs", "check", good, small, good)
     assert result.code == 2, result.err
     assert result.out == f"{good}: ok (NVIDIA H100 80GB HBM3, sm_90a, 132 SMs)\n" * 2
-    assert result.err == f"error: {small}:1:5: field 'func' expects a message: func {{ ... }}\n"
+    assert result.err.count("\n") == 1 and result.err.startswith(f"error: {small}:1:5: ") and "'func'" in result.err
     result = cli("specs", "check", good)
     assert (result.code, result.err) == (0, "")
 
@@ -129,8 +129,7 @@ def test_specs_show(cli):
 
 
 def test_specs_show_unknown(cli):
-    assert_one_line_error(cli("specs", "show", "h100sxm"),
-                          contains="unknown GPU spec 'h100sxm' (did you mean 'h100_sxm'")
+    assert_one_line_error(cli("specs", "show", "h100sxm"), facts=("'h100sxm'", "'h100_sxm'"))
 
 
 def test_specs_check_ok(cli):

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import DATA, REPO, assert_one_line_error, readline_within
+from tests.conftest import DATA, REPO, assert_mentions, assert_one_line_error, readline_within
+from tests.e2e.conftest import report_line
 
 
 @pytest.fixture(scope="module")
@@ -193,8 +194,8 @@ def test_partitioned_matmul_all_reduce_matches_reference_and_numpy(tmp_path):
     stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL,
                      "--inputs", npz(tmp_path / "in.npz", arg0=x, arg1=w), "--dump-output", out))
     assert "matmul_allreduce.partitioned: OK" in stdout
-    assert "parameter 0 x float32[8, 16]: {devices=[1,4]<=[4]}, [8, 4] per device" in stdout
-    assert f"reference: reference module {MATMUL} on 1 device" in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "float32[8, 16]", "{devices=[1,4]<=[4]}", "[8, 4]")
+    assert_mentions(report_line(stdout, "reference: "), str(MATMUL), "1 device")
     np.testing.assert_allclose(np.load(out)["out0"], x @ w, rtol=1e-5, atol=1e-5)
 
 
@@ -225,11 +226,11 @@ def test_device_id_inputs_meet_the_reference_only_where_each_element_has_one_own
     A tile held by two devices gets two ids: no reference, and the note says why."""
     stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL, "--argument-mode", "device-id"))
     assert "matmul_allreduce.partitioned: OK" in stdout
-    assert f"reference: reference module {MATMUL} on 1 device" in stdout and "max abs error 0\n" in stdout
+    assert_mentions(report_line(stdout, "reference: "), str(MATMUL), "1 device")
+    assert "max abs error 0\n" in stdout
     proc = spmd(MATMUL, "--num-partitions", "4", "--reference-module", MATMUL, "--argument-mode", "device-id",
                 "--arg-sharding", "0={devices=[2,1,2]<=[4] last_tile_dim_replicate}")
-    assert ("  no reference: with device-id inputs, devices holding the same elements of a parameter "
-            "get different values\n") in proc.stdout, proc.stdout + proc.stderr
+    assert_mentions(report_line(proc.stdout, "no reference: "), "device-id")
     assert "max abs error" not in proc.stdout
 
 
@@ -241,8 +242,8 @@ def test_sharded_jax_mlp_step_on_four_devices(tmp_path):
                      "--dump-output", out))
     assert "mlp_step_4way: OK" in stdout
     assert "partitioner: shardy" in stdout
-    assert "parameter 4 x float32[32, 16]: {devices=[4,1]<=[4]}, [8, 16] per device" in stdout
-    assert "reference: the same module on 1 device" in stdout
+    assert_mentions(report_line(stdout, "parameter 4 x "), "float32[32, 16]", "{devices=[4,1]<=[4]}", "[8, 16]")
+    assert_mentions(report_line(stdout, "reference: "), "the same module", "1 device")
     assert re.search(r"run times \(ms\): [\d.]+, [\d.]+, [\d.]+\n", stdout)
     assert float(re.search(r"max abs error (\S+)", stdout).group(1)) < 1e-5
     check_mlp(out, arrays)
@@ -265,7 +266,7 @@ def test_arg_sharding_partitions_an_unsharded_module_with_gspmd(tmp_path):
     stdout = ok(spmd(MATMUL, "--num-partitions", "4", "--arg-sharding", "0=devices=[1,4]<=[4]",
                      "--arg-sharding", "1={devices=[4,1]<=[4]}"))
     assert "matmul: OK" in stdout and "partitioner: gspmd" in stdout
-    assert "parameter 1 w float32[16, 6]: {devices=[4,1]<=[4]}, [4, 6] per device" in stdout
+    assert_mentions(report_line(stdout, "parameter 1 w "), "float32[16, 6]", "{devices=[4,1]<=[4]}", "[4, 6]")
 
 
 @pytest.mark.slow
@@ -274,8 +275,7 @@ def test_a_partly_replicated_sharding_runs(tmp_path):
     stdout = ok(spmd(MATMUL, "--num-partitions", "4",
                      "--arg-sharding", "0={devices=[2,1,2]<=[4] last_tile_dim_replicate}"))
     assert "matmul: OK" in stdout
-    assert "parameter 0 x float32[8, 16]: {devices=[2,1,2]<=[4] last_tile_dim_replicate}, [4, 16] per device" \
-        in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "[4, 16]")
 
 
 @pytest.mark.slow
@@ -285,16 +285,17 @@ def test_a_jax_function_partitioned_from_the_command_line(tmp_path):
     stdout = ok(spmd("model:f", "--args", "f32[8,4],f32[4,3]", "--num-partitions", "2",
                      "--arg-sharding", "0=devices=[2,1]<=[2]", cwd=tmp_path))
     assert "f: OK" in stdout
-    assert "parameter 0 x float32[8, 4]: {devices=[2,1]<=[2]}, [4, 4] per device" in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "float32[8, 4]", "{devices=[2,1]<=[2]}", "[4, 4]")
 
 
 @pytest.mark.slow
 def test_replicas_get_their_own_inputs_and_talk_to_each_other(tmp_path):
     stdout = ok(spmd(MATMUL, "--num-replicas", "2"))
-    assert "matmul: OK" in stdout and "devices: 2 (2 replicas x 1 partition)" in stdout
-    assert "random (seeds 0..1, one per replica)" in stdout
+    assert "matmul: OK" in stdout
+    assert_mentions(report_line(stdout, "devices: "), "2 replicas", "1 partition")
+    assert_mentions(report_line(stdout, "inputs: "), "seeds 0..1")
     shared = ok(spmd(MATMUL, "--num-replicas", "2", "--argument-mode", "shared-random"))
-    assert "random (seed 0); the same for every replica" in shared
+    assert_mentions(report_line(shared, "inputs: "), "seed 0", "every replica")
     module = tmp_path / "cross_replica.hlo"
     module.write_text("HloModule cross_replica, replica_count=2\n\n"
                       "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n\n"
@@ -330,7 +331,7 @@ def test_backend_only_takes_a_two_way_module_as_already_partitioned(tmp_path):
                    .replace("replica_groups={{0,1,2,3}}", "replica_groups={{0,1}}"))
     stdout = ok(spmd(two, "--num-partitions", "2", "--run-xla-backend-only", "--reference-module", MATMUL))
     assert "matmul_allreduce_2way: OK" in stdout
-    assert "parameter 0 x float32[8, 16]: {devices=[1,2]<=[2]}, [8, 8] per device" in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "float32[8, 16]", "{devices=[1,2]<=[2]}", "[8, 8]")
 
 
 @pytest.mark.slow
@@ -348,8 +349,8 @@ def test_backend_only_runs_a_module_without_fusions_and_explains_cpu_dumps(tmp_p
         assert proc.returncode == 0 and "matmul: OK" in proc.stdout, proc.stdout + proc.stderr
         return
     assert proc.returncode == 1 and proc.stdout == ""
-    assert "Fusion must have backend config" in proc.stderr
-    assert "after-optimizations CPU dumps with fusions cannot run backend-only" in proc.stderr
+    assert "backend config" in proc.stderr  # XLA's own words
+    assert_mentions(proc.stderr, "fusions", "backend-only")
 
 
 # ------------------------------------------------------------- bad input
@@ -424,7 +425,8 @@ def test_a_one_device_shardy_mesh_runs_on_any_partition_count(tmp_path):
     one.write_text(text.replace('"x"=4', '"x"=1').replace("size = 4 : i64", "size = 1 : i64")
                    .replace("num_partitions = 4", "num_partitions = 2"))
     stdout = ok(spmd(one, "--num-partitions", "2"))
-    assert stdout.startswith("one_device_mesh: OK\n") and "parameter 0 arg0 float32[8, 16]: {replicated}" in stdout
+    assert stdout.startswith("one_device_mesh: OK\n")
+    assert_mentions(report_line(stdout, "parameter 0 arg0 "), "float32[8, 16]", "{replicated}")
 
 
 # ------------------------------------------------------- several processes
@@ -435,8 +437,9 @@ def test_mlp_step_across_two_local_processes(tmp_path):
     out = tmp_path / "out.npz"
     stdout = ok(spmd(MLP, "--num-partitions", "4", "--launch-local", "2", "--inputs", inputs,
                      "--dump-output", out, "--timeout", "60", timeout=90))
-    assert "[1] process 1 of 2: devices 2 (replica 0, partition 2), 3 (replica 0, partition 3)" in stdout
-    assert "[0] mlp_step_4way: OK" in stdout and "[0]   gathered from 2 processes" in stdout
+    assert_mentions(report_line(stdout, "process 1 of 2: devices"), "partition 2", "partition 3")
+    assert "[0] mlp_step_4way: OK" in stdout
+    assert_mentions(report_line(stdout, "gathered from"), "2 processes")
     assert "[1] mlp_step_4way" not in stdout  # only process 0 gathers and compares
     check_mlp(out, arrays)
 
@@ -462,8 +465,8 @@ def test_launch_local_stops_everything_when_a_process_dies():
     finally:
         proc.kill()
     assert proc.returncode == 1
-    assert err.strip().splitlines()[-1] == ("error: process 1: the process died (killed by SIGKILL); "
-                                            "stopped the other processes"), err
+    assert err.strip().splitlines()[-1].startswith("error: process 1: "), err
+    assert_mentions(err.strip().splitlines()[-1], "SIGKILL")
     assert_gone(pids)
 
 
@@ -479,7 +482,7 @@ def test_ctrl_c_stops_every_process():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130
-    assert err.strip().splitlines()[-1] == "error: interrupted; stopped every process", err
+    assert err.strip().splitlines()[-1].startswith("error: interrupted"), err
     assert_gone(pids)
 
 
@@ -498,7 +501,8 @@ def test_a_wedged_worker_ends_itself_as_a_timeout_failure():
     proc = subprocess.run([sys.executable, "-c", WEDGED_WORKER], capture_output=True, text=True,
                           timeout=60, cwd=REPO)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr == "error: process 1: timed out after 7 s (--timeout)\n"
+    assert proc.stderr.startswith("error: process 1: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert_mentions(proc.stderr, "7 s", "--timeout")
     assert proc.stdout == ""
 
 
@@ -508,7 +512,7 @@ def test_the_partitioner_line_says_whether_the_module_was_already_partitioned(tm
     x, w = rand(1, 8, 16), rand(2, 16, 6)
     stdout = ok(spmd(MATMUL_AR, *PARTITIONED, "--reference-module", MATMUL,
                      "--inputs", npz(tmp_path / "in.npz", arg0=x, arg1=w)))
-    assert "partitioner: none: already partitioned" in stdout
+    assert_mentions(report_line(stdout, "devices: "), "partitioner: none", "already partitioned")
     stdout = ok(spmd(MATMUL, "--num-partitions", "1", "--inputs", npz(tmp_path / "in1.npz", arg0=x, arg1=w)))
     assert "matmul: OK" in stdout
     assert re.search(r"partitioner: none$", stdout, re.M), stdout
@@ -526,7 +530,7 @@ def test_an_unsharded_per_device_output_is_gathered_as_one_value_per_partition(t
     stdout = ok(spmd(partial, *PARTITIONED, "--inputs", npz(tmp_path / "in.npz", arg0=x, arg1=w),
                      "--dump-output", out))
     assert "partial: RAN" in stdout
-    assert "output 0 float32[4, 8, 6]: per device (no sharding): gathered as [partition, ...]" in stdout
+    assert_mentions(report_line(stdout, "output 0 "), "float32[4, 8, 6]", "no sharding", "[partition, ...]")
     got = np.load(out)["out0"]
     assert got.shape == (4, 8, 6)
     for p in range(4):
@@ -558,13 +562,12 @@ print(json.dumps(rows))
     for key, (status, message, partitioner, note, _) in rows.items():
         assert (status, message, partitioner) == ("ok", "", "shardy"), (key, rows[key])
         if key.startswith("shard_map."):
-            assert note.startswith(f"reference: the same module on the same {devices} devices with replicated "
-                                   "parameters and outputs"), (key, note)
+            assert note.startswith("reference: ") and f"{devices} devices" in note and "replicated" in note, (key, note)
         else:
-            assert note == "reference: the same module on 1 device", (key, note)
+            assert note.startswith("reference: ") and "1 device" in note, (key, note)
     # The batch is split over the mesh's devices: each holds 8 / devices rows of x.
-    assert rows["mlp.hlo"][4][0] == f"0 x float32[8, 16]: {{devices=[{devices},1]<=[{devices}]}}, " \
-                                    f"[{8 // devices}, 16] per device"
+    assert_mentions(rows["mlp.hlo"][4][0], "0 x float32[8, 16]", f"{{devices=[{devices},1]<=[{devices}]}}",
+                    f"[{8 // devices}, 16]")
     assert "last_tile_dim_replicate}" in rows["mlp_2d.hlo.pb"][4][1]  # w1 tiled on y, replicated on x
 
 
@@ -577,9 +580,9 @@ def test_a_named_sharding_dump_runs_with_spmd_run_as_written():
         assert "sharding={mesh['b'=4], [{'b'}, {}]}" in mlp.read_text()
     stdout = ok(spmd(mlp, "--num-partitions", "4"))
     assert stdout.startswith("mlp: OK\n") and "partitioner: shardy" in stdout
-    assert "parameter 0 x float32[8, 16]: {devices=[4,1]<=[4]}, [2, 16] per device" in stdout
-    assert "parameter 1 w1 float32[16, 32]: {replicated}" in stdout
-    assert "output 0 float32[8, 4]: {devices=[4,1]<=[4]}, [2, 4] per device" in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "float32[8, 16]", "{devices=[4,1]<=[4]}", "[2, 16]")
+    assert_mentions(report_line(stdout, "parameter 1 w1 "), "float32[16, 32]", "{replicated}")
+    assert_mentions(report_line(stdout, "output 0 "), "float32[8, 4]", "{devices=[4,1]<=[4]}", "[2, 4]")
 
 
 @pytest.mark.slow
@@ -616,7 +619,7 @@ def test_arg_sharding_takes_the_named_spelling():
     stdout = ok(spmd(MATMUL, "--num-partitions", "4", "--arg-sharding", "0=mesh['b'=4], [{'b'}, {}]",
                      "--arg-sharding", "1={mesh['b'=4], [{}, {}]}"))
     assert "matmul: OK" in stdout and "partitioner: shardy" in stdout
-    assert "parameter 0 x float32[8, 16]: {devices=[4,1]<=[4]}, [2, 16] per device" in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "float32[8, 16]", "{devices=[4,1]<=[4]}", "[2, 16]")
 
 
 @needs_v3
@@ -653,7 +656,7 @@ def test_a_module_whose_op_sharding_xla_dies_on_is_one_line_naming_the_op(tmp_pa
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(f"error: {bad}: stablehlo.custom_call at ") and ":2:8: malformed sharding" in line
-    assert "XLA's sharding parser aborted" in line
+    assert "abort" in line
 
 
 @pytest.mark.slow
@@ -670,8 +673,8 @@ def test_an_already_partitioned_module_with_named_and_manual_shardings(tmp_path)
     out = tmp_path / "out.npz"
     stdout = ok(spmd(module, *PARTITIONED, "--reference", "none", "--inputs", npz(tmp_path / "in.npz", x=x, m=m),
                      "--dump-output", out))
-    assert "parameter 0 x float32[8, 3]: {mesh['b'=4], [{'b'}, {}]}, [2, 3] per device" in stdout
-    assert "parameter 1 m float32[4, 3]: {manual}: one value per device, gathered as [partition, ...]" in stdout
+    assert_mentions(report_line(stdout, "parameter 0 x "), "float32[8, 3]", "{mesh['b'=4], [{'b'}, {}]}", "[2, 3]")
+    assert_mentions(report_line(stdout, "parameter 1 m "), "float32[4, 3]", "{manual}", "[partition, ...]")
     np.testing.assert_array_equal(np.load(out)["out0"], x)
     np.testing.assert_array_equal(np.load(out)["out1"], m)
 
@@ -685,9 +688,9 @@ def test_a_shard_map_program_across_two_local_processes(tmp_path):
     stdout = ok(spmd(jax_programs(4)["shard_map"]["hlo"], "--num-partitions", "4", "--launch-local", "2",
                      "--inputs", npz(tmp_path / "in.npz", a=a, b=b), "--dump-output", out, "--timeout", "60",
                      timeout=90))
-    assert "[0] shard_map: RAN" in stdout and "[0]   gathered from 2 processes" in stdout
-    assert "[0]   no reference: a module with manual computations is compared with itself replicated on its " \
-           "mesh in one process only (give --reference-module)" in stdout
+    assert "[0] shard_map: RAN" in stdout
+    assert_mentions(report_line(stdout, "gathered from"), "2 processes")
+    assert_mentions(report_line(stdout, "no reference: "), "manual computations", "--reference-module")
     np.testing.assert_allclose(np.load(out)["out0"], a @ b, rtol=1e-5, atol=1e-5)
 
 
