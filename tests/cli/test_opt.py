@@ -15,7 +15,7 @@ import pytest
 
 import mlirhlo_driver.cli.opt as opt_cli
 from mlirhlo_driver.errors import DriverError
-from tests.conftest import ADD_MODULE
+from tests.conftest import ADD_MODULE, assert_mentions
 
 SEE_HELP = " (see 'mlirhlo opt --help')"
 
@@ -124,6 +124,7 @@ def test_opt_options_are_never_abbreviated():
     assert (params["stage"], params["inputs"], extra) == ("stablehlo", ["hlo"], ["--stag"])
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("argv, message", [
     (["--jobs", "x"], "Invalid value for '--jobs' / '-j': 'x' is not a valid integer."),
     (["-j=1.5"], "Invalid value for '--jobs' / '-j': '1.5' is not a valid integer."),
@@ -214,23 +215,8 @@ def test_opt_usage_error_is_one_line_and_exit_2(capsys):
     assert opt_cli.main(["--jobs", "x"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == f"error: Invalid value for '--jobs' / '-j': 'x' is not a valid integer.{SEE_HELP}\n"
-
-
-@pytest.mark.golden
-@pytest.mark.parametrize("args, message", [
-    (["--jobs", "x"], "Invalid value for '--jobs' / '-j': 'x' is not a valid integer."),
-    (["-j", "1.5"], "Invalid value for '--jobs' / '-j': '1.5' is not a valid integer."),
-    (["--timeout", "0"], "Invalid value for '--timeout': 0.0 is not a finite number > 0"),
-    (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a finite number > 0"),
-    (["--stage"], "Option '--stage' requires an argument."),
-    (["--print-pipeline=yes"], "Option '--print-pipeline' does not take a value."),
-    (["--no-verify-each=1"], "Option '--no-verify-each' does not take a value."),
-])
-def test_opt_option_value_messages_exactly(capsys, args, message):
-    """Golden: opt's line for each kind of bad option value (tests elsewhere assert their facts)."""
-    assert opt_cli.main(["m.mlir", *args]) == 2
-    assert capsys.readouterr().err == f"error: {message}{SEE_HELP}\n"
+    assert err.startswith("error: ") and err.endswith(f"{SEE_HELP}\n") and err.count("\n") == 1, err
+    assert_mentions(err, "'--jobs'", "'x'")
 
 
 def test_opt_unknown_option_is_refused_with_a_hint(capsys):
@@ -250,7 +236,7 @@ def test_resolve_target_refuses_words_that_are_not_xla_flags():
 
     with pytest.raises(DriverError) as e:
         opt_cli.resolve_target(None, None, ["--platfrm=cpu"], None, None, needs_spec=True, known=known)
-    assert e.value.format() == "error: no such option: --platfrm (did you mean '--platform'?)"
+    assert_mentions(e.value.format(), "--platfrm", "'--platform'")
     with pytest.raises(DriverError) as e:
         opt_cli.resolve_target(None, None, ["--xla_cpu_enable_fast_math", "stray"], None, None,
                                needs_spec=True, known=known)
@@ -425,4 +411,5 @@ def test_argparse_refusals_in_opt_are_a_usage_error_never_an_exit():
 
     with pytest.raises(opt.UsageError) as e:
         opt.parser().error("the following arguments are required: FILE")
-    assert e.value.format() == "error: The following arguments are required: FILE. (see 'mlirhlo opt --help')"
+    assert e.value.exit_code == 2 and e.value.format().endswith(SEE_HELP)
+    assert_mentions(e.value.format(), "FILE")

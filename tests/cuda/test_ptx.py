@@ -17,6 +17,7 @@ import pytest
 from mlirhlo_driver.cuda import ptx
 from mlirhlo_driver.cuda import tools as cuda_tools
 from mlirhlo_driver.errors import InputError, ToolchainError
+from tests.conftest import assert_mentions
 
 # ------------------------------------------------------------ normalization
 
@@ -794,8 +795,7 @@ def test_ptxas_runs_at_most_one_per_cpu_and_reports_the_first_rejected_module(mo
             ptx.check_all_with_ptxas(modules, "sm_80", "k.ll")
         assert peak[0] == allowed, (cpus, peak[0])
         assert started == [code for _, code in modules] and not live
-        assert ei.value.message == ("ptxas 12.9 rejected the PTX of module m2 for sm_80 at PTX line 1: "
-                                    "rejected bad [bad]")
+        assert_mentions(ei.value.message, "module m2", "sm_80", "line 1", "rejected bad [bad]")
         assert ei.value.file == "k.ll"
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     started.clear()

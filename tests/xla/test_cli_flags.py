@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import assert_mentions
+
 # ------------------------------------------------ flag syntax: values, negation, errors, help
 
 def _syntax_flags():
@@ -89,10 +91,10 @@ def test_negated_booleans_are_bare_no_words_only():
     p = parse(["--norun", "-nolist-stages"], flags)
     assert (p["run"], p["list_stages"], p.given) == (False, False, {"run", "list_stages"})
     assert parse(["--run"], flags)["run"] is True
-    assert _flag_error(["--norun=true"]) == "error: unknown flag '--norun' (did you mean '--run'?)"
-    assert _flag_error(["--norun=false"]) == "error: unknown flag '--norun' (did you mean '--run'?)"
-    assert _flag_error(["--nostage"]) == "error: unknown flag '--nostage' (did you mean '--stage'?)"
-    assert _flag_error(["--notol"]) == "error: unknown flag '--notol' (did you mean '--tol'?)"
+    # Refused as unknown flags (the wording: test_unknown_flags_name_the_closest_known_ones_with_dashes).
+    for words, flag, close in ((["--norun=true"], "'--norun'", "'--run'"), (["--norun=false"], "'--norun'", "'--run'"),
+                               (["--nostage"], "'--nostage'", "'--stage'"), (["--notol"], "'--notol'", "'--tol'")):
+        assert_mentions(_flag_error(words), flag, close)
 
 
 def test_value_flags_take_the_next_word_unless_it_is_missing():
@@ -155,16 +157,14 @@ def test_xla_debug_options_on_the_tool_line():
     assert _flag_error(["--xla_gpu_autotune_gemm_rtol=tight"]) == \
         "error: --xla_gpu_autotune_gemm_rtol=tight: expected a number"
     assert _flag_error(["--noxla_dump_to"]) == "error: --noxla_dump_to: --xla_dump_to is not a boolean"
-    assert _flag_error(["--noxla_cpu_enable_fast_math=false"]) == \
-        "error: unknown flag '--noxla_cpu_enable_fast_math' (see --help)"
-    assert _flag_error(["--xla_dump_to"]) == "error: --xla_dump_to needs a value (--xla_dump_to=VALUE)"
+    assert_mentions(_flag_error(["--noxla_cpu_enable_fast_math=false"]), "'--noxla_cpu_enable_fast_math'")
+    assert _flag_error(["--xla_dump_to"]).startswith("error: --xla_dump_to ")
     assert _flag_error(["--xla_reduce_window_rewrite_base_length=1.5"]) == \
         "error: --xla_reduce_window_rewrite_base_length=1.5: expected an integer"
-    assert _flag_error(["--xla_cpu_enable_fast_math=maybe"]) == \
-        "error: --xla_cpu_enable_fast_math=maybe: expected true or false"
+    assert _flag_error(["--xla_cpu_enable_fast_math=maybe"]).startswith("error: --xla_cpu_enable_fast_math=maybe: ")
     assert _flag_error(["--xla_cpu_enable_fast_mth"]).startswith(
         "error: unknown XLA flag '--xla_cpu_enable_fast_mth' (did you mean 'xla_cpu_enable_fast_math'")
-    assert _flag_error(["--xla_dump_to=d"], xla_flags=False) == "error: unknown flag '--xla_dump_to' (see --help)"
+    assert_mentions(_flag_error(["--xla_dump_to=d"], xla_flags=False), "'--xla_dump_to'", "--help")
 
 
 def test_usage_text_lists_every_flag_with_its_metavariable_and_default():
