@@ -197,6 +197,16 @@ def test_parameters_are_spelled_by_the_reader():
         spell(text, "shell")
 
 
+def test_xla_flags_are_spelled_as_given():
+    """An XLA flag keeps its underscores either way: ``--xla_name=value`` on a command line,
+    the ``xla_flags`` key (and the value's repr) from Python."""
+    from mlirhlo_driver.errors import FLAGS, PARAMS, spell, xla_flag
+
+    text = f"unknown XLA flag '{xla_flag('xla_gpu_autotune_levl')}'; {xla_flag('xla_dump_to', 'x')}"
+    assert spell(text, FLAGS) == "unknown XLA flag '--xla_gpu_autotune_levl'; --xla_dump_to=x"
+    assert spell(text, PARAMS) == "unknown XLA flag 'xla_gpu_autotune_levl'; xla_dump_to='x'"
+
+
 @pytest.mark.parametrize("log, line", [
     ("noise\nLLVM ERROR: Cannot select: intrinsic. More text\nlast\n", "Cannot select: intrinsic"),
     ("noise\nF0101 check.cc:1] Check failed: " + "x" * 400 + "\nlast\n", ("F0101 check.cc:1] Check failed: " + "x" * 400)[:300]),

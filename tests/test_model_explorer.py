@@ -291,6 +291,13 @@ def test_explore_refuses_what_it_decides_itself(cli, small, args, says):
     assert says in assert_one_line_error(r, code=2)
 
 
+def test_explore_a_gpu_spec_means_cuda(cli, small, tmp_path):
+    """--gpu-spec without --platform explores the CUDA compile, as opt compiles it."""
+    r = cli("explore", small, "--no-serve", "--gpu-spec", "h100_sxm", "--dump-dir", tmp_path)
+    assert r.code == 0, r.err
+    assert any(p.name.endswith(".registers.model-explorer.json") for p in tmp_path.iterdir())
+
+
 def test_explore_marks_the_first_diverging_op(cli, tmp_path):
     """run --bisect's case (tests/test_behaviour_bisect.py): XLA:CPU's fast min/max drops a
     NaN; the maximum op (line 3) is marked, and the node of the fusion XLA made of it."""
@@ -370,6 +377,10 @@ SHOWN = """(() => {
   if (t.includes('Processing') || t.includes('Converting') || !t.includes('NODE DATA PROVIDERS')) return null;
   const tables = [...document.querySelectorAll('table')].map(
       table => [...table.querySelectorAll('tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim())));
+  // The overlays load after the graph (later still on a loaded machine): wait for both
+  // and for the node data table to have its figure columns.
+  const last = tables.length ? tables[tables.length - 1] : [];
+  if (!t.includes('registers per thread') || !last.some(row => row.length === 4)) return null;
   return {text: t, tables: tables, canvases: document.querySelectorAll('canvas').length};
 })()"""
 

@@ -178,7 +178,16 @@ def read_units(source: str, *, input_format: str | None = None, split_input_file
         data = _read(source)
     elif not data.strip():
         raise InputError("empty file", file=source)
-    fmt = input_format or detect_format(data, source)
+    if input_format is None:
+        try:
+            fmt = detect_format(data, source)
+        except InputError:
+            snap = snapshot_module(data, source)
+            if snap is None:
+                raise
+            source, fmt, data = snap
+    else:
+        fmt = input_format
     if fmt in ("vhlo", "bytecode") and not data.startswith(_MLIR_BYTECODE_MAGIC):
         # jaxlib would take MLIR text here too and hide the mismatch.
         try:
@@ -195,6 +204,34 @@ def read_units(source: str, *, input_format: str | None = None, split_input_file
         return [Unit(source, f"{stem}.{i}" if len(chunks) > 1 else stem, fmt, chunks[i][0].encode(), chunks[i][1])
                 for i in wanted]
     return [Unit(source, stem, fmt, data, 0)]
+
+
+def snapshot_module(data: bytes, source: str) -> tuple[str, str, bytes] | None:
+    """An HloSnapshot (XLA's ``*.snapshot.*.pb`` dumps) as (source, format, bytes) of the
+    module to read; None for data that is no snapshot.
+
+    The snapshot holds the module after XLA's optimizations, whose fusions jaxlib cannot
+    compile again (its HLO import drops their backend configs). So where the dump has the
+    same module before optimizations beside it (``module_NNNN.<name>.before_optimizations.txt``),
+    that file is the module; else the snapshot's own (its MLIR-level stages and conversion
+    work; an XLA compile may refuse its fusions).
+    """
+    if not data.startswith(b"\x0a"):
+        return None
+    from ..ir import protos
+
+    try:
+        snap = protos.message_class("xla.HloSnapshot").FromString(data)
+    except Exception:
+        return None
+    module = snap.hlo.hlo_module
+    if not module.name or not module.computations:
+        return None
+    p = Path(source)
+    before = p.with_name(p.name.split(".snapshot.")[0] + ".before_optimizations.txt")
+    if ".snapshot." in p.name and before.is_file():
+        return str(before), "hlo", before.read_bytes()
+    return source, "hlo-proto", module.SerializeToString()
 
 
 def parse_unit(unit: Unit) -> LoadedModule:
