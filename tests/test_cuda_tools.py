@@ -202,7 +202,6 @@ CU13_ARCHS = ["sm_75", "sm_80", "sm_90a", "sm_100a", "sm_121f"]
 def fake_pip(tmp_path, monkeypatch):
     """pip's nvidia/ tree with both CUDA majors' ptxas and libdevice (nvidia/cuda_nvcc 12.9,
     nvidia/cu13 13.5), and no other CUDA tool in reach (PATH, system roots, triton)."""
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     root = tmp_path / "site-packages" / "nvidia"
     _fake_ptxas(root / "cuda_nvcc" / "bin" / "ptxas", "12.9.86", CU12_ARCHS)
@@ -211,7 +210,7 @@ def fake_pip(tmp_path, monkeypatch):
     _fake_file(root / "cu13" / cuda_tools.LIBDEVICE)
     monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [str(root)])
     monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "no-system-cuda"),))
-    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [])
     (tmp_path / "empty-bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.delenv("XLA_FLAGS", raising=False)
@@ -326,7 +325,6 @@ def test_pip_requirements_are_the_extras_in_pyproject():
 
 
 def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, monkeypatch):
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.cuda import ptx
 
     for sub in ("cuda_nvcc", "cu13"):
@@ -335,7 +333,7 @@ def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, 
         _use_plugin(monkeypatch, major)
         pip = [c for c in ptx._libdevice_candidates() if c.startswith(str(fake_pip))]
         assert pip == [str(fake_pip / first / cuda_tools.LIBDEVICE), str(fake_pip / second / cuda_tools.LIBDEVICE)]
-        assert cuda_binaries._nvdisasm_candidates(None) == [str(fake_pip / first / "bin" / "nvdisasm"),
+        assert cuda_tools.nvdisasm_candidates(None) == [str(fake_pip / first / "bin" / "nvdisasm"),
                                                             str(fake_pip / second / "bin" / "nvdisasm")]
 
 
@@ -488,7 +486,7 @@ def bare(tmp_path_factory):
 
     # The namespace really is bare: the locators find only pip's ptxas and pip's nvdisasms there.
     seen = run([sys.executable, "-c", "from mlirhlo_driver.cuda import tools as c; from mlirhlo_driver.cuda import binaries as b; "
-                                      "print([p.path for p in c.all_ptxas()]); print(b._nvdisasm_candidates(None))"])
+                                      "print([p.path for p in c.all_ptxas()]); print(c.nvdisasm_candidates(None))"])
     assert seen.code == 0, seen.err
     ptxas, nvdisasms = seen.out.splitlines()
     assert ptxas == repr([os.path.join(cuda_tools.pip_cuda_dir(), "bin", "ptxas")])
@@ -587,9 +585,8 @@ def test_sass_v100_without_a_cuda_toolkit(bare, tmp_path):
 def test_sass_v100_without_a_cuda12_nvdisasm_names_the_legacy_sass_extra(bare):
     """pip's CUDA 12 tools without triton (not installed by default; hidden here if it is):
     SASS for V100 is one error line naming the legacy-sass extra."""
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
-    triton = tuple(d for d in cuda_binaries._triton_bin_dirs() if os.path.isdir(d))
+    triton = tuple(d for d in cuda_tools.triton_bin_dirs() if os.path.isdir(d))
     r = bare([*MLIRHLO, "opt", "--platform=CUDA", "--stage=sass", "--gpu-spec", "v100", "--no-cache", str(MLP)],
              hide=triton)
     assert r.code == 2
@@ -672,13 +669,12 @@ def test_xlas_own_reports_become_one_error_line(bare, tmp_path, module, hide, me
 def test_the_cache_fingerprints_ptxas_in_the_order_tried(tmp_path):
     """The stage cache's tool list starts with the ptxas the stages run: the one cuda_data_dir
     picks, or a given data dir's."""
-    from mlirhlo_driver.cuda import binaries
 
     picked = cuda_tools.ptxas()
-    assert binaries.tool_paths()[0] == picked.path
+    assert cuda_tools.tool_paths()[0] == picked.path
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ptxas").write_text("")
-    paths = binaries.tool_paths(str(tmp_path))
+    paths = cuda_tools.tool_paths(str(tmp_path))
     assert paths[0] == str(tmp_path / "bin" / "ptxas") and picked.path in paths
 
 

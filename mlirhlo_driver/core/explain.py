@@ -197,9 +197,7 @@ def spec_candidates(spec_a: Any, spec_b: Any) -> list[Candidate]:
 
 
 def _proto(spec: Any) -> Any:
-    from ..cuda import specs
-
-    return spec.proto if spec.proto is not None else specs.parse_spec(spec.text, spec.path).proto
+    return spec.proto
 
 
 def spec_text_with(spec_a: Any, spec_b: Any, chosen: list[Candidate]) -> str:
