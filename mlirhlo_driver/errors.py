@@ -45,6 +45,12 @@ def param(name: str, value: Any = _NO_VALUE) -> str:
     return f"{_OPEN}{name}{_SEP}{value!r}{_SEP}{value}{_CLOSE}"
 
 
+def xla_flag(name: str, value: Any = _NO_VALUE) -> str:
+    """An XLA DebugOptions flag (and its value) in a message: ``--xla_name=value`` on a
+    command line, ``xla_name='value'`` (the ``xla_flags`` key) in Python."""
+    return param("--" + name, value)
+
+
 def spell(text: str, spelling: str = PARAMS) -> str:
     """``text`` with its :func:`param` markers spelled for ``spelling`` (:data:`PARAMS` or
     :data:`FLAGS`)."""
@@ -55,6 +61,10 @@ def spell(text: str, spelling: str = PARAMS) -> str:
 
     def one(m: re.Match[str]) -> str:
         name, shown, plain = m.group(1), m.group(2), m.group(3)
+        if name.startswith("--"):  # an XLA flag (xla_flag): its own name, underscores kept
+            if spelling == FLAGS:
+                return name if plain is None else f"{name}={plain}"
+            return name[2:] if shown is None else f"{name[2:]}={shown}"
         if spelling == FLAGS:
             flag = "--" + name.replace("_", "-")
             return flag if plain is None else f"{flag} {plain}"

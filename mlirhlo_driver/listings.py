@@ -42,6 +42,10 @@ def pass_catalog() -> str:
 
 def load_plugins(files: list[str] | tuple[str, ...] | None) -> None:
     """Exactly these pass plugin files loaded (others unloaded: a front-end may run in-process)."""
+    import sys
+
+    if not files and __package__ + ".mlir.python_passes" not in sys.modules:
+        return  # none to load, none loaded: the pass modules stay unimported (a cached stage)
     from .mlir import passes, python_passes
 
     python_passes.unload_plugins()

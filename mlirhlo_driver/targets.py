@@ -166,8 +166,8 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         gpu_spec = str(config_file)
     if platform is not None:
         platform = platform_name(platform)
-    elif config_file is not None:
-        platform = "cuda"
+    elif config_file is not None or gpu_spec is not None:
+        platform = "cuda"  # a GPU spec names a CUDA target, as XLA's config file does
     if autotune_results is not None:
         flags_given[AUTOTUNE_FLAG] = autotune_results
     file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
@@ -181,8 +181,6 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
     if flags:
         xla_flags.check_names(flags, xla_flags.known_names())
     if platform is None and not xla_tool:
-        if gpu_spec is not None:
-            raise DriverError(f"{param('gpu_spec')} needs {param('platform', 'cuda')}")
         if flags:
             raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda')}")
     if platform == "cpu" and gpu_spec is not None:

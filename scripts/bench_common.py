@@ -9,6 +9,41 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def driver_cli(root: str | Path | None = None) -> list[str]:
+    """The ``mlirhlo`` command: the console script a user runs, or, with ``root``, the
+    package of another checkout (``git worktree add DIR COMMIT``) imported first by
+    this same Python and jax, for a before/after comparison in one interleaved run."""
+    import sys
+
+    if root is None:
+        script = Path(sys.executable).parent / "mlirhlo"
+        if script.exists():
+            return [str(script)]
+        root = REPO
+    return [sys.executable, "-c", f"import sys; sys.path[:0] = {_paths(root)!r}; sys.argv[0] = 'mlirhlo'; "
+                                  "from mlirhlo_driver.cli.mlirhlo import main; main()"]
+
+
+def _paths(root: str | Path) -> list[str]:
+    """``root`` first on the path; for another checkout, also this environment's copy of
+    jax's CUDA plugin (``mlirhlo cuda-plugin install``): a checkout from before that copy
+    found the plugin in site-packages."""
+    import glob
+    import sys
+
+    if Path(root).resolve() == REPO:
+        return [str(root)]
+    copies = sorted(glob.glob(str(Path(sys.prefix) / "share/mlirhlo-driver/cuda-plugins/*/")))
+    return [str(root)] + ([str(Path(copies[-1]) / "python"), str(Path(copies[-1]) / "pjrt")] if copies else [])
+
+
+def driver_python(root: str | Path | None, code: str) -> list[str]:
+    """``python -c code`` with ``root``'s package (None: this checkout's) imported first."""
+    import sys
+
+    return [sys.executable, "-c", f"import sys; sys.path[:0] = {_paths(root if root is not None else REPO)!r}\n" + code]
+
+
 def time_command(cmd: list[str], *, check: bool = True) -> float:
     """Wall seconds of one run of ``cmd`` from the repo root, output discarded."""
     t0 = time.perf_counter()

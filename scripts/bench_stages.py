@@ -2,6 +2,7 @@
 
     python scripts/bench_stages.py [--repeats N] [--bytecode installed|none] [--in-process]
                                    [--no-binary-stages | --only-binary-stages] [--gpu-spec NAME]
+                                   [--against DIR] [--watch]
     python scripts/bench_stages.py --sweep [--blocks 4,16,64,256] [--repeats N]
 
 Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
@@ -25,6 +26,15 @@ Ratios are per pair, then the median (the MLIR-only row runs three pairs a round
 alternating order, for its wider spread); CPU (user + system) is the steadier figure
 on a loaded machine, wall is shown too. `--in-process` adds the driver's API
 against the bare compile in one warm process (its own overhead).
+
+`--against DIR` (issue 37): another checkout (`git worktree add DIR COMMIT`), run by this
+same Python and jax; the `opt --stage ptx`, MLIR-only, `triton` and `ttgir` rows run for
+both in the same rounds, and each is compared with the bare script and with the other
+checkout.
+`--watch` (issue 37): `mlirhlo watch ... --stage ptx -o FILE` kept running; each round
+saves the input with a new comment line (new bytes: a real compile) and times the save
+to the new output, against the same compile warm in one process (`cache=False`): goal,
+at most the compile + 50 ms.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -164,11 +175,9 @@ def ten_module_dump(directory: Path) -> Path:
 
 def cli_command() -> list[str]:
     """The console script a user runs (its main() exits without interpreter teardown)."""
-    script = Path(sys.executable).parent / "mlirhlo"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "import sys; sys.argv[0] = 'mlirhlo'; "
-                                  "from mlirhlo_driver.cli.mlirhlo import main; main()"]
+    from bench_common import driver_cli
+
+    return driver_cli()
 
 
 def main() -> None:
@@ -187,9 +196,13 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true",
                         help="the size sweep: one generated program at --blocks sizes (its own rows only)")
     parser.add_argument("--blocks", default="4,16,64,256", help="--sweep's block counts")
+    parser.add_argument("--against", metavar="DIR", help="another checkout: its ptx and MLIR-only rows beside these")
+    parser.add_argument("--watch", action="store_true", help="only the watch row: save to output against a warm compile")
     args = parser.parse_args()
     if args.sweep:
         return sweep(args)
+    if args.watch:
+        return watch_row(args)
     if args.only_binary_stages and (args.no_binary_stages or args.in_process):
         parser.error("--only-binary-stages leaves out the other rows")
 
@@ -198,12 +211,15 @@ def main() -> None:
     spec_path = str(REPO / "gpu_specs" / f"{args.gpu_spec}.txtpb")
     big = work / f"ops{args.ops}.mlir"
     big.write_text(generated_module(args.ops))
-    cli = cli_command()
+    from bench_common import driver_cli
+
+    cli = cli_command() if args.against is None else driver_cli(REPO)  # the same form as [before]'s
     import subprocess
 
     pipeline = subprocess.run(cli + ["opt", "--passes", "canonicalize,cse", "--print-pipeline"],
                               capture_output=True, text=True, check=True, env=env).stdout.strip()
     binary_stages = ("ptx", "cubin", "sass", "kernels")
+    before = driver_cli(args.against) if args.against else None
     commands = {} if args.only_binary_stages else {
         "opt --stage ptx": cli + ["opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec,
                                   "--stage", "ptx", "--no-cache"],
@@ -216,6 +232,18 @@ def main() -> None:
                                           "--stage", stage, "--no-cache", "--dump-dir", str(work / f"out-{stage}")]
            for stage in ("triton", "ttgir", "triton-passes", "all", "ptx,sass")},
     }
+    if before is not None and not args.only_binary_stages:
+        commands.update({
+            "opt --stage ptx [before]": before + ["opt", args.module, "--platform", "cuda", "--gpu-spec",
+                                                  args.gpu_spec, "--stage", "ptx", "--no-cache"],
+            "opt (MLIR-only) [before]": before + ["opt", str(big), "--no-cache"],
+            "opt --passes canonicalize,cse [before]": before + ["opt", str(big), "--passes", "canonicalize,cse",
+                                                                "--no-cache"],
+            # issue 39's rows: a checkout from before them takes ~50 s per ttgir compile
+            **{f"opt --stage {stage} [before]": before + [
+                "opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec, "--stage", stage,
+                "--no-cache", "--dump-dir", str(work / f"out-before-{stage}")] for stage in ("triton", "ttgir")},
+        })
     if not args.no_binary_stages:
         dump = ten_module_dump(work / "dump10")
         for stage in binary_stages:
@@ -245,6 +273,22 @@ def main() -> None:
                               "opt --stage ptx,sass", 1.5)):
         wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
         print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
+    if before is not None and not args.only_binary_stages:
+        for name, a, b, goal in (
+                ("[before] opt --stage ptx / bare jax script", "opt --stage ptx [before]", "bare jax ptx", 0.8),
+                ("[before] opt MLIR-only / bare jaxlib script", "opt (MLIR-only) [before]",
+                 "bare jaxlib parse/print", 1.2),
+                ("[before] opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse [before]",
+                 "bare jaxlib parse/pass/print", 1.05),
+                ("opt --stage ptx / [before]", "opt --stage ptx", "opt --stage ptx [before]", 1.0),
+                ("opt MLIR-only / [before]", "opt (MLIR-only)", "opt (MLIR-only) [before]", 1.0),
+                ("opt --passes canonicalize,cse / [before]", "opt --passes canonicalize,cse",
+                 "opt --passes canonicalize,cse [before]", 1.0),
+                ("[before] opt --stage ttgir / --stage triton", "opt --stage ttgir [before]",
+                 "opt --stage triton [before]", 2.0),
+                ("opt --stage ttgir / [before]", "opt --stage ttgir", "opt --stage ttgir [before]", 1.0)):
+            wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
+            print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
     for stage in binary_stages[1:] if not args.no_binary_stages else ():
         # cubin: XLA's own; sass: one more ptxas and one nvdisasm per module; kernels: that ptxas
         wall, cpu, lo, hi = pair_ratios(runs[f"opt 10-module dump --stage {stage}"],
@@ -350,8 +394,8 @@ def in_process(args: argparse.Namespace) -> None:
             for p in sorted(glob.glob(os.path.join(d, "*.ptx"))):
                 open(p).read()
 
-    def driver_in_process() -> None:
-        api.compile(args.module, platform="cuda", gpu_spec=args.gpu_spec).stage("ptx")
+    def driver_in_process() -> None:  # the compile, not the stage cache
+        api.compile(args.module, platform="cuda", gpu_spec=args.gpu_spec, cache=False).stage("ptx")
 
     bare_in_process(), driver_in_process()
     drv_i, bare_i = [], []
@@ -360,6 +404,60 @@ def in_process(args: argparse.Namespace) -> None:
         t0 = time.perf_counter(); bare_in_process(); bare_i.append(time.perf_counter() - t0)
     a, b = statistics.median(drv_i), statistics.median(bare_i)
     print(f"\nin process (warm): driver {a:.3f} s, bare {b:.3f} s, {a / b:.2f}x")
+
+
+def watch_row(args: argparse.Namespace) -> None:
+    """``mlirhlo watch`` from a save to its new output, against the same compile warm in
+    this process (the API, ``cache=False``): the watch should add at most 50 ms."""
+    import os
+    import subprocess
+
+    from mlirhlo_driver import api
+
+    work = Path(tempfile.mkdtemp(prefix="mlirhlo-watch-"))
+    env = bytecode_env(args.bytecode, str(work / "pycache"))
+    env["MLIRHLO_CACHE_DIR"] = str(work / "cache")
+    src = Path(args.module).read_text()
+    module, out = work / "m.hlo", work / "m.ptx"
+    module.write_text(src)
+
+    def saved(i: int) -> str:  # new bytes each time: the stage cache cannot answer
+        return f"// save {i}\n" + src
+
+    def wait_for(pred: Any, timeout: float = 120.0) -> None:
+        end = time.monotonic() + timeout
+        while not pred():
+            if time.monotonic() > end:
+                raise SystemExit("watch did not rebuild in time")
+            time.sleep(0.002)
+
+    proc = subprocess.Popen(cli_command() + ["watch", str(module), "--platform", "cuda", "--gpu-spec", args.gpu_spec,
+                                             "--stage", "ptx", "-o", str(out), "--quiet"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    compile_s, watch_s = [], []
+    try:
+        wait_for(out.exists)
+        for i in range(args.repeats + 1):
+            text = saved(i)
+            mtime = out.stat().st_mtime_ns
+            t0 = time.perf_counter()
+            module.write_text(text)
+            wait_for(lambda m=mtime: out.exists() and out.stat().st_mtime_ns != m)
+            dt = time.perf_counter() - t0
+            (work / "c.hlo").write_text(text)
+            t0 = time.perf_counter()
+            api.compile(str(work / "c.hlo"), platform="cuda", gpu_spec=args.gpu_spec, cache=False).stage("ptx")
+            if i:  # the first round warms both
+                watch_s.append(dt)
+                compile_s.append(time.perf_counter() - t0)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        os.sync()
+    w, c = statistics.median(watch_s), statistics.median(compile_s)
+    print(f"{args.repeats} saves; module {Path(args.module).name}, spec {args.gpu_spec}")
+    print(f"watch, save to new output: {w:.3f} s; the same compile warm in one process: {c:.3f} s; "
+          f"watch adds {1000 * (w - c):+.0f} ms (goal: <= +50 ms)")
 
 
 if __name__ == "__main__":

@@ -138,10 +138,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("core/cache.py", "return cache_dir() / key[:2] / (key + _SUFFIX)", "2 -> 3"):
         "the fan-out directory of a private cache: _entry_path is the one place entries are named, "
         "for writing, reading and pruning alike, so a three-character fan-out finds every entry it wrote",
-    ("execute/runner_files.py", "if not module.name or not module.computations:", "Or -> And"):
-        "a snapshot whose module lacks only its name or only its computations ends in the same error "
-        "line either way (run_hlo_module on both kinds, with and without the mutant: "
-        "'FILE:2:1: unexpected character', exit 2); only a module lacking both differs, and both checks see it",
     ("mlir/passes.py", "if 3 <= len(m) <= 64)", "LtE -> Lt #2"):
         "the bound only keeps the scan cheap: jaxlib's longest pass name has 47 characters "
         "(sdy-update-non-divisible-input-output-shardings, 0.12.0.1), so no name of exactly 64 is lost",

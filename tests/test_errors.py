@@ -24,6 +24,16 @@ def test_parameters_are_spelled_by_the_reader():
         spell(text, "shell")
 
 
+def test_xla_flags_are_spelled_as_given():
+    """An XLA flag keeps its underscores either way: ``--xla_name=value`` on a command line,
+    the ``xla_flags`` key (and the value's repr) from Python."""
+    from mlirhlo_driver.errors import FLAGS, PARAMS, spell, xla_flag
+
+    text = f"unknown XLA flag '{xla_flag('xla_gpu_autotune_levl')}'; {xla_flag('xla_dump_to', 'x')}"
+    assert spell(text, FLAGS) == "unknown XLA flag '--xla_gpu_autotune_levl'; --xla_dump_to=x"
+    assert spell(text, PARAMS) == "unknown XLA flag 'xla_gpu_autotune_levl'; xla_dump_to='x'"
+
+
 def test_exit_codes_of_each_error_class():
     """Bad usage or input exits 2, a fine input that failed to compile or run exits 1, Ctrl-C 130."""
     from mlirhlo_driver import errors as E

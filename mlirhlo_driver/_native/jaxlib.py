@@ -385,6 +385,7 @@ def _import_jax() -> Any:
             warnings.filterwarnings("ignore", category=RuntimeWarning,
                                     message=r"JAX plugin jax_cuda\d+_plugin version")
         import jax as jax_module
+    _exclude_driver_frames()
     if force_cpu:
         jax_module.config.update("jax_platforms", "cpu")
         if not plugin_matches:
@@ -394,6 +395,15 @@ def _import_jax() -> Any:
         # and log ALREADY_EXISTS. CPU jax does not need it.
         _keep_plugin_out_of_discovery()
     return jax_module
+
+
+def _exclude_driver_frames() -> None:
+    """The driver's frames are not the user's: a JAX function lowered through it gets
+    ops located at the user's lines, and HLO metadata whose stack frames stop there
+    (as jax leaves out its own frames)."""
+    from jax._src import source_info_util
+
+    source_info_util.register_exclusion(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 
 def _keep_plugin_out_of_discovery() -> None:

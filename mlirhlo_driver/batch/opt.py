@@ -619,16 +619,22 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
     (core.progress) come per stage and per module. ``also``: stages made from the same
     compiles but not written, their outputs in each row's ``also`` (XLA stages only with a
     platform)."""
-    from ..mlir import pipeline
+    # Without MLIR passes or their instrumentation the pipeline module is not needed (a
+    # cached stage's command stays light).
+    mlir_work = any((o.pipeline_spec, o.passes, o.pipeline_file, o.print_ir_before, o.print_ir_after,
+                     o.reproducer_dir, o.print_pipeline))
+    if mlir_work:
+        from ..mlir import pipeline
 
-    root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file)
+    root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file) if mlir_work else None
     if o.timing_format not in ("text", "json"):
         raise DriverError(f"--timing-format must be text or json, not '{o.timing_format}'")
     # With a platform, a name the MLIR pipeline does not run is one of XLA's HLO passes.
     mlir_before, xla_before = _split_print_names(o.print_ir_before, root, target.platform)
     mlir_after, xla_after = _split_print_names(o.print_ir_after, root, target.platform)
-    pipeline.check_print_ir_passes(mlir_before, root, "--print-ir-before")
-    pipeline.check_print_ir_passes(mlir_after, root, "--print-ir-after")
+    if mlir_work:
+        pipeline.check_print_ir_passes(mlir_before, root, "--print-ir-before")
+        pipeline.check_print_ir_passes(mlir_after, root, "--print-ir-after")
     if o.reproducer_dir is not None:
         pipeline.check_reproducer_dir(o.reproducer_dir)
     if o.print_pipeline:
@@ -671,7 +677,7 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
         print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,
         print_ir_before=mlir_before, print_ir_after=mlir_after,
         print_ir_after_failure=o.print_ir_after_failure, print_ir_module_scope=o.print_ir_module_scope,
-        timing=o.timing, verify_each=o.verify_each)
+        timing=o.timing, verify_each=o.verify_each) if mlir_work else None
     job = OptJob(
         root=root, stage_names=tuple(stage_names), targets=tuple(targets), platform=target.platform,
         instrumentation=inst, dump_dir=o.dump_dir, ir_dump_dir=o.ir_dump_dir, timing=o.timing,

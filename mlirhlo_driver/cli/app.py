@@ -444,6 +444,7 @@ def diff_command(
         "--debug-options-file-a", metavar="FILE", help="DebugOptions textproto of side A (under XLA_FLAGS).")] = None,
     debug_options_file_b: Annotated[Optional[str], typer.Option(
         "--debug-options-file-b", metavar="FILE", help="DebugOptions textproto of side B (under XLA_FLAGS).")] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
 
@@ -453,14 +454,16 @@ def diff_command(
     try:
         from .. import outputs
         from ..commands import mlirhlo as commands
-        from .common import say
+        from .common import progress_line, say
 
-        outputs.Sink().emit(commands.diff(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
-                                          flags_b=flags_b, stage=stage,
-                                          input_options=_input_options(input_format, False, args),
-                                          as_json=json_out, cache=not no_cache, explain=explain,
-                                          debug_options_file_a=debug_options_file_a,
-                                          debug_options_file_b=debug_options_file_b, say=say))
+        line = progress_line(quiet, "diff")
+        with line if line is not None else _nothing():
+            text = commands.diff(input, input_b, platform=platform, gpu_spec=gpu_spec, flags_a=flags_a,
+                                 flags_b=flags_b, stage=stage, input_options=_input_options(input_format, False, args),
+                                 as_json=json_out, cache=not no_cache, explain=explain,
+                                 debug_options_file_a=debug_options_file_a,
+                                 debug_options_file_b=debug_options_file_b, say=say, progress=line)
+        outputs.Sink().emit(text)
     except DriverError as e:
         _fail(e)
 

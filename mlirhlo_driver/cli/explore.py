@@ -108,6 +108,8 @@ def _explore(argv: list[str]) -> int:
     if len(params["inputs"]) != 1:
         raise DriverError(f"explore shows one module; {len(params['inputs'])} inputs given",
                           hint=f"{_PROG} FILE --platform cuda")
+    if params["platform"] is None and params.get("gpu_spec"):
+        params["platform"] = "cuda"  # GPU specs name CUDA targets, as at opt
     if params["platform"] is None:
         raise DriverError(f"explore shows XLA's optimized HLO: give {param('platform', 'cpu|cuda')}")
     if params["gpu_spec"] and "," in params["gpu_spec"]:

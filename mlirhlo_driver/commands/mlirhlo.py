@@ -250,7 +250,7 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
          flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
          input_options: Any = None, as_json: bool = False, cache: bool = True, explain: bool = False,
          debug_options_file_a: str | None = None, debug_options_file_b: str | None = None,
-         say: Callable[[str], None] = log_note) -> str:
+         say: Callable[[str], None] = log_note, progress: Callable[[Any], None] | None = None) -> str:
     """``mlirhlo diff``: the comparison of two compiles (core.diff) as text, or as JSON.
 
     Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``, side B
@@ -261,6 +261,7 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     from the stage cache where they are. ``explain``: also, per differing kernel, its cause
     among the differing flags and spec fields and the XLA pass behind it (core.explain;
     the JSON's ``explain``, after the text's report); one input only, and no ``stage``.
+    ``progress`` gets core.progress events: each side, then each kernel explained.
     """
     import json
 
@@ -269,6 +270,8 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     from ..core.compiled import Compiled
     from ..core.program import InputOptions, programs
 
+    if platform is None and gpu_spec is not None:
+        platform = "cuda"  # GPU specs name CUDA targets
     if platform is None:
         raise DriverError(f"diff compares XLA compiles: give {param('platform', 'cpu|cuda')}")
     if stage is not None and explain:
@@ -296,8 +299,12 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
         t.notes = []
     for n in notes:
         say(n.removeprefix("note: "))
+    from ..core.progress import report
+
     compiles = [Compiled(loaded[side[0]], t, t.options(), cache=cache) for side, t in zip(sides_in, tgts)]
+    report(progress, 0, 2, "side A")
     side_a = core_diff.side(compiles[0], stage)
+    report(progress, 1, 2, "side B")
     # The same compile twice (the cache off): once is enough.
     side_b = side_a if sides_in[0] == sides_in[1] else core_diff.side(compiles[1], stage)
     for n in dict.fromkeys(n for c in compiles for n in c.notes):
@@ -306,7 +313,7 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     if explain:
         from ..core import explain as explaining
 
-        result["explain"] = explaining.explain(compiles[0], compiles[1], side_a, side_b, result)
+        result["explain"] = explaining.explain(compiles[0], compiles[1], side_a, side_b, result, progress=progress)
     if as_json:
         return json.dumps(result, indent=2) + "\n"
     return core_diff.text(result) + ("\n" + explaining.text(result["explain"]) if explain else "")

@@ -179,7 +179,7 @@ def entry_points_digest() -> str:
 
 def cuda_tools_digest(data_dir: str | None = None) -> str:
     """Which ptxas and nvdisasm the CUDA stages may run here, and which builds (by stat)."""
-    from ..cuda.binaries import tool_paths
+    from ..cuda.tools import tool_paths
 
     h = _Hasher()
     for path in tool_paths(data_dir):

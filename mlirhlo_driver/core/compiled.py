@@ -339,7 +339,8 @@ class Compiled:
         stages the cache keeps like any other."""
         return Compiled(self.program, self.target, options, cache=self.cache)
 
-    def diff(self, other: Compiled, *, explain: bool = False, stage: str | None = None) -> dict[str, Any]:
+    def diff(self, other: Compiled, *, explain: bool = False, stage: str | None = None,
+             progress: Any = None) -> dict[str, Any]:
         """This compile (side A) against ``other`` (side B), as ``mlirhlo diff --json`` gives
         it: ``a``, ``b``, ``fusions``, ``kernels`` (None on CPU), ``memory``, ``buffers``,
         ``stage`` (a unified diff of ``stage``, XLA's names renumbered; None without one)
@@ -347,7 +348,8 @@ class Compiled:
         ``diff --explain`` gives it: per differing kernel, the fewest differing DebugOptions
         or GPU spec fields that reproduce the difference on A and the XLA pass whose
         disabling removes it (``core.explain.explain``); both sides must compile one
-        program (DriverError otherwise)."""
+        program (DriverError otherwise). ``progress``: a callback of
+        :class:`~mlirhlo_driver.core.progress.Progress` events (each kernel explained)."""
         from . import diff
 
         if explain and not same_program(self.program, other.program):
@@ -363,20 +365,23 @@ class Compiled:
         if explain:
             from . import explain as explaining
 
-            result["explain"] = explaining.explain(self, other, side_a, side_b, result)
+            result["explain"] = explaining.explain(self, other, side_a, side_b, result, progress=progress)
         return result
 
-    def write(self, directory: str, stages: str | list[str] = "all") -> list[str]:
+    def write(self, directory: str, stages: str | list[str] = "all", *, progress: Any = None) -> list[str]:
         """Write stages as ``<module>.<ext>`` files (``<module>.<part>.<ext>`` for
         multi-file stages), each atomically; returns the paths written. ``"all"``: every
-        stage of :attr:`stages`."""
+        stage of :attr:`stages`. ``progress``: a callback of
+        :class:`~mlirhlo_driver.core.progress.Progress` events, one per stage."""
         from .. import outputs
+        from .progress import report
 
         names = list(self.stages) if stages == "all" else [stages] if isinstance(stages, str) else list(stages)
         checked = [self._stage(name) for name in names]  # every name checked before anything is written
         self.expect(names)  # one compile dumps what they all need
         sink = outputs.Sink(dump_dir=directory)
-        for stage in checked:
+        for i, stage in enumerate(checked):
+            report(progress, i, len(checked), f"{self.program.name}: {stage.name}")
             for filename, data in stage.files(self.program.name, self.stage(stage.name)):
                 sink.file(filename, data)
         return sink.written

@@ -197,9 +197,7 @@ def spec_candidates(spec_a: Any, spec_b: Any) -> list[Candidate]:
 
 
 def _proto(spec: Any) -> Any:
-    from ..cuda import specs
-
-    return spec.proto if spec.proto is not None else specs.parse_spec(spec.text, spec.path).proto
+    return spec.proto
 
 
 def spec_text_with(spec_a: Any, spec_b: Any, chosen: list[Candidate]) -> str:
@@ -415,7 +413,7 @@ def _differences(result: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -
 
 
 def explain(a: Any, b: Any, side_a: dict[str, Any], side_b: dict[str, Any], result: dict[str, Any], *,
-            passes: bool = True) -> dict[str, Any]:
+            passes: bool = True, progress: Any = None) -> dict[str, Any]:
     """The ``explain`` object of ``diff --explain --json`` for two compiles of one program
     (core.compiled.Compiled, one target each; their merged DebugOptions and GPU specs are
     the candidates' sources), their sides (core.diff.side) and their comparison
@@ -424,10 +422,12 @@ def explain(a: Any, b: Any, side_a: dict[str, Any], side_b: dict[str, Any], resu
     ``fields``, ``cause`` (the minimal candidates that reproduce it, or [] with
     ``reproduced`` false), ``pass`` (``side``, ``name``, ``trials``; ``name`` None if none
     found)), ``compiles`` (trial compiles run), ``from_cache`` (trials the stage cache
-    answered) and ``failed`` (trials XLA refused)."""
+    answered) and ``failed`` (trials XLA refused). ``progress`` (core.progress) gets an
+    event per kernel explained."""
     import dataclasses
 
     from ..cuda import specs
+    from .progress import report
 
     trials = Trials(a)
     trials.known(a.options, side_a)
@@ -448,7 +448,9 @@ def explain(a: Any, b: Any, side_a: dict[str, Any], side_b: dict[str, Any], resu
 
     kernels = []
     pass_logs: dict[str, tuple[list[str], dict[str, str]]] = {}
-    for d in _differences(result, side_a, side_b):
+    differences = _differences(result, side_a, side_b)
+    for i, d in enumerate(differences):
+        report(progress, i, len(differences), f"explain {d['kernel']} ({trials.compiles} trial compiles)")
         row = d["row_b"] if d["change"] != "only_a" else d["row_a"]
         entry: dict[str, Any] = {"kernel": d["kernel"], "change": d["change"], "fields": d["fields"],
                                  "cause": [], "reproduced": False, "pass": None}

@@ -42,9 +42,9 @@ class TerminalLine:
     Use as a context manager around the work and as the callback; leaving clears it.
     """
 
-    def __init__(self, stream: Any, delay: float = DELAY, label: str = "") -> None:
+    def __init__(self, stream: Any, delay: float | None = None, label: str = "") -> None:
         self._stream = stream
-        self._delay = delay
+        self._delay = DELAY if delay is None else delay
         self._label = label
         self._start = time.monotonic()
         self._progress: Any = None

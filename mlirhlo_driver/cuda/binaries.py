@@ -343,57 +343,6 @@ LEGACY_SASS_HINT = (f"pip install 'mlirhlo-driver[legacy-sass]', i.e. '{TRITON_R
 NVDISASM_REQUIREMENT = "nvidia-cuda-nvdisasm>=13.2"
 
 
-def _triton_bin_dirs() -> list[str]:
-    """triton/backends/nvidia/bin of an installed triton (found, never imported)."""
-    from importlib import util
-
-    try:
-        spec = util.find_spec("triton")
-    except (ImportError, ValueError):
-        return []
-    roots = (spec.submodule_search_locations or []) if spec else []
-    return [os.path.join(root, "backends", "nvidia", "bin") for root in roots]
-
-
-def _nvdisasm_searched(data_dir: str | None) -> list[str]:
-    """Where nvdisasm is looked for, in order (for error messages)."""
-    from . import tools as cuda_tools
-
-    places = [os.path.join(data_dir, "bin")] if data_dir else []
-    places += ["pip's nvidia/*/bin", "PATH", *(os.path.join(d, "bin") for d in cuda_tools.SYSTEM_ROOTS)]
-    return places + (_triton_bin_dirs() or ["triton/backends/nvidia/bin (triton not installed)"])
-
-
-def _nvdisasm_candidates(data_dir: str | None) -> list[str]:
-    """Every nvdisasm here, in the order tried: the CUDA data dir, pip's nvidia
-    packages (the plugin's CUDA major first), PATH, the system toolkits, then the
-    CUDA 12 copy Triton bundles."""
-    from . import tools as cuda_tools
-
-    dirs = [os.path.join(data_dir, "bin")] if data_dir else []
-    dirs += cuda_tools.pip_bin_dirs()
-    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
-    dirs += [os.path.join(d, "bin") for d in cuda_tools.SYSTEM_ROOTS]
-    dirs += _triton_bin_dirs()
-    out: list[str] = []
-    for d in dirs:
-        path = os.path.join(d, "nvdisasm")
-        real = os.path.realpath(path)
-        if os.path.isfile(path) and os.access(path, os.X_OK) and real not in out:
-            out.append(real)
-    return out
-
-
-def tool_paths(data_dir: str | None = None) -> list[str]:
-    """Every ptxas and nvdisasm the CUDA stages may run here, in the order tried: what
-    the stage cache key fingerprints (by stat; no process is started)."""
-    from . import tools as cuda_tools
-
-    ptxas = [path for path, _ in cuda_tools._candidates(data_dir or cuda_tools.pip_cuda_dir())
-             if os.path.isfile(path)]
-    return ptxas + _nvdisasm_candidates(data_dir)
-
-
 @functools.lru_cache(maxsize=None)
 def _nvdisasm_version(path: str, mtime_ns: int) -> tuple[int, ...] | None:
     from . import tools as cuda_tools
@@ -422,8 +371,10 @@ def _nvdisasm_version(path: str, mtime_ns: int) -> tuple[int, ...] | None:
 
 def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
     """The first nvdisasm here that reads ``sm`` cubins; ToolchainError if none does."""
+    from . import tools as cuda_tools
+
     found = []
-    for path in _nvdisasm_candidates(data_dir):
+    for path in cuda_tools.nvdisasm_candidates(data_dir):
         version = _nvdisasm_version(path, os.stat(path).st_mtime_ns)
         if version is None:
             continue
@@ -431,7 +382,7 @@ def nvdisasm_for(sm: str, data_dir: str | None = None) -> Nvdisasm:
         if tool.reads(sm):
             return tool
         found.append(tool)
-    searched = ", ".join(_nvdisasm_searched(data_dir))
+    searched = ", ".join(cuda_tools.nvdisasm_searched(data_dir))
     if not found:
         raise ToolchainError(f"no nvdisasm found; searched {searched}",
                              hint=f"pip install '{NVDISASM_REQUIREMENT}'")

@@ -597,13 +597,22 @@ class GpuSpec:
     # One-line notes for the user (fields filled in or left out, a shipped spec used
     # for a missing path); the caller prints them once its usage checks have passed.
     notes: tuple[str, ...] = ()
-    proto: Any = field(default=None, compare=False, repr=False)  # the GpuTargetConfigProto
+    # The GpuTargetConfigProto, when parsed in this process (:attr:`proto` parses it on
+    # first use for a spec from the summary memo or a pickle).
+    message: Any = field(default=None, compare=False, repr=False)
     cc_at: Pos | None = field(default=None, compare=False, repr=False)  # in the file
 
     def __getstate__(self) -> dict[str, Any]:
         # Batch workers receive specs pickled; the message's class lives in a private
         # descriptor pool that pickle cannot name, and the worker reads only the text.
-        return {**self.__dict__, "proto": None}
+        return {**self.__dict__, "message": None}
+
+    @property
+    def proto(self) -> Any:
+        """The ``GpuTargetConfigProto`` of :attr:`text`."""
+        if self.message is None:
+            object.__setattr__(self, "message", _parse_spec(self.text, self.path, self.name).message)
+        return self.message
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (everything but the text)."""
@@ -646,7 +655,74 @@ def parse_spec(text: str, path: str | os.PathLike[str], name: str | None = None)
     Required fields the text lacks but its compute capability determines are
     filled in (GpuSpec.text holds them, GpuSpec.filled names them) and a note in
     GpuSpec.notes says so; so does one about fields from an XLA newer than this one.
+
+    A valid spec's summary is kept on disk (:func:`_memo_key`: the text, the path, the
+    name, jaxlib's version and this module's file), so a command that reads the same
+    spec again (a cached stage) imports no protobuf: such a GpuSpec has no ``proto``
+    (:meth:`GpuSpec.message` parses it when asked).
     """
+    key = _memo_key(text, str(path), name)
+    found = _memo_read(key, path) if key is not None else None
+    if found is not None:
+        return found
+    spec = _parse_spec(text, path, name)
+    if key is not None:
+        _memo_write(key, spec)
+    return spec
+
+
+_MEMO_FIELDS = ("name", "text", "gpu", "compute_capability", "sm", "sm_count", "memory_bytes", "memory_bandwidth",
+                "clock_ghz", "filled", "notes")
+
+
+def _memo_key(text: str, path: str, name: str | None) -> str | None:
+    import hashlib
+
+    from .. import installed
+
+    try:
+        me = os.stat(__file__)
+    except OSError:
+        return None
+    jaxlib = installed.versions(("jaxlib",)).get("jaxlib")
+    h = hashlib.sha256(repr((text, path, name, jaxlib, me.st_size, me.st_mtime_ns)).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _memo_path(key: str) -> Path:
+    from ..resources import cache_dir
+
+    return cache_dir("specs") / f"{key}.json"
+
+
+def _memo_read(key: str, path: str | os.PathLike[str]) -> GpuSpec | None:
+    import json
+
+    try:
+        d = json.loads(_memo_path(key).read_text())
+        at = d.pop("cc_at")
+        spec = GpuSpec(path=Path(path), **{k: d[k] for k in _MEMO_FIELDS if k not in ("filled", "notes")},
+                       filled=tuple(tuple(f) for f in d["filled"]), notes=tuple(d["notes"]),
+                       cc_at=Pos(*at) if at else None)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return spec
+
+
+def _memo_write(key: str, spec: GpuSpec) -> None:
+    import json
+
+    from ..outputs import write_atomic
+
+    d = {k: getattr(spec, k) for k in _MEMO_FIELDS}
+    d["cc_at"] = dataclasses.astuple(spec.cc_at) if spec.cc_at is not None else None
+    try:
+        write_atomic(_memo_path(key), json.dumps(d))
+    except OSError:
+        pass  # a cache that cannot be written is skipped
+
+
+def _parse_spec(text: str, path: str | os.PathLike[str], name: str | None = None) -> GpuSpec:
     file = str(path)
     msg = _parse_complete(text)
     filled: dict[str, int] = {}
@@ -683,7 +759,7 @@ def parse_spec(text: str, path: str | os.PathLike[str], name: str | None = None)
         clock_ghz=_float32(info.clock_rate_ghz),
         filled=tuple(filled.items()),
         notes=tuple(notes),
-        proto=msg,
+        message=msg,
         cc_at=cc_at,
     )
 

@@ -513,3 +513,50 @@ def translate_xla_error(message: str, native_log: str = "", data_dir: str | None
         return ToolchainError(f"{m.group(1)} cannot target{target} (XLA: ptxas too old){where}",
                               hint=fix_hint())
     return None
+
+
+# ------------------------------------------------------------- nvdisasm and tool paths
+
+def triton_bin_dirs() -> list[str]:
+    """triton/backends/nvidia/bin of an installed triton (found, never imported)."""
+    from importlib import util
+
+    try:
+        spec = util.find_spec("triton")
+    except (ImportError, ValueError):
+        return []
+    roots = (spec.submodule_search_locations or []) if spec else []
+    return [os.path.join(root, "backends", "nvidia", "bin") for root in roots]
+
+
+def nvdisasm_searched(data_dir: str | None) -> list[str]:
+    """Where nvdisasm is looked for, in order (for error messages)."""
+    places = [os.path.join(data_dir, "bin")] if data_dir else []
+    places += ["pip's nvidia/*/bin", "PATH", *(os.path.join(d, "bin") for d in SYSTEM_ROOTS)]
+    return places + (triton_bin_dirs() or ["triton/backends/nvidia/bin (triton not installed)"])
+
+
+def nvdisasm_candidates(data_dir: str | None) -> list[str]:
+    """Every nvdisasm here, in the order tried: the CUDA data dir, pip's nvidia
+    packages (the plugin's CUDA major first), PATH, the system toolkits, then the
+    CUDA 12 copy Triton bundles."""
+    dirs = [os.path.join(data_dir, "bin")] if data_dir else []
+    dirs += pip_bin_dirs()
+    dirs += [d for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    dirs += [os.path.join(d, "bin") for d in SYSTEM_ROOTS]
+    dirs += triton_bin_dirs()
+    out: list[str] = []
+    for d in dirs:
+        path = os.path.join(d, "nvdisasm")
+        real = os.path.realpath(path)
+        if os.path.isfile(path) and os.access(path, os.X_OK) and real not in out:
+            out.append(real)
+    return out
+
+
+def tool_paths(data_dir: str | None = None) -> list[str]:
+    """Every ptxas and nvdisasm the CUDA stages may run here, in the order tried: what
+    the stage cache key fingerprints (by stat; no process is started). Here, not in
+    binaries.py, so that a cached stage's key imports no more than this module."""
+    ptxas = [path for path, _ in _candidates(data_dir or pip_cuda_dir()) if os.path.isfile(path)]
+    return ptxas + nvdisasm_candidates(data_dir)

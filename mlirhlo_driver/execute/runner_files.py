@@ -15,14 +15,10 @@ from ..timing import ms_since
 
 
 def snapshot_module(path: str, keep: list[Any], say: Callable[[str], None] = log_note) -> tuple[str, str] | None:
-    """An HloSnapshot file (XLA's ``*.snapshot.*.pb`` dumps) as (module file, arguments .npz).
-
-    The snapshot holds the module after XLA's optimizations, whose fusions
-    jaxlib cannot compile again (its HLO import drops their backend configs).
-    So where the dump has the same module before optimizations beside it
-    (``module_NNNN.<name>.before_optimizations.txt``), that one runs, on the
-    recorded arguments. None for files that are no snapshot.
-    """
+    """An HloSnapshot file (XLA's ``*.snapshot.*.pb`` dumps) as (module file, arguments .npz):
+    the module the loader reads for it (inputs.loader.snapshot_module: the dump's module
+    before optimizations where it is beside the snapshot), on the recorded arguments.
+    None for files that are no snapshot."""
     import tempfile
 
     import numpy as np
@@ -39,23 +35,20 @@ def snapshot_module(path: str, keep: list[Any], say: Callable[[str], None] = log
         return None
     except DriverError:
         pass
-    try:
-        snap = protos.message_class("xla.HloSnapshot").FromString(data)
-    except Exception:
+    found = loader.snapshot_module(data, path)
+    if found is None:
         return None
-    module = snap.hlo.hlo_module
-    if not module.name or not module.computations:
-        return None
+    snap = protos.message_class("xla.HloSnapshot").FromString(data)
     arrays = [literals.to_array(a, f"{path}: argument {i}") for i, a in enumerate(snap.arguments)]
     d = tempfile.TemporaryDirectory(prefix="mlirhlo-snapshot-")
     keep.append(d)
-    before = p.with_name(p.name.split(".snapshot.")[0] + ".before_optimizations.txt")
-    if ".snapshot." in p.name and before.is_file():
-        say(f"{path}: running {before.name} on the recorded arguments")
-        module_file = before
+    source, _, module_bytes = found
+    if source != path:
+        say(f"{path}: running {Path(source).name} on the recorded arguments")
+        module_file = Path(source)
     else:
         module_file = Path(d.name) / (p.name[: -len(".pb")] + ".pb")
-        module_file.write_bytes(module.SerializeToString())
+        module_file.write_bytes(module_bytes)
     npz = Path(d.name) / "arguments.npz"
     np.savez(npz, *arrays)
     return str(module_file), str(npz)

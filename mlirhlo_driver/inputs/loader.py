@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, did_you_mean, param
-from ..ir import dtypes
 
 INPUT_FORMATS = ("hlo", "hlo-proto", "hlo-pbtxt", "mlir", "bytecode", "vhlo", "jax")
 
@@ -178,7 +177,16 @@ def read_units(source: str, *, input_format: str | None = None, split_input_file
         data = _read(source)
     elif not data.strip():
         raise InputError("empty file", file=source)
-    fmt = input_format or detect_format(data, source)
+    if input_format is None:
+        try:
+            fmt = detect_format(data, source)
+        except InputError:
+            snap = snapshot_module(data, source)
+            if snap is None:
+                raise
+            source, fmt, data = snap
+    else:
+        fmt = input_format
     if fmt in ("vhlo", "bytecode") and not data.startswith(_MLIR_BYTECODE_MAGIC):
         # jaxlib would take MLIR text here too and hide the mismatch.
         try:
@@ -195,6 +203,34 @@ def read_units(source: str, *, input_format: str | None = None, split_input_file
         return [Unit(source, f"{stem}.{i}" if len(chunks) > 1 else stem, fmt, chunks[i][0].encode(), chunks[i][1])
                 for i in wanted]
     return [Unit(source, stem, fmt, data, 0)]
+
+
+def snapshot_module(data: bytes, source: str) -> tuple[str, str, bytes] | None:
+    """An HloSnapshot (XLA's ``*.snapshot.*.pb`` dumps) as (source, format, bytes) of the
+    module to read; None for data that is no snapshot.
+
+    The snapshot holds the module after XLA's optimizations, whose fusions jaxlib cannot
+    compile again (its HLO import drops their backend configs). So where the dump has the
+    same module before optimizations beside it (``module_NNNN.<name>.before_optimizations.txt``),
+    that file is the module; else the snapshot's own (its MLIR-level stages and conversion
+    work; an XLA compile may refuse its fusions).
+    """
+    if not data.startswith(b"\x0a"):
+        return None
+    from ..ir import protos
+
+    try:
+        snap = protos.message_class("xla.HloSnapshot").FromString(data)
+    except Exception:
+        return None
+    module = snap.hlo.hlo_module
+    if not module.name or not module.computations:
+        return None
+    p = Path(source)
+    before = p.with_name(p.name.split(".snapshot.")[0] + ".before_optimizations.txt")
+    if ".snapshot." in p.name and before.is_file():
+        return str(before), "hlo", before.read_bytes()
+    return source, "hlo-proto", module.SerializeToString()
 
 
 def parse_unit(unit: Unit) -> LoadedModule:
@@ -774,27 +810,32 @@ def _instruction_before(text: str, line: int, shape: str, opcode: str) -> tuple[
 # --args spellings -> numpy dtype name: XLA's HLO names (f32, s8, pred, bf16,
 # f8e4m3fn, ...) of every type numpy or ml_dtypes holds, and the aliases users
 # reach for: "bool", and MLIR's signless "i8".."i64" (plus i2, i4) for s8..s64.
-_DTYPES = {t.hlo: t.numpy for t in dtypes.ARRAY_TYPES if t.numpy is not None}
-_DTYPES["bool"] = "bool"
-_DTYPES.update({t.mlir: t.numpy for t in dtypes.ARRAY_TYPES
-                if t.kind == "signed" and dtypes.BY_MLIR[t.mlir] is t})  # "i1" is PRED's: not an alias
+def _dtypes() -> dict[str, str]:
+    from ..ir import dtypes
+
+    names = {t.hlo: t.numpy for t in dtypes.ARRAY_TYPES if t.numpy is not None}
+    names["bool"] = "bool"
+    names.update({t.mlir: t.numpy for t in dtypes.ARRAY_TYPES
+                  if t.kind == "signed" and dtypes.BY_MLIR[t.mlir] is t})  # "i1" is PRED's: not an alias
+    return names
 _ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
 
 
 def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
     """``'f32[8,128],i32[8]'`` -> [("float32", (8, 128)), ("int32", (8,))]."""
     out, pos = [], 0
+    names = _dtypes()
     while pos < len(spec):
         m = _ARG.match(spec, pos)
         if not m:
             raise InputError(f"malformed argument spec at column {pos + 1}: expected DTYPE[DIMS] "
                              "like f32[8,128]", file=param("args"), col=pos + 1)
         dtype = m.group(1).lower()
-        if dtype not in _DTYPES:
+        if dtype not in names:
             raise InputError(f"unknown dtype '{m.group(1)}' in argument spec", file=param("args"),
-                             col=m.start(1) + 1, hint=did_you_mean(dtype, _DTYPES))
+                             col=m.start(1) + 1, hint=did_you_mean(dtype, names))
         dims = tuple(int(d) for d in m.group(2).replace(" ", "").split(",") if d)
-        out.append((_DTYPES[dtype], dims))
+        out.append((names[dtype], dims))
         pos = m.end()
         if pos < len(spec):
             if spec[pos] != ",":
@@ -832,6 +873,8 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
         fn = getattr(fn, part)
     if not callable(fn):
         raise InputError(f"'{attr}' is not callable", file=entry)
+    from ..ir import dtypes
+
     structs = [jax.ShapeDtypeStruct(shape, dtypes.np_dtype(dt)) for dt, shape in args]
     return lower_jax_function(fn, structs, name=attr.split(".")[-1], source=entry)
 

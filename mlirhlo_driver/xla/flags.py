@@ -16,7 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..errors import FlagError, did_you_mean
+from ..errors import FlagError, did_you_mean, xla_flag
 
 _FLAG = re.compile(r"^--(xla_[A-Za-z0-9_]+)(?:=(.*))?$", re.DOTALL)
 _TEXTPROTO_LINE = re.compile(r"^\s*(xla_[A-Za-z0-9_]+)\s*:\s*(.+?)\s*$")
@@ -215,7 +215,7 @@ def check_value_types(flags: dict[str, Any]) -> None:
             continue
         if not ok:
             shown = str(value).lower() if isinstance(value, bool) else value
-            error = FlagError(f"--{name}={shown}: expected {kind}")
+            error = FlagError(f"{xla_flag(name, shown)}: expected {kind}")
             error.bad_value = True
             raise error
 
@@ -234,7 +234,7 @@ def check_names(flags: dict[str, Any], known: set[str]) -> None:
         return
     for name in flags:
         if name not in known:
-            raise FlagError(f"unknown XLA flag '--{name}'",
+            raise FlagError(f"unknown XLA flag '{xla_flag(name)}'",
                             hint=did_you_mean(name, known) or "see XLA's DebugOptions")
     _check_bool_values(flags)
 
@@ -260,7 +260,7 @@ def _check_bool_values(flags: dict[str, Any]) -> None:
         field = fields.get(name)
         if field is not None and field.type != FieldDescriptor.TYPE_BOOL:
             kind = "a number" if field.type in numeric else "a value"
-            raise FlagError(f"--{name} needs {kind}, e.g. --{name}=VALUE",
+            raise FlagError(f"{xla_flag(name)} needs {kind}, e.g. {xla_flag(name, 'VALUE')}",
                             hint="a flag without '=' is a boolean set to true")
 
 
@@ -273,12 +273,12 @@ def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
     m = _NO_SUCH.search(message)
     if m:
         name = m.group(1)  # XLA's word overrules our list (old names linger in the binary)
-        return FlagError(f"unknown XLA flag '--{name}'", hint=did_you_mean(name, known - {name}))
+        return FlagError(f"unknown XLA flag '{xla_flag(name)}'", hint=did_you_mean(name, known - {name}))
     m = _BAD_VALUE.search(message)
     if m:
         kind = {"int32": "an integer", "int64": "an integer", "bool": "true or false",
                 "float": "a number", "double": "a number"}.get(m.group(3), m.group(3))
-        return FlagError(f"--{m.group(1)}={m.group(2)}: expected {kind}")
+        return FlagError(f"{xla_flag(m.group(1), m.group(2))}: expected {kind}")
     return None
 
 

@@ -257,6 +257,7 @@ def test_diff_explain_hands_its_options_to_the_library(cli, monkeypatch):
     assert (r.code, r.out, r.err) == (0, "explained\n", "")
     kwargs = seen["kwargs"]
     assert kwargs.pop("say") is say and kwargs.pop("input_options").input_format is None
+    assert kwargs.pop("progress") is None  # stderr is not a terminal here: no progress line
     assert seen["args"] == ("a.hlo", None) and kwargs == {
         "platform": "cuda", "gpu_spec": "a100_sxm_80,h100_sxm", "flags_a": "--xla_gpu_autotune_level=0",
         "flags_b": None, "stage": None, "as_json": True, "cache": False, "explain": True,

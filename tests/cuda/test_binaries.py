@@ -268,7 +268,7 @@ def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path
     from mlirhlo_driver.cuda import tools as cuda_tools
     from mlirhlo_driver.errors import ToolchainError
 
-    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [])
     monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "none"),))
     monkeypatch.setenv("PATH", str(tmp_path))
     try:
@@ -633,9 +633,9 @@ def test_nvdisasm_for_takes_the_first_that_reads_the_sm_or_says_why_none(tmp_pat
     a, b, c, d = (str(paths[x]) for x in "abcd")
     versions = {a: None, b: (11, 7), c: (13, 0), d: (12, 8)}
     found = list(versions)
-    monkeypatch.setattr(cuda_binaries, "_nvdisasm_candidates", lambda data_dir: found)
+    monkeypatch.setattr(cuda_tools, "nvdisasm_candidates", lambda data_dir: found)
     monkeypatch.setattr(cuda_binaries, "_nvdisasm_version", lambda path, mtime: versions[path])
-    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [])
     monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/sys",))
     assert cuda_binaries.nvdisasm_for("sm_80") == cuda_binaries.Nvdisasm(b, (11, 7))
     assert cuda_binaries.nvdisasm_for("sm_90a") == cuda_binaries.Nvdisasm(c, (13, 0))
@@ -659,36 +659,8 @@ def test_nvdisasm_for_takes_the_first_that_reads_the_sm_or_says_why_none(tmp_pat
         cuda_binaries.nvdisasm_for("sm_90a")
     assert (e.value.message, e.value.hint) == (f"no nvdisasm found; {searched}",
                                                "pip install 'nvidia-cuda-nvdisasm>=13.2'")
-    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: ["/t/bin"])
-    assert cuda_binaries._nvdisasm_searched(None)[-1] == "/t/bin"
-
-
-def test_nvdisasm_candidates_in_order_executables_once(tmp_path, monkeypatch):
-    """The data dir's bin first, then PATH, the system roots, triton's; a file that is not
-    executable is passed over, one reached twice (a link) listed once, by its real path."""
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
-    from mlirhlo_driver.cuda import tools as cuda_tools
-
-    def exe(d, mode=0o755):
-        p = tmp_path / d / "nvdisasm"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text("#!/bin/sh\n")
-        p.chmod(mode)
-        return str(p)
-
-    data, on_path, plain, sys_root, triton = exe("data/bin"), exe("p"), exe("plain", 0o644), exe("sys/bin"), exe("t")
-    (tmp_path / "link").mkdir()
-    (tmp_path / "link" / "nvdisasm").symlink_to(on_path)
-    monkeypatch.setattr(cuda_tools, "pip_bin_dirs", lambda: [])
-    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "sys"),))
-    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [str(tmp_path / "t")])
-    monkeypatch.setenv("PATH", os.pathsep.join(["", str(tmp_path / "link"), str(tmp_path / "plain"),
-                                                str(tmp_path / "p"), str(tmp_path / "none")]))
-    assert plain
-    assert cuda_binaries._nvdisasm_candidates(str(tmp_path / "data")) == [data, on_path, sys_root, triton]
-    assert cuda_binaries._nvdisasm_candidates(None) == [on_path, sys_root, triton]
-    assert cuda_binaries._nvdisasm_searched(str(tmp_path / "data"))[:3] == [
-        str(tmp_path / "data" / "bin"), "pip's nvidia/*/bin", "PATH"]
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: ["/t/bin"])
+    assert cuda_tools.nvdisasm_searched(None)[-1] == "/t/bin"
 
 
 def test_assemble_many_groups_jobs_and_passes_a_missing_nvdisasm_to_the_sass(monkeypatch):
@@ -827,23 +799,6 @@ ptxas info    : Used 6 registers, used 1 barriers
                                     "d": KernelResources("d", 6, 0, 0, 0, 0, 1)}
     assert parse_ptxas_log("") == {}
     assert KernelResources("k", 1, 0, 0, 0, 0).barriers == 0  # none unless given
-
-
-def test_triton_bin_dirs_are_found_without_importing_triton(monkeypatch):
-    """Each triton package root's backends/nvidia/bin; none when triton is not installed or
-    cannot be looked up."""
-    from importlib import util
-    from types import SimpleNamespace
-
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
-    from tests.conftest import find_spec_giving
-
-    for spec, dirs in ((SimpleNamespace(submodule_search_locations=["/sp/triton", "/ed/triton"]),
-                        ["/sp/triton/backends/nvidia/bin", "/ed/triton/backends/nvidia/bin"]),
-                       (SimpleNamespace(submodule_search_locations=None), []), (None, []),
-                       (ImportError("broken"), []), (ValueError("no spec"), [])):
-        monkeypatch.setattr(util, "find_spec", find_spec_giving("triton", spec))
-        assert cuda_binaries._triton_bin_dirs() == dirs, spec
 
 
 def test_sass_of_one_kernel_module_has_no_section_headers(add_file):

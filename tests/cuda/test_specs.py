@@ -967,9 +967,34 @@ def test_spec_pickles_without_its_message():
     import pickle
 
     spec = parse_spec(VALID, "t.txtpb")
+    spec.proto  # noqa: B018 - parsed in this process
     again = pickle.loads(pickle.dumps(spec))
-    assert again == spec and again.text == spec.text and again.proto is None
-    assert spec.proto is not None
+    assert again == spec and again.text == spec.text and again.message is None
+    assert again.proto == spec.proto  # parsed again where it is read
+
+
+def test_a_specs_summary_is_kept_and_read_back_without_protobuf(tmp_path, monkeypatch):
+    """The second process to read a spec gets its summary from the memo (no protobuf
+    imported: a cached stage's command stays light); an edited text is parsed again."""
+    from tests.conftest import run_subprocess
+
+    code = ("import sys\nfrom mlirhlo_driver.cuda import specs\ns = specs.resolve_spec(sys.argv[1] if len(sys.argv) > 1 "
+            "else 'v100')\nprint(s.sm, s.notes, 'google.protobuf.text_format' in sys.modules)\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    first, second = (run_subprocess(code, env=env) for _ in range(2))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert first.stdout == "sm_70 () True\n" and second.stdout == "sm_70 () False\n"
+    assert len(list((tmp_path / "xdg" / "mlirhlo-driver" / "specs").iterdir())) == 1
+    # XLA's older file lacks fields: the memo keeps the notes that say so, and the filled text.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg2"))
+    xla_spec = DATA / "xla_specs" / "a100_pcie_80.txtpb"
+    parsed = parse_spec(xla_spec.read_text(), xla_spec)
+    again = parse_spec(xla_spec.read_text(), xla_spec)
+    assert parsed.message is not None  # parsed, and kept
+    assert again == parsed and again.message is None and again.notes == parsed.notes and again.filled
+    assert again.proto == parsed.proto
+    edited = parse_spec(xla_spec.read_text() + "\n# edited\n", xla_spec)
+    assert edited.message is not None  # a new text: parsed, not read back
 
 
 def test_name_hints_for_an_unknown_spec_name():

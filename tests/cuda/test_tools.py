@@ -85,7 +85,6 @@ CU13_ARCHS = ["sm_75", "sm_80", "sm_90a", "sm_100a", "sm_121f"]
 def fake_pip(tmp_path, monkeypatch):
     """pip's nvidia/ tree with both CUDA majors' ptxas and libdevice (nvidia/cuda_nvcc 12.9,
     nvidia/cu13 13.5), and no other CUDA tool in reach (PATH, system roots, triton)."""
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     root = tmp_path / "site-packages" / "nvidia"
     _fake_ptxas(root / "cuda_nvcc" / "bin" / "ptxas", "12.9.86", CU12_ARCHS)
@@ -94,7 +93,7 @@ def fake_pip(tmp_path, monkeypatch):
     _fake_file(root / "cu13" / cuda_tools.LIBDEVICE)
     monkeypatch.setattr(cuda_tools, "_nvidia_roots", lambda: [str(root)])
     monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "no-system-cuda"),))
-    monkeypatch.setattr(cuda_binaries, "_triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [])
     (tmp_path / "empty-bin").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     monkeypatch.delenv("XLA_FLAGS", raising=False)
@@ -178,7 +177,7 @@ def bare(tmp_path_factory):
 
     # The namespace really is bare: the locators find only pip's ptxas and pip's nvdisasms there.
     seen = run([sys.executable, "-c", "from mlirhlo_driver.cuda import tools as c; from mlirhlo_driver.cuda import binaries as b; "
-                                      "print([p.path for p in c.all_ptxas()]); print(b._nvdisasm_candidates(None))"])
+                                      "print([p.path for p in c.all_ptxas()]); print(c.nvdisasm_candidates(None))"])
     assert seen.code == 0, seen.err
     ptxas, nvdisasms = seen.out.splitlines()
     assert ptxas == repr([os.path.join(cuda_tools.pip_cuda_dir(), "bin", "ptxas")])
@@ -451,7 +450,6 @@ def test_pip_requirements_are_the_extras_in_pyproject():
 
 
 def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, monkeypatch):
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.cuda import ptx
 
     for sub in ("cuda_nvcc", "cu13"):
@@ -460,7 +458,7 @@ def test_libdevice_and_nvdisasm_searches_take_the_plugins_major_first(fake_pip, 
         _use_plugin(monkeypatch, major)
         pip = [c for c in ptx._libdevice_candidates() if c.startswith(str(fake_pip))]
         assert pip == [str(fake_pip / first / cuda_tools.LIBDEVICE), str(fake_pip / second / cuda_tools.LIBDEVICE)]
-        assert cuda_binaries._nvdisasm_candidates(None) == [str(fake_pip / first / "bin" / "nvdisasm"),
+        assert cuda_tools.nvdisasm_candidates(None) == [str(fake_pip / first / "bin" / "nvdisasm"),
                                                             str(fake_pip / second / "bin" / "nvdisasm")]
 
 
@@ -616,9 +614,8 @@ def test_sass_v100_without_a_cuda_toolkit(bare, tmp_path):
 def test_sass_v100_without_a_cuda12_nvdisasm_names_the_legacy_sass_extra(bare):
     """pip's CUDA 12 tools without triton (not installed by default; hidden here if it is):
     SASS for V100 is one error line naming the legacy-sass extra."""
-    from mlirhlo_driver.cuda import binaries as cuda_binaries
 
-    triton = tuple(d for d in cuda_binaries._triton_bin_dirs() if os.path.isdir(d))
+    triton = tuple(d for d in cuda_tools.triton_bin_dirs() if os.path.isdir(d))
     r = bare([*MLIRHLO, "opt", "--platform=CUDA", "--stage=sass", "--gpu-spec", "v100", "--no-cache", str(MLP)],
              hide=triton)
     assert r.code == 2
@@ -694,13 +691,12 @@ def test_xlas_own_reports_become_one_error_line(bare, tmp_path, module, hide, me
 def test_the_cache_fingerprints_ptxas_in_the_order_tried(tmp_path):
     """The stage cache's tool list starts with the ptxas the stages run: the one cuda_data_dir
     picks, or a given data dir's."""
-    from mlirhlo_driver.cuda import binaries
 
     picked = cuda_tools.ptxas()
-    assert binaries.tool_paths()[0] == picked.path
+    assert cuda_tools.tool_paths()[0] == picked.path
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ptxas").write_text("")
-    paths = binaries.tool_paths(str(tmp_path))
+    paths = cuda_tools.tool_paths(str(tmp_path))
     assert paths[0] == str(tmp_path / "bin" / "ptxas") and picked.path in paths
 
 
@@ -1334,3 +1330,48 @@ def test_find_tool_falls_back_to_the_system_toolkits(monkeypatch, tmp_path):
     assert cuda_tools.find_tool("guard-no-such-cuda-tool") == str(tool)
     tool.chmod(0o644)  # not executable: not a tool
     assert cuda_tools.find_tool("guard-no-such-cuda-tool") is None
+
+
+# ------------------------------------- nvdisasm and triton's bin dirs (the lookups binaries uses)
+
+def test_nvdisasm_candidates_in_order_executables_once(tmp_path, monkeypatch):
+    """The data dir's bin first, then PATH, the system roots, triton's; a file that is not
+    executable is passed over, one reached twice (a link) listed once, by its real path."""
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    def exe(d, mode=0o755):
+        p = tmp_path / d / "nvdisasm"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#!/bin/sh\n")
+        p.chmod(mode)
+        return str(p)
+
+    data, on_path, plain, sys_root, triton = exe("data/bin"), exe("p"), exe("plain", 0o644), exe("sys/bin"), exe("t")
+    (tmp_path / "link").mkdir()
+    (tmp_path / "link" / "nvdisasm").symlink_to(on_path)
+    monkeypatch.setattr(cuda_tools, "pip_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", (str(tmp_path / "sys"),))
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [str(tmp_path / "t")])
+    monkeypatch.setenv("PATH", os.pathsep.join(["", str(tmp_path / "link"), str(tmp_path / "plain"),
+                                                str(tmp_path / "p"), str(tmp_path / "none")]))
+    assert plain
+    assert cuda_tools.nvdisasm_candidates(str(tmp_path / "data")) == [data, on_path, sys_root, triton]
+    assert cuda_tools.nvdisasm_candidates(None) == [on_path, sys_root, triton]
+    assert cuda_tools.nvdisasm_searched(str(tmp_path / "data"))[:3] == [
+        str(tmp_path / "data" / "bin"), "pip's nvidia/*/bin", "PATH"]
+
+
+def test_triton_bin_dirs_are_found_without_importing_triton(monkeypatch):
+    """Each triton package root's backends/nvidia/bin; none when triton is not installed or
+    cannot be looked up."""
+    from importlib import util
+    from types import SimpleNamespace
+
+    from tests.conftest import find_spec_giving
+
+    for spec, dirs in ((SimpleNamespace(submodule_search_locations=["/sp/triton", "/ed/triton"]),
+                        ["/sp/triton/backends/nvidia/bin", "/ed/triton/backends/nvidia/bin"]),
+                       (SimpleNamespace(submodule_search_locations=None), []), (None, []),
+                       (ImportError("broken"), []), (ValueError("no spec"), [])):
+        monkeypatch.setattr(util, "find_spec", find_spec_giving("triton", spec))
+        assert cuda_tools.triton_bin_dirs() == dirs, spec

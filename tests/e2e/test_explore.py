@@ -67,6 +67,13 @@ def test_explore_refuses_what_it_decides_itself(cli, small, args, says):
     assert says in assert_one_line_error(r, code=2)
 
 
+def test_explore_a_gpu_spec_means_cuda(cli, small, tmp_path):
+    """--gpu-spec without --platform explores the CUDA compile, as opt compiles it."""
+    r = cli("explore", small, "--no-serve", "--gpu-spec", "h100_sxm", "--dump-dir", tmp_path)
+    assert r.code == 0, r.err
+    assert any(p.name.endswith(".registers.model-explorer.json") for p in tmp_path.iterdir())
+
+
 def test_explore_marks_the_first_diverging_op(cli, tmp_path):
     """run --bisect's case (tests/execute/test_run_bisect.py): XLA:CPU's fast min/max drops a
     NaN; the maximum op (line 3) is marked, and the node of the fusion XLA made of it."""

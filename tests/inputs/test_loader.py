@@ -136,6 +136,38 @@ def test_hlo_proto_binary_and_text(tmp_path):
     assert "stablehlo.dot_general" in _ops(inputs.load(str(pbtxt))[0].module)
 
 
+def test_an_hlo_snapshot_reads_as_the_dumps_module_before_optimizations(tmp_path):
+    """XLA's HloSnapshot (*.snapshot.*.pb): the module before optimizations beside it, as
+    XLA compiled it; alone, the snapshot's own (optimized) module."""
+    snap = next((DATA / "xla_tools" / "snapshot").glob("*.snapshot.*.pb"))
+    [u] = inputs.read_units(str(snap))
+    assert (u.format, u.source) == ("hlo", str(snap.with_name("module_0008.jit__lambda.before_optimizations.txt")))
+    lone = tmp_path / snap.name
+    shutil.copy(snap, lone)
+    [u] = inputs.read_units(str(lone))
+    assert (u.format, u.source) == ("hlo-proto", str(lone))
+    m = inputs.parse_unit(u)
+    assert "stablehlo.dot" in str(m.module) or "stablehlo.dot_general" in str(m.module)
+    assert inputs.snapshot_module(b"\x0a\x00junk", "x.pb") is None
+    # A snapshot needs a module with a name and computations: either missing, it is none.
+    from mlirhlo_driver.ir import protos
+
+    whole = protos.message_class("xla.HloSnapshot").FromString(snap.read_bytes())
+    for drop in ("name", "computations"):
+        part = type(whole)()
+        part.CopyFrom(whole)
+        part.hlo.hlo_module.ClearField(drop)
+        assert inputs.snapshot_module(part.SerializeToString(), str(lone)) is None, drop
+
+
+def test_every_door_takes_a_snapshot(cli):
+    snap = next((DATA / "xla_tools" / "snapshot").glob("*.snapshot.*.pb"))
+    r = cli("opt", snap, "--platform", "cpu", "--stage", "hlo")
+    assert r.code == 0 and r.out.startswith("HloModule jit__lambda"), r.err
+    r = cli("kernels", snap, "--gpu-spec", "h100_sxm", "--json")
+    assert r.code == 0 and '"module": "module_0008.jit__lambda"' in r.out, r.err
+
+
 def test_input_format_forced(tmp_path):
     odd = tmp_path / "noext"
     shutil.copy(DATA / "chlo_special.mlir", odd)

@@ -64,6 +64,10 @@ SHOWN = """(() => {
   if (t.includes('Processing') || t.includes('Converting') || !t.includes('NODE DATA PROVIDERS')) return null;
   const tables = [...document.querySelectorAll('table')].map(
       table => [...table.querySelectorAll('tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim())));
+  // The overlays load after the graph (later still on a loaded machine): wait for both
+  // and for the node data table to have its figure columns.
+  const last = tables.length ? tables[tables.length - 1] : [];
+  if (!t.includes('registers per thread') || !last.some(row => row.length === 4)) return null;
   return {text: t, tables: tables, canvases: document.querySelectorAll('canvas').length};
 })()"""
 

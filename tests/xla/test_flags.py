@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
-from mlirhlo_driver.errors import FlagError
+from mlirhlo_driver.errors import FLAGS, FlagError
 from mlirhlo_driver.xla import backend as xla_backend
 from mlirhlo_driver.xla import flags as xla_flags
 from tests.conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison
@@ -103,7 +103,7 @@ def malformed_autotune_run(tmp_path_factory):
 def test_integer_flag_value_must_be_an_integer(value):
     from mlirhlo_driver.xla import flags as xla_flags
 
-    with pytest.raises(FlagError, match=r"--xla_gpu_autotune_level=\S+: expected an integer"):
+    with pytest.raises(FlagError, match=r"^xla_gpu_autotune_level=\S+: expected an integer"):
         xla_flags.check_value_types({"xla_gpu_autotune_level": value})
     xla_flags.check_value_types({"xla_gpu_autotune_level": 3})
 
@@ -372,9 +372,13 @@ def test_cli_flags_need_platform(cli):
                           contains="XLA flags need --platform cpu|cuda")
 
 
-def test_cli_a_spec_needs_the_cuda_platform(cli):
-    assert_one_line_error(cli("opt", "--gpu-spec", "h100_sxm", "--stage", "stablehlo", MLP),
-                          contains="error: --gpu-spec needs --platform cuda")
+def test_cli_a_spec_names_the_cuda_platform(cli):
+    """--gpu-spec without --platform compiles for CUDA (as XLA's target config file does);
+    with --platform cpu it is an error."""
+    r = cli("opt", "--gpu-spec", "h100_sxm", "--stage", "ptx", MLP)
+    assert r.code == 0 and ".target sm_90a" in r.out, r.err
+    assert_one_line_error(cli("opt", "--platform", "cpu", "--gpu-spec", "h100_sxm", MLP),
+                          contains="--gpu-spec is for --platform cuda")
 
 
 @pytest.mark.slow
@@ -519,7 +523,8 @@ def test_value_types_refused_per_field_type(name, value, kind):
     with pytest.raises(FlagError) as e:
         xla_flags.check_value_types({name: value})
     shown = str(value).lower() if isinstance(value, bool) else value
-    assert e.value.message == f"--{name}={shown}: expected {kind}"
+    assert e.value.text(FLAGS) == f"--{name}={shown}: expected {kind}"
+    assert e.value.text() == f"{name}={shown!r}: expected {kind}"  # Python: the xla_flags key
     xla_flags.check_value_types({"xla_gpu_autotune_gemm_rtol": 0.1, "xla_gpu_autotune_level": 2,
                                  "xla_cpu_enable_fast_math": False})  # the right types pass
 
@@ -636,7 +641,7 @@ def test_check_value_types_leaves_other_fields_to_xla():
     ]:
         with pytest.raises(FlagError) as e:
             xla_flags.check_value_types(flags)
-        assert e.value.message == message and e.value.bad_value is True
+        assert e.value.text(FLAGS) == message and e.value.bad_value is True
 
 
 @pytest.mark.parametrize("message, formatted", [
@@ -722,7 +727,7 @@ def test_from_file_checked_places_an_error_at_the_flag_it_names(tmp_path):
     with pytest.raises(FlagError) as e:
         xla_flags.from_file_checked(str(path))
     assert (e.value.line, e.value.col) == (3, 4)
-    assert e.value.message == "unknown XLA flag '--xla_cpu_enable_fast_math_x'"
+    assert ":3:4: unknown XLA flag '--xla_cpu_enable_fast_math_x' (did you mean" in e.value.text(FLAGS)
     path.write_text("xla_cpu_enable_fast_math: true\n--xla_dump_to\n")
     with pytest.raises(FlagError) as e:
         xla_flags.from_file_checked(str(path))
