@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import REPO
 
 README = REPO / "README.md"

@@ -7,9 +7,9 @@ import os
 import pty
 
 import pytest
-from tests.conftest import DATA
 
 from mlirhlo_driver.core import progress
+from tests.conftest import DATA
 
 
 class _Tty(io.StringIO):
