@@ -811,9 +811,10 @@ def key_of(mod: str, index: int, base: Path = REPO) -> tuple[str, str, str]:
 
 
 def make_copy(dest: Path) -> Path:
-    """The package (with its pipelines and specs), tests and data: what the tests read, nothing else."""
+    """The package, its data folders (gpu_specs/, pipelines/: package data kept at the root),
+    tests and scripts: what the tests read, nothing else."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in (PKG, "tests", "scripts"):
+    for name in (PKG, "gpu_specs", "pipelines", "tests", "scripts"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, dest / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
