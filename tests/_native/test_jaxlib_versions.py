@@ -138,7 +138,7 @@ def test_missing_jaxlib_is_refused(monkeypatch):
 @pytest.mark.parametrize("plugin,says", [
     ("0.10.2", ("jax-cuda12-plugin 0.10.2", "jaxlib 0.9.2", "(pip install jax-cuda12-plugin==0.9.2)")),
     (None, ("jax-cuda12-plugin", "not installed", "jaxlib 0.9.2", "(mlirhlo cuda-plugin install)")),
-])
+], ids=["mismatch", "missing"])
 @pytest.mark.parametrize("argv", [
     ["opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx", "--no-cache"],
     ["run", "--platform", "cuda"],

@@ -209,7 +209,7 @@ def _pip_answers(monkeypatch, returncode: int, stderr: str) -> None:
     ("pip fails", "pip could not install jax-cuda12-plugin==0.10.2: ERROR: No matching distribution found for "
      "jax-cuda12-plugin==0.10.2", "pip's index settings (PIP_INDEX_URL, PIP_FIND_LINKS) apply"),
     ("no library", "jax-cuda12-pjrt 0.10.2 has no xla_cuda_plugin.so", None),
-])
+], ids=["unwritable", "pip-fails", "no-library"])
 def test_plugin_install_errors_exactly(tmp_path, monkeypatch, case, message, hint):
     """plugin_copy.install's refusals word for word: a directory it cannot write, pip's last
     ERROR line, a pjrt package without the PJRT library."""

@@ -368,7 +368,7 @@ def test_take_ready_is_false_for_a_worker_that_died_before_it_was_ready(tmp_path
     ("raise", None, pool.Lost("failed", "internal error: RuntimeError: boom")),
     ("slow", None, pool.Lost("timeout", f"no result within {TIMEOUT:g} s")),
     ("ok", "behaviour_pool_tasks:hung_init", pool.Lost("timeout", "the worker did not start within 1 s")),
-])
+], ids=["segv", "abort", "exit", "exit0", "rtsig", "raise", "slow", "never-started"])
 def test_lost_task_messages_exactly(tmp_path, monkeypatch, kind, init, lost):
     """A lost task's exact words (Worker.call's, as pool.imap's rows): a death is "exited with
     status N" for any exit, 0 included, and "killed by SIGNAME", or "by signal N" for a signal

@@ -1224,7 +1224,7 @@ def test_type_and_syntax_errors_exactly(old, new, message, line, col):
     (VALID.replace("  core_count: 108\n", "  core_count: 108\n  dnn_version_info { major: 9 }\n"),
      ("'dnn_version_info'", "'gpu_device_info'"), 9, 3, ("'dnn_version'", "'driver_version'")),
     (VALID + "data_caches { }\n", ("'data_caches'", "GpuTargetConfigProto"), 19, 1, None),
-])
+], ids=["data_cache-misspelt", "dnn_version_info-inside", "data_caches-at-the-top"])
 def test_fields_from_a_newer_xla_are_tolerated_only_where_xla_has_them(text, where, line, col, offered):
     """data_caches is tolerated in gpu_device_info only, the moved dnn_version_info at the top
     level only; a misspelling of a newer field is offered that field. (The words: the
