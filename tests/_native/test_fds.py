@@ -21,20 +21,6 @@ def mlir_file(add_mlir_file) -> Path:
     return add_mlir_file
 
 
-@pytest.mark.parametrize("log, line", [
-    ("noise\nLLVM ERROR: Cannot select: intrinsic. More text\nlast\n", "Cannot select: intrinsic"),
-    ("noise\nF0101 check.cc:1] Check failed: " + "x" * 400 + "\nlast\n", ("F0101 check.cc:1] Check failed: " + "x" * 400)[:300]),
-    ("noise\n" + "y" * 400 + "\n", "y" * 300),
-    ("", ""),
-])
-def test_native_error_line_picks_the_line_that_says_why_and_bounds_it(log, line):
-    """LLVM's fatal error first, then an error-looking line, then the last: at most 300
-    characters of it, the rest of a long line is noise in a one-line error."""
-    from mlirhlo_driver._native.fds import native_error_line
-
-    assert native_error_line(log) == line
-
-
 def test_error_after_a_captured_native_call_still_reaches_stderr(mlir_file):
     # Bad pass options are found by parsing the pass with fd 2 captured; fd 2 must be
     # restored afterwards, or the error line that follows goes into the discarded capture.
@@ -42,27 +28,8 @@ def test_error_after_a_captured_native_call_still_reaches_stderr(mlir_file):
     proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", str(mlir_file),
                            "--passes", "cse,canonicalize{bogus=1}"], capture_output=True, text=True,
                           timeout=300)
-    assert_one_line_error(CliResult(proc.returncode, proc.stdout, proc.stderr),
-                          contains="error: --passes:1:17: bad options for pass 'canonicalize': no such option bogus")
-
-
-def test_last_native_error_prefers_the_check_failure_over_the_stack(tmp_path):
-    from mlirhlo_driver._native.fds import last_native_error
-
-    log = tmp_path / "log"
-    log.write_text("loading\nF0101 shape_inference.cc:1] Check failed: a == b\n*** Begin stack trace ***\n"
-                   "    frame 1\n")
-    assert last_native_error(str(log)) == "F0101 shape_inference.cc:1] Check failed: a == b"
-    log.write_text("one\ntwo\n")
-    assert last_native_error(str(log)) == "two"
-
-
-def test_last_native_error_takes_the_llvm_error_s_first_sentence(tmp_path):
-    from mlirhlo_driver._native.fds import last_native_error
-
-    log = tmp_path / "log"
-    log.write_text("x\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo. Stack dump follows\n#0 0x1\n")
-    assert last_native_error(str(log)) == "Cannot select: intrinsic %llvm.nvvm.foo"
+    assert_one_line_error(CliResult(proc.returncode, proc.stdout, proc.stderr), at="--passes:1:17",
+                          facts=("'canonicalize'", "bogus"))
 
 
 # ------------------------------------------------------------------ fds
@@ -119,10 +86,22 @@ def test_capture_fd2_in_a_fresh_process_orders_python_and_native_output(tmp_path
     ("\n  \n", ""),
     ("z" * 299 + "\nFatal " + "f" * 400 + "\n", ("Fatal " + "f" * 400)[:300]),
     ("noise\n" + "w" * 301 + "\n", "w" * 300),
+    ("noise\nLLVM ERROR: Cannot select: intrinsic. More text\nlast\n", "Cannot select: intrinsic"),
+    ("x\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo. Stack dump follows\n#0 0x1\n",
+     "Cannot select: intrinsic %llvm.nvvm.foo"),
+    ("loading\nF0101 shape_inference.cc:1] Check failed: a == b\n*** Begin stack trace ***\n    frame 1\n",
+     "F0101 shape_inference.cc:1] Check failed: a == b"),
+    ("noise\nF0101 check.cc:1] Check failed: " + "x" * 400 + "\nlast\n",
+     ("F0101 check.cc:1] Check failed: " + "x" * 400)[:300]),
+    ("noise\n" + "y" * 400 + "\n", "y" * 300),
+    ("one\ntwo\n", "two"),
+    ("", ""),
 ])
-def test_native_error_line_prefers_llvm_then_error_lines_then_the_last(log, line):
-    """The last LLVM fatal error (its first sentence); else the last Check failed / Fatal / error
-    line of any case; else the last non-blank line; all stripped and at most 300 characters."""
+@pytest.mark.golden
+def test_native_error_line_exactly(log, line):
+    """The line a native log gives a one-line error (the family's golden table): the last LLVM
+    fatal error (its first sentence); else the last Check failed / Fatal / error line of any
+    case; else the last non-blank line; all stripped and at most 300 characters."""
     assert fds.native_error_line(log) == line
 
 

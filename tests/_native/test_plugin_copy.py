@@ -15,7 +15,7 @@ import pytest
 
 from mlirhlo_driver._native import jaxlib, plugin_copy
 from mlirhlo_driver.errors import EnvironmentMismatch
-from tests.conftest import REPO
+from tests.conftest import REPO, CliResult, assert_mentions, assert_one_line_error
 
 VERSION = "0.12.0.1"
 
@@ -156,8 +156,8 @@ def test_no_plugin_names_the_install_command(copy_root, monkeypatch):
     monkeypatch.setattr(jaxlib, "installed_versions", lambda: _found())
     with pytest.raises(EnvironmentMismatch) as e:
         jaxlib.check_cuda_plugin()
-    assert e.value.hint == "mlirhlo cuda-plugin install"
-    assert "mlirhlo cuda-plugin install" in jaxlib.version_lines()[2]
+    assert_mentions(e.value.hint, "mlirhlo cuda-plugin install")
+    assert_mentions(jaxlib.version_lines()[2], "mlirhlo cuda-plugin install")
 
 
 @pytest.mark.slow
@@ -180,7 +180,8 @@ def test_install_puts_both_packages_apart_once(copy_root, offline_index):
 def test_install_failure_is_pips_error_and_leaves_nothing(copy_root, offline_index):
     with pytest.raises(EnvironmentMismatch) as e:
         plugin_copy.install(12, "0.10.2")
-    assert e.value.message.startswith("pip could not install jax-cuda12-plugin==0.10.2: ERROR:")
+    assert_mentions(e.value.message, "pip", "jax-cuda12-plugin==0.10.2", "ERROR:")
+    assert_mentions(e.value.hint, "PIP_INDEX_URL", "PIP_FIND_LINKS")
     assert os.listdir(copy_root) == []
 
 
@@ -190,13 +191,48 @@ def test_install_into_an_unwritable_place_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv(plugin_copy.ENV, str(blocker / "sub"))
     with pytest.raises(EnvironmentMismatch) as e:
         plugin_copy.install(12, VERSION)
-    assert e.value.hint == f"set {plugin_copy.ENV} to a writable directory"
+    assert "\n" not in e.value.message
+    assert_mentions(e.value.message, str(blocker / "sub"), "Not a directory")
+    assert_mentions(e.value.hint, plugin_copy.ENV, "writable")
+
+
+def _pip_answers(monkeypatch, returncode: int, stderr: str) -> None:
+    """pip (plugin_copy's subprocess) exits with ``returncode``, saying ``stderr``, installing nothing."""
+    monkeypatch.setattr(plugin_copy.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(
+        cmd, returncode, "", stderr))
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("case, message, hint", [
+    ("unwritable", "cannot write the CUDA plugin's directory {root}: Not a directory",
+     "set MLIRHLO_CUDA_PLUGIN_DIR to a writable directory"),
+    ("pip fails", "pip could not install jax-cuda12-plugin==0.10.2: ERROR: No matching distribution found for "
+     "jax-cuda12-plugin==0.10.2", "pip's index settings (PIP_INDEX_URL, PIP_FIND_LINKS) apply"),
+    ("no library", "jax-cuda12-pjrt 0.10.2 has no xla_cuda_plugin.so", None),
+], ids=["unwritable", "pip-fails", "no-library"])
+def test_plugin_install_errors_exactly(tmp_path, monkeypatch, case, message, hint):
+    """plugin_copy.install's refusals word for word: a directory it cannot write, pip's last
+    ERROR line, a pjrt package without the PJRT library."""
+    root = tmp_path / "plugins"
+    if case == "unwritable":
+        (tmp_path / "file").write_text("x")
+        root = tmp_path / "file" / "sub"
+    monkeypatch.setenv(plugin_copy.ENV, str(root))
+    _pip_answers(monkeypatch, *{
+        "pip fails": (1, "Looking in links: /w\nERROR: Could not find a version that satisfies the "
+                         "requirement jax-cuda12-plugin==0.10.2\nERROR: No matching distribution found for "
+                         "jax-cuda12-plugin==0.10.2\n"),
+    }.get(case, (0, "")))
+    with pytest.raises(EnvironmentMismatch) as e:
+        plugin_copy.install(12, "0.10.2")
+    assert (e.value.message, e.value.hint) == (message.format(root=root), hint)
 
 
 def test_cli_refuses_an_unknown_cuda_major():
     proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver", "cuda-plugin", "install", "--cuda", "11"],
                           capture_output=True, text=True)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: --cuda 11 must be one of 12, 13"), proc.stderr
+    # (the words: tests/cuda/test_plugin.py)
+    assert_one_line_error(CliResult(proc.returncode, proc.stdout, proc.stderr), facts=("--cuda 11", "12, 13"))
 
 
 @pytest.mark.slow

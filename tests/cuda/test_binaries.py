@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import mlirhlo_driver
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_mentions
 from tests.cuda.conftest import _ptxas_v
 
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
@@ -277,11 +277,11 @@ def test_no_nvdisasm_for_sm70_names_the_places_and_the_fix(monkeypatch, tmp_path
         text = e.format()
     else:
         pytest.skip(f"a CUDA 12 nvdisasm is installed outside triton: {tool.path}")
-    assert "\n" not in text and "no nvdisasm here reads sm_70 cubins" in text
-    assert f"searched pip's nvidia/*/bin, PATH, {tmp_path / 'none' / 'bin'}" in text
-    assert "triton not installed" in text
-    assert text.endswith(" (pip install 'mlirhlo-driver[legacy-sass]', i.e. 'triton>=3.3,<3.7', which bundles "
-                         "CUDA 12.8's nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH)"), text
+    assert "\n" not in text
+    assert_mentions(text, "nvdisasm", "sm_70", "pip's nvidia/*/bin", "PATH", str(tmp_path / "none" / "bin"),
+                    "triton not installed")
+    assert text.endswith(f" ({cuda_binaries.LEGACY_SASS_HINT})"), text  # its words: test_nvdisasm_refusals_exactly
+    assert_mentions(cuda_binaries.LEGACY_SASS_HINT, "mlirhlo-driver[legacy-sass]", "CUDA 12")
 
 
 @pytest.mark.slow
@@ -484,10 +484,10 @@ def test_elf_sm_reads_the_header_byte_its_abi_version_says():
                 b""):
         with pytest.raises(StageError) as e:
             elf_sm(bad)
-        assert e.value.message == "not a 64-bit little-endian ELF file"
+        assert_mentions(e.value.message, "64-bit", "ELF")
     with pytest.raises(StageError) as e:
         elf_sm(_elf({}, machine=191))
-    assert e.value.message == "ELF e_machine is 191, not EM_CUDA (190)"
+    assert_mentions(e.value.message, "191", "EM_CUDA (190)")
 
 
 def test_elf_section_sizes_names_every_section():
@@ -500,7 +500,23 @@ def test_elf_section_sizes_names_every_section():
     for bad in (cubin[:100], cubin[:0x40], b""):
         with pytest.raises(StageError) as e:
             elf_section_sizes(bad)
-        assert e.value.message == "ptxas wrote a cubin whose ELF section table cannot be read"
+        assert_mentions(e.value.message, "cubin", "section table")
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("read, data, message", [
+    ("elf_sm", b"", "not a 64-bit little-endian ELF file"),
+    ("elf_sm", _elf({}, machine=191), "ELF e_machine is 191, not EM_CUDA (190)"),
+    ("elf_section_sizes", b"", "ptxas wrote a cubin whose ELF section table cannot be read"),
+], ids=["not-elf64", "not-cuda", "no-section-table"])
+def test_cubin_refusals_exactly(read, data, message):
+    """What the ELF readers say of a file they cannot read, word for word."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.errors import StageError
+
+    with pytest.raises(StageError) as e:
+        getattr(cuda_binaries, read)(data)
+    assert e.value.message == message
 
 
 def test_xla_cubins_from_the_kernel_cache_file():
@@ -537,7 +553,9 @@ def test_modules_take_xlas_cubin_only_when_it_holds_all_their_kernels_for_the_sm
     assert Assembly("sm_80", None, (), [], None).xla_cubins == {}
 
 
+@pytest.mark.golden
 def test_kernel_module_name_and_first_error_line():
+    """The module's name, and the line of ptxas' log a failure is worded by (that line's golden test)."""
     from mlirhlo_driver.cuda.binaries import _first_error, kernel_module_name
 
     ptx = ".visible .entry zeta(\n)\n  .visible .entry alpha$1(\n)\n.func beta()\n.visible  .entry  gamma()\n"
@@ -620,47 +638,81 @@ def test_nvdisasm_version_is_probed_once_and_cached_on_disk_for_binaries(tmp_pat
     cuda_binaries._nvdisasm_version.cache_clear()
 
 
+def _four_nvdisasms(tmp_path, monkeypatch) -> tuple[list[str], list[str]]:
+    """nvdisasm_for's candidates: a (no version), b 11.7, c 13.0, d 12.8, found in that order
+    (the list, to shorten), and their paths; triton not installed; the system root /sys."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.cuda import tools as cuda_tools
+
+    paths = []
+    for d in "abcd":
+        path = tmp_path / d / "nvdisasm"
+        path.parent.mkdir()
+        path.write_text("")
+        paths.append(str(path))
+    versions = dict(zip(paths, [None, (11, 7), (13, 0), (12, 8)]))
+    found = list(paths)
+    monkeypatch.setattr(cuda_tools, "nvdisasm_candidates", lambda data_dir: found)
+    monkeypatch.setattr(cuda_binaries, "_nvdisasm_version", lambda path, mtime: versions[path])
+    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [])
+    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/sys",))
+    return found, paths
+
+
 def test_nvdisasm_for_takes_the_first_that_reads_the_sm_or_says_why_none(tmp_path, monkeypatch):
     from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.cuda import tools as cuda_tools
     from mlirhlo_driver.errors import ToolchainError
 
-    paths = {}
-    for d in "abcd":
-        paths[d] = tmp_path / d / "nvdisasm"
-        paths[d].parent.mkdir()
-        paths[d].write_text("")
-    a, b, c, d = (str(paths[x]) for x in "abcd")
-    versions = {a: None, b: (11, 7), c: (13, 0), d: (12, 8)}
-    found = list(versions)
-    monkeypatch.setattr(cuda_tools, "nvdisasm_candidates", lambda data_dir: found)
-    monkeypatch.setattr(cuda_binaries, "_nvdisasm_version", lambda path, mtime: versions[path])
-    monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: [])
-    monkeypatch.setattr(cuda_tools, "SYSTEM_ROOTS", ("/sys",))
+    found, (a, b, c, d) = _four_nvdisasms(tmp_path, monkeypatch)
     assert cuda_binaries.nvdisasm_for("sm_80") == cuda_binaries.Nvdisasm(b, (11, 7))
     assert cuda_binaries.nvdisasm_for("sm_90a") == cuda_binaries.Nvdisasm(c, (13, 0))
     assert cuda_binaries.nvdisasm_for("sm_70", "/data") == cuda_binaries.Nvdisasm(b, (11, 7))
     assert cuda_binaries.Nvdisasm("/c/nvdisasm", (13, 0, 48)).version_str == "13.0.48"
-    searched = "searched pip's nvidia/*/bin, PATH, /sys/bin, triton/backends/nvidia/bin (triton not installed)"
+    places = ("pip's nvidia/*/bin", "PATH", "/sys/bin", "triton/backends/nvidia/bin", "triton not installed")
     found[:] = [a, c]
     with pytest.raises(ToolchainError) as e:
         cuda_binaries.nvdisasm_for("sm_70")
-    assert e.value.message == ("no nvdisasm here reads sm_70 cubins (CUDA 13's dropped sm_50..sm_72): "
-                               f"found 13.0 at {c}; {searched}")
+    assert_mentions(e.value.message, "sm_70", "CUDA 13", "13.0", c, *places)
     assert e.value.hint == cuda_binaries.LEGACY_SASS_HINT
     found[:] = [a, b]
     with pytest.raises(ToolchainError) as e:
         cuda_binaries.nvdisasm_for("sm_100a", "/data")
-    assert e.value.message == (f"no nvdisasm here reads sm_100a cubins (too old): found 11.7 at {b}; "
-                               f"searched /data/bin, {searched[9:]}")
-    assert e.value.hint == "pip install 'nvidia-cuda-nvdisasm>=13.2'"
+    assert_mentions(e.value.message, "sm_100a", "too old", "11.7", b, "/data/bin", *places[1:])
+    assert_mentions(e.value.hint, cuda_binaries.NVDISASM_REQUIREMENT)
     found[:] = [a]
     with pytest.raises(ToolchainError) as e:
         cuda_binaries.nvdisasm_for("sm_90a")
-    assert (e.value.message, e.value.hint) == (f"no nvdisasm found; {searched}",
-                                               "pip install 'nvidia-cuda-nvdisasm>=13.2'")
+    assert_mentions(e.value.message, "no nvdisasm", *places)
+    assert_mentions(e.value.hint, cuda_binaries.NVDISASM_REQUIREMENT)
     monkeypatch.setattr(cuda_tools, "triton_bin_dirs", lambda: ["/t/bin"])
     assert cuda_tools.nvdisasm_searched(None)[-1] == "/t/bin"
+
+
+_SEARCHED = "searched pip's nvidia/*/bin, PATH, /sys/bin, triton/backends/nvidia/bin (triton not installed)"
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("usable, sm, data_dir, message, hint", [
+    ("ac", "sm_70", None, "no nvdisasm here reads sm_70 cubins (CUDA 13's dropped sm_50..sm_72): found 13.0 at {c}; "
+     + _SEARCHED, "pip install 'mlirhlo-driver[legacy-sass]', i.e. 'triton>=3.3,<3.7', which bundles CUDA 12.8's "
+     "nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH"),
+    ("ab", "sm_100a", "/data", "no nvdisasm here reads sm_100a cubins (too old): found 11.7 at {b}; searched "
+     "/data/bin, pip's nvidia/*/bin, PATH, /sys/bin, triton/backends/nvidia/bin (triton not installed)",
+     "pip install 'nvidia-cuda-nvdisasm>=13.2'"),
+    ("a", "sm_90a", None, "no nvdisasm found; " + _SEARCHED, "pip install 'nvidia-cuda-nvdisasm>=13.2'"),
+], ids=["cuda13-dropped", "too-old", "none"])
+def test_nvdisasm_refusals_exactly(tmp_path, monkeypatch, usable, sm, data_dir, message, hint):
+    """nvdisasm_for's words when no nvdisasm found reads the sm (a: one without a version, b
+    11.7, c 13.0): the ones found, the places searched, the fix."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.errors import ToolchainError
+
+    found, paths = _four_nvdisasms(tmp_path, monkeypatch)
+    found[:] = [paths["abcd".index(x)] for x in usable]
+    with pytest.raises(ToolchainError) as e:
+        cuda_binaries.nvdisasm_for(sm, data_dir)
+    assert (e.value.message, e.value.hint) == (message.format(b=paths[1], c=paths[2]), hint)
 
 
 def test_assemble_many_groups_jobs_and_passes_a_missing_nvdisasm_to_the_sass(monkeypatch):
@@ -700,9 +752,8 @@ def test_assemble_many_groups_jobs_and_passes_a_missing_nvdisasm_to_the_sass(mon
     assert all(isinstance(r.sass, ToolchainError) and r.sass.message == "no nvdisasm here" for r in out[1:])
 
 
-def test_sass_per_job_from_one_nvdisasm_print_and_a_kernel_it_left_out(tmp_path, monkeypatch):
-    """Each job's SASS: per kernel module, nvdisasm's header and its kernels' sections, made
-    canonical; a kernel nvdisasm printed no code for fails that group's SASS, not its figures."""
+def _nvdisasm_printing_k_twice(tmp_path, monkeypatch) -> None:
+    """nvdisasm_for gives a fake nvdisasm 13.0 that prints kernel k of groups 0 and 1, nothing else."""
     from mlirhlo_driver.cuda import binaries as cuda_binaries
 
     pad = "-" * 12
@@ -715,6 +766,14 @@ def test_sass_per_job_from_one_nvdisasm_print_and_a_kernel_it_left_out(tmp_path,
     fake.chmod(0o755)
     monkeypatch.setattr(cuda_binaries, "nvdisasm_for", lambda sm, data_dir=None: cuda_binaries.Nvdisasm(str(fake),
                                                                                                     (13, 0)))
+
+
+def test_sass_per_job_from_one_nvdisasm_print_and_a_kernel_it_left_out(tmp_path, monkeypatch):
+    """Each job's SASS: per kernel module, nvdisasm's header and its kernels' sections, made
+    canonical; a kernel nvdisasm printed no code for fails that group's SASS, not its figures."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+
+    _nvdisasm_printing_k_twice(tmp_path, monkeypatch)
     job = _tiny_job(("k",))
     out = cuda_binaries.assemble_many([job, job], disassemble=True)
     banner = "//" + "-" * 21 + " .text.k " + "-" * 26
@@ -723,8 +782,21 @@ def test_sass_per_job_from_one_nvdisasm_print_and_a_kernel_it_left_out(tmp_path,
     assert out[1].sass == [("k", f"{header}{banner}\n.L_x_0:\n BRA `(.L_x_1) ;\n\n\n")]
     assert out[0].resources.keys() == out[1].resources.keys() == {"k"}
     got = cuda_binaries.assemble_many([_tiny_job(("k",), ("j",)), job], disassemble=True)
-    assert all(r.sass.format() == "error: nvdisasm 13.0 printed no code for kernel 'j'" for r in got)
+    for r in got:
+        assert_mentions(r.sass.message, "nvdisasm 13.0", "'j'")
     assert got[0].resources.keys() == {"k", "j"} and got[1].resources.keys() == {"k"}
+
+
+@pytest.mark.golden
+def test_a_kernel_nvdisasm_printed_no_code_for_exactly(tmp_path, monkeypatch):
+    """The SASS of a group missing a kernel's code, word for word."""
+    from mlirhlo_driver.cuda import binaries as cuda_binaries
+    from mlirhlo_driver.errors import StageError
+
+    _nvdisasm_printing_k_twice(tmp_path, monkeypatch)
+    got = cuda_binaries.assemble_many([_tiny_job(("k",), ("j",)), _tiny_job(("k",))], disassemble=True)
+    assert all(isinstance(r.sass, StageError) for r in got)
+    assert [r.sass.format() for r in got] == ["error: nvdisasm 13.0 printed no code for kernel 'j'"] * 2
 
 
 def test_prepare_lists_the_kernel_modules_and_a_ptxas_failure_names_its_module():
@@ -747,8 +819,8 @@ def test_prepare_lists_the_kernel_modules_and_a_ptxas_failure_names_its_module()
     assert job.modules[1] == ("ka", ("ka", "kb"), asm.modules[1].ptx)
     with pytest.raises(StageError) as e:
         asm.modules_assembled()
-    assert e.value.message.startswith(f"ptxas {asm.ptxas.version_str} failed on kernel module 'bad' for sm_90a: ")
-    assert "not_an_instruction" in e.value.message and "\n" not in e.value.message
+    assert_mentions(e.value.message, f"ptxas {asm.ptxas.version_str}", "'bad'", "sm_90a", "not_an_instruction")
+    assert "\n" not in e.value.message
     good = cuda_binaries.prepare(files[:1], "sm_90a", {})
     (m,) = good.modules_assembled()
     assert cuda_binaries.elf_sm(m.cubin) == 90 and ".text.zed" in cuda_binaries.elf_section_sizes(m.cubin)
@@ -825,3 +897,22 @@ def test_cubin_stage_takes_xla_s_own_cubins_without_a_second_ptxas(add_file, mon
     cubins = mlirhlo_driver.compile(str(add_file), platform="cuda").stage("cubin")
     [cubin] = cubins.values()
     assert cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.golden
+def test_ptxas_failure_on_a_kernel_module_exactly(tmp_path):
+    """A kernel module ptxas refuses, word for word: the ptxas, the module, the sm and the first
+    error line of its output."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.cuda.binaries import Assembly, KernelModule
+    from mlirhlo_driver.errors import StageError
+
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\necho 'ptxas info    : compiling'\necho 'ptxas error   : bad thing  '\nexit 1\n")
+    fake.chmod(0o755)
+    asm = Assembly("sm_80", SimpleNamespace(path=str(fake), version_str="12.9"), (),
+                   [KernelModule("bad", "b.ptx", ["bad"], "x")], None)
+    with pytest.raises(StageError) as e:
+        asm.modules_assembled()
+    assert e.value.message == "ptxas 12.9 failed on kernel module 'bad' for sm_80: ptxas error   : bad thing"

@@ -552,7 +552,15 @@ def test_parse_error_maps_to_original_line_and_col():
     e = ei.value
     assert (e.file, e.line, e.col) == ("k.ll", 5, 32)
     assert BAD_IR.splitlines()[4][e.col - 1:].startswith("%nope")
-    assert e.format() == "error: k.ll:5:32: use of undefined value '%nope'"
+    assert_mentions(e.message, "'%nope'")
+
+
+@pytest.mark.golden
+def test_llvm_parse_error_line_exactly():
+    """A parse error is LLVM's words, at the line and column of the text as given."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(BAD_IR, "sm_80", filename="k.ll")
+    assert ei.value.format() == "error: k.ll:5:32: use of undefined value '%nope'"
 
 
 def test_error_columns_after_and_inside_rewritten_literals():
@@ -562,7 +570,7 @@ def test_error_columns_after_and_inside_rewritten_literals():
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(src, "sm_80")
     assert (ei.value.line, ei.value.col) == (2, 35)
-    assert ei.value.message == "alignment is not a power of two"
+    assert_mentions(ei.value.message, "alignment", "power of two")
     # a column that falls inside a rewritten literal maps to the literal's start
     line = "  %a = fadd float %x, 2.885390e+00, !x"
     normalized, edits = ptx._normalize(line)
@@ -589,11 +597,11 @@ def test_a_ptx_version_llvm_lacks_or_below_the_arch_is_refused():
     for bad in ("8.9", "89", "ptx", "x", 0):
         with pytest.raises(InputError) as ei:
             ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_80", ptx_version=bad)
-        assert ei.value.message == f"unsupported PTX ISA version '{bad}'"
-        assert ei.value.hint.startswith("supported: 3.2, 4.0, 4.1,") and ei.value.hint.endswith(", 8.8, 9.0")
+        assert_mentions(ei.value.message, "PTX ISA", f"'{bad}'")
+        assert_mentions(ei.value.hint, "3.2, 4.0, 4.1,", ", 8.8, 9.0")
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", ptx_version="7.8")
-    assert ei.value.message == "sm_90a needs PTX ISA 8.0 or newer, got 7.8"
+    assert_mentions(ei.value.message, "sm_90a", "8.0", "7.8")
     # The lowest the arch takes is taken.
     out = ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", ptx_version=80, assemble=False)
     assert re.search(r"^\.version (\S+)", out, re.M).group(1) == "8.0"
@@ -605,14 +613,31 @@ def test_every_llvm_opt_level_and_no_other():
     for level in (-1, 4):
         with pytest.raises(InputError) as ei:
             ptx.compile_to_ptx(DOMAIN_FLAG_IR, "sm_90a", opt_level=level)
-        assert ei.value.message == f"opt_level must be 0, 1, 2 or 3, got {level}"
+        assert_mentions(ei.value.message, "opt_level", "0, 1, 2 or 3", f"got {level}")
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("arch, options, message, hint", [
+    ("sm_9", {}, "unsupported NVPTX arch 'sm_9' (supported: {archs})", "did you mean 'sm_90', 'sm_89', 'sm_90a'?"),
+    ("sm_80", {"ptx_version": "8.9"}, "unsupported PTX ISA version '8.9'",
+     "supported: 3.2, 4.0, 4.1, 4.2, 4.3, 5.0, 6.0, 6.1, 6.2, 6.3, 6.5, 7.0, 7.1, 7.2, 7.3, 7.4, 7.5, 7.6, 7.7, "
+     "7.8, 8.0, 8.1, 8.2, 8.3, 8.4, 8.5, 8.6, 8.7, 8.8, 9.0"),
+    ("sm_90a", {"ptx_version": "7.8"}, "sm_90a needs PTX ISA 8.0 or newer, got 7.8", None),
+    ("sm_90a", {"opt_level": 4}, "opt_level must be 0, 1, 2 or 3, got 4", None),
+], ids=["arch", "isa", "isa-below-arch", "opt-level"])
+def test_ptx_target_refusals_exactly(arch, options, message, hint):
+    """compile_to_ptx's refusals of the target it is asked for, word for word (the supported
+    archs are LLVM's, listed in its order)."""
+    with pytest.raises(InputError) as ei:
+        ptx.compile_to_ptx(DOMAIN_FLAG_IR, arch, **options)
+    assert (ei.value.message, ei.value.hint) == (message.format(archs=", ".join(ptx.supported_archs())), hint)
 
 
 def test_missing_overloaded_intrinsic_is_located():
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(OVERLOADED_SM90_IR, "sm_80", filename="k.ll")
-    assert ei.value.format().startswith(
-        "error: k.ll:6:13: intrinsic llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16 is not available on sm_80")
+    assert (ei.value.file, ei.value.line, ei.value.col) == ("k.ll", 6, 13)
+    assert_mentions(ei.value.message, "llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16", "sm_80")
     assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx.compile_to_ptx(OVERLOADED_SM90_IR, "sm_90a")
 
 
@@ -709,7 +734,7 @@ def test_ptx_for_each_shipped_spec_assembles(spec, monkeypatch):
     """LLVM IR -> PTX for the spec's target -> ptxas for that target succeeds; where the
     ptxas in use lacks the target (CUDA 13: sm_60/sm_70), the check says so and is skippable."""
     if not cuda_tools.ptxas().can_target(spec.sm):
-        with pytest.raises(ToolchainError, match=f"cannot check the PTX with ptxas: CUDA 13 dropped {spec.sm} "):
+        with pytest.raises(ToolchainError, match=f"ptxas: CUDA 13 dropped {spec.sm} "):
             ptx.compile_to_ptx(SMALL_IR, spec.sm)
         out = ptx.compile_to_ptx(SMALL_IR, spec.sm, assemble=False)
         assert re.search(r"^\.target (\S+)", out, re.M).group(1) == spec.sm
@@ -728,7 +753,7 @@ def test_ptxas_error_quotes_the_line():
         ptx.check_with_ptxas(".version 8.8\n.target sm_80\n.address_size 64\nnot.an.instruction;\n",
                              "sm_80", "k.ll")
     assert ei.value.file == "k.ll"
-    assert "rejected the PTX for sm_80 at PTX line 4" in ei.value.message
+    assert_mentions(ei.value.message, "ptxas", "sm_80", "PTX line 4")
     assert ei.value.message.endswith("[not.an.instruction;]")
 
 
@@ -876,8 +901,8 @@ def test_unknown_arch_message_lists_every_arch_and_the_closest(arch, close):
     """An unknown arch names itself, every supported one in order, and the closest three."""
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx("define void @f() {\n  ret void\n}\n", arch)
-    assert ei.value.message == f"unsupported NVPTX arch '{arch}' (supported: {', '.join(ptx.supported_archs())})"
-    assert ei.value.hint == f"did you mean {close}?"
+    assert_mentions(ei.value.message, f"'{arch}'", ", ".join(ptx.supported_archs()))
+    assert_mentions(ei.value.hint, close)
 
 
 # ------------------------------------------------------ modules and triples
@@ -887,7 +912,8 @@ def test_module_triple_other_than_nvptx_is_refused():
     body = "define void @f() {\n  ret void\n}\n"
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(f'target triple = "x86_64-unknown-linux-gnu"\n{body}', "sm_80", filename="k.ll")
-    assert (ei.value.message, ei.value.file) == ("module targets 'x86_64-unknown-linux-gnu', not NVPTX", "k.ll")
+    assert ei.value.file == "k.ll"
+    assert_mentions(ei.value.message, "'x86_64-unknown-linux-gnu'", "NVPTX")
     out32 = ptx.compile_to_ptx(f'target triple = "nvptx-nvidia-cuda"\n{body}', "sm_80", assemble=False)
     assert re.search(r"^\.address_size (\d+)", out32, re.M).group(1) == "32"
     out = ptx.compile_to_ptx(body, "sm_80", assemble=False)
@@ -909,7 +935,8 @@ def test_ir_that_fails_verification_is_one_error():
     """IR that parses but does not verify is 'invalid LLVM IR:' with LLVM's reason on one line."""
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx("define void @f() {\n  %x = add i32 %x, 1\n  ret void\n}\n", "sm_80", filename="k.ll")
-    assert ei.value.message == "invalid LLVM IR: Only PHI nodes may reference their own value!   %x = add i32 %x, 1"
+    assert "\n" not in ei.value.message
+    assert_mentions(ei.value.message, "invalid LLVM IR", "Only PHI nodes", "%x = add i32 %x, 1")
     assert (ei.value.file, ei.value.line) == ("k.ll", None)
 
 
@@ -921,8 +948,9 @@ def test_libdevice_missing_names_up_to_three_functions(tmp_path):
                                (four[:1], str(tmp_path / "none.bc"), "__nv_expf")):
         with pytest.raises(InputError) as ei:
             ptx.compile_to_ptx(_nv_ir(names), "sm_80", filename="k.ll", libdevice=lib)
-        assert ei.value.message == f"the IR calls libdevice ({listed}) but libdevice.10.bc was not found"
-        assert (ei.value.file, ei.value.hint) == ("k.ll", "pass libdevice=PATH or set CUDA_HOME")
+        assert_mentions(ei.value.message, f"({listed})", "libdevice.10.bc")
+        assert ei.value.file == "k.ll"
+        assert_mentions(ei.value.hint, "libdevice=PATH", "CUDA_HOME")
     # IR XLA already optimized is not linked: no libdevice needed
     out = ptx.compile_to_ptx(_nv_ir(four[:1]), "sm_80", optimize=False, libdevice=str(tmp_path / "none.bc"),
                              assemble=False)
@@ -935,8 +963,7 @@ def test_libdevice_not_bitcode_is_named(tmp_path):
     bad.write_text("not bitcode\n")
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(_nv_ir(["__nv_expf"]), "sm_80", filename="k.ll", libdevice=str(bad))
-    assert ei.value.message == ("not a libdevice bitcode file: "
-                                "LLVM bitcode parsing error file doesn't start with bitcode header")
+    assert_mentions(ei.value.message, "libdevice", "bitcode header")
     assert ei.value.file == str(bad)
 
 
@@ -960,19 +987,57 @@ def test_missing_intrinsic_located_at_its_first_call():
           "  ret void\n}\n")
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(ir, "sm_80", filename="k.ll")
-    assert ei.value.format() == ("error: k.ll:5:13: intrinsic llvm.nvvm.setmaxnreg.inc.sync.aligned.u32 is not "
-                                 "available on sm_80: LLVM cannot select it (compile for an arch that has it with --arch)")
+    assert (ei.value.file, ei.value.line, ei.value.col) == ("k.ll", 5, 13)
+    assert_mentions(ei.value.message, "llvm.nvvm.setmaxnreg.inc.sync.aligned.u32", "sm_80")
+    assert_mentions(ei.value.hint, "--arch")
 
 
 def test_codegen_crash_other_than_cannot_select():
     """A fatal LLVM error that is not 'Cannot select' is passed on as it is; an unlocated one has no line."""
     from mlirhlo_driver.errors import NativeCrash
 
-    e = ptx._codegen_crash(NativeCrash("LLVM ERROR: out of memory"), "x\n", "sm_80", "k.ll")
-    assert (e.message, e.file, e.line, e.hint) == ("LLVM ERROR: out of memory", "k.ll", None, None)
+    crash = NativeCrash("LLVM ERROR: out of memory")
+    e = ptx._codegen_crash(crash, "x\n", "sm_80", "k.ll")
+    assert (e.message, e.file, e.line, e.hint) == (crash.message, "k.ll", None, None)
     e = ptx._codegen_crash(NativeCrash("LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo"), "x\n", "sm_90", "k.ll")
-    assert (e.message, e.line, e.col) == ("intrinsic llvm.nvvm.foo is not available on sm_90: LLVM cannot select it",
-                                          None, None)
+    assert (e.line, e.col) == (None, None)
+    assert_mentions(e.message, "llvm.nvvm.foo", "sm_90")
+
+
+_SETMAXNREG_IR = ('target triple = "nvptx64-nvidia-cuda"\n'
+                  "declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)\n"
+                  "define ptx_kernel void @k() {\n"
+                  "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 256)\n"
+                  "  ret void\n}\n")
+
+
+def _codegen_crash_of(log: str):
+    from mlirhlo_driver.errors import NativeCrash
+
+    raise ptx._codegen_crash(NativeCrash(log), "x\n", "sm_90", "k.ll")
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("compile_, line", [
+    (lambda: ptx.compile_to_ptx('target triple = "x86_64-unknown-linux-gnu"\ndefine void @f() {\n  ret void\n}\n',
+                                "sm_80", filename="k.ll"),
+     "error: k.ll: module targets 'x86_64-unknown-linux-gnu', not NVPTX"),
+    (lambda: ptx.compile_to_ptx("define void @f() {\n  %x = add i32 %x, 1\n  ret void\n}\n", "sm_80",
+                                filename="k.ll"),
+     "error: k.ll: invalid LLVM IR: Only PHI nodes may reference their own value!   %x = add i32 %x, 1"),
+    (lambda: ptx.compile_to_ptx(_SETMAXNREG_IR, "sm_80", filename="k.ll"),
+     "error: k.ll:4:13: intrinsic llvm.nvvm.setmaxnreg.inc.sync.aligned.u32 is not available on sm_80: LLVM "
+     "cannot select it (compile for an arch that has it with --arch)"),
+    (lambda: _codegen_crash_of("LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo"),
+     "error: k.ll: intrinsic llvm.nvvm.foo is not available on sm_90: LLVM cannot select it "
+     "(compile for an arch that has it with --arch)"),
+], ids=["triple", "verifier", "cannot-select", "cannot-select-unlocated"])
+def test_llvm_ir_refusals_exactly(compile_, line):
+    """IR compile_to_ptx refuses: another target's, IR that does not verify (LLVM's reason on
+    one line), an intrinsic the arch lacks (located at its call where the IR has one)."""
+    with pytest.raises(InputError) as ei:
+        compile_()
+    assert ei.value.format() == line
 
 
 def test_ptxas_is_run_for_the_canonical_arch(monkeypatch):
@@ -990,14 +1055,14 @@ def test_ptxas_missing_or_unable_is_a_toolchain_error(monkeypatch):
     monkeypatch.setattr(cuda_tools, "ptxas", lambda *a, **k: _FakePtxas(missing="CUDA 13 dropped sm_60"))
     with pytest.raises(ToolchainError) as ei:
         ptx.check_with_ptxas(".version 8.8\n", "sm_60", "k.ll")
-    assert (ei.value.message, ei.value.file, ei.value.hint) == (
-        "cannot check the PTX with ptxas: CUDA 13 dropped sm_60", "k.ll",
-        "--no-ptxas (assemble=False) skips the check")
+    assert ei.value.file == "k.ll"
+    assert_mentions(ei.value.message, "ptxas", "CUDA 13 dropped sm_60")
+    assert_mentions(ei.value.hint, "--no-ptxas", "assemble=False")
     _fake_run(monkeypatch, error=OSError(8, "Exec format error"))
     with pytest.raises(ToolchainError) as ei:
         ptx.check_with_ptxas(".version 8.8\n", "sm_80", "k.ll")
-    assert (ei.value.message, ei.value.file) == (
-        "cannot run ptxas 12.9 (/fake/ptxas, fake): [Errno 8] Exec format error", "k.ll")
+    assert ei.value.file == "k.ll"
+    assert_mentions(ei.value.message, "ptxas 12.9 (/fake/ptxas, fake)", "Exec format error")
 
 
 def test_ptxas_rejection_without_a_line_number(monkeypatch):
@@ -1005,16 +1070,18 @@ def test_ptxas_rejection_without_a_line_number(monkeypatch):
     _fake_run(monkeypatch, b"ptxas fatal   :  Unresolved\n  extern function 'g'\n", returncode=255)
     with pytest.raises(InputError) as ei:
         ptx.check_all_with_ptxas([("", "a;")], "sm_80", "k.ll")
-    assert ei.value.message == "ptxas 12.9 rejected the PTX for sm_80: ptxas fatal : Unresolved extern function 'g'"
+    assert_mentions(ei.value.message, "sm_80", "ptxas fatal : Unresolved extern function 'g'")
+    assert "line" not in ei.value.message
     assert ei.value.file == "k.ll"
     _fake_run(monkeypatch, b"x" * 299 + b" yz", returncode=1)
     with pytest.raises(InputError) as ei:
         ptx.check_all_with_ptxas([("m", "a;")], "sm_80")
-    assert ei.value.message == "ptxas 12.9 rejected the PTX of module m for sm_80: " + "x" * 299 + " "
+    assert_mentions(ei.value.message, "module m", "x" * 299)
+    assert ei.value.message.endswith("x" * 299 + " ")  # 300 characters of the output, no more
     _fake_run(monkeypatch, b" \n", returncode=3)
     with pytest.raises(InputError) as ei:
         ptx.check_all_with_ptxas([("", "a;")], "sm_80")
-    assert ei.value.message == "ptxas 12.9 rejected the PTX for sm_80: exit status 3"
+    assert_mentions(ei.value.message, "sm_80", "exit status 3")
 
 
 @pytest.mark.parametrize("number,quote", [(1, " [a;]"), (3, " [c;]"), (4, ""), (0, "")])
@@ -1023,7 +1090,37 @@ def test_ptxas_error_quotes_only_a_line_the_ptx_has(monkeypatch, number, quote):
     _fake_run(monkeypatch, f"ptxas /tmp/m0.ptx, line {number}; fatal : bad  thing \n".encode(), returncode=1)
     with pytest.raises(InputError) as ei:
         ptx.check_all_with_ptxas([("", "  a;\nb;\nc;  ")], "sm_80")
-    assert ei.value.message == f"ptxas 12.9 rejected the PTX for sm_80 at PTX line {number}: bad  thing" + quote
+    assert_mentions(ei.value.message, f"PTX line {number}", "bad  thing")
+    assert ei.value.message.endswith("bad  thing" + quote), ei.value.message
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("fake, modules, message, hint", [
+    ({"missing": "CUDA 13 dropped sm_80"}, [("", "a;")],
+     "cannot check the PTX with ptxas: CUDA 13 dropped sm_80", "--no-ptxas (assemble=False) skips the check"),
+    ({"error": OSError(8, "Exec format error")}, [("", "a;")],
+     "cannot run ptxas 12.9 (/fake/ptxas, fake): [Errno 8] Exec format error", None),
+    ({"output": b"ptxas fatal   :  Unresolved\n  extern function 'g'\n", "returncode": 255}, [("", "a;")],
+     "ptxas 12.9 rejected the PTX for sm_80: ptxas fatal : Unresolved extern function 'g'", None),
+    ({"output": b"x" * 299 + b" yz", "returncode": 1}, [("m", "a;")],
+     "ptxas 12.9 rejected the PTX of module m for sm_80: " + "x" * 299 + " ", None),
+    ({"output": b" \n", "returncode": 3}, [("", "a;")], "ptxas 12.9 rejected the PTX for sm_80: exit status 3", None),
+    ({"output": b"ptxas /tmp/m0.ptx, line 3; fatal : bad  thing \n", "returncode": 1}, [("", "  a;\nb;\nc;  ")],
+     "ptxas 12.9 rejected the PTX for sm_80 at PTX line 3: bad  thing [c;]", None),
+    ({"output": b"ptxas /tmp/m1.ptx, line 1; error   : rejected bad\n", "returncode": 1}, [("m1", "bad")],
+     "ptxas 12.9 rejected the PTX of module m1 for sm_80 at PTX line 1: rejected bad [bad]", None),
+], ids=["cannot-target", "cannot-run", "no-line", "long", "silent", "quoted-line", "module"])
+def test_ptxas_refusals_exactly(monkeypatch, fake, modules, message, hint):
+    """check_all_with_ptxas' words: a ptxas that cannot target the sm (and how to skip it), one
+    that cannot start, and a rejection: with its module, PTX line and that line quoted where
+    ptxas names one, else its output on one line (300 characters at most) or its exit status."""
+    if "missing" in fake:
+        monkeypatch.setattr(cuda_tools, "ptxas", lambda *a, **k: _FakePtxas(missing=fake["missing"]))
+    else:
+        _fake_run(monkeypatch, **fake)
+    with pytest.raises((InputError, ToolchainError)) as ei:
+        ptx.check_all_with_ptxas(modules, "sm_80", "k.ll")
+    assert (ei.value.message, ei.value.file, ei.value.hint) == (message, "k.ll", hint)
 
 
 def test_compile_llvm_ir_joins_modules_and_checks_them_together(monkeypatch):
@@ -1076,7 +1173,8 @@ def test_errors_in_a_later_module_keep_the_files_line():
     with pytest.raises(InputError) as ei:
         ptx.compile_llvm_ir(JOINED.replace("define void @g() {\n  ret void", "define void @g() {\n  ret i32 0"),
                             "j.ll", ptx.PtxOptions(arch="sm_80", check_ptxas=False))
-    assert ei.value.format() == "error: j.ll:7:7: value doesn't match function result type 'void'"
+    assert (ei.value.file, ei.value.line, ei.value.col) == ("j.ll", 7, 7)
+    assert_mentions(ei.value.message, "'void'")
 
 
 def test_read_llvm_ir(tmp_path, monkeypatch):
@@ -1098,7 +1196,28 @@ def test_read_llvm_ir(tmp_path, monkeypatch):
     assert ptx.read_llvm_ir("-") == "x\n"
     with pytest.raises(InputError) as ei:
         ptx.read_llvm_ir(str(tmp_path))
-    assert ei.value.message == "cannot read LLVM IR: Is a directory"
+    assert ei.value.file == str(tmp_path)
+    assert_mentions(ei.value.message, "LLVM IR", "Is a directory")
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("source, stdin, message", [
+    ("blank.ll", None, "empty file"),
+    ("-", "\n\n", "empty input"),
+    ("none.ll", None, "no such file or directory"),
+    (".", None, "cannot read LLVM IR: Is a directory"),
+])
+def test_read_llvm_ir_refusals_exactly(tmp_path, monkeypatch, source, stdin, message):
+    """read_llvm_ir's words for input it cannot use, at the file (``-``: stdin)."""
+    import io
+
+    (tmp_path / "blank.ll").write_text(" \n\t\n")
+    monkeypatch.chdir(tmp_path)
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    with pytest.raises(InputError) as ei:
+        ptx.read_llvm_ir(source)
+    assert (ei.value.message, ei.value.file) == (message, source)
 
 
 def test_collected_dumps_are_in_pass_number_order(tmp_path):
@@ -1117,7 +1236,8 @@ def test_error_right_after_a_rewritten_literal_points_past_it():
     src = "define void @f(float %x, ptr %p) {\n  store float -inf) , float +inf\n  ret void\n}\n"
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(src, "sm_80", filename="k.ll")
-    assert ei.value.format() == "error: k.ll:2:19: expected ',' after store operand"
+    assert (ei.value.file, ei.value.line, ei.value.col) == ("k.ll", 2, 19)
+    assert_mentions(ei.value.message, "store operand")
     assert src.splitlines()[1][ei.value.col - 1] == ")"
 
 
@@ -1136,4 +1256,25 @@ def test_libdevice_unreadable_says_why():
     """A libdevice file that cannot be read is an error with the OS's reason, located at that file."""
     with pytest.raises(InputError) as ei:
         ptx.compile_to_ptx(_nv_ir(["__nv_expf"]), "sm_80", filename="k.ll", libdevice="/proc/self/mem")
-    assert (ei.value.message, ei.value.file) == ("cannot read libdevice: Input/output error", "/proc/self/mem")
+    assert ei.value.file == "/proc/self/mem"
+    assert_mentions(ei.value.message, "libdevice", "Input/output error")
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("names, libdevice, message, hint", [
+    (["__nv_expf", "__nv_logf", "__nv_sinf", "__nv_cosf"], "none.bc",
+     "the IR calls libdevice (__nv_expf, __nv_logf, __nv_sinf, ...) but libdevice.10.bc was not found",
+     "pass libdevice=PATH or set CUDA_HOME"),
+    (["__nv_expf"], "text/libdevice.10.bc",
+     "not a libdevice bitcode file: LLVM bitcode parsing error file doesn't start with bitcode header", None),
+    pytest.param(["__nv_expf"], "/proc/self/mem", "cannot read libdevice: Input/output error", None,
+                 marks=pytest.mark.skipif(not os.path.isfile("/proc/self/mem"), reason="needs Linux's /proc/self/mem")),
+], ids=["missing", "not-bitcode", "unreadable"])
+def test_libdevice_refusals_exactly(tmp_path, names, libdevice, message, hint):
+    """IR that calls libdevice, with none found (the first three functions named), or one that
+    is not bitcode, or cannot be read (the OS's reason)."""
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "libdevice.10.bc").write_text("not bitcode\n")
+    with pytest.raises(InputError) as ei:  # (the compile runs in a helper: a path from here)
+        ptx.compile_to_ptx(_nv_ir(names), "sm_80", filename="k.ll", libdevice=str(tmp_path / libdevice))
+    assert (ei.value.message, ei.value.hint) == (message, hint)

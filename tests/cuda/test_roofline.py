@@ -138,7 +138,7 @@ def test_fp32_peak_without_scalar_rates_is_the_fpus_formula():
     assert p.fp32.flops_per_s == pytest.approx(2 * 64 * 108 * 1.41e9)   # 19.5 TFLOP/s
     assert p.bandwidth == 2.039e12 and not p.matrix
     peak, note = p.for_row(True, 11, 11)
-    assert peak is p.fp32 and note == "spec has no tensor-core rates"
+    assert peak is p.fp32 and "tensor-core rates" in note
 
 
 def test_roofline_totals_sum_the_rows_with_figures_and_count_the_others():
@@ -243,10 +243,12 @@ def test_peaks_without_unit_descriptions_use_the_fpus_formula():
     assert p.to_dict()["tensor_core"] == {}
 
 
+@pytest.mark.golden
 def test_the_peak_a_row_is_held_to_and_its_fallback_note():
     """A dot: the tensor-core rate of its type, else its CUDA-core rate (else FP32) with a
     note; any other row: the CUDA-core rate of its result type, else FP32, no note. A row of
-    unknown type (None) is held to FP32, not to any other rate the spec has."""
+    unknown type (None) is held to FP32, not to any other rate the spec has. (The notes'
+    golden test.)"""
     from mlirhlo_driver.cuda import roofline
 
     p = roofline.peaks(_spec(SPEC))
