@@ -520,6 +520,20 @@ def test_npz_inputs_errors_name_the_file_and_what_is_wrong(tmp_path):
     assert [a.tolist() for a in got] == [[0.0, 0.0], 3] and [a.dtype for a in got] == [np.float32, np.int32]
 
 
+@pytest.mark.golden
+def test_run_plan_argument_count_refusal_exactly():
+    """A self-checking module given the wrong number of its own arguments: the golden of run_plan's error."""
+    from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.inputs import checks
+
+    plan = checks.prepare(inputs.parse_mlir(
+        "func.func @main(%a: tensor<2xf32>) {\n  stablehlo.custom_call @check.expect_eq(%a, %a) "
+        "{has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()\n  return\n}\n", "m.mlir"), source="m.mlir")
+    with pytest.raises(InputError) as e:
+        engine.run_plan(plan, [])
+    assert e.value.format() == "error: @main takes 1 arguments of its own, 0 given"
+
+
 def test_run_xla_runs_at_least_once_and_compare_all_counts_outputs(monkeypatch):
     """iterations below 1 still run once; an output count that differs from the reference's is a mismatch."""
     from mlirhlo_driver._native import jaxlib as _jaxlib
