@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.ir import hlo_proto as hp
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_mentions
 
 # ------------------------------------------------------------------ fixtures
 
@@ -519,6 +519,7 @@ def test_encode_is_cpp_deterministic():
 
 # ------------------------------------------------------------------ errors
 
+@pytest.mark.golden
 @pytest.mark.parametrize("text, line, col, message, hint", [
     ('name: "m"\ncomputations {\n  name: "c"\n  instructions {\n    nmae: "x"\n  }\n}\n',
      5, 5, 'message type "xla.HloInstructionProto" has no field named "nmae"', "did you mean 'name'?"),
@@ -533,6 +534,7 @@ def test_encode_is_cpp_deterministic():
     ('name: "a"\n  name: "b"\n', 2, 9, 'message type "xla.HloModuleProto" should not have multiple "name" fields', None),
 ])
 def test_parse_text_errors(text, line, col, message, hint):
+    """The golden of hlo_proto.parse_text's errors: protobuf's words, placed."""
     with pytest.raises(InputError) as info:
         hp.parse_text(text, file="m.pbtxt")
     err = info.value
@@ -546,17 +548,18 @@ def test_parse_text_errors(text, line, col, message, hint):
 
 def test_decode_errors(protos):
     pb = protos["elementwise"][0]
-    with pytest.raises(InputError, match="malformed HloModuleProto: length .* runs past the end"):
+    with pytest.raises(InputError) as info:
         hp.decode(pb[: len(pb) // 2])
+    assert_mentions(info.value.message, "HloModuleProto", "runs past the end")
     with pytest.raises(InputError) as info:
         hp.decode(b"\x08\xff")
-    assert info.value.format() == "error: malformed HloModuleProto: truncated varint at byte 1"
+    assert info.value.file is None
+    assert_mentions(info.value.message, "HloModuleProto", "truncated varint", "byte 1")
     # Inside a sub-message: the field path says where.
     bad = _record(3, 2, _record(2, 2, _record(2, 2, b"\xff")))
     with pytest.raises(InputError) as info:
         hp.decode(bad)
-    assert info.value.message == ("malformed HloModuleProto: string is not valid UTF-8 at byte 6 "
-                                  "(in computations[0].instructions[0].opcode)")
+    assert_mentions(info.value.message, "UTF-8", "byte 6", "computations[0].instructions[0].opcode")
     with pytest.raises(ValueError, match="unknown message type"):
         hp.decode(pb, "HloModuleProt")
 
@@ -588,11 +591,12 @@ def test_module_proto_from_any(protos):
     assert hp.module_proto_from_any(wrapped) == pb
     assert hp.module_proto_from_any(gzip.compress(wrapped)) == pb
     assert hp.module_proto_from_any(gzip.compress(pb)) == pb
-    with pytest.raises(InputError, match="not a serialized HloProto or HloModuleProto"):
+    with pytest.raises(InputError, match="HloModuleProto"):
         hp.module_proto_from_any(b"HloModule m\n")
     with pytest.raises(InputError) as info:  # a truncated file says where it breaks
         hp.module_proto_from_any(gzip.compress(pb[:-7]))
-    assert re.fullmatch(r"not a serialized HloProto or HloModuleProto: .* at byte \d+.*", info.value.message)
+    assert_mentions(info.value.message, "HloModuleProto")
+    assert re.search(r" at byte \d+", info.value.message), info.value.message
 
 
 def test_strip_module_id(protos):
@@ -672,7 +676,7 @@ def test_gzip_protos_load_through_inputs(xla_dump, protos, tmp_path):
     with pytest.raises(InputError) as info:
         inputs.load(str(garbage))
     assert info.value.file == str(garbage)
-    assert "not a serialized HloProto or HloModuleProto" in info.value.message
+    assert_mentions(info.value.message, "not a serialized", "HloModuleProto")
 
 
 def test_pbtxt_errors_through_inputs(tmp_path):
@@ -682,8 +686,8 @@ def test_pbtxt_errors_through_inputs(tmp_path):
     path.write_text('name: "m"\nentry_computation_name: "main"\ncomputations {\n  nmae: "x"\n}\n')
     with pytest.raises(InputError) as info:
         inputs.load(str(path))
-    assert info.value.format() == (f'error: {path}:4:3: message type "xla.HloComputationProto" has no '
-                                   "field named \"nmae\" (did you mean 'name'?)")
+    assert (info.value.file, info.value.line, info.value.col) == (str(path), 4, 3)
+    assert_mentions(info.value.format(), '"xla.HloComputationProto"', '"nmae"', "'name'")
 
 
 def test_no_jax_import_at_module_import():
@@ -740,7 +744,7 @@ def test_looks_like_hlo_proto_turns_away_a_module_with_an_implausible_computatio
             assert hp.looks_like_hlo_proto(data) is None, (why, len(comps))
             wrapped = hp.encode(hp.message_class("HloProto")(hlo_module=hp.decode(data)))
             assert hp.looks_like_hlo_proto(wrapped) is None, why
-            with pytest.raises(InputError, match="not a serialized HloProto or HloModuleProto"):
+            with pytest.raises(InputError, match="HloModuleProto"):
                 hp.module_proto_from_any(data)
 
 
@@ -794,9 +798,12 @@ def test_sniffing_reads_multi_byte_lengths_and_what_may_follow():
     assert hp.module_proto_from_any(split) == module
 
 
+@pytest.mark.golden
 def test_module_proto_from_any_errors_say_why():
     """Bad gzip data, bytes that start like a module but break (with where), and bytes that do
-    not start like one (no reason) are InputErrors; strip_module_id and decode name the type."""
+    not start like one (no reason) are InputErrors; strip_module_id and decode name the type.
+    The golden of module_proto_from_any's, strip_module_id's and hlo_proto.decode's errors (zlib's
+    own words after 'cannot decompress gzip data: ' are Python's)."""
     with pytest.raises(InputError) as info:
         hp.module_proto_from_any(b"\x1f\x8b\x08\x00\x00")
     assert info.value.message.startswith("cannot decompress gzip data: ")
@@ -816,4 +823,11 @@ def test_module_proto_from_any_errors_say_why():
         hp.decode(b"\x0a\x05abc", "xla.HloComputationProto", file="c.pb")
     assert info.value.format() == ("error: c.pb: malformed HloComputationProto: length 5 runs past the end of "
                                    "the enclosing message at byte 1")
+    with pytest.raises(InputError) as info:
+        hp.decode(b"\x08\xff")
+    assert info.value.format() == "error: malformed HloModuleProto: truncated varint at byte 1"
+    with pytest.raises(InputError) as info:
+        hp.decode(_record(3, 2, _record(2, 2, _record(2, 2, b"\xff"))))
+    assert info.value.format() == ("error: malformed HloModuleProto: string is not valid UTF-8 at byte 6 "
+                                   "(in computations[0].instructions[0].opcode)")
     assert hp.strip_module_id(b"\x28\x07\x0a\x01m\x28\x08") == b"\x0a\x01m"
