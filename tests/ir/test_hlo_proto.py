@@ -750,9 +750,11 @@ def test_looks_like_hlo_proto_turns_away_a_module_with_an_implausible_computatio
 
 # ------------------------------------------------------------------ names, sniffing edges, errors
 
+@pytest.mark.golden
 def test_message_names_are_xla_unless_qualified():
     """Short names are package ``xla`` (nested ones too); names qualified with xla.,
-    stream_executor., tsl. or google. are taken as they are; others are a ValueError."""
+    stream_executor., tsl. or google. are taken as they are; others are a ValueError (the golden of
+    its message)."""
     for name, full in [("HloModuleProto", "xla.HloModuleProto"),
                        ("HloModuleProto.ProfileInfo", "xla.HloModuleProto.ProfileInfo"),
                        ("xla.HloProto", "xla.HloProto"),
