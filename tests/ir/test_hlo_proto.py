@@ -519,30 +519,32 @@ def test_encode_is_cpp_deterministic():
 
 # ------------------------------------------------------------------ errors
 
-@pytest.mark.golden
-@pytest.mark.parametrize("text, line, col, message, hint", [
+@pytest.mark.parametrize("text, line, col, facts, hint", [
     ('name: "m"\ncomputations {\n  name: "c"\n  instructions {\n    nmae: "x"\n  }\n}\n',
-     5, 5, 'message type "xla.HloInstructionProto" has no field named "nmae"', "did you mean 'name'?"),
+     5, 5, ('"xla.HloInstructionProto"', '"nmae"'), "'name'"),
     ('computations {\n  instructions {\n    shape { element_type: F33 }\n  }\n}\n',
-     3, 27, 'enum type "xla.PrimitiveType" has no value named F33', "did you mean 'F32'"),
-    ('name: "m"\ncomputations {\n  name: "c"\n', 3, 9, 'expected "}"', None),
-    ('name: "abc\n', 1, 7, "string missing ending quote: '\"abc'", None),
-    ("id: 9223372036854775808\n", 1, 5, "value out of range: 9223372036854775808", None),
-    ("id 5\n", 1, 4, 'expected ":"', None),
-    ("computations { id: 1.5 }", 1, 20, "couldn't parse integer: 1.5", None),
-    ("is_dynamic: yes", 1, 13, 'expected "true" or "false"', None),
-    ('name: "a"\n  name: "b"\n', 2, 9, 'message type "xla.HloModuleProto" should not have multiple "name" fields', None),
-])
-def test_parse_text_errors(text, line, col, message, hint):
-    """The golden of hlo_proto.parse_text's errors: protobuf's words, placed."""
+     3, 27, ('"xla.PrimitiveType"', "F33"), "'F32'"),
+    ('name: "m"\ncomputations {\n  name: "c"\n', 3, 9, ('"}"',), None),
+    ('name: "abc\n', 1, 7, ("ending quote", '"abc'), None),
+    ("id: 9223372036854775808\n", 1, 5, ("out of range", "9223372036854775808"), None),
+    ("id 5\n", 1, 4, ('":"',), None),
+    ("computations { id: 1.5 }", 1, 20, ("integer", "1.5"), None),
+    ("is_dynamic: yes", 1, 13, ('"true"', '"false"'), None),
+    ('name: "a"\n  name: "b"\n', 2, 9, ('"xla.HloModuleProto"', "multiple", '"name"'), None),
+], ids=["field-typo", "enum-typo", "unclosed", "string-quote", "out-of-range", "no-colon", "not-integer", "not-bool",
+        "repeated-field"])
+def test_parse_text_errors(text, line, col, facts, hint):
+    """Protobuf's words, placed at the file's line and column (their exact text: protos'
+    test_parse_text_errors_exactly)."""
     with pytest.raises(InputError) as info:
         hp.parse_text(text, file="m.pbtxt")
     err = info.value
-    assert (err.file, err.line, err.col, err.message) == ("m.pbtxt", line, col, message)
+    assert (err.file, err.line, err.col) == ("m.pbtxt", line, col)
+    assert_mentions(err.message, *facts)
     if hint is None:
         assert err.hint is None
     else:
-        assert err.hint is not None and err.hint.startswith(hint)
+        assert_mentions(err.hint, hint)
     assert err.format().startswith(f"error: m.pbtxt:{line}:{col}: ")
 
 
@@ -804,8 +806,8 @@ def test_sniffing_reads_multi_byte_lengths_and_what_may_follow():
 def test_module_proto_from_any_errors_say_why():
     """Bad gzip data, bytes that start like a module but break (with where), and bytes that do
     not start like one (no reason) are InputErrors; strip_module_id and decode name the type.
-    The golden of module_proto_from_any's, strip_module_id's and hlo_proto.decode's errors (zlib's
-    own words after 'cannot decompress gzip data: ' are Python's)."""
+    The golden of module_proto_from_any's and strip_module_id's errors (zlib's own words after
+    'cannot decompress gzip data: ' are Python's; decode's: protos' test_decode_errors_exactly)."""
     with pytest.raises(InputError) as info:
         hp.module_proto_from_any(b"\x1f\x8b\x08\x00\x00")
     assert info.value.message.startswith("cannot decompress gzip data: ")
@@ -823,13 +825,7 @@ def test_module_proto_from_any_errors_say_why():
     assert info.value.message == "malformed HloModuleProto: length 5 runs past the end of the enclosing message at byte 3"
     with pytest.raises(InputError) as info:
         hp.decode(b"\x0a\x05abc", "xla.HloComputationProto", file="c.pb")
-    assert info.value.format() == ("error: c.pb: malformed HloComputationProto: length 5 runs past the end of "
-                                   "the enclosing message at byte 1")
-    with pytest.raises(InputError) as info:
-        hp.decode(b"\x08\xff")
-    assert info.value.format() == "error: malformed HloModuleProto: truncated varint at byte 1"
-    with pytest.raises(InputError) as info:
-        hp.decode(_record(3, 2, _record(2, 2, _record(2, 2, b"\xff"))))
-    assert info.value.format() == ("error: malformed HloModuleProto: string is not valid UTF-8 at byte 6 "
-                                   "(in computations[0].instructions[0].opcode)")
+    assert info.value.file == "c.pb"
+    assert_mentions(info.value.message, "malformed HloComputationProto", "byte 1")  # the short name
+    assert "xla." not in info.value.message
     assert hp.strip_module_id(b"\x28\x07\x0a\x01m\x28\x08") == b"\x0a\x01m"

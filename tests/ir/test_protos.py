@@ -753,6 +753,21 @@ def test_parse_text_errors_on_the_last_line_drop_the_quoted_source():
     ("gpu_device_info {\n  threads_per_wrap: 32\n}\n", "stream_executor.GpuTargetConfigProto", "x.txtpb",
      'error: x.txtpb:2:3: message type "stream_executor.GpuDeviceInfoProto" has no field named "threads_per_wrap" '
      "(did you mean 'threads_per_warp', 'threads_per_core_limit', 'threads_per_block_limit'?)"),
+    # XLA's modules as hlo_proto.parse_text reads them
+    ('name: "m"\ncomputations {\n  name: "c"\n  instructions {\n    nmae: "x"\n  }\n}\n', "xla.HloModuleProto",
+     "m.pbtxt", 'error: m.pbtxt:5:5: message type "xla.HloInstructionProto" has no field named "nmae" (did you mean '
+                "'name'?)"),
+    ("computations {\n  instructions {\n    shape { element_type: F33 }\n  }\n}\n", "xla.HloModuleProto", "m.pbtxt",
+     "error: m.pbtxt:3:27: enum type \"xla.PrimitiveType\" has no value named F33 (did you mean 'F32'?)"),
+    ('name: "m"\ncomputations {\n  name: "c"\n', "xla.HloModuleProto", "m.pbtxt", 'error: m.pbtxt:3:9: expected "}"'),
+    ('name: "abc\n', "xla.HloModuleProto", "m.pbtxt", "error: m.pbtxt:1:7: string missing ending quote: '\"abc'"),
+    ("id: 9223372036854775808\n", "xla.HloModuleProto", "m.pbtxt",
+     "error: m.pbtxt:1:5: value out of range: 9223372036854775808"),
+    ("computations { id: 1.5 }", "xla.HloModuleProto", "m.pbtxt",
+     "error: m.pbtxt:1:20: couldn't parse integer: 1.5"),
+    ("is_dynamic: yes", "xla.HloModuleProto", "m.pbtxt", 'error: m.pbtxt:1:13: expected "true" or "false"'),
+    ('name: "a"\n  name: "b"\n', "xla.HloModuleProto", "m.pbtxt",
+     'error: m.pbtxt:2:9: message type "xla.HloModuleProto" should not have multiple "name" fields'),
 ])
 def test_parse_text_errors_exactly(text, type_name, file, message):
     """Protobuf text the schema refuses: the golden of parse_text's errors (protobuf's words,
@@ -900,38 +915,45 @@ def test_decode_errors_stop_at_the_cpp_nesting_limit():
         assert f"{path}.tuple_literals" not in info.value.message, n
 
 
+def _nested_literals(n: int) -> bytes:
+    """A LiteralProto whose tuple_literals nest ``n`` deep around a truncated varint."""
+    data = b"\x08"
+    for _ in range(n):
+        data = _rec(10, 2, data)
+    return data
+
+
 @pytest.mark.golden
-@pytest.mark.parametrize("data, type_name, message", [
+@pytest.mark.parametrize("data, type_name, kwargs, message", [
     (_rec(3, 2, _rec(2, 2, _rec(2, 2, b"add")) + _rec(1, 2, b"c") + _rec(2, 2, _rec(2, 2, b"\xff"))),
-     "xla.HloModuleProto", "error: malformed xla.HloModuleProto: string is not valid UTF-8 at byte 16 "
-                           "(in computations[0].instructions[1].opcode)"),
+     "xla.HloModuleProto", {}, "error: malformed xla.HloModuleProto: string is not valid UTF-8 at byte 16 "
+                               "(in computations[0].instructions[1].opcode)"),
     (_rec(1, 2, b"m") + _rec(3, 2, b"") + _rec(3, 2, _rec(2, 2, _rec(7, 2, _rec(2, 2, b"\xff")))),
-     "xla.HloModuleProto", "error: malformed xla.HloModuleProto: string is not valid UTF-8 at byte 13 "
-                           "(in computations[1].instructions[0].metadata.op_name)"),
-    (b"\x1a\x01\x80", "xla.ShapeProto", "error: malformed xla.ShapeProto: not a valid encoding of this message type"),
-    (_rec(10, 2, _rec(10, 2, b"\x08")), "xla.LiteralProto",
+     "xla.HloModuleProto", {}, "error: malformed xla.HloModuleProto: string is not valid UTF-8 at byte 13 "
+                               "(in computations[1].instructions[0].metadata.op_name)"),
+    (b"\x1a\x01\x80", "xla.ShapeProto", {},
+     "error: malformed xla.ShapeProto: not a valid encoding of this message type"),
+    (_nested_literals(2), "xla.LiteralProto", {},
      "error: malformed xla.LiteralProto: truncated varint at byte 5 (in tuple_literals[0].tuple_literals[0])"),
-])
-def test_decode_errors_exactly(data, type_name, message):
+    (_nested_literals(101), "xla.LiteralProto", {},
+     "error: malformed xla.LiteralProto: messages nested deeper than 100 at byte 239 (in "
+     + ".".join(["tuple_literals[0]"] * 101) + ")"),
+    (_rec(3, 2, b"\x08"), "xla.HloModuleProto", {"what": "module", "file": "m.pb"},
+     "error: m.pb: malformed module: truncated varint at byte 3 (in computations[0])"),
+    # as hlo_proto.decode asks: the type's short name
+    (b"\x08\xff", "xla.HloModuleProto", {"what": "HloModuleProto"},
+     "error: malformed HloModuleProto: truncated varint at byte 1"),
+    (_rec(3, 2, _rec(2, 2, _rec(2, 2, b"\xff"))), "xla.HloModuleProto", {"what": "HloModuleProto"},
+     "error: malformed HloModuleProto: string is not valid UTF-8 at byte 6 (in computations[0].instructions[0].opcode)"),
+    (b"\x0a\x05abc", "xla.HloComputationProto", {"what": "HloComputationProto", "file": "c.pb"},
+     "error: c.pb: malformed HloComputationProto: length 5 runs past the end of the enclosing message at byte 1"),
+], ids=["utf8", "utf8-nested", "upb-only", "truncated", "nesting-limit", "what-and-file", "short-name",
+        "short-name-utf8", "short-name-file"])
+def test_decode_errors_exactly(data, type_name, kwargs, message):
     """Bytes that are no valid message of the type: the golden of decode's errors."""
     with pytest.raises(InputError) as info:
-        protos.decode(data, type_name)
+        protos.decode(data, type_name, **kwargs)
     assert info.value.format() == message
-
-
-@pytest.mark.golden
-def test_decode_error_naming_the_nesting_limit_exactly():
-    """The golden of decode's error past C++'s nesting limit, and of one naming ``what`` and ``file``."""
-    data = b"\x08"
-    for _ in range(101):
-        data = _rec(10, 2, data)
-    with pytest.raises(InputError) as info:
-        protos.decode(data, "xla.LiteralProto")
-    path = ".".join(["tuple_literals[0]"] * 101)
-    assert info.value.format() == f"error: malformed xla.LiteralProto: messages nested deeper than 100 at byte 239 (in {path})"
-    with pytest.raises(SpecError) as info:
-        protos.decode(_rec(3, 2, b"\x08"), "xla.HloModuleProto", what="module", file="m.pb", error=SpecError)
-    assert info.value.format() == "error: m.pb: malformed module: truncated varint at byte 3 (in computations[0])"
 
 
 def test_errors_say_when_the_library_version_is_unknown(fake_jaxlib, tmp_path, monkeypatch):
