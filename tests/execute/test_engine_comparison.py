@@ -215,11 +215,29 @@ def test_status_follows_the_comparison(dtype):
     assert _report([one], [one.copy()]).passed
     r = _report([one, one], [one.copy(), other], **HUGE_TOL)
     if dtype in BOOL + INTEGERS:
-        assert (r.passed, r.status, r.message) == (False, "mismatch", "output 1: 1/2 differ"), dtype
+        assert (r.passed, r.status) == (False, "mismatch"), dtype
+        assert "output 1: 1/2" in r.message and "output 0" not in r.message, dtype
     else:
         assert r.passed and r.status == "ok", (dtype, r.status)
     assert not _report([one, one], [one.copy(), other], rtol=0.0, atol=0.0).passed
     assert not _report([one], [one, one]).passed  # output count differs
+
+
+_ONES, _HALF = np.ones(2), np.array([1.0, 1.5])
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("outputs, reference, label, message", [
+    ([_ONES, _ONES], [_ONES], "", "2 outputs, reference has 1"),
+    ([_ONES, _HALF], [_ONES, _ONES], "", "output 1: 1/2 differ"),
+    ([_ONES, _HALF, np.int32([3, 4])], [_ONES, _ONES, np.int32([3, 5])], "",
+     "output 1: 1/2 differ; output 2: 1/2 differ"),
+    ([_HALF], [_ONES], "replica 1 output", "replica 1 output 0: 1/2 differ"),
+    ([_ONES], [_ONES], "", ""),
+])
+def test_comparison_messages_exactly(outputs, reference, label, message):
+    """The one-line verdict of outputs against their reference: the golden of compare_outputs'."""
+    assert engine.compare_outputs(outputs, reference, None, None, label=label).message == message
 
 
 @pytest.mark.parametrize("which, tol, code", [
@@ -297,7 +315,7 @@ def test_a_float_mismatch_says_how_many_ulp_apart_when_they_are_close():
     near = np.array([one, np.nextafter(np.nextafter(one, np.float32(2)), np.float32(2))], np.float32)
     mm = engine.compare(near, np.array([one, one], np.float32), 0, 0.0, 0.0)
     assert mm.worst_ulp == 2
-    assert mm.describe().splitlines()[2] == "  worst at [1]: got 1.0000002, expected 1.0 (2 ULP apart)"
+    assert "worst at [1]" in mm.describe() and "(2 ULP apart)" in mm.describe()
     far = engine.compare(np.float32([1e6]), np.float32([1.0]), 0, 0.0, 0.0)
     assert far.worst_ulp is None and "ULP" not in far.describe()
     nan = engine.compare(np.float32([np.nan]), np.float32([1.0]), 0, 0.0, 0.0)

@@ -54,6 +54,7 @@ def test_layout_of_each_kind_of_sharding():
     assert hlo_layout("{devices=[1,2]<=[2]}", (4, 4), partitions=2).shard_shape == (4, 2)
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("text, shape, message", [
     ("{maximal device=4}", (4, 4), "error: output 1: sharding {maximal device=4} names device 4, but there are "
                                    "4 partitions"),
@@ -75,7 +76,7 @@ def test_layout_of_each_kind_of_sharding():
                           "maximal and manual are)"),
 ])
 def test_layout_refuses_shardings_it_cannot_lay_out(python_names, text, shape, message):
-    """Each refusal is one InputError naming the value and the sharding."""
+    """Each refusal is one InputError naming the value and the sharding: the golden of the layout's refusals."""
     from mlirhlo_driver.errors import InputError
 
     with pytest.raises(InputError) as e:

@@ -8,6 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import assert_mentions
+
+_TWO_BY_TWO = ("device_assignment { replica_count: 2 computation_count: 2 "
+               "computation_devices { replica_device_ids: [3, 1] } "
+               "computation_devices { replica_device_ids: [2, 0] } }")
+
 
 def test_header_counts_come_from_the_first_64_kib_header_line(tmp_path):
     """replica_count and num_partitions of the HloModule line (each alone, or neither), found within
@@ -62,21 +68,38 @@ def test_execution_options_device_assignment_and_debug_options():
     def eo(text: str):
         return protos.parse_text(text, "xla.ExecutionOptions")
 
-    two_by_two = eo("device_assignment { replica_count: 2 computation_count: 2 "
-                    "computation_devices { replica_device_ids: [3, 1] } "
-                    "computation_devices { replica_device_ids: [2, 0] } }")
+    two_by_two = eo(_TWO_BY_TWO)
     assert _device_ids(two_by_two, 2, 2, "eo") == (3, 2, 1, 0)
     assert _device_ids(eo("num_replicas: 2"), 2, 1, "eo") == ()
     with pytest.raises(DriverError) as e:
         _device_ids(two_by_two, 2, 1, "eo")
-    assert e.value.format("params") == "error: eo: device_assignment is 2 replicas x 2 computations; the run has 2 x 1"
+    assert e.value.file == "eo"
+    assert_mentions(e.value.message, "device_assignment", "2 replicas x 2 computations", "2 x 1")
     twice = eo("device_assignment { replica_count: 1 computation_count: 2 "
                "computation_devices { replica_device_ids: 1 } computation_devices { replica_device_ids: 1 } }")
     with pytest.raises(DriverError) as e:
         _device_ids(twice, 1, 2, "eo")
-    assert e.value.format("params") == "error: eo: device_assignment names a device twice"
+    assert e.value.file == "eo"
+    assert_mentions(e.value.message, "device_assignment", "twice")
     flags = _execution_debug_flags(eo('debug_options { xla_cpu_enable_fast_math: true xla_dump_to: "d" '
                                       "xla_backend_optimization_level: 2 xla_step_marker_location: "
                                       "STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP }"), "eo")
     assert flags == {"xla_cpu_enable_fast_math": True, "xla_backend_optimization_level": 2,
                      "xla_step_marker_location": "STEP_MARK_AT_TOP_LEVEL_WHILE_LOOP"}
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("text, replicas, partitions, message", [
+    (_TWO_BY_TWO, 2, 1, "error: eo: device_assignment is 2 replicas x 2 computations; the run has 2 x 1"),
+    ("device_assignment { replica_count: 1 computation_count: 2 computation_devices { replica_device_ids: 1 } "
+     "computation_devices { replica_device_ids: 1 } }", 1, 2, "error: eo: device_assignment names a device twice"),
+])
+def test_device_assignment_refusals_exactly(text, replicas, partitions, message):
+    """An ExecutionOptions' device assignment the run cannot use: the golden of device_ids' errors."""
+    from mlirhlo_driver.errors import DriverError
+    from mlirhlo_driver.execute.runner_files import device_ids
+    from mlirhlo_driver.ir import protos
+
+    with pytest.raises(DriverError) as e:
+        device_ids(protos.parse_text(text, "xla.ExecutionOptions"), replicas, partitions, "eo")
+    assert e.value.format("params") == message

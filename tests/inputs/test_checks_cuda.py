@@ -95,7 +95,7 @@ func.func private @helper(%x: tensor<2xf32>) -> tensor<2xf32> {
 }
 """)
     r = cli("opt", "--platform", "cuda", "--gpu-spec", "b200", "--stage", "ptx", bad)
-    line = assert_one_line_error(r, contains="a check must be a top-level op of @main")
+    line = assert_one_line_error(r, facts=("top-level", "@main"))
     assert line.startswith(f"error: {bad}:7:")
 
 

@@ -113,8 +113,9 @@ def test_misnamed_files_load(tmp_path, content, name, key, fmt):
 
 @pytest.mark.parametrize("name", ["m.pb", "m.mlirbc", "m.hlo", "m.txt"])
 def test_binary_that_is_no_module_is_an_error(name):
-    with pytest.raises(InputError, match="not a module: binary data"):
+    with pytest.raises(InputError, match="binary data") as e:
         inputs.detect_format(bytes(range(256)) * 4, name)
+    assert e.value.file == name
 
 
 @pytest.mark.parametrize("key", ["hlo", "mlir", "bytecode"])

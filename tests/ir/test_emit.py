@@ -11,7 +11,7 @@ from mlirhlo_driver.errors import StageError
 from mlirhlo_driver.inputs import loader
 from mlirhlo_driver.ir import emit
 from mlirhlo_driver.ir import hlo_proto as codec
-from tests.conftest import DATA
+from tests.conftest import DATA, assert_mentions
 
 ADD = """\
 func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
@@ -112,8 +112,7 @@ def test_resolve_vhlo_version_refuses_malformed(target, monkeypatch):
     minimum, current = _versions()
     with pytest.raises(StageError) as e:
         emit.resolve_vhlo_version(target)
-    assert e.value.format("params") == (f"error: malformed target_version '{target}' (use MAJOR.MINOR.PATCH between "
-                                f"{minimum} and {current}, or 'current'/'minimum')")
+    assert_mentions(e.value.format("params"), "malformed", f"'{target}'", "MAJOR.MINOR.PATCH", minimum, current)
 
 
 def test_resolve_vhlo_version_refuses_outside_the_range(monkeypatch):
@@ -126,8 +125,23 @@ def test_resolve_vhlo_version_refuses_outside_the_range(monkeypatch):
     for target in (below, f"{major}.{minor}.{patch + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0", "0.0.0"):
         with pytest.raises(StageError) as e:
             emit.resolve_vhlo_version(target)
-        assert e.value.format("params") == (f"error: target_version='{target}' is outside what this StableHLO supports "
-                                    f"(between {minimum} and {current})")
+        assert_mentions(e.value.format("params"), f"target_version='{target}'", "outside", minimum, current)
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("target, message", [
+    ("1.2", "error: malformed target_version '1.2' (use MAJOR.MINOR.PATCH between {minimum} and {current}, or "
+            "'current'/'minimum')"),
+    ("0.0.0", "error: target_version='0.0.0' is outside what this StableHLO supports (between {minimum} and "
+              "{current})"),
+])
+def test_vhlo_version_refusals_exactly(monkeypatch, target, message):
+    """A target version the installed StableHLO cannot write: the golden of resolve_vhlo_version's errors."""
+    monkeypatch.delenv("MLIRHLO_DRIVER_ERRORS_NAME_FLAGS", raising=False)
+    minimum, current = _versions()
+    with pytest.raises(StageError) as e:
+        emit.resolve_vhlo_version(target)
+    assert e.value.format("params") == message.format(minimum=minimum, current=current)
 
 
 def test_vhlo_artifact_is_written_for_the_target_version(tmp_path):
@@ -159,11 +173,10 @@ def test_vhlo_artifact_of_chlo_names_the_ops_and_the_fix():
     m = _parse(FOUR_CHLO)
     with pytest.raises(StageError) as e:
         emit.vhlo_artifact(m)
-    assert e.value.message.startswith(f"cannot serialize as a StableHLO {current} portable artifact: ")
+    assert_mentions(e.value.message, "cannot serialize", current, "portable artifact: ")
     detail = e.value.message.split("portable artifact: ", 1)[1]
     assert detail and detail == detail.strip() and "\n" not in detail and "error:" not in detail
-    assert e.value.hint == ("the module has CHLO ops (chlo.digamma, chlo.erf_inv, chlo.lgamma), which VHLO "
-                            "cannot hold; legalize them first: --pipeline @prepare-export")
+    assert_mentions(e.value.hint, "(chlo.digamma, chlo.erf_inv, chlo.lgamma)", "--pipeline @prepare-export")
 
 
 def test_vhlo_artifact_error_without_a_diagnostic_uses_the_exception(monkeypatch):
@@ -178,8 +191,31 @@ def test_vhlo_artifact_error_without_a_diagnostic_uses_the_exception(monkeypatch
     with pytest.raises(StageError) as e:
         emit.vhlo_artifact(_parse(ADD))
     _, current = _versions()
-    assert e.value.message == f"cannot serialize as a StableHLO {current} portable artifact: the reason"
+    assert_mentions(e.value.message, current, "the reason")
+    assert "first" not in e.value.message and "last" not in e.value.message
     assert e.value.hint is None
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("text, message", [
+    (ADD, "error: cannot serialize as a StableHLO {current} portable artifact: the reason"),
+    (FOUR_CHLO, "error: cannot serialize as a StableHLO {current} portable artifact: the reason (the module has "
+                "CHLO ops (chlo.digamma, chlo.erf_inv, chlo.lgamma), which VHLO cannot hold; legalize them first: "
+                "--pipeline @prepare-export)"),
+])
+def test_vhlo_artifact_errors_exactly(monkeypatch, text, message):
+    """A module the serializer refuses (here: a serializer that says 'the reason'): the golden of
+    vhlo_artifact's error and its CHLO hint."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    def fail(module, version):
+        raise RuntimeError("first\nerror: the reason  \nlast")
+
+    m = _parse(text)
+    monkeypatch.setattr(stablehlo, "serialize_portable_artifact", fail)
+    with pytest.raises(StageError) as e:
+        emit.vhlo_artifact(m)
+    assert e.value.format() == message.format(current=_versions()[1])
 
 
 def test_mhlo_text_legalizes_a_copy():
@@ -191,8 +227,9 @@ def test_mhlo_text_legalizes_a_copy():
     assert "stablehlo.add" in emit.stablehlo_text(m)
 
 
+@pytest.mark.golden
 def test_mhlo_text_failure_is_a_stage_error(monkeypatch):
-    """A failing legalization is a StageError with the pass's first error line."""
+    """A failing legalization is a StageError with the pass's first error line (the golden of its message)."""
     from jaxlib.mlir import passmanager
 
     class Failing:
@@ -228,8 +265,10 @@ def test_hlo_proto_text_and_pbtxt():
     assert emit.stable_hlo_proto(codec.encode(with_id)) == proto
 
 
+@pytest.mark.golden
 def test_hlo_proto_errors():
-    """A module XLA cannot convert, or a proto it cannot read, is a StageError with XLA's reason."""
+    """A module XLA cannot convert, or a proto it cannot read, is a StageError with XLA's reason
+    (the golden of those errors)."""
     with pytest.raises(StageError) as e:
         emit.hlo_proto(_parse("func.func @notmain() {\n  return\n}\n"))
     assert e.value.format() == ("error: XLA cannot convert this module to HLO: "
@@ -240,14 +279,16 @@ def test_hlo_proto_errors():
                                 "FAILED_PRECONDITION: No program shape found in the proto")
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("message, line", [
     ("noise\n  error: the reason  \nerror: a later one", "the reason"),
     ("loc: error: a error: b", "a error: b"),
+    ("m.hlo:3: error: bad op: error: in operand 0", "bad op: error: in operand 0"),
     ("first\n\nsecond\n  \n", "second"),
     ("only", "only"),
 ])
 def test_first_line_of_an_error(message, line):
-    """The text after the first 'error:', else the last non-blank line."""
+    """The text after the first 'error:', else the last non-blank line: the golden of _first_line."""
     assert emit._first_line(RuntimeError(message)) == line
 
 
@@ -263,5 +304,6 @@ def test_error_text_without_an_error_line_is_its_last_line():
     assert _first_line(RuntimeError("first\n\nsecond\n")) == "second"
     assert _first_line(RuntimeError("noise\nerror: the reason\nmore")) == "the reason"
     # Only the first "error:" marks where the reason starts; the rest of the line is the reason.
-    assert _first_line(RuntimeError("m.hlo:3: error: bad op: error: in operand 0")) == "bad op: error: in operand 0"
+    reason = _first_line(RuntimeError("m.hlo:3: error: bad op: error: in operand 0"))
+    assert reason.startswith("bad op") and reason.endswith("in operand 0") and "m.hlo" not in reason
     assert _first_line(RuntimeError("")) == "RuntimeError"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.ir import hlo_proto as hp
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_mentions
 
 # ------------------------------------------------------------------ fixtures
 
@@ -519,44 +519,49 @@ def test_encode_is_cpp_deterministic():
 
 # ------------------------------------------------------------------ errors
 
-@pytest.mark.parametrize("text, line, col, message, hint", [
+@pytest.mark.parametrize("text, line, col, facts, hint", [
     ('name: "m"\ncomputations {\n  name: "c"\n  instructions {\n    nmae: "x"\n  }\n}\n',
-     5, 5, 'message type "xla.HloInstructionProto" has no field named "nmae"', "did you mean 'name'?"),
+     5, 5, ('"xla.HloInstructionProto"', '"nmae"'), "'name'"),
     ('computations {\n  instructions {\n    shape { element_type: F33 }\n  }\n}\n',
-     3, 27, 'enum type "xla.PrimitiveType" has no value named F33', "did you mean 'F32'"),
-    ('name: "m"\ncomputations {\n  name: "c"\n', 3, 9, 'expected "}"', None),
-    ('name: "abc\n', 1, 7, "string missing ending quote: '\"abc'", None),
-    ("id: 9223372036854775808\n", 1, 5, "value out of range: 9223372036854775808", None),
-    ("id 5\n", 1, 4, 'expected ":"', None),
-    ("computations { id: 1.5 }", 1, 20, "couldn't parse integer: 1.5", None),
-    ("is_dynamic: yes", 1, 13, 'expected "true" or "false"', None),
-    ('name: "a"\n  name: "b"\n', 2, 9, 'message type "xla.HloModuleProto" should not have multiple "name" fields', None),
-])
-def test_parse_text_errors(text, line, col, message, hint):
+     3, 27, ('"xla.PrimitiveType"', "F33"), "'F32'"),
+    ('name: "m"\ncomputations {\n  name: "c"\n', 3, 9, ('"}"',), None),
+    ('name: "abc\n', 1, 7, ("ending quote", '"abc'), None),
+    ("id: 9223372036854775808\n", 1, 5, ("out of range", "9223372036854775808"), None),
+    ("id 5\n", 1, 4, ('":"',), None),
+    ("computations { id: 1.5 }", 1, 20, ("integer", "1.5"), None),
+    ("is_dynamic: yes", 1, 13, ('"true"', '"false"'), None),
+    ('name: "a"\n  name: "b"\n', 2, 9, ('"xla.HloModuleProto"', "multiple", '"name"'), None),
+], ids=["field-typo", "enum-typo", "unclosed", "string-quote", "out-of-range", "no-colon", "not-integer", "not-bool",
+        "repeated-field"])
+def test_parse_text_errors(text, line, col, facts, hint):
+    """Protobuf's words, placed at the file's line and column (their exact text: protos'
+    test_parse_text_errors_exactly)."""
     with pytest.raises(InputError) as info:
         hp.parse_text(text, file="m.pbtxt")
     err = info.value
-    assert (err.file, err.line, err.col, err.message) == ("m.pbtxt", line, col, message)
+    assert (err.file, err.line, err.col) == ("m.pbtxt", line, col)
+    assert_mentions(err.message, *facts)
     if hint is None:
         assert err.hint is None
     else:
-        assert err.hint is not None and err.hint.startswith(hint)
+        assert_mentions(err.hint, hint)
     assert err.format().startswith(f"error: m.pbtxt:{line}:{col}: ")
 
 
 def test_decode_errors(protos):
     pb = protos["elementwise"][0]
-    with pytest.raises(InputError, match="malformed HloModuleProto: length .* runs past the end"):
+    with pytest.raises(InputError) as info:
         hp.decode(pb[: len(pb) // 2])
+    assert_mentions(info.value.message, "HloModuleProto", "runs past the end")
     with pytest.raises(InputError) as info:
         hp.decode(b"\x08\xff")
-    assert info.value.format() == "error: malformed HloModuleProto: truncated varint at byte 1"
+    assert info.value.file is None
+    assert_mentions(info.value.message, "HloModuleProto", "truncated varint", "byte 1")
     # Inside a sub-message: the field path says where.
     bad = _record(3, 2, _record(2, 2, _record(2, 2, b"\xff")))
     with pytest.raises(InputError) as info:
         hp.decode(bad)
-    assert info.value.message == ("malformed HloModuleProto: string is not valid UTF-8 at byte 6 "
-                                  "(in computations[0].instructions[0].opcode)")
+    assert_mentions(info.value.message, "UTF-8", "byte 6", "computations[0].instructions[0].opcode")
     with pytest.raises(ValueError, match="unknown message type"):
         hp.decode(pb, "HloModuleProt")
 
@@ -588,11 +593,12 @@ def test_module_proto_from_any(protos):
     assert hp.module_proto_from_any(wrapped) == pb
     assert hp.module_proto_from_any(gzip.compress(wrapped)) == pb
     assert hp.module_proto_from_any(gzip.compress(pb)) == pb
-    with pytest.raises(InputError, match="not a serialized HloProto or HloModuleProto"):
+    with pytest.raises(InputError, match="HloModuleProto"):
         hp.module_proto_from_any(b"HloModule m\n")
     with pytest.raises(InputError) as info:  # a truncated file says where it breaks
         hp.module_proto_from_any(gzip.compress(pb[:-7]))
-    assert re.fullmatch(r"not a serialized HloProto or HloModuleProto: .* at byte \d+.*", info.value.message)
+    assert_mentions(info.value.message, "HloModuleProto")
+    assert re.search(r" at byte \d+", info.value.message), info.value.message
 
 
 def test_strip_module_id(protos):
@@ -672,7 +678,7 @@ def test_gzip_protos_load_through_inputs(xla_dump, protos, tmp_path):
     with pytest.raises(InputError) as info:
         inputs.load(str(garbage))
     assert info.value.file == str(garbage)
-    assert "not a serialized HloProto or HloModuleProto" in info.value.message
+    assert_mentions(info.value.message, "not a serialized", "HloModuleProto")
 
 
 def test_pbtxt_errors_through_inputs(tmp_path):
@@ -682,8 +688,8 @@ def test_pbtxt_errors_through_inputs(tmp_path):
     path.write_text('name: "m"\nentry_computation_name: "main"\ncomputations {\n  nmae: "x"\n}\n')
     with pytest.raises(InputError) as info:
         inputs.load(str(path))
-    assert info.value.format() == (f'error: {path}:4:3: message type "xla.HloComputationProto" has no '
-                                   "field named \"nmae\" (did you mean 'name'?)")
+    assert (info.value.file, info.value.line, info.value.col) == (str(path), 4, 3)
+    assert_mentions(info.value.format(), '"xla.HloComputationProto"', '"nmae"', "'name'")
 
 
 def test_no_jax_import_at_module_import():
@@ -740,15 +746,17 @@ def test_looks_like_hlo_proto_turns_away_a_module_with_an_implausible_computatio
             assert hp.looks_like_hlo_proto(data) is None, (why, len(comps))
             wrapped = hp.encode(hp.message_class("HloProto")(hlo_module=hp.decode(data)))
             assert hp.looks_like_hlo_proto(wrapped) is None, why
-            with pytest.raises(InputError, match="not a serialized HloProto or HloModuleProto"):
+            with pytest.raises(InputError, match="HloModuleProto"):
                 hp.module_proto_from_any(data)
 
 
 # ------------------------------------------------------------------ names, sniffing edges, errors
 
+@pytest.mark.golden
 def test_message_names_are_xla_unless_qualified():
     """Short names are package ``xla`` (nested ones too); names qualified with xla.,
-    stream_executor., tsl. or google. are taken as they are; others are a ValueError."""
+    stream_executor., tsl. or google. are taken as they are; others are a ValueError (the golden of
+    its message)."""
     for name, full in [("HloModuleProto", "xla.HloModuleProto"),
                        ("HloModuleProto.ProfileInfo", "xla.HloModuleProto.ProfileInfo"),
                        ("xla.HloProto", "xla.HloProto"),
@@ -794,9 +802,12 @@ def test_sniffing_reads_multi_byte_lengths_and_what_may_follow():
     assert hp.module_proto_from_any(split) == module
 
 
+@pytest.mark.golden
 def test_module_proto_from_any_errors_say_why():
     """Bad gzip data, bytes that start like a module but break (with where), and bytes that do
-    not start like one (no reason) are InputErrors; strip_module_id and decode name the type."""
+    not start like one (no reason) are InputErrors; strip_module_id and decode name the type.
+    The golden of module_proto_from_any's and strip_module_id's errors (zlib's own words after
+    'cannot decompress gzip data: ' are Python's; decode's: protos' test_decode_errors_exactly)."""
     with pytest.raises(InputError) as info:
         hp.module_proto_from_any(b"\x1f\x8b\x08\x00\x00")
     assert info.value.message.startswith("cannot decompress gzip data: ")
@@ -814,6 +825,7 @@ def test_module_proto_from_any_errors_say_why():
     assert info.value.message == "malformed HloModuleProto: length 5 runs past the end of the enclosing message at byte 3"
     with pytest.raises(InputError) as info:
         hp.decode(b"\x0a\x05abc", "xla.HloComputationProto", file="c.pb")
-    assert info.value.format() == ("error: c.pb: malformed HloComputationProto: length 5 runs past the end of "
-                                   "the enclosing message at byte 1")
+    assert info.value.file == "c.pb"
+    assert_mentions(info.value.message, "malformed HloComputationProto", "byte 1")  # the short name
+    assert "xla." not in info.value.message
     assert hp.strip_module_id(b"\x28\x07\x0a\x01m\x28\x08") == b"\x0a\x01m"
