@@ -141,4 +141,4 @@ def test_run_app_usage_error_without_a_context_has_no_hint(monkeypatch, capfd):
     with pytest.raises(SystemExit) as e:
         app.run_app(["cache", "info"], "cache")
     assert e.value.code == 2
-    assert capfd.readouterr() == ("", "error: the cache is not configured\n")
+    assert capfd.readouterr() == ("", f"error: {Unconfigured().format_message()}\n")  # its words, no hint

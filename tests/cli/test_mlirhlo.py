@@ -210,6 +210,7 @@ def test_stdout_that_cannot_be_flushed(console, monkeypatch, capfd, error, raise
     assert capfd.readouterr().err == err
 
 
+@pytest.mark.golden
 def test_say_os_error_wording(capsys):
     """One 'error:' line: the place (given, else the file), then the system's words (else the error)."""
     mlirhlo_cli._say_os_error(OSError(5, "I/O error", "f.txt"), "stdout")
