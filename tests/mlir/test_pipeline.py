@@ -840,8 +840,9 @@ def test_options_mlir_refuses_are_placed_after_the_pass_name(catalog, spec, col,
     pipeline.check_options(pipeline.parse_spec(good), catalog)
 
 
+@pytest.mark.golden
 def test_print_ir_names_must_be_passes_of_the_pipeline():
-    """--print-ir-before/after NAME: a pass of the pipeline; else why not, with the pipeline's passes as a hint."""
+    """Golden: --print-ir-before/after NAME: a pass of the pipeline; else why not, with the pipeline's passes as a hint."""
     root = pipeline.parse_spec("builtin.module(cse,func.func(canonicalize,cse),inline-calls)")
     pipeline.check_print_ir_passes(("canonicalize", "inline-calls", "all"), root, "--print-ir-before")
     pipeline.check_print_ir_passes([], None, "--print-ir-after")
