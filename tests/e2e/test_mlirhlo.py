@@ -96,8 +96,9 @@ def test_ctrl_c_the_command_did_not_catch_is_exit_130(command):
     (["spmd-run", "{small}", "--coordinator", "localhost"],
      "Invalid value for '--coordinator': 'localhost' is not HOST:PORT, e.g. 10.0.0.1:1234"),
 ])
+@pytest.mark.golden
 def test_typer_usage_error_is_one_line_naming_the_commands_help(cli, small, argv, message):
-    """A value typer refuses (range, non-finite tolerance or timeout, HOST:PORT): exactly one line,
+    """Golden: a value typer refuses (range, non-finite tolerance or timeout, HOST:PORT): exactly one line,
     typer's message and the command's --help to see, exit 2."""
     line = assert_one_line_error(cli(*[a.format(small=small) for a in argv]))
     # (the program's name in the hint is sys.argv[0]'s: 'mlirhlo' from the console script)

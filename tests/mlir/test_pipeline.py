@@ -754,6 +754,9 @@ def test_an_unknown_named_pipeline_gets_a_hint(name, hint):
      "error: --passes:1:8: Python pass 'py-func' takes no options"),
     (lambda: pipeline.resolve("cse", passes="cse", catalog=SMALL),
      "error: give only one of --pipeline, --passes and --pipeline-file"),
+    (lambda: pipeline.resolve("builtin.module(func.func(stablehlo.while(py-func)))", catalog=SMALL),
+     "error: --pipeline:1:42: Python pass 'py-func' can run at module level or directly under func.func, "
+     "not under 'stablehlo.while'"),
     (lambda: pipeline.resolve_named("simplfy"), "error: --pipeline: unknown named pipeline '@simplfy' "
                                                 "(did you mean 'simplify'?)"),
     (lambda: pipeline.resolve_named("zzzzzzzz"), "error: --pipeline: unknown named pipeline '@zzzzzzzz' "
