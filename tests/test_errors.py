@@ -88,11 +88,11 @@ def test_pass_failure_and_native_crash_carry_their_details():
     from mlirhlo_driver.errors import NativeCrash, PassFailure
 
     p = PassFailure("failed", file="m.mlir", line=2)
-    assert (p.pass_name, p.diagnostics, p.reproducer, p.format()) == (None, "", None, "error: m.mlir:2: failed")
+    assert (p.pass_name, p.diagnostics, p.reproducer, p.location()) == (None, "", None, "m.mlir:2")
     p = PassFailure("failed", pass_name="cse", diagnostics="d", reproducer="r.mlir", hint="h")
     assert (p.pass_name, p.diagnostics, p.reproducer, p.hint) == ("cse", "d", "r.mlir", "h")
     c = NativeCrash("died", file="m.hlo")
-    assert (c.status, c.native_log, c.timed_out, c.format()) == (None, "", False, "error: m.hlo: died")
+    assert (c.status, c.native_log, c.timed_out, c.location()) == (None, "", False, "m.hlo")
     c = NativeCrash("died", status=134, native_log="log", timed_out=True)
     assert (c.status, c.native_log, c.timed_out) == (134, "log", True)
 

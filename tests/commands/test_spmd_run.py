@@ -87,8 +87,9 @@ def test_spmd_launch_defaults_and_output_path_check(tmp_path):
     ("h", "'h' is not HOST:PORT, e.g. 10.0.0.1:1234"), (":80", "':80' is not HOST:PORT, e.g. 10.0.0.1:1234"),
     ("a b:1", "'a b:1' is not HOST:PORT, e.g. 10.0.0.1:1234"),
 ])
+@pytest.mark.golden
 def test_spmd_coordinator_host_port(value, want):
-    """--coordinator HOST:PORT: a port of 1 to 5 digits in 1-65535; a bracketed IPv6 host."""
+    """Golden: --coordinator HOST:PORT: a port of 1 to 5 digits in 1-65535; a bracketed IPv6 host."""
     from mlirhlo_driver.commands.spmd_run import check_host_port
     from mlirhlo_driver.errors import DriverError
 
@@ -100,8 +101,9 @@ def test_spmd_coordinator_host_port(value, want):
         assert e.value.format() == f"error: {want}"
 
 
+@pytest.mark.golden
 def test_spmd_options_from_the_command_line(monkeypatch):
-    """spmd_options: the partitioner lower-cased, 'random' arguments unless asked, the flags sorted;
+    """Golden (spmd_options' refusals). spmd_options: the partitioner lower-cased, 'random' arguments unless asked, the flags sorted;
     --inputs with --argument-mode, or --arg-sharding where XLA does not partition, refused."""
     from mlirhlo_driver.commands.spmd_run import spmd_options
     from mlirhlo_driver.errors import DriverError

@@ -211,7 +211,7 @@ def test_binary_garbage(cli, tmp_path):
 def test_empty_file(cli, tmp_path, content):
     bad = tmp_path / "empty.mlir"
     bad.write_text(content)
-    assert assert_one_line_error(_opt_to_file(cli, tmp_path, bad)) == f"error: {bad}: empty file"
+    assert_one_line_error(_opt_to_file(cli, tmp_path, bad), at=str(bad), facts=("empty",))
 
 
 def test_missing_file(cli, tmp_path):
@@ -578,8 +578,9 @@ def test_stdout_on_a_full_disk_is_one_error_line_and_exit_1(unbuffered):
         proc = subprocess.run(MLIRHLO + ["opt", "--list-stages"], stdout=full, stderr=subprocess.PIPE,
                               env=env, timeout=300, cwd=str(REPO), text=True)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.splitlines() == ["error: " + ("" if unbuffered else "cannot write stdout: ")
-                                        + os.strerror(28)], proc.stderr
+    (line,) = proc.stderr.splitlines()  # the wording: cli/test_mlirhlo.py's test_stdout_that_cannot_be_flushed
+    assert line.startswith("error: ") and line.endswith(os.strerror(28)), proc.stderr
+    assert ("stdout" in line) is not unbuffered
     with open(os.devnull, "w") as null:  # the same command, written out, succeeds
         ok = subprocess.run(MLIRHLO + ["opt", "--list-stages"], stdout=null, stderr=subprocess.PIPE,
                             env=env, timeout=300, cwd=str(REPO))
