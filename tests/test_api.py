@@ -19,7 +19,7 @@ import mlirhlo_driver as mh
 from mlirhlo_driver import registry
 from mlirhlo_driver.errors import FlagError
 from mlirhlo_driver.xla import backend as xla_backend
-from tests.conftest import DATA, REPO
+from tests.conftest import DATA, REPO, assert_mentions
 
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -152,8 +152,9 @@ def test_every_stage_of_one_compiled_is_one_compile(compiles):
 
 def test_write_checks_every_stage_name_before_writing(tmp_path, compiles):
     c = mh.compile(str(MLP))
-    with pytest.raises(mh.StageError, match="stage 'ptx' does not exist for platform='cpu'"):
+    with pytest.raises(mh.StageError) as e:
         c.write(str(tmp_path), stages=["hlo", "ptx"])
+    assert_mentions(str(e.value), "'ptx'", "platform='cpu'")
     assert not list(tmp_path.iterdir()) and compiles == []
     assert c.write(str(tmp_path), stages="hlo") == [str(tmp_path / "mlp_train_step.hlo")]
 
@@ -276,21 +277,24 @@ def test_errors_name_parameters_in_python_and_flags_on_the_command_line():
     p = mh.load(str(MLP))
     with pytest.raises(mh.StageError) as e:
         p.stage("ptx")
-    assert str(e.value) == "stage 'ptx' is produced by XLA: give platform='cuda'"
+    assert_mentions(str(e.value), "'ptx'", "platform='cuda'")  # Python's spelling of the parameter
     proc = subprocess.run([sys.executable, "-m", "mlirhlo_driver", "opt", str(MLP), "--stage", "ptx", "--no-cache"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == ["error: stage 'ptx' is produced by XLA: give --platform cuda"]
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: ") and "platform='cuda'" not in line
+    assert_mentions(line, "'ptx'", "--platform cuda")  # the command line's
     with pytest.raises(mh.DriverError) as e:
         p.run_spmd(num_partitions=0)
-    assert str(e.value) == "num_partitions and num_replicas must be >= 1"
+    assert_mentions(str(e.value), "num_partitions", "num_replicas", ">= 1")
 
 
 def test_run_refuses_an_unknown_reference_before_compiling(compiles):
     p = mh.load(str(DATA / "chlo_special.mlir"))
     with pytest.raises(mh.DriverError) as e:
         p.run(reference="gpu")
-    assert e.value.message == "unknown reference 'gpu'" and e.value.hint == "interpreter, cpu, none"
+    assert_mentions(e.value.message, "'gpu'")
+    assert_mentions(e.value.hint, "interpreter", "cpu", "none")
     assert compiles == []
 
 
@@ -332,7 +336,7 @@ def test_xla_passes_lists_the_compiles_passes_once(tmp_path):
 def test_compile_takes_a_target_or_its_parts_not_both():
     with pytest.raises(mh.DriverError) as e:
         mh.compile(str(DATA / "chlo_special.mlir"), mh.Target.cpu(), platform="cpu")
-    assert e.value.message == "give a target, or platform/gpu_spec/xla_flags, not both"
+    assert_mentions(e.value.message, "target", "platform/gpu_spec/xla_flags")
 
 
 def test_input_format_is_the_format_the_file_was_read_as():
@@ -354,7 +358,7 @@ def test_as_text_dialects_and_debug_info():
     assert p.as_text("hlo").startswith("HloModule jit_special")
     with pytest.raises(mh.InputError) as e:
         p.as_text("xla")
-    assert e.value.message == "unknown dialect 'xla' (stablehlo, mhlo, hlo)"
+    assert_mentions(e.value.message, "'xla'", "stablehlo, mhlo, hlo")
 
 
 # ------------------------------------------------------------------ compile(): targets
@@ -381,7 +385,7 @@ def test_compile_refuses_a_target_with_any_of_its_parts(part):
     """Each of platform, gpu_spec and xla_flags, given with a target, is refused."""
     with pytest.raises(mh.DriverError) as e:
         mh.compile(str(CHLO), mh.Target.cpu(), **part)
-    assert e.value.message == "give a target, or platform/gpu_spec/xla_flags, not both"
+    assert_mentions(e.value.message, "target", "platform/gpu_spec/xla_flags")
 
 
 def test_compiled_stages_is_a_mapping_of_the_platforms_stages(compiles):
@@ -438,8 +442,9 @@ def test_convert_prints_hlo_read_as_hlo_from_its_proto():
     ("hlo-prot", "did you mean 'hlo-proto', 'hlo-pbtxt'?"),
     ("jsonx", "hlo, hlo-proto, hlo-pbtxt, stablehlo, bytecode, vhlo, mhlo"),
 ])
+@pytest.mark.golden
 def test_unknown_convert_format_names_close_matches_or_every_format(fmt, hint):
-    """check_format: DriverError with the closest formats, else the list of them all."""
+    """Golden: check_format: DriverError with the closest formats, else the list of them all."""
     from mlirhlo_driver import api
 
     for call in (lambda: api.check_format(fmt), lambda: mh.load(str(CHLO)).convert(fmt)):
@@ -458,7 +463,8 @@ def test_load_wants_exactly_one_module(tmp_path):
     shutil.copy(ERF_INV, tmp_path / "b.mlir")
     with pytest.raises(mh.InputError) as e:
         mh.load(str(tmp_path))
-    assert (e.value.message, e.value.file) == ("expected one module, found 2", str(tmp_path))
+    assert e.value.file == str(tmp_path)
+    assert_mentions(e.value.message, "one module", "2")
     assert [p.name for p in mh.load_all(str(tmp_path))] == ["a", "b"]
     assert [p.name for p in mh.load_all([str(tmp_path / "b.mlir"), str(tmp_path / "a.mlir")])] == ["b", "a"]
     one = mh.load(str(tmp_path / "b.mlir"))
@@ -505,12 +511,10 @@ def test_run_spmd_checks_flags_and_device_count_before_running(monkeypatch):
     with pytest.raises(mh.FlagError, match="xla_no_such_flag"):
         p.run_spmd(xla_flags={"xla_no_such_flag": 1})
     have = len(_jaxlib.jax().devices("cpu"))
-    with pytest.raises(mh.DriverError) as e:
-        p.run_spmd(num_partitions=have + 1)
-    assert e.value.message == f"{have + 1} CPU devices needed, but jax already started with {have}"
-    with pytest.raises(mh.DriverError) as e:
-        p.run_spmd(num_replicas=have + 1)
-    assert e.value.message == f"{have + 1} CPU devices needed, but jax already started with {have}"
+    for asked in ({"num_partitions": have + 1}, {"num_replicas": have + 1}):
+        with pytest.raises(mh.DriverError) as e:
+            p.run_spmd(**asked)
+        assert_mentions(e.value.message, f"{have + 1} CPU devices", f"with {have}")
 
 
 def test_llvm_to_ptx_defaults_optimize_for_the_default_spec():
@@ -523,22 +527,24 @@ def test_llvm_to_ptx_defaults_optimize_for_the_default_spec():
     assert ".func" in plain and "call" in plain
     with pytest.raises(mh.DriverError) as e:
         mh.llvm_to_ptx(CALL_KERNEL, gpu_spec="a100_sxm_80", arch="sm_80")
-    assert e.value.message == "give gpu_spec or arch, not both"
+    assert_mentions(e.value.message, "gpu_spec", "arch")
 
 
 def test_llvm_to_ptx_checks_with_ptxas_unless_told_not_to():
     """By default ptxas assembles the PTX: too much shared memory is an InputError naming
     ptxas; check_ptxas=False returns LLVM's PTX unchecked."""
-    with pytest.raises(mh.InputError, match="ptxas .*too much shared data"):
+    with pytest.raises(mh.InputError) as e:
         mh.llvm_to_ptx(BIG_SHARED_KERNEL, source="big.ll")
+    assert_mentions(str(e.value), "ptxas", "shared data")
     assert ".entry big(" in mh.llvm_to_ptx(BIG_SHARED_KERNEL, check_ptxas=False)
 
 
 def test_compile_rejects_an_unknown_xla_flag_before_compiling(add_file):
     # The check runs in compile() itself, not later inside XLA at the first stage.
     # From Python, the flag is named as the xla_flags key it was given as.
-    with pytest.raises(FlagError, match=r"unknown XLA flag 'xla_cpu_no_such_flag'"):
+    with pytest.raises(FlagError) as e:
         mlirhlo_driver.compile(str(add_file), xla_flags={"xla_cpu_no_such_flag": True})
+    assert_mentions(str(e.value), "unknown", "'xla_cpu_no_such_flag'")
 
 
 def test_program_convert_accepts_each_format_and_names_a_wrong_one(add_file):
@@ -548,5 +554,37 @@ def test_program_convert_accepts_each_format_and_names_a_wrong_one(add_file):
     mhlo = prog.convert("mhlo")
     assert "mhlo.add" in mhlo and "loc(" not in mhlo  # no locations unless asked for
     assert prog.convert("hlo").startswith("HloModule")
-    with pytest.raises(DriverError, match="unknown format 'hlo-text'"):
+    with pytest.raises(DriverError) as e:
         prog.convert("hlo-text")
+    assert_mentions(e.value.message, "'hlo-text'")
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("make, line", [
+    (lambda tmp: mh.compile(str(CHLO), mh.Target.cpu(), platform="cpu"),
+     "error: give a target, or platform/gpu_spec/xla_flags, not both"),
+    (lambda tmp: mh.llvm_to_ptx(CALL_KERNEL, gpu_spec="a100_sxm_80", arch="sm_80"),
+     "error: give gpu_spec or arch, not both"),
+    (lambda tmp: mh.load(str(tmp)), "error: {tmp}: expected one module, found 2"),
+])
+def test_api_argument_refusals_exactly(tmp_path, make, line):
+    """Golden: the API's own refusals of its arguments (as Python spells them)."""
+    shutil.copy(CHLO, tmp_path / "a.mlir")
+    shutil.copy(ERF_INV, tmp_path / "b.mlir")
+    with pytest.raises(mh.DriverError) as e:
+        make(tmp_path)
+    assert e.value.format("params") == line.format(tmp=tmp_path)
+
+
+@pytest.mark.golden
+def test_cpu_device_count_refusal_exactly(monkeypatch):
+    """Golden: more CPU devices asked for than jax started with (_native/jaxlib.py's words;
+    run_spmd is where a user meets them)."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    p = mh.load(str(DATA / "spmd" / "mlp_step_4way.before_optimizations.txt"))
+    have = len(_jaxlib.jax().devices("cpu"))
+    with pytest.raises(mh.DriverError) as e:
+        p.run_spmd(num_partitions=have + 1)
+    assert e.value.message == f"{have + 1} CPU devices needed, but jax already started with {have}"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
-from tests.conftest import DATA, REPO, CliResult
+from tests.conftest import DATA, REPO, CliResult, assert_mentions
 
 MLIR = str(DATA / "erf_inv.mlir")
 HLO = str(DATA / "spmd" / "matmul.hlo")
@@ -108,19 +108,19 @@ class Case:
     id: str
     argv: list[str]
     files: dict[str, object] = field(default_factory=dict)
-    contains: str = ""            # a fragment the error line must hold
+    contains: str | tuple[str, ...] = ""  # what the error line must mention: a fragment, or facts
     names_file: str | None = None  # the error must name this input file
     subprocess: bool = False      # may kill the process: run it in a child
     timeout: float = 240          # (subprocess) seconds before it counts as a hang
     env: dict[str, str] = field(default_factory=dict)  # (subprocess) extra environment
 
 
-def C(id: str, *argv: str, files: dict | None = None, contains: str = "", names: str | None = None,
+def C(id: str, *argv: str, files: dict | None = None, contains: str | tuple[str, ...] = "", names: str | None = None,
       sub: bool = False) -> Case:
     return Case(id, list(argv), dict(files or {}), contains, names, sub)
 
 
-def file_case(id: str, cmd: list[str], name: str, content: object, *, contains: str = "",
+def file_case(id: str, cmd: list[str], name: str, content: object, *, contains: str | tuple[str, ...] = "",
               sub: bool = False, extra: list[str] = ()) -> Case:
     """``cmd`` with ``{f}`` as the bad file ``name``; the error must name that file."""
     argv = [a.replace("{f}", "{in}/" + name) for a in cmd] + list(extra)
@@ -203,7 +203,7 @@ for cid, cmd in (("opt-cpu", OPT + ["--platform", "cpu", "--stage", "hlo"]), ("c
                  ("opt-cuda", OPT + ["--platform", "cuda", "--gpu-spec", "a100_sxm_80", "--stage", "ptx"]),
                  ("run", RUN)):
     add(file_case(f"{cid}-constant-division-by-zero", cmd, "div0.mlir", DIV_ZERO, sub=True,
-                  contains="div0.mlir:4:8: stablehlo.remainder of two constants with a zero divisor"))
+                  contains=("div0.mlir:4:8: ", "stablehlo.remainder", "zero divisor")))
 
 # --- HLO proto, binary ----------------------------------------------------------------------
 _PB = Path(PB).read_bytes()
@@ -317,7 +317,7 @@ add(file_case("convert-vhlo-truncated", CONVERT, "t.vhlo", BAD_VHLO["truncated"]
 BAD_DIR = DATA / "bad"
 for name, cmd in (("bytecode_nonutf8_diagnostic.mlirbc", OPT), ("bytecode_nonutf8_diagnostic.mlirbc", CONVERT)):
     add(C(f"{cmd[0]}-fuzz-{name}", *[a.replace("{f}", str(BAD_DIR / name)) for a in cmd], names=name, sub=True,
-          contains="malformed MLIR bytecode: MLIR's bytecode reader aborted on a diagnostic that is not UTF-8 text"))
+          contains=("malformed MLIR bytecode", "not UTF-8")))
 # More from the fuzz: a VHLO file `convert --to hlo` once answered with a Python traceback
 # ("Failed to deserialize HloModuleProto"), a VHLO, an HLO proto and a bytecode file that once
 # segfaulted, and a 278-byte bytecode file that once kept the parser busy for good. jaxlib 0.12's
@@ -346,7 +346,7 @@ CASES.append(Case("convert-fuzz-vhlo-hang", ["convert", str(BAD_DIR / "vhlo_hang
 # (and jaxlib 0.12 a "=== Source Location Trace: ===" block after its RET_CHECK log line).
 add(C("opt-fuzz-hlo-proto-bad-element-type", "opt", str(BAD_DIR / "hlo_proto_bad_element_type.pb"),
       "--input-format", "hlo-proto", "-o", "{out}/x.mlir", names="hlo_proto_bad_element_type.pb", sub=True,
-      contains="XLA could not convert the HLO module to StableHLO: INTERNAL: RET_CHECK failure"))
+      contains=("StableHLO", "RET_CHECK failure")))
 add(C("opt-fuzz-vhlo-control-chars", *[a.replace("{f}", str(BAD_DIR / "vhlo_control_chars_in_op_name.vhlo"))
                                        for a in OPT], names="vhlo_control_chars_in_op_name.vhlo"))
 
@@ -387,7 +387,7 @@ BAD_SPEC = {
     "comments-only": "# nothing here\n",
 }
 # The cut-off block is dnn_version_info, a field jaxlib 0.12's schema lacks: the brace is still the error.
-BAD_SPEC_SAYS = {"unclosed": "'{' of 'dnn_version_info' is never closed"}
+BAD_SPEC_SAYS = {"unclosed": ("'{'", "'dnn_version_info'", "never closed")}
 for name, text in BAD_SPEC.items():
     add(file_case(f"specs-check-{name}", CHECK, f"{name}.txtpb", text, contains=BAD_SPEC_SAYS.get(name, "")))
 for name in ("missing-core-count", "syntax-error", "cc-1-0"):
@@ -515,7 +515,7 @@ add(C("opt-unknown-stage", "opt", MLIR, "--stage", "stablehl", "-o", "{out}/x.ml
     file_case("opt-debug-options-file-bad-int", ["opt", MLIR, "--platform", "cpu", "--stage", "hlo",
                                                  "--debug-options-file", "{f}", "-o", "{out}/x.hlo"],
               "dbg3.txt", "# flags\n--xla_cpu_parallel_codegen_split_count=abc\n",
-              contains="dbg3.txt:2:40: --xla_cpu_parallel_codegen_split_count=abc: expected an integer"),
+              contains=("dbg3.txt:2:40: ", "--xla_cpu_parallel_codegen_split_count=abc", "integer")),
     file_case("opt-debug-options-file-unknown", ["opt", MLIR, "--platform", "cpu", "--stage", "hlo",
                                                  "--debug-options-file", "{f}", "-o", "{out}/x.hlo"],
               "dbg2.txt", "xla_no_such_option: true\n"),
@@ -647,7 +647,7 @@ def _check(case: Case, result: CliResult, out: Path, cwd: Path, inputs_before: l
     lines = [ln for ln in result.err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), "not exactly one error line" + detail
     assert result.out == "", "stdout" + detail
-    assert case.contains in lines[0], lines[0]
+    assert_mentions(lines[0], *((case.contains,) if isinstance(case.contains, str) else case.contains))
     if case.names_file:
         assert case.names_file in lines[0], f"the error does not name {case.names_file}: {lines[0]}"
     written = sorted(str(p.relative_to(out.parent)) for d in (out, cwd) for p in d.rglob("*"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.mark.golden
 def test_parameters_are_spelled_by_the_reader():
     """A message names a parameter once, where it is made; the reader spells it: the API's
     keywords from Python (str), the flags on a command line (format), in the message, the
@@ -24,6 +25,7 @@ def test_parameters_are_spelled_by_the_reader():
         spell(text, "shell")
 
 
+@pytest.mark.golden
 def test_xla_flags_are_spelled_as_given():
     """An XLA flag keeps its underscores either way: ``--xla_name=value`` on a command line,
     the ``xla_flags`` key (and the value's repr) from Python."""
@@ -46,6 +48,7 @@ def test_exit_codes_of_each_error_class():
     assert [c.exit_code for c in failure] == [1] * len(failure)
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("kw, text", [
     ({}, "error: boom"),
     ({"file": "a.mlir"}, "error: a.mlir: boom"),
@@ -69,6 +72,7 @@ def test_driver_error_one_line_form(kw, text):
     assert e.location() == ":".join(str(kw[k]) for k in ("file", "line", "col") if k in kw)
 
 
+@pytest.mark.golden
 def test_driver_error_escapes_control_characters():
     """Control characters quoted from the input are escaped, so the error stays one line."""
     from mlirhlo_driver.errors import DriverError
@@ -84,15 +88,16 @@ def test_pass_failure_and_native_crash_carry_their_details():
     from mlirhlo_driver.errors import NativeCrash, PassFailure
 
     p = PassFailure("failed", file="m.mlir", line=2)
-    assert (p.pass_name, p.diagnostics, p.reproducer, p.format()) == (None, "", None, "error: m.mlir:2: failed")
+    assert (p.pass_name, p.diagnostics, p.reproducer, p.location()) == (None, "", None, "m.mlir:2")
     p = PassFailure("failed", pass_name="cse", diagnostics="d", reproducer="r.mlir", hint="h")
     assert (p.pass_name, p.diagnostics, p.reproducer, p.hint) == ("cse", "d", "r.mlir", "h")
     c = NativeCrash("died", file="m.hlo")
-    assert (c.status, c.native_log, c.timed_out, c.format()) == (None, "", False, "error: m.hlo: died")
+    assert (c.status, c.native_log, c.timed_out, c.location()) == (None, "", False, "m.hlo")
     c = NativeCrash("died", status=134, native_log="log", timed_out=True)
     assert (c.status, c.native_log, c.timed_out) == (134, "log", True)
 
 
+@pytest.mark.golden
 def test_did_you_mean_names_up_to_n_close_choices_once():
     """The closest choices (3 by default), each once, best first; None when nothing is close."""
     from mlirhlo_driver.errors import did_you_mean
@@ -108,6 +113,7 @@ def test_did_you_mean_names_up_to_n_close_choices_once():
     assert did_you_mean("abcde", ["abxyz"]) is None
 
 
+@pytest.mark.golden
 def test_notes_go_to_the_logger_from_python_and_stderr_on_the_command_line(capfd, caplog):
     """From Python a note is an INFO record of the 'mlirhlo_driver' logger and nothing on stderr;
     a command line's ``say`` writes one ``note: ...`` line on stderr, naming its flags."""
@@ -125,6 +131,7 @@ def test_notes_go_to_the_logger_from_python_and_stderr_on_the_command_line(capfd
     assert capfd.readouterr().err == "note: from the command line, --gpu-spec\n"
 
 
+@pytest.mark.golden
 def test_library_errors_print_as_their_one_line_form():
     from mlirhlo_driver.errors import InputError
 

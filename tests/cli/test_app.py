@@ -86,8 +86,9 @@ def test_opt_invoked_through_the_typer_app_is_opts_own_parser(capfd):
     assert "hlo-before-optimizations" in out
 
 
+@pytest.mark.golden
 def test_typer_abort_is_one_line_and_exit_130(monkeypatch, capfd):
-    """click's Abort (Ctrl-C at a prompt or inside a command) is 'error: aborted', exit 130, as an
+    """Golden: click's Abort (Ctrl-C at a prompt or inside a command) is 'error: aborted', exit 130, as an
     interrupt is everywhere else."""
     import typer
 
@@ -141,4 +142,4 @@ def test_run_app_usage_error_without_a_context_has_no_hint(monkeypatch, capfd):
     with pytest.raises(SystemExit) as e:
         app.run_app(["cache", "info"], "cache")
     assert e.value.code == 2
-    assert capfd.readouterr() == ("", "error: the cache is not configured\n")
+    assert capfd.readouterr() == ("", f"error: {Unconfigured().format_message()}\n")  # its words, no hint

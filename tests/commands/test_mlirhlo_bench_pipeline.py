@@ -133,17 +133,18 @@ def test_bench_pipeline_ratio_is_none_when_a_takes_0_ms(fake_bench):
                                               json_out=True))["ratio"] is None
 
 
+@pytest.mark.golden
 def test_bench_pipeline_needs_a_pipeline_and_a_repeat(fake_bench):
-    """No --pipeline nor --passes, or --repeats below 1: a usage error, before any benchmark."""
+    """Golden: no --pipeline nor --passes, or --repeats below 1: a usage error, before any benchmark."""
     from mlirhlo_driver.commands import mlirhlo as commands
     from mlirhlo_driver.errors import DriverError
 
     with pytest.raises(DriverError) as e:
         commands.bench_pipeline("x.mlir", repeats=1)
-    assert e.value.message == "give --pipeline or --passes"
+    assert e.value.format() == "error: give --pipeline or --passes"
     with pytest.raises(DriverError) as e:
         commands.bench_pipeline("x.mlir", passes="cse", repeats=0)
-    assert e.value.message == "--repeats must be >= 1"
+    assert e.value.format() == "error: --repeats must be >= 1"
     assert fake_bench["benched"] is None
 
 

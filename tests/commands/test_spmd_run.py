@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mlirhlo_driver.execute import engine
+from tests.conftest import assert_mentions
 
 
 def _module(tmp_path, text, name="m.mlir"):
@@ -60,8 +61,9 @@ def _spmd_check_error(launch_fields, **spmd_fields):
     (dict(timeout=-1.0), dict(), "error: --timeout must be > 0"),
     (dict(timeout=0.001), dict(), None),
 ])
+@pytest.mark.golden
 def test_spmd_launch_checks_the_process_layout(launch, spmd_fields, error):
-    """spmd-run's process layout: --launch-local N >= 2 alone, or --num-processes > 1 with a
+    """Golden: spmd-run's process layout: --launch-local N >= 2 alone, or --num-processes > 1 with a
     process id in range and a coordinator, devices split evenly, a positive timeout."""
     assert _spmd_check_error(launch, **spmd_fields) == error
 
@@ -74,8 +76,7 @@ def test_spmd_launch_defaults_and_output_path_check(tmp_path):
     launch = spmd_launch.SpmdLaunch("m.hlo")
     assert (launch.num_processes, launch.process_id, launch.coordinator, launch.launch_local,
             launch.timeout, launch.dump_output, launch.arg_sharding) == (1, None, None, None, 300.0, None, ())
-    assert _spmd_check_error(dict(dump_output=str(tmp_path))) == \
-        f"error: {tmp_path}: is a directory; expected an output file name"
+    assert_mentions(_spmd_check_error(dict(dump_output=str(tmp_path))), f"error: {tmp_path}: ", "is a directory")
     assert _spmd_check_error(dict(dump_output=str(tmp_path / "out.npz"))) is None
 
 
@@ -86,8 +87,9 @@ def test_spmd_launch_defaults_and_output_path_check(tmp_path):
     ("h", "'h' is not HOST:PORT, e.g. 10.0.0.1:1234"), (":80", "':80' is not HOST:PORT, e.g. 10.0.0.1:1234"),
     ("a b:1", "'a b:1' is not HOST:PORT, e.g. 10.0.0.1:1234"),
 ])
+@pytest.mark.golden
 def test_spmd_coordinator_host_port(value, want):
-    """--coordinator HOST:PORT: a port of 1 to 5 digits in 1-65535; a bracketed IPv6 host."""
+    """Golden: --coordinator HOST:PORT: a port of 1 to 5 digits in 1-65535; a bracketed IPv6 host."""
     from mlirhlo_driver.commands.spmd_run import check_host_port
     from mlirhlo_driver.errors import DriverError
 
@@ -99,8 +101,9 @@ def test_spmd_coordinator_host_port(value, want):
         assert e.value.format() == f"error: {want}"
 
 
+@pytest.mark.golden
 def test_spmd_options_from_the_command_line(monkeypatch):
-    """spmd_options: the partitioner lower-cased, 'random' arguments unless asked, the flags sorted;
+    """Golden (spmd_options' refusals). spmd_options: the partitioner lower-cased, 'random' arguments unless asked, the flags sorted;
     --inputs with --argument-mode, or --arg-sharding where XLA does not partition, refused."""
     from mlirhlo_driver.commands.spmd_run import spmd_options
     from mlirhlo_driver.errors import DriverError
@@ -138,8 +141,9 @@ def test_spmd_with_shardings_parses_each_spec_and_keeps_options_without_any():
         (1, "{devices=[4,1]<=[4]}"), (0, "{replicated}"))
 
 
+@pytest.mark.golden
 def test_spmd_load_one_refuses_more_than_one_module(tmp_path, monkeypatch):
-    """spmd-run takes exactly one module: a directory of two files, or a file of two modules, is refused."""
+    """Golden: spmd-run takes exactly one module: a directory of two files, or a file of two modules, is refused."""
     from mlirhlo_driver.commands.spmd_run import load_one
     from mlirhlo_driver.errors import DriverError
 
@@ -185,8 +189,9 @@ def test_spmd_run_in_this_process_for_one_process_else_workers(monkeypatch):
         spmd_launch.run(spmd_launch.SpmdLaunch("m.hlo", launch_local=1), o)
 
 
+@pytest.mark.golden
 def test_spmd_launch_processes_local_or_this_hosts_one(monkeypatch, capsys):
-    """--launch-local N: N workers (ids 0..N-1) on a free 127.0.0.1 port, each noted with its pid,
+    """Golden (the launch's notes). --launch-local N: N workers (ids 0..N-1) on a free 127.0.0.1 port, each noted with its pid,
     their output prefixed; --num-processes: this host's one worker, unprefixed."""
     from mlirhlo_driver.commands import spmd_run as spmd_launch
     from mlirhlo_driver.execute import spmd

@@ -285,6 +285,18 @@ def test_compare_has_kernels_and_a_stage_only_when_both_sides_have_them():
     assert d["stage"] == {"name": "ptx", "diff": ""} and d["identical"] is True
 
 
+@pytest.mark.golden
+def test_a_binary_stage_refusal_exactly():
+    """Golden: diff asked to show a stage that is not text."""
+    from mlirhlo_driver.core.diff import check_stage
+    from mlirhlo_driver.errors import DriverError
+
+    with pytest.raises(DriverError) as e:
+        check_stage("cubin", "cuda")
+    assert e.value.format() == ("error: stage 'cubin' is binary: diff shows text stages "
+                                "(hlo, buffer-assignment, thunk-sequence, llvm, ptx, sass, kernels, ...)")
+
+
 def test_stage_diff_is_a_unified_diff_with_one_newline_per_line():
     """Labels as the file names, lines after renumbering, every line (headers too) ending in one newline."""
     assert stage_diff("%a.1\nb\nc\n", "%a.7\nb\nd\n", "A x", "B y") == (

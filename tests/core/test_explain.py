@@ -215,8 +215,21 @@ def test_compiled_diff_explains_in_the_api(small):
     assert [c["name"] for c in gemm["cause"]] == ["xla_gpu_enable_triton_gemm"]
     assert "explain" not in a.diff(b)
     other = mh.load(str(MLP)).compile(mh.Target.cuda("h100_sxm"))
-    with pytest.raises(mh.DriverError, match="both sides must compile one program"):
+    with pytest.raises(mh.DriverError, match="one program"):
         a.diff(other, explain=True)
+
+
+@pytest.mark.golden
+def test_explain_of_two_programs_message_exactly(small):
+    """Golden: Compiled.diff(explain=True) of two programs, refused before anything compiles
+    (core/compiled.py's words)."""
+    import mlirhlo_driver as mh
+
+    a = mh.load(str(small)).compile(mh.Target.cpu())
+    with pytest.raises(mh.DriverError) as e:
+        a.diff(mh.load(str(MLP)).compile(mh.Target.cpu()), explain=True)
+    assert e.value.format() == ("error: explain compares flags and GPU specs: both sides must compile one program "
+                                "(a.compile(target_a).diff(a.compile(target_b), explain=True))")
 
 
 @pytest.mark.slow

@@ -153,19 +153,21 @@ def test_ctrl_c_stops_bench_pipeline(passes):
     text = err.decode(errors="replace")
     assert "Traceback" not in text
     assert "===---" not in text and "Execution time report" not in text  # MLIR's raw timing report
-    assert text.splitlines()[-1:] == ["error: interrupted"] and text.count("error: interrupted") == 1, text
+    last = text.splitlines()[-1]
+    assert last.startswith("error: ") and "interrupted" in last and text.count("interrupted") == 1, text
     assert out == b""
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--bogus", "--other"], "error: no such option: --bogus"),
-    (["--platform", "cpu", "--repet", "2"], "error: no such option: --repet (did you mean '--repeats'?)"),
-    (["--platform", "cpu", "--gpu_spec", "x"], "error: no such option: --gpu_spec (did you mean '--gpu-spec'?)"),
+@pytest.mark.parametrize("args, facts", [
+    (["--bogus", "--other"], ("--bogus",)),
+    (["--platform", "cpu", "--repet", "2"], ("--repet", "'--repeats'")),
+    (["--platform", "cpu", "--gpu_spec", "x"], ("--gpu_spec", "'--gpu-spec'")),
 ])
-def test_bench_pipeline_unknown_option(cli, small, args, message):
+def test_bench_pipeline_unknown_option(cli, small, args, facts):
     """bench-pipeline: a word typer left is refused by name; with --platform, with a suggestion
-    from the command's own options."""
-    assert assert_one_line_error(cli("bench-pipeline", small, *args)) == message
+    from the command's own options (the wording: e2e/test_opt.py's test_words_left_after_the_options)."""
+    line = assert_one_line_error(cli("bench-pipeline", small, *args), facts=facts)
+    assert "--other" not in line
 
 
 def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):

@@ -74,14 +74,16 @@ def test_ctrl_c_a_command_did_not_catch_is_one_error_line(cli, small, monkeypatc
         monkeypatch.setattr(interrupts, "received", signalled)
         monkeypatch.setattr(interrupts, "_reported", False)
         r = cli(*[a.format(small=small) for a in argv])
-        assert (r.code, r.err, r.out) == (130, "error: interrupted\n", ""), signalled
+        assert (r.code, r.out) == (130, ""), signalled  # one line (its wording: tests/_native/test_interrupts.py)
+        assert r.err.startswith("error: ") and r.err.count("\n") == 1 and "interrupted" in r.err, (signalled, r.err)
 
 
 @pytest.mark.parametrize("command", ["run", "opt"])  # a normal exit, and one by os._exit
 def test_ctrl_c_the_command_did_not_catch_is_exit_130(command):
     r = subprocess.run([sys.executable, "-c", INTERRUPTED_MAIN, command, "m.mlir"], capture_output=True,
                        text=True, cwd=str(REPO), timeout=120)
-    assert (r.returncode, r.stdout, r.stderr) == (130, "", "error: interrupted\n")
+    assert (r.returncode, r.stdout) == (130, "")
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "interrupted" in r.stderr, r.stderr
 
 
 # ------------------------------------------------------------ the typer commands' front-end (cli/app.py)
@@ -96,8 +98,9 @@ def test_ctrl_c_the_command_did_not_catch_is_exit_130(command):
     (["spmd-run", "{small}", "--coordinator", "localhost"],
      "Invalid value for '--coordinator': 'localhost' is not HOST:PORT, e.g. 10.0.0.1:1234"),
 ])
+@pytest.mark.golden
 def test_typer_usage_error_is_one_line_naming_the_commands_help(cli, small, argv, message):
-    """A value typer refuses (range, non-finite tolerance or timeout, HOST:PORT): exactly one line,
+    """Golden: a value typer refuses (range, non-finite tolerance or timeout, HOST:PORT): exactly one line,
     typer's message and the command's --help to see, exit 2."""
     line = assert_one_line_error(cli(*[a.format(small=small) for a in argv]))
     # (the program's name in the hint is sys.argv[0]'s: 'mlirhlo' from the console script)

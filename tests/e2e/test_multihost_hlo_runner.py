@@ -160,9 +160,10 @@ def test_multihost_device_assignment_of_other_counts_is_refused(tool, work):
     assert_one_line_error(r, at="da.pbtxt", facts=("1 replicas x 3 computations", "1 x 2"))
 
 
+@pytest.mark.golden
 @pytest.mark.parametrize("field", ['xla_disable_hlo_passes: "algsimp"', "xla_gpu_disable_async_collectives: ALLREDUCE"])
 def test_execution_options_with_a_list_field_is_refused(tool, work, field):
-    """A repeated DebugOptions field (strings or enums) cannot be a per-compile flag: one line
+    """Golden (execute/runner_files.py's words, pinned only here). A repeated DebugOptions field (strings or enums) cannot be a per-compile flag: one line
     naming it, not a list handed to jaxlib."""
     (work / "lists.pbtxt").write_text(f"debug_options {{\n  {field}\n}}\n")
     r = tool("multihost_hlo_runner --execution_options_path=lists.pbtxt "
@@ -183,8 +184,7 @@ def test_execution_options_are_read_as_text_or_binary(tool, work, tmp_path):
     binary.write_bytes(protos.parse_text(text, "xla.ExecutionOptions").SerializeToString())
     r = tool(f"multihost_hlo_runner --execution_options_path={binary} "
              "dump/module_0002.jit_rowsum.before_optimizations.txt")
-    assert (r.code, r.err) == (2, f"error: {binary}: device_assignment is 1 replicas x 3 computations; "
-                                  "the run has 1 x 2\n")
+    assert_one_line_error(r, at=str(binary), facts=("1 replicas x 3 computations", "1 x 2"))
     assert_one_line_error(tool(f"multihost_hlo_runner --execution_options_path={tmp_path} computation.hlo"),
                           contains=f"error: {tmp_path}: Is a directory")
 
@@ -231,8 +231,9 @@ def test_while_execution_count_note_counts_iterations_in_the_singular_and_plural
     ("--input_format=snapshot_proto_binary computation.hlo", "computation.hlo: not an HloSnapshot (binary) "
      "(--input_format=text, proto_text or proto_binary for a module)"),
 ])
+@pytest.mark.golden
 def test_multihost_refuses_bad_flag_values(tool, line, error):
-    """Each bad combination is one error line, before any device is made or process launched."""
+    """Golden (multihost_hlo_runner's own checks, commands/xla_tools.py's words): each bad combination is one error line, before any device is made or process launched."""
     r = tool(f"multihost_hlo_runner {line}")
     assert (r.code, r.out) == (2, "")
     assert [ln for ln in r.err.splitlines() if not ln.startswith("note: ")] == [f"error: {error}"], r.err

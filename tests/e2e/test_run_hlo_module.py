@@ -272,7 +272,7 @@ def test_run_hlo_module_bad_modules_exit_2(tool, tmp_path):
     broken = tmp_path / "broken.hlo"
     broken.write_text("HloModule broken\n\nENTRY main {\n  ROOT x = f32[2] bogus()\n}\n")
     alone = tool(f"run_hlo_module --platform=cpu {broken}")
-    assert (alone.code, alone.out, alone.err) == (2, "", f"error: {broken}:4:19: Unknown opcode: bogus\n")
+    assert_one_line_error(alone, at=f"{broken}:4:19", facts=("bogus",))
     both = tool(f"run_hlo_module --platform=cpu computation.hlo {broken}")
     assert both.code == 2 and "computation: OK" in both.out
     assert f"broken: INVALID: {broken}:4:19: Unknown opcode: bogus" in both.out
@@ -315,8 +315,9 @@ def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
      "inputs of its own"),
     ("--platform=cpu", "no input module given (run_hlo_module [FLAGS] FILE; see --help)"),
 ])
+@pytest.mark.golden
 def test_run_hlo_module_refuses_bad_flag_values(tool, line, error):
-    """Each bad value is one error line, before anything compiles."""
+    """Golden (run_hlo_module's own checks, commands/xla_tools.py's words): each bad value is one error line, before anything compiles."""
     got = assert_one_line_error(tool(f"run_hlo_module {line}"))
     assert got.startswith(f"error: {error}"), got
 

@@ -408,7 +408,10 @@ def test_usage_errors_are_one_line(cli, args, message):
     ([MATMUL_AR, *PARTITIONED, "--reference-module", DATA / "sharded_matmul.mlir"],
      "the reference's parameters (float32[8, 16], float32[16, 4]) differ"),
 ])
+@pytest.mark.golden
 def test_bad_modules_are_one_line_errors(args, message):
+    """Golden (spmd-run's words for a module, sharding or reference that does not fit the run;
+    pinned only here)."""
     proc = spmd(*args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -636,7 +639,9 @@ def test_arg_sharding_takes_the_named_spelling():
      "parameter 0: sharding {mesh['b'=2], [{'b'}, {}]} is for a mesh of 2 devices, but --num-partitions is 4 "
      "(give a sharding over 4 devices)"),
 ])
+@pytest.mark.golden
 def test_named_sharding_mistakes_are_one_line(args, message):
+    """Golden (a named sharding spmd-run cannot use; pinned only here)."""
     proc = spmd(MATMUL, "--num-partitions", "4", *args)
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()

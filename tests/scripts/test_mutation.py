@@ -106,6 +106,7 @@ def test_the_seed_is_the_commit_hash():
     assert got == sha and seed == int(sha[:12], 16)
 
 
+@pytest.mark.golden
 def test_a_revision_that_names_no_commit_is_one_error_line():
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation.py"), "--commit", "HEAD~99999",
                            "--list", "-n", "1"], cwd=REPO, capture_output=True, text=True, timeout=120)

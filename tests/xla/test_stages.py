@@ -21,7 +21,7 @@ import pytest
 from mlirhlo_driver import registry
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.stages import base as stages
-from tests.conftest import DATA, REPO, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
+from tests.conftest import DATA, REPO, assert_mentions, assert_one_line_error, cpu_llvm_ir_for_comparison, filecheck
 from tests.conftest import main_exit_code as _main
 from tests.xla.conftest import _request_on
 
@@ -373,21 +373,21 @@ def test_cuda_thunk_sequence_and_autotune(cuda_run, spec):
 
 def test_ptx_on_cpu_names_cpu_stages(cli):
     line = assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "ptx", MLP),
-                                 contains="stage 'ptx' does not exist for --platform cpu")
+                                 facts=("'ptx'", "--platform cpu"))
     cpu_names = line.split("cpu stages: ", 1)[1]
     assert "cost" in cpu_names and "hlo-backend" in cpu_names and "ptx" not in cpu_names
 
 
 def test_roofline_on_cpu_names_cpu_stages(cli):
     line = assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "roofline", MLP),
-                                 contains="stage 'roofline' does not exist for --platform cpu")
+                                 facts=("'roofline'", "--platform cpu"))
     cpu_names = line.split("cpu stages: ", 1)[1]
     assert "cost" in cpu_names and "roofline" not in cpu_names
 
 
 def test_unknown_stage_did_you_mean(cli):
     assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "hlo-backnd", MLP),
-                          contains="unknown stage 'hlo-backnd' (did you mean 'hlo-backend'?)")
+                          facts=("'hlo-backnd'", "'hlo-backend'"))
 
 
 def test_xla_stage_without_platform(cli):
@@ -396,7 +396,7 @@ def test_xla_stage_without_platform(cli):
 
 def test_stage_all_needs_dump_dir(cli):
     assert_one_line_error(cli("opt", "--platform", "cpu", "--stage", "all", MLP),
-                          contains="--stage all needs --dump-dir")
+                          facts=("--stage all", "--dump-dir"))
 
 
 def test_list_stages_per_platform(cli):
@@ -443,7 +443,9 @@ def test_default_spec_note(cli, tmp_path):
     out = tmp_path / "k.thunks"
     r = cli("opt", "--platform", "cuda", "--stage", "thunk-sequence", "-o", out, MLP)
     assert r.code == 0, r.err
-    assert r.err == "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)\n"
+    # one note, the default spec's (its wording: test_targets.py's golden test)
+    assert r.err.startswith("note: ") and r.err.count("\n") == 1, r.err
+    assert_mentions(r.err, "--gpu-spec", "h100_sxm", "sm_90a")
     assert "Kernel" in out.read_text()
 
 
@@ -587,7 +589,8 @@ def test_api_compiles_once(monkeypatch):
 def test_cuda_stage_all_stderr_is_only_the_driver(tmp_path):
     proc = _run_child([MLIRHLO, "opt", "--platform", "cuda", "--stage", "all", "--dump-dir", tmp_path, MLP])
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == "note: no --gpu-spec given: compiling for h100_sxm (NVIDIA H100 80GB HBM3, sm_90a)\n"
+    assert proc.stderr.startswith("note: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert_mentions(proc.stderr, "--gpu-spec", "h100_sxm")
     assert proc.stdout == ""
     assert (tmp_path / f"{STEM}.ptx").is_file()
 
@@ -683,8 +686,8 @@ def test_a_codegen_stage_without_files_is_empty_only_after_a_good_compile_that_n
         return
     with pytest.raises(StageError) as info:
         req.produce(stage)
-    assert info.value.message == (f"XLA wrote no output for stage '{stage}' on {platform}"
-                                  + (" (compile failed: boom)" if failed else ""))
+    assert_mentions(info.value.message, f"'{stage}'", platform)
+    assert ("boom" in info.value.message) == failed
 
 
 def test_llvm_ir_files_are_sections_named_by_module_or_first_kernel_and_sorted():
@@ -780,8 +783,9 @@ def test_cpu_cost_and_memory_usage_are_sorted_json():
     assert xla_stages._cost(_request_on({}, cost=None)) == "{}\n"
 
 
+@pytest.mark.golden
 def test_optimized_module_missing_is_an_error_saying_why():
-    """Stages that read the optimized module fail cleanly without one, naming a failed compile's error."""
+    """Golden: stages that read the optimized module fail cleanly without one, naming a failed compile's error."""
     from mlirhlo_driver.errors import StageError
     from mlirhlo_driver.xla import stages as xla_stages
 

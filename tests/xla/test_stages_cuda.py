@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error
+from tests.conftest import REPO, assert_mentions, assert_one_line_error
 from tests.xla.conftest import _request_on
 
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
@@ -82,7 +82,7 @@ def test_a_compile_with_no_kernels(cli, tmp_path):
     path = tmp_path / "ident.mlir"
     path.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n")
     r = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cubin", "--no-cache")
-    assert_one_line_error(r, contains="stage 'cubin' has nothing to give: the compile made no kernels")
+    assert_one_line_error(r, facts=("'cubin'", "no kernels"))
     r = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "kernels", "--no-cache")
     assert r.code == 0 and r.out.startswith("ident on h100_sxm") and "regs" in r.out and "fusion" not in r.out
     r = cli("opt", str(path), "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass", "--no-cache")
@@ -121,8 +121,8 @@ def test_stage_sass_v100(cli):
     try:
         cuda_binaries.nvdisasm_for("sm_70")
     except ToolchainError:
-        line = assert_one_line_error(r, contains="no nvdisasm here reads sm_70 cubins")
-        assert "pip install 'mlirhlo-driver[legacy-sass]'" in line
+        line = assert_one_line_error(r, facts=("nvdisasm", "sm_70"))
+        assert_mentions(line, "pip install 'mlirhlo-driver[legacy-sass]'")
         return
     assert r.code == 0, r.err
     assert "EF_CUDA_SM70" in r.out and re.search(r"\bEXIT ;", r.out)
@@ -233,7 +233,7 @@ def test_a_failing_nvdisasm_is_one_error_line_naming_its_version_sm_and_message(
     monkeypatch.setattr(cuda_binaries, "nvdisasm_for",
                         lambda sm, data_dir=None: cuda_binaries.Nvdisasm(str(fake), (13, 0)))
     r = cli("opt", mm_add, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "sass", "--no-cache")
-    line = assert_one_line_error(r, contains="nvdisasm 13.0 failed on sm_90a cubins: ")
+    line = assert_one_line_error(r, facts=("nvdisasm 13.0", "sm_90a"))
     assert line.endswith("nvdisasm fatal   : Input file is not a cubin"), line
 
 

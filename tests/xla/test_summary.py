@@ -106,8 +106,9 @@ def test_summarize_reads_the_first_optimized_proto_and_every_memory_stat(monkeyp
     (None, "XLA wrote no optimized HloProto on cuda"),
     ("INTERNAL: ptxas died", "XLA wrote no optimized HloProto on cuda (compile failed: INTERNAL: ptxas died)"),
 ])
+@pytest.mark.golden
 def test_summarize_without_an_optimized_proto_says_so_and_why(monkeypatch, compile_error, message):
-    """No optimized proto (the compile failed before it, or XLA did not dump it): a StageError
+    """Golden: no optimized proto (the compile failed before it, or XLA did not dump it): a StageError
     naming the platform, and the compile's error when there was one."""
     from mlirhlo_driver.errors import StageError
     from mlirhlo_driver.xla.summary import summarize
