@@ -104,18 +104,42 @@ def watched_paths(options: Any, target: Any) -> list[str]:
     return list(dict.fromkeys(os.path.abspath(p) for p in paths))
 
 
-def file_changes(paths: list[str], stop: Any = None) -> Iterator[set[str]]:
+# File times come from a coarse kernel clock (a tick, up to ~10 ms, behind the real one).
+_CLOCK_SLACK_NS = 20_000_000
+
+
+def file_changes(paths: list[str], stop: Any = None, since_ns: int | None = None) -> Iterator[set[str]]:
     """Each time some of ``paths`` change: the set that did (watchfiles, through their
-    directories, so a save by rename counts). ``stop``: a threading.Event ending the watch."""
+    directories, so a save by rename counts). ``stop``: a threading.Event ending the watch.
+
+    ``since_ns`` (``time.time_ns()`` before the first build): the watcher starts only when
+    this is first iterated, so a save made during that build would be missed; once it
+    watches, the paths modified since then (by their file times) come first."""
     import watchfiles
 
     wanted = set(paths)
     dirs = sorted({os.path.dirname(p) for p in paths})
+    watching = since_ns is None
     # A short debounce: a save is one event; the build, not the wait, should be the delay.
+    # yield_on_timeout: an empty first batch says the watcher is running.
     for batch in watchfiles.watch(*dirs, watch_filter=lambda _, path: os.path.abspath(path) in wanted,
                                   debounce=40, step=10, stop_event=stop, recursive=False,
-                                  raise_interrupt=False):
-        yield {os.path.abspath(p) for _, p in batch}
+                                  raise_interrupt=False, yield_on_timeout=True, rust_timeout=100):
+        if not watching:
+            watching = True
+            missed = {p for p in wanted if _modified_since(p, since_ns - _CLOCK_SLACK_NS)}
+            if missed:
+                yield missed
+        if batch:
+            yield {os.path.abspath(p) for _, p in batch}
+
+
+def _modified_since(path: str, ns: int) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True  # removed (or replaced) meanwhile: a change
+    return st.st_mtime_ns >= ns
 
 
 @dataclass
@@ -169,9 +193,11 @@ def watch(options: Any, make_target: Callable[[], Any], *, say: Callable[[str], 
         if report is not None:
             report(Build(number, reason, time.perf_counter() - start, error, lines))
 
+    started_ns = time.time_ns()
     build()
     if changed is None:
-        changed = file_changes(watched_paths(options, target if target is not None else make_target()))
+        changed = file_changes(watched_paths(options, target if target is not None else make_target()),
+                               since_ns=started_ns)
     plugins = {os.path.abspath(p) for p in options.load_pass_plugin}
     for paths in changed:
         number += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from mlirhlo_driver.batch import watch
 
 ADD = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
@@ -81,3 +83,42 @@ def test_watched_paths_are_every_file_a_build_reads(tmp_path):
     assert paths[:2] == [str(tmp_path / "d" / "a.mlir"), str(tmp_path / "d" / "b.mlir")]
     assert str(pipe) in paths and str(plugin) in paths
     assert paths[-1].endswith("gpu_specs/h100_sxm.txtpb")
+
+
+def test_a_save_before_the_watcher_starts_is_the_first_change(tmp_path):
+    """The watcher starts when the changes are first read, after the first build: a save made
+    meanwhile (during that build) is reported first, not lost; an older file is not."""
+    import threading
+    import time
+
+    saved, old = tmp_path / "saved.mlir", tmp_path / "old.mlir"
+    old.write_text(ADD)
+    os.utime(old, ns=(time.time_ns() - 10**9,) * 2)  # written before the build began
+    since = time.time_ns()
+    saved.write_text(ADD)  # the save during the build
+    stop = threading.Event()
+    guard = threading.Timer(20, stop.set)  # a lost save would wait for ever: end it, and fail
+    guard.start()
+    changes = watch.file_changes([str(saved), str(old)], stop=stop, since_ns=since)
+    assert next(changes, None) == {str(saved)}
+    old.write_text(ADD.replace("add", "multiply"))  # a save once it watches: an event
+    assert next(changes, None) == {str(old)}
+    stop.set()
+    guard.cancel()
+    assert list(changes) == []
+
+
+def test_without_a_start_time_only_events_are_changes(tmp_path):
+    import threading
+
+    path = tmp_path / "m.mlir"
+    path.write_text(ADD)
+    stop = threading.Event()
+    guard = threading.Timer(20, stop.set)
+    guard.start()
+    changes = watch.file_changes([str(path)], stop=stop)
+    threading.Timer(0.5, lambda: path.write_text(ADD.replace("add", "multiply"))).start()
+    assert next(changes, None) == {str(path)}
+    stop.set()
+    guard.cancel()
+    assert list(changes) == []
