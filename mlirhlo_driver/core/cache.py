@@ -144,15 +144,25 @@ def _add_entry_points(h: _Hasher) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def environment() -> str:
-    """The environment's fingerprint (hex): Python, the driver's files, jax, jaxlib, the
-    CUDA plugin, pip's CUDA tools and the environment variables outputs depend on. Taken
-    once per process (``environment.cache_clear()`` takes it again: a process that
-    outlives an edit or an install, ``mlirhlo watch``)."""
+def _installed() -> str:
     h = _Hasher()
     _add_environment(h)
+    return h.hexdigest()
+
+
+def environment() -> str:
+    """The environment's fingerprint (hex): Python, the driver's files, jax, jaxlib, the
+    CUDA plugin, pip's CUDA tools and the environment variables outputs depend on. The
+    files are taken once per process (``environment.cache_clear()`` takes them again: a
+    process that outlives an edit or an install, ``mlirhlo watch``); the variables each
+    time (a notebook may set them after its first compile)."""
+    h = _Hasher()
+    h.add("installed", _installed())
     h.add("env", repr([(k, os.environ.get(k)) for k in _ENV_KEYS]))
     return h.hexdigest()
+
+
+environment.cache_clear = _installed.cache_clear  # type: ignore[attr-defined]
 
 
 def digest(*parts: tuple[str, bytes | str | None]) -> str:

@@ -855,6 +855,8 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
     from .._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
+    # The user's files are read, never written beside: no __pycache__ next to them.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         mod = _import_python_file(module_name) if module_name.endswith(".py") else \
             importlib.import_module(module_name)
@@ -864,6 +866,8 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
     except Exception as e:
         raise InputError(f"cannot import module '{module_name}': {type(e).__name__}: {e}",
                          file=entry) from None
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     fn: Any = mod
     for part in attr.split("."):
         if not hasattr(fn, part):

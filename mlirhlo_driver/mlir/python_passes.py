@@ -161,6 +161,8 @@ def load_plugin(path: str, reserved: Callable[[], Container[str]] | None = None)
     module = importlib.util.module_from_spec(spec)
     _current_origin = resolved
     _loading.clear()
+    # A user's file is read, never written beside: no __pycache__ next to their plugin.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
@@ -175,6 +177,7 @@ def load_plugin(path: str, reserved: Callable[[], Container[str]] | None = None)
         raise InputError(f"pass plugin failed to load: {type(e).__name__}: {e}", file=path,
                          line=line) from None
     finally:
+        sys.dont_write_bytecode = writes_bytecode
         _current_origin = "python"
         _loading.clear()
     added = sorted(set(_registry) - before) or sorted(

@@ -680,3 +680,22 @@ def test_an_unwritable_cache_is_skipped_silently(tmp_path, monkeypatch):
     assert cache.lookup("1a" * 32) is None
     spool = cache._Spool("1a" * 32)
     assert spool.written == 0
+
+
+def test_the_variables_outputs_depend_on_are_read_at_each_key(module_file, monkeypatch):
+    """A notebook that sets JAX_ENABLE_X64 after its first compile gets another key; the
+    installed files are fingerprinted once per process."""
+    monkeypatch.delenv("JAX_ENABLE_X64", raising=False)
+    calls = []
+    real = cache._add_environment
+    monkeypatch.setattr(cache, "_add_environment", lambda h: calls.append(1) or real(h))
+    cache.environment.cache_clear()
+    try:
+        key = _stage_key(_program(module_file))
+        monkeypatch.setenv("JAX_ENABLE_X64", "1")
+        assert _stage_key(_program(module_file)) != key
+        monkeypatch.delenv("JAX_ENABLE_X64")
+        assert _stage_key(_program(module_file)) == key
+        assert len(calls) == 1
+    finally:
+        cache.environment.cache_clear()

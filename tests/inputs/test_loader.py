@@ -178,15 +178,21 @@ def test_input_format_forced(tmp_path):
 
 
 def test_jax_function_entry_point(tmp_path, monkeypatch):
+    import sys
+
     (tmp_path / "my_model.py").write_text(
         "import jax.numpy as jnp\n\n"
         "def layer(x, idx):\n"
         "    return jnp.tanh(x).sum(1)[idx]\n")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as a user's Python does
     (loaded,) = inputs.load("my_model:layer", arg_specs="f32[8,128],i32[8]")
     assert loaded.format == "jax" and loaded.name == "layer"
     text = _ops(loaded.module)
     assert "tensor<8x128xf32>" in text and "tensor<8xi32>" in text
+    # The user's file is read, nothing written beside it (no __pycache__).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my_model.py"]
+    assert sys.dont_write_bytecode is False
 
 
 def test_arg_specs_parse():

@@ -549,3 +549,22 @@ def test_a_fresh_process_loads_installed_entry_points(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[('zz-one', 'entry point fresh'), ('zz-two', 'entry point fresh')]"
+
+
+def test_a_plugin_is_read_and_nothing_is_written_beside_it(tmp_path, monkeypatch):
+    """No __pycache__ next to the user's plugin, even where Python writes bytecode; the
+    process's own setting is kept."""
+    import sys
+
+    from mlirhlo_driver.mlir import python_passes
+
+    plugin = tmp_path / "quiet_plugin.py"
+    plugin.write_text("import mlirhlo_driver\n\n\n@mlirhlo_driver.register_pass('quiet-noop', "
+                      "anchor='builtin.module')\ndef f(op):\n    pass\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    try:
+        assert python_passes.load_plugin(str(plugin)) == ["quiet-noop"]
+    finally:
+        python_passes._forget(str(plugin.resolve()))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quiet_plugin.py"]
+    assert sys.dont_write_bytecode is False
