@@ -24,17 +24,30 @@ def driver_cli(root: str | Path | None = None) -> list[str]:
                                   "from mlirhlo_driver.cli.mlirhlo import main; main()"]
 
 
+def plugin_copy_paths() -> list[str]:
+    """This environment's copy of jax's CUDA plugin (``mlirhlo cuda-plugin install``), for a
+    bare jax script: where a user's ``pip install jax[cuda12]`` would put the plugin."""
+    import glob
+    import sys
+
+    copies = sorted(glob.glob(str(Path(sys.prefix) / "share/mlirhlo-driver/cuda-plugins/*/")))
+    return [str(Path(copies[-1]) / "python"), str(Path(copies[-1]) / "pjrt")] if copies else []
+
+
+def bare_python(code: str) -> list[str]:
+    """``python -c code`` for a bare jax/jaxlib script, with the CUDA plugin in reach."""
+    import sys
+
+    return [sys.executable, "-c", f"import sys; sys.path[:0] = {plugin_copy_paths()!r}\n" + code]
+
+
 def _paths(root: str | Path) -> list[str]:
     """``root`` first on the path; for another checkout, also this environment's copy of
     jax's CUDA plugin (``mlirhlo cuda-plugin install``): a checkout from before that copy
     found the plugin in site-packages."""
-    import glob
-    import sys
-
     if Path(root).resolve() == REPO:
         return [str(root)]
-    copies = sorted(glob.glob(str(Path(sys.prefix) / "share/mlirhlo-driver/cuda-plugins/*/")))
-    return [str(root)] + ([str(Path(copies[-1]) / "python"), str(Path(copies[-1]) / "pjrt")] if copies else [])
+    return [str(root)] + plugin_copy_paths()
 
 
 def driver_python(root: str | Path | None, code: str) -> list[str]:

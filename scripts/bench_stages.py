@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-from bench_common import bytecode_env, interleaved, medians, pair_ratios  # noqa: E402
+from bench_common import bare_python, bytecode_env, interleaved, medians, pair_ratios  # noqa: E402
 
 BARE_PTX = r'''
 import glob, os, sys, tempfile
@@ -223,7 +223,7 @@ def main() -> None:
     commands = {} if args.only_binary_stages else {
         "opt --stage ptx": cli + ["opt", args.module, "--platform", "cuda", "--gpu-spec", args.gpu_spec,
                                   "--stage", "ptx", "--no-cache"],
-        "bare jax ptx": [sys.executable, "-c", BARE_PTX, args.module, spec_path],
+        "bare jax ptx": [*bare_python(BARE_PTX), args.module, spec_path],
         "opt (MLIR-only)": cli + ["opt", str(big), "--no-cache"],
         "bare jaxlib parse/print": [sys.executable, "-c", BARE_MLIR, str(big)],
         "opt --passes canonicalize,cse": cli + ["opt", str(big), "--passes", "canonicalize,cse", "--no-cache"],
@@ -332,7 +332,7 @@ def sweep(args: argparse.Namespace) -> None:
         rows = {
             "opt --stage ptx": (cli + ["opt", str(hlo), "--platform", "cuda", "--gpu-spec", args.gpu_spec,
                                        "--stage", "ptx", "--no-cache"],
-                                [sys.executable, "-c", BARE_PTX, str(hlo), spec_path], 1.0, 1),
+                                [*bare_python(BARE_PTX), str(hlo), spec_path], 1.0, 1),
             "opt --passes canonicalize,cse": (cli + ["opt", str(mlir), "--passes", "canonicalize,cse", "--no-cache"],
                                               [sys.executable, "-c", BARE_MLIR_CHLO, str(mlir), pipeline], 1.05, 3),
         }
