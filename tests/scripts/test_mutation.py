@@ -409,3 +409,15 @@ def test_baselines_running_at_once_keep_their_own_failures(tmp_path):
         copies.append(copy)
     got = {name: failing for name, failing, _ in mutation.baselines(copies, ["test_broken.py", "test_other.py"], 120)}
     assert got == {"test_broken.py": ["tests/test_broken.py::test_always_fails"], "test_other.py": []}
+
+
+def test_the_copy_holds_what_the_tests_read(tmp_path):
+    """The package, its data folders kept at the root (gpu_specs/, pipelines/: the tests read
+    them by path), the tests and scripts; no bytecode."""
+    copy = mutation.make_copy(tmp_path / "copy")
+    assert sorted(p.name for p in copy.iterdir()) == sorted(
+        ["README.md", "gpu_specs", "mlirhlo_driver", "pipelines", "pyproject.toml", "scripts", "tests"])
+    assert (copy / "gpu_specs" / "h100_sxm.txtpb").is_file()
+    assert {p.name for p in (copy / "pipelines").iterdir()} == {
+        p.name for p in (REPO / "pipelines").iterdir() if p.name != "__pycache__"}
+    assert not list(copy.rglob("__pycache__"))
