@@ -97,6 +97,27 @@ def main_exit_code(argv: list) -> int:
     return 0
 
 
+def ptx_sections(compiled) -> dict[str, str]:
+    """A compile's ``ptx`` stage split by kernel module: {module name: its PTX}."""
+    text = compiled.stage("ptx")
+    parts = re.split(r"^// ----- (\S+) -----\n", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+# ``mlirhlo ARGV`` in a fresh process (``IMPORT_PROBE.format(argv=[...])`` to run_subprocess):
+# its output, then which of jax, jaxlib and jaxlib.mlir it imported (what start-up must not).
+IMPORT_PROBE = """
+import sys
+from mlirhlo_driver.cli.mlirhlo import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
+"""
+
+
 def run_subprocess(code: str, *, env: dict | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env.update(env or {})

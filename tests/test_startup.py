@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import REPO, run_subprocess
-
-PROBE = """
-import sys
-from mlirhlo_driver.cli.mlirhlo import main
-try:
-    main({argv!r})
-except SystemExit:
-    pass
-sys.stdout.flush()
-print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
-"""
+from tests.conftest import IMPORT_PROBE, REPO, run_subprocess
 
 
 @pytest.mark.parametrize("argv", [
@@ -24,7 +13,7 @@ print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sy
     ["specs", "list"], ["specs", "show", "h100_sxm"], ["specs", "check", "gpu_specs/a100_pcie_80.txtpb"],
 ])
 def test_listing_commands_do_not_import_jax(argv):
-    proc = run_subprocess(PROBE.format(argv=argv))
+    proc = run_subprocess(IMPORT_PROBE.format(argv=argv))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []", proc.stdout
     assert proc.stderr == ""
@@ -53,8 +42,8 @@ def test_xla_front_ends_help_and_version_import_nothing_heavy(main, flag):
 
 
 def test_passes_listing_from_cache_does_not_import_jax():
-    run_subprocess(PROBE.format(argv=["passes"]))  # builds the cache if needed
-    proc = run_subprocess(PROBE.format(argv=["passes"]))
+    run_subprocess(IMPORT_PROBE.format(argv=["passes"]))  # builds the cache if needed
+    proc = run_subprocess(IMPORT_PROBE.format(argv=["passes"]))
     assert "canonicalize" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []"
 
@@ -123,7 +112,7 @@ def test_mlir_only_and_cuda_opt_do_not_import_jax(tmp_path):
                  ["opt", mlp, "--platform", "cuda", "--gpu-spec", "a100_pcie_80", "--stage", "ptx"],
                  # the per-fusion cost analysis runs on a CPU client of jaxlib's own
                  ["opt", mlp, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "cost"]):
-        proc = run_subprocess(PROBE.format(argv=argv + ["--no-cache"]))
+        proc = run_subprocess(IMPORT_PROBE.format(argv=argv + ["--no-cache"]))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: ['jaxlib', 'jaxlib.mlir']", argv
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mlirhlo_driver.core import cache
-from tests.conftest import DATA, REPO, run_subprocess
+from tests.conftest import DATA, IMPORT_PROBE, REPO, run_subprocess
 
 SMALL = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xf32>
@@ -59,17 +59,6 @@ def _program(path, **kw):
 
     return mh.load(str(path), **kw)
 
-
-PROBE = """
-import sys
-from mlirhlo_driver.cli.mlirhlo import main
-try:
-    main({argv!r})
-except SystemExit:
-    pass
-sys.stdout.flush()
-print("IMPORTED:", sorted(m for m in ("jax", "jaxlib", "jaxlib.mlir") if m in sys.modules))
-"""
 
 API_PROBE = """
 import sys
@@ -367,7 +356,7 @@ def test_a_hit_imports_no_jaxlib(cache_dir, tmp_path, door):
     small = tmp_path / "small.mlir"
     small.write_text(SMALL)
     env = {"MLIRHLO_CACHE_DIR": str(cache_dir)}
-    code = (PROBE.format(argv=["opt", str(small), "--passes", "cse", "--platform", "cuda", "--gpu-spec", "h100_sxm",
+    code = (IMPORT_PROBE.format(argv=["opt", str(small), "--passes", "cse", "--platform", "cuda", "--gpu-spec", "h100_sxm",
                                "--stage", "ptx"]) if door == "opt" else API_PROBE.format(path=str(small)))
     miss = run_subprocess(code, env=env)
     hit = run_subprocess(code, env=env)

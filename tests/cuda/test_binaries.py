@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import mlirhlo_driver
-from tests.conftest import REPO, assert_mentions
+from tests.conftest import REPO, assert_mentions, ptx_sections
 from tests.cuda.conftest import _ptxas_v
 
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
@@ -24,12 +24,6 @@ MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
 @pytest.fixture(autouse=True)
 def _no_env_flags(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-
-
-def _ptx_sections(compiled) -> dict[str, str]:
-    text = compiled.stage("ptx")
-    parts = re.split(r"^// ----- (\S+) -----\n", text, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2]))
 
 
 def _text_sections(cubin: bytes) -> dict[str, bytes]:
@@ -141,7 +135,7 @@ def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_numb
     compiled = request.getfixturevalue(which)
     cubins = compiled.stage("cubin")
     # One file per kernel module, named as the ptx stage names its sections.
-    assert sorted(cubins) == sorted(_ptx_sections(compiled))
+    assert sorted(cubins) == sorted(ptx_sections(compiled))
     for name, data in cubins.items():
         assert data[:4] == b"\x7fELF"
         assert cuda_binaries.elf_sm(data) == sm_number, name

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, ptx_sections
 from tests.cuda.conftest import _ptxas_v
 
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
@@ -19,12 +19,6 @@ MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
 @pytest.fixture(autouse=True)
 def _no_env_flags(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-
-
-def _ptx_sections(compiled) -> dict[str, str]:
-    text = compiled.stage("ptx")
-    parts = re.split(r"^// ----- (\S+) -----\n", text, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2]))
 
 
 # ------------------------------------------------------------------ kernels
@@ -131,7 +125,7 @@ def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, ke
     compiled = request.getfixturevalue(which)
     row = next(r for r in xla_stages.kernel_rows(compiled.request) if r.kernel == kernel)
     # registers/spills/stack as ptxas -v prints them for the kernel's PTX, assembled here
-    log = _ptxas_v(_ptx_sections(compiled)[row.module], compiled.request.options.gpu_spec.sm, tmp_path)
+    log = _ptxas_v(ptx_sections(compiled)[row.module], compiled.request.options.gpu_spec.sm, tmp_path)
     block = log[log.index(f"Function properties for {kernel}"):]
     regs = int(re.search(r"Used (\d+) registers", block).group(1))
     stack, st, ld = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "

@@ -11,21 +11,9 @@ from mlirhlo_driver.execute import engine, run
 from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.ir import dtypes
 from tests.conftest import assert_mentions, count_executes
+from tests.execute.conftest import _module, make_inputs
 
 ARRAYS = dtypes.ARRAY_TYPES
-
-
-def make_inputs(module, **options):
-    """The engine's inputs for a module's parameters, as ``run`` makes them: (arrays, note)."""
-    params, _ = engine.signature(module)
-    made = engine.make_inputs(params, run.RunOptions(**options).inputs, module=module)
-    return made.arrays, made.note
-
-
-def _module(tmp_path, text, name="m.mlir"):
-    path = tmp_path / name
-    path.write_text(text)
-    return path
 
 
 _GATHER_WHOLE_DIM = (  # the slice covers all of the indexed dimension: one valid start, 0

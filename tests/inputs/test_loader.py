@@ -13,27 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.ir import dtypes, emit, protos
 from tests.conftest import DATA, assert_mentions
-
-ARRAYS = dtypes.ARRAY_TYPES
-
-
-def _enum():
-    protos.message_class("xla.LiteralProto")  # loads xla/xla_data.proto into the pool
-    return protos.pool().FindEnumTypeByName("xla.PrimitiveType")
-
-
-# The installed jaxlib's element types: the table also holds those of newer jaxlibs
-# in the supported range, which an older XLA cannot parse, convert or hold.
-INSTALLED = {v.name for v in _enum().values}
-
-NEWEST = _jaxlib.jaxlib_version() == _jaxlib.SUPPORTED_MAX
-
-HERE = [t for t in ARRAYS if t.name in INSTALLED]
+from tests.dtype_tables import ARRAYS, HERE, NEWEST
 
 MLP_DUMP = DATA / "mlp_train_step.before_optimizations.txt"
 
@@ -150,7 +134,6 @@ def test_an_hlo_snapshot_reads_as_the_dumps_module_before_optimizations(tmp_path
     assert "stablehlo.dot" in str(m.module) or "stablehlo.dot_general" in str(m.module)
     assert inputs.snapshot_module(b"\x0a\x00junk", "x.pb") is None
     # A snapshot needs a module with a name and computations: either missing, it is none.
-    from mlirhlo_driver.ir import protos
 
     whole = protos.message_class("xla.HloSnapshot").FromString(snap.read_bytes())
     for drop in ("name", "computations"):

@@ -13,22 +13,7 @@ from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.errors import InputError
 from mlirhlo_driver.ir import dtypes, literals, protos
 from tests.conftest import assert_mentions
-
-ARRAYS = dtypes.ARRAY_TYPES
-
-HLO_MODULE = "xla.HloModuleProto"
-
-
-def _enum():
-    protos.message_class("xla.LiteralProto")  # loads xla/xla_data.proto into the pool
-    return protos.pool().FindEnumTypeByName("xla.PrimitiveType")
-
-
-# The installed jaxlib's element types: the table also holds those of newer jaxlibs
-# in the supported range, which an older XLA cannot parse, convert or hold.
-INSTALLED = {v.name for v in _enum().values}
-
-HERE = [t for t in ARRAYS if t.name in INSTALLED]
+from tests.dtype_tables import ARRAYS, HERE, HLO_MODULE, INSTALLED
 
 
 def _entry(*instructions: str) -> str:

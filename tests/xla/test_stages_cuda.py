@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import REPO, assert_mentions, assert_one_line_error
+from tests.conftest import REPO, assert_mentions, assert_one_line_error, ptx_sections
 from tests.xla.conftest import _request_on
 
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
@@ -20,12 +20,6 @@ STEM = "mlp_train_step"
 @pytest.fixture(autouse=True)
 def _no_env_flags(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-
-
-def _ptx_sections(compiled) -> dict[str, str]:
-    text = compiled.stage("ptx")
-    parts = re.split(r"^// ----- (\S+) -----\n", text, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2]))
 
 
 # ------------------------------------------------------------------ sources and cost
@@ -101,7 +95,7 @@ def test_list_stages_has_the_cuda_binary_stages(cli):
 def test_sass_has_every_kernel_and_sass_opcodes(a100, h100):
     for compiled in (a100, h100):
         sass = compiled.stage("sass")
-        kernels = sorted(k for text in _ptx_sections(compiled).values()
+        kernels = sorted(k for text in ptx_sections(compiled).values()
                          for k in re.findall(r"^\.visible \.entry (\w+)", text, re.M))
         for k in kernels:
             assert re.search(rf"^//-+ \.text\.{k} ", sass, re.M), k
