@@ -1261,16 +1261,8 @@ def test_distributed_initialize_joins_with_gloo_and_the_given_timeouts(monkeypat
 
 def test_distributed_initialize_failure_is_a_distributed_error(monkeypatch):
     """A failed join: DistributedError naming the coordinator, with the runtime's first line."""
-    def fail(*a, **k):
-        raise RuntimeError("DEADLINE_EXCEEDED: Barrier timed out\nstack")
-
-    fake = types.SimpleNamespace(config=types.SimpleNamespace(update=lambda k, v: None),
-                                 distributed=types.SimpleNamespace(initialize=fail))
-    monkeypatch.setattr(jaxlib, "_import_jax", lambda: fake)
-    monkeypatch.setattr(jaxlib, "jax", lambda: pytest.fail("started"))
-    monkeypatch.setattr(jaxlib, "_cpu_device_count", None)
     with pytest.raises(DistributedError) as e:
-        jaxlib.distributed_initialize("h:1", 2, 0, local_device_count=1, timeout_s=1, heartbeat_s=1)
+        _fail_to_join(monkeypatch)
     assert_mentions(e.value.message, "h:1", "Barrier timed out")
     assert "DEADLINE_EXCEEDED" not in e.value.message and "stack" not in e.value.message
 

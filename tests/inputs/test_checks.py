@@ -531,34 +531,6 @@ def test_entry_function_need_not_be_called_main():
     assert engine.evaluate_checks(plan, run(plan))[0].passed
 
 
-def test_misplaced_or_unknown_checks_are_input_errors():
-    nested = """\
-func.func @main() {
-  %p = stablehlo.constant dense<true> : tensor<i1>
-  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
-  %r = "stablehlo.if"(%p) ({
-    stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
-    stablehlo.return %a : tensor<2xf32>
-  }, {
-    stablehlo.return %a : tensor<2xf32>
-  }) : (tensor<i1>) -> tensor<2xf32>
-  return
-}
-"""
-    with pytest.raises(InputError) as info:
-        checks.prepare(parse(nested), source="n.mlir")
-    assert (info.value.file, info.value.line, info.value.col) == ("n.mlir", 5, 5)
-    assert_mentions(info.value.message, "top-level op of @main")
-    unknown = nested.replace("check.expect_eq(%a, %a)", "check.expect_sameish(%a, %a)")
-    unknown = re.sub(r'  %r = "stablehlo.if".*?\) -> tensor<2xf32>\n', "", unknown, flags=re.S)
-    unknown = unknown.replace("  return\n", "  stablehlo.custom_call @check.expect_sameish(%a, %a) "
-                              "{has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()\n"
-                              "  return\n")
-    with pytest.raises(InputError) as info:
-        checks.prepare(parse(unknown))
-    assert_mentions(info.value.format(), "unknown", "'check.expect_sameish'", "check.expect_eq")
-
-
 _NESTED_CHECK = """\
 func.func @main() {
   %p = stablehlo.constant dense<true> : tensor<i1>
@@ -572,6 +544,22 @@ func.func @main() {
   return
 }
 """
+
+
+def test_misplaced_or_unknown_checks_are_input_errors():
+    nested = _NESTED_CHECK
+    with pytest.raises(InputError) as info:
+        checks.prepare(parse(nested), source="n.mlir")
+    assert (info.value.file, info.value.line, info.value.col) == ("n.mlir", 5, 5)
+    assert_mentions(info.value.message, "top-level op of @main")
+    unknown = nested.replace("check.expect_eq(%a, %a)", "check.expect_sameish(%a, %a)")
+    unknown = re.sub(r'  %r = "stablehlo.if".*?\) -> tensor<2xf32>\n', "", unknown, flags=re.S)
+    unknown = unknown.replace("  return\n", "  stablehlo.custom_call @check.expect_sameish(%a, %a) "
+                              "{has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()\n"
+                              "  return\n")
+    with pytest.raises(InputError) as info:
+        checks.prepare(parse(unknown))
+    assert_mentions(info.value.format(), "unknown", "'check.expect_sameish'", "check.expect_eq")
 
 
 @pytest.mark.golden
