@@ -21,6 +21,7 @@ Promises:
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -92,7 +93,8 @@ class OptResult:
     # Part index -> where its output is kept in the stage cache once finished (a stage
     # finished in a group: core.compiled.Compiled.entry).
     keeps: dict[int, Any] = field(default_factory=dict, repr=False)
-    also: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (stem, stage) -> output (OptJob.also)
+    # (stem, stage) -> output (OptJob.also), or in the caller's process a callable giving it
+    also: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     phases: Any = field(default=None, repr=False)  # xla.compile_phases.Clock: --timing with a platform
 
     @property
@@ -123,10 +125,12 @@ def tasks_for(specs: list[str], *, split_input_file: bool) -> list[OptTask]:
 
 # ------------------------------------------------------------------ one module
 
-def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
+def process(job: OptJob, task: OptTask, progress: Any = None, *, also_later: bool = False) -> OptResult:
     """Load, run the pipeline, produce the stages (from the stage cache where they are
     there); never raises for the module's failures. ``progress``: a callback for each
-    stage done (core.progress)."""
+    stage done (core.progress). ``also_later`` (a module processed in the caller's
+    process): the ``also`` stages are callables, made from the same compile when read,
+    after the outputs are written (mlirhlo watch's summary does not delay its output)."""
     from ..core import compiled as core_compiled
     from ..core import program as core_program
     from ..core.progress import report
@@ -173,7 +177,8 @@ def process(job: OptJob, task: OptTask, progress: Any = None) -> OptResult:
                 result.parts.append((stem, name, out))
                 done += 1
             for name in job.also:
-                result.also[(stem, name)] = compiled.stage(name)
+                result.also[(stem, name)] = functools.partial(compiled.stage, name) if also_later \
+                    else compiled.stage(name)
         _say(job, program, compiles, result, err, timings)
         if not pending(result):
             finalize(job, result)
@@ -461,7 +466,7 @@ def _results(job: OptJob, tasks: Sequence[OptTask], *, jobs: int, timeout: float
         for task in tasks:
             # One module's stages are steps of their own: one module can be most of the work.
             step = None if progress is None or len(tasks) > 1 else progress
-            yield task.index, process(job, task, step)
+            yield task.index, process(job, task, step, also_later=True)
         return
     from .._native import cluster, pool
 

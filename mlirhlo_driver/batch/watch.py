@@ -44,6 +44,7 @@ def snapshots(rows: list[Any]) -> dict[str, Snapshot]:
     out: dict[str, Snapshot] = {}
     for row in rows:
         for (stem, stage), data in getattr(row, "also", {}).items():
+            data = data() if callable(data) else data  # made now: the outputs are written
             snap = out.setdefault(stem, Snapshot())
             text = data.decode() if isinstance(data, bytes) else data
             if stage == "kernel-rows":

@@ -51,7 +51,7 @@ def _fake_batch(monkeypatch, outcomes):
             calls.append(len(items))
             return [f"done {item.i}\n" for item in items]
 
-    def process(job, task, progress=None):
+    def process(job, task, progress=None, also_later=False):
         kind, size = outcomes[task.index]
         r = batch.OptResult(task.index, task.name, task.source)
         if kind == "held":

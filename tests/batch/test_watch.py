@@ -122,3 +122,28 @@ def test_without_a_start_time_only_events_are_changes(tmp_path):
     stop.set()
     guard.cancel()
     assert list(changes) == []
+
+
+def test_the_output_is_written_before_the_summary_is_made(tmp_path, monkeypatch):
+    """A save's new output does not wait for the figures the change summary reads (kernel
+    rows run ptxas): they are made from the same compile once the outputs are written."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.batch.opt import OptOptions
+    from mlirhlo_driver.core import compiled as core_compiled
+
+    path, out = tmp_path / "m.mlir", tmp_path / "m.hlo"
+    path.write_text(ADD)
+    seen = []
+    real = core_compiled.Compiled.stage
+
+    def stage(self, name, *a, **k):
+        if name in watch.SUMMARY_STAGES["cpu"]:
+            seen.append((name, out.exists()))
+        return real(self, name, *a, **k)
+
+    monkeypatch.setattr(core_compiled.Compiled, "stage", stage)
+    builds: list[watch.Build] = []
+    watch.watch(OptOptions(inputs=[str(path)], stage="hlo", output=str(out)), lambda: targets.resolve("cpu"),
+                report=builds.append, changed=iter([]))
+    assert [b.error for b in builds] == [None]
+    assert seen == [("summary", True)]
