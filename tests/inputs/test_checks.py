@@ -958,3 +958,17 @@ def test_line_col_after_a_newline_at_offset_zero():
 
     assert _line_col("\nab", 2) == (2, 2)
     assert _line_col("ab\ncd", 4) == (2, 2)
+
+
+def test_an_attribute_the_bindings_did_not_downcast_is_still_recognised():
+    """_isa: a base ``Attribute`` (bindings that do not downcast) is of a class when it casts
+    to it, and is not when the cast is refused."""
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    with _jaxlib.ir_context():
+        number = ir.Attribute(ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 7))
+        text = ir.Attribute(ir.StringAttr.get("seven"))
+        assert checks._isa(number, ir.IntegerAttr) and not checks._isa(text, ir.IntegerAttr)
+        assert checks._isa(ir.StringAttr.get("seven"), ir.StringAttr)
