@@ -45,7 +45,7 @@ def cache_dir(name: str | None = None) -> Path:
     """The driver's cache folder, ``$XDG_CACHE_HOME/mlirhlo-driver`` (``~/.cache`` without
     it), or ``name`` in it. Every cache lives here: the pass catalogue, the record of the
     installed distributions and entry points (installed.py), the XLA-flag list, the ptxas
-    probe, and the stage cache (``stages/``), which alone moves with ``MLIRHLO_CACHE_DIR`` (core/cache.py)."""
+    probe, the GPU spec summaries (cuda/specs.py), and the stage cache (``stages/``), which alone moves with ``MLIRHLO_CACHE_DIR`` (core/cache.py)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     root = Path(base) / "mlirhlo-driver"
     return root / name if name else root

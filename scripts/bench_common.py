@@ -25,13 +25,13 @@ def driver_cli(root: str | Path | None = None) -> list[str]:
 
 
 def plugin_copy_paths() -> list[str]:
-    """This environment's copy of jax's CUDA plugin (``mlirhlo cuda-plugin install``), for a
-    bare jax script: where a user's ``pip install jax[cuda12]`` would put the plugin."""
-    import glob
-    import sys
+    """The driver's copy of jax's CUDA plugin (``mlirhlo cuda-plugin install``), the one it
+    uses, for a bare jax script: where a user's ``pip install jax[cuda12]`` would put it.
+    None where the plugin in use is installed in site-packages (jax finds it there)."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
 
-    copies = sorted(glob.glob(str(Path(sys.prefix) / "share/mlirhlo-driver/cuda-plugins/*/")))
-    return [str(Path(copies[-1]) / "python"), str(Path(copies[-1]) / "pjrt")] if copies else []
+    copy = _jaxlib.cuda_plugin().copy
+    return [str(copy.python_dir), str(copy.pjrt_dir)] if copy is not None else []
 
 
 def bare_python(code: str) -> list[str]:

@@ -658,8 +658,8 @@ def parse_spec(text: str, path: str | os.PathLike[str], name: str | None = None)
 
     A valid spec's summary is kept on disk (:func:`_memo_key`: the text, the path, the
     name, jaxlib's version and this module's file), so a command that reads the same
-    spec again (a cached stage) imports no protobuf: such a GpuSpec has no ``proto``
-    (:meth:`GpuSpec.message` parses it when asked).
+    spec again (a cached stage) imports no protobuf: such a GpuSpec has no parsed message
+    until :attr:`GpuSpec.proto` is asked for.
     """
     key = _memo_key(text, str(path), name)
     found = _memo_read(key, path) if key is not None else None

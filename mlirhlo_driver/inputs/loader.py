@@ -818,6 +818,8 @@ def _dtypes() -> dict[str, str]:
     names.update({t.mlir: t.numpy for t in dtypes.ARRAY_TYPES
                   if t.kind == "signed" and dtypes.BY_MLIR[t.mlir] is t})  # "i1" is PRED's: not an alias
     return names
+
+
 _ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
 
 
