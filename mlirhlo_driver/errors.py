@@ -10,7 +10,6 @@ XLA's tools do. The front-ends read it there and nowhere else.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -211,6 +210,8 @@ class NativeCrash(DriverError):
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str | None:
     """A 'did you mean ...?' hint naming the closest choices, or None."""
+    import difflib  # error paths only: not in every command's start-up
+
     # Callers join several sources of names (a pipeline's and the catalogue's): name each once.
     matches = difflib.get_close_matches(word, list(dict.fromkeys(choices)), n=n, cutoff=0.6)
     if not matches:

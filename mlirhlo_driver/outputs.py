@@ -7,7 +7,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from .errors import DriverError
@@ -39,6 +38,8 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))  # a dangling link: its target is created
+    import tempfile  # here: stdout-only runs do not import it (~2 ms with shutil, random)
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

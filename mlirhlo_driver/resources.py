@@ -2,30 +2,45 @@
 
 They live at the repository's root and ship inside the package as the data-only
 packages ``mlirhlo_driver.gpu_specs`` and ``mlirhlo_driver.pipelines`` (pyproject's
-package-dir), read through importlib.resources, so a checkout (editable install), a
-wheel (``--user``, ``--target``, a venv) and a zipped install all find them. Callers
-get a real directory: the folder itself where it is on the file system, else (a zip)
-a temporary copy made once per process.
+package-dir), found by the import system, so a checkout (editable install), a wheel
+(``--user``, ``--target``, a venv) and a zipped install all find them. Callers get a
+real directory: the folder itself where it is on the file system, else (a zip) a
+temporary copy made once per process, through importlib.resources.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 
 @functools.cache
 def data_dir(name: str) -> Path:
     """The shipped data folder ``name`` (``gpu_specs``, ``pipelines``) as a directory."""
-    folder = resources.files(f"{__package__}.{name}")
-    if isinstance(folder, Path):
+    folder = _on_file_system(name)
+    if folder is not None:
         return folder
-    return _extracted(folder, name)
+    # importlib.resources (with zipfile, ~2 ms) only where the folder is no directory.
+    from importlib import resources
+
+    return _extracted(resources.files(f"{__package__}.{name}"), name)
 
 
-def _extracted(folder: resources.abc.Traversable, name: str) -> Path:
+def _on_file_system(name: str) -> Path | None:
+    """The data package's folder where the import system finds it as a directory (a
+    checkout through the editable finder, a wheel's files); None otherwise (a zip)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(f"{__package__}.{name}")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if os.path.isdir(location):
+            return Path(location)
+    return None
+
+
+def _extracted(folder: Any, name: str) -> Path:
     """A zipped install's ``folder``, copied to a temporary directory removed at exit."""
     import atexit
     import shutil

@@ -2,7 +2,7 @@
 
     python scripts/bench_stages.py [--repeats N] [--bytecode installed|none] [--in-process]
                                    [--no-binary-stages | --only-binary-stages] [--gpu-spec NAME]
-                                   [--against DIR] [--watch]
+                                   [--against DIR] [--watch] [--mlir-only]
     python scripts/bench_stages.py --sweep [--blocks 4,16,64,256] [--repeats N]
 
 Rows (issue 11's table), each a fresh process per run, A B A B interleaved:
@@ -198,13 +198,18 @@ def main() -> None:
     parser.add_argument("--blocks", default="4,16,64,256", help="--sweep's block counts")
     parser.add_argument("--against", metavar="DIR", help="another checkout: its ptx and MLIR-only rows beside these")
     parser.add_argument("--watch", action="store_true", help="only the watch row: save to output against a warm compile")
+    parser.add_argument("--mlir-only", action="store_true",
+                        help="only the MLIR-only rows (opt and opt --passes against the bare jaxlib script, and "
+                             "--against's): many rounds in a few minutes")
     args = parser.parse_args()
     if args.sweep:
         return sweep(args)
     if args.watch:
         return watch_row(args)
-    if args.only_binary_stages and (args.no_binary_stages or args.in_process):
+    if args.only_binary_stages and (args.no_binary_stages or args.in_process or args.mlir_only):
         parser.error("--only-binary-stages leaves out the other rows")
+    if args.mlir_only:
+        args.no_binary_stages = True
 
     work = Path(tempfile.mkdtemp(prefix="mlirhlo-bench-"))
     env = bytecode_env(args.bytecode, str(work / "pycache"))
@@ -251,6 +256,8 @@ def main() -> None:
             commands[f"opt 10-module dump --stage {stage}"] = cli + [
                 "opt", str(dump), "--platform", "cuda", "--gpu-spec", args.gpu_spec, "--stage", stage,
                 "--no-cache", "--dump-dir", str(work / f"out-{stage}")]
+    if args.mlir_only:
+        commands = {k: v for k, v in commands.items() if "MLIR-only" in k or "bare jaxlib" in k or "--passes" in k}
     runs = interleaved(commands, args.repeats, env)
 
     print(f"{args.repeats} interleaved rounds; bytecode: {args.bytecode}; module {Path(args.module).name}, "
@@ -271,6 +278,8 @@ def main() -> None:
                               "opt --stage triton", 2.0),
                              ("opt --stage all / --stage ptx,sass (one spec)", "opt --stage all",
                               "opt --stage ptx,sass", 1.5)):
+        if a not in runs:
+            continue
         wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
         print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
     if before is not None and not args.only_binary_stages:
@@ -287,6 +296,8 @@ def main() -> None:
                 ("[before] opt --stage ttgir / --stage triton", "opt --stage ttgir [before]",
                  "opt --stage triton [before]", 2.0),
                 ("opt --stage ttgir / [before]", "opt --stage ttgir", "opt --stage ttgir [before]", 1.0)):
+            if a not in runs:
+                continue
             wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
             print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
     for stage in binary_stages[1:] if not args.no_binary_stages else ():

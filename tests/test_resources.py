@@ -60,7 +60,10 @@ def test_data_dir_copies_a_folder_that_is_not_on_the_file_system(tmp_path, monke
     archive = tmp_path / "pkg.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("mlirhlo_driver/pipelines/p.txt", "pipeline\n")
-    monkeypatch.setattr(resources.resources, "files",
+    import importlib.resources
+
+    monkeypatch.setattr(resources, "_on_file_system", lambda name: None)  # as zipimport's spec
+    monkeypatch.setattr(importlib.resources, "files",
                         lambda package: zipfile.Path(archive, package.replace(".", "/") + "/"))
     got = resources.data_dir.__wrapped__("pipelines")  # past the per-process memo
     assert got.name == "pipelines" and (got / "p.txt").read_text() == "pipeline\n"

@@ -117,31 +117,32 @@ def _use_plugin_copy() -> None:
 
 # Lines that jaxlib's native code prints on fd 2 when no CUDA driver exists.
 # They say nothing to a user compiling device-less, so they are dropped; any
-# other native output is passed through unchanged.
+# other native output is passed through unchanged. Patterns, compiled when first
+# matched (re's cache): most runs print nothing natively.
 _NATIVE_NOISE = (
-    re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$"),
-    re.compile(r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$"),
+    r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$",
+    r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$",
     # absl INFO lines (plugin found, device counts): they escape TF_CPP_MIN_LOG_LEVEL
     # when jaxlib's libraries were loaded before this module set it.
-    re.compile(r"^I\d{4} [\d:. ]+\d+ [\w.]+:\d+\] "),
+    r"^I\d{4} [\d:. ]+\d+ [\w.]+:\d+\] ",
     # jaxlib 0.9's XLA warns at every device-less CUDA compile with a sort; 0.10.2 picks
     # the same sort kernels device-less without a word. No GPU is the point here.
-    re.compile(r"^W\d{4} [\d:. ]+\d+ gpu_compiler\.cc:\d+\] Using fallback sort algorithm rather "
-               r"than SortRewriter, which will be slower at runtime\. To avoid this, compile with "
-               r"a GPU present\.$"),
+    (r"^W\d{4} [\d:. ]+\d+ gpu_compiler\.cc:\d+\] Using fallback sort algorithm rather "
+     r"than SortRewriter, which will be slower at runtime\. To avoid this, compile with "
+     r"a GPU present\.$"),
 )
 
 # Logged on the way to an error status that becomes the error line anyway: a string
 # field with invalid UTF-8 (protobuf), an element type a fuzzed proto made up.
 _NATIVE_NOISE += (
-    re.compile(r"^E\d{4} [\d:. ]+\d+ wire_format_lite\.cc:\d+\] String field '[\w.]+' contains invalid UTF-8"),
-    re.compile(r"^E\d{4} [\d:. ]+\d+ shape\.cc:\d+\] Unsupported element type: \d+$"),
+    r"^E\d{4} [\d:. ]+\d+ wire_format_lite\.cc:\d+\] String field '[\w.]+' contains invalid UTF-8",
+    r"^E\d{4} [\d:. ]+\d+ shape\.cc:\d+\] Unsupported element type: \d+$",
 )
 # The lines after "Buffer Assignment Stats for M", an INFO record of several lines that
 # --timing's compile logs (xla.compile_phases: VLOG(1) of compile_module_to_llvm_ir.cc).
 _NATIVE_NOISE += (
-    re.compile(r"^BufferAssignment stats:$"),
-    re.compile(r"^ +[a-z_ ]+ (?:allocation|fragmentation): +[\d.]+[KMGT]?i?B(?: \([\d.]+%\))?$"),
+    r"^BufferAssignment stats:$",
+    r"^ +[a-z_ ]+ (?:allocation|fragmentation): +[\d.]+[KMGT]?i?B(?: \([\d.]+%\))?$",
 )
 
 _lock = threading.RLock()
@@ -309,18 +310,18 @@ def filtered_native_stderr():
 
 # XLA logs every failed RET_CHECK with a stack trace when it makes the error
 # status; the status itself becomes the error line, so the log is redundant.
-_STATUS_LOG = re.compile(r"^E\d{4} [\d:. ]+\d+ status_macros\.cc:\d+\] ")
+_STATUS_LOG = r"^E\d{4} [\d:. ]+\d+ status_macros\.cc:\d+\] "
 # jaxlib 0.12's statuses carry where they were made: that log line goes on with
 # "=== Source Location Trace: ===" and one FILE:LINE line per place.
 _SOURCE_TRACE = "=== Source Location Trace: ==="
-_SOURCE_TRACE_LINE = re.compile(r"^\S+:\d+$")
+_SOURCE_TRACE_LINE = r"^\S+:\d+$"
 
 
 def without_native_noise(text: str) -> list[str]:
     """The lines of native output worth showing: no known noise, no status stack traces."""
     kept, in_trace, in_source_trace = [], False, False
     for ln in text.replace("\x00", "").splitlines():  # a log file rewritten past a truncation has NUL holes
-        if in_source_trace and _SOURCE_TRACE_LINE.match(ln.strip()):
+        if in_source_trace and re.match(_SOURCE_TRACE_LINE, ln.strip()):
             continue
         in_source_trace = False
         if ln.strip() == "*** Begin stack trace ***":
@@ -329,7 +330,7 @@ def without_native_noise(text: str) -> list[str]:
             in_trace = ln.strip() != "*** End stack trace ***"
         elif ln.strip() == _SOURCE_TRACE:
             in_source_trace = True
-        elif not (_STATUS_LOG.match(ln) or any(p.match(ln) for p in _NATIVE_NOISE)):
+        elif not (re.match(_STATUS_LOG, ln) or any(re.match(p, ln) for p in _NATIVE_NOISE)):
             kept.append(ln)
     return kept
 
@@ -1121,4 +1122,4 @@ def distributed_shutdown() -> None:
 
 def is_native_noise(line: str) -> bool:
     """A line jaxlib's native code prints that says nothing to a user (see _NATIVE_NOISE)."""
-    return any(p.match(line) for p in _NATIVE_NOISE)
+    return any(re.match(p, line) for p in _NATIVE_NOISE)

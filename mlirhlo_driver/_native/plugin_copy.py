@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +92,9 @@ def install(cuda_major: int, jaxlib_version: str, *, force: bool = False,
     ``force`` replaces it). Raises EnvironmentMismatch with pip's last error line
     when pip fails; nothing is left behind then.
     """
+    import shutil  # here, not at import: every jaxlib user reads the copies (find, copies)
+    import tempfile
+
     dist = f"jax-cuda{cuda_major}-plugin"
     existing = find(dist, jaxlib_version)
     if existing is not None and not force:

@@ -144,6 +144,8 @@ def process(job: OptJob, task: OptTask, progress: Any = None, *, also_later: boo
     try:
         options = core_program.InputOptions(job.input_format, job.split_input_file, job.arg_specs)
         program = core_program.unit_programs(task.source, options, chunk=task.chunk, data=task.data)[0]
+        if not job.cache:  # nothing is looked up: the pipeline's digest (its files, plugins) is not made
+            program.identity = None
         if clock is not None:  # --timing's phase table: the module is made now, each step timed
             program.module  # noqa: B018
             clock.mark("driver:load")

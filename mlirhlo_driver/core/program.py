@@ -14,12 +14,15 @@ Promises:
   cached stage is served without them. A module that does not parse raises
   :class:`~mlirhlo_driver.errors.InputError` (with file, line and column) then.
 * A pipeline's program (:meth:`Program.optimize`) runs the pipeline when its module is
-  first needed, on a copy: its parent is never changed.
+  first needed, on a module of its own: its parent is never changed. A parent read from
+  MLIR text and not yet parsed stays so: the bytes in hand are parsed for the child
+  (parsing, then copying, cost a copy more); any other parent's module is copied.
 * :attr:`Program.identity` is a digest of everything the module depends on: the
   bytes and how they were read (format, file name, chunk), or the module's bytecode;
-  the pipeline spec, the pipeline files and plugins it can read. It is None where that
-  cannot be known (a pipeline naming a Python pass registered interactively): such a
-  program is never served from the cache.
+  the pipeline spec, the pipeline files and plugins it can read. A file's is made when
+  first asked (from the bytes in hand); a pipeline's when the pipeline is given (its
+  files as they are then). It is None where that cannot be known (a pipeline naming a
+  Python pass registered interactively): such a program is never served from the cache.
 """
 
 from __future__ import annotations
@@ -54,13 +57,15 @@ class Program:
     it, once made; None for a loaded program).
     """
 
-    def __init__(self, name: str, source: str, format: str, *, identity: str | None,
+    def __init__(self, name: str, source: str, format: str, *, identity: str | None | Callable[[], str | None],
                  make: Callable[[], Any] | None = None, module: Any = None, hlo_proto: bytes | None = None,
                  line_offset: int = 0, data: bytes | None = None) -> None:
+        """``identity``: the digest, or a function that makes it from what is in hand (the
+        bytes read): called when first asked, so a run that consults no cache makes none."""
         self.name = name
         self.source = source
         self.format = format
-        self.identity = identity
+        self._identity, self._identify = (None, identity) if callable(identity) else (identity, None)
         self.line_offset = line_offset
         self.data = data              # the bytes read, where it was read from a file
         self.last_run: Any = None
@@ -69,9 +74,24 @@ class Program:
         self._make = make
         self._module = module
         self._hlo_proto = hlo_proto
+        # make() may run again for a module of a derived program's own (from_unit: MLIR text
+        # parsed from the bytes in hand): parsing anew costs less than parsing, then copying.
+        self._make_again = False
 
     def __repr__(self) -> str:
         return f"Program(name={self.name!r}, source={self.source!r}, format={self.format!r})"
+
+    @property
+    def identity(self) -> str | None:
+        """What the stage cache keys it by (a digest of everything the module depends on),
+        made when first asked; None: never served from the cache."""
+        if self._identify is not None:
+            self._identity, self._identify = self._identify(), None
+        return self._identity
+
+    @identity.setter
+    def identity(self, value: str | None) -> None:
+        self._identity, self._identify = value, None
 
     @property
     def input_format(self) -> str:
@@ -126,7 +146,7 @@ class Program:
         if root is None:
             root = pipeline.resolve(spec, passes=passes, pipeline_file=pipeline_file)
         if root is None:
-            return self._derived(self.identity, lambda: _clone(self.module))
+            return self._derived(self.identity, self._own_module)
         identity = None
         if self.identity is not None and not (instrumentation is not None and instrumentation.observes()):
             identity = pipeline_identity(self.identity, spec, passes, pipeline_file, plugin_files,
@@ -134,9 +154,7 @@ class Program:
         child = self._derived(identity, None)
 
         def make() -> Any:
-            from ..ir import emit
-
-            copy = emit.clone(self.module)
+            copy = self._own_module()
             # Where a failing pass's reproducer comes from: this module, made anew (not a
             # snapshot taken before every run; a file edited meanwhile is the one difference).
             try:
@@ -282,6 +300,14 @@ class Program:
         _jaxlib.ensure_cpu_devices(options.num_devices)
         return spmd.run_in_process(self, options)
 
+    def _own_module(self) -> Any:
+        """A module equal to :attr:`module` that the caller may change: made anew where this
+        program may make it again and has not yet (this program stays unparsed), else a copy."""
+        if self._module is None and self._make is not None and self._make_again:
+            made = self._make()
+            return made[0] if isinstance(made, tuple) else made
+        return _clone(self.module)
+
     def _derived(self, identity: str | None, make: Callable[[], Any] | None) -> Program:
         return Program(self.name, self.source, self.format, identity=identity, make=make,
                        line_offset=self.line_offset)
@@ -365,8 +391,12 @@ def from_unit(unit: Any) -> Program:
         loaded = loader.parse_unit(unit)
         return loaded.module, loaded.hlo_proto
 
-    return Program(unit.name, unit.source, unit.format, identity=file_identity(unit), make=make,
-                   line_offset=unit.offset, data=unit.data)
+    program = Program(unit.name, unit.source, unit.format, identity=lambda: file_identity(unit), make=make,
+                      line_offset=unit.offset, data=unit.data)
+    # Parsing MLIR text again is cheap and gives the same module; converting HLO or reading
+    # bytecode (in a child process) is not, and those are copied.
+    program._make_again = unit.format == "mlir"
+    return program
 
 
 def from_loaded(loaded: Any) -> Program:

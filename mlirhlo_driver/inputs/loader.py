@@ -582,7 +582,7 @@ def _is_whole_file(source: str, text: str, offset: int) -> bool:
         return False
 
 
-_STDIN_LOC = re.compile(r'loc\("-":(\d+):(\d+)\)')
+_STDIN_LOC = r'loc\("-":(\d+):(\d+)\)'
 
 
 def _located(module: Any, source: str, offset: int) -> Any:
@@ -596,7 +596,7 @@ def _located(module: Any, source: str, offset: int) -> Any:
     if '"-":' not in text:
         return module
     name = json.dumps(source)  # MLIR's string escapes are JSON's for a path
-    text = _STDIN_LOC.sub(lambda m: f"loc({name}:{int(m.group(1)) + offset}:{m.group(2)})", text)
+    text = re.sub(_STDIN_LOC, lambda m: f"loc({name}:{int(m.group(1)) + offset}:{m.group(2)})", text)
     with module.context:
         return ir.Module.parse(text)
 
@@ -746,13 +746,13 @@ def _name_col(line: str) -> int:
     return start + 1
 
 
-_LOC = re.compile(r'loc\("(?:[^"]*)":(\d+):(\d+)\)')
+_LOC = r'loc\("(?:[^"]*)":(\d+):(\d+)\)'
 
 
 def _mlir_parse_error(exc: Exception, source: str, offset: int, fallback: str) -> InputError:
     diags = getattr(exc, "error_diagnostics", None) or []
     for diag in diags:
-        m = _LOC.match(str(diag.location))
+        m = re.match(_LOC, str(diag.location))
         line, col = (int(m.group(1)), int(m.group(2))) if m else (None, None)
         if line == 0:  # bytecode errors have no position
             line = col = None
@@ -764,16 +764,16 @@ def _mlir_parse_error(exc: Exception, source: str, offset: int, fallback: str) -
     return InputError(f"{fallback}: {text[-1] if text else type(exc).__name__}", file=source)
 
 
-_HLO_ERR = re.compile(r"was parsing (\d+):(\d+): error: (.*)")
+_HLO_ERR = r"was parsing (\d+):(\d+): error: (.*)"
 
 
 # jaxlib 0.12's parser refuses a reshape that changes the element count (0.10.2 died
 # on a CHECK) when the instruction is made: at the token after it, the next line.
-_RESHAPE_COUNT = re.compile(r"expects the same number of elements in result shape (\S+) and operand shape \S+$")
+_RESHAPE_COUNT = r"expects the same number of elements in result shape (\S+) and operand shape \S+$"
 
 
 def _hlo_parse_error(message: str, source: str, offset: int, text: str | None = None) -> InputError:
-    found = _HLO_ERR.findall(message)
+    found = re.findall(_HLO_ERR, message)
     if not found:
         body = message.split("\n")[0]
         body = re.sub(r"^[A-Z_]+: ", "", body)
@@ -789,7 +789,7 @@ def _hlo_parse_error(message: str, source: str, offset: int, text: str | None = 
     specific = [m for m in messages if re.search(r"does not exist|[Uu]nknown|not defined|expected", m)]
     best = (specific or messages)[0]
     best = best.rsplit("error: ", 1)[-1].strip()
-    m = _RESHAPE_COUNT.search(best)
+    m = re.search(_RESHAPE_COUNT, best)
     if m and text is not None:
         line, col = _instruction_before(text, line, m.group(1), "reshape") or (line, col)
     return InputError(best, file=source, line=line + offset, col=col)
@@ -820,7 +820,7 @@ def _dtypes() -> dict[str, str]:
     return names
 
 
-_ARG = re.compile(r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*")
+_ARG = r"\s*([A-Za-z0-9_]+)\[([0-9,\s]*)\]\s*"
 
 
 def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -828,7 +828,7 @@ def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
     out, pos = [], 0
     names = _dtypes()
     while pos < len(spec):
-        m = _ARG.match(spec, pos)
+        m = re.compile(_ARG).match(spec, pos)
         if not m:
             raise InputError(f"malformed argument spec at column {pos + 1}: expected DTYPE[DIMS] "
                              "like f32[8,128]", file=param("args"), col=pos + 1)

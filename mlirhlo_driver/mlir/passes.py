@@ -111,40 +111,47 @@ DESCRIPTIONS = {
 _CANDIDATE = re.compile(rb"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 # A whole NUL-terminated string shaped like a pass name (findall over the data in C:
 # splitting 331 MB on NULs into Python objects took 14 s).
-_CANDIDATE_STRING = re.compile(rb"(?<![^\0])[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?=\0|\Z)")
-_RESTRICTED = re.compile(r"restricted to '([^']+)'")
+_CANDIDATE_STRING = rb"(?<![^\0])[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?=\0|\Z)"  # the scan's; compiled then
+_RESTRICTED = r"restricted to '([^']+)'"
 
 
 def jaxlib_libraries() -> list[str]:
-    import glob
-
+    """Every shared object in jaxlib's folder, at any depth, sorted (hidden names left out,
+    as a glob would: os.walk, at half of glob's cost, runs at every --passes)."""
     spec = util.find_spec("jaxlib")
     if spec is None or not spec.submodule_search_locations:
         return []
     root = list(spec.submodule_search_locations)[0]
-    return sorted(glob.glob(os.path.join(root, "**", "*.so"), recursive=True))
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]
+        found += [os.path.join(folder, f) for f in files if f.endswith(".so") and not f.startswith(".")]
+    return sorted(found)
 
 
 def jaxlib_cache_key() -> str:
     """16 hex digits naming this jaxlib build: its version file, and its libraries' paths
     inside the package and sizes. Not where it is installed nor when: every environment
-    with the same jaxlib wheel shares what is cached under the key."""
-    import hashlib
+    with the same jaxlib wheel shares what is cached under the key.
 
-    h = hashlib.sha256()
+    Two zlib checksums: the name of a local cache file, not a security boundary, and an
+    MLIR-only command that consults no stage cache loads no hashlib (OpenSSL, ~2 ms)."""
+    import zlib
+
+    data = bytearray()
     # jaxlib's version.py, read: importlib.metadata would cost ~20 ms of start-up,
     # and importing jaxlib is not needed to list the passes from the cache.
     spec = util.find_spec("jaxlib")
     roots = list(spec.submodule_search_locations or []) if spec else []
     for root in roots:
         try:
-            h.update(Path(root, "version.py").read_bytes())
+            data += Path(root, "version.py").read_bytes() + b"\0"
         except OSError:
             pass
     for lib in jaxlib_libraries():
         rel = os.path.relpath(lib, roots[0]) if roots else lib
-        h.update(f"{rel}:{os.stat(lib).st_size}\0".encode())
-    return h.hexdigest()[:16]
+        data += f"{rel}:{os.stat(lib).st_size}\0".encode()
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def native_passes() -> list[PassInfo]:
@@ -220,7 +227,7 @@ def _parsed_anchor(name: str) -> str | None:
         passmanager.PassManager.parse(f"builtin.module({name})")
         return MODULE
     except ValueError as e:
-        m = _RESTRICTED.search(str(e))
+        m = re.search(_RESTRICTED, str(e))
         return m.group(1) if m else None
 
 
@@ -249,7 +256,7 @@ def scan_native_passes() -> list[PassInfo]:
     ctx = _jaxlib.ir_context()
     candidates: set[str] = set()
     for lib in jaxlib_libraries():
-        candidates.update(m.decode() for m in _CANDIDATE_STRING.findall(_string_data(lib))
+        candidates.update(m.decode() for m in re.findall(_CANDIDATE_STRING, _string_data(lib))
                           if 3 <= len(m) <= 64)
     # Parsing thousands of non-pass strings makes native code log; none of it is news.
     with ctx, capture_fd2():

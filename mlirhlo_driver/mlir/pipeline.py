@@ -417,12 +417,13 @@ class PipelineRun:
     other_output: str = ""  # anything else native code printed (e.g. print-ir pass)
 
 
-_DUMP_HEADER = re.compile(
-    r"^// -----// IR Dump (Before|After) (\S+?)( Failed)?(?:: (.*?)| \((.*?)\))?"
-    r"(?: \(('[^']*' operation[^)]*)\))? //----- //$", re.MULTILINE)
+# Patterns for IR printing and timing output, compiled when first used (re's cache): a run
+# that prints neither does not pay for them.
+_DUMP_HEADER = (r"(?m)^// -----// IR Dump (Before|After) (\S+?)( Failed)?(?:: (.*?)| \((.*?)\))?"
+                r"(?: \(('[^']*' operation[^)]*)\))? //----- //$")
 # Rows hold one or two time columns (user, wall; wall is always last), then the name.
-_TIMING_ROW = re.compile(r"^((?:\s+[\d.]+ \(\s*[\d.]+%\))+)(\s+)(\S.*)$")
-_TIME_COL = re.compile(r"([\d.]+) \(\s*([\d.]+)%\)")
+_TIMING_ROW = r"^((?:\s+[\d.]+ \(\s*[\d.]+%\))+)(\s+)(\S.*)$"
+_TIME_COL = r"([\d.]+) \(\s*([\d.]+)%\)"
 
 
 def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = None,
@@ -573,7 +574,7 @@ def _parse_native_output(text: str, inst: Instrumentation, result: PipelineRun) 
     report = ""
     if inst.timing and timing_at >= 0:
         text, report = text[:timing_at], text[timing_at:]
-    headers = list(_DUMP_HEADER.finditer(text))
+    headers = list(re.finditer(_DUMP_HEADER, text))
     result.other_output = text[: headers[0].start()] if headers else text
     for i, m in enumerate(headers):
         body_end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
@@ -585,9 +586,9 @@ def _parse_native_output(text: str, inst: Instrumentation, result: PipelineRun) 
         if _wanted(dump, inst):
             result.dumps.append(dump)
     for line in report.splitlines():
-        m = _TIMING_ROW.match(line)
+        m = re.match(_TIMING_ROW, line)
         if m:
-            wall, percent = _TIME_COL.findall(m.group(1))[-1]
+            wall, percent = re.findall(_TIME_COL, m.group(1))[-1]
             depth = (len(m.group(2)) - 2) // 2
             result.timing.append(TimingRow(m.group(3).strip(), depth, float(wall), float(percent)))
 

@@ -19,7 +19,6 @@ from typing import Any
 from ..errors import FlagError, did_you_mean, xla_flag
 
 _FLAG = re.compile(r"^--(xla_[A-Za-z0-9_]+)(?:=(.*))?$", re.DOTALL)
-_TEXTPROTO_LINE = re.compile(r"^\s*(xla_[A-Za-z0-9_]+)\s*:\s*(.+?)\s*$")
 
 
 def parse_value(text: str) -> Any:
@@ -107,7 +106,7 @@ def from_text(text: str, what: str, *, strict: bool = False) -> dict[str, Any]:
     return flags
 
 
-_FIELD = re.compile(r"""\s*(xla_[A-Za-z0-9_]+)\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s#"',;]+)\s*[,;]?""")
+_FIELD = r"""\s*(xla_[A-Za-z0-9_]+)\s*:\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s#"',;]+)\s*[,;]?"""
 
 
 def from_file(path: str) -> dict[str, Any]:
@@ -146,7 +145,7 @@ def from_file(path: str) -> dict[str, Any]:
         while pos < len(line):
             if not line[pos:].strip() or line[pos:].lstrip().startswith("#"):
                 break
-            m = _FIELD.match(line, pos)
+            m = re.compile(_FIELD).match(line, pos)
             if not m:
                 col = pos + len(line[pos:]) - len(line[pos:].lstrip()) + 1
                 raise FlagError("expected 'xla_name: value' or '--xla_name=value'", file=path,
@@ -264,17 +263,17 @@ def _check_bool_values(flags: dict[str, Any]) -> None:
                             hint="a flag without '=' is a boolean set to true")
 
 
-_NO_SUCH = re.compile(r"No such compile option: '([^']+)'")
-_BAD_VALUE = re.compile(r"While setting option (\w+), '([^']*)' is not a valid (\w+) value")
+_NO_SUCH = r"No such compile option: '([^']+)'"  # XLA's words: compiled when one is read
+_BAD_VALUE = r"While setting option (\w+), '([^']*)' is not a valid (\w+) value"
 
 
 def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
     """XLA's complaints about an override, as a FlagError (None if not about flags)."""
-    m = _NO_SUCH.search(message)
+    m = re.search(_NO_SUCH, message)
     if m:
         name = m.group(1)  # XLA's word overrules our list (old names linger in the binary)
         return FlagError(f"unknown XLA flag '{xla_flag(name)}'", hint=did_you_mean(name, known - {name}))
-    m = _BAD_VALUE.search(message)
+    m = re.search(_BAD_VALUE, message)
     if m:
         kind = {"int32": "an integer", "int64": "an integer", "bool": "true or false",
                 "float": "a number", "double": "a number"}.get(m.group(3), m.group(3))

@@ -525,3 +525,21 @@ def test_html_stage_of_several_modules_goes_to_stdout(cli, mlir_file, tmp_path):
     assert r.code == 0, r.err
     # (the page's inlined Graphviz holds an "<HTML>" of its own)
     assert r.out.count("<!DOCTYPE html>") == 2
+
+
+def test_no_cache_makes_no_digest_and_the_cache_makes_them(cli, tmp_path, monkeypatch):
+    """--no-cache: nothing is looked up, so neither the input's digest nor the pipeline's
+    (its files, the named pipelines, the plugins) is made; with the cache, both are."""
+    from mlirhlo_driver.core import program
+
+    made: list[str] = []
+    for name in ("file_identity", "pipeline_identity"):
+        real = getattr(program, name)
+        monkeypatch.setattr(program, name, lambda *a, _n=name, _r=real, **k: made.append(_n) or _r(*a, **k))
+    monkeypatch.setenv("MLIRHLO_CACHE_DIR", str(tmp_path / "cache"))
+    src = DATA / "double.mlir"
+    assert cli("opt", src, "--passes", "cse", "--no-cache", "-o", tmp_path / "a.mlir").code == 0
+    assert made == []
+    assert cli("opt", src, "--passes", "cse", "-o", tmp_path / "b.mlir").code == 0
+    assert sorted(set(made)) == ["file_identity", "pipeline_identity"]
+    assert (tmp_path / "a.mlir").read_text() == (tmp_path / "b.mlir").read_text()

@@ -94,6 +94,19 @@ def test_stablehlo_text_and_bytecode_and_clone():
     assert "@renamed" in emit.stablehlo_text(copy) and "@main" in emit.stablehlo_text(m)
 
 
+def test_a_clone_keeps_the_module_ops_name_attributes_and_location():
+    """A jax-written module (``module @jit_f attributes {mhlo.num_partitions ...}``, an
+    sdy mesh, named locations): the clone prints the same with locations, and is its own
+    (an attribute set on it is not on the original)."""
+    m = _parse((DATA / "sharded_matmul.mlir").read_text())
+    copy = emit.clone(m)
+    assert emit.stablehlo_text(copy, debug_info=True) == emit.stablehlo_text(m, debug_info=True)
+    assert "module @jit__lambda attributes {mhlo.num_partitions = 4" in emit.stablehlo_text(copy)
+    copy.operation.attributes["sym_name"] = _str_attr(copy, "renamed")
+    assert "module @renamed" in emit.stablehlo_text(copy) and "module @jit__lambda" in emit.stablehlo_text(m)
+    assert copy.operation.verify()
+
+
 def test_resolve_vhlo_version_names_and_bounds():
     """'current' (also None or ''), 'minimum', or an explicit version between them, both
     ends included."""
