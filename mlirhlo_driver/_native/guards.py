@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
@@ -48,20 +49,30 @@ def _has_zero(attr: Any) -> bool:
 _MANUAL_TARGETS = ("xla.sdy.GlobalToLocalShape", "SPMDFullToShardShape")
 
 
-def manual_computation(module: Any) -> Any | None:
-    """The module's first manual computation (``shard_map``), or None."""
+def first_op(module: Any, predicate: Callable[[Any], bool]) -> Any | None:
+    """The module's first op (in walk order) for which ``predicate`` holds, or None."""
     from jaxlib.mlir import ir
 
     found: list[Any] = []
 
     def visit(op: Any) -> Any:
-        if _manual(op):
+        if predicate(op):
             found.append(op)
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     return found[0] if found else None
+
+
+def manual_computation(module: Any) -> Any | None:
+    """The module's first manual computation (``shard_map``), or None."""
+    return first_op(module, _manual)
+
+
+def first_fusion(module: Any) -> Any | None:
+    """The module's first ``mhlo.fusion`` (XLA's output after its optimizations), or None."""
+    return first_op(module, lambda op: op.name == "mhlo.fusion")
 
 
 def _manual(op: Any) -> bool:

@@ -888,10 +888,23 @@ def compile_executable(module: Any, devices: list[Any], options: Any,
         native_log.append(captured.text)
     if failure is not None:
         err = CompileError(_strip_status(str(failure)))
+        if hasattr(module, "operation") and "fusion" in err.message.lower():  # not another complaint (a flag)
+            from .guards import first_fusion
+
+            if first_fusion(module) is not None:
+                err = CompileError(_REFUSED_FUSIONS, hint=_BEFORE_OPTIMIZATIONS)
         err.native_log = captured.text
         raise err from None
     _replay_without_noise(captured.text)
     return executable
+
+
+# XLA's own output (an after_optimizations dump, an executable's HloSnapshot) holds fusions;
+# jaxlib 0.12 fails them (CPU: a RET_CHECK on their backend config, which the HLO import
+# drops; CUDA: a page-long legalization of mhlo.fusion), jaxlib 0.9's CPU runs them.
+_REFUSED_FUSIONS = ("XLA cannot compile this module: it is XLA's output after its optimizations, and this "
+                    "jaxlib does not compile its fusions again")
+_BEFORE_OPTIMIZATIONS = "give the dump's *.before_optimizations.txt, which XLA writes with --xla_dump_hlo_as_text"
 
 
 def _strip_status(message: str) -> str:

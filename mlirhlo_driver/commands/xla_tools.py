@@ -113,7 +113,13 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
             for c in compiles:
                 c.expect([stage])
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
-            results = [c.output(stage) for c in compiles]
+            for m, c in zip(modules, compiles):
+                try:
+                    results.append(c.output(stage))
+                except DriverError as e:
+                    if e.file is None and m.source != "-":
+                        e.file = m.source  # this module's compile failed: say which file
+                    raise
             notes += [n for c in compiles for n in c.notes]
             arts = [c.artifacts() for c in compiles] if flags.get("xla_dump_to") else []
     for n in dict.fromkeys(notes):

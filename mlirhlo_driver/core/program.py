@@ -59,9 +59,11 @@ class Program:
 
     def __init__(self, name: str, source: str, format: str, *, identity: str | None | Callable[[], str | None],
                  make: Callable[[], Any] | None = None, module: Any = None, hlo_proto: bytes | None = None,
-                 line_offset: int = 0, data: bytes | None = None) -> None:
+                 line_offset: int = 0, data: bytes | None = None, make_again: bool = False) -> None:
         """``identity``: the digest, or a function that makes it from what is in hand (the
-        bytes read): called when first asked, so a run that consults no cache makes none."""
+        bytes read): called when first asked, so a run that consults no cache makes none.
+        ``make_again``: ``make`` may run again for a module of a derived program's own (MLIR
+        text parsed from the bytes in hand): cheaper than making it, then copying it."""
         self.name = name
         self.source = source
         self.format = format
@@ -74,9 +76,7 @@ class Program:
         self._make = make
         self._module = module
         self._hlo_proto = hlo_proto
-        # make() may run again for a module of a derived program's own (from_unit: MLIR text
-        # parsed from the bytes in hand): parsing anew costs less than parsing, then copying.
-        self._make_again = False
+        self._make_again = make_again
 
     def __repr__(self) -> str:
         return f"Program(name={self.name!r}, source={self.source!r}, format={self.format!r})"
@@ -391,12 +391,10 @@ def from_unit(unit: Any) -> Program:
         loaded = loader.parse_unit(unit)
         return loaded.module, loaded.hlo_proto
 
-    program = Program(unit.name, unit.source, unit.format, identity=lambda: file_identity(unit), make=make,
-                      line_offset=unit.offset, data=unit.data)
     # Parsing MLIR text again is cheap and gives the same module; converting HLO or reading
     # bytecode (in a child process) is not, and those are copied.
-    program._make_again = unit.format == "mlir"
-    return program
+    return Program(unit.name, unit.source, unit.format, identity=lambda: file_identity(unit), make=make,
+                   line_offset=unit.offset, data=unit.data, make_again=unit.format == "mlir")
 
 
 def from_loaded(loaded: Any) -> Program:

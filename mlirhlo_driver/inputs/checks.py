@@ -57,7 +57,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._native.guards import LOCATION
+from .._native.guards import LOCATION, first_op
 from ..errors import InputError
 
 #: What the dialect ops default to (stablehlo/tests/CheckOps.td).
@@ -213,6 +213,8 @@ class _Parser:
         # The expected operand's type where the op spells it apart from the
         # actual one's (a dynamic result checked against a static constant).
         self.expected_type: str | None = None
+        # Where each attribute's value starts (attr_dict), so a bad one is reported there.
+        self.value_at: dict[str, int] = {}
 
     # ---------------------------------------------------------------- errors
     def error(self, message: str, pos: int | None = None) -> InputError:
@@ -358,7 +360,12 @@ class _Parser:
                 self.pos = j
             else:
                 name = self.regex(_NAME, "an attribute name")
-            entries[name] = self.attr_value() if self.accept("=") else "unit"
+            if self.accept("="):
+                self.ws()
+                self.value_at[name] = self.pos
+                entries[name] = self.attr_value()
+            else:
+                entries[name] = "unit"
             if self.accept("}"):
                 return entries
             self.expect(",", "',' or '}'")
@@ -428,7 +435,7 @@ class _Parser:
                     opts[key] = int(text, 16) if text.lower().lstrip("+-").startswith("0x") \
                         else int(text)
             except ValueError:
-                raise self.error(f"malformed {key} '{raw}'") from None
+                raise self.error(f"malformed {key} '{raw}'", self.value_at.get(key)) from None
         return opts
 
     def _keyword_options(self, names: tuple[str, ...]) -> dict[str, Any]:
@@ -694,18 +701,7 @@ def _is_check_call(op: Any) -> bool:
 
 def has_checks(module: Any) -> bool:
     """Whether any ``stablehlo.custom_call`` targets ``check.*``."""
-    from jaxlib.mlir import ir
-
-    found = []
-
-    def visit(op: Any) -> Any:
-        if _is_check_call(op):
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return bool(found)
+    return first_op(module, _is_check_call) is not None
 
 
 def _location(op: Any, source: str | None, line_offset: int) -> tuple[str, int | None, int | None]:
@@ -799,18 +795,8 @@ def _inline_constant_calls(module: Any, block: Any) -> list[Any]:
 
 
 def _symbol_used(module: Any, name: str) -> bool:
-    from jaxlib.mlir import ir
-
-    used = []
-
-    def visit(op: Any) -> Any:
-        if op.name == "func.call" and _symbol_ref_name(op.attributes["callee"]) == name:
-            used.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return bool(used)
+    return first_op(module, lambda op: op.name == "func.call"
+                    and _symbol_ref_name(op.attributes["callee"]) == name) is not None
 
 
 def _element_type(type_: Any) -> str | None:
@@ -827,22 +813,15 @@ _X64_ELEMENTS = {"i64", "ui64", "si64", "f64", "complex<f64>"}
 
 def needs_x64(module: Any) -> bool:
     """Whether any value in the module has a 64-bit element type."""
-    from jaxlib.mlir import ir
 
-    found = []
-
-    def visit(op: Any) -> Any:
+    def wide(op: Any) -> bool:
         types = [r.type for r in op.results]
         for region in op.regions:
             for block in region.blocks:
                 types.extend(a.type for a in block.arguments)
-        if any(_element_type(t) in _X64_ELEMENTS for t in types):
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
+        return any(_element_type(t) in _X64_ELEMENTS for t in types)
 
-    module.operation.walk(visit)
-    return bool(found)
+    return first_op(module, wide) is not None
 
 
 # Operands that give a result's shape, by op and operand number: XLA compiles static
@@ -1018,17 +997,10 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
         inlined = _inline_constant_calls(m, block)
 
         # Check calls must be top-level ops of the entry function.
-        misplaced = []
-
-        def visit(op: Any) -> Any:
-            if _is_check_call(op) and op.parent is not None and op.parent != entry.operation:
-                misplaced.append(op)
-                return ir.WalkResult.INTERRUPT
-            return ir.WalkResult.ADVANCE
-
-        m.operation.walk(visit)
-        if misplaced:
-            loc, line, col = _location(misplaced[0], source, line_offset)
+        misplaced = first_op(m, lambda op: _is_check_call(op) and op.parent is not None
+                             and op.parent != entry.operation)
+        if misplaced is not None:
+            loc, line, col = _location(misplaced, source, line_offset)
             raise InputError("a check must be a top-level op of @main (found one in a nested "
                              "region or another function)", file=source, line=line, col=col)
 

@@ -90,18 +90,9 @@ def vhlo_artifact(module: Any, *, target_version: str | None = None) -> bytes:
 
 def has_mhlo(module: Any) -> bool:
     """Whether any op of ``module`` is still MHLO."""
-    from jaxlib.mlir import ir
+    from .._native.guards import first_op
 
-    found = []
-
-    def visit(op: Any) -> Any:
-        if op.name.startswith("mhlo."):
-            found.append(op.name)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return bool(found)
+    return first_op(module, lambda op: op.name.startswith("mhlo.")) is not None
 
 
 def _mhlo_as_custom_calls(module: Any) -> Any:

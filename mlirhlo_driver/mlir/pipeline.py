@@ -167,9 +167,7 @@ def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELIN
                                     col=item.col, hint=did_you_mean(item.name, catalog))
             # Python passes join the module-level PassManager (see build_pass_manager).
             if info.origin == "python" and not (nest is root or (nest.op == FUNC and any(n is nest for n in root.items))):
-                raise PipelineError(f"Python pass '{item.name}' can run at module level or directly "
-                                    f"under func.func, not under '{nest.op}'", file=source, line=line,
-                                    col=item.col)
+                raise _misplaced_python_pass(item, nest.op, source, line)
             if info.anchor == ANY or info.anchor == nest.op or nest.op == ANY:
                 continue
             nested = f"{MODULE}({info.anchor}({item.name}))" if info.anchor != MODULE else \
@@ -179,6 +177,11 @@ def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELIN
                 file=source, line=line, col=item.col, hint=f"write it as {nested}, or use --passes")
 
     walk(root)
+
+
+def _misplaced_python_pass(ref: PassRef, op: str, source: str, line: int) -> PipelineError:
+    return PipelineError(f"Python pass '{ref.name}' can run at module level or directly under func.func, "
+                         f"not under '{op}'", file=source, line=line, col=ref.col)
 
 
 def from_pass_list(names: str, catalog: dict[str, PassInfo]) -> Nest:
@@ -526,9 +529,8 @@ def build_pass_manager(root: Nest) -> Any:
         pending: list[str] = []
         for sub in item.items:
             if isinstance(sub, PassRef) and sub.name in py:
-                if item.op != FUNC:
-                    raise PipelineError(f"Python pass '{sub.name}' can run at module level or under "
-                                        f"func.func, not under '{item.op}'", file=_PIPELINE, col=sub.col)
+                if item.op != FUNC:  # validate() refuses it first; a root built by hand reaches here
+                    raise _misplaced_python_pass(sub, item.op, _PIPELINE, 1)
                 if pending:
                     pm.add(f"{item.op}({','.join(pending)})")
                     pending = []

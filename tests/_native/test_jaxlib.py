@@ -986,6 +986,28 @@ def test_compile_executable_failure_is_a_compile_error_with_the_native_log(fake_
     assert e.value.message == "lower case: kept"
 
 
+@pytest.mark.golden
+def test_a_failed_compile_of_xlas_own_output_message_exactly(fake_xla, tmp_path):
+    """XLA's optimized module (an HloSnapshot of its executable, alone: fusions) that the
+    compile fails: said for what it is, with the file to give instead; XLA's words stay in the log."""
+    import shutil
+
+    import mlirhlo_driver as mh
+    from tests.conftest import DATA
+
+    alone = tmp_path / "module_0008.jit__lambda.snapshot.75718513.pb"  # no before_optimizations dump beside it
+    shutil.copy(DATA / "xla_tools/snapshot" / alone.name, alone)
+    fused = mh.load(str(alone)).module
+    client = _FakeClient(fail=RuntimeError("INTERNAL: RET_CHECK failure Fusion must have backend config"))
+    with pytest.raises(CompileError) as e:
+        jaxlib.compile_executable(fused, [types.SimpleNamespace(client=client, platform="cpu")], "opts")
+    assert (e.value.message, e.value.hint) == (
+        "XLA cannot compile this module: it is XLA's output after its optimizations, and this jaxlib does "
+        "not compile its fusions again",
+        "give the dump's *.before_optimizations.txt, which XLA writes with --xla_dump_hlo_as_text")
+    assert "xla logged" in e.value.native_log
+
+
 def test_compile_executable_refuses_a_constant_division_by_zero(fake_xla, monkeypatch):
     """An ir.Module is checked for what would kill the process before XLA sees it."""
     from mlirhlo_driver._native import guards

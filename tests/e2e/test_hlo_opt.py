@@ -191,6 +191,17 @@ def test_hlo_opt_usage_errors(tool):
                           contains="did not run")
 
 
+def test_hlo_opt_names_the_file_whose_compile_fails(tool, work):
+    """XLA's refusal at compile time (a custom call no CPU library implements) is one line that
+    names the input file, exit 1, as opt says it."""
+    (work / "custom.hlo").write_text("HloModule m\n\nENTRY main {\n  p = f32[4] parameter(0)\n"
+                                     '  ROOT c = f32[4] custom-call(p), custom_call_target="no_such_target_xyz"\n}\n')
+    r = tool("hlo-opt custom.hlo --platform=cpu --stage=hlo")
+    assert r.code == 1 and r.out == ""
+    assert r.err.startswith("error: custom.hlo: ") and r.err.count("\n") == 1, r.err
+    assert_mentions(r.err, "no_such_target_xyz")
+
+
 def test_hlo_opt_xla_dump_to(tool, work):
     r = tool("hlo-opt --platform=cpu --xla_dump_to=dumped input.hlo")
     assert r.code == 0, r.err

@@ -261,8 +261,7 @@ _OF_A = "func.func @f(%a: tensor<2xf32>) {{\n  {}\n  return\n}}\n"
     ("func.func @f(%a: tensor<2xf32>) {\n  check.expect_eq_const %a, dense<[1.0, 2.0)> : tensor<2xf32>\n}\n", 0,
      "error: bad.mlir:2:44: cannot rewrite check.expect_eq_const: unbalanced ')'"),
     (_OF_A.format('"check.expect_close"(%a, %a) {max_ulp_difference = zz} : (tensor<2xf32>, tensor<2xf32>) -> ()'), 0,
-     # placed where the reading stopped: past the op's last character
-     "error: bad.mlir:2:96: cannot rewrite check.expect_close: malformed max_ulp_difference 'zz'"),
+     "error: bad.mlir:2:54: cannot rewrite check.expect_close: malformed max_ulp_difference 'zz'"),
     (_OF_A.format("check.expect_close %a, %a, max_ulp_difference = zz : tensor<2xf32>"), 0,
      "error: bad.mlir:2:51: cannot rewrite check.expect_close: expected a number for max_ulp_difference"),
 ])
