@@ -27,6 +27,7 @@ Promises:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -393,7 +394,7 @@ def from_unit(unit: Any) -> Program:
 
     # Parsing MLIR text again is cheap and gives the same module; converting HLO or reading
     # bytecode (in a child process) is not, and those are copied.
-    return Program(unit.name, unit.source, unit.format, identity=lambda: file_identity(unit), make=make,
+    return Program(unit.name, unit.source, unit.format, identity=functools.partial(file_identity, unit), make=make,
                    line_offset=unit.offset, data=unit.data, make_again=unit.format == "mlir")
 
 
