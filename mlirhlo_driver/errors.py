@@ -103,6 +103,13 @@ class DriverError(Exception):
         self.col = col
         self.hint = hint
 
+    def about(self, source: str) -> DriverError:
+        """This error, naming ``source`` (a module's file; ``-`` is stdin, unnamed) as its
+        file where it names none: the work on that module failed. Returns itself."""
+        if self.file is None and source != "-":
+            self.file = source
+        return self
+
     def location(self, spelling: str = PARAMS) -> str:
         parts = [p for p in (self.file, self.line, self.col) if p is not None]
         return spell(":".join(str(p) for p in parts), spelling)

@@ -267,39 +267,30 @@ def main() -> None:
         wall, cpu = medians(samples)
         print(f"{name:<32}{wall:>8.3f}{cpu:>8.3f}")
     print(f"\n{'row':<48}{'wall':>7}{'CPU':>7}{'CPU min-max':>14}{'goal':>8}")
-    for name, a, b, goal in () if args.only_binary_stages else (
-                            ("opt --stage ptx / bare jax script", "opt --stage ptx", "bare jax ptx", 0.8),
-                             ("opt MLIR-only / bare jaxlib script", "opt (MLIR-only)",
-                              "bare jaxlib parse/print", 1.2),
-                             ("opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse",
-                              "bare jaxlib parse/pass/print", 1.05),
-                             ("opt --stage ttgir / --stage triton", "opt --stage ttgir", "opt --stage triton", 2.0),
-                             ("opt --stage triton-passes / --stage triton", "opt --stage triton-passes",
-                              "opt --stage triton", 2.0),
-                             ("opt --stage all / --stage ptx,sass (one spec)", "opt --stage all",
-                              "opt --stage ptx,sass", 1.5)):
-        if a not in runs:
+    # (row, command, the command it is over, goal); a row whose commands did not run is left out.
+    rows = [("opt --stage ptx / bare jax script", "opt --stage ptx", "bare jax ptx", 0.8),
+            ("opt MLIR-only / bare jaxlib script", "opt (MLIR-only)", "bare jaxlib parse/print", 1.2),
+            ("opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse",
+             "bare jaxlib parse/pass/print", 1.05),
+            ("opt --stage ttgir / --stage triton", "opt --stage ttgir", "opt --stage triton", 2.0),
+            ("opt --stage triton-passes / --stage triton", "opt --stage triton-passes", "opt --stage triton", 2.0),
+            ("opt --stage all / --stage ptx,sass (one spec)", "opt --stage all", "opt --stage ptx,sass", 1.5),
+            ("[before] opt --stage ptx / bare jax script", "opt --stage ptx [before]", "bare jax ptx", 0.8),
+            ("[before] opt MLIR-only / bare jaxlib script", "opt (MLIR-only) [before]", "bare jaxlib parse/print", 1.2),
+            ("[before] opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse [before]",
+             "bare jaxlib parse/pass/print", 1.05),
+            ("opt --stage ptx / [before]", "opt --stage ptx", "opt --stage ptx [before]", 1.0),
+            ("opt MLIR-only / [before]", "opt (MLIR-only)", "opt (MLIR-only) [before]", 1.0),
+            ("opt --passes canonicalize,cse / [before]", "opt --passes canonicalize,cse",
+             "opt --passes canonicalize,cse [before]", 1.0),
+            ("[before] opt --stage ttgir / --stage triton", "opt --stage ttgir [before]", "opt --stage triton [before]",
+             2.0),
+            ("opt --stage ttgir / [before]", "opt --stage ttgir", "opt --stage ttgir [before]", 1.0)]
+    for name, a, b, goal in rows:
+        if a not in runs or b not in runs:
             continue
         wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
         print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
-    if before is not None and not args.only_binary_stages:
-        for name, a, b, goal in (
-                ("[before] opt --stage ptx / bare jax script", "opt --stage ptx [before]", "bare jax ptx", 0.8),
-                ("[before] opt MLIR-only / bare jaxlib script", "opt (MLIR-only) [before]",
-                 "bare jaxlib parse/print", 1.2),
-                ("[before] opt --passes canonicalize,cse / bare jaxlib", "opt --passes canonicalize,cse [before]",
-                 "bare jaxlib parse/pass/print", 1.05),
-                ("opt --stage ptx / [before]", "opt --stage ptx", "opt --stage ptx [before]", 1.0),
-                ("opt MLIR-only / [before]", "opt (MLIR-only)", "opt (MLIR-only) [before]", 1.0),
-                ("opt --passes canonicalize,cse / [before]", "opt --passes canonicalize,cse",
-                 "opt --passes canonicalize,cse [before]", 1.0),
-                ("[before] opt --stage ttgir / --stage triton", "opt --stage ttgir [before]",
-                 "opt --stage triton [before]", 2.0),
-                ("opt --stage ttgir / [before]", "opt --stage ttgir", "opt --stage ttgir [before]", 1.0)):
-            if a not in runs:
-                continue
-            wall, cpu, lo, hi = pair_ratios(runs[a], runs[b])
-            print(f"{name:<48}{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= ' + str(goal) + 'x':>8}")
     for stage in binary_stages[1:] if not args.no_binary_stages else ():
         # cubin: XLA's own; sass: one more ptxas and one nvdisasm per module; kernels: that ptxas
         wall, cpu, lo, hi = pair_ratios(runs[f"opt 10-module dump --stage {stage}"],

@@ -271,8 +271,7 @@ def finalize(job: OptJob, result: OptResult) -> None:
 def fail(job: OptJob, result: OptResult, e: DriverError) -> None:
     """Make ``result`` the row of a module that failed with ``e``; nothing of it is written
     but the IR dumps up to the failure."""
-    if e.file is None and result.source != "-":
-        e.file = result.source  # a stage's error is about this module: say which file
+    e.about(result.source)  # a stage's error is about this module: say which file
     result.status = "invalid" if isinstance(e, (InputError, PipelineError)) else "failed"
     result.message = e.format().removeprefix("error: ")
     result.error_text = error_text(e)

@@ -114,8 +114,7 @@ def convert(input: str, *, output: str | None = None, to: str | None = None, emi
     try:
         data = program.convert(fmt, target_version=target_version)
     except DriverError as e:
-        if e.file is None and input != "-":
-            e.file = input  # the conversion failed on this file: say so
+        e.about(input)  # the conversion failed on this file: say so
         raise
     sink.emit(data)
     sink.finish()

@@ -117,8 +117,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
                 try:
                     results.append(c.output(stage))
                 except DriverError as e:
-                    if e.file is None and m.source != "-":
-                        e.file = m.source  # this module's compile failed: say which file
+                    e.about(m.source)  # this module's compile failed: say which file
                     raise
             notes += [n for c in compiles for n in c.notes]
             arts = [c.artifacts() for c in compiles] if flags.get("xla_dump_to") else []
