@@ -269,7 +269,9 @@ def _check_values(module: Any, source: str, line_offset: int) -> tuple[Any, list
                     "call_target_name": ir.StringAttr.get("check.expect_eq"),
                     "has_side_effect": ir.BoolAttr.get(True)}, ip=ir.InsertionPoint(ret))
             probed.append(len(operands))
-    plan = checks.prepare(m, source=source, line_offset=line_offset)
+    from mlirhlo_driver.xla.backend import run_on_host
+
+    plan = checks.prepare(m, evaluate=run_on_host, source=source, line_offset=line_offset)
     outputs = engine.run_plan(plan)[0]
     n = len(infos)
     probes, operands, at = plan.checks[n:], [], 0
@@ -337,10 +339,8 @@ def promoted_reference(plan: Any, index: int) -> Any | None:
             elif kind == "float":
                 p = p.astype(np.float64)
             args.append(p)
-        devices = _jaxlib.cpu_devices()[:1]
         with _jaxlib.x64(True):  # the widened module's f64 values stay f64
-            exe = _jaxlib.compile_executable(module, devices, _jaxlib.compile_options())
-            return _jaxlib.execute(exe, args, devices[0])[index]
+            return engine.run_xla(module, args)[0][index]
     except Exception as e:  # noqa: BLE001 - no reference is a finding, not a failure of the report
         print(f"note: no float64 reference: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         return None

@@ -35,10 +35,11 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, str(HERE))
     from mlirhlo_driver._native import jaxlib as _jaxlib
 
-    # jax as the driver starts it: CPU, quiet about a CUDA plugin it cannot start (a user's
+    # This script's own jax: CPU only (quiet about a CUDA plugin it cannot start, a user's
     # jax[cuda12-local] without NVIDIA's runtime), with host devices for the sharded programs.
-    _jaxlib.ensure_cpu_devices(DEVICES)
     jax = _jaxlib.jax()
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", DEVICES)
     import corpus_programs as cp
 
     shutil.copy(HERE / "corpus_programs.py", out / "corpus_programs.py")

@@ -10,11 +10,8 @@ committed; tests read them, so the suite does not depend on this script.
 
 from __future__ import annotations
 
-import glob
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,8 +22,9 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 
 def main() -> None:
-    _jaxlib.ensure_cpu_devices(4)
-    jax = _jaxlib.jax()
+    jax = _jaxlib.jax()  # this script's own: CPU, with host devices for the sharded samples
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", 4)
     import jax.numpy as jnp
     from jax import export
 
@@ -131,17 +129,15 @@ def _xla_dump(name: str, fn, *args, into: Path = DATA) -> None:
     """Compile on CPU with --xla_dump_to and keep XLA's before_optimizations text."""
     from jaxlib.mlir import ir
 
+    from mlirhlo_driver.xla import backend
+    from mlirhlo_driver.xla.platforms import CpuTarget
+
     text = fn.lower(*args).as_text()
     with _jaxlib.ir_context():
         module = ir.Module.parse(text)
-    with tempfile.TemporaryDirectory() as d:
-        opts = _jaxlib.compile_options(dump_to=d)
-        _jaxlib.compile_executable(module, _jaxlib.cpu_devices()[:1], opts)
-        (found,) = glob.glob(os.path.join(d, "*.before_optimizations.txt"))
-        shutil.copy(found, into / f"module_{name}.before_optimizations.txt")
-        if into == DATA:
-            os.replace(into / f"module_{name}.before_optimizations.txt",
-                       into / f"{name}.before_optimizations.txt")
+    art = backend.compile(module, backend.CompileSpec(CpuTarget(), dumps=(backend.HLO_TEXT,)), name).art
+    kept = f"{name}.before_optimizations.txt" if into == DATA else f"module_{name}.before_optimizations.txt"
+    (into / kept).write_bytes(art.files["before_optimizations.txt"])
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "0 -> 1"):
         "a memo of the last sniff: comparing the bytes with the cached answer (a str or None) never "
         "matches, so the sniff is done again and gives the same answer, only later",
-    ("execute/run.py", "got, _, _ = engine.run_xla(probe, arrays, options.platform, 1, options.xla_flags)", "1 -> 2"):
+    ("execute/run.py", "got, _, _ = engine.run_xla(probe, arrays, options.target, 1)", "1 -> 2"):
         "the bisect probe's iteration count: a second run of the same executable on the same inputs gives "
         "the same outputs, and its times are discarded",
     # Timing only: these change how long a wait may last, never what is reported; a test could
@@ -185,10 +185,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the grace that lets the peers of a dead process fail by themselves before they are "
         "stopped: they fail within milliseconds (a collective's connection resets), so a longer "
         "grace changes when they are stopped, not which one is blamed",
-    ("xla/backend.py", "return _jaxlib.cpu_devices()[:1]", "1 -> 2"):
-        "the compile options fix a 1x1 device assignment, so XLA compiles for the first device "
-        "whatever else the list holds; with --xla_force_host_platform_device_count=4 (so a second "
-        "device exists) opt's hlo, buffer-assignment and llvm stages are byte-identical either way",
     ("core/diff.py", "return round(b - a, 4) if isinstance(a, float) or isinstance(b, float) else b - a",
      "4 -> 5"):
         "the one float field a side holds is occupancy, already rounded to 4 places "

@@ -473,3 +473,19 @@ def summary_rows(err: str) -> dict[str, str]:
     """module -> status from the closing summary."""
     lines = err[err.index("opt: "):].splitlines()[1:]
     return {ln.split()[0]: ln.split()[1] for ln in lines if ln.strip()}
+
+
+def stage_options(platform: str | None = None, gpu_spec=None, xla_flags=(), **kw):
+    """stages.base.StageOptions for a platform by name (its target: xla.platforms), a GPU spec
+    (a GpuSpec, or a shipped name) and DebugOptions; ``kw``: the stage options."""
+    from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla.platforms import CpuTarget, CudaTarget
+
+    if platform is None:
+        return StageOptions(**kw)
+    if platform == "cuda":
+        from mlirhlo_driver.cuda.specs import DEFAULT_SPEC, resolve_spec
+
+        spec = resolve_spec(gpu_spec or DEFAULT_SPEC) if not hasattr(gpu_spec, "text") else gpu_spec
+        return StageOptions(CudaTarget(spec=spec, xla_flags=tuple(xla_flags)), **kw)
+    return StageOptions(CpuTarget(xla_flags=tuple(xla_flags)), **kw)

@@ -6,8 +6,8 @@ import pytest
 
 from mlirhlo_driver import registry
 from mlirhlo_driver.errors import StageError
-from mlirhlo_driver.stages.base import StageOptions, StageRequest
-from tests.conftest import REPO
+from mlirhlo_driver.stages.base import StageRequest
+from tests.conftest import REPO, stage_options
 
 MLP = REPO / "tests" / "data" / "mlp_train_step.before_optimizations.txt"
 
@@ -47,7 +47,7 @@ def test_the_populated_registry():
     assert registry.get("hlo", "cpu") is reg.stages["hlo"]
     with pytest.raises(StageError, match="does not exist for"):
         registry.get("ptx", "cpu")
-    req = registry.request("mod", "name", StageOptions(platform="cpu"), line_offset=3)
+    req = registry.request("mod", "name", stage_options(platform="cpu"), line_offset=3)
     assert isinstance(req, StageRequest)
     assert (req.module, req.module_name, req.options.platform, req.registry, req.line_offset) == (
         "mod", "name", "cpu", reg, 3)

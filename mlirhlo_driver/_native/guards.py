@@ -85,27 +85,33 @@ def _manual(op: Any) -> bool:
     return False
 
 
-def refuse_fatal(module: Any, source: str | None = None, *, one_device: bool = False) -> None:
+def refuse_fatal(module: Any, source: str | None = None, *, one_device: bool = False) -> bool:
     """Raise InputError at the first integer division of constants by zero; with
-    ``one_device`` (a compile for a single device), at the first manual computation too."""
+    ``one_device`` (a compile for a single device), at the first manual computation too.
+    Returns whether the module holds XLA's fusions (``mhlo.fusion``: XLA's own output after
+    its optimizations, which XLA's compile may abort on), in the same walk."""
     from jaxlib.mlir import ir
 
     found: list[tuple[Any, str]] = []
+    fused: list[bool] = []
 
     def visit(op: Any) -> Any:
-        if op.name in _DIVISION_OPS and _INT_TENSOR.fullmatch(str(op.results[0].type)):
+        name = op.name
+        if name == "mhlo.fusion":
+            fused.append(True)
+        elif name in _DIVISION_OPS and _INT_TENSOR.fullmatch(str(op.results[0].type)):
             lhs, rhs = (_constant_of(v) for v in op.operands)
             if lhs is not None and rhs is not None and _has_zero(rhs):
                 found.append((op, "division"))
                 return ir.WalkResult.INTERRUPT
-        if one_device and _manual(op):
+        elif one_device and _manual(op):
             found.append((op, "manual"))
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     if not found:
-        return
+        return bool(fused)
     op, why = found[0]
     m = LOCATION.search(str(op.location))
     line, col = (int(m.group(2)), int(m.group(3))) if m else (None, None)

@@ -20,7 +20,6 @@ from typing import Any
 from ..errors import (
     CompileError,
     DistributedError,
-    DriverError,
     EnvironmentMismatch,
     ExecutionError,
     NoGpu,
@@ -132,6 +131,12 @@ _NATIVE_NOISE = (
      r"a GPU present\.$"),
 )
 
+# XLA warns on every GSPMD compile; the driver picks GSPMD where a module's shardings are
+# written for it, so the advice to migrate to Shardy says nothing to the user.
+_NATIVE_NOISE += (
+    r"^W\d{4} [\d:. ]+\d+ sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated",
+)
+
 # Logged on the way to an error status that becomes the error line anyway: a string
 # field with invalid UTF-8 (protobuf), an element type a fuzzed proto made up.
 _NATIVE_NOISE += (
@@ -147,11 +152,11 @@ _NATIVE_NOISE += (
 
 _lock = threading.RLock()
 
-# XLA's INFO log lines (plugin found, device counts, dump paths) are queued and
-# can surface on stderr long after the call that logged them (at a fork, at
-# exit), past any fd-2 capture. Warnings and errors still show; a user's own
-# setting wins. Set before any jaxlib native library is loaded.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+# The XLA log level the driver's own processes start with (the command lines, their helpers):
+# XLA's INFO lines (plugin found, device counts, dump paths) are queued and can surface on
+# stderr long after the call that logged them, past any fd-2 capture. The library never sets
+# it in a user's process; there the lines it provokes are captured and dropped (_NATIVE_NOISE).
+QUIET_LOG_ENV = {"TF_CPP_MIN_LOG_LEVEL": "1"}
 
 
 def native_library_path(library: str) -> str | None:
@@ -349,52 +354,36 @@ def replay_native_stderr(text: str) -> None:
 
 @functools.cache
 def jax() -> Any:
-    """Import jax configured for the driver: CPU as jax's default platform.
+    """``import jax``, quietly, and nothing more.
 
-    jax's plugin discovery would try to initialise CUDA and print a traceback
-    on a machine without a driver; restricting jax to CPU avoids that, and the
-    CUDA plugin is reached directly for device-less compiles (cuda_c_api()).
+    The driver never changes the process's jax: no platform, device count or other
+    config, no backend started. It compiles and runs on clients of its own
+    (:func:`cpu_client`, the CUDA plugin's compile-only devices), and lowers JAX
+    functions with one of those devices as the default device, for that lowering only;
+    so a user's jax keeps its platforms, and jax's plugin discovery (which prints CUDA's
+    and libtpu's start-up noise on a machine without them) runs only if the user's own
+    code starts it.
     """
     with _lock:
         with filtered_native_stderr():
-            jax_module = _import_jax()
-            if _cpu_device_count is not None:
-                jax_module.config.update("jax_num_cpu_devices", _cpu_device_count)
-            jax_module.devices()  # plugin discovery prints CUDA noise: start it while filtered
-        return jax_module
+            return _import_jax()
 
 
 def _import_jax() -> Any:
-    """``import jax`` with CPU as its platform (unless the user set JAX_PLATFORMS), and
-    jax's discovery kept quiet about a CUDA plugin it cannot use here. Call under _lock."""
+    """``import jax``, its warning about a CUDA plugin built for another jaxlib kept quiet
+    (CUDA commands refuse such a plugin with one line: check_cuda_plugin). Call under _lock."""
     import warnings
 
     check_versions()
     _use_plugin_copy()
     found = installed_versions()
     plugin_matches = all(found.get(d) in (None, found["jaxlib"]) for d in CUDA_PLUGIN_DISTS)
-    force_cpu = not os.environ.get("JAX_PLATFORMS")
-    if force_cpu and plugin_matches and not jaxlib_at_least("0.9.2"):
-        # The CUDA plugin before 0.9.2 checks the CUDA runtime even when the platforms
-        # exclude CUDA, and logs a traceback without one; 0.9.2 and later skip that
-        # check for a CPU-only jax, as this does.
-        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
     with warnings.catch_warnings():
         if not plugin_matches:
-            # jaxlib warns that a plugin built for another jaxlib "will not be used";
-            # CUDA commands refuse to run with one-line advice (check_cuda_plugin).
             warnings.filterwarnings("ignore", category=RuntimeWarning,
                                     message=r"JAX plugin jax_cuda\d+_plugin version")
         import jax as jax_module
     _exclude_driver_frames()
-    if force_cpu:
-        jax_module.config.update("jax_platforms", "cpu")
-        if not plugin_matches:
-            _keep_plugin_out_of_discovery()
-    if _cuda_loaded_without_jax:
-        # The plugin is loaded already (cuda_c_api): discovery would load it again
-        # and log ALREADY_EXISTS. CPU jax does not need it.
-        _keep_plugin_out_of_discovery()
     return jax_module
 
 
@@ -407,24 +396,27 @@ def _exclude_driver_frames() -> None:
     source_info_util.register_exclusion(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
 
 
-def _keep_plugin_out_of_discovery() -> None:
-    """CUDA plugins (jax_plugins.xla_cuda12/13) stay unloaded by jax's discovery.
+def own_process_host_devices(count: int) -> None:
+    """For a process that is the driver's own (a command line, a worker it started), never a
+    user's: jax on the CPU with ``count`` host devices, so that a JAX function whose own code
+    builds a mesh from ``jax.devices()`` finds them. Before jax starts its backends only."""
+    jax_module = jax()
+    from jax._src import xla_bridge
 
-    jax's discovery would call its initialize(), which checks the CUDA runtime
-    (a logged traceback without one) and loads a library built against another
-    jaxlib. CPU work needs none of it; CUDA work is refused by check_cuda_plugin.
-    """
-    import importlib
-
-    for dist in CUDA_PLUGIN_DISTS:
-        try:
-            plugin = importlib.import_module(f"jax_plugins.{CudaPlugin(dist, None).namespace_dir}")
-        except Exception:  # absent, or too broken to import: discovery skips it as well
-            continue
-        plugin.initialize = lambda: None
+    if getattr(xla_bridge, "_backends", None):
+        return  # started already: the user's (or an earlier command's) choice stands
+    jax_module.config.update("jax_platforms", "cpu")
+    jax_module.config.update("jax_num_cpu_devices", max(1, count))
 
 
-_cpu_device_count: int | None = None
+@contextlib.contextmanager
+def lowering_device(device: Any = None) -> Any:
+    """jax's default device for what runs inside (a lowering), this thread only: the
+    driver's own CPU device unless ``device`` is given. jax would otherwise start its
+    backends (and the plugins it discovers) to pick a default device."""
+    jax_module = jax()
+    with jax_module.default_device(device if device is not None else cpu_devices(1)[0]):
+        yield
 
 
 @contextlib.contextmanager
@@ -665,20 +657,10 @@ def hlo_cost_analysis(protos: list[bytes]) -> list[dict[str, float] | str]:
 
 
 def _cost_analysis_client() -> Any:
-    """A CPU client whose shape sizes the cost analysis uses: jax's where jax is loaded,
-    else one of jaxlib's own, made without importing jax (on CUDA, where nothing else
-    needs jax, ``import jax`` was 29% of ``opt --stage all``'s samples on the MLP step)."""
-    if "jax" in sys.modules:
-        return cpu_devices()[0].client
-    return _bare_cpu_client()
-
-
-@functools.cache
-def _bare_cpu_client() -> Any:
-    xla_client = _xla_client()
-    with _lock, filtered_native_stderr():  # it logs its device count on fd 2
-        _started_native_threads()
-        return xla_client.make_cpu_client()
+    """A CPU client whose shape sizes the cost analysis uses: the driver's own, made without
+    importing jax (on CUDA, where nothing else needs jax, ``import jax`` was 29% of ``opt
+    --stage all``'s samples on the MLP step)."""
+    return cpu_client(1)
 
 
 # ----------------------------------------------------------------- XLA clients
@@ -733,8 +715,25 @@ def codegen_dump_flags(user_emitter_re: str | None = None, emitters: tuple[str, 
     return {"xla_dump_emitter_re": f"{ours}|{user_emitter_re}" if user_emitter_re else ours}
 
 
-def cpu_devices() -> list[Any]:
-    return list(jax().devices("cpu"))
+@functools.cache
+def cpu_client(num_devices: int = 1) -> Any:
+    """A CPU client of the driver's own with ``num_devices`` devices, made without jax:
+    what the driver compiles and runs on the host. jax's own backends (its platforms,
+    ``jax_num_cpu_devices``) are never started or changed; one client per device count,
+    kept for the process."""
+    xla_client = _xla_client()
+    with _lock, filtered_native_stderr():  # it logs its device count on fd 2
+        _started_native_threads()
+        return xla_client.make_cpu_client(num_devices=num_devices)
+
+
+def cpu_devices(num_devices: int = 1) -> list[Any]:
+    """The devices of :func:`cpu_client` (``num_devices`` of them), or of jax's CPU backend in
+    a process that joined a distributed run (:func:`distributed_initialize`), whose
+    collectives span its processes."""
+    if _distributed:
+        return list(jax().devices("cpu"))
+    return list(cpu_client(max(1, num_devices)).devices())
 
 
 def cuda_c_api() -> Any:
@@ -748,33 +747,67 @@ def cuda_c_api() -> Any:
 
 @functools.cache
 def _load_cuda_c_api() -> Any:
-    """Load the plugin as jax's discovery would (its initialize()), but without jax.
+    """The plugin's C API, loaded once per process.
 
-    Where jax is imported already, its discovery loaded the plugin: that c_api
-    is reused (a second load fails with ALREADY_EXISTS). Otherwise the plugin is
-    loaded here, its custom-call and FFI targets registered with XLA as the
-    plugin's own initialize() does (a compile resolves them), and jax's later
-    discovery told to leave it alone (_cuda_loaded_without_jax).
+    A plugin installed in site-packages (the user's own jax CUDA environment) is loaded
+    the way jax loads it, by jax's plugin discovery, which registers it and its
+    custom-call targets and starts no backend: the user's jax then finds it loaded and
+    uses it as it would have (a second, separate load would fail with ALREADY_EXISTS and
+    cost the user's jax its GPU). The driver's copy, which jax never discovers, is
+    loaded here, its custom-call and FFI targets registered with XLA as the plugin's own
+    initialize() does (a compile resolves them).
     """
-    global _cuda_loaded_without_jax
-    if "jax" in sys.modules:
-        jax()  # finishes discovery (quietly) if jax was imported elsewhere
-        from jax._src import xla_bridge
-
-        factory = getattr(xla_bridge, "_backend_factories", {}).get("cuda")
-        if factory is not None and getattr(factory, "c_api", None) is not None:
-            return factory.c_api
+    plugin = cuda_plugin()
+    if plugin.copy is None:
+        c_api = _discovered_c_api()
+        if c_api is not None:
+            return c_api
     xla_client = _xla_client()
     _use_plugin_copy()
     with _lock, filtered_native_stderr():
         _started_native_threads()
         c_api = xla_client.load_pjrt_plugin_dynamically("cuda", native_library_path("cuda_plugin"))
-        _cuda_loaded_without_jax = True
         _register_cuda_targets(xla_client, c_api)
         return c_api
 
 
-_cuda_loaded_without_jax = False
+def _discovered_c_api() -> Any:
+    """The CUDA plugin's C API from jax's plugin discovery (run now if it has not run), or None."""
+    jax_module = jax()
+    from jax._src import xla_bridge
+
+    discover = getattr(xla_bridge, "_discover_and_register_pjrt_plugins", None)
+    if discover is not None:
+        with _lock, filtered_native_stderr(), _scoped_env(_discovery_env()):
+            _started_native_threads()
+            discover()
+    factory = getattr(xla_bridge, "_backend_factories", {}).get("cuda")
+    del jax_module
+    return getattr(factory, "c_api", None)
+
+
+def _discovery_env() -> dict[str, str]:
+    # The CUDA plugin before 0.9.2 checks the CUDA runtime when it registers and logs a
+    # traceback without one; 0.9.2 and later leave that to the backend's start.
+    return {} if jaxlib_at_least("0.9.2") else {"JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
+
+
+@contextlib.contextmanager
+def _scoped_env(values: dict[str, str]) -> Any:
+    """Variables set for the block only (what a plugin reads while it registers), then
+    restored: no change to the environment outlives the call."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: v for k, v in values.items() if k not in os.environ or saved[k] is None})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 _native_threads = False
 
 
@@ -811,15 +844,15 @@ def _register_cuda_targets(xla_client: Any, c_api: Any) -> None:
         xla_client.register_custom_call_target(name, value, platform="CUDA", api_version=1)
 
 
-def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo") -> list[Any]:
-    """Compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU needed), in
-    the installed XLA's schema (``cuda.specs.target_config_for_installed_xla``)."""
+def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo", count: int = 1) -> list[Any]:
+    """``count`` compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU
+    needed), in the installed XLA's schema (``cuda.specs.target_config_for_installed_xla``)."""
     xla_client = _xla_client()
 
     c_api = cuda_c_api()
     with _lock, filtered_native_stderr():
         topo = xla_client.make_c_api_device_topology(
-            c_api, name, target_config=target_config_text, topology="1x1x1")
+            c_api, name, target_config=target_config_text, topology=f"1x1x{count}")
         return list(topo._make_compile_only_devices())
 
 
@@ -857,31 +890,30 @@ def _build_versions(module: str) -> tuple[tuple[str, str], ...]:
 
 def compile_executable(module: Any, devices: list[Any], options: Any,
                        native_log: list[str] | None = None) -> Any:
-    """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only).
+    """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only), the
+    one call into XLA's compile (``xla.backend.compile`` makes every request).
 
     On failure the CompileError carries what XLA logged natively meanwhile
     (``native_log``): some errors are explained only there. ``native_log``: a
     list that gets all of it, whether the compile failed or not (XLA's pass log).
+    Ctrl-C ends the wait within a fraction of a second (:func:`interruptible`).
     """
-    if hasattr(module, "operation"):  # an ir.Module: refuse what would kill the process
-        from .guards import refuse_fatal
-
-        refuse_fatal(module, one_device=len(devices) == 1
-                                         and getattr(options, "num_partitions", 1) <= 1
-                                         and getattr(options, "num_replicas", 1) <= 1)
     xla_client = _xla_client()
     _started_native_threads()  # XLA's compile thread pools
 
     client = devices[0].client
     device_list = xla_client.DeviceList(tuple(devices))
+    loaded = hasattr(client, "compile_and_load") and devices[0].platform == "cpu"
+
+    def call() -> Any:
+        if loaded:
+            return client.compile_and_load(module, device_list, options)
+        return client.compile(module, executable_devices=device_list, compile_options=options)
+
     failure: Exception | None = None
     with capture_fd2() as captured:
         try:
-            if hasattr(client, "compile_and_load") and devices[0].platform == "cpu":
-                executable = client.compile_and_load(module, device_list, options)
-            else:
-                executable = client.compile(module, executable_devices=device_list,
-                                            compile_options=options)
+            executable = interruptible(call)
         except Exception as e:
             failure = e
     if native_log is not None:
@@ -892,19 +924,46 @@ def compile_executable(module: Any, devices: list[Any], options: Any,
             from .guards import first_fusion
 
             if first_fusion(module) is not None:
-                err = CompileError(_REFUSED_FUSIONS, hint=_BEFORE_OPTIMIZATIONS)
+                err = CompileError(REFUSED_FUSIONS, hint=BEFORE_OPTIMIZATIONS)
         err.native_log = captured.text
         raise err from None
     _replay_without_noise(captured.text)
     return executable
 
 
+def interruptible(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread while this one waits in short steps, so that Ctrl-C
+    (Python raises KeyboardInterrupt in the main thread only, between bytecodes, and never
+    inside a native call) ends the wait at once. An abandoned call finishes in the
+    background and its result is dropped; jaxlib releases the GIL while XLA compiles or
+    runs. Outside the main thread the call runs in place."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="mlirhlo-xla", daemon=True).start()
+    while not done.wait(0.05):
+        pass
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 # XLA's own output (an after_optimizations dump, an executable's HloSnapshot) holds fusions;
 # jaxlib 0.12 fails them (CPU: a RET_CHECK on their backend config, which the HLO import
 # drops; CUDA: a page-long legalization of mhlo.fusion), jaxlib 0.9's CPU runs them.
-_REFUSED_FUSIONS = ("XLA cannot compile this module: it is XLA's output after its optimizations, and this "
+REFUSED_FUSIONS = ("XLA cannot compile this module: it is XLA's output after its optimizations, and this "
                     "jaxlib does not compile its fusions again")
-_BEFORE_OPTIMIZATIONS = "give the dump's *.before_optimizations.txt, which XLA writes with --xla_dump_hlo_as_text"
+BEFORE_OPTIMIZATIONS = "give the dump's *.before_optimizations.txt, which XLA writes with --xla_dump_hlo_as_text"
 
 
 def _strip_status(message: str) -> str:
@@ -919,8 +978,11 @@ def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
     try:
         buffers = [jax_module.device_put(a, device) for a in arguments]
         with filtered_native_stderr():
-            results = executable.execute_sharded(buffers)
-            return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+            def run() -> list[Any]:
+                results = executable.execute_sharded(buffers)
+                return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+
+            return interruptible(run)
     except Exception as e:
         raise ExecutionError(f"execution failed: {_strip_status(str(e))}") from None
 
@@ -952,19 +1014,6 @@ def cuda_devices() -> list[Any]:
 
 # ------------------------------------------------------- SPMD and multi-process
 
-def ensure_cpu_devices(count: int) -> None:
-    """At least ``count`` CPU devices: set before jax starts, or check the ones it has."""
-    global _cpu_device_count
-    if jax.cache_info().currsize:
-        have = len(jax().devices("cpu"))
-        if have < count:
-            raise DriverError(f"{count} CPU devices needed, but jax already started with {have}",
-                              hint="run in a fresh process")
-        return
-    # "At least": an earlier, larger request stands (a notebook asks for 8, then runs on 4).
-    _cpu_device_count = max(count, _cpu_device_count or 0)
-
-
 def sharding_protos(texts: list[str]) -> list[bytes | tuple[str, int | None]]:
     """Each of ``texts`` (HLO's spelling, ``{devices=[4,1]<=[4]}`` or a named mesh sharding
     ``{mesh['b'=4], [{'b'}, {}]}``) read by XLA's own parser: a serialized OpSharding, or
@@ -992,15 +1041,13 @@ def sharding_protos(texts: list[str]) -> list[bytes | tuple[str, int | None]]:
     return out
 
 
-def spmd_compile_options(*, num_replicas: int, num_partitions: int, device_ids: list[int],
-                         use_shardy: bool, run_backend_only: bool,
-                         env_overrides: list[tuple[str, Any]]) -> Any:
-    """CompileOptions for R replicas x P partitions on the given (logical order) device ids."""
+def spmd_options(opts: Any, *, device_ids: list[int], num_replicas: int, num_partitions: int,
+                 use_shardy: bool, run_backend_only: bool) -> Any:
+    """``opts`` (CompileOptions) for R replicas x P partitions on the given device ids, in
+    logical order (replica-major)."""
     import numpy as np
-    from jax._src.lib import xla_client
 
-    opts = compile_options(num_replicas=num_replicas, num_partitions=num_partitions,
-                           env_overrides=env_overrides)
+    xla_client = _xla_client()
     build = opts.executable_build_options
     build.use_spmd_partitioning = num_partitions > 1  # XLA refuses partitions without it
     build.use_shardy_partitioner = use_shardy
@@ -1047,39 +1094,46 @@ def execute_spmd(executable: Any, arguments: list[Any]) -> tuple[list[list[tuple
 
     import numpy as np
 
-    try:
+    def run() -> tuple[list[list[Any]], float]:
         t0 = time.perf_counter()
         results = executable.execute_sharded(arguments).disassemble_into_single_device_arrays()
         for out in results:
             for a in out:
                 a.block_until_ready()
-        ms = ms_since(t0)
+        return results, ms_since(t0)
+
+    try:
+        results, ms = interruptible(run)
         return [[(next(iter(a.devices())), np.asarray(a)) for a in out] for out in results], ms
     except Exception as e:
         raise ExecutionError(f"execution failed: {_strip_status(str(e)).splitlines()[0]}") from None
 
 
-def local_device_order() -> list[Any]:
-    """This process's CPU devices first as jax numbers them; then all others (global order)."""
-    return sorted(jax().devices("cpu"), key=lambda d: (d.process_index, d.id))
+def local_device_order(count: int = 1) -> list[Any]:
+    """The host devices of a run on ``count`` of them (:func:`cpu_devices`): in a distributed
+    run, this process's first as jax numbers them, then all others (global order)."""
+    return sorted(cpu_devices(count), key=lambda d: (d.process_index, d.id))
 
 
 def distributed_initialize(coordinator: str, num_processes: int, process_id: int,
                            local_device_count: int, timeout_s: int, heartbeat_s: int) -> None:
     """Join a JAX distributed run on CPU (gloo collectives), then start the backend.
 
-    Must come before anything else starts jax. The runtime's own failures
-    (a peer that never registers, missed heartbeats) abort the process natively;
-    whoever started this process reports those (spmd.supervise).
+    Must come before anything else starts jax. Only a process started for the run (a
+    peer of ``spmd-run --processes``) calls it: it configures that process's jax (CPU
+    only, its device count, gloo). The runtime's own failures (a peer that never
+    registers, missed heartbeats) abort the process natively; whoever started this
+    process reports those (spmd.supervise).
     """
-    global _cpu_device_count
+    global _distributed
     with _lock:
         with filtered_native_stderr():
             jax_module = _import_jax()
+        jax_module.config.update("jax_platforms", "cpu")
+        jax_module.config.update("jax_num_cpu_devices", local_device_count)
         jax_module.config.update("jax_cpu_collectives_implementation", "gloo")
         # Its SIGTERM handler would keep a stopped process alive; nothing here is preemptible.
         jax_module.config.update("jax_enable_preemption_service", False)
-        _cpu_device_count = local_device_count
         try:
             jax_module.distributed.initialize(
                 coordinator, num_processes, process_id, cluster_detection_method="deactivate",
@@ -1088,7 +1142,12 @@ def distributed_initialize(coordinator: str, num_processes: int, process_id: int
         except Exception as e:
             raise DistributedError(f"cannot join the distributed run at {coordinator}: "
                                    f"{_strip_status(str(e)).splitlines()[0]}") from None
-    jax()
+        _distributed = True
+    with filtered_native_stderr():
+        jax_module.devices()  # the backend starts now, joined to the run
+
+
+_distributed = False  # this process joined a distributed run (its jax's CPU devices are the run's)
 
 
 def _distributed_client() -> Any:

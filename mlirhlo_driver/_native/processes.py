@@ -49,7 +49,8 @@ def python_env(path: Sequence[str] | None = None, **extra: str) -> dict[str, str
     PYTHONPATH is ``path`` (default: the inherited PYTHONPATH) with the package's
     root first unless ``path`` has it already; ``extra`` variables are added.
     """
-    env = dict(os.environ, **extra)
+    # XLA's INFO lines stay out of a child's stderr unless the user or ``extra`` asks for them.
+    env = {"TF_CPP_MIN_LOG_LEVEL": "1", **os.environ, **extra}
     root = package_root()
     if path is None:
         inherited = env.get("PYTHONPATH")

@@ -570,6 +570,7 @@ class OptOptions:
     load_pass_plugin: tuple[str, ...] = ()
     fold_constants: bool = False               # check files: keep their constants (XLA folds them)
     no_cache: bool = False                     # neither read nor write the stage cache
+    num_partitions: int | None = None          # a sharded module's partitions; None: as it says
 
 
 def _split_print_names(names: Sequence[str], root: Any, platform: str | None) -> tuple[tuple[str, ...],
@@ -617,7 +618,7 @@ def registry_level(name: str) -> str:
 
 def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,
             progress: Callable[[Any], None] | None = None, also: tuple[str, ...] = ()) -> list[OptResult]:
-    """Check ``o`` against ``target`` (targets.Target), then load, transform and emit every
+    """Check ``o`` against ``target`` (targets.Targets), then load, transform and emit every
     module, writing each one's outputs as it finishes. Returns the rows (a failed module
     in a batch is a row); with one module or ``fail_fast`` the failure is raised
     (its DriverError, or :class:`BatchStopped` from a worker). Usage errors raise
@@ -653,7 +654,9 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
         raise DriverError("no input modules given", hint="mlirhlo opt --help")
 
     targets = target.stage_options(target_version=o.target_version, debug_info=o.debug_info,
-                                   fold_constants=o.fold_constants)
+                                   fold_constants=o.fold_constants, num_partitions=o.num_partitions)
+    if o.num_partitions is not None and o.num_partitions < 1:
+        raise DriverError("--num-partitions must be >= 1")
     if (o.xla_passes or o.after_pass) and target.platform is None:
         raise DriverError("--xla-passes and --after-pass need --platform cpu|cuda")
     if o.fold_constants and target.platform is None:

@@ -54,8 +54,7 @@ def worker_init(options: RunOptions) -> None:
     """Once per worker: jaxlib and the platform's client (the CUDA plugin), before any task."""
     from .._native import jaxlib as _jaxlib
 
-    _jaxlib.ensure_cpu_devices(options.host_devices)  # before the backend starts: fixed from then on
-    _jaxlib.cpu_devices()
+    _jaxlib.cpu_devices(options.host_devices)
     if options.platform == "cuda":
         _jaxlib.cuda_devices()
 

@@ -42,6 +42,18 @@ def _invoked_command(argv: list[str]) -> str | None:
     return None
 
 
+def _own_process_settings() -> None:
+    """What this process, the command's own, runs with (the library sets none of it in a
+    user's): XLA's INFO lines (device counts, dump paths) can surface long after the call
+    that logged them, so XLA logs warnings and errors only; LLVM does not symbolize stack
+    traces, which XLA's Triton log asks for on every diagnostic of a compile (0.3 s each,
+    xla.backend). Children inherit both."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    os.environ.setdefault("LLVM_DISABLE_SYMBOLIZATION", "1")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: usage errors become one ``error:`` line and exit 2.
 
@@ -60,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     # command's CPU, taken from the other core (or another worker). One thread,
     # unless the user set it (workers and helper processes inherit it).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    _own_process_settings()
     argv = sys.argv[1:]
     command = _invoked_command(argv)
     if command not in _FAST_EXIT:

@@ -294,8 +294,6 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
                                   hint="give one file per side: mlirhlo diff FILE FILE_B")
             loaded[path] = found[0]
     notes = list(dict.fromkeys(n for t in tgts for n in t.notes))
-    for t in tgts:
-        t.notes = []
     for n in notes:
         say(n.removeprefix("note: "))
     from ..core.progress import report

@@ -109,6 +109,7 @@ def run(launch: SpmdLaunch, options: Any) -> int:
 
     check(launch, options)
     options = with_shardings(options, launch.arg_sharding)
+    spmd.command_host_devices(options.num_devices)  # this command's process: a JAX function's mesh
     if (launch.launch_local or launch.num_processes) == 1:
         return _in_process(launch, options)
     # The module is checked here first: a bad input is one error, not one per process.
@@ -144,8 +145,6 @@ def _in_process(launch: SpmdLaunch, options: Any) -> int:
     from .. import outputs
     from ..execute import spmd
 
-    # Before anything starts jax: the host devices exist only if asked for first.
-    spmd.ensure_host_devices(options.num_devices)
     loaded = load_one(launch.source, launch.input_format, launch.args)
     report = spmd.run_in_process(loaded, options)
     sys.stdout.write(spmd.format_report(report) + "\n")

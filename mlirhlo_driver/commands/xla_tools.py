@@ -368,8 +368,6 @@ def multihost(p: Any, say: Callable[[str], None] = log_note) -> int:
         if given:
             raise DriverError(f"{', '.join(given)}: for a run on one node here", hint="drop --num_nodes")
         return _multihost_processes(p, plans, fmt)
-    # Host devices exist only if asked for before jax starts: the most any module needs.
-    spmd.ensure_host_devices(max(max(o.num_devices, max(o.device_ids, default=-1) + 1) for _, o in plans))
     failed = 0
     for path, options in plans:
         modules = programs([path], InputOptions(fmt))

@@ -187,13 +187,10 @@ def entry_points_digest() -> str:
     return h.hexdigest()
 
 
-def cuda_tools_digest(data_dir: str | None = None) -> str:
-    """Which ptxas and nvdisasm the CUDA stages may run here, and which builds (by stat)."""
-    from ..cuda.tools import tool_paths
-
+def stat_digest(path: str | os.PathLike[str] | None) -> str:
+    """An installed file by its path, size and date (a tool: ptxas, nvdisasm)."""
     h = _Hasher()
-    for path in tool_paths(data_dir):
-        h.add_stat("cuda-tool", path)
+    h.add_stat("stat", path)
     return h.hexdigest()
 
 

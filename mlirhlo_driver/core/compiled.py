@@ -28,35 +28,43 @@ from ..stages.base import Deferred, StageOptions, StageRequest
 _SIDE_EFFECT_FLAGS = ("xla_dump_to",)
 
 
-def options_identity(options: StageOptions) -> str | None:
-    """What a compile's output depends on in its options: the platform, the GPU spec's
-    name and text, the XLA flags (a flag naming a file or directory: by its content), the
-    CUDA tools in use, and the stage options. None when it cannot be cached."""
+def target_identity(target: Any) -> str | None:
+    """What a compile's output depends on in its target (targets.Target): the platform, its
+    own inputs (``Target.identity_parts``: a GPU spec's name and text, the CUDA tools in use),
+    the XLA flags (a flag naming a file: by its content). None when it cannot be cached."""
     import os
 
     from . import cache
 
-    flags = dict(options.xla_flags)
+    flags = dict(target.xla_flags)
     if any(flags.get(name) for name in _SIDE_EFFECT_FLAGS):
         return None
-    parts: list[tuple[str, bytes | str | None]] = [("platform", options.platform)]
-    spec = options.gpu_spec
-    if spec is not None:
-        parts += [("spec-name", spec.name), ("spec-text", spec.text)]
+    parts: list[tuple[str, bytes | str | None]] = [("platform", target.platform)]
+    for name, value in target.identity_parts():
+        if name.startswith("file:"):
+            parts.append((name, cache.file_digest(value) if os.path.isfile(value) else None))
+        elif name.startswith("stat:"):
+            parts.append((name, cache.stat_digest(value)))
+        else:
+            parts.append((name, value))
     for name, value in sorted(flags.items()):
         parts.append(("flag:" + name, repr(value)))
         if isinstance(value, str) and value and len(value) < 4096 and os.path.isfile(value):
             parts.append(("flag-file:" + name, cache.file_digest(value)))
-    if options.platform == "cuda":
-        data_dir = str(flags.get("xla_gpu_cuda_data_dir") or "") or None
-        parts.append(("cuda-tools", cache.cuda_tools_digest(data_dir)))
-        if data_dir:
-            for rel in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas", "bin/nvdisasm"):
-                path = os.path.join(data_dir, rel)
-                parts.append(("data-dir:" + rel, cache.file_digest(path) if os.path.isfile(path) else None))
-    parts += [("target_version", options.target_version), ("debug_info", str(options.debug_info)),
-              ("fold_constants", str(options.fold_constants))]
     return cache.digest(*parts)
+
+
+def options_identity(options: StageOptions) -> str | None:
+    """What a compile's output depends on in its options: the target (:func:`target_identity`)
+    and the stage options. None when it cannot be cached."""
+    from . import cache
+
+    target = target_identity(options.target) if options.target is not None else ""
+    if target is None:
+        return None
+    return cache.digest(("target", target), ("target_version", options.target_version),
+                        ("debug_info", str(options.debug_info)), ("fold_constants", str(options.fold_constants)),
+                        ("num_partitions", repr(options.num_partitions)))
 
 
 class Compiled:
@@ -72,8 +80,8 @@ class Compiled:
     def __init__(self, program: Any, target: Any, options: StageOptions | None = None, *, cache: bool = True,
                  instrumentation: Any = None, defer: bool = False) -> None:
         self.program = program
-        self.target = target
         self.options = options if options is not None else target.options()
+        self.target = self.options.target if self.options.target is not None else target
         self.cache = cache and instrumentation is None
         self.instrumentation = instrumentation
         self.defer = defer
@@ -300,8 +308,8 @@ class Compiled:
             from ..xla import backend, instrument, pass_log
 
             module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
-            done = instrument.compile(module, req.module_name, req.options,
-                                      instrument.XlaInstrumentation(timing=True))
+            spec, _ = backend.stage_spec(req.options, module, req.source or req.module_name)
+            done = instrument.compile(module, req.module_name, spec, instrument.XlaInstrumentation(timing=True))
             return pass_log.rows(done.calls or [])
 
         return Rows(self.request.derived("xla-pass-rows", compute))
@@ -325,8 +333,9 @@ class Compiled:
 
             module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
             # PTX dumped (CUDA): its kernels name the LLVM modules.
-            art = backend.compile_logged(module, req.module_name, req.options, pass_log.TIMES_LEVEL,
+            spec, _ = backend.stage_spec(req.options, module, req.source or req.module_name,
                                          dumps=(backend.PTX,) if req.options.platform == "cuda" else ())
+            art = backend.compile(module, spec.with_(pass_log=pass_log.TIMES_LEVEL), req.module_name).art
             if art.phases is None:
                 raise CompileError("XLA's timed compile gave no phases")
             return art.phases
@@ -416,10 +425,10 @@ def same_program(a: Any, b: Any) -> bool:
     return a.stage("stablehlo") == b.stage("stablehlo")
 
 
-def compile_all(programs: list[Any], target: Any, **kw: Any) -> Iterator[tuple[Any, Compiled]]:
-    """(program, Compiled) for each program and each of the target's GPU specs (one compile
-    each; a CPU target: one per program)."""
+def compile_all(programs: list[Any], targets: Any, **kw: Any) -> Iterator[tuple[Any, Compiled]]:
+    """(program, Compiled) for each program and each of the targets (targets.Targets: one
+    compile per GPU spec; a CPU target: one per program)."""
     for program in programs:
-        for _, options in target.stage_options():
-            yield program, Compiled(program, target, options, **kw)
+        for target in targets:
+            yield program, Compiled(program, target, **kw)
 

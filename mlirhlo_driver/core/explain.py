@@ -253,8 +253,6 @@ def pass_log(bytecode: bytes, name: str, source: str | None, line_offset: int, o
              instructions: list[str]) -> tuple[list[str], dict[str, str]]:
     """(the HLO passes that changed the module, in pipeline order; instruction -> the pass
     after which it first appears), from XLA's per-pass dumps of one compile (in the helper)."""
-    import dataclasses
-
     from jaxlib.mlir import ir
 
     from .._native import jaxlib as _jaxlib
@@ -262,9 +260,8 @@ def pass_log(bytecode: bytes, name: str, source: str | None, line_offset: int, o
 
     with _jaxlib.ir_context():
         module = backend.module_for_xla(ir.Module.parse(bytecode), source, line_offset, options.fold_constants)
-        logged = dataclasses.replace(options, xla_flags=tuple(sorted(
-            {**dict(options.xla_flags), "xla_dump_hlo_pass_re": ".*"}.items())))
-        art = backend.compile_module(module, name, logged, keep_going=True, dumps=(backend.HLO_TEXT,))
+        spec, _ = backend.stage_spec(options, module, source or name, dumps=(backend.HLO_TEXT,))
+        art = backend.compile(module, spec.with_(pass_dump_re=".*", keep_going=True), name).art
     passes: list[str] = []
     first: dict[str, str] = {}
     wanted = {n: re.compile(r"(?<![\w.-])%?" + re.escape(n) + r" = ") for n in instructions}
@@ -444,7 +441,8 @@ def explain(a: Any, b: Any, side_a: dict[str, Any], side_b: dict[str, Any], resu
         if specs_chosen:
             spec = specs.parse_spec(spec_text_with(spec_a, spec_b, specs_chosen), spec_a.path, spec_a.name)
         flags = apply_flags(flags_a, flags_b, [c for c in chosen if c.kind == "flag"])
-        return trials.side(dataclasses.replace(a.options, gpu_spec=spec, xla_flags=tuple(sorted(flags.items()))))
+        target = dataclasses.replace(a.options.target, spec=spec) if spec is not spec_a else a.options.target
+        return trials.side(dataclasses.replace(a.options, target=target.with_flags(flags)))
 
     kernels = []
     pass_logs: dict[str, tuple[list[str], dict[str, str]]] = {}
@@ -502,7 +500,7 @@ def _pass_for(d: dict[str, Any], row: dict[str, Any], sig: tuple[Any, ...], a: A
             break
         tried += 1
         disabled = {**flags, "xla_disable_hlo_passes": ",".join(dict.fromkeys([*already, p]))}
-        options = dataclasses.replace(setup.options, xla_flags=tuple(sorted(disabled.items())))
+        options = dataclasses.replace(setup.options, target=setup.options.target.with_flags(disabled))
         if reproduces(trials.side(options), other, sig):
             return {"side": which, "name": p, "trials": tried, "candidates": len(changed)}
     return {"side": which, "name": None, "trials": tried, "candidates": len(changed)}

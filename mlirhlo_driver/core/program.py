@@ -219,20 +219,22 @@ class Program:
         }
         return producers[fmt]()
 
-    def compile(self, target: Any = None, *, cache: bool = True) -> Any:
+    def compile(self, target: Any = None, *, num_partitions: int | None = None, cache: bool = True) -> Any:
         """XLA's compile of this module for ``target`` (targets.Target; default
         ``Target.cpu()``), a :class:`~mlirhlo_driver.core.compiled.Compiled`.
 
         Nothing compiles yet: the first XLA stage asked of the result that is not in the
         stage cache compiles, once, and every later stage reads that compile. A CUDA
-        target compiles device-less. DriverError for a target of several GPU specs.
+        target compiles device-less. A sharded module (``mhlo.num_partitions`` > 1, as jax
+        and XLA's dumps say) is compiled partitioned over as many devices, as XLA's runners
+        do; ``num_partitions`` overrides the count (1: the unpartitioned program).
         ``cache``: False neither reads nor writes the stage cache.
         """
         from ..targets import Target
         from .compiled import Compiled
 
         target = target if target is not None else Target.cpu()
-        return Compiled(self, target, target.options(), cache=cache)
+        return Compiled(self, target, target.options(num_partitions=num_partitions), cache=cache)
 
     def diff(self, target_a: Any, target_b: Any = None, *, other: Program | None = None,
              stage: str | None = None) -> dict[str, Any]:
@@ -286,10 +288,9 @@ class Program:
         dumps).
 
         Returns ``execute.spmd.SpmdReport``: ``report`` (the ModuleReport), the layouts,
-        ``outputs`` per replica. The host devices must be asked for before jax first
-        starts in this process: DriverError if it already runs with fewer.
+        ``outputs`` per replica. The devices are the driver's own host client's, whatever
+        the process's jax was started with.
         """
-        from .._native import jaxlib as _jaxlib
         from ..execute import spmd
         from ..targets import debug_options
 
@@ -298,7 +299,6 @@ class Program:
                                    partitioner=partitioner, seed=seed, rtol=rtol, atol=atol,
                                    reference=reference, xla_flags=tuple(sorted(flags.items())))
         spmd.check_options(options)
-        _jaxlib.ensure_cpu_devices(options.num_devices)
         return spmd.run_in_process(self, options)
 
     def _own_module(self) -> Any:

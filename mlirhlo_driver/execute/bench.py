@@ -159,17 +159,17 @@ def bench_xla_pipeline(module: Any, name: str, options: Any, repeats: int) -> tu
     """Per-dump intervals of XLA's HLO pipeline (see the module docstring) and
     whole-compile times, over ``repeats`` compiles."""
     import time
-    from dataclasses import replace
 
     from ..xla import backend as xla_backend
 
-    opts = replace(options, xla_flags=options.xla_flags + (("xla_dump_hlo_pass_re", ".*"),))
+    spec, _ = xla_backend.stage_spec(options, module, name, dumps=(xla_backend.HLO_TEXT,))
+    spec = spec.with_(pass_dump_re=".*")
     rows: list[XlaPassTime] = []
     compiles: list[float] = []
     with interruptible() as check:
         for i in range(repeats):
             t0 = time.perf_counter()
-            art = xla_backend.compile_module(module, name, opts, dumps=(xla_backend.HLO_TEXT,))
+            art = xla_backend.compile(module, spec, name).art
             check()
             compiles.append(ms_since(t0))
             _add_dump_intervals(rows, art, i)

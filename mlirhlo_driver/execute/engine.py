@@ -527,17 +527,6 @@ def require_devices(platform: str) -> None:
         _jaxlib.cuda_devices()
 
 
-def devices(platform: str) -> list[Any]:
-    """The devices a one-device run on ``platform`` may use (the first is used)."""
-    from .._native import jaxlib as _jaxlib
-
-    if platform == "cpu":
-        return _jaxlib.cpu_devices()[:1]
-    if platform == "cuda":
-        return _jaxlib.cuda_devices()[:1]
-    raise InputError(f"unknown platform '{platform}'", hint="cpu or cuda")
-
-
 @dataclass
 class Executable:
     """A compiled module and how its parameters and outputs lie over its devices."""
@@ -553,54 +542,38 @@ class Executable:
     num_partitions: int = 1
 
 
-def compile_one(module: Any, platform: str = "cpu", xla_flags: tuple[tuple[str, Any], ...] = ()) -> Executable:
-    """``module`` compiled by XLA for one device of ``platform`` (per-compile flags)."""
-    from .._native import jaxlib as _jaxlib
+def compile_one(module: Any, target: Any = None, name: str = "module") -> Executable:
+    """``module`` (named ``name``) compiled by XLA for one device of ``target``
+    (targets.Target; default: XLA CPU) to run on."""
+    from ..xla import backend
+    from ..xla.platforms import CpuTarget
 
-    device = devices(platform)[0]
-    t0 = time.perf_counter()
-    exe = _jaxlib.compile_executable(module, [device], _jaxlib.compile_options(env_overrides=list(xla_flags)))
-    return Executable(exe, [device], [], [], ms_since(t0))
-
-
-# XLA warns on every GSPMD compile; here GSPMD is chosen because the module's
-# shardings are written for it, so the advice to migrate is noise.
-_GSPMD_NOTICE = re.compile(r"^W\d{4} .*sharding_propagation\.cc:\d+\] GSPMD sharding propagation is going to be deprecated")
+    done = backend.compile(module, backend.CompileSpec(target or CpuTarget(), on_device=True), name)
+    return Executable(done.executable, done.devices, [], [], done.compile_ms)
 
 
-def compile_spmd(module: Any, device_list: list[Any], *, num_replicas: int, num_partitions: int,
-                 params: list[TensorSpec], results: list[TensorSpec], partitioner: str | None = None,
-                 backend_only: bool = False, xla_flags: tuple[tuple[str, Any], ...] = (),
+def compile_spmd(module: Any, target: Any, *, num_replicas: int, num_partitions: int,
+                 params: list[TensorSpec], results: list[TensorSpec], device_ids: tuple[int, ...] = (),
+                 partitioner: str | None = None, backend_only: bool = False,
                  param_layouts: list[Layout] | None = None,
                  result_layouts: list[Layout] | None = None) -> Executable:
-    """``module`` compiled for ``device_list`` (replicas x partitions, in logical order) by
-    XLA's SPMD partitioner (``partitioner``: shardy or gspmd; None: nothing to partition).
+    """``module`` compiled for ``target``'s devices ``device_ids`` (replicas x partitions, in
+    logical order; empty: the first ones) by XLA's SPMD partitioner (``partitioner``: shardy
+    or gspmd; None: nothing to partition).
 
     The layouts are the given ones (an already partitioned module says its own),
     else those of the shardings XLA chose for ``params``/``results`` (global specs).
     """
-    import contextlib
-    import io
-    import sys
-
     from .._native import jaxlib as _jaxlib
     from ..ir import shardings
+    from ..xla import backend
 
-    opts = _jaxlib.spmd_compile_options(
-        num_replicas=num_replicas, num_partitions=num_partitions, device_ids=[d.id for d in device_list],
-        use_shardy=partitioner == "shardy", run_backend_only=backend_only, env_overrides=list(xla_flags))
-    t0 = time.perf_counter()
-    replay = io.StringIO()
-    try:  # an after-optimizations module whose fusions XLA refuses: compile_executable says so
-        with contextlib.redirect_stderr(replay):
-            exe = _jaxlib.compile_executable(module, device_list, opts)
-    finally:
-        kept = [ln for ln in replay.getvalue().splitlines() if not _GSPMD_NOTICE.match(ln)]
-        if kept:
-            sys.stderr.write("\n".join(kept) + "\n")
-            sys.stderr.flush()
-    compile_ms = ms_since(t0)
-    made = Executable(exe, list(device_list), [], [], compile_ms, list(params), list(results),
+    spec = backend.CompileSpec(target, num_replicas=num_replicas, num_partitions=num_partitions,
+                               device_ids=tuple(device_ids), partitioner=partitioner, backend_only=backend_only,
+                               on_device=True)
+    done = backend.compile(module, spec)
+    exe = done.executable
+    made = Executable(exe, list(done.devices), [], [], done.compile_ms, list(params), list(results),
                       num_replicas, num_partitions)
     if param_layouts is not None and result_layouts is not None:
         made.param_layouts, made.result_layouts = list(param_layouts), list(result_layouts)
@@ -630,38 +603,38 @@ def execute_one(exe: Executable, arrays: list[np.ndarray], iterations: int = 1) 
     return outputs, times
 
 
-def run_xla(module: Any, arrays: list[np.ndarray], platform: str = "cpu", iterations: int = 1,
-            xla_flags: tuple[tuple[str, Any], ...] = ()) -> tuple[list[np.ndarray], float, float]:
-    """(outputs, compile ms, median run ms) for ``module`` on one device of ``platform``."""
-    exe = compile_one(module, platform, xla_flags)
+def run_xla(module: Any, arrays: list[np.ndarray], target: Any = None, iterations: int = 1,
+            name: str = "module") -> tuple[list[np.ndarray], float, float]:
+    """(outputs, compile ms, median run ms) for ``module`` on one device of ``target``
+    (default: XLA CPU)."""
+    exe = compile_one(module, target, name)
     outputs, times = execute_one(exe, arrays, iterations)
     return outputs, exe.compile_ms, statistics.median(times)
 
 
-def run_in_helper(bytecode: bytes, arrays: list[np.ndarray], platform: str,
-                  xla_flags: tuple[tuple[str, Any], ...]) -> list[np.ndarray]:
+def run_in_helper(bytecode: bytes, arrays: list[np.ndarray], target: Any) -> list[np.ndarray]:
     """:func:`run_xla`'s outputs for a module given as bytecode (isolate's helper runs it)."""
     from jaxlib.mlir import ir
 
     from .._native import jaxlib as _jaxlib
 
     with _jaxlib.ir_context():
-        return run_xla(ir.Module.parse(bytecode), arrays, platform, 1, xla_flags)[0]
+        return run_xla(ir.Module.parse(bytecode), arrays, target, 1)[0]
 
 
-def run_plan(plan: Any, arguments: list[np.ndarray] | None = None, platform: str = "cpu",
-             xla_flags: tuple[tuple[str, Any], ...] = (), iterations: int = 1,
+def run_plan(plan: Any, arguments: list[np.ndarray] | None = None, target: Any = None, iterations: int = 1,
              ) -> tuple[list[np.ndarray], Executable, list[float]]:
-    """A self-checking module prepared by ``inputs.checks.prepare`` (``plan``) on one device:
-    ``arguments`` for @main's own parameters, then the plan's lifted constants. The outputs
-    (the module's, then each check's operands), the executable and each run's ms."""
+    """A self-checking module prepared by ``inputs.checks.prepare`` (``plan``) on one device
+    of ``target``: ``arguments`` for @main's own parameters, then the plan's lifted
+    constants (default target: XLA CPU). The outputs (the module's, then each check's
+    operands), the executable and each run's ms."""
     from .._native import jaxlib as _jaxlib
 
     args = list(arguments or [])
     if len(args) != plan.num_original_params:
         raise InputError(f"@main takes {plan.num_original_params} arguments of its own, {len(args)} given")
     with _jaxlib.x64(plan.x64):  # for this run only: the caller's jax keeps its own setting
-        exe = compile_one(plan.module, platform, xla_flags)
+        exe = compile_one(plan.module, target)
         outputs, times = execute_one(exe, args + list(plan.parameters), iterations)
     return outputs, exe, times
 
@@ -750,7 +723,9 @@ def run_reference(module: Any, arrays: list[np.ndarray], reference: str,
     if reference == "interpreter":
         return run_interpreter(module, arrays)
     if reference == "cpu":
-        outs, _, ms = run_xla(module, arrays, "cpu", 1, xla_flags)
+        from ..xla.platforms import CpuTarget
+
+        outs, _, ms = run_xla(module, arrays, CpuTarget(xla_flags=tuple(xla_flags)), 1)
         return outs, ms
     raise InputError(f"unknown reference '{reference}'", hint=", ".join(REFERENCES))
 

@@ -75,12 +75,11 @@ def find(module: Any, name: str, arrays: list[np.ndarray], options: Any, *,
     from .._native import isolate
     from .._native import jaxlib as _jaxlib
     from ..errors import DriverError
-    from ..stages.base import StageOptions
     from ..xla import backend, pass_log
 
-    target = StageOptions(platform=options.platform, xla_flags=options.xla_flags)
-    calls = backend.compile_logged(module, name, target, pass_log.TIMES_LEVEL, keep_going=True,
-                                   dumps=(backend.HLO_TEXT,)).pass_calls or []
+    target = options.target
+    spec = backend.CompileSpec(target, dumps=(backend.HLO_TEXT,), keep_going=True)
+    calls = backend.compile(module, spec.with_(pass_log=pass_log.TIMES_LEVEL), name).art.pass_calls or []
     already = set(_disabled(options.xla_flags))
     leaves = [c for c in sorted(calls, key=lambda c: c.index) if not c.is_pipeline and not c.skipped]
     candidates = [n for n in dict.fromkeys(c.name for c in leaves) if n not in already]
@@ -101,8 +100,8 @@ def find(module: Any, name: str, arrays: list[np.ndarray], options: Any, *,
         if key not in cache:
             trials += 1
             try:
-                outs = isolate.call(trial, (bytecode, arrays, options.platform,
-                                            _with_disabled(options.xla_flags, passes)),
+                outs = isolate.call(trial, (bytecode, arrays, target.with_flags(dict(
+                                                _with_disabled(options.xla_flags, passes)))),
                                     what="XLA with passes disabled", preload=_jaxlib.MLIR_PRELOAD,
                                     on_stderr=lambda _: None)
             except DriverError:  # the compile failed or died without these passes
@@ -134,22 +133,18 @@ def find(module: Any, name: str, arrays: list[np.ndarray], options: Any, *,
     result.confirmed = matches(chosen)
     result.trials = trials
     result.pipelines = {p: pipelines.get(p, []) for p in chosen}
-    result.before, result.after, result.dump_pipeline = _around(module, name, target, chosen[0])
+    result.before, result.after, result.dump_pipeline = _around(module, name, spec, chosen[0])
     return result
 
 
-def _around(module: Any, name: str, target: Any, pass_name: str) -> tuple[str | None, str | None, str]:
+def _around(module: Any, name: str, spec: Any, pass_name: str) -> tuple[str | None, str | None, str]:
     """HLO before and after the first run of ``pass_name`` that changed the module (XLA's dumps
     around that pass), and its pipeline; Nones if XLA dumped no such run."""
     import re
-    from dataclasses import replace
 
     from ..xla import backend
 
-    flags = dict(target.xla_flags)
-    flags["xla_dump_hlo_pass_re"] = f"^{re.escape(pass_name)}$"
-    art = backend.compile_module(module, name, replace(target, xla_flags=tuple(sorted(flags.items()))),
-                                 keep_going=True, dumps=(backend.HLO_TEXT,))
+    art = backend.compile(module, spec.with_(pass_dump_re=f"^{re.escape(pass_name)}$"), name).art
     before = None
     for d in backend.pass_dumps(art):
         text = art.files[d.key].decode("utf-8", "replace")

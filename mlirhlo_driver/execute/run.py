@@ -50,6 +50,13 @@ class RunOptions:
     host_devices: int = 1
 
     @property
+    def target(self) -> Any:
+        """The target of the run (xla.platforms: its devices here, the flags)."""
+        from ..xla.platforms import run_target
+
+        return run_target(self.platform, self.xla_flags)
+
+    @property
     def inputs(self) -> InputSpec:
         return InputSpec("zeros" if self.zeros else "random", self.seed, self.inputs_npz, self.large_float_range)
 
@@ -73,13 +80,11 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
     """
     report = run_compared(module, name, source, options, line_offset, partitions)
     if options.timing and report.status not in ("invalid", "failed"):
-        from ..stages.base import StageOptions
         from ..xla import backend, instrument, pass_log
 
         try:
             done = instrument.compile(backend.module_for_xla(module, source, line_offset, options.fold_constants),
-                                      name,
-                                      StageOptions(platform=options.platform, xla_flags=options.xla_flags),
+                                      name, backend.CompileSpec(options.target, on_device=True),
                                       instrument.XlaInstrumentation(timing=True))
             report.xla_passes = pass_log.rows(done.calls or [])
         except DriverError as e:
@@ -112,8 +117,8 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         made = engine.make_inputs(params, options.inputs, module=module)
         arrays, report.inputs_note = made.arrays, made.note
         # (a manual computation is refused here by the compile's guard, _native/guards.py)
-        outputs, report.compile_ms, report.run_ms = engine.run_xla(
-            module, arrays, options.platform, options.iterations, options.xla_flags)
+        outputs, report.compile_ms, report.run_ms = engine.run_xla(module, arrays, options.target, options.iterations,
+                                                                     name)
         if options.keep_outputs:
             report.inputs, report.outputs = arrays, outputs
         if options.reference == "none":
@@ -179,9 +184,10 @@ def _run_checks(module: Any, report: ModuleReport, options: RunOptions, line_off
     lifts its constants to parameters), then judged by the engine's check semantics."""
     from ..inputs import checks
     from ..ir import hlo_dataflow
+    from ..xla.backend import run_on_host
 
-    plan = checks.prepare(module, fold_constants=options.fold_constants, source=report.source,
-                          line_offset=line_offset)
+    plan = checks.prepare(module, evaluate=run_on_host, fold_constants=options.fold_constants,
+                          source=report.source, line_offset=line_offset)
     report.inputs_note = ("constants folded by XLA (--fold-constants)" if plan.folded
                           else f"{len(plan.parameters)} constant{'s' if len(plan.parameters) != 1 else ''} "
                           "fed as runtime parameters")
@@ -192,7 +198,7 @@ def _run_checks(module: Any, report: ModuleReport, options: RunOptions, line_off
         made = engine.make_inputs(params[: plan.num_original_params], options.inputs, module=plan.module)
         extra = made.arrays
         report.inputs_note += f"; {made.note}"
-    outputs, exe, times = engine.run_plan(plan, extra, options.platform, options.xla_flags, options.iterations)
+    outputs, exe, times = engine.run_plan(plan, extra, options.target, options.iterations)
     report.compile_ms, report.run_ms = exe.compile_ms, statistics.median(times)
     modules = exe.executable.hlo_modules()
     depends = (hlo_dataflow.outputs_from_parameters(modules[0].as_serialized_hlo_module_proto())
@@ -246,7 +252,7 @@ def bisect(module: Any, arrays: list[np.ndarray], options: RunOptions) -> Bisect
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         main.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(ftype.inputs, [r.type for r in new_results]))
-    got, _, _ = engine.run_xla(probe, arrays, options.platform, 1, options.xla_flags)
+    got, _, _ = engine.run_xla(probe, arrays, options.target, 1)
     want, _ = engine.run_reference(probe, arrays, options.reference, options.reference_xla_flags)
     for i, ((op, _), a, e) in enumerate(zip(candidates, got, want)):
         mm = engine.compare(a, e, i, options.rtol, options.atol)

@@ -77,19 +77,14 @@ def npz(arrays: list[Any], keep: list[Any]) -> str:
 
 def header_counts(path: str) -> tuple[int | None, int | None]:
     """(replica_count, num_partitions) from an HLO text module's header line."""
-    import re
+    from ..inputs.loader import hlo_header_counts
 
     try:
         with open(path, "rb") as f:
             head = f.read(1 << 16).decode(errors="replace")
     except OSError:
         return None, None
-    m = re.search(r"^HloModule\s+[^\n]*", head, re.M)
-    if not m:
-        return None, None
-    rep = re.search(r"\breplica_count=(\d+)", m.group(0))
-    part = re.search(r"\bnum_partitions=(\d+)", m.group(0))
-    return (int(rep.group(1)) if rep else None), (int(part.group(1)) if part else None)
+    return hlo_header_counts(head)
 
 
 def proto_partitions(path: str) -> int | None:
@@ -119,7 +114,7 @@ def compile_only(loaded: Any, options: Any) -> str:
 
     plan = spmd.prepare(loaded, options)
     start = time.perf_counter()
-    spmd.compile_plan(plan, options, _jaxlib.local_device_order()[: options.num_devices])
+    spmd.compile_plan(plan, options, _jaxlib.local_device_order(options.num_devices)[: options.num_devices])
     return (f"{loaded.name}: COMPILED ({options.num_replicas} replica x {options.num_partitions} partitions, "
             f"{ms_since(start):.1f} ms); not run (--run=false)")
 

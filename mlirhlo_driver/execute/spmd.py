@@ -88,6 +88,18 @@ class SpmdOptions:
         return self.num_replicas * self.num_partitions
 
     @property
+    def target(self) -> Any:
+        """The run's target: XLA CPU with the run's flags, on the host devices."""
+        from ..xla.platforms import CpuTarget
+
+        return CpuTarget(xla_flags=tuple(self.xla_flags))
+
+    @property
+    def host_devices(self) -> int:
+        """Host devices the run needs: as many as its device assignment names."""
+        return max(self.num_devices, max(self.device_ids, default=-1) + 1)
+
+    @property
     def per_device_module(self) -> bool:
         """The module is already per-device: XLA must not partition it again."""
         return self.is_spmd_partitioned_module or (self.run_xla_backend_only and self.num_partitions > 1)
@@ -97,12 +109,13 @@ class SpmdOptions:
         return InputSpec(self.argument_mode, self.seed, self.inputs_npz, self.large_float_range)
 
 
-def ensure_host_devices(count: int) -> None:
-    """At least ``count`` host (CPU) devices in this process: asked for before jax starts, or
-    checked against the ones it has (DriverError when too few)."""
+def command_host_devices(count: int) -> None:
+    """In a command line's own process: jax with ``count`` host devices, for a JAX function
+    (``FILE:fn --args``) whose code builds its mesh from ``jax.devices()``; the run itself is
+    on the driver's own devices either way."""
     from .._native import jaxlib as _jaxlib
 
-    _jaxlib.ensure_cpu_devices(count)
+    _jaxlib.own_process_host_devices(count)
 
 
 def check_options(o: SpmdOptions) -> None:
@@ -292,10 +305,10 @@ def _check_sharding_devices(module: Any, params: list[TensorSpec], results: list
 
 
 def _carries(module: Any) -> tuple[bool, bool]:
-    """(Shardy shardings, HLO shardings) present in the module."""
-    text = module.operation.get_asm(large_elements_limit=1)
-    sdy = bool(re.search(r"\bsdy\.|xla\.sdy\.", text))
-    return sdy, "mhlo.sharding" in text
+    """(Shardy shardings, HLO shardings) present in the module (xla.backend.sharding_kinds)."""
+    from ..xla.backend import sharding_kinds
+
+    return sharding_kinds(module)
 
 
 # What marks a manual computation (shard_map): Shardy's op, the custom calls jaxlib's
@@ -509,10 +522,11 @@ def prepare(loaded: Any, options: SpmdOptions) -> Plan:
 
 def compile_plan(plan: Plan, options: SpmdOptions, devices: list[Any]) -> Executable:
     """XLA compile for ``devices`` (one per replica x partition, in logical order)."""
-    return engine.compile_spmd(plan.module, devices, num_replicas=options.num_replicas,
+    return engine.compile_spmd(plan.module, options.target, device_ids=tuple(d.id for d in devices),
+                               num_replicas=options.num_replicas,
                                num_partitions=options.num_partitions, params=plan.params, results=plan.results,
                                partitioner=plan.partitioner, backend_only=options.run_xla_backend_only,
-                               xla_flags=options.xla_flags, param_layouts=plan.param_layouts,
+                               param_layouts=plan.param_layouts,
                                result_layouts=plan.result_layouts)
 
 
@@ -555,9 +569,12 @@ def _reference_outputs(plan: Plan, compiled: Executable, arrays: list[np.ndarray
     flags = options.xla_flags if options.reference_xla_flags is None else options.reference_xla_flags
     if not plan.reference_on_mesh:
         return engine.run_reference(plan.reference_module, arrays, options.reference, flags)
-    exe = engine.compile_spmd(plan.reference_module, compiled.devices, num_replicas=1,
+    from ..xla.platforms import CpuTarget
+
+    exe = engine.compile_spmd(plan.reference_module, CpuTarget(xla_flags=tuple(flags)),
+                              device_ids=tuple(d.id for d in compiled.devices), num_replicas=1,
                               num_partitions=options.num_partitions, params=plan.params, results=plan.results,
-                              partitioner=plan.partitioner, xla_flags=flags)
+                              partitioner=plan.partitioner)
     done = engine.execute(exe, Inputs([arrays], ""), 1)
     outs, problems = engine.gather_outputs(exe, done.shards, options.rtol, options.atol)
     if problems:
@@ -614,7 +631,7 @@ def run_in_process(loaded: Any, options: SpmdOptions) -> SpmdReport:
     from .._native import jaxlib as _jaxlib
 
     plan = prepare(loaded, options)
-    order = _jaxlib.local_device_order()
+    order = _jaxlib.local_device_order(options.host_devices)
     if options.device_ids:
         by_id = {d.id: d for d in order}
         missing = sorted(set(options.device_ids) - set(by_id))
@@ -765,7 +782,7 @@ def worker(cfg: WorkerConfig) -> int:
         plan.reference_module = None
         plan.reference_note = ("no reference: a module with manual computations is compared with itself "
                                "replicated on its mesh in one process only (give --reference-module)")
-    devices = _jaxlib.local_device_order()
+    devices = _jaxlib.local_device_order(options.num_devices)
     if len(devices) != options.num_devices:
         raise DriverError(f"the run has {len(devices)} devices, {options.num_devices} are needed")
     compiled = compile_plan(plan, options, devices)

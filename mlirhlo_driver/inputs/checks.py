@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -967,8 +968,8 @@ def _check_options(op: Any, target: str) -> dict[str, Any]:
     return opts
 
 
-def prepare(module: Any, *, fold_constants: bool = False, source: str | None = None,
-            line_offset: int = 0) -> CheckPlan:
+def prepare(module: Any, *, evaluate: Callable[[Any, bool], list[Any]], fold_constants: bool = False,
+            source: str | None = None, line_offset: int = 0) -> CheckPlan:
     """A runnable copy of a self-checking module (the input is not changed).
 
     In the copy's @main: calls to functions that only return constants
@@ -983,7 +984,9 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
     as constants (shape operands of the dynamic-shape ops, custom call
     operands: ``_kept_reason``) keep reading the constant, and ``kept`` says
     which and why. ``source``/``line_offset`` name the file and the chunk's
-    first line for check locations.
+    first line for check locations. ``evaluate(module, x64)``: the host values of a
+    module's results, run by XLA (xla.backend.run_on_host): the constants numpy cannot
+    read from their attributes (bf16, f8, complex) are computed by it.
     """
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func
@@ -1103,7 +1106,7 @@ def prepare(module: Any, *, fold_constants: bool = False, source: str | None = N
                 if lift:
                     params_consts.append((op, lift))
 
-        parameters = _constant_values([op for op, _ in params_consts]) if params_consts else []
+        parameters = _constant_values([op for op, _ in params_consts], evaluate) if params_consts else []
 
         for op, uses in params_consts:
             arg = block.add_argument(op.result.type, op.location)
@@ -1175,7 +1178,7 @@ def _host_value(op: Any) -> Any | None:
     return np.ascontiguousarray(value)
 
 
-def _constant_values(consts: list[Any]) -> list[Any]:
+def _constant_values(consts: list[Any], evaluate: Callable[[Any, bool], list[Any]]) -> list[Any]:
     """numpy values of constant ops, for every dtype.
 
     Ints, bools, f16, f32 and f64 are read from the attribute. The rest (bf16,
@@ -1186,16 +1189,14 @@ def _constant_values(consts: list[Any]) -> list[Any]:
     values = [_host_value(c) for c in consts]
     rest = [c for c, v in zip(consts, values) if v is None]
     if rest:
-        computed = iter(_compiled_constant_values(rest))
+        computed = iter(_compiled_constant_values(rest, evaluate))
         values = [next(computed) if v is None else v for v in values]
     return values
 
 
-def _compiled_constant_values(consts: list[Any]) -> list[Any]:
+def _compiled_constant_values(consts: list[Any], evaluate: Callable[[Any, bool], list[Any]]) -> list[Any]:
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func
-
-    from .._native import jaxlib as _jaxlib
 
     ctx = consts[0].context
     with ctx, ir.Location.unknown():
@@ -1208,7 +1209,4 @@ def _compiled_constant_values(consts: list[Any]) -> list[Any]:
             with ir.InsertionPoint(body):
                 values = [c.clone().result for c in consts]
                 func.ReturnOp(values)
-    devices = _jaxlib.cpu_devices()[:1]
-    with _jaxlib.x64(wide):  # 64-bit constants read back as such, for this run only
-        executable = _jaxlib.compile_executable(tiny, devices, _jaxlib.compile_options())
-        return _jaxlib.execute(executable, [], devices[0])
+    return evaluate(tiny, wide)  # 64-bit constants read back as such (``wide``), for this run only

@@ -372,6 +372,31 @@ def _raise_if_bad_utf8_text(data: bytes, source: str) -> None:
                      file=source, line=line, col=col)
 
 
+def hlo_header_counts(text: str) -> tuple[int | None, int | None]:
+    """(replica_count, num_partitions) from HLO text's ``HloModule`` header line (None where
+    it says none)."""
+    m = re.search(r"^\s*HloModule\s+[^\n]*", text[: 1 << 16], re.M)
+    if not m:
+        return None, None
+    rep = re.search(r"\breplica_count=(\d+)", m.group(0))
+    part = re.search(r"\bnum_partitions=(\d+)", m.group(0))
+    return (int(rep.group(1)) if rep else None), (int(part.group(1)) if part else None)
+
+
+def _keep_device_counts(module: Any, replicas: int | None, partitions: int | None) -> None:
+    """The header's replica and partition counts, which XLA's HLO import drops, on the module
+    as jax writes them (``mhlo.num_replicas``, ``mhlo.num_partitions``): a sharded module says
+    how many devices it is for, whatever format it was read from."""
+    if (replicas or 1) == 1 and (partitions or 1) == 1:
+        return
+    from jaxlib.mlir import ir
+
+    with module.context:
+        i32 = ir.IntegerType.get_signless(32)
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, partitions or 1)
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, replicas or 1)
+
+
 def _first_code_line(text: str) -> str:
     """The first line that is neither blank nor a comment, stripped ("" if none).
 
@@ -400,6 +425,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         from ..ir.emit import stable_hlo_proto
 
         module = parse_mlir(bytecode, source)
+        _keep_device_counts(module, *hlo_header_counts(text))
         return LoadedModule(name, source, fmt, module, offset, stable_hlo_proto(raw))
     if fmt == "hlo-pbtxt":
         from ..ir import hlo_proto
@@ -920,7 +946,9 @@ def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
     source = source or name
     wide = any(str(getattr(a, "dtype", "")) in ("int64", "uint64", "float64", "complex128") for a in example_args)
     try:
-        with _jaxlib.x64(wide):  # for this lowering only: the caller's jax keeps its own setting
+        # x64 for this lowering only; the driver's CPU device as jax's default device (jax would
+        # otherwise start every backend it discovers to pick one): the caller's jax keeps both.
+        with _jaxlib.x64(wide), _jaxlib.lowering_device():
             lowered = jax.jit(fn).lower(*example_args)
     except Exception as e:
         raise InputError(f"jax could not lower '{source}': {type(e).__name__}: {e}", file=source) from None

@@ -29,12 +29,28 @@ XLA = "xla"    # read from an XLA compile for a platform
 class StageOptions:
     """Everything a stage's output depends on, besides the module."""
 
-    platform: str | None = None            # None: MLIR-level stages only
-    gpu_spec: Any = None                   # gpu_specs.GpuSpec for cuda
-    xla_flags: tuple[tuple[str, Any], ...] = ()
+    target: Any = None                     # targets.Target (frozen); None: MLIR-level stages only
     target_version: str | None = None      # VHLO target
     debug_info: bool = False               # print MLIR locations
     fold_constants: bool = False           # check files: leave their constants for XLA to fold
+    # Partitions to compile a sharded module for: None, as many as the module says
+    # (``mhlo.num_partitions``); 1, the unpartitioned program.
+    num_partitions: int | None = None
+
+    @property
+    def platform(self) -> str | None:
+        """``cpu``, ``cuda``, or None (MLIR-level stages only)."""
+        return self.target.platform if self.target is not None else None
+
+    @property
+    def gpu_spec(self) -> Any:
+        """The target's GPU spec (cuda.specs.GpuSpec), or None."""
+        return self.target.spec if self.target is not None else None
+
+    @property
+    def xla_flags(self) -> tuple[tuple[str, Any], ...]:
+        """The target's DebugOptions."""
+        return self.target.xla_flags if self.target is not None else ()
 
 
 @dataclass(frozen=True)

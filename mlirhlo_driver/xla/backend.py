@@ -1,11 +1,17 @@
-"""Compile a module with jaxlib's XLA and collect what the XLA stages read.
+"""The one XLA compile: :func:`compile` a module as a :class:`CompileSpec` says.
 
-One compile per (module, options): XLA is told to dump into a private
-temporary directory (``xla_dump_to`` set for this compile only, never the
-process's XLA_FLAGS); every file is read into memory under a stable key (XLA's
-``module_NNNN.<name>.`` prefix carries a process-wide counter and is dropped)
-and the directory is removed. CUDA compiles are device-less: the target is a
-GpuTargetConfigProto from gpu_specs/, no GPU or driver is involved.
+Every caller compiles through it: the stages, ``run`` and the XLA-named runners (one
+device, or SPMD over replicas x partitions), ``--timing`` and printed HLO, XLA pass lists,
+``bench-pipeline``, ``--bisect-passes``, ``diff --explain``'s trials and a check file's
+constants. The spec is a frozen value (the target, the replicas and partitions, what to
+dump, how to isolate); :meth:`CompileSpec.compile_options` makes XLA's CompileOptions
+from it in one place, with the platform's defaults (``Target.flag_defaults``).
+
+Where it dumps, XLA writes into a private temporary directory (``xla_dump_to`` set for
+this compile only, never the process's XLA_FLAGS); every file is read into memory under a
+stable key (XLA's ``module_NNNN.<name>.`` prefix carries a process-wide counter and is
+dropped) and the directory is removed. CUDA compiles are device-less, for the spec's
+GpuTargetConfigProto, unless they are for a run.
 """
 
 from __future__ import annotations
@@ -16,10 +22,11 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import CompileError, StageError, param
+from ..errors import CompileError, StageError
+from ..timing import ms_since
 
 # What XLA can dump for the stages, each asked for only where a stage needs it: on a
 # 64-block transformer step (16.7k HLO lines) the HTML and dot graphs were 80 of the dump's
@@ -38,10 +45,11 @@ _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_ht
 # XLA's kernel cache file (a CompilationCacheProto), written into the dump directory.
 KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
 KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
-# Without a GPU there is nothing to autotune on: XLA must pick kernels heuristically.
-_DEVICELESS_CUDA_DEFAULTS = (("xla_gpu_autotune_level", 0),)
 # DebugOptions that cut XLA's HLO pass pipeline short.
 _PIPELINE_CUTTING_FLAGS = ("xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
+# The DebugOptions that CompileSpec's own fields set: spelled there, not in a target's flags.
+PASS_DUMP_FLAG = "xla_dump_hlo_pass_re"
+ONLY_PASSES_FLAG = "xla_enable_hlo_passes_only"
 
 
 def pipeline_cuts(xla_flags: Any) -> list[str]:
@@ -96,256 +104,342 @@ def _natural_key(name: str) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def flag_overrides(options: Any, emitters: tuple[str, ...] = (),
-                   dumps: tuple[str, ...] = ALL_DUMPS) -> list[tuple[str, Any]]:
-    """DebugOptions for this compile: driver defaults, then the user's flags. ``emitters``:
-    codegen emitters whose output to dump too (Triton's, for the Triton stages); ``dumps``:
-    which of :data:`ALL_DUMPS` to ask XLA for (the user's own dump flags are kept)."""
-    from .._native import jaxlib as _jaxlib
+# ------------------------------------------------------------------ the one compile
 
-    user = dict(options.xla_flags)
-    # The codegen dump regex already holds the user's own, beside the driver's.
-    codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), emitters,
-                                         llvm=LLVM_IR in dumps, ptx=PTX in dumps)
-    flags: dict[str, Any] = {**{_FORMAT_FLAGS[d]: True for d in dumps if d in _FORMAT_FLAGS}, **codegen}
-    if options.platform == "cuda":
-        flags.update(_DEVICELESS_CUDA_DEFAULTS)
-        if not user.get("xla_gpu_cuda_data_dir"):
-            # XLA tries PATH before pip's ptxas; one of another CUDA major may be there.
-            from ..cuda import tools as cuda_tools
+@dataclass(frozen=True)
+class CompileSpec:
+    """One XLA compile as a value: everything its ``CompileOptions``, its devices and the
+    way it runs are made of. Every caller compiles through :func:`compile` with one.
 
-            flags["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
-    flags.update({k: v for k, v in user.items() if k not in codegen})
-    flags.pop("xla_dump_to", None)  # the driver owns the dump directory
-    return sorted(flags.items())
-
-
-def devices_for(options: Any) -> list[Any]:
-    return _devices(*_device_args(options))
-
-
-def _device_args(options: Any) -> tuple[str, str | None, str]:
-    """(platform, spec text, spec name): what _devices needs, picklable for the helper."""
-    spec = options.gpu_spec
-    return (options.platform, spec.text if spec is not None else None,
-            spec.name if spec is not None else "mlirhlo")
-
-
-def _devices(platform: str, spec_text: str | None, spec_name: str) -> list[Any]:
-    from .._native import jaxlib as _jaxlib
-    from ..cuda.specs import target_config_for_installed_xla
-
-    if platform == "cpu":
-        return _jaxlib.cpu_devices()[:1]
-    if platform == "cuda":
-        if spec_text is None:
-            raise CompileError(f"{param('platform', 'cuda')} needs a GPU spec ({param('gpu_spec')})")
-        return _jaxlib.cuda_compile_only_devices(target_config_for_installed_xla(spec_text), name=spec_name)
-    raise CompileError(f"unknown platform '{platform}'", hint="cpu or cuda")
-
-
-def compile_module(module: Any, module_name: str, options: Any, *,
-                   keep_going: bool = False, isolated: bool = False,
-                   native_log: list[str] | None = None, emitters: tuple[str, ...] = (),
-                   dumps: tuple[str, ...] = ALL_DUMPS) -> XlaArtifacts:
-    """Compile ``module`` for ``options.platform`` and read back every artifact.
-
-    With ``keep_going``, a failed compile still returns the dumps XLA wrote
-    before failing (used to read per-pass HLO when a reduced pipeline cannot
-    finish codegen). With ``isolated``, XLA compiles in isolate's helper process into
-    this process's dump directory: a reduced pipeline can leave HLO that codegen
-    CHECK-fails on (jaxlib 0.12's CPU scatter emitter without scatter_simplifier), and
-    the dumps written before that death are still read (no executable then). Flags that
-    cut the pipeline short (:func:`cuts_pipeline`) compile that way first as well; once
-    that compile has finished, XLA compiles here again for the executable.
-    ``native_log`` gets what XLA wrote on fd 2 while it compiled here. ``emitters`` and
-    ``dumps`` (what to dump, :data:`ALL_DUMPS` by default): see :func:`flag_overrides`.
+    ``target`` (targets.Target: the platform class, its GPU spec, the user's DebugOptions)
+    says what for; the rest says how: replicas and partitions over a device assignment
+    (``device_ids`` in logical order, replica-major; empty: 0..N-1) and the SPMD
+    ``partitioner`` (``shardy``, ``gspmd``; None: nothing to partition); XLA's
+    ``run_backend_only``; which of :data:`ALL_DUMPS` and which codegen ``emitters`` to read
+    back; per-pass HLO dumps (``pass_dump_re``, XLA's ``xla_dump_hlo_pass_re``) and a pass
+    list run alone (``only_passes``, ``xla_enable_hlo_passes_only``); XLA's pass log at
+    ``pass_log`` (a level of xla.pass_log, read only by a process started with it: such a
+    compile runs in a helper); ``keep_going`` (a failed compile still gives what it dumped);
+    ``isolated`` (in a helper process, whose death becomes a CompileError; no executable
+    comes back); ``on_device`` (for devices to run on, not device-less).
     """
+
+    target: Any
+    num_replicas: int = 1
+    num_partitions: int = 1
+    device_ids: tuple[int, ...] = ()
+    partitioner: str | None = None
+    backend_only: bool = False
+    dumps: tuple[str, ...] = ()
+    emitters: tuple[str, ...] = ()
+    pass_dump_re: str | None = None
+    only_passes: tuple[str, ...] = ()
+    pass_log: int = 0
+    keep_going: bool = False
+    isolated: bool = False
+    on_device: bool = False
+
+    @property
+    def platform(self) -> str:
+        return self.target.platform
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_replicas * self.num_partitions
+
+    def with_(self, **changes: Any) -> CompileSpec:
+        return replace(self, **changes)
+
+    def debug_options(self, workdir: str | None = None) -> list[tuple[str, Any]]:
+        """DebugOptions for this compile: the target's defaults, what the spec asks XLA to
+        dump, then the user's flags (the user's own dump flags are kept; the driver owns
+        the dump directory). ``workdir``: where XLA dumps (CUDA's kernel cache file too)."""
+        from .._native import jaxlib as _jaxlib
+
+        user = dict(self.target.xla_flags)
+        flags: dict[str, Any] = dict(self.target.flag_defaults(on_device=self.on_device))
+        if workdir is not None:
+            # The codegen dump regex holds the user's own, beside the driver's.
+            codegen = _jaxlib.codegen_dump_flags(user.get("xla_dump_emitter_re"), self.emitters,
+                                                 llvm=LLVM_IR in self.dumps, ptx=PTX in self.dumps)
+            flags.update({_FORMAT_FLAGS[d]: True for d in self.dumps if d in _FORMAT_FLAGS})
+            flags.update(codegen)
+            if self.platform == "cuda" and not user.get(KERNEL_CACHE_FLAG):
+                # XLA writes the cubins it assembled there, one per kernel module: the cubin,
+                # sass and kernels stages read them instead of running ptxas again (same output).
+                flags[KERNEL_CACHE_FLAG] = os.path.join(workdir, KERNEL_CACHE_FILE)
+            user = {k: v for k, v in user.items() if k not in codegen}
+        flags.update(user)
+        if self.pass_dump_re is not None:
+            flags[PASS_DUMP_FLAG] = self.pass_dump_re
+        if self.only_passes:
+            flags[ONLY_PASSES_FLAG] = ",".join(self.only_passes)
+        flags.pop("xla_dump_to", None)  # the driver owns the dump directory
+        return sorted(flags.items())
+
+    def compile_options(self, devices: list[Any], workdir: str | None = None) -> Any:
+        """XLA's CompileOptions of this compile, for ``devices`` (logical order)."""
+        from .._native import jaxlib as _jaxlib
+
+        opts = _jaxlib.compile_options(num_replicas=self.num_replicas, num_partitions=self.num_partitions,
+                                       env_overrides=self.debug_options(workdir), dump_to=workdir)
+        if self.num_devices > 1 or self.backend_only or self.device_ids:
+            opts = _jaxlib.spmd_options(opts, device_ids=[d.id for d in devices],
+                                        num_replicas=self.num_replicas, num_partitions=self.num_partitions,
+                                        use_shardy=self.partitioner == "shardy",
+                                        run_backend_only=self.backend_only)
+        return opts
+
+    def cuts_pipeline(self) -> bool:
+        return bool(self.only_passes) or cuts_pipeline(self.target.xla_flags)
+
+
+@dataclass
+class Compilation:
+    """What :func:`compile` gives: the artifacts (dumps, optimized module, memory, cost), and
+    the executable with its devices in logical order, where the compile ran here."""
+
+    art: XlaArtifacts
+    executable: Any = None
+    devices: list[Any] = field(default_factory=list)
+    compile_ms: float = 0.0
+
+
+def compile(module: Any, spec: CompileSpec, name: str = "module", *,
+            native_log: list[str] | None = None) -> Compilation:
+    """Compile ``module`` (an ir.Module, as XLA takes it) as ``spec`` says: the one way the
+    driver asks XLA for a compile.
+
+    Before anything loads, the target refuses what it cannot do (``Target.check``) and a
+    walk over the module refuses what XLA would die on (``_native.guards``). A module
+    XLA may abort on (XLA's own output, with fusions) and a pipeline cut short compile in
+    the isolate helper, where a death becomes a CompileError; so does everything
+    ``spec.isolated`` asks for, a pass log, and a Triton log (XLA's Triton pipeline then
+    leaves LLVM symbolizing stack traces for the rest of its process). A compile for
+    devices to run on (``spec.on_device``) that is at risk is tried in the helper first,
+    then made here. XLA's errors come back as typed errors (a flag it refuses, a ptxas
+    report, malformed autotune results); with ``keep_going`` a failed compile still gives
+    the dumps written before it failed. ``native_log`` gets what XLA wrote on fd 2 while
+    it compiled here. Ctrl-C ends the wait at once (``_native.jaxlib.interruptible``).
+    """
+    from .._native import guards
+
+    spec.target.check()
+    risky = guards.refuse_fatal(module, one_device=spec.num_devices == 1 and not spec.backend_only)
+    env = _helper_env(spec)
+    if env or spec.isolated or ((risky or spec.cuts_pipeline()) and not spec.on_device):
+        art = _in_helper(module, name, spec, env)
+        return Compilation(art)
+    if risky or spec.cuts_pipeline():  # a run's compile: tried where a death is an error first
+        _in_helper(module, name, spec.with_(dumps=(), emitters=(), keep_going=False), {})
+    return _compile_here(module, name, spec, native_log)
+
+
+def stage_spec(options: Any, module: Any, source: str, *, dumps: tuple[str, ...] = (),
+               emitters: tuple[str, ...] = ()) -> tuple[CompileSpec, list[str]]:
+    """The compile the XLA stages read (stages.base.StageOptions ``options``), and what to tell
+    the user of it: a sharded module (``mhlo.num_partitions`` > 1) is compiled partitioned
+    over as many devices, as XLA's runners do, unless ``options.num_partitions`` says how many
+    (1: the unpartitioned program)."""
+    declared = declared_partitions(module)
+    partitions = declared if options.num_partitions is None else options.num_partitions
+    spec = CompileSpec(options.target, dumps=tuple(dumps), emitters=tuple(emitters))
+    if partitions <= 1 or (options.num_partitions is None and not has_shardings(module)):
+        return spec, []  # nothing sharded: each device would run the whole program
+    partitioner = partitioner_of(module)
+    why = "as its mhlo.num_partitions says" if options.num_partitions is None else "as asked"
+    note = (f"{source}: compiled for {partitions} partitions, {why} ({partitioner}: per-device shapes and "
+            f"collectives){'; --num-partitions 1 compiles the unpartitioned program' if options.num_partitions is None else ''}")
+    return spec.with_(num_partitions=partitions, partitioner=partitioner), [note]
+
+
+def declared_partitions(module: Any) -> int:
+    """The partition count a module says it is for (``mhlo.num_partitions``; 1 without it)."""
+    from jaxlib.mlir import ir
+
+    attrs = module.operation.attributes
+    if "mhlo.num_partitions" not in attrs:
+        return 1
+    try:
+        return max(1, ir.IntegerAttr(attrs["mhlo.num_partitions"]).value)
+    except (TypeError, ValueError):
+        return 1
+
+
+def sharding_kinds(module: Any) -> tuple[bool, bool]:
+    """(Shardy shardings, HLO shardings) the module carries: Shardy's ops and attributes or
+    their round-trip form in an HLO dump (``xla.sdy.*``), and ``mhlo.sharding`` attributes."""
+    text = module.operation.get_asm(large_elements_limit=1)
+    return bool(re.search(r"\bsdy\.|xla\.sdy\.", text)), "mhlo.sharding" in text
+
+
+def has_shardings(module: Any) -> bool:
+    """Whether the module says how anything is sharded."""
+    return any(sharding_kinds(module))
+
+
+def partitioner_of(module: Any) -> str:
+    """The SPMD partitioner a module's shardings are written for: ``shardy`` for Shardy's
+    own (or their round-trip form) and named mesh shardings (``{mesh['b'=4], ...}``, jax
+    0.12's), else ``gspmd``."""
+    sdy, _ = sharding_kinds(module)
+    if sdy or "{mesh[" in module.operation.get_asm(large_elements_limit=1):
+        return "shardy"
+    return "gspmd"
+
+
+def run_on_host(module: Any, x64: bool = False) -> list[Any]:
+    """The results of a module without parameters, run by XLA CPU on the driver's host client
+    (a check file's constants numpy cannot read: inputs.checks); ``x64``: 64-bit values
+    kept, for this run only."""
+    from .._native import jaxlib as _jaxlib
+    from .platforms import CpuTarget
+
+    with _jaxlib.x64(x64):
+        done = compile(module, CompileSpec(CpuTarget(), on_device=True), "constants")
+        return _jaxlib.execute(done.executable, [], done.devices[0])
+
+
+def _helper_env(spec: CompileSpec) -> dict[str, str]:
+    """What the process compiling ``spec`` must start with: XLA's pass log and timers
+    (read once, when XLA loads), LLVM without stack-trace symbolization for a Triton log."""
+    env: dict[str, str] = {}
+    if spec.pass_log:
+        from . import compile_phases, pass_log
+
+        env.update(pass_log.log_env(spec.pass_log))
+        if spec.pass_log == pass_log.TIMES_LEVEL:
+            env = compile_phases.with_timers(env)
+    if _dumps_triton_log(spec) and not os.environ.get(_NO_SYMBOLIZATION):
+        env[_NO_SYMBOLIZATION] = "1"  # the command lines set it for their own process
+    return env
+
+
+def _dumps_anything(spec: CompileSpec) -> bool:
+    """Whether the compile dumps: a run's compile asks for nothing; a stage's does (XLA writes
+    the thunk sequence, buffer assignment and autotune results with any dump)."""
+    return not spec.on_device or bool(spec.dumps or spec.emitters or spec.pass_dump_re or spec.keep_going)
+
+
+def _compile_here(module: Any, name: str, spec: CompileSpec, native_log: list[str] | None,
+                  workdir: str | None = None) -> Compilation:
+    """The compile, in this process; dumped into ``workdir`` (kept: its owner removes it), else
+    into a temporary directory of its own."""
     from .._native import jaxlib as _jaxlib
     from . import flags as xla_flags
 
-    triton_log = _dumps_triton_log(options, emitters)
-    if triton_log:
-        unsymbolized_llvm_traces()
-    user_cuda_dir = str(dict(options.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
-    if options.platform == "cuda" and options.gpu_spec is not None:
-        from ..cuda import tools as cuda_tools
-
-        # XLA runs ptxas even device-less; a ptxas that cannot target the spec's sm
-        # fails deep inside XLA, so say so before loading anything.
-        spec = options.gpu_spec
-        cuda_tools.check_target(spec.sm, user_cuda_dir, gpu=f"spec {spec.name}: {spec.gpu}")
-    devices = None if isolated else devices_for(options)
-    workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
+    devices = _devices(spec)
+    own = workdir is None and _dumps_anything(spec)
+    if own:
+        workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-")
+    executable, error, span, ms = None, None, None, 0.0
     try:
-        overrides = flag_overrides(options, emitters, dumps)
-        if options.platform == "cuda" and not dict(options.xla_flags).get(KERNEL_CACHE_FLAG):
-            # XLA writes the cubins it assembled there, one per kernel module: the cubin,
-            # sass and kernels stages read them instead of running ptxas again (same output).
-            overrides = sorted([*overrides, (KERNEL_CACHE_FLAG, os.path.join(workdir, KERNEL_CACHE_FILE))])
-        opts = _jaxlib.compile_options(dump_to=workdir, env_overrides=overrides)
-        executable, error, span = None, None, None
-        trial = not isolated and cuts_pipeline(options.xla_flags)
+        opts = spec.compile_options(devices, workdir)
         try:
-            if isolated or trial:
-                _compile_isolated(module, options, opts, triton_log)
-            if trial:  # it compiles: again here, for the executable (its dumps are those above)
-                with tempfile.TemporaryDirectory(prefix="mlirhlo-xla-") as scratch:
-                    executable = _jaxlib.compile_executable(
-                        module, devices, _jaxlib.compile_options(dump_to=scratch, env_overrides=overrides))
-            elif not isolated:
-                started = time.time()
-                executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log)
-                span = (started, time.time())
+            started, t0 = time.time(), time.perf_counter()
+            executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log)
+            span, ms = (started, time.time()), ms_since(t0)
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())
             if flag_error is not None:
                 raise flag_error from None
-            autotune_file = dict(options.xla_flags).get("xla_gpu_load_autotune_results_from")
+            autotune_file = dict(spec.target.xla_flags).get("xla_gpu_load_autotune_results_from")
             if autotune_file and "autotune" in e.message.lower():
                 raise _autotune_error(str(autotune_file), getattr(e, "native_log", "")) from None
-            tool_error = None
-            if options.platform == "cuda":
-                from ..cuda import tools as cuda_tools
-
-                # XLA's multi-line "no suitable ptxas" report, as one line.
-                tool_error = cuda_tools.translate_xla_error(
-                    e.message, getattr(e, "native_log", ""), user_cuda_dir,
-                    getattr(options.gpu_spec, "sm", None))
-                if tool_error is not None and not keep_going:
-                    raise tool_error from None
-            if not keep_going:
+            tool_error = spec.target.translate_error(e.message, getattr(e, "native_log", ""))
+            if tool_error is not None and not spec.keep_going:
+                raise tool_error from None
+            if not spec.keep_going:
                 raise
             error = (tool_error or e).message
-        files, mtimes = _read_dump(workdir)
+        files, mtimes = _read_dump(workdir) if workdir is not None else ({}, {})
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    art = _artifacts(spec, files, mtimes, executable, error, span)
+    return Compilation(art, executable, devices, ms)
+
+
+def _artifacts(spec: CompileSpec, files: dict[str, bytes], mtimes: dict[str, int], executable: Any,
+               error: str | None, span: tuple[float, float] | None) -> XlaArtifacts:
+    """What a compile gives, keyed without XLA's ``module_NNNN.<name>.`` prefix."""
     name = _hlo_module_name(files, executable)
     prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
     keyed = {prefix.sub("", k): v for k, v in files.items()}
-    art = XlaArtifacts(options.platform, name, keyed, compile_error=error,
-                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(emitters),
-                       dumps=tuple(dumps), compile_span=span, notes=_spec_notes(options))
+    art = XlaArtifacts(spec.platform, name, keyed, compile_error=error,
+                       mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(spec.emitters),
+                       dumps=tuple(spec.dumps), compile_span=span, notes=spec.target.compile_notes())
     if executable is not None:
-        if EXECUTABLE_HLO in dumps:
-            optimized = executable.hlo_modules()[0]
-            art.scheduled_hlo = optimized.to_string()
-            art.optimized_proto = optimized.as_serialized_hlo_module_proto()
-        stats = executable.get_compiled_memory_stats()
-        art.memory_stats = {k: getattr(stats, k) for k in dir(stats)
-                            if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
-        try:
-            cost = executable.cost_analysis()
-            art.cost = {k: float(v) for k, v in sorted(dict(cost).items())}
-        except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
-            art.cost = None
+        _read_executable(art, executable, EXECUTABLE_HLO in spec.dumps)
     return art
 
 
-_said: set[str] = set()  # notes about this jaxlib, said once per process
+def _devices(spec: CompileSpec) -> list[Any]:
+    """The compile's devices in logical order (replica-major), as the device assignment names them."""
+    count = spec.num_devices
+    ids = list(spec.device_ids) or list(range(count))
+    if len(ids) != count:
+        raise CompileError(f"{len(ids)} device ids for {count} devices")
+    found = spec.target.compile_devices(max(ids) + 1, on_device=spec.on_device)
+    by_id = {d.id: d for d in found}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise CompileError(f"no device {missing[0]} among the {len(found)} of {spec.target.label()}")
+    return [by_id[i] for i in ids]
 
 
-def _spec_notes(options: Any) -> list[str]:
-    """What the installed XLA does differently with this compile's GPU spec, the first time."""
-    if options.platform != "cuda" or options.gpu_spec is None:
-        return []
-    from ..cuda.specs import installed_xla_notes
-
-    fresh = [n for n in installed_xla_notes(options.gpu_spec.text) if n not in _said]
-    _said.update(fresh)
-    return fresh
+def _read_executable(art: XlaArtifacts, executable: Any, optimized: bool) -> None:
+    """What the executable tells beside the dumps: its optimized module (when asked: copying
+    a 66k-line module out took 9.9 s), memory stats and XLA's cost analysis."""
+    if optimized:
+        module = executable.hlo_modules()[0]
+        art.scheduled_hlo = module.to_string()
+        art.optimized_proto = module.as_serialized_hlo_module_proto()
+    try:
+        stats = executable.get_compiled_memory_stats()
+        art.memory_stats = {k: getattr(stats, k) for k in dir(stats)
+                            if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
+    except Exception:  # UNIMPLEMENTED where a client keeps none
+        art.memory_stats = {}
+    try:
+        cost = executable.cost_analysis()
+        art.cost = {k: float(v) for k, v in sorted(dict(cost).items())}
+    except Exception:  # UNIMPLEMENTED on the CUDA compile-only client
+        art.cost = None
 
 
 TRITON_LOG_EMITTER = "triton-to-llvm"
+# XLA's Triton log (xla/codegen/ir_printing.cc) sets ``printStackTraceOnDiagnostic`` on the
+# MLIR context of Triton's pipeline, and the flag stays set there for later compiles in the
+# process. Every Triton diagnostic (the MLP step's fusions emit a dozen warnings and remarks
+# each) then gets a stack trace, which LLVM symbolizes against the CUDA plugin's library:
+# about 0.3 s each, 36 s of the MLP step's 37 s compile. The log never holds those traces
+# (XLA writes ``diag.str()`` only). So such compiles run where LLVM's symbolization is off
+# (LLVM reads the variable at each trace): the command lines turn it off for their own
+# process; in another (a user's) they run in a helper started with it off.
 _NO_SYMBOLIZATION = "LLVM_DISABLE_SYMBOLIZATION"
 
 
-def unsymbolized_llvm_traces() -> None:
-    """Keep LLVM from symbolizing stack traces in this process, from now on.
-
-    XLA's Triton log (xla/codegen/ir_printing.cc) sets ``printStackTraceOnDiagnostic``
-    on the MLIR context of Triton's pipeline, and the flag stays set on that context for
-    later compiles in the process too. Every Triton diagnostic (the MLP step's fusions
-    emit a dozen warnings and remarks each) then gets a stack trace, which LLVM
-    symbolizes against the CUDA plugin's library: about 0.3 s each, 36 s of the MLP
-    step's 37 s compile, and 58 s of the next, log-less compile in the same process. The
-    log never holds those traces (XLA's handler writes ``diag.str()`` only), so its
-    bytes do not change. LLVM reads the variable at each trace (any value disables), so
-    it stays set for the process's later compiles; a crash's trace then names symbols
-    through ``dladdr`` only.
-    """
-    os.environ.setdefault(_NO_SYMBOLIZATION, "1")
-
-
-def _dumps_triton_log(options: Any, emitters: tuple[str, ...]) -> bool:
+def _dumps_triton_log(spec: CompileSpec) -> bool:
     """Whether this compile writes XLA's Triton log (asked by a stage, or by the user's own
     ``--xla_dump_emitter_re``, which XLA matches as a regex)."""
-    if options.platform != "cuda":
+    if spec.platform != "cuda":
         return False
-    if TRITON_LOG_EMITTER in emitters:
+    if TRITON_LOG_EMITTER in spec.emitters:
         return True
-    user = str(dict(options.xla_flags).get("xla_dump_emitter_re") or "")
+    user = str(dict(spec.target.xla_flags).get("xla_dump_emitter_re") or "")
     try:
         return bool(user) and re.search(user, TRITON_LOG_EMITTER) is not None
     except re.error:
         return False  # XLA refuses it: that compile's error
 
 
-def compile_logged(module: Any, module_name: str, options: Any, level: int, *,
-                   keep_going: bool = False, dumps: tuple[str, ...] = ALL_DUMPS) -> XlaArtifacts:
-    """:func:`compile_module`, in a helper process whose XLA logs its HLO passes at ``level``
-    (xla.pass_log); the artifacts come back with ``pass_calls`` set. At
-    ``pass_log.TIMES_LEVEL`` XLA logs its phase timers too, and ``phases`` is set
-    (xla.compile_phases; None for a compile that failed). The helper starts once per
-    environment (a fresh interpreter: XLA reads the setting when it loads) and is kept.
-    With ``keep_going`` a failed compile still gives its dumps and its log so far."""
-    from . import compile_phases, pass_log
-
-    timed = level == pass_log.TIMES_LEVEL
-    env = compile_phases.with_timers(pass_log.log_env(level)) if timed else pass_log.log_env(level)
-    art, log = _in_helper_process(module, module_name, options, env, keep_going=keep_going, dumps=dumps)
-    art.pass_calls = pass_log.parse(log, changes_logged=level >= pass_log.CHANGES_LEVEL)
-    if timed and art.compile_span is not None and art.compile_error is None:
-        events = compile_phases.parse_events(log, art.compile_span[0])
-        art.phases = compile_phases.xla_rows(events, art.compile_span, art.pass_calls,
-                                             compile_phases.ptx_kernels(art.files))
-    return art
-
-
-def _in_helper_process(module: Any, module_name: str, options: Any, env: dict[str, str], *,
-                       keep_going: bool = False, emitters: tuple[str, ...] = (),
-                       dumps: tuple[str, ...] = ALL_DUMPS) -> tuple[XlaArtifacts, str]:
-    """:func:`compile_module` in isolate's helper started with ``env`` (one per ``env``, kept
-    for later calls): its artifacts, and what XLA wrote on fd 2."""
-    import io
-
-    from .._native import isolate
-    from .._native import jaxlib as _jaxlib
-
-    buf = io.BytesIO()
-    module.operation.write_bytecode(buf)
-    return isolate.call(_compile_in_helper_process,
-                        (buf.getvalue(), module_name, options, keep_going, emitters, dumps),
-                        what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env)
-
-
-def _compile_in_helper_process(bytecode: bytes, module_name: str, options: Any, keep_going: bool,
-                               emitters: tuple[str, ...], dumps: tuple[str, ...]) -> tuple[XlaArtifacts, str]:
-    from jaxlib.mlir import ir
-
-    from .._native import jaxlib as _jaxlib
-
-    log: list[str] = []
-    with _jaxlib.ir_context():
-        module = ir.Module.parse(bytecode)
-        art = compile_module(module, module_name, options, keep_going=keep_going, native_log=log,
-                             emitters=emitters, dumps=dumps)
-    return art, "".join(log)
-
-
-def _compile_isolated(module: Any, options: Any, compile_options: Any, triton_log: bool = False) -> None:
-    """Compile in isolate's helper; a native death there becomes a CompileError.
-    ``triton_log``: the compile writes XLA's Triton log (:func:`unsymbolized_llvm_traces`)."""
+def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -> XlaArtifacts:
+    """:func:`compile` in isolate's helper (one per ``env``, kept for later calls): its
+    artifacts, with XLA's pass log parsed when ``spec.pass_log`` asked for one. XLA dumps
+    into a directory made here, so a death there still leaves what it wrote before: with
+    ``keep_going`` those are the artifacts; otherwise the death is a CompileError naming
+    what may have caused it."""
     import io
 
     from .._native import isolate
@@ -354,36 +448,54 @@ def _compile_isolated(module: Any, options: Any, compile_options: Any, triton_lo
 
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
+    workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-") if _dumps_anything(spec) else None
     try:
-        message = isolate.call(_compile_in_helper, (buf.getvalue(), *_device_args(options),
-                                                    compile_options.SerializeAsString(), triton_log),
-                               what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD)
-    except NativeCrash as e:
-        cut = ", ".join(f"--{n}" for n in pipeline_cuts(options.xla_flags))
-        raise CompileError(e.message, hint=f"{cut} may have left HLO that XLA's codegen aborts on"
-                           if cut else None) from None
-    if message is not None:
-        raise CompileError(message)
+        try:
+            art, log = isolate.call(_compile_in_helper, (buf.getvalue(), name, spec, workdir),
+                                    what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env or None)
+        except NativeCrash as e:
+            if spec.keep_going and workdir is not None:
+                files, mtimes = _read_dump(workdir)
+                art, log = _artifacts(spec, files, mtimes, None, e.message, None), e.native_log or ""
+            elif _fused(module):
+                raise CompileError(_jaxlib.REFUSED_FUSIONS, hint=_jaxlib.BEFORE_OPTIMIZATIONS) from None
+            else:
+                cut = ", ".join(f"--{n}" for n in pipeline_cuts(spec.debug_options()))
+                raise CompileError(e.message, hint=f"{cut} may have left HLO that XLA's codegen aborts on"
+                                   if cut else None) from None
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if spec.pass_log:
+        from . import compile_phases, pass_log
+
+        art.pass_calls = pass_log.parse(log, changes_logged=spec.pass_log >= pass_log.CHANGES_LEVEL)
+        if spec.pass_log == pass_log.TIMES_LEVEL and art.compile_span is not None and art.compile_error is None:
+            events = compile_phases.parse_events(log, art.compile_span[0])
+            art.phases = compile_phases.xla_rows(events, art.compile_span, art.pass_calls,
+                                                 compile_phases.ptx_kernels(art.files))
+    return art
 
 
-def _compile_in_helper(bytecode: bytes, platform: str, spec_text: str | None, spec_name: str,
-                       compile_options: bytes, triton_log: bool = False) -> str | None:
-    """In the helper: compile for the dumps only. XLA's error message, or None."""
+def _fused(module: Any) -> bool:
+    from .._native.guards import first_fusion
+
+    return first_fusion(module) is not None
+
+
+def _compile_in_helper(bytecode: bytes, name: str, spec: CompileSpec,
+                       workdir: str | None) -> tuple[XlaArtifacts, str]:
+    """In the helper: the compile, here, dumped into the caller's ``workdir``; its artifacts
+    and what XLA wrote on fd 2."""
     from jaxlib.mlir import ir
 
     from .._native import jaxlib as _jaxlib
 
-    if triton_log:
-        unsymbolized_llvm_traces()
-
+    log: list[str] = []
     with _jaxlib.ir_context():
         module = ir.Module.parse(bytecode)
-        devices = _devices(platform, spec_text, spec_name)
-        try:
-            _jaxlib.compile_executable(module, devices, _jaxlib.compile_options_from_proto(compile_options))
-        except CompileError as e:
-            return e.message
-    return None
+        art = _compile_here(module, name, spec, log, workdir).art
+    return art, "".join(log)
 
 
 def _autotune_error(path: str, native_log: str) -> Exception:
@@ -542,5 +654,6 @@ def prepared_for_xla(module: Any, source: str | None = None, line_offset: int = 
 
     if not checks.has_checks(module):
         return module, None
-    plan = checks.prepare(module, fold_constants=fold_constants, source=source, line_offset=line_offset)
+    plan = checks.prepare(module, evaluate=run_on_host, fold_constants=fold_constants, source=source,
+                          line_offset=line_offset)
     return plan.module, plan

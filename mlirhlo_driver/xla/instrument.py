@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DriverError, did_you_mean
@@ -70,23 +70,13 @@ def _names_re(names: tuple[str, ...]) -> str:
     return "^(?:" + "|".join(re.escape(n) for n in sorted(set(names))) + ")$"
 
 
-def _with_dump_re(options: Any, regex: str | None) -> Any:
-    if regex is None:
-        return options
-    flags = dict(options.xla_flags)
-    flags["xla_dump_hlo_pass_re"] = regex
-    return replace(options, xla_flags=tuple(sorted(flags.items())))
-
-
-def compile(module: Any, module_name: str, options: Any, inst: XlaInstrumentation,
-            dumps: tuple[str, ...] | None = None) -> Instrumented:
+def compile(module: Any, module_name: str, spec: Any, inst: XlaInstrumentation) -> Instrumented:
     """Compile ``module`` (as XLA compiles it: xla.backend.module_for_xla) once for its stages,
-    dumping ``dumps`` (xla.backend.ALL_DUMPS by default), plus what ``inst`` needs; raises
+    as ``spec`` (xla.backend.CompileSpec) says, plus what ``inst`` needs; raises
     DriverError for a named pass that did not run."""
     from . import backend, pass_log
 
-    dumps = backend.ALL_DUMPS if dumps is None else dumps
-    per_pass = (backend.HLO_TEXT,)  # the compiles for per-pass HLO read only its text dumps
+    per_pass = spec.with_(dumps=(backend.HLO_TEXT,), emitters=())  # per-pass HLO reads only text dumps
 
     regexes = ([_ALL_CHANGES] if inst.after_change else []) + \
               ([_names_re(inst.before + inst.after)] if inst.before or inst.after else [])
@@ -98,32 +88,31 @@ def compile(module: Any, module_name: str, options: Any, inst: XlaInstrumentatio
 
         started = time.time()
         # PTX dumped too (CUDA): its kernels name the LLVM modules of the phase table.
-        art = backend.compile_logged(module, module_name, options, pass_log.TIMES_LEVEL,
-                                     dumps=tuple(sorted({*dumps, backend.PTX})) if options.platform == "cuda"
-                                     else dumps)
+        dumps = tuple(sorted({*spec.dumps, backend.PTX})) if spec.platform == "cuda" else spec.dumps
+        art = backend.compile(module, spec.with_(dumps=dumps, pass_log=pass_log.TIMES_LEVEL), module_name).art
         called = time.time()
         rx = regexes.pop(0) if regexes else None
-        changes = backend.compile_logged(module, module_name, _with_dump_re(options, rx), pass_log.CHANGES_LEVEL,
-                                         dumps=per_pass)
+        changes = backend.compile(module, per_pass.with_(pass_log=pass_log.CHANGES_LEVEL, pass_dump_re=rx),
+                                  module_name).art
         calls = pass_log.merge_changes(art.pass_calls or [], changes.pass_calls or [])
         if art.phases is not None and art.compile_span is not None:
-            timed = compile_phases.TimedCompile(label(options), (started, called), art.compile_span,
+            timed = compile_phases.TimedCompile(label(spec.target), (started, called), art.compile_span,
                                                 tuple(art.phases), (called, time.time()))
         if rx is not None:
             dump_arts.append((rx, changes))
     else:
         rx = regexes.pop(0) if regexes else None
-        art = backend.compile_module(module, module_name, _with_dump_re(options, rx), dumps=dumps)
+        art = backend.compile(module, spec.with_(pass_dump_re=rx), module_name).art
         calls = None
         if rx is not None:
             dump_arts.append((rx, art))
     for rx in regexes:
-        dump_arts.append((rx, backend.compile_module(module, module_name, _with_dump_re(options, rx), dumps=per_pass)))
+        dump_arts.append((rx, backend.compile(module, per_pass.with_(pass_dump_re=rx), module_name).art))
     out = Instrumented(art, calls, timed=timed)
     for rx, dumped in dump_arts:
         out.printed += _printed(dumped, rx, inst)
-    _check_named(out, dump_arts, inst, lambda: backend.compile_logged(
-        module, module_name, options, pass_log.TIMES_LEVEL, dumps=per_pass).pass_calls or [])
+    _check_named(out, dump_arts, inst, lambda: backend.compile(
+        module, per_pass.with_(pass_log=pass_log.TIMES_LEVEL), module_name).art.pass_calls or [])
     return out
 
 

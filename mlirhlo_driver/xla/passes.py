@@ -15,7 +15,6 @@ where a flag had to be set for a pass to exist at all.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any
 
 from ..errors import DriverError
@@ -26,24 +25,31 @@ GATED_PASSES = {
     "schedule-aware-collective-cse": ("xla_gpu_experimental_collective_cse_distance_threshold", 100),
 }
 
-_DUMP_ALL = (("xla_dump_hlo_pass_re", ".*"),)
 _TEXT = ("hlo-text",)  # xla.backend.HLO_TEXT: per-pass dumps are read as text; XLA would write each as HTML too
 
 
-def label(options: Any) -> str:
-    """How a target is named in listings and tables: ``cpu``, ``cuda (h100_sxm)``."""
-    return options.platform if options.platform != "cuda" else f"cuda ({options.gpu_spec.name})"
+def label(target: Any) -> str:
+    """How a target (targets.Target, or StageOptions holding one) is named in listings and
+    tables: ``cpu``, ``cuda (h100_sxm)``."""
+    return getattr(target, "target", target).label()
 
 
-def _with_gates(options: Any, names: list[str], notes: list[str]) -> Any:
-    """Options that make XLA add the gated passes among ``names`` (a note in ``notes`` says so)."""
-    flags = dict(options.xla_flags)
+def _spec(target: Any, **kw: Any) -> Any:
+    """The compile spec (xla.backend.CompileSpec) of a pass-list compile for ``target``."""
+    from .backend import CompileSpec
+
+    return CompileSpec(getattr(target, "target", target), dumps=_TEXT, **kw)
+
+
+def _with_gates(target: Any, names: list[str], notes: list[str]) -> Any:
+    """A target that makes XLA add the gated passes among ``names`` (a note in ``notes`` says so)."""
+    flags = dict(target.xla_flags)
     for n in names:
         gate = GATED_PASSES.get(n)
         if gate and not flags.get(gate[0]):
             notes.append(f"XLA adds {n} to its pipeline only with --{gate[0]} > 0: using {gate[1]}")
             flags[gate[0]] = gate[1]
-    return replace(options, xla_flags=tuple(sorted(flags.items())))
+    return target.with_flags(flags)
 
 
 def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[Any],
@@ -56,26 +62,24 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
     from . import pass_log
 
     tried: list[tuple[str, list[str], set[str]]] = []
-    for options in candidates:
-        options = _with_gates(options, names, notes) if options.platform == "cuda" else options
+    for target in candidates:
+        target = getattr(target, "target", target)
+        target = _with_gates(target, names, notes) if target.platform == "cuda" else target
         # XLA's pass log says which passes ran, in which pipelines, changed or not.
-        known = pipelines_of(xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL,
-                                                        keep_going=True, dumps=_TEXT).pass_calls or [])
+        known = pipelines_of(xla_backend.compile(module, _spec(target, pass_log=pass_log.TIMES_LEVEL,
+                                                               keep_going=True), name).art.pass_calls or [])
         seen = {p for ps in known.values() for p in ps}
         missing = [n for n in names if n not in seen]
         if missing:
-            tried.append((label(options), missing, seen))
+            tried.append((label(target), missing, seen))
             continue
         # A pass runs only if its enclosing pipelines are enabled too. Enabling just
         # the pipelines that hold the passes keeps other passes from running; a
         # pipeline nested in another one needs them all enabled.
         holding = sorted(pipe for pipe, ps in known.items() if any(n in ps for n in names))
         for pipes in (holding, sorted(known)):
-            only = ",".join(names + pipes)
-            art = xla_backend.compile_module(
-                module, name,
-                replace(options, xla_flags=options.xla_flags + _DUMP_ALL + (("xla_enable_hlo_passes_only", only),)),
-                keep_going=True, isolated=True, dumps=_TEXT)
+            art = xla_backend.compile(module, _spec(target, pass_dump_re=".*", only_passes=tuple(names + pipes),
+                                                    keep_going=True, isolated=True), name).art
             # Dump file names spell a pipeline's spaces as underscores.
             ran = {_file_safe(d.pipeline) for d in xla_backend.pass_dumps(art)}
             if all(_file_safe(pipe) in ran for pipe in holding):
@@ -106,12 +110,11 @@ def pipelines_of(calls: list[Any]) -> dict[str, list[str]]:
     return grouped
 
 
-def hlo_after_pass(module: Any, name: str, options: Any, pass_name: str) -> str:
+def hlo_after_pass(module: Any, name: str, target: Any, pass_name: str) -> str:
     """HLO right after the first run of ``pass_name`` in the normal pipeline."""
     from . import backend as xla_backend
 
-    art = xla_backend.compile_module(module, name, replace(options, xla_flags=options.xla_flags + _DUMP_ALL),
-                                     dumps=_TEXT)
+    art = xla_backend.compile(module, _spec(target, pass_dump_re=".*"), name).art
     return xla_backend.hlo_after_pass(art, pass_name)
 
 
@@ -180,10 +183,11 @@ def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
         source = ""
     lines = []
     for options in candidates:
+        options = getattr(options, "target", options)
         grouped: dict[str, list[str]] = {}
         for module, name in compiled:
-            art = xla_backend.compile_logged(module, name, options, pass_log.TIMES_LEVEL, keep_going=True,
-                                             dumps=_TEXT)
+            art = xla_backend.compile(module, _spec(options, pass_log=pass_log.TIMES_LEVEL, keep_going=True),
+                                      name).art
             for pipe, names in pipelines_of(art.pass_calls or []).items():
                 have = grouped.setdefault(pipe, [])
                 have.extend(n for n in names if n not in have)

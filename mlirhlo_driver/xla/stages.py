@@ -357,17 +357,17 @@ def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str
     # A check file's notes read the optimized module (which outputs came from parameters).
     extra = (*dumps, _EXE) if plan is not None else dumps
     first = not emitters and not dumps  # once per request: a second compile says nothing new
+    spec, said = backend.stage_spec(req.options, module, req.source or req.module_name,
+                                    dumps=dumps_for(req, extra), emitters=tuple(wanted))
     if first and req.instrumentation is not None:
         from . import instrument
 
-        req.instrumented = instrument.compile(module, req.module_name, req.options, req.instrumentation,
-                                              dumps_for(req, extra))
+        req.instrumented = instrument.compile(module, req.module_name, spec, req.instrumentation)
         art = req.instrumented.art
     else:
-        art = backend.compile_module(module, req.module_name, req.options, emitters=tuple(wanted),
-                                     dumps=dumps_for(req, extra))
+        art = backend.compile(module, spec, req.module_name).art
     if first:
-        req.notes.extend(art.notes)
+        req.notes.extend(said + art.notes)
         if plan is not None:
             _check_file_notes(req, plan, art)
     return art

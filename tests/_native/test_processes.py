@@ -115,12 +115,18 @@ def test_python_env_puts_the_package_root_on_pythonpath(monkeypatch, inherited, 
 
 
 def test_python_env_keeps_this_environment_and_adds_extra(monkeypatch):
+    """A child's environment is this one's, ``extra`` over it; XLA's log level is warnings and
+    errors unless this environment or ``extra`` says otherwise."""
     monkeypatch.setenv("AC_KEPT", "kept")
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     env = processes.python_env(None, AC_EXTRA="1", AC_KEPT="over")
-    assert (env["AC_EXTRA"], env["AC_KEPT"]) == ("1", "over")
+    assert (env["AC_EXTRA"], env["AC_KEPT"], env["TF_CPP_MIN_LOG_LEVEL"]) == ("1", "over", "1")
     assert os.environ["AC_KEPT"] == "kept" and "AC_EXTRA" not in os.environ
-    assert {k: v for k, v in env.items() if k not in ("AC_EXTRA", "AC_KEPT", "PYTHONPATH")} == {
-        k: v for k, v in os.environ.items() if k not in ("AC_KEPT", "PYTHONPATH")}
+    assert {k: v for k, v in env.items() if k not in ("AC_EXTRA", "AC_KEPT", "PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL")} \
+        == {k: v for k, v in os.environ.items() if k not in ("AC_KEPT", "PYTHONPATH")}
+    assert processes.python_env(None, TF_CPP_MIN_LOG_LEVEL="0")["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    assert processes.python_env(None)["TF_CPP_MIN_LOG_LEVEL"] == "2"
 
 
 def test_start_python_runs_a_module_with_this_package_and_the_given_env(tmp_path):

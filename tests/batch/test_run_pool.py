@@ -47,7 +47,7 @@ def test_worker_init_starts_the_cuda_client_only_for_a_cuda_run(platform, client
     from mlirhlo_driver.execute.run import RunOptions
 
     started = []
-    monkeypatch.setattr(jaxlib, "cpu_devices", lambda: started.append("cpu"))
+    monkeypatch.setattr(jaxlib, "cpu_devices", lambda count=1: started.append("cpu"))
     monkeypatch.setattr(jaxlib, "cuda_devices", lambda: started.append("cuda"))
     run_pool.worker_init(RunOptions(platform=platform))
     assert started == clients

@@ -63,9 +63,9 @@ def test_report_compiles_each_side_once_and_reads_sides_back_from_the_cache(tmp_
     hlo = tmp_path / "add.hlo"
     hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
     calls = []
-    real_parse, real_compile = loader.parse_unit, backend.compile_module
+    real_parse, real_compile = loader.parse_unit, backend.compile
     monkeypatch.setattr(loader, "parse_unit", lambda u: calls.append("parse") or real_parse(u))
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: calls.append("compile") or real_compile(*a, **k))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: calls.append("compile") or real_compile(*a, **k))
     first = report(str(hlo), platform="cpu", stage="hlo", as_json=True)
     assert calls == ["parse", "compile"]
     d = json.loads(first)
@@ -93,8 +93,8 @@ def test_report_of_a_cuda_side_is_one_compile_with_kernels_and_the_stage_an_alia
     hlo = tmp_path / "add.hlo"
     hlo.write_text("HloModule add\n\nENTRY main {\n  p = f32[8] parameter(0)\n  ROOT a = f32[8] add(p, p)\n}\n")
     compiles = []
-    real = backend.compile_module
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    real = backend.compile
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: compiles.append(1) or real(*a, **k))
     d = json.loads(report(str(hlo), platform="cuda", gpu_spec="h100_sxm", stage="llvm-after-optimizations",
                           as_json=True, cache=False))
     assert len(compiles) == 1

@@ -245,12 +245,12 @@ def test_an_api_compile_after_the_same_command_line_compile_is_a_hit(cli, cache_
     path = str(DATA / "softmax.vhlo")
     first = cli("opt", path, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx")
     assert first.code == 0, first.err
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: pytest.fail("a hit compiled"))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: pytest.fail("a hit compiled"))
     assert mh.load(path).compile(mh.Target.cuda("h100_sxm")).stage("ptx") == first.out
     monkeypatch.undo()
     monkeypatch.setenv("MLIRHLO_CACHE_DIR", str(cache_dir))
     text = mh.load(path).compile(mh.Target.cuda("h100_sxm")).stage("llvm")
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: pytest.fail("a hit compiled"))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: pytest.fail("a hit compiled"))
     again = cli("opt", path, "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "llvm")
     assert again.code == 0 and again.out == text
 
@@ -264,7 +264,7 @@ def test_kernels_and_diff_read_what_the_api_computed(cli, cache_dir, monkeypatch
     c = mh.load(path).compile(mh.Target.cuda("h100_sxm"))
     rows = c.kernels()
     c.summary()
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: pytest.fail("a hit compiled"))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: pytest.fail("a hit compiled"))
     table = cli("kernels", path, "--gpu-spec", "h100_sxm")
     assert table.code == 0, table.err
     assert all(r.kernel in table.out for r in rows)
@@ -295,7 +295,7 @@ def test_a_hit_writes_exactly_what_the_miss_wrote(cli, cache_dir, tmp_path, monk
     assert miss[0] == 0, miss[2]
     assert _entries(cache_dir)
     shutil.rmtree(tmp_path / "run", ignore_errors=True)
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: pytest.fail("a hit compiled"))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: pytest.fail("a hit compiled"))
     monkeypatch.setattr("mlirhlo_driver.inputs.loader.parse_unit", lambda *a: pytest.fail("a hit parsed"))
     assert outputs("run") == miss
     if "cuda" in args:

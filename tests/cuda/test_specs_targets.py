@@ -26,8 +26,7 @@ from mlirhlo_driver.cuda import specs as gpu_specs
 from mlirhlo_driver.cuda import tools as cuda_tools
 from mlirhlo_driver.errors import SpecError
 from mlirhlo_driver.inputs import loader as inputs
-from mlirhlo_driver.stages import base as stages
-from tests.conftest import REPO, assert_mentions
+from tests.conftest import REPO, assert_mentions, stage_options
 
 BASE = (REPO / "gpu_specs" / "h100_sxm.txtpb").read_text()
 
@@ -120,5 +119,5 @@ def test_xla_emits_that_target(tanh_module, cc, ext, want):
     spec = gpu_specs.parse_spec(_spec_text(cc, ext), "t.txtpb")
     if not cuda_tools.ptxas(*cuda_tools.cuda_data_dir()).can_target(spec.sm):
         pytest.skip(f"the ptxas here cannot assemble {spec.sm} (CUDA 13 dropped sm_60/sm_70)")
-    ptx = registry.request(tanh_module, "tanh", stages.StageOptions(platform="cuda", gpu_spec=spec)).produce("ptx")
+    ptx = registry.request(tanh_module, "tanh", stage_options(platform="cuda", gpu_spec=spec)).produce("ptx")
     assert set(re.findall(r"^\.target\s+(\w+)", ptx, re.M)) == {want}

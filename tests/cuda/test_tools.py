@@ -262,14 +262,18 @@ def test_user_data_dir_wins(tmp_path):
     assert cuda_tools.cuda_data_dir(str(tmp_path)) == (str(tmp_path), "--xla_gpu_cuda_data_dir")
 
 
-def test_flag_overrides_point_xla_at_the_chosen_ptxas(tmp_path):
-    from mlirhlo_driver.xla.backend import flag_overrides
+def _debug_options(platform: str, **flags) -> dict:
+    """The DebugOptions a compile for ``platform`` gets (xla.backend.CompileSpec)."""
+    from mlirhlo_driver.xla.backend import CompileSpec
+    from mlirhlo_driver.xla.platforms import run_target
 
-    opts = SimpleNamespace(platform="cuda", xla_flags=())
-    assert dict(flag_overrides(opts))["xla_gpu_cuda_data_dir"] == cuda_tools.cuda_data_dir()[0]
-    mine = SimpleNamespace(platform="cuda", xla_flags=(("xla_gpu_cuda_data_dir", str(tmp_path)),))
-    assert dict(flag_overrides(mine))["xla_gpu_cuda_data_dir"] == str(tmp_path)
-    assert "xla_gpu_cuda_data_dir" not in dict(flag_overrides(SimpleNamespace(platform="cpu", xla_flags=())))
+    return dict(CompileSpec(run_target(platform, tuple(sorted(flags.items())))).debug_options())
+
+
+def test_every_cuda_compile_points_xla_at_the_chosen_ptxas(tmp_path):
+    assert _debug_options("cuda")["xla_gpu_cuda_data_dir"] == cuda_tools.cuda_data_dir()[0]
+    assert _debug_options("cuda", xla_gpu_cuda_data_dir=str(tmp_path))["xla_gpu_cuda_data_dir"] == str(tmp_path)
+    assert "xla_gpu_cuda_data_dir" not in _debug_options("cpu")
 
 
 def test_ptxas_too_old_or_too_new_for_the_sm(monkeypatch):
@@ -356,8 +360,6 @@ def test_translate_xla_reports():
 def test_pip_tools_follow_the_plugins_cuda_major(fake_pip, monkeypatch, major, subdir, package,
                                                  version, other):
     """Both pip stacks installed: XLA gets the plugin's own, never the other major's ptxas."""
-    from mlirhlo_driver.xla.backend import flag_overrides
-
     _use_plugin(monkeypatch, major)
     assert cuda_tools.cuda_major() == major
     data_dir = str(fake_pip / subdir)
@@ -366,7 +368,7 @@ def test_pip_tools_follow_the_plugins_cuda_major(fake_pip, monkeypatch, major, s
     p = cuda_tools.ptxas()
     assert (p.path, p.version, p.source) == (os.path.join(data_dir, "bin", "ptxas"), version, f"pip {package}")
     assert cuda_tools.check_target("sm_90a") == p
-    assert dict(flag_overrides(SimpleNamespace(platform="cuda", xla_flags=())))["xla_gpu_cuda_data_dir"] == data_dir
+    assert _debug_options("cuda")["xla_gpu_cuda_data_dir"] == data_dir
     assert cuda_tools.libdevice() == os.path.join(data_dir, cuda_tools.LIBDEVICE)
     assert cuda_tools.find_tool("ptxas") == p.path
     # The other major's ptxas is found too, listed after (specs list: "not used").

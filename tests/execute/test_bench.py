@@ -222,20 +222,21 @@ def test_xla_bench_dumps_every_pass_as_hlo_text_and_keeps_the_other_flags(monkey
     dumps only; there are ``repeats`` compiles, each timed."""
     from mlirhlo_driver.stages import base as stages
     from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla.platforms import CpuTarget
 
     seen: list = []
 
-    def compile_module(module, name, opts, dumps):
-        seen.append((module, name, opts.xla_flags, dumps))
-        return SimpleNamespace(mtimes_ns={})
+    def compile(module, spec, name):
+        seen.append((module, name, spec.target.xla_flags, spec.pass_dump_re, spec.dumps))
+        return SimpleNamespace(art=SimpleNamespace(mtimes_ns={}))
 
-    monkeypatch.setattr(xla_backend, "compile_module", compile_module)
+    monkeypatch.setattr(xla_backend, "compile", compile)
+    monkeypatch.setattr(xla_backend, "declared_partitions", lambda module: 1)
     monkeypatch.setattr(xla_backend, "pass_dumps", lambda art: [])
-    options = stages.StageOptions(platform="cpu", xla_flags=(("xla_cpu_enable_fast_math", True),))
+    options = stages.StageOptions(CpuTarget(xla_flags=(("xla_cpu_enable_fast_math", True),)))
     rows, compiles = bench.bench_xla_pipeline("mod", "m", options, repeats=3)
     assert rows == [] and len(compiles) == 3 and all(c >= 0 for c in compiles)
-    assert seen == [("mod", "m", (("xla_cpu_enable_fast_math", True), ("xla_dump_hlo_pass_re", ".*")),
-                     (xla_backend.HLO_TEXT,))] * 3
+    assert seen == [("mod", "m", (("xla_cpu_enable_fast_math", True),), ".*", (xla_backend.HLO_TEXT,))] * 3
 
 
 def test_pipeline_bench_reports_milliseconds(monkeypatch):
@@ -255,6 +256,12 @@ def test_pipeline_bench_reports_milliseconds(monkeypatch):
         [("canonicalize", pytest.approx(2.0), 2), ("cse", pytest.approx(0.5), 2)]
 
 
+def _cpu():
+    from mlirhlo_driver.xla.platforms import CpuTarget
+
+    return CpuTarget()
+
+
 def test_xla_pipeline_bench_reports_milliseconds(monkeypatch):
     import time
 
@@ -269,9 +276,10 @@ def test_xla_pipeline_bench_reports_milliseconds(monkeypatch):
     dumps = [SimpleNamespace(key=k, pipeline="simplification", after=a)
              for k, a in (("a", "start"), ("b", "algsimp"), ("c", "dce"))]
     art = SimpleNamespace(mtimes_ns={"a": 0, "b": 2_000_000, "c": 5_000_000})
-    monkeypatch.setattr(xla_backend, "compile_module", lambda *a, **k: art)
+    monkeypatch.setattr(xla_backend, "compile", lambda *a, **k: SimpleNamespace(art=art))
+    monkeypatch.setattr(xla_backend, "declared_partitions", lambda module: 1)
     monkeypatch.setattr(xla_backend, "pass_dumps", lambda a: dumps)
-    rows, compiles = bench.bench_xla_pipeline(object(), "m", stages.StageOptions(platform="cpu"), repeats=2)
+    rows, compiles = bench.bench_xla_pipeline(object(), "m", stages.StageOptions(_cpu()), repeats=2)
     assert compiles == [pytest.approx(250.0)] * 2
     assert [(r.ending_with, r.times_ms) for r in rows] == [("algsimp", [2.0, 2.0]), ("dce", [3.0, 3.0])]
 
@@ -287,9 +295,10 @@ def test_xla_pipeline_bench_with_more_dumps_in_a_later_compile(monkeypatch):
 
     runs = iter([dumps(2), dumps(3)])
     art = SimpleNamespace(mtimes_ns={"0": 0, "1": 1_000_000, "2": 3_000_000})
-    monkeypatch.setattr(xla_backend, "compile_module", lambda *a, **k: art)
+    monkeypatch.setattr(xla_backend, "compile", lambda *a, **k: SimpleNamespace(art=art))
+    monkeypatch.setattr(xla_backend, "declared_partitions", lambda module: 1)
     monkeypatch.setattr(xla_backend, "pass_dumps", lambda a: next(runs))
-    rows, _ = bench.bench_xla_pipeline(object(), "m", stages.StageOptions(platform="cpu"), repeats=2)
+    rows, _ = bench.bench_xla_pipeline(object(), "m", stages.StageOptions(_cpu()), repeats=2)
     assert [(r.ending_with, r.times_ms) for r in rows] == [("pass1", [1.0, 1.0])]
 
 

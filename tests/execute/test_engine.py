@@ -13,6 +13,14 @@ from mlirhlo_driver.ir import dtypes
 from tests.conftest import assert_mentions, count_executes
 from tests.execute.conftest import _module, make_inputs
 
+
+def prepare_checks(module, **kw):
+    """inputs.checks.prepare with XLA CPU evaluating what numpy cannot read (as run and the stages do)."""
+    from mlirhlo_driver.inputs import checks
+    from mlirhlo_driver.xla.backend import run_on_host
+
+    return checks.prepare(module, evaluate=run_on_host, **kw)
+
 ARRAYS = dtypes.ARRAY_TYPES
 
 
@@ -512,9 +520,8 @@ def test_npz_inputs_errors_name_the_file_and_what_is_wrong(tmp_path):
 def test_run_plan_argument_count_refusal_exactly():
     """A self-checking module given the wrong number of its own arguments: the golden of run_plan's error."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.inputs import checks
 
-    plan = checks.prepare(inputs.parse_mlir(
+    plan = prepare_checks(inputs.parse_mlir(
         "func.func @main(%a: tensor<2xf32>) {\n  stablehlo.custom_call @check.expect_eq(%a, %a) "
         "{has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()\n  return\n}\n", "m.mlir"), source="m.mlir")
     with pytest.raises(InputError) as e:
@@ -533,7 +540,7 @@ def test_run_xla_runs_at_least_once_and_compare_all_counts_outputs(monkeypatch):
     for iterations, times in [(0, 1), (1, 1), (3, 3)]:
         runs.clear()
         with _jaxlib.ir_context():
-            outs, compile_ms, run_ms = engine.run_xla(module, [np.ones(4, np.float32)], "cpu", iterations)
+            outs, compile_ms, run_ms = engine.run_xla(module, [np.ones(4, np.float32)], None, iterations)
         assert [o.tolist() for o in outs] == [[-1.0] * 4] and compile_ms > 0 and run_ms > 0
         assert len(runs) == times, iterations
     report = run.ModuleReport("m", "m.mlir")
@@ -564,17 +571,18 @@ def test_require_devices_checks_cuda_only():
         assert engine.require_devices("cuda") is None
 
 
-def test_devices_are_the_first_of_the_platform(monkeypatch):
-    """One device to run on: the first CPU, or the first GPU the CUDA plugin lists; another platform
-    is an input error."""
+def test_a_run_is_on_the_first_device_of_its_platform(monkeypatch):
+    """One device to run on: the driver's first CPU device, or the first GPU the CUDA plugin
+    lists; another platform is an input error."""
     from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import InputError
+    from mlirhlo_driver.xla.platforms import run_target
 
-    assert engine.devices("cpu") == _jaxlib.cpu_devices()[:1] and len(engine.devices("cpu")) == 1
+    assert run_target("cpu").compile_devices(1, on_device=True) == _jaxlib.cpu_devices(1)
     monkeypatch.setattr(_jaxlib, "cuda_devices", lambda: ["gpu0", "gpu1"])
-    assert engine.devices("cuda") == ["gpu0"]
+    assert run_target("cuda").compile_devices(1, on_device=True) == ["gpu0"]
     with pytest.raises(InputError, match="unknown platform 'rocm'"):
-        engine.devices("rocm")
+        run_target("rocm")
 
 
 def test_run_in_helper_runs_bytecode_once_and_returns_the_outputs(monkeypatch):
@@ -585,7 +593,9 @@ def test_run_in_helper_runs_bytecode_once_and_returns_the_outputs(monkeypatch):
                                "  %0 = stablehlo.add %x, %x : tensor<3xi32>\n  return %0 : tensor<3xi32>\n}\n",
                                "m.mlir")
     runs = count_executes(monkeypatch)
-    outs = engine.run_in_helper(emit.bytecode(module), [np.array([1, 2, 3], np.int32)], "cpu", ())
+    from mlirhlo_driver.xla.platforms import CpuTarget
+
+    outs = engine.run_in_helper(emit.bytecode(module), [np.array([1, 2, 3], np.int32)], CpuTarget())
     assert [o.tolist() for o in outs] == [[2, 4, 6]] and len(runs) == 1
 
 

@@ -15,6 +15,13 @@ from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.inputs.checks import Check
 from tests.conftest import assert_mentions
 
+
+def prepare_checks(module, **kw):
+    """inputs.checks.prepare with XLA CPU evaluating what numpy cannot read (as run and the stages do)."""
+    from mlirhlo_driver.xla.backend import run_on_host
+
+    return checks.prepare(module, evaluate=run_on_host, **kw)
+
 # ================================================================== evaluate
 
 def _eval(kind, actual, expected, **options):
@@ -332,7 +339,7 @@ func.func @main() {
 }
 """
     module = inputs.parse_mlir(checks.preprocess_check_ops(src, "c.mlir"), "c.mlir")
-    plan = checks.prepare(module, source="c.mlir")
+    plan = prepare_checks(module, source="c.mlir")
     from mlirhlo_driver.execute import engine
 
     results = engine.evaluate_checks(plan, engine.run_plan(plan, [])[0])

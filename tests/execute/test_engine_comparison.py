@@ -252,9 +252,9 @@ def test_exit_code_through_the_cli(cli, monkeypatch, tmp_path, which, tol, code)
     perturbed after XLA ran it; the report and the exit code follow the rules above."""
     real = engine.run_xla
 
-    def perturbed(module, arrays, platform, iterations=1, xla_flags=()):
-        outs, compile_ms, run_ms = real(module, arrays, platform, iterations, xla_flags)
-        if dict(xla_flags).get("xla_cpu_enable_fast_math") is False:  # the platform side
+    def perturbed(module, arrays, target=None, iterations=1, name="module"):
+        outs, compile_ms, run_ms = real(module, arrays, target, iterations, name)
+        if dict(target.xla_flags).get("xla_cpu_enable_fast_math") is False:  # the platform side
             outs = [o.copy() for o in outs]
             if which == "uint":
                 outs[0][1] += np.uint32(1)

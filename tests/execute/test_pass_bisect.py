@@ -36,20 +36,22 @@ def _pass_bisect_setup(monkeypatch, calls, culprit, user_flags=(), fail=()):
 
     seen = {"trials": [], "logged": [], "around": []}
 
-    def compile_logged(module, name, target, level, **kw):
-        seen["logged"].append((name, target.platform, target.xla_flags, level, kw))
-        return SimpleNamespace(pass_calls=calls)
+    def compile(module, spec, name):
+        seen["logged"].append((name, spec.platform, spec.target.xla_flags, spec.pass_log,
+                               {"keep_going": spec.keep_going, "dumps": spec.dumps}))
+        return SimpleNamespace(art=SimpleNamespace(pass_calls=calls))
 
     def call(fn, args, **kw):
-        bytecode, arrays, platform, flags = args
-        disabled = dict(flags)["xla_disable_hlo_passes"].split(",")
+        bytecode, arrays, target = args
+        disabled = dict(target.xla_flags)["xla_disable_hlo_passes"].split(",")
         seen["trials"].append(disabled)
-        assert (fn, bytecode, platform, kw["what"]) == ("trial", b"MLIR-bytes", "cpu", "XLA with passes disabled")
+        assert (fn, bytecode, target.platform, kw["what"]) == ("trial", b"MLIR-bytes", "cpu",
+                                                               "XLA with passes disabled")
         if any(set(f) == set(disabled) for f in fail):
             raise DriverError("the compile died")
         return ["match"] if set(culprit) <= set(disabled) else ["differ"]
 
-    monkeypatch.setattr(backend, "compile_logged", compile_logged)
+    monkeypatch.setattr(backend, "compile", compile)
     monkeypatch.setattr(isolate, "call", call)
     monkeypatch.setattr(pass_bisect, "_around",
                         lambda module, name, target, p: seen["around"].append(p) or ("B", "A", "pipe"))
@@ -201,8 +203,8 @@ def test_pass_bisect_hlo_around_the_first_run_that_changed_the_module(monkeypatc
     from types import SimpleNamespace
 
     from mlirhlo_driver.execute import pass_bisect
-    from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import backend
+    from mlirhlo_driver.xla.platforms import CpuTarget
 
     texts = {"a0": "HloModule m, id=9\nROOT x = f32[] add(p, q)\n",  # an 'after' with no 'before' yet
              "b1": "HloModule m, id=1\nROOT x = f32[] add(p, q)\n", "a1": "HloModule m, id=2\nROOT x = f32[] add(p, q)\n",
@@ -217,20 +219,21 @@ def test_pass_bisect_hlo_around_the_first_run_that_changed_the_module(monkeypatc
              backend.PassDump(6, "p4", "cse", "a.b", "b4"), backend.PassDump(7, "p4", "a.b", "dce", "a4")]
     seen = []
 
-    def compile_module(module, name, target, **kw):
-        seen.append((module, name, target, kw))
-        return SimpleNamespace(files={k: v.encode() for k, v in texts.items()})
+    def compile(module, spec, name):
+        seen.append((module, name, spec))
+        return SimpleNamespace(art=SimpleNamespace(files={k: v.encode() for k, v in texts.items()}))
 
-    monkeypatch.setattr(backend, "compile_module", compile_module)
+    monkeypatch.setattr(backend, "compile", compile)
     monkeypatch.setattr(backend, "pass_dumps", lambda art: list(dumps))
-    target = StageOptions(platform="cpu", xla_flags=(("xla_z", 1), ("xla_a", 2)))
-    assert pass_bisect._around("mod", "m", target, "a.b") == (texts["b3"], texts["a3"], "p3")
-    [(module, name, used, kw)] = seen
-    assert (module, name, kw) == ("mod", "m", {"keep_going": True, "dumps": (backend.HLO_TEXT,)})
-    assert used.platform == "cpu" and used.xla_flags == (
-        ("xla_a", 2), ("xla_dump_hlo_pass_re", r"^a\.b$"), ("xla_z", 1))
+    spec = backend.CompileSpec(CpuTarget(xla_flags=(("xla_a", 2), ("xla_z", 1))), dumps=(backend.HLO_TEXT,),
+                               keep_going=True)
+    assert pass_bisect._around("mod", "m", spec, "a.b") == (texts["b3"], texts["a3"], "p3")
+    [(module, name, used)] = seen
+    assert (module, name, used.keep_going, used.dumps) == ("mod", "m", True, (backend.HLO_TEXT,))
+    assert used.pass_dump_re == r"^a\.b$" and dict(used.debug_options())["xla_dump_hlo_pass_re"] == r"^a\.b$"
+    assert used.target == spec.target
     dumps[:] = dumps[:3]
-    assert pass_bisect._around("mod", "m", target, "a.b") == (None, None, "")
+    assert pass_bisect._around("mod", "m", spec, "a.b") == (None, None, "")
     assert pass_bisect._body("HloModule m\n") == "" and pass_bisect._body("one line") == "one line"
     assert pass_bisect._body("HloModule m\na\nb\n") == "a\nb\n"
 
@@ -294,8 +297,8 @@ def test_the_pass_shown_is_the_first_run_that_changed_the_instructions(monkeypat
     from types import SimpleNamespace
 
     from mlirhlo_driver.execute import pass_bisect
-    from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import backend
+    from mlirhlo_driver.xla.platforms import CpuTarget
 
     texts = {
         "0": "HloModule m, id=1\nROOT a = f32[] add(x, y)\n",   # before the first run
@@ -306,8 +309,9 @@ def test_the_pass_shown_is_the_first_run_that_changed_the_instructions(monkeypat
     dumps = [backend.PassDump(0, "p", "cse", "algsimp", "0"), backend.PassDump(1, "p", "algsimp", "dce", "1"),
              backend.PassDump(2, "q", "cse", "algsimp", "2"), backend.PassDump(3, "q", "algsimp", "dce", "3")]
     art = SimpleNamespace(files={k: v.encode() for k, v in texts.items()})
-    monkeypatch.setattr(backend, "compile_module", lambda *a, **k: art)
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: SimpleNamespace(art=art))
     monkeypatch.setattr(backend, "pass_dumps", lambda a: dumps)
-    assert pass_bisect._around(None, "m", StageOptions(platform="cpu"), "algsimp") == (texts["2"], texts["3"], "q")
+    spec = backend.CompileSpec(CpuTarget())
+    assert pass_bisect._around(None, "m", spec, "algsimp") == (texts["2"], texts["3"], "q")
     assert pass_bisect._body("ROOT a = f32[] add(x, y)") == "ROOT a = f32[] add(x, y)"
     assert pass_bisect._body(texts["0"]) == pass_bisect._body(texts["1"]) != pass_bisect._body(texts["3"])

@@ -133,8 +133,8 @@ def _fake_timing(monkeypatch) -> list:
 
     asked = []
 
-    def timed(module, name, options, instrumentation):
-        asked.append((name, options.platform, options.xla_flags, instrumentation.timing))
+    def timed(module, name, spec, instrumentation):
+        asked.append((name, spec.platform, spec.target.xla_flags, instrumentation.timing))
         if name == "broken":
             raise DriverError("no timing here")
         return SimpleNamespace(calls=None)

@@ -17,6 +17,13 @@ from mlirhlo_driver.inputs import loader as inputs
 from mlirhlo_driver.inputs.checks import Check
 from tests.conftest import REPO, assert_mentions
 
+
+def prepare_checks(module, **kw):
+    """inputs.checks.prepare with XLA CPU evaluating what numpy cannot read (as run and the stages do)."""
+    from mlirhlo_driver.xla.backend import run_on_host
+
+    return checks.prepare(module, evaluate=run_on_host, **kw)
+
 DATA = REPO / "tests" / "data" / "checks"
 
 FILES = sorted(p.name for p in DATA.glob("*.mlir"))
@@ -188,11 +195,11 @@ func.func @main() {
   func.return
 }
 """
-    plan = checks.prepare(parse(src), source="dir/t.mlir", line_offset=10)
+    plan = prepare_checks(parse(src), source="dir/t.mlir", line_offset=10)
     assert [c.location for c in plan.checks] == ["dir/t.mlir:14:7", "dir/t.mlir:15:3"]
     assert [c.kind for c in plan.checks] == ["expect_close", "expect_almost_eq"]
     assert plan.checks[1].options == {"tolerance": 1e-4}
-    assert checks.prepare(parse(src)).checks[0].location == "4:7"  # no file known
+    assert prepare_checks(parse(src)).checks[0].location == "4:7"  # no file known
 
 
 @pytest.mark.parametrize("line, facts", [
@@ -293,7 +300,7 @@ def test_loader_rewrites_check_dialect_files(tmp_path):
     assert "stablehlo.custom_call @check.expect_eq" in loaded[0].module.operation.get_asm()
     results = []
     for chunk in loaded:
-        plan = checks.prepare(chunk.module, source=chunk.source, line_offset=chunk.line_offset)
+        plan = prepare_checks(chunk.module, source=chunk.source, line_offset=chunk.line_offset)
         results += engine.evaluate_checks(plan, run(plan))
     assert [r.passed for r in results] == [True, False]
     assert results[1].location == f"{path}:11:3"
@@ -316,7 +323,7 @@ def test_data_file_passes_with_constants_as_parameters(name):
     module = load(name)
     before = str(module)
     assert checks.has_checks(module)
-    plan = checks.prepare(module, source=name)
+    plan = prepare_checks(module, source=name)
     assert str(module) == before  # the input is not touched
     assert not plan.folded and plan.parameters
     assert not checks.has_checks(plan.module)
@@ -336,7 +343,7 @@ def test_data_file_passes_with_constants_as_parameters(name):
 @pytest.mark.parametrize("name", ["elementwise_f32.mlir", "wide_types.mlir", "integer_ops.mlir",
                                   "testdata_softplus.mlir"])
 def test_fold_constants_keeps_constants_and_xla_folds_them(name):
-    plan = checks.prepare(load(name), fold_constants=True)
+    plan = prepare_checks(load(name), fold_constants=True)
     assert plan.folded and plan.parameters == []
     assert len(entry_block(plan.module).arguments) == 0
     hlo = compile_cpu(plan.module).hlo_modules()[0].to_string()
@@ -347,7 +354,7 @@ def test_fold_constants_keeps_constants_and_xla_folds_them(name):
 @pytest.mark.parametrize("name", CORPUS_FILES)
 def test_every_inputs_value_reaches_xla_as_a_parameter(name):
     [loaded] = inputs.load(str(CORPUS / name))
-    plan = checks.prepare(loaded.module, source=name)
+    plan = prepare_checks(loaded.module, source=name)
     wanted = _inputs_values(loaded.module)
     kept_from_inputs = [k for k in plan.kept if k.from_inputs and not k.also_parameter]
     # Splat, one-element and scalar values too: each is a parameter unless kept, with a reason.
@@ -366,7 +373,7 @@ def test_every_inputs_value_reaches_xla_as_a_parameter(name):
 @pytest.mark.parametrize("name", ["add_f32_splat.mlir", "scatter_add_f32_one_idx_main.mlir", "select_i1_splat.mlir"])
 def test_fold_constants_leaves_the_checked_values_to_the_folder(name):
     [loaded] = inputs.load(str(CORPUS / name))
-    plan = checks.prepare(loaded.module, source=name, fold_constants=True)
+    plan = prepare_checks(loaded.module, source=name, fold_constants=True)
     assert plan.parameters == [] and plan.kept == []
     assert checks.checked_values(plan, _optimized_deps(plan)).state == "folded"
     assert all(r.passed for r in engine.evaluate_checks(plan, run(plan)))
@@ -388,7 +395,7 @@ func.func private @inputs() -> tensor<2xi64> {
   return %c : tensor<2xi64>
 }
 """
-    plan = checks.prepare(parse(src), source="t.mlir")
+    plan = prepare_checks(parse(src), source="t.mlir")
     [kept] = plan.kept
     assert (kept.reasons, kept.from_inputs, kept.also_parameter) == (
         ["stablehlo.dynamic_reshape output shape"], True, True)
@@ -401,7 +408,7 @@ func.func private @inputs() -> tensor<2xi64> {
 
 
 def test_testdata_form_inlines_inputs_and_expected():
-    plan = checks.prepare(load("testdata_softplus.mlir"))
+    plan = prepare_checks(load("testdata_softplus.mlir"))
     text = str(plan.module)
     assert "call @inputs" not in text and "call @expected" not in text
     assert "func.func private @inputs" not in text  # unused now, removed
@@ -413,7 +420,7 @@ def test_testdata_form_inlines_inputs_and_expected():
 
 
 def test_64_bit_parameters_keep_their_values():
-    plan = checks.prepare(load("wide_types.mlir"))
+    plan = prepare_checks(load("wide_types.mlir"))
     assert plan.x64
     dtypes = [p.dtype for p in plan.parameters]
     assert dtypes == [np.float64, np.float64, np.int64, np.int64, np.uint64,
@@ -453,7 +460,7 @@ func.func @main() {
   func.return
 }
 """
-    plan = checks.prepare(parse(src))
+    plan = prepare_checks(parse(src))
     p = plan.parameters
     assert [a.dtype for a in p] == [ml_dtypes.bfloat16, np.complex64, ml_dtypes.float8_e4m3fn,
                                     np.bool_, np.uint16, np.int8, np.float16]
@@ -473,7 +480,7 @@ func.func @main(%x: tensor<3xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<3
   func.return %y : tensor<3xf32>
 }
 """
-    plan = checks.prepare(parse(src))
+    plan = prepare_checks(parse(src))
     assert plan.num_original_params == 1 and plan.num_original_results == 1
     assert [a.tolist() for a in plan.parameters] == [[1.0, 2.0, 3.0]]
     assert [(c.actual_index, c.expected_index) for c in plan.checks] == [(0, 1), (0, 1)]
@@ -498,7 +505,7 @@ func.func public @main() -> tensor<i1> {
   return %3 : tensor<i1>
 }
 """
-    plan = checks.prepare(parse(src))
+    plan = prepare_checks(parse(src))
     assert [(c.kind, c.options) for c in plan.checks] == [("expect_almost_eq", {"tolerance": 1e-4})]
     outs = run(plan)
     assert outs[0].dtype == np.bool_ and bool(outs[0])
@@ -516,7 +523,7 @@ func.func @main() {
   return
 }
 """
-    plan = checks.prepare(parse(src))
+    plan = prepare_checks(parse(src))
     assert [c.options for c in plan.checks] == [
         {"max_ulp_difference": 7, "min_ulp_difference": 0}, {"tolerance": 0.5}, {"tolerance": 1e-3}]
 
@@ -525,7 +532,7 @@ def test_entry_function_need_not_be_called_main():
     src = ("func.func @sqrt_test() {\n  %a = stablehlo.constant dense<[4.0, 9.0]> : tensor<2xf32>\n"
            "  %r = stablehlo.sqrt %a : tensor<2xf32>\n"
            "  check.expect_eq_const %r, dense<[2.0, 3.0]> : tensor<2xf32>\n  func.return\n}\n")
-    plan = checks.prepare(parse(src))
+    plan = prepare_checks(parse(src))
     assert "func.func @main(" in str(plan.module)
     assert engine.evaluate_checks(plan, run(plan))[0].passed
 
@@ -548,7 +555,7 @@ func.func @main() {
 def test_misplaced_or_unknown_checks_are_input_errors():
     nested = _NESTED_CHECK
     with pytest.raises(InputError) as info:
-        checks.prepare(parse(nested), source="n.mlir")
+        prepare_checks(parse(nested), source="n.mlir")
     assert (info.value.file, info.value.line, info.value.col) == ("n.mlir", 5, 5)
     assert_mentions(info.value.message, "top-level op of @main")
     unknown = nested.replace("check.expect_eq(%a, %a)", "check.expect_sameish(%a, %a)")
@@ -557,7 +564,7 @@ def test_misplaced_or_unknown_checks_are_input_errors():
                               "{has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()\n"
                               "  return\n")
     with pytest.raises(InputError) as info:
-        checks.prepare(parse(unknown))
+        prepare_checks(parse(unknown))
     assert_mentions(info.value.format(), "unknown", "'check.expect_sameish'", "check.expect_eq")
 
 
@@ -578,7 +585,7 @@ def test_misplaced_or_unknown_checks_are_input_errors():
 def test_check_plan_refusals_exactly(src, line_offset, message):
     """A module whose checks cannot be prepared for XLA: the golden of prepare's errors."""
     with pytest.raises(InputError) as info:
-        checks.prepare(inputs.parse_mlir(src, "m.mlir"), source="m.mlir", line_offset=line_offset)
+        prepare_checks(inputs.parse_mlir(src, "m.mlir"), source="m.mlir", line_offset=line_offset)
     assert info.value.format() == message
 
 
@@ -594,7 +601,7 @@ def test_wrong_expected_value_fails_with_index_and_values():
     wrong = src.replace("dense<[[11, 12, 13, 14], [25, 26, 27, 28], [39, 40, 41, 42]]>",
                         "dense<[[11, 12, 13, 14], [25, 26, 27, 28], [39, 40, 14, 42]]>")
     assert wrong != src
-    plan = checks.prepare(parse(wrong, "shapes.mlir"), source="shapes.mlir")
+    plan = prepare_checks(parse(wrong, "shapes.mlir"), source="shapes.mlir")
     results = engine.evaluate_checks(plan, run(plan))
     failed = [r for r in results if not r.passed]
     assert len(failed) == 1 and len(results) == 8
@@ -832,7 +839,8 @@ def test_check_eq_results_in_use_become_true_and_the_process_survives():
 
     code = (
         "from mlirhlo_driver.inputs import checks, loader\n"
-        f"plan = checks.prepare(loader.parse_mlir({CHECK_EQ_USED!r}, 't.mlir'))\n"
+        "from mlirhlo_driver.xla.backend import run_on_host\n"
+        f"plan = checks.prepare(loader.parse_mlir({CHECK_EQ_USED!r}, 't.mlir'), evaluate=run_on_host)\n"
         "print([(c.kind, c.target, c.options, c.actual_index, c.expected_index) for c in plan.checks])\n"
         "print(plan.module)\n"
     )
@@ -864,7 +872,7 @@ func.func @main(%a: tensor<2xf32>) {
   return
 }
 """
-    plan = checks.prepare(inputs.parse_mlir(src, "t.mlir"), source="o.mlir", line_offset=1)
+    plan = prepare_checks(inputs.parse_mlir(src, "t.mlir"), source="o.mlir", line_offset=1)
     assert [(c.kind, c.options, c.location) for c in plan.checks] == [
         ("expect_close", {"max_ulp_difference": 5, "min_ulp_difference": 2}, "o.mlir:3:3"),
         ("expect_almost_eq", {"tolerance": 1e-3}, "o.mlir:4:3"),
@@ -878,20 +886,20 @@ def test_prepare_and_run_plan_reject_what_they_cannot_run():
     """No entry function, a check with one operand, and a wrong argument count are input
     errors that say what is wrong and where; a lone public function is the entry."""
     with pytest.raises(InputError) as info:
-        checks.prepare(inputs.parse_mlir("func.func @a() { return }\nfunc.func @b() { return }\n", "m.mlir"),
+        prepare_checks(inputs.parse_mlir("func.func @a() { return }\nfunc.func @b() { return }\n", "m.mlir"),
                        source="m.mlir")
     assert (info.value.file, info.value.line) == ("m.mlir", None)
     assert_mentions(info.value.message, "@main", "one public one")
     one = ("func.func @main(%a: tensor<2xf32>) {\n  stablehlo.custom_call @check.expect_eq(%a) "
            "{has_side_effect = true} : (tensor<2xf32>) -> ()\n  return\n}\n")
     with pytest.raises(InputError) as info:
-        checks.prepare(inputs.parse_mlir(one, "m.mlir"), source="m.mlir", line_offset=3)
+        prepare_checks(inputs.parse_mlir(one, "m.mlir"), source="m.mlir", line_offset=3)
     assert (info.value.file, info.value.line, info.value.col) == ("m.mlir", 5, 3)
     assert_mentions(info.value.message, "check.expect_eq", "2 operands", "found 1")
     lone = ("func.func private @h() { return }\nfunc.func @only(%a: tensor<2xf32>) {\n"
             "  stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : "
             "(tensor<2xf32>, tensor<2xf32>) -> ()\n  return\n}\n")
-    plan = checks.prepare(inputs.parse_mlir(lone, "m.mlir"), source="m.mlir", line_offset=5)
+    plan = prepare_checks(inputs.parse_mlir(lone, "m.mlir"), source="m.mlir", line_offset=5)
     assert [(c.kind, c.location) for c in plan.checks] == [("expect_eq", "m.mlir:8:3")]
     assert "func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32>" in str(plan.module)
     with pytest.raises(InputError) as info:
@@ -923,7 +931,7 @@ func.func @main() {
   func.return
 }
 """
-    plan = checks.prepare(parse(src))
+    plan = prepare_checks(parse(src))
     assert [a.tolist() for a in plan.parameters] == [[1.0, 3.0], [0, 0], [7, 8]]
     assert (plan.x64, plan.kept, plan.num_original_params, plan.num_original_results) == (False, [], 0, 0)
     body = [ln.strip() for ln in str(plan.module).splitlines()[2:8]]

@@ -145,15 +145,15 @@ def test_named_shardings_lay_out_as_xla_does():
     code = r"""
 import json, sys, numpy as np
 from mlirhlo_driver._native import jaxlib as J
-J.ensure_cpu_devices(8)
 from mlirhlo_driver.execute import engine, spmd
+from mlirhlo_driver.xla.platforms import CpuTarget
 from mlirhlo_driver.inputs import loader
 from mlirhlo_driver.ir import shardings
 
 texts = ["{mesh['x'=2,'y'=4], [{'y':(2)2}, {'x', 'y':(1)2}]}",
          "{mesh['x'=2,'y'=4], device_ids=(0,2,4,6,1,3,5,7), [{'y'}, {}]}",
          "{mesh['a'=2,'b'=2,'c'=2], [{'c', 'a'}, {}], replicated={'b'}}"]
-devices = J.local_device_order()[:8]
+devices = J.local_device_order(8)[:8]
 out = []
 for text in texts:
     hlo = ("HloModule m, num_partitions=8\n\nENTRY main {\n  p = f32[8,16] parameter(0), sharding=" + text
@@ -161,8 +161,9 @@ for text in texts:
     module = spmd._with_device_counts(loader.load("m.hlo", data=hlo.encode())[0].module, spmd.SpmdOptions(num_partitions=8))
     mine = engine.layout(shardings.parse([text])[0], (8, 16), 8, per_device=False, what="p")
     for partitioner in ("shardy", "gspmd"):
-        exe = engine.compile_spmd(module, devices, num_replicas=1, num_partitions=8, params=engine.signature(module)[0],
-                                  results=[], partitioner=partitioner)
+        exe = engine.compile_spmd(module, CpuTarget(), device_ids=tuple(d.id for d in devices), num_replicas=1,
+                                  num_partitions=8, params=engine.signature(module)[0], results=[],
+                                  partitioner=partitioner)
         theirs = exe.param_layouts[0]
         out.append([text, partitioner, mine.tiles == theirs.tiles, mine.shard_shape == theirs.shard_shape])
 print(json.dumps(out))

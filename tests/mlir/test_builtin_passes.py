@@ -16,7 +16,7 @@ def _run(path_or_module, arrays):
     from mlirhlo_driver.execute import engine
 
     module = path_or_module
-    outs, _, _ = engine.run_xla(module, arrays, "cpu")
+    outs, _, _ = engine.run_xla(module, arrays)
     return outs
 
 

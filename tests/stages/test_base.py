@@ -11,7 +11,7 @@ from mlirhlo_driver import registry
 from mlirhlo_driver.errors import DriverError, StageError
 from mlirhlo_driver.stages import base
 from mlirhlo_driver.stages.base import Deferred, Registry, Stage, StageOptions, StageRequest
-from tests.conftest import assert_mentions
+from tests.conftest import assert_mentions, stage_options
 
 
 def _stage(name: str, level: str = base.MLIR, **kw) -> Stage:
@@ -51,7 +51,7 @@ class _Upper(Deferred):
 
 
 def _request(reg: Registry, platform: str | None = None, **kw) -> StageRequest:
-    return StageRequest(object(), "m", StageOptions(platform=platform), reg, **kw)
+    return StageRequest(object(), "m", stage_options(platform=platform), reg, **kw)
 
 
 @pytest.fixture(autouse=True)

@@ -68,11 +68,14 @@ def files(tmp_path_factory) -> Path:
 def _request_on(files: dict[str, bytes], platform: str = "cpu", **art):
     """A request whose XLA compile is already done: artifacts with these dump files (every
     dump and both Triton emitters asked for, so no stage compiles again)."""
+    from mlirhlo_driver.cuda.specs import DEFAULT_SPEC, resolve_spec
     from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla.platforms import CpuTarget, CudaTarget
 
     art.setdefault("hlo_module_name", "jit_m")
-    req = registry.request(None, "m", StageOptions(platform=platform))
+    target = CudaTarget(spec=resolve_spec(DEFAULT_SPEC)) if platform == "cuda" else CpuTarget()
+    req = registry.request(None, "m", StageOptions(target))
     req._derived["xla"] = xla_backend.XlaArtifacts(platform, files=files, emitters=("triton-fusion", "triton-to-llvm"),
                                                    **art)
     return req

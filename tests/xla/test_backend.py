@@ -1,5 +1,6 @@
-"""xla/backend.py: one compile per request with only the dumps its stages read, XLA flag
-overrides, and the dump files read back.
+"""xla/backend.py: the one compile function (a CompileSpec: its DebugOptions, devices and
+isolation), one compile per request with only the dumps its stages read, and the dump files
+read back.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import pytest
 import mlirhlo_driver
 from mlirhlo_driver import registry
 from mlirhlo_driver._native import jaxlib as _jaxlib
-from mlirhlo_driver.stages import base as stages
 from mlirhlo_driver.xla import backend as xla_backend
 from tests.conftest import (
     DATA,
@@ -39,14 +39,14 @@ def _dumped(monkeypatch, opt_args: list[str]) -> list[tuple[tuple[str, ...], set
     from mlirhlo_driver.xla import backend as xla_backend
 
     seen = []
-    real = xla_backend.compile_module
+    real = xla_backend.compile
 
     def recording(*a, **kw):
-        art = real(*a, **kw)
-        seen.append((art.dumps, {k.rsplit(".", 1)[-1] for k in art.files}))
-        return art
+        done = real(*a, **kw)
+        seen.append((done.art.dumps, {k.rsplit(".", 1)[-1] for k in done.art.files}))
+        return done
 
-    monkeypatch.setattr(xla_backend, "compile_module", recording)
+    monkeypatch.setattr(xla_backend, "compile", recording)
     assert _main(["opt", *opt_args, "--no-cache", MLP]) == 0
     return seen
 
@@ -59,19 +59,20 @@ def _pass_art(*names: str):
     return xla_backend.XlaArtifacts("cpu", "m", files)
 
 
-def test_a_note_about_this_jaxlib_is_said_once_per_process(monkeypatch):
-    """What the installed XLA does differently with a spec is a compile's note the first time only."""
-    from types import SimpleNamespace
-
+def test_a_note_about_this_jaxlib_comes_with_every_compile_for_that_spec(monkeypatch, add_file):
+    """What the installed XLA does differently with a spec is every such compile's note: a second
+    Compiled of the same program (the cache off) says it too, not only the first in the process."""
     from mlirhlo_driver.cuda import specs
-    from mlirhlo_driver.xla import backend
 
-    monkeypatch.setattr(backend, "_said", set())
-    monkeypatch.setattr(specs, "installed_xla_notes", lambda text: ["no such field here", "another"])
-    options = SimpleNamespace(platform="cuda", gpu_spec=SimpleNamespace(text="spec"))
-    assert backend._spec_notes(options) == ["no such field here", "another"]
-    assert backend._spec_notes(options) == []
-    assert backend._spec_notes(SimpleNamespace(platform="cpu", gpu_spec=None)) == []
+    monkeypatch.setattr(specs, "installed_xla_notes", lambda text: ["no such field here"])
+    target = mlirhlo_driver.Target.cuda("h100_sxm")
+    assert target.compile_notes() == target.compile_notes() == ["no such field here"]
+    assert xla_backend.CompileSpec(mlirhlo_driver.Target.cpu()).target.compile_notes() == []
+    program = mlirhlo_driver.load(str(add_file))
+    for _ in range(2):
+        compiled = program.compile(target, cache=False)
+        compiled.stage("hlo")
+        assert compiled.notes == ["no such field here"]
 
 
 def test_user_kernel_cache_file_is_kept(add_file, tmp_path):
@@ -113,35 +114,68 @@ def test_no_output_for_a_stage_messages_exactly(platform, stage, compile_error, 
     assert art.one(r"before_optimizations\.txt$", "hlo") == b"HloModule m"
 
 
-# ------------------------------------------------------------------ flag_overrides
+# ------------------------------------------------------------------ a compile's DebugOptions
 
-def test_flag_overrides_cpu_defaults():
-    got = xla_backend.flag_overrides(stages.StageOptions(platform="cpu"))
+def _cpu(**flags):
+    return xla_backend.CompileSpec(mlirhlo_driver.targets.CpuTarget(xla_flags=tuple(sorted(flags.items()))),
+                                   dumps=xla_backend.ALL_DUMPS)
+
+
+def test_debug_options_cpu_defaults():
+    got = _cpu().debug_options("/work")
     # jaxlib 0.12's XLA dumps LLVM IR and PTX only for the emitters xla_dump_emitter_re names.
     assert got == sorted([("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", True),
                           ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", True),
                           *_jaxlib.codegen_dump_flags().items()])
+    assert _cpu().debug_options() == []  # no dump directory: nothing to dump
 
 
-def test_flag_overrides_user_over_driver_defaults():
-    options = stages.StageOptions(platform="cuda", xla_flags=(
-        ("xla_dump_hlo_as_html", False), ("xla_gpu_autotune_level", 4),
-        ("xla_dump_to", "/somewhere"), ("xla_a", 1)))
-    got = xla_backend.flag_overrides(options)
+def test_debug_options_user_over_driver_defaults():
     from mlirhlo_driver.cuda import tools as cuda_tools
+    from mlirhlo_driver.targets import Target
 
-    assert got == sorted([("xla_a", 1), ("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
+    target = Target.cuda("h100_sxm", xla_flags={"xla_dump_hlo_as_html": False, "xla_gpu_autotune_level": 4})
+    target = target.with_flags({**dict(target.xla_flags), "xla_dump_to": "/somewhere"})
+    got = xla_backend.CompileSpec(target, dumps=xla_backend.ALL_DUMPS).debug_options("/work")
+    assert got == sorted([("xla_dump_hlo_as_dot", True), ("xla_dump_hlo_as_html", False),
                           ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", True), ("xla_gpu_autotune_level", 4),
                           ("xla_gpu_cuda_data_dir", cuda_tools.cuda_data_dir()[0]),
+                          ("xla_gpu_kernel_cache_file", "/work/xla_kernel_cache.pb"),
                           *_jaxlib.codegen_dump_flags().items()])
     assert "xla_dump_to" not in dict(got)  # the driver owns the dump directory
 
 
-def test_flag_overrides_deviceless_cuda_default():
-    assert dict(xla_backend.flag_overrides(stages.StageOptions(platform="cuda")))[
-        "xla_gpu_autotune_level"] == 0
-    assert "xla_gpu_autotune_level" not in dict(
-        xla_backend.flag_overrides(stages.StageOptions(platform="cpu")))
+def test_the_platform_defaults_reach_every_caller_and_a_run_autotunes():
+    """Device-less CUDA picks kernels without autotuning; a CUDA run (on a GPU) does autotune,
+    and both get the pip ptxas; CPU has no defaults. The spec's own fields set their flags,
+    over the user's."""
+    from mlirhlo_driver.targets import Target
+    from mlirhlo_driver.xla.platforms import run_target
+
+    cuda = xla_backend.CompileSpec(Target.cuda("h100_sxm"))
+    assert dict(cuda.debug_options())["xla_gpu_autotune_level"] == 0
+    ran = dict(xla_backend.CompileSpec(run_target("cuda"), on_device=True).debug_options())
+    assert "xla_gpu_autotune_level" not in ran and ran["xla_gpu_cuda_data_dir"]
+    assert "xla_gpu_autotune_level" not in dict(_cpu().debug_options())
+    spec = _cpu(xla_dump_hlo_pass_re="mine").with_(pass_dump_re=".*", only_passes=("dce", "algsimp"))
+    assert dict(spec.debug_options()) == {"xla_dump_hlo_pass_re": ".*", "xla_enable_hlo_passes_only": "dce,algsimp"}
+    assert dict(_cpu(xla_dump_hlo_pass_re="mine").debug_options()) == {"xla_dump_hlo_pass_re": "mine"}
+
+
+def test_compile_options_say_the_replicas_partitions_and_device_assignment():
+    """One place makes XLA's CompileOptions: counts, SPMD partitioning, Shardy, and the device
+    assignment by the devices' ids in logical order."""
+    devices = _jaxlib.cpu_devices(4)
+    spec = _cpu().with_(num_partitions=4, device_ids=(3, 2, 1, 0), partitioner="shardy")
+    opts = spec.compile_options(xla_backend._devices(spec))
+    assert (opts.num_replicas, opts.num_partitions) == (1, 4)
+    build = opts.executable_build_options
+    assert build.use_spmd_partitioning and build.use_shardy_partitioner
+    assert [d.id for d in xla_backend._devices(spec)] == [3, 2, 1, 0]
+    assert [devices[i].id for i in (3, 2, 1, 0)] == [3, 2, 1, 0]
+    one = _cpu().compile_options(xla_backend._devices(_cpu()))
+    assert (one.num_replicas, one.num_partitions) == (1, 1)
+    assert not one.executable_build_options.use_spmd_partitioning
 
 
 def test_cuts_pipeline():
@@ -155,8 +189,7 @@ def test_cuts_pipeline():
 def test_only_a_compile_error_about_autotuning_blames_the_autotune_file(monkeypatch, tmp_path):
     """With --autotune-results given, XLA's error names the file only when it is about
     autotuning; any other compile error stays XLA's own."""
-    from types import SimpleNamespace
-
+    from mlirhlo_driver._native import guards
     from mlirhlo_driver._native import jaxlib as _jaxlib
     from mlirhlo_driver.errors import CompileError, FlagError
     from mlirhlo_driver.xla import backend
@@ -168,16 +201,16 @@ def test_only_a_compile_error_about_autotuning_blames_the_autotune_file(monkeypa
         raise CompileError(message[0])
 
     monkeypatch.setattr(_jaxlib, "compile_executable", failing)
-    options = SimpleNamespace(platform="cpu", gpu_spec=None,
-                              xla_flags=(("xla_gpu_load_autotune_results_from", str(results)),))
+    monkeypatch.setattr(guards, "refuse_fatal", lambda module, **kw: False)
+    spec = _cpu(xla_gpu_load_autotune_results_from=str(results))
     message[:] = ["INVALID_ARGUMENT: Failed to load autotune results"]
     with pytest.raises(FlagError) as e:
-        backend.compile_module(None, "m", options)
+        backend.compile(None, spec)
     assert e.value.file == str(results)
     assert_mentions(e.value.message, "autotune results", "AutotuneResults")
     message[:] = ["INTERNAL: the module has no entry computation"]
     with pytest.raises(CompileError) as e:
-        backend.compile_module(None, "m", options)
+        backend.compile(None, spec)
     assert type(e.value) is CompileError and e.value.message == message[0]
 
 
@@ -221,9 +254,9 @@ def test_stage_all_still_compiles_once_with_every_dump(monkeypatch, capsys, tmp_
     from mlirhlo_driver.xla import backend as xla_backend
 
     seen = []
-    real = xla_backend.compile_module
-    monkeypatch.setattr(xla_backend, "compile_module",
-                        lambda *a, **kw: seen.append(kw.get("dumps")) or real(*a, **kw))
+    real = xla_backend.compile
+    monkeypatch.setattr(xla_backend, "compile",
+                        lambda module, spec, name, **kw: seen.append(spec.dumps) or real(module, spec, name, **kw))
     assert _main(["opt", "--platform", "cpu", "--stage", "hlo,html,dot,llvm", "--no-cache",
                   "--dump-dir", str(tmp_path), MLP]) == 0
     # Every dump those stages read, in one compile; PTX is not among them (llvm reads LLVM IR), nor
@@ -278,35 +311,31 @@ def test_artifacts_match_in_natural_order_and_say_when_nothing_matched():
     assert_mentions(info.value.message, "'ptx'", "cuda", "boom")
 
 
-def test_devices_need_a_known_platform_and_cuda_a_spec():
-    """Device arguments for the helper, and the errors for CUDA without a spec and unknown platforms."""
-    from types import SimpleNamespace
+def test_devices_are_the_assignments_ids_in_order_and_cuda_compiles_for_a_spec():
+    """A compile's devices are those its device assignment names, in logical order; an id the
+    target lacks is an error, and so is a device-less CUDA compile without a spec."""
+    from mlirhlo_driver.errors import CompileError, DriverError
+    from mlirhlo_driver.xla.platforms import run_target
 
-    from mlirhlo_driver.errors import CompileError
-    from mlirhlo_driver.xla import backend as xla_backend
-
-    assert xla_backend._device_args(SimpleNamespace(platform="cpu", gpu_spec=None)) == ("cpu", None, "mlirhlo")
-    spec = SimpleNamespace(text="gpu_device_info {}", name="h100_sxm")
-    assert xla_backend._device_args(SimpleNamespace(platform="cuda", gpu_spec=spec)) == \
-        ("cuda", "gpu_device_info {}", "h100_sxm")
+    assert [d.id for d in xla_backend._devices(_cpu().with_(num_replicas=2, device_ids=(1, 0)))] == [1, 0]
+    assert [d.id for d in xla_backend._devices(_cpu().with_(num_partitions=3))] == [0, 1, 2]
     with pytest.raises(CompileError) as info:
-        xla_backend._devices("cuda", None, "x")
-    assert "needs a GPU spec" in info.value.message
-    with pytest.raises(CompileError) as info:
-        xla_backend._devices("tpu", None, "x")
-    assert (info.value.message, info.value.hint) == ("unknown platform 'tpu'", "cpu or cuda")
+        xla_backend._devices(_cpu().with_(num_partitions=2, device_ids=(0,)))
+    assert_mentions(info.value.message, "1 device ids", "2 devices")
+    with pytest.raises(DriverError) as info:
+        xla_backend._devices(xla_backend.CompileSpec(run_target("cuda")))
+    assert_mentions(info.value.message, "device-less", "GPU spec")
 
 
 def test_which_compiles_write_xlas_triton_log():
     """A CUDA compile writes the log when a stage asks for its emitter or the user's
     --xla_dump_emitter_re matches it; a CPU compile or a bad regex never does."""
-    from types import SimpleNamespace
-
-    from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.targets import Target
 
     def writes(platform, emitters=(), user=None):
-        flags = (("xla_dump_emitter_re", user),) if user is not None else ()
-        return xla_backend._dumps_triton_log(SimpleNamespace(platform=platform, xla_flags=flags), emitters)
+        flags = {"xla_dump_emitter_re": user} if user is not None else {}
+        target = Target.cuda("h100_sxm", xla_flags=flags) if platform == "cuda" else Target.cpu(xla_flags=flags)
+        return xla_backend._dumps_triton_log(xla_backend.CompileSpec(target, emitters=emitters))
 
     assert writes("cuda", ("triton-fusion", "triton-to-llvm")) is True
     assert writes("cuda", ("triton-fusion",)) is False
@@ -317,8 +346,24 @@ def test_which_compiles_write_xlas_triton_log():
     assert writes("cuda", user="triton.*") is True
     assert writes("cuda", user="^ptx$") is False
     assert writes("cuda", user="") is False
-    assert writes("cuda", user="(") is False
     assert writes("cpu", ("triton-to-llvm",), user=".*") is False
+
+
+def test_a_triton_log_compiles_where_llvm_does_not_symbolize(monkeypatch):
+    """The Triton log's compile runs in a helper started with LLVM's symbolization off, unless
+    this process has it off already (the command lines do): the library leaves the user's
+    environment as it was."""
+    import os
+
+    from mlirhlo_driver.targets import Target
+
+    spec = xla_backend.CompileSpec(Target.cuda("h100_sxm"), emitters=("triton-fusion", "triton-to-llvm"))
+    monkeypatch.delenv("LLVM_DISABLE_SYMBOLIZATION", raising=False)
+    assert xla_backend._helper_env(spec) == {"LLVM_DISABLE_SYMBOLIZATION": "1"}
+    assert "LLVM_DISABLE_SYMBOLIZATION" not in os.environ
+    monkeypatch.setenv("LLVM_DISABLE_SYMBOLIZATION", "1")
+    assert xla_backend._helper_env(spec) == {}
+    assert xla_backend._helper_env(spec.with_(emitters=())) == {}
 
 
 @pytest.mark.golden
@@ -436,11 +481,11 @@ def test_a_native_death_after_a_pipeline_cut_message_exactly(monkeypatch):
         raise NativeCrash("XLA's compile aborted")
 
     monkeypatch.setattr(isolate, "call", dies)
+    monkeypatch.setattr(xla_backend, "_fused", lambda module: False)
     module = SimpleNamespace(operation=SimpleNamespace(write_bytecode=lambda buf: buf.write(b"mlir")))
-    options = SimpleNamespace(platform="cpu", gpu_spec=None,
-                              xla_flags=(("xla_disable_all_hlo_passes", True), ("xla_disable_hlo_passes", "dce")))
+    spec = _cpu(xla_disable_all_hlo_passes=True, xla_disable_hlo_passes="dce")
     with pytest.raises(CompileError) as e:
-        xla_backend._compile_isolated(module, options, SimpleNamespace(SerializeAsString=lambda: b""))
+        xla_backend._in_helper(module, "m", spec, {})
     assert e.value.format() == ("error: XLA's compile aborted (--xla_disable_all_hlo_passes, --xla_disable_hlo_passes "
                                 "may have left HLO that XLA's codegen aborts on)")
 
@@ -452,24 +497,46 @@ def test_to_json_is_sorted_indented_and_ends_with_a_newline():
     assert xla_backend.to_json({"b": 1, "a": [1, 2]}) == '{\n  "a": [\n    1,\n    2\n  ],\n  "b": 1\n}\n'
 
 
-def test_compile_logged_stops_at_a_failure_unless_asked(monkeypatch):
-    """compile_logged compiles in a helper whose XLA logs passes at the level, gives up on a
-    failed compile by default, and reads 'caused changes' lines only at CHANGES_LEVEL."""
-    from mlirhlo_driver.xla import backend as xla_backend
+def test_a_logged_compile_runs_in_a_helper_and_reads_changes_only_at_their_level(monkeypatch):
+    """A compile with a pass log runs in a helper whose XLA logs passes at that level (read
+    when XLA loads), and 'caused changes' lines are read only at CHANGES_LEVEL."""
+    from mlirhlo_driver._native import guards
     from mlirhlo_driver.xla import pass_log
 
     seen, parsed = [], []
 
-    def helper(module, name, options, env, **kw):
-        seen.append((env, kw))
-        return xla_backend.XlaArtifacts("cpu", name, {}), "the log"
+    def helper(module, name, spec, env):
+        seen.append((env, spec.keep_going, spec.dumps))
+        art = xla_backend.XlaArtifacts("cpu", name, {})
+        art.pass_calls = pass_log.parse("", changes_logged=False)
+        return art
 
-    monkeypatch.setattr(xla_backend, "_in_helper_process", helper)
-    monkeypatch.setattr(pass_log, "parse", lambda log, changes_logged: parsed.append((log, changes_logged)) or ["p"])
-    art = xla_backend.compile_logged(None, "m", None, pass_log.CHANGES_LEVEL - 1)
-    assert art.pass_calls == ["p"]
-    assert seen == [(pass_log.log_env(pass_log.CHANGES_LEVEL - 1),
-                     {"keep_going": False, "dumps": xla_backend.ALL_DUMPS})]
-    xla_backend.compile_logged(None, "m", None, pass_log.CHANGES_LEVEL, keep_going=True, dumps=("hlo-text",))
-    assert seen[1][1] == {"keep_going": True, "dumps": ("hlo-text",)}
-    assert parsed == [("the log", False), ("the log", True)]
+    monkeypatch.setattr(xla_backend, "_in_helper", helper)
+    monkeypatch.setattr(guards, "refuse_fatal", lambda module, **kw: False)
+    monkeypatch.setattr(pass_log, "parse", lambda log, changes_logged: parsed.append(changes_logged) or ["p"])
+    level = pass_log.CHANGES_LEVEL - 1
+    done = xla_backend.compile(None, _cpu().with_(pass_log=level), "m")
+    assert done.executable is None and done.art.pass_calls == ["p"]
+    assert seen == [(pass_log.log_env(level), False, xla_backend.ALL_DUMPS)]
+    xla_backend.compile(None, _cpu().with_(pass_log=pass_log.CHANGES_LEVEL, keep_going=True, dumps=("hlo-text",)), "m")
+    assert seen[1] == (pass_log.log_env(pass_log.CHANGES_LEVEL), True, ("hlo-text",))
+
+
+def test_a_kept_going_compile_that_died_in_the_helper_gives_what_xla_dumped_before(monkeypatch, tmp_path):
+    """keep_going in the helper: XLA dumps into a directory made here, so a death there still
+    gives the files it wrote (the death is the artifacts' compile_error)."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver._native import isolate
+    from mlirhlo_driver.errors import NativeCrash
+
+    def dies(fn, args, **kw):
+        workdir = args[-1]
+        Path(workdir, "module_0001.m.before_optimizations.txt").write_text("HloModule m")
+        raise NativeCrash("XLA's compile aborted: Check failed")
+
+    monkeypatch.setattr(isolate, "call", dies)
+    module = SimpleNamespace(operation=SimpleNamespace(write_bytecode=lambda buf: buf.write(b"mlir")))
+    art = xla_backend._in_helper(module, "m", _cpu().with_(keep_going=True), {})
+    assert art.files == {"before_optimizations.txt": b"HloModule m"} and art.hlo_module_name == "m"
+    assert_mentions(art.compile_error, "Check failed")

@@ -207,11 +207,8 @@ def test_multihost_counts_come_from_the_header_unless_given(monkeypatch, tmp_pat
         raise _Stop
 
     monkeypatch.setattr(spmd, "run_in_process", stand_in)
-    from mlirhlo_driver._native import jaxlib as _jaxlib
-
-    # Nothing runs: the counts need no devices (jax may have started with one already).
+    # Nothing runs: the counts need no devices.
     monkeypatch.setattr(spmd, "check_options", lambda o: None)
-    monkeypatch.setattr(_jaxlib, "ensure_cpu_devices", lambda n: None)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     src = tmp_path / "m.hlo"
     src.write_text("HloModule m, replica_count=2, num_partitions=4\n\nENTRY main {\n  ROOT p = f32[2] parameter(0)\n}\n")

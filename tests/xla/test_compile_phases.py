@@ -295,8 +295,9 @@ def test_compiled_compile_phases_are_one_timed_compile_kept(monkeypatch):
     from mlirhlo_driver.xla import backend
 
     calls = []
-    real = backend.compile_logged
-    monkeypatch.setattr(backend, "compile_logged", lambda *a, **kw: calls.append(a[3]) or real(*a, **kw))
+    real = backend.compile
+    monkeypatch.setattr(backend, "compile",
+                        lambda module, spec, name, **kw: calls.append(spec.pass_log) or real(module, spec, name, **kw))
     compiled = mh.load(str(DATA / "mlp_train_step.before_optimizations.txt")).compile(mh.Target.cpu())
     rows = compiled.compile_phases()
     assert compiled.compile_phases() == rows and calls == [pass_log.TIMES_LEVEL]

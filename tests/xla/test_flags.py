@@ -540,13 +540,13 @@ def test_autotune_results_round_trip(cli, tmp_path, monkeypatch):
     assert re.search(r"^version: \d+", results.read_text(), re.M)
     plain = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx", MLP)
     seen = []
-    real = xla_backend.compile_module
+    real = xla_backend.compile
 
-    def recording(module, name, options, **kw):
-        seen.append(dict(options.xla_flags))
-        return real(module, name, options, **kw)
+    def recording(module, spec, name="module", **kw):
+        seen.append(dict(spec.target.xla_flags))
+        return real(module, spec, name, **kw)
 
-    monkeypatch.setattr(xla_backend, "compile_module", recording)
+    monkeypatch.setattr(xla_backend, "compile", recording)
     r = cli("opt", "--platform", "cuda", "--gpu-spec", "h100_sxm", "--stage", "ptx",
             "--autotune-results", results, MLP)
     assert r.code == 0, r.err

@@ -17,7 +17,7 @@ from tests.conftest import PLAIN, assert_one_line_error, filecheck
 def _fake_xla(monkeypatch, dumps=None, timed=(), changes=(), logged=()):
     """backend's compiles replaced by ones that record how they were called. Each gives
     per-pass dumps (name -> text: ``after.before``) only when asked for them by a dump regex;
-    compile_logged gives ``timed`` at level 1 and ``changes`` at level 3, and ``logged`` at
+    a logged compile gives ``timed`` at level 1 and ``changes`` at level 3, and ``logged`` at
     level 1 with only HLO text dumps (the compile that names what ran)."""
     from types import SimpleNamespace
 
@@ -26,8 +26,9 @@ def _fake_xla(monkeypatch, dumps=None, timed=(), changes=(), logged=()):
     seen = []
     dumps = dumps if dumps is not None else {}
 
-    def art(kind, options, level, dumps_asked):
-        rx = dict(options.xla_flags).get("xla_dump_hlo_pass_re")
+    def art(kind, spec, level, dumps_asked):
+        rx = spec.pass_dump_re if spec.pass_dump_re is not None else dict(spec.target.xla_flags).get(
+            "xla_dump_hlo_pass_re")
         seen.append((kind, level, rx, dumps_asked))
         pass_calls = None
         if level == 1:
@@ -35,7 +36,8 @@ def _fake_xla(monkeypatch, dumps=None, timed=(), changes=(), logged=()):
         elif level == 3:
             pass_calls = list(changes)
         files = {f"dump{i}:{k}": v for i, (k, v) in enumerate(dumps.items())} if rx else {}
-        return SimpleNamespace(files=files, pass_calls=pass_calls, rx=rx, kind=kind, phases=None, compile_span=None)
+        return SimpleNamespace(art=SimpleNamespace(files=files, pass_calls=pass_calls, rx=rx, kind=kind, phases=None,
+                                                   compile_span=None))
 
     def pass_dumps(a):
         out = []
@@ -45,12 +47,9 @@ def _fake_xla(monkeypatch, dumps=None, timed=(), changes=(), logged=()):
             out.append(backend.PassDump(int(i[4:]), "pipe", after, before, key))
         return out
 
-    monkeypatch.setattr(backend, "compile_logged",
-                        lambda module, name, options, level, *, keep_going=False, dumps=backend.ALL_DUMPS:
-                        art("logged", options, level, dumps))
-    monkeypatch.setattr(backend, "compile_module",
-                        lambda module, name, options, *, dumps=backend.ALL_DUMPS, **kw:
-                        art("module", options, None, dumps))
+    monkeypatch.setattr(backend, "compile",
+                        lambda module, spec, name: art("logged" if spec.pass_log else "module", spec,
+                                                       spec.pass_log or None, spec.dumps))
     monkeypatch.setattr(backend, "pass_dumps", pass_dumps)
     return seen
 
@@ -61,11 +60,13 @@ _DUMPS = {"pipeline-start.algsimp": b"HloModule a\n", "algsimp.dce": b"HloModule
 
 
 def _inst_call(inst, dumps=None):
-    from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import instrument
+    from mlirhlo_driver.xla.backend import ALL_DUMPS, CompileSpec
+    from mlirhlo_driver.xla.platforms import CpuTarget
 
-    options = StageOptions(platform="cpu", xla_flags=(("xla_zz", True), ("xla_dump_hlo_pass_re", "old")))
-    return instrument.compile("MODULE", "m", options, inst, dumps)
+    spec = CompileSpec(CpuTarget(xla_flags=(("xla_dump_hlo_pass_re", "old"), ("xla_zz", True))),
+                       dumps=ALL_DUMPS if dumps is None else dumps)
+    return instrument.compile("MODULE", "m", spec, inst)
 
 
 def _printed(out) -> list[tuple[str, str, str, str]]:
@@ -180,10 +181,13 @@ def test_mlir_names_in_the_pipeline_stay_mlirs_with_a_platform(cli, files):
 def test_instrumentation_costs_nothing_unless_asked(monkeypatch, cli, files):
     from mlirhlo_driver.xla import backend
 
-    def no(*a, **k):
-        raise AssertionError("a logged compile without --timing")
+    real = backend.compile
 
-    monkeypatch.setattr(backend, "compile_logged", no)
+    def no_log(module, spec, name, **kw):
+        assert not spec.pass_log, "a logged compile without --timing"
+        return real(module, spec, name, **kw)
+
+    monkeypatch.setattr(backend, "compile", no_log)
     r = cli("opt", files / "plain.hlo", "--platform", "cpu", "--stage", "hlo", "--no-cache")
     assert r.code == 0, r.err
     assert "XLA HLO passes" not in r.err
@@ -209,15 +213,16 @@ def test_instrumentation_shows_only_what_it_is_asked(files):
     prints no IR (the API's xla_passes() and run's --timing ask for only that); after_change
     alone prints IR and logs no passes."""
     from mlirhlo_driver import api
-    from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import backend, instrument
 
     assert not instrument.XlaInstrumentation().wanted
+    from mlirhlo_driver.xla.platforms import CpuTarget
+
     module = backend.module_for_xla(api.load(str(files / "plain.hlo")).module)
-    options = StageOptions(platform="cpu")
-    timed = instrument.compile(module, "plain", options, instrument.XlaInstrumentation(timing=True))
+    spec = backend.CompileSpec(CpuTarget(), dumps=backend.ALL_DUMPS)
+    timed = instrument.compile(module, "plain", spec, instrument.XlaInstrumentation(timing=True))
     assert timed.calls and timed.printed == []
-    changed = instrument.compile(module, "plain", options, instrument.XlaInstrumentation(after_change=True))
+    changed = instrument.compile(module, "plain", spec, instrument.XlaInstrumentation(after_change=True))
     assert changed.calls is None
     assert "algsimp" in [p.pass_name for p in changed.printed]
     assert {p.when for p in changed.printed} == {"after"}
@@ -336,7 +341,6 @@ def test_instrument_named_pass_that_printed_nothing_is_an_error_naming_what_ran(
 def test_instrumentation_values_and_printed_headers():
     """Any one flag makes an instrumentation wanted; a printed module's header names its side,
     pass and pipeline like MLIR's IR dumps; the dump regex matches exactly the names given."""
-    from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import instrument
     from mlirhlo_driver.xla.instrument import PrintedIR, XlaInstrumentation
 
@@ -346,10 +350,6 @@ def test_instrumentation_values_and_printed_headers():
     assert PrintedIR("before", "algsimp", "simplification", "x").header() == \
         "// -----// HLO before algsimp (simplification) //----- //"
     assert instrument._names_re(("b.c", "a", "b.c")) == r"^(?:a|b\.c)$"
-    options = StageOptions(platform="cpu", xla_flags=(("xla_zz", 1), ("xla_aa", 2)))
-    assert instrument._with_dump_re(options, None) is options
-    assert instrument._with_dump_re(options, ".*").xla_flags == (
-        ("xla_aa", 2), ("xla_dump_hlo_pass_re", ".*"), ("xla_zz", 1))
 
 
 def test_printed_hlo_on_stderr_ends_each_module_with_one_newline(monkeypatch, cli, files):

@@ -68,7 +68,7 @@ class DumpRun:
 
     directory: Path
     code: int
-    compiles: list[str]           # module name per xla_backend.compile_module call
+    compiles: list[str]           # module name per xla_backend.compile call
     xla_tmpdirs: list[str]        # mlirhlo-xla-* dirs made during the run
     tmp_left: list[str]           # what the run left in its (private) temp dir
     files: set[str] = field(default_factory=set)
@@ -89,11 +89,11 @@ def _dump_all(tmp_path_factory, name: str, *opt_args: str) -> DumpRun:
     private_tmp = tmp_path_factory.mktemp(name + "-tmp")
     compiles: list[str] = []
     made: list[str] = []
-    real_compile, real_mkdtemp = xla_backend.compile_module, tempfile.mkdtemp
+    real_compile, real_mkdtemp = xla_backend.compile, tempfile.mkdtemp
 
-    def counting(module, module_name, options, **kw):
+    def counting(module, spec, module_name="module", **kw):
         compiles.append(module_name)
-        return real_compile(module, module_name, options, **kw)
+        return real_compile(module, spec, module_name, **kw)
 
     def recording_mkdtemp(*args, **kw):
         made.append(real_mkdtemp(*args, **kw))
@@ -101,7 +101,7 @@ def _dump_all(tmp_path_factory, name: str, *opt_args: str) -> DumpRun:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("XLA_FLAGS", raising=False)
-        mp.setattr(xla_backend, "compile_module", counting)
+        mp.setattr(xla_backend, "compile", counting)
         mp.setattr(tempfile, "tempdir", str(private_tmp))
         mp.setenv("TMPDIR", str(private_tmp))  # helper processes' temp dirs too
         mp.setattr(tempfile, "mkdtemp", recording_mkdtemp)
@@ -205,8 +205,7 @@ def test_cuda_stage_all_several_specs(cuda_run):
         assert {f.split(".")[1] for f in multi if f.endswith(ext)} == set(SPECS), ext
     # One compile per (module, spec), however many stages are written.
     assert cuda_run.compiles == [STEM] * len(SPECS)
-    # --stage all writes XLA's Triton log; each compile still runs here, in one dump dir
-    # (xla.backend.unsymbolized_llvm_traces keeps the log's compile cheap)
+    # --stage all writes XLA's Triton log; each compile dumps into one dump dir made here
     assert len(cuda_run.xla_tmpdirs) == len(SPECS)
     assert cuda_run.tmp_left == []
     for spec, sm in SPECS.items():
@@ -574,9 +573,9 @@ def test_api_compiles_once(monkeypatch):
     from mlirhlo_driver.xla import backend as xla_backend
 
     calls = []
-    real = xla_backend.compile_module
-    monkeypatch.setattr(xla_backend, "compile_module",
-                        lambda *a, **kw: calls.append(a[1]) or real(*a, **kw))
+    real = xla_backend.compile
+    monkeypatch.setattr(xla_backend, "compile",
+                        lambda module, spec, name, **kw: calls.append(name) or real(module, spec, name, **kw))
     c = mlirhlo_driver.compile(str(MLP), platform="cpu")
     assert calls == []  # lazy
     c.stage("hlo"), c.stage("cost"), c.stage("llvm")
@@ -619,10 +618,11 @@ def test_a_stage_read_later_compiles_once_more_for_its_dumps():
     from mlirhlo_driver.cuda.specs import resolve_spec
     from mlirhlo_driver.inputs import loader
     from mlirhlo_driver.stages.base import StageOptions
+    from mlirhlo_driver.xla.platforms import CudaTarget
 
     loaded = loader.load(str(MLP))[0]
     req = registry.request(loaded.module, loaded.name,
-                           StageOptions(platform="cuda", gpu_spec=resolve_spec("h100_sxm")), stages=("ptx",))
+                           StageOptions(CudaTarget(spec=resolve_spec("h100_sxm"))), stages=("ptx",))
     assert ".entry" in req.produce("ptx")
     assert "<html" in req.produce("html").lower()
 
@@ -669,18 +669,19 @@ def test_a_codegen_stage_without_files_is_empty_only_after_a_good_compile_that_n
     from mlirhlo_driver.inputs import loader
     from mlirhlo_driver.stages.base import StageOptions
     from mlirhlo_driver.xla import backend as xla_backend
+    from mlirhlo_driver.xla.platforms import CpuTarget, CudaTarget
 
-    def compile_module(module, name, options, **kw):
-        return xla_backend.XlaArtifacts(platform, name, {f"{name}.before_optimizations.txt": b"HloModule m"},
-                                        compile_error="boom" if failed else None,
-                                        emitters=kw.get("emitters", ()), dumps=kw.get("dumps", ()))
+    def compile(module, spec, name):
+        return xla_backend.Compilation(xla_backend.XlaArtifacts(
+            platform, name, {f"{name}.before_optimizations.txt": b"HloModule m"},
+            compile_error="boom" if failed else None, emitters=spec.emitters, dumps=spec.dumps))
 
-    monkeypatch.setattr(xla_backend, "compile_module", compile_module)
+    monkeypatch.setattr(xla_backend, "compile", compile)
     monkeypatch.setattr(_jaxlib, "codegen_dumps_need_emitters", lambda: need_emitters)
     loaded = loader.load(str(MLP))[0]
     spec = resolve_spec("h100_sxm") if platform == "cuda" else None
-    req = registry.request(loaded.module, loaded.name, StageOptions(platform=platform, gpu_spec=spec),
-                           stages=(stage,))
+    req = registry.request(loaded.module, loaded.name, StageOptions(
+        CudaTarget(spec=spec) if platform == "cuda" else CpuTarget()), stages=(stage,))
     if empty:
         assert req.produce(stage) == ""
         return
@@ -882,12 +883,13 @@ def test_compile_asks_for_the_requests_emitters_and_notes_a_check_file_once(monk
     plans = {"plain": None, "checks": "plan"}
     compiles, notes = [], []
 
-    def compile_module(module, name, options, *, emitters, dumps):
-        compiles.append((module, emitters, dumps))
-        return xla_backend.XlaArtifacts("cuda", name, {})
+    def compile(module, spec, name):
+        compiles.append((module, spec.emitters, spec.dumps))
+        return xla_backend.Compilation(xla_backend.XlaArtifacts("cuda", name, {}))
 
     monkeypatch.setattr(xla_backend, "prepared_for_xla", lambda m, s, o, f: (f"{m} for xla", plans[m]))
-    monkeypatch.setattr(xla_backend, "compile_module", compile_module)
+    monkeypatch.setattr(xla_backend, "declared_partitions", lambda module: 1)
+    monkeypatch.setattr(xla_backend, "compile", compile)
     monkeypatch.setattr(xla_stages, "_check_file_notes", lambda req, plan, art: notes.append(plan))
 
     def request(module, *names):

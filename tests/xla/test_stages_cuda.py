@@ -349,4 +349,5 @@ def test_pending_kernels_carry_what_the_kernels_table_reads(monkeypatch):
     req = _request_on({"thunk_sequence.txt": b"001: kKernel"}, "cuda")
     pending = xla_stages.pending_kernels(req)
     assert isinstance(pending, xla_stages.PendingBinary)
-    assert (pending.job, pending.kernels) == ("job", ("m", None, "001: kKernel", {"k": 1024}, {"k": "fusion"}))
+    assert (pending.job, pending.kernels) == ("job", ("m", req.options.gpu_spec, "001: kKernel", {"k": 1024},
+                                                      {"k": "fusion"}))

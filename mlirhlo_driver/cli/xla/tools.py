@@ -31,6 +31,11 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
     """A tool's whole life: parse ``argv`` with its flag table, print --help or --version,
     or hand the flags to ``run``; typed errors become one line and their exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:  # this process is the tool's (cli.mlirhlo._own_process_settings says why)
+        import os
+
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        os.environ.setdefault("LLVM_DISABLE_SYMBOLIZATION", "1")
     try:
         p = parse(preprocess(args) if preprocess else args, flags)
         if p.help:

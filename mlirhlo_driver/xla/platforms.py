@@ -1,0 +1,441 @@
+"""Compile targets: one frozen, hashable value per compile, and the resolver every front-end
+shares (``mlirhlo opt``, ``kernels``, ``diff``, XLA's ``hlo-opt``, the Python API), through
+the top-level ``mlirhlo_driver.targets``.
+
+A :class:`Target` names one compile: a platform class (:class:`CpuTarget`,
+:class:`CudaTarget`) with its GPU spec, and XLA's DebugOptions. Everything the driver does
+differently per platform (the devices it compiles and runs on, its DebugOptions defaults,
+the checks before anything loads, the errors it translates, what a compile should tell
+the user) is a method of that platform's class, so a platform is added in one place;
+``xla.backend.compile`` calls them.
+
+Promises:
+
+* :func:`resolve` checks everything it is given before anything compiles and raises
+  typed errors (errors.py); it prints nothing. What the user should be told (a default
+  GPU spec, fields filled into a spec) is kept in :attr:`Targets.notes`, for the caller
+  to say once its own checks have passed, never right before an error line.
+* Platform names take XLA's spellings too (``CPU``, ``Host``, ``GPU``, ``CUDA``).
+* DebugOptions come from ``--debug-options-file`` < ``XLA_FLAGS`` < the command line,
+  and are checked against this jaxlib's XLA by name.
+* A target holds no files and no state: an autotune results file XLA would misread by
+  its extension is copied once into the cache folder, named by its content.
+* Nothing here imports jax or jaxlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import DriverError, FlagError, log_note, param
+from ..stages.base import StageOptions
+
+TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
+AUTOTUNE_FLAG = "xla_gpu_load_autotune_results_from"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one compile is for: a platform and XLA's DebugOptions, one frozen, hashable value.
+
+    Made by :meth:`cpu`, :meth:`cuda` and :meth:`of` in Python and by :func:`resolve` for
+    the commands, which read XLA_FLAGS, flag files and autotune results the same way. Two
+    targets are equal when they compile the same: the stage cache keys on their content.
+    """
+
+    xla_flags: tuple[tuple[str, Any], ...] = ()
+    platform: ClassVar[str] = ""
+    # XLA's spellings of the platform, for --platform (the first is the canonical one).
+    spellings: ClassVar[tuple[str, ...]] = ()
+    # The GPU spec (cuda.specs.GpuSpec) of a CUDA target; None for other platforms.
+    spec: ClassVar[Any] = None
+
+    # ------------------------------------------------------------ constructors
+
+    @classmethod
+    def cpu(cls, *, xla_flags: dict[str, Any] | None = None, debug_options_file: str | None = None) -> Target:
+        """XLA's CPU backend. ``xla_flags``: DebugOptions fields by name, over
+        ``XLA_FLAGS`` and ``debug_options_file`` (FlagError for a name this XLA lacks)."""
+        return cls.of("cpu", xla_flags=xla_flags, debug_options_file=debug_options_file)
+
+    @classmethod
+    def cuda(cls, gpu_spec: str | None = None, *, xla_flags: dict[str, Any] | None = None,
+             autotune_results: str | None = None, debug_options_file: str | None = None) -> Target:
+        """XLA's CUDA backend, device-less, for one GPU spec: a shipped name
+        (``h100_sxm``; ``mlirhlo specs list``) or a GpuTargetConfigProto file; the
+        default spec without one. ``autotune_results``: XLA's AutotuneResults file."""
+        if gpu_spec is not None and "," in gpu_spec:
+            raise DriverError(f"gpu_spec '{gpu_spec}' names several specs: a Target is one compile target",
+                              hint="make one Target per spec")
+        return cls.of("cuda", gpu_spec=gpu_spec, xla_flags=xla_flags, autotune_results=autotune_results,
+                      debug_options_file=debug_options_file)
+
+    @classmethod
+    def of(cls, platform: str, *, gpu_spec: str | None = None, xla_flags: dict[str, Any] | None = None,
+           autotune_results: str | None = None, debug_options_file: str | None = None) -> Target:
+        """A target by platform name (XLA's spellings too: ``Host``, ``GPU``), resolved as
+        every command resolves it (:func:`resolve`). Notes (the default spec used, fields
+        filled into a spec) go to the ``mlirhlo_driver`` logger (errors.log_note)."""
+        found = resolve(platform, gpu_spec=gpu_spec, cli_flags=dict(xla_flags or {}),
+                        debug_options_file=debug_options_file, autotune_results=autotune_results,
+                        spec_flag="gpu_spec")
+        found.say_notes()
+        return found.targets[0]
+
+    # ------------------------------------------------------------ the value
+
+    @property
+    def gpu_spec(self) -> Any:
+        """Another name of :attr:`spec` (StageOptions' spelling)."""
+        return self.spec
+
+    def label(self) -> str:
+        """How the target is named in listings and tables: ``cpu``, ``cuda (h100_sxm)``."""
+        return self.platform
+
+    def with_flags(self, flags: dict[str, Any]) -> Target:
+        """This target with exactly these DebugOptions."""
+        return replace(self, xla_flags=tuple(sorted(flags.items())))
+
+    def with_flag(self, name: str, value: Any) -> Target:
+        """This target with one DebugOption set (over its own)."""
+        return self.with_flags({**dict(self.xla_flags), name: value})
+
+    def options(self, **kw: Any) -> StageOptions:
+        """The StageOptions of this target's compile (``kw``: the stage options)."""
+        return StageOptions(target=self, **kw)
+
+    # ------------------------------------------------------------ what xla.backend asks
+
+    def check(self) -> None:
+        """Refuse, before anything loads, what the compile cannot do here."""
+
+    def flag_defaults(self, *, on_device: bool) -> dict[str, Any]:
+        """The driver's DebugOptions defaults for this platform (the user's flags win);
+        ``on_device``: the compile is for devices to run on, not device-less."""
+        return {}
+
+    def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
+        """``count`` devices to compile for (``on_device``: ones to run on)."""
+        raise NotImplementedError
+
+    def translate_error(self, message: str, native_log: str) -> DriverError | None:
+        """A compile failure said as one line of this platform's, or None."""
+        return None
+
+    def compile_notes(self) -> list[str]:
+        """What every compile for this target should tell the user."""
+        return []
+
+    def identity_parts(self) -> list[tuple[str, Any]]:
+        """What a compile's output depends on besides the module and the flags, for the
+        cache key (core.compiled): ``(name, text)``, ``("file:NAME", path)`` for a file by its
+        content, ``("stat:NAME", path)`` for an installed tool by its size and date."""
+        return []
+
+
+@dataclass(frozen=True)
+class CpuTarget(Target):
+    """XLA's CPU backend, on the driver's own host client (``_native.jaxlib.cpu_client``)."""
+
+    platform: ClassVar[str] = "cpu"
+    spellings: ClassVar[tuple[str, ...]] = ("cpu", "host")
+
+    def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
+        from .._native import jaxlib as _jaxlib
+
+        return _jaxlib.cpu_devices(count)[:count]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaTarget(Target):
+    """XLA's CUDA backend for one GPU spec: device-less (the spec's compile-only devices), or
+    on the GPUs there are for runs (a run's target needs no spec: ``spec`` None)."""
+
+    spec: Any  # cuda.specs.GpuSpec; None: the GPU of a run
+    platform: ClassVar[str] = "cuda"
+    spellings: ClassVar[tuple[str, ...]] = ("cuda", "gpu")
+
+    def label(self) -> str:
+        return f"cuda ({self.spec.name})" if self.spec is not None else "cuda"
+
+    def _user_data_dir(self) -> str | None:
+        return str(dict(self.xla_flags).get("xla_gpu_cuda_data_dir") or "") or None
+
+    def check(self) -> None:
+        if self.spec is None:
+            return
+        from ..cuda import tools as cuda_tools
+
+        # XLA runs ptxas even device-less; a ptxas that cannot target the spec's sm
+        # fails deep inside XLA, so say so before loading anything.
+        cuda_tools.check_target(self.spec.sm, self._user_data_dir(), gpu=f"spec {self.spec.name}: {self.spec.gpu}")
+
+    def flag_defaults(self, *, on_device: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if not on_device:
+            # Without a GPU there is nothing to autotune on: XLA must pick kernels heuristically.
+            out["xla_gpu_autotune_level"] = 0
+        if not self._user_data_dir():
+            # XLA tries PATH before pip's ptxas; one of another CUDA major may be there.
+            from ..cuda import tools as cuda_tools
+
+            out["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
+        return out
+
+    def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
+        from .._native import jaxlib as _jaxlib
+
+        if on_device:
+            found = _jaxlib.cuda_devices()
+            if len(found) < count:
+                from ..errors import NoGpu
+
+                raise NoGpu(f"{count} GPUs needed, {len(found)} here")
+            return found[:count]
+        if self.spec is None:
+            raise DriverError(f"{param('platform', 'cuda')} compiles device-less for a GPU spec: give {param('gpu_spec')}")
+        from ..cuda.specs import target_config_for_installed_xla
+
+        return _jaxlib.cuda_compile_only_devices(target_config_for_installed_xla(self.spec.text),
+                                                 name=self.spec.name, count=count)
+
+    def translate_error(self, message: str, native_log: str) -> DriverError | None:
+        from ..cuda import tools as cuda_tools
+
+        # XLA's multi-line "no suitable ptxas" report, as one line.
+        return cuda_tools.translate_xla_error(message, native_log, self._user_data_dir(),
+                                              self.spec.sm if self.spec is not None else None)
+
+    def compile_notes(self) -> list[str]:
+        if self.spec is None:
+            return []
+        from ..cuda.specs import installed_xla_notes
+
+        return installed_xla_notes(self.spec.text)
+
+    def identity_parts(self) -> list[tuple[str, Any]]:
+        import os
+
+        from ..cuda.tools import tool_paths
+
+        data_dir = self._user_data_dir()
+        parts: list[tuple[str, Any]] = [("spec-name", getattr(self.spec, "name", None)),
+                                        ("spec-text", getattr(self.spec, "text", None))]
+        # Which ptxas and nvdisasm the CUDA stages may run here, and which builds.
+        parts += [("stat:cuda-tool", path) for path in tool_paths(data_dir)]
+        if data_dir:
+            parts += [(f"file:data-dir:{rel}", os.path.join(data_dir, rel))
+                      for rel in ("nvvm/libdevice/libdevice.10.bc", "bin/ptxas", "bin/nvdisasm")]
+        return parts
+
+
+PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget)}
+
+
+def run_target(platform: str, xla_flags: tuple[tuple[str, Any], ...] = ()) -> Target:
+    """The target of a run on ``platform``'s devices here (a CUDA run needs a GPU, no spec)."""
+    if platform == "cuda":
+        return CudaTarget(spec=None, xla_flags=tuple(xla_flags))
+    if platform not in PLATFORMS:
+        from ..errors import InputError
+
+        raise InputError(f"unknown platform '{platform}'", hint=" or ".join(PLATFORMS))
+    return PLATFORMS[platform](xla_flags=tuple(xla_flags))
+
+
+@dataclass(frozen=True)
+class Targets:
+    """A command's compile targets: one per GPU spec (``--gpu-spec a,b``), one for CPU, none
+    where the command compiles nothing (``platform`` None); the flags they share, and what
+    the user should be told (:meth:`say_notes`)."""
+
+    platform: str | None
+    targets: tuple[Target, ...] = ()
+    xla_flags: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __iter__(self) -> Iterator[Target]:
+        return iter(self.targets)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    @property
+    def specs(self) -> list[Any]:
+        """The GPU spec of each target (CUDA)."""
+        return [t.spec for t in self.targets if t.spec is not None]
+
+    def say_notes(self, say: Callable[[str], None] = log_note) -> None:
+        """Give each note to ``say`` (default: the logger; a command line: stderr). A note
+        comes after every usage check, never right before an error line."""
+        for line in self.notes:
+            say(line)
+
+    def stage_options(self, **kw: Any) -> list[tuple[str | None, StageOptions]]:
+        """(spec name or None, StageOptions) per compile: one per target, or one for the
+        MLIR-level stages when the command compiles nothing (``kw``: the stage options)."""
+        if not self.targets:
+            return [(None, StageOptions(**kw))]
+        return [(t.spec.name if t.spec is not None else None, t.options(**kw)) for t in self.targets]
+
+    def one(self) -> Target:
+        """The one target; DriverError for several specs or none."""
+        if self.platform is None or not self.targets:
+            raise DriverError("the target has no platform: XLA stages need cpu or cuda")
+        if len(self.targets) > 1:
+            raise DriverError(f"the target names {len(self.targets)} GPU specs: compile one at a time",
+                              hint="Target.cuda(name) per spec")
+        return self.targets[0]
+
+    def options(self, **kw: Any) -> StageOptions:
+        """The StageOptions of the one target's compile (:meth:`one`)."""
+        return self.one().options(**kw)
+
+    def options_for(self, platform: str) -> StageOptions:
+        """The StageOptions of a compile for ``platform`` (:meth:`for_platform`)."""
+        return self.for_platform(platform).options()
+
+    def for_platform(self, platform: str) -> Target:
+        """A target to compile for ``platform`` (this one's, or another pipeline a tool
+        tries): the first requested spec for CUDA, else the default one, quietly."""
+        for t in self.targets:
+            if t.platform == platform:
+                return t
+        if platform == "cuda":
+            from ..cuda import specs as gpu_specs
+
+            return CudaTarget(spec=gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC), xla_flags=self.xla_flags)
+        return PLATFORMS[platform](xla_flags=self.xla_flags)
+
+
+def platform_name(name: str, flag: str = "platform") -> str:
+    """``cpu`` or ``cuda`` from any of XLA's spellings; XLA's interpreter is refused."""
+    from .cli_flags import platform
+
+    got = platform(name, flag)
+    if got == "interpreter":
+        raise DriverError(f"--{flag}={name}: jaxlib has no XLA interpreter backend",
+                          hint="use CPU or CUDA; run_hlo_module's reference is the StableHLO interpreter")
+    return got
+
+
+def debug_options(cli_flags: dict[str, Any] | None = None, debug_options_file: str | None = None) -> dict[str, Any]:
+    """DebugOptions of a compile or run: ``debug_options_file`` < ``XLA_FLAGS`` < ``cli_flags``,
+    each name checked against this jaxlib's XLA (FlagError with a close match)."""
+    from . import flags as xla_flags
+
+    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
+    flags = xla_flags.merge(file_flags, xla_flags.from_environment(), dict(cli_flags or {}))
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+    return flags
+
+
+def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dict[str, Any] | None = None,
+            debug_options_file: str | None = None, autotune_results: str | None = None,
+            needs_spec: bool = True, xla_tool: bool = False, spec_flag: str = "--gpu-spec") -> Targets:
+    """The targets of a command.
+
+    ``gpu_spec`` is a comma list of spec names or files (gpu_specs.resolve_spec);
+    ``--xla_gpu_target_config_filename`` names one too. ``needs_spec``: the command
+    compiles, so a CUDA target gets the default spec (with a note) if none is named;
+    listings need none. ``xla_tool``: XLA's tools' conventions, where a command may compile without
+    ``--platform`` (hlo-opt ``--passes`` picks a pipeline): ``XLA_FLAGS`` is always read,
+    and flags need no platform. ``spec_flag`` names the spec option in the default-spec note.
+    """
+    from . import flags as xla_flags
+
+    flags_given = dict(cli_flags or {})
+    notes: list[str] = []
+    config_file = flags_given.pop(TARGET_CONFIG_FLAG, None)
+    spec_from_flag = config_file is not None
+    if config_file is not None:
+        if gpu_spec is not None:
+            raise DriverError("give --gpu-spec or --xla_gpu_target_config_filename, not both")
+        gpu_spec = str(config_file)
+    if platform is not None:
+        platform = platform_name(platform)
+    elif config_file is not None or gpu_spec is not None:
+        platform = "cuda"  # a GPU spec names a CUDA target, as XLA's config file does
+    if autotune_results is not None:
+        flags_given[AUTOTUNE_FLAG] = autotune_results
+    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
+    # XLA_FLAGS may be set for other tools: it matters only when XLA compiles.
+    env_flags = xla_flags.from_environment() if platform is not None or xla_tool else {}
+    flags = xla_flags.merge(file_flags, env_flags, flags_given)
+    if TARGET_CONFIG_FLAG in flags:  # from the file or XLA_FLAGS: the spec, as on the command line
+        named = str(flags.pop(TARGET_CONFIG_FLAG))
+        if gpu_spec is None:
+            gpu_spec, platform, spec_from_flag = named, platform or "cuda", True
+    if flags:
+        xla_flags.check_names(flags, xla_flags.known_names())
+    if platform is None and not xla_tool:
+        if flags:
+            raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda')}")
+    if platform == "cpu" and gpu_spec is not None:
+        raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}" if not spec_from_flag
+                          else "--xla_gpu_target_config_filename is for --platform=CUDA")
+    path = flags.get(AUTOTUNE_FLAG)
+    if path is not None:
+        if platform == "cpu" and not xla_tool:
+            raise DriverError(f"autotune results are for {param('platform', 'cuda')}")
+        flags[AUTOTUNE_FLAG] = autotune_file(str(path))
+    frozen = tuple(sorted(flags.items()))
+    specs: list[Any] = []
+    if platform == "cuda" and (needs_spec or gpu_spec is not None):  # a listing's spec is still checked
+        from ..cuda import specs as gpu_specs
+
+        if gpu_spec is None:
+            spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
+            notes.append(f"no {spec_flag} given: compiling for {spec.name} ({spec.gpu}, {spec.sm})")
+            specs = [spec]
+        else:
+            specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
+        # Fields filled in or left out of a spec: said with the other notes, after validation.
+        notes += [n for s in specs for n in s.notes]
+    if platform == "cuda":
+        found: tuple[Target, ...] = tuple(CudaTarget(spec=s, xla_flags=frozen) for s in specs)
+    elif platform is not None:
+        found = (PLATFORMS[platform](xla_flags=frozen),)
+    else:
+        found = ()
+    return Targets(platform, found, frozen, tuple(n.removeprefix("note: ") for n in notes))
+
+
+def autotune_file(path: str) -> str:
+    """An autotune results file XLA reads by its content, whatever its extension.
+
+    XLA picks text or binary from the extension (.txt/.textproto/.prototxt/.pbtxt
+    are text); ``results.textpb`` from XLA's own documentation would be read
+    as binary. A copy with the extension matching the content is passed on, kept in the
+    cache folder under a name made from its content (so a target holds no file of its own).
+    """
+    import zlib
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FlagError("no such autotune results file", file=path) from None
+    except IsADirectoryError:
+        raise FlagError("no such autotune results file", file=path) from None
+    except OSError as e:
+        raise FlagError(e.strerror or str(e), file=path) from None
+    try:
+        text = data.decode()
+        is_text = not any(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07")
+    except UnicodeDecodeError:
+        is_text = False
+    suffix = ".pbtxt" if is_text else ".pb"
+    if path.endswith((".txt", ".textproto", ".prototxt", ".pbtxt") if is_text else (".pb",)):
+        return path
+    from .. import outputs, resources
+
+    copy = resources.cache_dir("autotune") / f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{suffix}"
+    if not copy.is_file() or copy.read_bytes() != data:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        outputs.write_atomic(str(copy), data)
+    return str(copy)
