@@ -196,12 +196,14 @@ def print_summary_table(reports: list[Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..execute.engine import format_error  # the figure as the mismatch lines print it
+
     table = Table(title=f"{sum(r.passed for r in reports)}/{len(reports)} modules passed")
-    for col, justify in (("module", "left"), ("status", "left"), ("max error", "right"),
+    for col, justify in (("module", "left"), ("status", "left"), ("max abs error", "right"),
                          ("compile ms", "right"), ("run ms", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for r in reports:
-        table.add_row(r.name, r.status, "" if r.max_error is None else f"{r.max_error:.3g}",
+        table.add_row(r.name, r.status, "" if r.max_abs_error is None else format_error(r.max_abs_error),
                       "" if r.compile_ms is None else f"{r.compile_ms:.1f}",
                       "" if r.run_ms is None else f"{r.run_ms:.3f}")
     # Module names are file names, not rich markup or emoji codes (m[1].hlo, a:ok:.mlir).

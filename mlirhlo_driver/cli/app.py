@@ -161,7 +161,8 @@ SeedOption = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="See
 LargeFloatRangeOption = Annotated[bool, typer.Option(
     "--large-float-range", "--use_large_float_range", help="Random floats in +-1e4 instead of +-1.")]
 RtolOption = Annotated[Optional[float], typer.Option(
-    "--rtol", "--rel_error_bound", metavar="X", callback=_non_negative, help="Relative tolerance (default per dtype).")]
+    "--rtol", "--rel_error_bound", metavar="X", callback=_non_negative,
+    help="Relative tolerance: an element matches within --atol + --rtol * |expected| (default per dtype).")]
 AtolOption = Annotated[Optional[float], typer.Option(
     "--atol", "--abs_error_bound", metavar="X", callback=_non_negative, help="Absolute tolerance (default per dtype).")]
 

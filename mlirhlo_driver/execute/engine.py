@@ -509,7 +509,7 @@ def gather(lay: Layout, shards: dict[int, np.ndarray], rtol: float | None = None
             mm = compare(valid, full[target], 0, rtol, atol)
             if mm.count:
                 problems.append(f"partitions {owner[key]} and {p} disagree on {mm.count} of "
-                                f"{mm.total} elements (max abs difference {mm.max_abs:.6g})")
+                                f"{mm.total} elements (max abs difference {format_error(mm.max_abs_error)})")
             continue
         owner[key] = p
         full[target] = valid
@@ -881,63 +881,155 @@ def _wrap_value(lines: list[str], v: str, r: TensorSpec, tag: str) -> str:
 
 # ================================================================== comparison
 
+# The default tolerances, one figure per float type from its epsilon (eps, the step from 1.0 to
+# the next value): rtol = atol = min(ULP_BUDGET * eps, max(COARSEST_TOLERANCE, eps)).
+# * A correct compile and its reference differ by an amount that, counted in ULP, belongs to
+#   the program rather than to its type: XLA CPU tiles and vectorises reductions and dots
+#   (Eigen), contracts a*b+c into FMAs and evaluates exp/log/tanh with its own polynomials,
+#   where the interpreter goes op by op, element by element, in order. Measured against the
+#   interpreter on random inputs in +-1, the same jax programs are as many ULP off in float32
+#   as in float64: a 4-head attention block 158 and 137 eps (float16: 130), a dense, layer-norm
+#   and gelu block 15 in both, elementwise transcendentals 1-2; a 128-wide attention block's
+#   float32 dump 1e-4 (840 eps). So every type gets one budget, 2**14 ULP (the last 14 bits of
+#   the significand): float32 2**-9 = 1.95e-3, at least as tolerant as XLA run_hlo_module's
+#   default bounds (1e-3 absolute or relative), where the former 1e-4/1e-5 called plain float32
+#   attention a mismatch; float64 2**-38 = 3.6e-12, which still tells a float64 result that
+#   went through float32 (up to 6e-8 off) from a right one.
+# * 2**14 ULP is more than the whole significand of float16, bfloat16 and the float8 types, so
+#   theirs is capped at 1/16 (they must still agree on their leading 4 bits); a type whose own
+#   step at 1.0 is coarser (float8_e4m3fn 1/8, float8_e5m2 1/4) gets that step, so neighbouring
+#   values always match.
+# rtol and atol are one figure: under |a - e| <= atol + rtol*|e| an element near zero may be
+# atol off, a large one rtol relatively. Integers and bools compare exactly whatever is asked.
+ULP_BUDGET = 2**14
+COARSEST_TOLERANCE = 2.0**-4
+
+
+def default_tolerance(dtype: Any) -> float:
+    """The default ``rtol`` and ``atol`` (one figure) of a float or complex dtype (its parts'
+    epsilon); 0 for the exact ones, integers and bools."""
+    try:
+        dt = np.dtype(dtype)
+        cls = _dtype_class(dt)
+    except TypeError:
+        return 0.0
+    if cls == "complex":
+        dt = np.dtype(np.float32 if dt == np.complex64 else np.float64)
+    elif cls != "float":
+        return 0.0
+    import ml_dtypes
+
+    eps = float((np.finfo if dt.kind == "f" else ml_dtypes.finfo)(dt).eps)
+    return min(ULP_BUDGET * eps, max(COARSEST_TOLERANCE, eps))
+
+
+def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """(rtol, atol) for ``dtype``: those given, else the dtype's default."""
+    base = default_tolerance(dtype) if rtol is None or atol is None else 0.0
+    return (base if rtol is None else rtol, base if atol is None else atol)
+
+
+def format_error(error: float) -> str:
+    """An error figure as every report prints it (3 significant digits): the mismatch lines,
+    the summary table, spmd-run's report."""
+    return f"{error:.3g}"
+
+
 @dataclass
 class Mismatch:
-    """How one output differs from the reference."""
+    """How one output differs from the reference.
+
+    ``max_abs_error`` is the output's one error figure: the largest ``|actual - expected|``
+    of any element, within tolerance or not (inf where a NaN meets a number or an Inf meets
+    another value), at ``max_abs_error_at``. The mismatch lines, the summary table and the
+    JSON rows all give this figure. ``worst_index`` is the differing element with the largest
+    error: the same element, unless the largest error is within its tolerance (a large value,
+    a small relative error) and a smaller one is not.
+    """
 
     output: int
     dtype: str
     shape: tuple[int, ...]
-    count: int
+    count: int                       # elements beyond tolerance
     total: int
-    max_abs: float
-    max_rel: float
-    worst_index: tuple[int, ...]
-    actual: str
-    expected: str
+    max_abs_error: float = 0.0
+    max_abs_error_at: tuple[int, ...] = ()
+    worst_index: tuple[int, ...] = ()
+    actual: str = ""                 # the worst differing element's values, as format_value spells them
+    expected: str = ""
     examples: list[tuple[tuple[int, ...], str, str]] = field(default_factory=list)
     note: str = ""
     label: str = ""  # what the values are, when not an output (bisect: "value")
     worst_ulp: int | None = None   # floats within about a factor of two: how many ULP apart the worst pair is
-    largest: float = 0.0           # the largest error of any element, within tolerance or not
+    worst_abs: float = 0.0         # the worst differing element's absolute and relative errors
+    worst_rel: float = 0.0
+    max_values: tuple[str, str] = ("", "")   # actual and expected at max_abs_error_at
+    bound: str = ""                # the tolerance the elements were judged by, in words
 
     def describe(self) -> str:
         what = self.label or f"output {self.output}"
-        lines = [f"{what} ({self.dtype}{list(self.shape)}): {self.count} of {self.total} "
-                 f"elements differ{' ' + self.note if self.note else ''}"]
+        head = f"{what} ({self.dtype}{list(self.shape)}): {self.count} of {self.total} elements differ"
+        if self.note:
+            return "\n".join([f"{head} {self.note}", f"  got {self.actual}, expected {self.expected}"])
+        lines = [head + (f" ({self.bound})" if self.count and self.bound else "")]
         if self.count:
-            lines.append(f"  max abs error {self.max_abs:.6g}, max rel error {self.max_rel:.6g}")
-            ulp = "" if self.worst_ulp is None else f" ({self.worst_ulp} ULP apart)"
-            lines.append(f"  worst at {list(self.worst_index)}: got {self.actual}, expected {self.expected}{ulp}")
+            ulp = "" if self.worst_ulp is None else f", {self.worst_ulp} ULP apart"
+            worst = f"got {self.actual}, expected {self.expected}"
+            figure = f"  max abs error {format_error(self.max_abs_error)} at {list(self.max_abs_error_at)}"
+            if self.max_abs_error_at == self.worst_index:
+                lines.append(f"{figure}: {worst} (rel error {format_error(self.worst_rel)}{ulp})")
+            else:
+                got, want = self.max_values
+                lines.append(f"{figure}: got {got}, expected {want} (within tolerance)")
+                lines.append(f"  worst differing at {list(self.worst_index)}: {worst} (abs error "
+                             f"{format_error(self.worst_abs)}, rel error {format_error(self.worst_rel)}{ulp})")
             for idx, got, want in self.examples:
                 lines.append(f"  at {list(idx)}: got {got}, expected {want}")
         return "\n".join(lines)
 
 
-_DEFAULT_TOL = {  # (rtol, atol) per dtype; exact for integers and bools
-    "float64": (1e-10, 1e-12), "complex128": (1e-10, 1e-12),
-    "float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5),
-    "float16": (1e-2, 1e-3), "bfloat16": (2e-2, 1e-2),
-}
-_F8_TOL = (1.3e-1, 6e-2)
+def _errors(a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per element of two float (float64) or complex (complex128) arrays: the absolute error
+    (0 for NaN against NaN and for equal infinities, inf for a NaN against a value), the
+    relative error (inf against an expected 0) and where one side alone is NaN."""
+    a_nan, e_nan = np.isnan(a), np.isnan(e)
+    both_inf = np.isinf(a) & np.isinf(e) & (a == e)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        err = np.abs(a - e)
+        err = np.where(both_inf | (a_nan & e_nan), 0.0, err)
+        err = np.where((a_nan ^ e_nan) | np.isnan(err), np.inf, err)
+        rel = err / np.abs(e)  # against an expected 0: inf, whatever the error's size
+        rel = np.where(err == 0, 0.0, np.where(np.isnan(rel), np.inf, rel))
+    return err, rel, a_nan ^ e_nan
 
 
-def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
-    base = _DEFAULT_TOL.get(dtype, _F8_TOL if dtype.startswith("float8") else (0.0, 0.0))
-    return (base[0] if rtol is None else rtol, base[1] if atol is None else atol)
+def _beyond(a: np.ndarray, e: np.ndarray, rt: float, at: float, xla_error_spec: bool) -> np.ndarray:
+    """Where elements of two float or complex arrays differ beyond the tolerances."""
+    if xla_error_spec and a.dtype.kind == "c":  # XLA judges a complex number's parts one by one
+        return _beyond(a.real, e.real, rt, at, True) | _beyond(a.imag, e.imag, rt, at, True)
+    err, rel, one_nan = _errors(a, e)
+    if xla_error_spec:
+        return (err > at) & (rel > rt)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (err > at + rt * np.abs(np.where(np.isfinite(e), e, 0))) | one_nan
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | None,
-            atol: float | None, examples: int = 3) -> Mismatch:
+            atol: float | None, examples: int = 3, *, xla_error_spec: bool = False) -> Mismatch:
     """Element-wise comparison, NaN- and Inf-aware; exact for ints and bools. NaN matches
-    NaN (any sign or payload); an Inf must meet an Inf of its sign."""
+    NaN (any sign or payload); an Inf must meet an Inf of its sign.
+
+    An element matches within ``atol + rtol * |expected|`` (numpy's allclose), or, with
+    ``xla_error_spec``, as XLA's ErrorSpec judges it (run_hlo_module): within ``atol`` or
+    within ``rtol * |expected|``, a complex number's real and imaginary parts each."""
     dtype = str(expected.dtype)
     shape = tuple(expected.shape)
     if tuple(actual.shape) != shape or actual.dtype != expected.dtype:
-        return Mismatch(index, dtype, shape, expected.size, expected.size, float("inf"), float("inf"),
-                        (), f"{actual.dtype}{list(actual.shape)}", f"{dtype}{list(shape)}",
-                        note="(shape or type differs)", largest=float("inf"))
+        return Mismatch(index, dtype, shape, expected.size, expected.size, float("inf"),
+                        actual=f"{actual.dtype}{list(actual.shape)}", expected=f"{dtype}{list(shape)}",
+                        note="(shape or type differs)", worst_abs=float("inf"), worst_rel=float("inf"))
     rt, at = tolerance(dtype, rtol, atol)
+    bound = ""
     if expected.dtype.kind in "biu":
         bad = actual != expected
         err = np.abs(actual.astype(np.float64) - expected.astype(np.float64)) if expected.dtype.kind != "b" \
@@ -946,25 +1038,28 @@ def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | 
     else:
         a = actual.astype(np.complex128 if expected.dtype.kind == "c" else np.float64)
         e = expected.astype(a.dtype)
-        a_nan, e_nan = np.isnan(a), np.isnan(e)
-        both_inf = np.isinf(a) & np.isinf(e) & (a == e)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            err = np.abs(a - e)
-            err = np.where(both_inf | (a_nan & e_nan), 0.0, err)
-            err = np.where(a_nan ^ e_nan, np.inf, err)
-            rel = err / np.abs(e)  # against an expected 0: inf, whatever the error's size
-            rel = np.where(err == 0, 0.0, np.where(np.isnan(rel), np.inf, rel))
-            bad = (err > at + rt * np.abs(np.where(np.isfinite(e), e, 0))) | (a_nan ^ e_nan)
+        err, rel, _ = _errors(a, e)
+        bad = _beyond(a, e, rt, at, xla_error_spec)
+        bound = (f"tolerance {format_error(at)} absolute or {format_error(rt)} relative" if xla_error_spec
+                 else f"tolerance {format_error(at)} + {format_error(rt)}*|expected|")
     count = int(np.count_nonzero(bad))
-    largest = float(np.max(err)) if err.size else 0.0
-    mm = Mismatch(index, dtype, shape, count, int(expected.size), 0.0, 0.0, (), "", "", largest=largest)
+    flat_actual, flat_expected = actual.reshape(-1), expected.reshape(-1)
+
+    def where(flat: int) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+
+    mm = Mismatch(index, dtype, shape, count, int(expected.size), bound=bound)
+    if err.size:
+        top = int(np.argmax(err.reshape(-1)))
+        mm.max_abs_error = float(err.reshape(-1)[top])
+        if mm.max_abs_error:
+            mm.max_abs_error_at = where(top)
+            mm.max_values = (format_value(flat_actual[top]), format_value(flat_expected[top]))
     if count:
-        flat_err = np.where(bad, err, -1).reshape(-1)
-        worst = int(np.argmax(flat_err))
-        mm.worst_index = tuple(int(i) for i in np.unravel_index(worst, shape)) if shape else ()
-        mm.max_abs = float(np.max(np.where(bad, err, 0)))
-        mm.max_rel = float(np.max(np.where(bad, rel, 0)))
-        got, want = actual.reshape(-1)[worst], expected.reshape(-1)[worst]
+        worst = int(np.argmax(np.where(bad, err, -1).reshape(-1)))
+        mm.worst_index = where(worst)
+        mm.worst_abs, mm.worst_rel = float(err.reshape(-1)[worst]), float(rel.reshape(-1)[worst])
+        got, want = flat_actual[worst], flat_expected[worst]
         mm.actual, mm.expected = format_value(got), format_value(want)
         if _dtype_class(expected.dtype) == "float":
             ulp = int(ulp_difference(np.asarray(got), np.asarray(want)))
@@ -975,9 +1070,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | 
         for flat in np.flatnonzero(bad.reshape(-1))[: examples + 1]:
             if int(flat) == worst or len(mm.examples) >= examples:
                 continue
-            idx = tuple(int(i) for i in np.unravel_index(int(flat), shape)) if shape else ()
-            mm.examples.append((idx, format_value(actual.reshape(-1)[flat]),
-                                format_value(expected.reshape(-1)[flat])))
+            mm.examples.append((where(int(flat)), format_value(flat_actual[flat]), format_value(flat_expected[flat])))
     return mm
 
 
@@ -986,8 +1079,9 @@ class Comparison:
     """A run's outputs against its reference."""
 
     mismatches: list[Mismatch]
-    max_error: float       # the largest error of any element (0: identical)
-    message: str = ""      # "" when everything matches
+    max_abs_error: float = 0.0   # the largest of the outputs' max_abs_error (0: identical)
+    max_abs_error_at: str = ""   # which output and element: "output 1 [2, 0]" ("" when 0)
+    message: str = ""            # "" when everything matches
 
     @property
     def matched(self) -> bool:
@@ -995,21 +1089,24 @@ class Comparison:
 
 
 def compare_outputs(outputs: list[np.ndarray], reference: list[np.ndarray], rtol: float | None,
-                    atol: float | None, *, label: str = "") -> Comparison:
+                    atol: float | None, *, label: str = "", xla_error_spec: bool = False) -> Comparison:
     """Each output against the reference's (``label``: what to call them, e.g. "replica 1
-    output"; the outputs are numbered)."""
+    output"; the outputs are numbered). ``xla_error_spec``: as :func:`compare`."""
     if len(outputs) != len(reference):
-        return Comparison([], float("inf"), f"{len(outputs)} outputs, reference has {len(reference)}")
-    mismatches, worst = [], 0.0
+        return Comparison([], float("inf"), message=f"{len(outputs)} outputs, reference has {len(reference)}")
+    result = Comparison([])
     for i, (a, e) in enumerate(zip(outputs, reference)):
-        mm = compare(a, e, i, rtol, atol)
-        worst = max(worst, mm.largest)
+        mm = compare(a, e, i, rtol, atol, xla_error_spec=xla_error_spec)
         if label:
             mm.label = f"{label} {i}"
+        if mm.max_abs_error > result.max_abs_error:
+            result.max_abs_error = mm.max_abs_error
+            result.max_abs_error_at = f"{mm.label or f'output {i}'} {list(mm.max_abs_error_at)}"
         if mm.count:
-            mismatches.append(mm)
-    message = "; ".join(f"{m.label or f'output {m.output}'}: {m.count}/{m.total} differ" for m in mismatches)
-    return Comparison(mismatches, worst, message)
+            result.mismatches.append(mm)
+    result.message = "; ".join(f"{m.label or f'output {m.output}'}: {m.count}/{m.total} differ"
+                               for m in result.mismatches)
+    return result
 
 
 # -------------------------------------------------------------- showing values
@@ -1287,7 +1384,10 @@ class ModuleReport:
     source: str
     status: str = "ok"                 # ok, ran, mismatch, check-failed, failed, invalid, crashed, timeout
     message: str = ""
-    max_error: float | None = None
+    # The largest |actual - expected| of any output element, within tolerance or not (the
+    # outputs' Mismatch.max_abs_error; None: not compared), and which output and element.
+    max_abs_error: float | None = None
+    max_abs_error_at: str = ""
     compile_ms: float | None = None
     run_ms: float | None = None        # median over iterations
     reference_ms: float | None = None
@@ -1320,7 +1420,8 @@ class ModuleReport:
     def judge(self, comparison: Comparison) -> None:
         """Take a comparison's verdict: its mismatches, the largest error, the status."""
         self.mismatches.extend(comparison.mismatches)
-        self.max_error = max(self.max_error or 0.0, comparison.max_error)
+        if self.max_abs_error is None or comparison.max_abs_error > self.max_abs_error:
+            self.max_abs_error, self.max_abs_error_at = comparison.max_abs_error, comparison.max_abs_error_at
         if not comparison.matched:
             self.status = "mismatch"
             self.message = "; ".join(m for m in (self.message, comparison.message) if m)
@@ -1328,7 +1429,8 @@ class ModuleReport:
     def row(self) -> dict[str, Any]:
         b = self.bisect
         return {"module": self.name, "source": self.source, "status": self.status,
-                "max_error": self.max_error, "compile_ms": self.compile_ms, "run_ms": self.run_ms,
+                "max_abs_error": self.max_abs_error, "max_abs_error_at": self.max_abs_error_at,
+                "compile_ms": self.compile_ms, "run_ms": self.run_ms,
                 "reference_ms": self.reference_ms, "message": self.message,
                 "checks": [c.__dict__ for c in self.checks],
                 "mismatches": [m.describe() for m in self.mismatches],

@@ -35,8 +35,11 @@ class RunOptions:
     zeros: bool = False
     inputs_npz: str | None = None
     large_float_range: bool = False
-    rtol: float | None = None          # None: per-dtype default
+    rtol: float | None = None          # None: per-dtype default (engine.default_tolerance)
     atol: float | None = None
+    # Judge elements as XLA's ErrorSpec does (within atol or within rtol*|expected|), not
+    # within their sum: run_hlo_module, whose bounds are XLA's.
+    xla_error_spec: bool = False
     iterations: int = 1
     fold_constants: bool = False
     bisect: bool = False
@@ -128,7 +131,8 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
                                                               options.reference_xla_flags)
         if options.keep_outputs:
             report.reference_outputs = reference
-        report.judge(engine.compare_outputs(outputs, reference, options.rtol, options.atol))
+        report.judge(engine.compare_outputs(outputs, reference, options.rtol, options.atol,
+                                            xla_error_spec=options.xla_error_spec))
         if report.status == "mismatch" and options.bisect:
             report.bisect = bisect(module, arrays, options)
             if report.bisect is not None and report.bisect.location.startswith("-:"):
@@ -137,7 +141,8 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
             from . import pass_bisect
 
             def matching(outs: list[np.ndarray]) -> bool:
-                return engine.compare_outputs(outs, reference, options.rtol, options.atol).matched
+                return engine.compare_outputs(outs, reference, options.rtol, options.atol,
+                                              xla_error_spec=options.xla_error_spec).matched
 
             report.pass_bisect = pass_bisect.find(module, name, arrays, options, trial=engine.run_in_helper,
                                                   matching=matching)
@@ -164,6 +169,7 @@ def _run_partitioned(module: Any, report: ModuleReport, options: RunOptions, par
     sopts = spmd.SpmdOptions(num_partitions=partitions, argument_mode="zeros" if options.zeros else "random",
                              seed=options.seed, inputs_npz=options.inputs_npz,
                              large_float_range=options.large_float_range, rtol=options.rtol, atol=options.atol,
+                             xla_error_spec=options.xla_error_spec,
                              num_repeats=options.iterations,
                              reference=options.reference,
                              xla_flags=options.xla_flags, reference_xla_flags=options.reference_xla_flags)
@@ -255,7 +261,7 @@ def bisect(module: Any, arrays: list[np.ndarray], options: RunOptions) -> Bisect
     got, _, _ = engine.run_xla(probe, arrays, options.target, 1)
     want, _ = engine.run_reference(probe, arrays, options.reference, options.reference_xla_flags)
     for i, ((op, _), a, e) in enumerate(zip(candidates, got, want)):
-        mm = engine.compare(a, e, i, options.rtol, options.atol)
+        mm = engine.compare(a, e, i, options.rtol, options.atol, xla_error_spec=options.xla_error_spec)
         if mm.count:
             mm.label = "value"
             line = op.operation.get_asm(large_elements_limit=4).strip().splitlines()[0]

@@ -75,6 +75,7 @@ class SpmdOptions:
     large_float_range: bool = False
     rtol: float | None = None
     atol: float | None = None
+    xla_error_spec: bool = False            # against the reference: as run.RunOptions' (run_hlo_module)
     num_repeats: int = 1
     reference: str = "cpu"
     reference_module: str | None = None
@@ -609,14 +610,14 @@ def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[
     else:
         ms = 0.0
         cache: dict[int, list[np.ndarray]] = {}
-        rep.max_error = 0.0
         for r in range(R):
             key = id(reference_inputs[r])
             if key not in cache:
                 cache[key], t = _reference_outputs(plan, compiled, reference_inputs[r], options)
                 ms += t
             rep.judge(engine.compare_outputs(outputs[r], cache[key], options.rtol, options.atol,
-                                             label=f"replica {r} output" if R > 1 else ""))
+                                             label=f"replica {r} output" if R > 1 else "",
+                                             xla_error_spec=options.xla_error_spec))
         rep.reference_ms = ms
         where = "on 1 device" if not plan.reference_on_mesh else ""
         out.notes.append(f"reference: {plan.reference_note or 'the same module'}" + (f" {where}" if where else ""))
@@ -693,8 +694,9 @@ def format_report(sr: SpmdReport, *, values: bool = True) -> str:
     if len(sr.run_times) > 1:
         lines.append(f"  run times (ms): {_times(sr.run_times)}")
     lines.extend(f"  {n}" for n in sr.notes if n)
-    if r.max_error is not None:
-        lines.append(f"  max abs error {r.max_error:.6g}")
+    if r.max_abs_error is not None:
+        at = f" at {r.max_abs_error_at}" if r.max_abs_error_at else ""
+        lines.append(f"  max abs error {engine.format_error(r.max_abs_error)}{at}")
     for m in r.mismatches:
         lines.extend("  " + ln for ln in m.describe().splitlines())
     if values:

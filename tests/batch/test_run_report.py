@@ -21,11 +21,11 @@ def _full_report():
     """A mismatching report with every part print_run_reports shows."""
     from mlirhlo_driver.xla.pass_log import PassRow
 
-    mm = engine.Mismatch(1, "float32", (2,), 1, 2, 0.5, 0.25, (1,), "2.5", "2.0", examples=[((1,), "2.5", "2.0")])
-    value = engine.Mismatch(0, "float32", (2,), 2, 2, 1.0, 1.0, (0,), "1", "0", examples=[((1,), "3", "2")],
-                         label="value")
+    mm = engine.compare(np.float32([2.0, 2.5]), np.float32([2.0, 2.0]), 1, 0.0, 0.25)
+    value = engine.compare(np.float32([1, 3]), np.float32([0, 2]), 0, 0.0, 0.0)
+    value.label = "value"
     return run.ModuleReport(
-        "m", "dir/m.mlir", "mismatch", "output 1: 1/2 differ", max_error=0.5, compile_ms=12.34, run_ms=0.5678,
+        "m", "dir/m.mlir", "mismatch", "output 1: 1/2 differ", max_abs_error=0.5, max_abs_error_at="output 1 [1]", compile_ms=12.34, run_ms=0.5678,
         reference_ms=3.21, mismatches=[mm], checks=[engine.CheckResult("expect_eq", True, "m.mlir:3:5", ""),
                                                     engine.CheckResult("expect_close", False, "m.mlir:4:5", "off by 1")],
         bisect=run.BisectResult("%1 = stablehlo.add %a, %b", "m.mlir:2:3", ["tensor<2xf32>", "tensor<2xf32>"], value),
@@ -94,11 +94,11 @@ def test_summary_table_prints_module_names_as_written(capsys):
     from mlirhlo_driver.batch.run_report import print_summary_table
 
     reports = [run.ModuleReport("m[1]", "m[1].hlo", "ok", compile_ms=1.0, run_ms=0.5),
-               run.ModuleReport("a:ok:[/b]", "a.mlir", "mismatch", max_error=0.25)]
+               run.ModuleReport("a:ok:[/b]", "a.mlir", "mismatch", max_abs_error=0.25)]
     print_summary_table(reports)
     out = capsys.readouterr().out
     assert "1/2 modules passed" in out
-    assert "│ m[1]      │ ok       │" in out and "│ a:ok:[/b] │ mismatch │      0.25 │" in out
+    assert "│ m[1]      │ ok       │" in out and "│ a:ok:[/b] │ mismatch │          0.25 │" in out
 
 
 def test_print_run_reports_gives_every_part_of_a_report_in_order(capsys):
@@ -117,15 +117,13 @@ def test_print_run_reports_gives_every_part_of_a_report_in_order(capsys):
         "  compile 12.3 ms, run 0.568 ms (median of 5), reference (cpu) 3.2 ms",
         "  PASS expect_eq at m.mlir:3:5",
         "  FAIL expect_close at m.mlir:4:5: off by 1",
-        "  output 1 (float32[2]): 1 of 2 elements differ",
-        "    max abs error 0.5, max rel error 0.25",
-        "    worst at [1]: got 2.5, expected 2.0",
-        "    at [1]: got 2.5, expected 2.0",
+        "  output 1 (float32[2]): 1 of 2 elements differ (tolerance 0.25 + 0*|expected|)",
+        "    max abs error 0.5 at [1]: got 2.5, expected 2.0 (rel error 0.25, 2097152 ULP apart)",
         "  bisect: first divergence at m.mlir:2:3: %1 = stablehlo.add %a, %b",
         "    operands: tensor<2xf32>, tensor<2xf32>",
-        "    value (float32[2]): 2 of 2 elements differ",
-        "      max abs error 1, max rel error 1",
-        "      worst at [0]: got 1, expected 0",
+        "    value (float32[2]): 2 of 2 elements differ (tolerance 0 + 0*|expected|)",
+        "      max abs error 1 at [0]: got 1.0, expected 0.0 (rel error inf)",
+        "      at [1]: got 3.0, expected 2.0",
         "  // XLA HLO passes (cpu): 2 runs of 1 passes, 1.500 ms in passes",
         "    total ms       %  calls  changed  pass (pipeline)",
         "       1.500  100.0%      2  yes      algsimp (simp)",
@@ -150,7 +148,7 @@ def test_print_run_reports_leaves_out_what_a_report_lacks(capsys):
     assert capsys.readouterr().out == "t: RAN\n  compile 1.0 ms, run 2.000 ms\n"
     print_run_reports([timed], run.RunOptions(iterations=2), False, [])
     assert capsys.readouterr().out == "t: RAN\n  compile 1.0 ms, run 2.000 ms (median of 2)\n"
-    bisect = run.BisectResult("op", "l", [], engine.Mismatch(0, "int8", (), 0, 1, 0.0, 0.0, (), "", "", label="value"))
+    bisect = run.BisectResult("op", "l", [], engine.Mismatch(0, "int8", (), 0, 1, label="value"))
     own = run.ModuleReport("f", "f.mlir", "failed", "boom", reproducer="my command", bisect=bisect,
                            outputs=[np.arange(201, dtype=np.int32)])
     print_run_reports([own], opts, True, [])
@@ -165,11 +163,12 @@ def test_print_run_reports_leaves_out_what_a_report_lacks(capsys):
 
 
 def test_print_run_reports_adds_the_summary_table_for_several_modules(capsys):
-    """Several modules: each report, then a table with passed count, max error (3 significant
-    digits), compile ms (1 decimal) and run ms (3 decimals), blanks where unknown."""
+    """Several modules: each report, then a table with passed count, max abs error (3 significant
+    digits, as the mismatch lines give it), compile ms (1 decimal) and run ms (3 decimals), blanks
+    where unknown."""
     from mlirhlo_driver.batch.run_report import print_run_reports
 
-    reports = [run.ModuleReport("one", "one.mlir", "ok", max_error=1.23456e-5, compile_ms=10.06, run_ms=0.12345),
+    reports = [run.ModuleReport("one", "one.mlir", "ok", max_abs_error=1.23456e-5, compile_ms=10.06, run_ms=0.12345),
                run.ModuleReport("two", "two.mlir", "failed", "bad")]
     print_run_reports(reports, run.RunOptions(), False, [])
     out = capsys.readouterr().out
@@ -184,17 +183,36 @@ def test_print_run_reports_adds_the_summary_table_for_several_modules(capsys):
     assert max(len(ln) for ln in lines[4:]) <= 100
 
 
+def test_the_summary_table_and_the_mismatch_lines_print_one_max_abs_error(capsys):
+    """A module's figure in the table is its outputs' max abs error as the mismatch lines print
+    it, where the largest error is within tolerance (a large value) and a smaller one is not."""
+    from mlirhlo_driver.batch.run_report import print_run_reports
+
+    reports = [run.ModuleReport("a", "a.mlir"), run.ModuleReport("b", "b.mlir")]
+    reports[0].judge(engine.compare_outputs([np.float32([200.0172, 5.4e-4 + 1.16e-5])], [np.float32([200.0, 5.4e-4])],
+                                            1e-4, 1e-5))
+    reports[1].judge(engine.compare_outputs([np.ones(2)], [np.ones(2)], None, None))
+    print_run_reports(reports, run.RunOptions(), False, [])
+    lines = capsys.readouterr().out.splitlines()
+    detail = next(ln for ln in lines if ln.startswith("    max abs error "))
+    assert detail.startswith("    max abs error 0.0172 at [0]: ") and detail.endswith("(within tolerance)")
+    assert any(ln.startswith("    worst differing at [1]: ") for ln in lines)
+    assert [c.strip() for c in next(ln for ln in lines if ln.startswith("│ a ")).split("│")][3] == "0.0172"
+    assert [c.strip() for c in next(ln for ln in lines if ln.startswith("│ b ")).split("│")][3] == "0"
+    assert engine.format_error(reports[0].row()["max_abs_error"]) == "0.0172"
+
+
 def test_summary_table_widens_for_long_module_names(capsys):
     """The table is at least 100 columns wide for its console, and wide enough for the longest name
     plus 60: a long name is never cut or wrapped."""
     from mlirhlo_driver.batch.run_report import print_summary_table
 
     name = "x" * 90
-    print_summary_table([run.ModuleReport(name, "a", "ok", max_error=0.5, compile_ms=1.0, run_ms=2.0),
+    print_summary_table([run.ModuleReport(name, "a", "ok", max_abs_error=0.5, compile_ms=1.0, run_ms=2.0),
                          run.ModuleReport("b", "b", "ok")])
     out = capsys.readouterr().out
     assert "2/2 modules passed" in out
-    assert any(f"│ {name} │ ok     │       0.5 │        1.0 │  2.000 │" == ln for ln in out.splitlines()), out
+    assert any(f"│ {name} │ ok     │           0.5 │        1.0 │  2.000 │" == ln for ln in out.splitlines()), out
 
 
 def test_save_outputs_of_one_module_and_of_several(tmp_path):

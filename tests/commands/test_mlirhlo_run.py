@@ -66,6 +66,8 @@ def test_run_passes_its_options_on(fake_run, tmp_path):
     tasks, options, jobs, timeout, scheduler = fake_run["executed"]
     assert (tasks, jobs, timeout, scheduler) == (["task a.mlir", "task b.mlir"], 0, 2.5, "tcp://h:8786")
     assert (options.reference, options.platform, options.keep_outputs) == ("cpu", "cpu", False)
+    # the dtype's default tolerances, judged as numpy's allclose (not XLA's ErrorSpec)
+    assert (options.rtol, options.atol, options.xla_error_spec) == (None, None, False)
     assert fake_run["printed"][2] == ["--xla_b=1", "--split-input-file"]
     for kwargs in ({"print_literals": True}, {"save_outputs": str(tmp_path / "o.npz")}):
         commands.run(["a.mlir"], cli_flags={}, extra_words=[], **kwargs)

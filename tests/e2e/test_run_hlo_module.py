@@ -6,6 +6,7 @@ verbatim, with tests/data/xla_tools standing in for its files.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.conftest import DATA, FEED_HLO, assert_mentions, assert_one_line_error
@@ -238,6 +239,36 @@ def test_run_hlo_module_isolate_instructions(tool):
     assert "reproduce: run_hlo_module --isolate_instructions --abs_error_bound=0" in r.out
     assert_one_line_error(tool("run_hlo_module --isolate_instructions --input_literals_file=x.pb computation.hlo"),
                           facts=("--isolate_instructions", "--input_literals_file"))
+
+
+@pytest.mark.parametrize("flags, bounds", [("", (1e-3, 1e-3)),
+                                           ("--abs_error_bound=0.5 --rel_error_bound=0 ", (0.5, 0.0))])
+def test_run_hlo_module_judges_by_xlas_error_bounds(tool, monkeypatch, flags, bounds):
+    """XLA's bounds (its defaults whatever the dtype, or those given) by XLA's ErrorSpec rule; a
+    mismatch's reproducer is the run_hlo_module command, since mlirhlo run's --rtol/--atol judge
+    by their sum and may let it pass."""
+    from mlirhlo_driver.batch import run_report
+    from mlirhlo_driver.execute import engine
+
+    handed = []
+
+    def execute_tasks(tasks, options, jobs, timeout, scheduler=None):
+        handed.append(options)
+        report = engine.ModuleReport(tasks[0].name, tasks[0].source)
+        report.judge(engine.compare_outputs([np.float32([1.0015])], [np.float32([1.0])], options.rtol, options.atol,
+                                            xla_error_spec=options.xla_error_spec))
+        return [report]
+
+    monkeypatch.setattr(run_report, "execute_tasks", execute_tasks)
+    r = tool(f"run_hlo_module {flags}computation.hlo")
+    [options] = handed
+    assert (options.atol, options.rtol, options.xla_error_spec) == (*bounds, True)
+    if bounds == (1e-3, 1e-3):  # 1.5e-3 off 1.0: beyond both bounds, within their sum
+        assert r.code == 1 and "computation: MISMATCH" in r.out
+        assert "tolerance 0.001 absolute or 0.001 relative" in r.out
+        assert "reproduce: run_hlo_module computation.hlo" in r.out
+    else:
+        assert r.code == 0 and "computation: OK" in r.out, r.out
 
 
 @pytest.mark.slow

@@ -96,8 +96,8 @@ def test_comparison_report_is_precise():
     expected = np.array([[1.0, 2.0], [3.0, np.nan]], np.float32)
     actual = np.array([[1.0, 2.5], [3.0, np.nan]], np.float32)
     mm = engine.compare(actual, expected, 0, None, None)
-    assert (mm.count, mm.total, mm.worst_index) == (1, 4, (0, 1))
-    assert mm.max_abs == pytest.approx(0.5) and mm.max_rel == pytest.approx(0.25)
+    assert (mm.count, mm.total, mm.worst_index, mm.max_abs_error_at) == (1, 4, (0, 1), (0, 1))
+    assert mm.max_abs_error == pytest.approx(0.5) and mm.worst_rel == pytest.approx(0.25)
     assert (mm.actual, mm.expected) == ("2.5", "2.0")
     # NaN vs NaN and equal infinities match; NaN vs number does not
     assert engine.compare(np.array([np.inf, np.nan]), np.array([np.inf, np.nan]), 0, 0, 0).count == 0
@@ -112,7 +112,8 @@ def test_comparison_report_is_precise():
 
 @pytest.mark.parametrize("dtype, unit", [("float64", 1.0), ("complex128", 1j)])
 def test_default_tolerance_of_wide_types_is_tight(dtype, unit):
-    # f64/c128 results are compared to ~1e-10 relative: a 1e-6 error is a mismatch.
+    # f64/c128 results are compared to 2**14 ULP (3.6e-12): a 1e-6 error (a value that went
+    # through float32) is a mismatch.
     want = np.array([1.0 + unit], dtype)
     assert engine.compare(want * (1 + 1e-6), want, 0, None, None).count == 1
     assert engine.compare(want * (1 + 1e-13), want, 0, None, None).count == 0
@@ -238,30 +239,42 @@ def test_gather_indices_with_one_valid_start_are_drawn_as_zeros(tmp_path, text):
 
 
 @pytest.mark.golden
-def test_mismatch_describe_gives_the_counts_errors_worst_element_and_up_to_3_examples():
-    """A mismatch's lines: what differs and how many, the largest errors, the worst element (and
-    how many ULP apart, when close), then at most 3 other differing elements in index order; a
-    match is the first line alone. The golden of Mismatch.describe."""
+def test_mismatch_describe_gives_the_counts_the_max_abs_error_the_worst_element_and_up_to_3_examples():
+    """A mismatch's lines: what differs, how many and by which tolerance; the output's max abs
+    error (the figure the summary table and the JSON give) at its element, with the relative error
+    (and how many ULP apart, when close), or, when that element is within tolerance, the worst
+    differing one after it; then at most 3 other differing elements in index order; a match is
+    the first line alone. The golden of Mismatch.describe."""
     expected = np.zeros(6)
     actual = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 0.0])
     mm = engine.compare(actual, expected, 1, 0.0, 0.0)
     assert mm.describe() == (
-        "output 1 (float64[6]): 5 of 6 elements differ\n"
-        "  max abs error 5, max rel error inf\n"
-        "  worst at [4]: got 5.0, expected 0.0\n"
+        "output 1 (float64[6]): 5 of 6 elements differ (tolerance 0 + 0*|expected|)\n"
+        "  max abs error 5 at [4]: got 5.0, expected 0.0 (rel error inf)\n"
         "  at [0]: got 1.0, expected 0.0\n"
         "  at [1]: got 2.0, expected 0.0\n"
         "  at [2]: got 3.0, expected 0.0")
     mm.label = "value"
-    assert mm.describe().startswith("value (float64[6]): 5 of 6 elements differ\n")
+    assert mm.describe().startswith("value (float64[6]): 5 of 6 elements differ (")
     # the worst one among the first differing elements is not listed twice
     two = engine.compare(np.array([[1.0, 2.5], [1.25, 1.0]], np.float32), np.ones((2, 2), np.float32), 0,
-                      0.0, 0.1)
+                         0.0, 0.1)
     assert two.describe() == (
-        "output 0 (float32[2, 2]): 2 of 4 elements differ\n"
-        "  max abs error 1.5, max rel error 1.5\n"
-        "  worst at [0, 1]: got 2.5, expected 1.0\n"
+        "output 0 (float32[2, 2]): 2 of 4 elements differ (tolerance 0.1 + 0*|expected|)\n"
+        "  max abs error 1.5 at [0, 1]: got 2.5, expected 1.0 (rel error 1.5)\n"
         "  at [1, 0]: got 1.25, expected 1.0")
+    # the largest error within its tolerance (a large value), a smaller one beyond it
+    within = engine.compare(np.array([100.05, 0.025]), np.array([100.0, 0.01]), 0, 1e-3, 1e-3)
+    assert within.describe() == (
+        "output 0 (float64[2]): 1 of 2 elements differ (tolerance 0.001 + 0.001*|expected|)\n"
+        "  max abs error 0.05 at [0]: got 100.05, expected 100.0 (within tolerance)\n"
+        "  worst differing at [1]: got 0.025, expected 0.01 (abs error 0.015, rel error 1.5)")
+    assert engine.compare(np.float32([1.1]), np.float32([1.0]), 0, 1e-3, 1e-3, xla_error_spec=True).describe() == (
+        "output 0 (float32[1]): 1 of 1 elements differ (tolerance 0.001 absolute or 0.001 relative)\n"
+        "  max abs error 0.1 at [0]: got 1.1, expected 1.0 (rel error 0.1, 838861 ULP apart)")
+    assert engine.compare(np.int32([7, 1]), np.int32([3, 1]), 0, None, None).describe() == (
+        "output 0 (int32[2]): 1 of 2 elements differ\n"
+        "  max abs error 4 at [0]: got 7, expected 3 (rel error 1.33)")
     # the worst among the first four: the other three are the examples
     early = engine.compare(np.array([2.0, 9.0, 3.0, 4.0, 5.0]), np.ones(5), 0, 0.0, 0.0)
     assert (early.worst_index, [e[0] for e in early.examples]) == ((1,), [(0,), (2,), (3,)])
@@ -269,31 +282,29 @@ def test_mismatch_describe_gives_the_counts_errors_worst_element_and_up_to_3_exa
         "output 3 (float64[2]): 0 of 2 elements differ"
     assert engine.compare(np.zeros(2, np.float32), np.zeros(3), 0, 0.0, 0.0).describe() == (
         "output 0 (float64[3]): 3 of 3 elements differ (shape or type differs)\n"
-        "  max abs error inf, max rel error inf\n"
-        "  worst at []: got float32[2], expected float64[3]")
+        "  got float32[2], expected float64[3]")
     assert engine.compare(np.float32([1, 1 + 2**-22]), np.float32([1, 1]), 0, 0.0, 0.0).describe() == (
-        "output 0 (float32[2]): 1 of 2 elements differ\n"
-        "  max abs error 2.38419e-07, max rel error 2.38419e-07\n"
-        "  worst at [1]: got 1.0000002, expected 1.0 (2 ULP apart)")
+        "output 0 (float32[2]): 1 of 2 elements differ (tolerance 0 + 0*|expected|)\n"
+        "  max abs error 2.38e-07 at [1]: got 1.0000002, expected 1.0 (rel error 2.38e-07, 2 ULP apart)")
 
 
 def test_mismatch_of_a_scalar_and_relative_error_against_a_nonzero_expected():
     """A rank-0 value's worst index is []; the relative error divides by |expected|."""
     mm = engine.compare(np.array(3.0), np.array(-2.0), 0, 0.0, 0.0)
-    assert (mm.count, mm.total, mm.worst_index, mm.max_abs, mm.max_rel) == (1, 1, (), 5.0, 2.5)
+    assert (mm.count, mm.total, mm.worst_index, mm.max_abs_error, mm.worst_rel) == (1, 1, (), 5.0, 2.5)
     assert (mm.actual, mm.expected, mm.examples) == ("3.0", "-2.0", [])
     ints = engine.compare(np.array([7, 1], np.int32), np.array([3, 0], np.int32), 0, None, None)
-    assert (ints.max_abs, ints.max_rel, ints.worst_index, ints.actual, ints.expected) == \
+    assert (ints.max_abs_error, ints.worst_rel, ints.worst_index, ints.actual, ints.expected) == \
         (4.0, 4 / 3, (0,), "7", "3")
     bools = engine.compare(np.array([True, False]), np.array([False, False]), 0, None, None)
-    assert (bools.count, bools.max_abs, bools.max_rel, bools.actual, bools.expected) == \
+    assert (bools.count, bools.max_abs_error, bools.worst_rel, bools.actual, bools.expected) == \
         (1, 1.0, 1.0, "true", "false")  # as StableHLO spells them, as check files' reports do
     cplx = engine.compare(np.array([1 + 2j], np.complex64), np.array([1 + 1j], np.complex64), 0, 0.0, 0.0)
-    assert (cplx.actual, cplx.expected, cplx.max_abs) == ("(1+2j)", "(1+1j)", 1.0)
+    assert (cplx.actual, cplx.expected, cplx.max_abs_error) == ("(1+2j)", "(1+1j)", 1.0)
     # Against an expected 0 a float's relative error is inf, whatever the dtype and the error's size.
     for dtype in (np.float16, np.float32, np.float64):
         zero = engine.compare(np.array([1.5, 0.0], dtype), np.array([0.0, 0.0], dtype), 0, 0.0, 0.0)
-        assert (zero.count, zero.max_abs, zero.max_rel) == (1, 1.5, np.inf)
+        assert (zero.count, zero.max_abs_error, zero.worst_rel) == (1, 1.5, np.inf)
 
 
 def test_signature_names_parameters_and_refuses_what_run_cannot_make(tmp_path):
@@ -550,7 +561,7 @@ def test_run_xla_runs_at_least_once_and_compare_all_counts_outputs(monkeypatch):
     report = run.ModuleReport("m", "m.mlir")
     report.judge(engine.compare_outputs([np.ones(2), np.array([1.0, 1.5]), np.array([3, 4], np.int32)],
                                         [np.ones(2), np.ones(2), np.array([3, 5], np.int32)], None, None))
-    assert (report.status, report.max_error) == ("mismatch", 1.0)
+    assert (report.status, report.max_abs_error, report.max_abs_error_at) == ("mismatch", 1.0, "output 2 [1]")
     assert_mentions(report.message, "output 1: 1/2", "output 2: 1/2")
     assert "output 0" not in report.message
     assert [m.output for m in report.mismatches] == [1, 2]

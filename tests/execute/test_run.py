@@ -46,15 +46,53 @@ _CHECK_AND_PARAM = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
 """
 
 
-def test_max_error_of_a_match_is_the_largest_difference_within_tolerance():
+def test_max_abs_error_of_a_match_is_the_largest_difference_within_tolerance():
     """A module that matches still reports how far it was from the reference (the
-    report's max error), not 0 because every difference was within tolerance."""
+    report's max abs error, and where), not 0 because every difference was within tolerance."""
     report = run.ModuleReport("m", "m.mlir")
     got = [np.array([1.0, 2.0 + 3e-6, 3.0], np.float32), np.array([5, 6], np.int32)]
     want = [np.array([1.0, 2.0, 3.0], np.float32), np.array([5, 6], np.int32)]
     report.judge(engine.compare_outputs(got, want, None, None))
     assert report.status == "ok" and not report.mismatches
-    assert report.max_error == pytest.approx(float(np.float32(2.0 + 3e-6) - np.float32(2.0)))
+    assert report.max_abs_error == pytest.approx(float(np.float32(2.0 + 3e-6) - np.float32(2.0)))
+    assert report.max_abs_error_at == "output 0 [1]"
+
+
+def test_the_report_max_abs_error_is_the_largest_of_its_outputs_and_replicas():
+    """Each output's max abs error is its largest |actual - expected|, differing or not; the
+    report's is the largest over the outputs (and, judged again, over replicas), named by where
+    it is; identical outputs: 0, and no element named."""
+    report = run.ModuleReport("m", "m.mlir")
+    same = engine.compare_outputs([np.ones(2)], [np.ones(2)], None, None)
+    report.judge(same)
+    assert (report.max_abs_error, report.max_abs_error_at) == (0.0, "")
+    got = [np.array([100.05, 0.025]), np.array([1.0, 1.0])]
+    want = [np.array([100.0, 0.01]), np.array([1.0, 1.01])]
+    c = engine.compare_outputs(got, want, 1e-3, 1e-3, label="replica 0 output")
+    assert [m.max_abs_error for m in c.mismatches] == [pytest.approx(0.05), pytest.approx(0.01)]
+    assert (c.max_abs_error, c.max_abs_error_at) == (pytest.approx(0.05), "replica 0 output 0 [0]")
+    report.judge(c)
+    report.judge(engine.compare_outputs([np.array([100.0, 0.01]), np.array([1.0, 1.3])], want, 1e-3, 1e-3,
+                                        label="replica 1 output"))
+    assert (report.max_abs_error, report.max_abs_error_at) == (pytest.approx(0.29), "replica 1 output 1 [1]")
+    assert report.row()["max_abs_error"] == report.max_abs_error
+    assert report.row()["max_abs_error_at"] == "replica 1 output 1 [1]"
+
+
+def test_run_module_judges_by_xla_error_spec_when_asked(tmp_path, monkeypatch):
+    """RunOptions.xla_error_spec (run_hlo_module): an element 1.5e-3 off at 1.0 is beyond XLA's
+    1e-3 absolute and 1e-3 relative bounds (a mismatch, in the bisect too), though within their
+    sum (mlirhlo run's --rtol 1e-3 --atol 1e-3 rule)."""
+    path, m = _loaded(tmp_path, "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                      "  %0 = stablehlo.negate %x : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n")
+    monkeypatch.setattr(engine, "run_xla", lambda module, arrays, *a: ([np.float32([1.0015, 5.0])], 1.0, 1.0))
+    monkeypatch.setattr(engine, "run_reference", lambda module, arrays, *a: ([np.float32([1.0, 5.0])], 1.0))
+    sums = run.run_module(m, "m", str(path), run.RunOptions(rtol=1e-3, atol=1e-3, bisect=True))
+    assert sums.status == "ok"
+    xla = run.run_module(m, "m", str(path), run.RunOptions(rtol=1e-3, atol=1e-3, xla_error_spec=True, bisect=True))
+    assert (xla.status, xla.message) == ("mismatch", "output 0: 1/2 differ")
+    assert xla.max_abs_error == pytest.approx(1.5e-3, rel=1e-3) and xla.max_abs_error_at == "output 0 [0]"
+    assert xla.bisect is not None and xla.bisect.mismatch.count == 1
 
 
 def test_module_report_status_and_json_row():
@@ -65,13 +103,14 @@ def test_module_report_status_and_json_row():
         assert (r.passed, r.ok) == (ok, ok), status
     mm = engine.compare(np.array([2.0]), np.array([1.0]), 0, 0.0, 0.0)
     report = run.ModuleReport("m", "d/m.mlir", status="mismatch", message="output 0: 1/1 differ",
-                              max_error=1.0, compile_ms=2.0, run_ms=3.0, reference_ms=4.0, mismatches=[mm],
+                              max_abs_error=1.0, max_abs_error_at="output 0 [0]", compile_ms=2.0, run_ms=3.0, reference_ms=4.0, mismatches=[mm],
                               checks=[engine.CheckResult("expect_eq", False, "m.mlir:1:1", "bad")],
                               bisect=run.BisectResult("%0 = stablehlo.add", "m.mlir:2:3", ["tensor<f32>"], mm),
                               inputs_note="zeros", checked_values="compiled", checked_values_detail="d",
                               kept_constants=[{"k": 1}], reproducer="mlirhlo run d/m.mlir")
     assert report.row() == {
-        "module": "m", "source": "d/m.mlir", "status": "mismatch", "max_error": 1.0, "compile_ms": 2.0,
+        "module": "m", "source": "d/m.mlir", "status": "mismatch", "max_abs_error": 1.0,
+        "max_abs_error_at": "output 0 [0]", "compile_ms": 2.0,
         "run_ms": 3.0, "reference_ms": 4.0, "message": "output 0: 1/1 differ",
         "checks": [{"kind": "expect_eq", "passed": False, "location": "m.mlir:1:1", "message": "bad"}],
         "mismatches": [mm.describe()],
@@ -109,7 +148,7 @@ def test_run_module_keeps_inputs_outputs_and_reference_when_asked(tmp_path):
     path, m = _loaded(tmp_path, "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
                       "  %0 = stablehlo.negate %x : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
     r = run.run_module(m, "m", str(path), run.RunOptions(reference="cpu", keep_outputs=True, seed=2))
-    assert (r.status, r.message, r.max_error) == ("ok", "", 0.0)
+    assert (r.status, r.message, r.max_abs_error) == ("ok", "", 0.0)
     assert_mentions(r.inputs_note, "seed 2")
     [x], [out], [ref] = r.inputs, r.outputs, r.reference_outputs
     np.testing.assert_array_equal(out, -x)
@@ -118,7 +157,7 @@ def test_run_module_keeps_inputs_outputs_and_reference_when_asked(tmp_path):
     plain = run.run_module(m, "m", str(path), run.RunOptions(reference="cpu"))
     assert (plain.inputs, plain.outputs, plain.reference_outputs, plain.xla_passes) == (None, None, None, None)
     ran = run.run_module(m, "m", str(path), run.RunOptions(reference="none", keep_outputs=True))
-    assert (ran.status, ran.message, ran.max_error, ran.reference_ms, ran.reference_outputs) == \
+    assert (ran.status, ran.message, ran.max_abs_error, ran.reference_ms, ran.reference_outputs) == \
         ("ran", "", None, None, None)
     assert ran.outputs is not None and ran.passed
 

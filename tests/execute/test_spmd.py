@@ -564,7 +564,8 @@ def test_format_report_lays_out_every_part():
     from mlirhlo_driver.execute.engine import ModuleReport
     from mlirhlo_driver.execute.spmd import SpmdReport, format_report
 
-    rep = ModuleReport("m", "m.hlo", status="mismatch", message="output 0: 1/3 differ", max_error=0.25,
+    rep = ModuleReport("m", "m.hlo", status="mismatch", message="output 0: 1/3 differ", max_abs_error=0.25,
+                       max_abs_error_at="replica 1 output 0 [0]",
                        compile_ms=12.34, run_ms=1.5, reference_ms=3.25, inputs_note="zeros")
     sr = SpmdReport(rep, devices="2 (2 replicas x 1 partition)", partitioner="none",
                     param_layouts=["0 x float32[3]: {replicated}"], result_layouts=["0 float32[3]: {replicated}"],
@@ -579,7 +580,7 @@ def test_format_report_lays_out_every_part():
         "  compile 12.3 ms, run 1.500 ms (median of 3), reference 3.2 ms\n"
         "  run times (ms): 1.000, 1.500, 2.000\n"
         "  reference: the same module on 1 device\n"
-        "  max abs error 0.25\n"
+        "  max abs error 0.25 at replica 1 output 0 [0]\n"
         "  replica 0 output 0 = [1., 2., 3.]\n"
         "  replica 1 output 0 = [0.5, 0. , 1. ]")
     one = SpmdReport(ModuleReport("m", "m.hlo", status="ran", compile_ms=2.0, run_ms=0.25),

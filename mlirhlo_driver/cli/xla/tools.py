@@ -96,8 +96,10 @@ RUN_HLO_MODULE_FLAGS = [
     Flag("run_test_hlo_passes", "bool", True, "Run XLA's HLO passes on the test platform; false for an "
          "optimized module (sets --xla_disable_all_hlo_passes for the test compile)."),
     Flag("use_large_float_range", "bool", False, "Random floats over a large range, not +-1."),
-    Flag("abs_error_bound", "float", 1e-3, "Absolute error bound of the comparison.", "X"),
-    Flag("rel_error_bound", "float", 1e-3, "Relative error bound of the comparison.", "X"),
+    Flag("abs_error_bound", "float", 1e-3, "Absolute error bound of the comparison (as XLA's ErrorSpec: "
+         "an element matches within either bound).", "X"),
+    Flag("rel_error_bound", "float", 1e-3, "Relative error bound of the comparison (an element matches "
+         "within either bound).", "X"),
     Flag("input_format", "str", "", "hlo, pb or pbtxt (default: from the content); also stablehlo, mhlo.",
          "NAME"),
     Flag("input_module", "str", "", "The module file (instead of a positional FILE).", "FILE"),
