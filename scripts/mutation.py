@@ -124,9 +124,6 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "the else branch never runs: ptxas runs only with a jax CUDA plugin, which is built for "
         "Linux alone, and Linux always has os.sched_getaffinity",
     ("cuda/kernels.py", "by_regs = 1 << 30", "30 -> 31"): "1 << 30 stands for 'no limit'; 1 << 31 does too",
-    ("cli/app.py", "cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)", "False -> True"):
-        "run's extra words are all options (typer gives every other word to the inputs), so no "
-        "word is there to be taken as a separate value: both settings parse the same list",
     ("xla/summary.py", '"memory": {k: int(art.memory_stats.get(k, 0)) for k in MEMORY_FIELDS},', "0 -> 1"):
         "the default is never taken: summarize runs only after a compile that made an executable, "
         "and every supported jaxlib's CompiledMemoryStats has all six fields (0.9.0 and 0.12.0.1 checked)",

@@ -16,6 +16,7 @@ import typer
 from .._native import interrupts
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, DriverError
 from . import opt as opt_cli
+from .common import is_option, no_such_option
 
 app = typer.Typer(
     name="mlirhlo",
@@ -218,13 +219,9 @@ def run(
     """
     try:
         from ..commands import mlirhlo as commands
-        from ..xla import flags as xla_flags
 
-        extra = list(ctx.args) + [i for i in inputs or [] if i.startswith("-") and i != "-"]
-        inputs = [i for i in inputs or [] if not i.startswith("-") or i == "-"]
-        cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
-        if rest:
-            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
+        inputs, extra = _inputs_and_options(ctx, inputs)
+        cli_flags, _ = opt_cli.xla_flags_among(extra, lambda: _known(ctx), ctx.command_path)
         code = commands.run(
             inputs, cli_flags=cli_flags, extra_words=extra, platform=platform, reference=reference, seed=seed,
             zeros=zeros, inputs_npz=inputs_npz, large_float_range=large_float_range, rtol=rtol, atol=atol,
@@ -305,14 +302,13 @@ def spmd_run(
     usage or input. Any --xla_NAME=VALUE flag applies to the compile.
     """
     from ..commands import spmd_run as spmd_launch
-    from ..xla import flags as xla_flags
 
     try:
-        flags, rest = xla_flags.parse_flag_args(list(ctx.args), separate_values=False)
-        if rest and rest[0].startswith("-"):
-            raise DriverError(f"no such option: {rest[0].split('=')[0]}")
+        input, extra = _one_input(ctx, input)
+        flags, rest = opt_cli.xla_flags_among(extra, lambda: _known(ctx), ctx.command_path)
         if rest:
             raise DriverError(f"unexpected argument '{rest[0]}'", hint="spmd-run takes one module")
+        input = _given(ctx, input)
         options = spmd_launch.spmd_options(
             flags, argument_mode=argument_mode, inputs_npz=inputs_npz, partitioner=partitioner,
             arg_sharding=tuple(arg_sharding or ()), num_partitions=num_partitions, num_replicas=num_replicas,
@@ -384,12 +380,17 @@ def kernels_command(
         from ..batch import kernels
         from .common import progress_line, say
 
-        target = opt_cli.resolve_target("cuda", gpu_spec, list(ctx.args), debug_options_file, None,
-                                        needs_spec=True, known=lambda: _option_names("kernels"))
+        inputs, extra = _inputs_and_options(ctx, inputs)
+        platform = next((w for w in extra if w.split("=")[0] == "--platform"), None)
+        if platform is not None:  # what the other compiling commands take: say why this one does not
+            raise no_such_option(platform, (), ctx.command_path,
+                                 hint="kernels compiles for CUDA; --gpu-spec picks the GPUs")
+        target = opt_cli.resolve_target("cuda", gpu_spec, extra, debug_options_file, None, needs_spec=True,
+                                        known=lambda: _known(ctx), command=ctx.command_path)
         options = _input_options(input_format, split_input_file, args)
         line = progress_line(quiet, "kernels")
         with line if line is not None else _nothing():
-            text = kernels.report(inputs or [], target, input_options=options, as_json=json_out,
+            text = kernels.report(inputs, target, input_options=options, as_json=json_out,
                                   cache=not no_cache, say=say, progress=line)
         outputs.Sink().emit(text)
     except DriverError as e:
@@ -539,13 +540,22 @@ def bench_pipeline(
         from .. import listings
         from ..commands import mlirhlo as commands
 
+        input, extra = _one_input(ctx, input)
+        if platform is None:  # MLIR passes only: no --xla_* flag applies, every option word is unknown
+            unknown = next((w for w in extra if is_option(w)), None)
+            if unknown is not None:
+                raise no_such_option(unknown, _known(ctx), ctx.command_path)
+            strays = extra
+        else:
+            _, strays = opt_cli.xla_flags_among(extra, lambda: _known(ctx), ctx.command_path)
+        if strays:
+            raise DriverError(f"unexpected argument '{strays[0]}'", hint="bench-pipeline takes one module")
+        input = _given(ctx, input)
         listings.load_plugins(load_pass_plugin)
         target = None
         if platform is not None:
-            target = opt_cli.resolve_target(platform, gpu_spec, list(ctx.args), None, None, needs_spec=True,
-                                            known=lambda: _option_names("bench-pipeline"))
-        elif ctx.args:
-            raise DriverError(f"no such option: {ctx.args[0]}")
+            target = opt_cli.resolve_target(platform, gpu_spec, extra, None, None, needs_spec=True,
+                                            known=lambda: _known(ctx), command=ctx.command_path)
         from .common import say
 
         typer.echo(commands.bench_pipeline(input, target=target, pipeline_spec=pipeline_spec, passes=passes,
@@ -670,10 +680,38 @@ def cuda_plugin_install(
         _fail(e)
 
 
-def _option_names(command: str) -> list[str]:
-    """Every spelling of a command's options (for 'did you mean' hints)."""
-    sub = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
-    return [o for p in sub.params for o in (*p.opts, *p.secondary_opts)]
+def _known(ctx: Any) -> list[str]:
+    """Every spelling of the invoked command's options, --help's too (for 'did you mean' hints)."""
+    return [o for p in ctx.command.get_params(ctx) for o in (*p.opts, *p.secondary_opts)]
+
+
+# Commands that take --xla_* flags keep the options typer does not know (ignore_unknown_options):
+# typer then puts them among the positional arguments, an option's value after it too.
+
+def _inputs_and_options(ctx: Any, inputs: Optional[list[str]]) -> tuple[list[str], list[str]]:
+    """A FILE... command's inputs, and the words written as options that typer left
+    among them or after them (for xla_flags_among)."""
+    words = [*(inputs or []), *ctx.args]
+    return [w for w in words if not is_option(w)], [w for w in words if is_option(w)]
+
+
+def _one_input(ctx: Any, input: str) -> tuple[Optional[str], list[str]]:
+    """A one-FILE command's FILE, and the other words typer left. typer gives FILE the
+    first word it does not parse, an unknown option too (``--bogus FILE``): the FILE is
+    the first word that is no option (None: none is; see :func:`_given`)."""
+    words = [input, *ctx.args]
+    at = next((i for i, w in enumerate(words) if not is_option(w)), None)
+    if at is None:
+        return None, words
+    return words[at], words[:at] + words[at + 1:]
+
+
+def _given(ctx: Any, input: Optional[str]) -> str:
+    """The FILE :func:`_one_input` found, once the other words are checked; none is typer's
+    own refusal of a missing argument, in its words."""
+    if input is None:
+        raise DriverError("Missing argument 'FILE'.", hint=f"see '{ctx.command_path} --help'")
+    return input
 
 
 def _app_for(name: str | None) -> typer.Typer:
@@ -730,8 +768,12 @@ def run_app(argv: list[str], command: str | None) -> None:
         if type(e).__name__ == "NoArgsIsHelpError":
             typer.echo(e.ctx.get_help())  # type: ignore[attr-defined]
             sys.exit(EXIT_USAGE)
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoSuchOption" and ctx is not None:  # in the words of every command
+            refusal = no_such_option(e.option_name, _known(ctx), ctx.command_path)  # type: ignore[attr-defined]
+            sys.stderr.write(refusal.format() + "\n")
+            sys.exit(EXIT_USAGE)
         if hasattr(e, "format_message") and getattr(e, "exit_code", None) == EXIT_USAGE:
-            ctx = getattr(e, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             sys.stderr.write(f"error: {e.format_message()}{hint}\n")
             sys.exit(EXIT_USAGE)

@@ -85,7 +85,7 @@ def _explore(argv: list[str]) -> int:
     from .. import listings
     from ..batch import explore
     from ..errors import param
-    from .common import say
+    from .common import no_such_option, say
 
     try:
         ns, rest = parser().parse_known_args(argv)
@@ -95,14 +95,11 @@ def _explore(argv: list[str]) -> int:
     params["inputs"] = params["inputs"] + [w for w in rest if not w.startswith("-") or w == "-"]
     extra = [w for w in rest if w.startswith("-") and w != "-"]
     mine = {k: params.pop(k) for k in _EXPLORE_ONLY}
-    for word in extra:  # what is left are XLA's flags; anything else is no option of explore's
-        if not word.startswith("--xla"):
-            from ..errors import did_you_mean
-
-            name = word.split("=")[0]
-            raise DriverError(f"no such option: {name}",
-                              hint=f"explore writes the model-explorer stage to --dump-dir; see '{_PROG} --help'"
-                              if name in ("--stage", "-o", "--output") else did_you_mean(name, _option_names()))
+    for word in extra:  # opt's options that are not explore's: what it writes is explore's to say
+        if word.split("=")[0] in ("--stage", "-o", "--output"):
+            raise no_such_option(word, (), _PROG,
+                                 hint=f"explore writes the model-explorer stage to --dump-dir; see '{_PROG} --help'")
+    opt_cli.xla_flags_among(extra, _option_names, _PROG)  # what is left are XLA's flags
     params.update({k: None for k in _NOT_HERE})
     params["split_input_file"] = params["list_stages"] = params["list_passes"] = params["debug_info"] = False
     if len(params["inputs"]) != 1:
@@ -118,7 +115,8 @@ def _explore(argv: list[str]) -> int:
         explore.require_model_explorer()  # before anything compiles
     listings.load_plugins(params["load_pass_plugin"])
     target = opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
-                                    params["autotune_results"], needs_spec=True, known=_option_names)
+                                    params["autotune_results"], needs_spec=True, known=_option_names,
+                                    command=_PROG)
     target_b = _target_b(params, extra, mine) if mine["diff_gpu_spec"] or mine["diff_flags"] else None
     said = list(target.notes)
     directory = params["dump_dir"] = params["dump_dir"] or tempfile.mkdtemp(prefix="mlirhlo-explore-")

@@ -214,7 +214,7 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
     list_stages, list_passes = params["list_stages"], params["list_passes"]
     target = resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
                             params["autotune_results"], needs_spec=not (list_stages or list_passes),
-                            known=option_names)
+                            known=option_names, command=_PROG)
     if list_stages or list_passes:
         target.say_notes(say)  # a named spec's own notes (no spec is needed to list)
     if list_stages:
@@ -233,22 +233,33 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
 
 def resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
                    debug_options_file: str | None, autotune_results: str | None,
-                   needs_spec: bool, known: Callable[[], list[str]]) -> Any:
+                   needs_spec: bool, known: Callable[[], list[str]], command: str) -> Any:
     """targets.resolve from a command's leftover words: the --xla_* flags among them; any
-    other is an error (with a hint from ``known``, the command's option spellings)."""
+    other is an error (xla_flags_among; a word that is no option: an unexpected argument)."""
     from .. import targets
-    from ..errors import did_you_mean
-    from ..xla import flags as xla_flags
 
-    cli_flags, rest = xla_flags.parse_flag_args(extra, separate_values=False)
-    for word in rest:
-        if word.startswith("-"):
-            raise DriverError(f"no such option: {word.split('=')[0]}",
-                              hint=did_you_mean(word.split("=")[0], known()))
-        raise DriverError(f"unexpected argument '{word}'")
+    cli_flags, strays = xla_flags_among(extra, known, command)
+    if strays:
+        raise DriverError(f"unexpected argument '{strays[0]}'")
     return targets.resolve(platform, gpu_spec=gpu_spec, cli_flags=cli_flags,
                            debug_options_file=debug_options_file, autotune_results=autotune_results,
                            needs_spec=needs_spec)
+
+
+def xla_flags_among(words: list[str], known: Callable[[], list[str]],
+                    command: str) -> tuple[dict[str, Any], list[str]]:
+    """The --xla_* DebugOptions flags among the words a command's parser left, and those
+    of them that are no options (for the caller to take or refuse). A word written as an
+    option that is no XLA flag is none of ``command``'s (its path, ``mlirhlo opt``): it is
+    refused, naming the closest of ``known()``, its option spellings (common.no_such_option)."""
+    from ..xla import flags as xla_flags
+    from .common import is_option, no_such_option
+
+    cli_flags, rest = xla_flags.parse_flag_args(words, separate_values=False)
+    unknown = next((w for w in rest if is_option(w)), None)
+    if unknown is not None:
+        raise no_such_option(unknown, known(), command)
+    return cli_flags, rest
 
 
 def opt_options(params: dict[str, Any]) -> Any:

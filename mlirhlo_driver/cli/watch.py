@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import DriverError
 
+_PROG = "mlirhlo watch"
 HELP = "Run opt again whenever its inputs, pipeline file, pass plugins or GPU specs change (a warm process)."
 
 
@@ -43,11 +44,14 @@ def _watch(params: dict[str, Any], extra: list[str]) -> int:
         raise DriverError("watch runs builds: --list-stages and --list-passes are opt's", hint="mlirhlo opt")
     if not params["inputs"]:
         raise DriverError("no input modules given", hint="mlirhlo watch FILE [opt's options]")
+    # Refused now, once: the command line does not change while it is watched.
+    opt_cli.xla_flags_among(extra, opt_cli.option_names, _PROG)
     listings.load_plugins(params["load_pass_plugin"])
 
     def make_target() -> Any:
         return opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
-                                      params["autotune_results"], needs_spec=True, known=opt_cli.option_names)
+                                      params["autotune_results"], needs_spec=True, known=opt_cli.option_names,
+                                      command=_PROG)
 
     def report(build: watch.Build) -> None:
         state = "failed" if build.error else "ok"

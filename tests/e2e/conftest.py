@@ -1,16 +1,21 @@
 """Fixtures and helpers the end-to-end tests share: a small module, the CLI in a fresh
-process, recorders of what a command hands the library, XLA's tools run in a work folder."""
+process, recorders of what a command hands the library, XLA's tools run in a work folder
+or interrupted."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, MLIRHLO, REPO, CliResult, run_xla_tool
+from tests.conftest import DATA, MLIRHLO, REPO, XLA_TOOL_MAINS, CliResult, readline_within, run_xla_tool
 
 SMALL = """func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
@@ -32,6 +37,24 @@ define void @k(ptr %p) {
   ret void
 }
 """
+
+
+def mlirhlo_commands() -> list[tuple[list[str], object]]:
+    """(path, click command) of every ``mlirhlo`` command and sub-command, groups included
+    (the root's path is [])."""
+    import typer
+
+    from mlirhlo_driver.cli import mlirhlo as cli
+
+    found = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        found.append((path, cmd))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, path + [name])
+
+    walk(typer.main.get_command(cli.app), [])
+    return found
 
 
 @pytest.fixture
@@ -126,3 +149,50 @@ def report_line(out: str, start: str) -> str:
         if re.sub(r"^\[\d+\] ", "", line).lstrip().startswith(start):
             return line
     raise AssertionError(f"no line starting {start!r} in:\n{out}")
+
+
+# The console script's own lines (``sys.exit(main())``), with a line on stderr once the
+# module is imported: its Ctrl-C handler is installed from then on.
+_STARTED = b"-- started --"
+_XLA_TOOL = "import sys\nfrom mlirhlo_driver.cli.xla import tools\nsys.stderr.write({started!r} + '\\n')\n" \
+            "sys.stderr.flush()\nsys.exit(tools.{main}())\n"
+
+
+def interrupted_xla_tool(name: str, argv: list, cwd: Path, *, busy: bytes = b"", after: float = 1.0) -> CliResult:
+    """Ctrl-C at XLA's tool ``name`` (``hlo-opt``, ...) busy with ``argv`` in ``cwd``: SIGINT to
+    its process group, as a terminal sends it, once it runs (``busy``: once a line on
+    stderr starts so) and ``after`` seconds more. Its stage cache is a fresh one under
+    ``cwd``, so no compile is already done. The result, less the start line."""
+    code = _XLA_TOOL.format(started=_STARTED.decode(), main=XLA_TOOL_MAINS[name])
+    env = dict(os.environ, MLIRHLO_CACHE_DIR=str(cwd / "interrupted-cache"))
+    proc = subprocess.Popen([sys.executable, "-c", code, *map(str, argv)], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    seen = []
+    try:
+        for mark in (_STARTED, busy) if busy else (_STARTED,):
+            while True:
+                line = readline_within(proc.stderr, 300)
+                assert line, f"{name} stopped before {mark!r}: {b''.join(seen).decode(errors='replace')}"
+                if line.rstrip(b"\n") != _STARTED:
+                    seen.append(line)
+                if line.startswith(mark):
+                    break
+        time.sleep(after)
+        assert proc.poll() is None, f"{name} finished before Ctrl-C: give it more work"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    return CliResult(proc.returncode, out.decode(errors="replace"),
+                     b"".join(seen).decode(errors="replace") + err.decode(errors="replace"))
+
+
+def assert_interrupted(result: CliResult) -> None:
+    """Ctrl-C's contract at every front-end: exit 130, its one error line last on stderr
+    (its wording: tests/_native/test_interrupts.py), written once, and no traceback."""
+    assert result.code == 130, (result.code, result.err[-2000:])
+    assert "Traceback" not in result.err, result.err
+    last = result.err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "interrupted" in last and result.err.count("interrupted") == 1, result.err

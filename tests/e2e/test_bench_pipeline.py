@@ -159,15 +159,29 @@ def test_ctrl_c_stops_bench_pipeline(passes):
 
 
 @pytest.mark.parametrize("args, facts", [
-    (["--bogus", "--other"], ("--bogus",)),
-    (["--platform", "cpu", "--repet", "2"], ("--repet", "'--repeats'")),
+    (["--bogus", "--other"], ("--bogus", " bench-pipeline --help'")),
+    (["--repet", "2"], ("--repet", "'--repeats'")),
     (["--platform", "cpu", "--gpu_spec", "x"], ("--gpu_spec", "'--gpu-spec'")),
+    # No --platform, no XLA compile: an XLA flag is no option of the MLIR pipeline's.
+    (["--xla_cpu_enable_fast_math"], ("--xla_cpu_enable_fast_math",)),
 ])
 def test_bench_pipeline_unknown_option(cli, small, args, facts):
-    """bench-pipeline: a word typer left is refused by name; with --platform, with a suggestion
-    from the command's own options (the wording: e2e/test_opt.py's test_words_left_after_the_options)."""
+    """bench-pipeline: a word typer left is refused by name, with a suggestion from the command's own
+    options (the wording: e2e/test_mlirhlo.py's table)."""
     line = assert_one_line_error(cli("bench-pipeline", small, *args), facts=facts)
-    assert "--other" not in line
+    assert "--other" not in line and "no such option" in line
+
+
+def test_bench_pipeline_takes_its_file_wherever_it_stands(cli, small, recorder):
+    """typer gives FILE the first word it does not parse, an option it does not know too: an
+    unknown option before FILE is refused as an option, an XLA flag before it is taken."""
+    assert_one_line_error(cli("bench-pipeline", "--bogus", small), facts=("--bogus",), contains="no such option")
+    r = cli("bench-pipeline", "--xla_cpu_enable_fast_math", small, "--platform", "cpu", "--repeats", "2")
+    assert (r.code, r.out) == (0, "table\n"), r.err
+    assert recorder["bench_pipeline"][0] == (str(small),)
+    assert recorder["resolve"][1]["cli_flags"] == {"xla_cpu_enable_fast_math": True}
+    assert_one_line_error(cli("bench-pipeline", "--xla_cpu_enable_fast_math", "--platform", "cpu"),
+                          facts=("FILE", " bench-pipeline --help'"))
 
 
 def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):

@@ -14,31 +14,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, XLA_TOOL_MAINS
+from tests.e2e.conftest import mlirhlo_commands
 
 BIN = Path(sys.executable).parent
 
 # What typer/click print for an option without a metavar of its own.
 PYTHON_TYPES = re.compile(r"<(str|int|float|list|path|bool|text|integer|choice|tuple)\b|\bTEXT\b|\bINTEGER\b|\bFLOAT\b")
 
-
-def _commands() -> list[tuple[list[str], object]]:
-    """(path, click command) of every ``mlirhlo`` command and sub-command, groups included."""
-    import typer
-
-    from mlirhlo_driver.cli import mlirhlo as cli
-
-    found = []
-
-    def walk(cmd: object, path: list[str]) -> None:
-        found.append((path, cmd))
-        for name, sub in getattr(cmd, "commands", {}).items():
-            walk(sub, path + [name])
-
-    walk(typer.main.get_command(cli.app), [])
-    return found
-
-
-COMMANDS = _commands()
+COMMANDS = mlirhlo_commands()
 
 XLA_TOOLS = {"hlo-opt": ("hlo_opt_main", "HLO_OPT_FLAGS"),
              "run_hlo_module": ("run_hlo_module_main", "RUN_HLO_MODULE_FLAGS"),

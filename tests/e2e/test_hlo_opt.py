@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, CliResult, assert_mentions, assert_one_line_error
+from tests.e2e.conftest import assert_interrupted, interrupted_xla_tool
 
 
 def _hlo_opt(capfd, argv):
@@ -269,3 +270,17 @@ def test_hlo_opt_without_a_platform(tool):
     assert (r.code, r.out, r.err) == (0, "hlo\n", "")
     assert_one_line_error(tool("hlo-opt --stage=llvm input.hlo"), facts=("'llvm'", "--platform cpu|cuda"))
     assert_one_line_error(tool("hlo-opt --platform=cpu"), facts=("FILE", "--help"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_hlo_opt_is_one_error_line_and_writes_nothing(tmp_path):
+    """Ctrl-C while hlo-opt compiles module after module: exit 130, one error line, no
+    traceback, and no -o file, whole or half written."""
+    module = (DATA / "xla_tools" / "computation.hlo").read_text()
+    (tmp_path / "many.hlo").write_text("\n// -----\n".join(  # distinct modules: none comes from the cache
+        module.replace("constant(0)", f"constant({i})") for i in range(1, 301)))
+    r = interrupted_xla_tool("hlo-opt", ["--platform=cpu", "--split-input-file", "many.hlo", "-o", "out.txt"],
+                             tmp_path)
+    assert_interrupted(r)
+    assert r.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "interrupted-cache") == ["many.hlo"]

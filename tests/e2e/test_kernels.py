@@ -56,3 +56,20 @@ def test_kernels_json_is_two_space_indented(cli, tmp_path):
     r = cli("kernels", path, "--gpu-spec", "h100_sxm", "--json")
     assert r.code == 0, r.err
     assert r.out == json.dumps(json.loads(r.out), indent=2) + "\n"
+
+
+@pytest.mark.parametrize("words", [["m.hlo", "--platform", "cpu"], ["--platform=cpu", "m.hlo"], ["m.hlo", "--jsn"]])
+def test_kernels_refuses_an_unknown_option_as_an_option(cli, words):
+    """typer keeps the options kernels does not know (the --xla_* flags) among its FILE...: one
+    that is no XLA flag is refused by name, wherever it stands, never read as an input file."""
+    option = next(w for w in words if w.startswith("-")).split("=")[0]
+    line = assert_one_line_error(cli("kernels", *words), facts=(option,))
+    assert "no such file" not in line and "m.hlo" not in line
+
+
+def test_kernels_takes_xla_flags_among_its_files(cli, recorder):
+    """An --xla_* flag among kernels' FILE... is the compile's, and '-' (stdin) an input."""
+    r = cli("kernels", "a.hlo", "--xla_gpu_autotune_level=0", "-", "b.hlo")
+    assert (r.code, r.out) == (0, "table\n"), r.err
+    assert recorder["kernels"][0][0] == ["a.hlo", "-", "b.hlo"]
+    assert recorder["resolve"][1]["cli_flags"] == {"xla_gpu_autotune_level": 0}

@@ -1,5 +1,5 @@
-"""``mlirhlo`` itself as a user runs it: typer's usage errors, a group alone, Ctrl-C at any
-moment, and XLA's flag spellings accepted by the commands.
+"""``mlirhlo`` itself as a user runs it: typer's usage errors, an unknown option at every
+command, a group alone, Ctrl-C at any moment, and XLA's flag spellings accepted by the commands.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error
+from tests.e2e.conftest import mlirhlo_commands
 
 # ------------------------------------------------------------ Ctrl-C
 
@@ -105,6 +106,65 @@ def test_typer_usage_error_is_one_line_naming_the_commands_help(cli, small, argv
     line = assert_one_line_error(cli(*[a.format(small=small) for a in argv]))
     # (the program's name in the hint is sys.argv[0]'s: 'mlirhlo' from the console script)
     assert line.startswith(f"error: {message} (see '") and line.endswith(f" {argv[0]} --help')"), line
+
+
+# ------------------------------------------------------------ an unknown option, at every command
+
+# (command, its words, the line). Files named here need not exist: options are checked first.
+UNKNOWN_OPTIONS = [
+    ("", ["--versoin"], "error: no such option: --versoin (did you mean '--version'?)"),
+    ("opt", ["m.mlir", "--stag=hlo"], "error: no such option: --stag (did you mean '--stage'?)"),
+    ("opt", ["m.mlir", "--qqqqqqqq"], "error: no such option: --qqqqqqqq (see 'mlirhlo opt --help')"),
+    ("watch", ["m.mlir", "--platfrom", "cpu"], "error: no such option: --platfrom (did you mean '--platform'?)"),
+    ("explore", ["m.mlir", "--diff-flag=x"], "error: no such option: --diff-flag (did you mean '--diff-flags'?)"),
+    ("explore", ["m.mlir", "--stage=hlo"], "error: no such option: --stage (explore writes the model-explorer "
+                                           "stage to --dump-dir; see 'mlirhlo explore --help')"),
+    ("passes", ["--load-plugin", "p.py"], "error: no such option: --load-plugin (did you mean '--load-pass-plugin'?)"),
+    ("convert", ["m.mlir", "--too", "hlo"], "error: no such option: --too (did you mean '--to'?)"),
+    ("run", ["m.mlir", "--platfom", "cpu"], "error: no such option: --platfom (did you mean '--platform'?)"),
+    ("run", ["m.mlir", "--bogus=3"], "error: no such option: --bogus (see 'mlirhlo run --help')"),
+    ("spmd-run", ["--num-partiton", "2", "m.mlir"],
+     "error: no such option: --num-partiton (did you mean '--num-partitions', '--partitioner'?)"),
+    ("kernels", ["m.mlir", "--platform", "cpu"],
+     "error: no such option: --platform (kernels compiles for CUDA; --gpu-spec picks the GPUs)"),
+    ("kernels", ["m.mlir", "--jsn"], "error: no such option: --jsn (did you mean '--json'?)"),
+    ("diff", ["m.mlir", "--flag-a=x"], "error: no such option: --flag-a (did you mean '--flags-a', '--flags-b'?)"),
+    ("ptx", ["k.ll", "--arc", "sm_80"], "error: no such option: --arc (did you mean '--arch'?)"),
+    ("bench-pipeline", ["--bogus", "m.mlir"], "error: no such option: --bogus (see 'mlirhlo bench-pipeline --help')"),
+    ("bench-pipeline", ["m.mlir", "--platform", "cpu", "--repet", "2"],
+     "error: no such option: --repet (did you mean '--repeats'?)"),
+    ("specs", ["--bogus"], "error: no such option: --bogus (see 'mlirhlo specs --help')"),
+    ("specs list", ["--jsn"], "error: no such option: --jsn (did you mean '--json'?)"),
+    ("specs show", ["h100_sxm", "--json"], "error: no such option: --json (see 'mlirhlo specs show --help')"),
+    ("specs check", ["s.txtpb", "--strict"], "error: no such option: --strict (see 'mlirhlo specs check --help')"),
+    ("cache", ["--bogus"], "error: no such option: --bogus (see 'mlirhlo cache --help')"),
+    ("cache info", ["--json"], "error: no such option: --json (see 'mlirhlo cache info --help')"),
+    ("cache clear", ["--all"], "error: no such option: --all (see 'mlirhlo cache clear --help')"),
+    ("cuda-plugin", ["--bogus"], "error: no such option: --bogus (see 'mlirhlo cuda-plugin --help')"),
+    ("cuda-plugin install", ["--forc"], "error: no such option: --forc (did you mean '--force'?)"),
+]
+
+
+@pytest.fixture
+def console_script(monkeypatch):
+    """This process named as the ``mlirhlo`` console script names it: typer takes the program
+    name of its usage hints from sys.argv[0], or ``python -m PACKAGE`` under pytest's __main__."""
+    monkeypatch.setattr(sys, "argv", ["mlirhlo"])
+    monkeypatch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("command, words, line", UNKNOWN_OPTIONS,
+                         ids=[f"{command or 'mlirhlo'} {' '.join(words)}" for command, words, _ in UNKNOWN_OPTIONS])
+def test_an_unknown_option_is_refused_at_every_command(cli, console_script, command, words, line):
+    """Golden (cli/common.py's no_such_option, for every command: argparse's, typer's and the
+    words typer leaves): the option named, the closest of the command's own (compared without
+    dashes), a command's word on an option it leaves out on purpose, or its --help; exit 2."""
+    assert assert_one_line_error(cli(*command.split(), *words)) == line
+
+
+def test_the_unknown_option_table_covers_every_command():
+    assert {command for command, _, _ in UNKNOWN_OPTIONS} == {" ".join(path) for path, _ in mlirhlo_commands()}
 
 
 @pytest.mark.parametrize("group, listing", [

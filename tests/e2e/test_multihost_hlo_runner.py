@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FEED_HLO, LOOP_HLO, assert_mentions, assert_one_line_error
+from tests.e2e.conftest import assert_interrupted, interrupted_xla_tool
 
 BIN = Path(sys.executable).parent
 
@@ -237,3 +238,11 @@ def test_multihost_refuses_bad_flag_values(tool, line, error):
     r = tool(f"multihost_hlo_runner {line}")
     assert (r.code, r.out) == (2, "")
     assert [ln for ln in r.err.splitlines() if not ln.startswith("note: ")] == [f"error: {error}"], r.err
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_multihost_hlo_runner_is_one_error_line(work):
+    """Ctrl-C among the repeats of a run: exit 130, one error line, no traceback."""
+    r = interrupted_xla_tool("multihost_hlo_runner", ["--num_repeats=1000000000", "computation.hlo"], work)
+    assert_interrupted(r)
+    assert r.out == ""

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import assert_one_line_error
+import pytest
+
+from tests.conftest import DATA, assert_one_line_error
+from tests.e2e.conftest import assert_interrupted, interrupted_xla_tool
 
 BIN = Path(sys.executable).parent
 
@@ -47,3 +50,15 @@ def test_ptx_opt_refuses_other_xla_flags_and_file_counts(tool):
                           facts=("--xla_cpu_enable_fast_math", "--xla_dump_to", "--xla_gpu_dump_llvmir"))
     for line in ("ptx-opt input.ll input.ll", "ptx-opt --arch=9.0"):
         assert_one_line_error(tool(line), facts=("one LLVM IR file", "ptx-opt --arch=9.0 FILE"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_ptx_opt_is_one_error_line_and_writes_nothing(tmp_path):
+    """Ctrl-C while ptx-opt compiles kernel after kernel: exit 130, one error line, no
+    traceback, and no -o file, whole or half written."""
+    kernel = (DATA / "xla_tools" / "input.ll").read_text()
+    (tmp_path / "many.ll").write_text("".join(f"; ----- k{i} -----\n{kernel}" for i in range(5000)))
+    r = interrupted_xla_tool("ptx-opt", ["--arch=9.0", "many.ll", "-o", "out.ptx"], tmp_path)
+    assert_interrupted(r)
+    assert r.out == ""
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "interrupted-cache") == ["many.ll"]

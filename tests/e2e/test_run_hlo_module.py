@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import DATA, FEED_HLO, assert_mentions, assert_one_line_error
+from tests.e2e.conftest import assert_interrupted, interrupted_xla_tool
 
 
 def _unexpanded_scatter() -> str:
@@ -366,3 +367,12 @@ def test_run_hlo_module_one_iteration_and_zero_bounds_are_accepted(tool):
     assert "=== Iteration" not in r.err
     note, summary = r.err.splitlines()
     assert note.startswith("note: --run_reference_hlo_passes=false: ") and summary == "0/1 runs miscompared."
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_run_hlo_module_is_one_error_line(work):
+    """Ctrl-C between the iterations of a long run: exit 130, one error line after the
+    iterations' banners, no traceback."""
+    r = interrupted_xla_tool("run_hlo_module", ["--iterations=1000000000", "--reference_platform=",
+                                                "computation.hlo"], work, busy=b"=== Iteration 2")
+    assert_interrupted(r)

@@ -718,3 +718,15 @@ def test_spmd_run_command_hands_over_its_options(cli, run_recorder, code):
         ("m.hlo", None, None, ("0={replicated}",), None, 1, None, None, None, 300.0)
     cli("spmd-run", "m.hlo", "--coordinator", "10.0.0.1:1234", "--process-id", "0", "--num-processes", "2")
     assert (run_recorder["spmd_run"].coordinator, run_recorder["spmd_run"].arg_sharding) == ("10.0.0.1:1234", ())
+
+
+def test_spmd_run_takes_its_file_wherever_it_stands(cli, run_recorder):
+    """typer gives FILE the first word it does not parse, an option it does not know too: an
+    unknown option before FILE is refused by name, an --xla_* flag before it is the compile's,
+    and without a FILE it is missing."""
+    assert_one_line_error(cli("spmd-run", "--bogus", "m.hlo"), facts=("--bogus", " spmd-run --help'"))
+    r = cli("spmd-run", "--xla_cpu_enable_fast_math=true", "m.hlo")
+    assert (r.code, r.err) == (0, "")
+    assert run_recorder["spmd_run"].source == "m.hlo"
+    assert run_recorder["spmd_options"][0] == {"xla_cpu_enable_fast_math": True}
+    assert_one_line_error(cli("spmd-run", "--xla_cpu_enable_fast_math=true"), facts=("FILE", " spmd-run --help'"))

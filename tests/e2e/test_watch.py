@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import readline_within
+from tests.conftest import assert_one_line_error, readline_within
 
 ADD = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xf32>
@@ -58,3 +58,11 @@ def test_watch_help_and_usage_errors(cli):
     assert r.code == 2 and r.err.startswith("error: no input modules given")
     r = cli("watch", str(Path(__file__)), "--list-stages")
     assert r.code == 2 and "--list-stages" in r.err
+
+
+def test_watch_refuses_an_unknown_option_before_watching(cli):
+    """An unknown option is refused once, before any build: the command line does not change
+    while it is watched (a build would fail on it at every change)."""
+    r = cli("watch", str(Path(__file__)), "--platfrom", "cpu")
+    assert_one_line_error(r, facts=("--platfrom", "'--platform'"))
+    assert "build" not in r.err

@@ -6,7 +6,9 @@ the command line and hands the flags to commands/xla_tools.py, which maps them
 onto the same library the ``mlirhlo`` subcommands use, so a script written
 for XLA's binaries runs with only this package installed. Bad usage or input
 is one ``error:`` line and exit 2; a module that fails to compile or run
-exits 1 (the error's ``exit_code``).
+exits 1 (the error's ``exit_code``). Ctrl-C is ``error: interrupted`` and exit
+130, as at ``mlirhlo`` (cli/mlirhlo.py): the same handler, installed on import,
+before any parsing.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from ...commands import xla_tools
-from ...errors import DriverError, FlagError
-from ...xla.cli_flags import Flag, parse, usage
-from ..common import say
+from ..._native import interrupts
+
+interrupts.install()  # before any parsing: Ctrl-C from here on is one error line, never an abort
+
+from ...commands import xla_tools  # noqa: E402
+from ...errors import EXIT_INTERRUPTED, DriverError, FlagError  # noqa: E402
+from ...xla.cli_flags import Flag, parse, usage  # noqa: E402
+from ..common import say  # noqa: E402
 
 
 def _version(prog: str) -> str:
@@ -29,7 +35,9 @@ def _version(prog: str) -> str:
 def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: Callable[[Any, list[str]], int],
            argv: list[str] | None, *, preprocess: Callable[[list[str]], list[str]] | None = None) -> None:
     """A tool's whole life: parse ``argv`` with its flag table, print --help or --version,
-    or hand the flags to ``run``; typed errors become one line and their exit code."""
+    or hand the flags to ``run``; typed errors become one line and their exit code, Ctrl-C
+    ``error: interrupted`` and exit 130 (outputs are written atomically: none is left half
+    written)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:  # this process is the tool's (cli.mlirhlo._own_process_settings says why)
         import os
@@ -50,6 +58,9 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
         sys.stderr.write(e.format() + "\n")
         sys.stderr.flush()
         sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        interrupts.report()
+        sys.exit(EXIT_INTERRUPTED)
     sys.stdout.flush()
     sys.exit(code)
 

@@ -130,11 +130,33 @@ def test_xla_tool_failure_exit_code_is_the_errors(tool_run):
     assert tool_run("ptx_opt_main", ["in.ll"], raises=CompileError("no"))[:3] == (1, "", "error: no\n")
 
 
-def test_xla_tool_flag_errors_are_one_line_exit_2(tool_run):
-    """A flag the tool does not have: one line, exit 2, nothing run."""
-    code, out, err, seen = tool_run("hlo_opt_main", ["--platfrom=cpu", "in.hlo"])
-    assert (code, out, seen) == (2, "", []) and err.startswith("error: ") and err.count("\n") == 1, err
-    assert_mentions(err, "'--platfrom'", "'--platform'")
+@pytest.mark.parametrize("main, typo, meant", [
+    ("hlo_opt_main", "--platfrom=cpu", "'--platform'"),
+    ("run_hlo_module_main", "--iteration=3", "'--iterations'"),
+    ("multihost_main", "-num_repeat", "'--num_repeats'"),
+    ("ptx_opt_main", "--ach", "'--arch'"),
+])
+def test_xla_tool_flag_errors_are_one_line_exit_2(tool_run, main, typo, meant):
+    """A flag the tool does not have, before or after the input, near one of its own or not:
+    one line naming it (and the closest flags, or --help), exit 2, nothing run. XLA's words
+    ('unknown flag'), as its own tools say it (xla/cli_flags.py's golden test)."""
+    for argv, named, hint in (([typo, "in.hlo"], typo.split("=")[0], meant),
+                              (["in.hlo", "--qqqqqq"], "--qqqqqq", "--help")):
+        code, out, err, seen = tool_run(main, argv)
+        assert (code, out, seen) == (2, "", []) and err.startswith("error: ") and err.count("\n") == 1, err
+        assert_mentions(err, f"'{named}'", hint)
+
+
+@pytest.mark.parametrize("main", sorted(TOOL_DEFAULTS))
+def test_xla_tool_ctrl_c_is_one_line_exit_130(tool_run, main, monkeypatch):
+    """Ctrl-C in the run: ``error: interrupted`` (its wording: tests/_native/test_interrupts.py),
+    exit 130, nothing on stdout (the tools in a real process: tests/e2e/test_<tool>.py)."""
+    from mlirhlo_driver._native import interrupts
+
+    monkeypatch.setattr(interrupts, "_reported", False)
+    code, out, err, _ = tool_run(main, ["in.hlo"], raises=KeyboardInterrupt())
+    assert (code, out) == (130, "") and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "interrupted" in err
 
 
 def test_run_hlo_module_gets_the_line_without_different_random_seeds(tool_run):
