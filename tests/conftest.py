@@ -489,3 +489,44 @@ def stage_options(platform: str | None = None, gpu_spec=None, xla_flags=(), **kw
         spec = resolve_spec(gpu_spec or DEFAULT_SPEC) if not hasattr(gpu_spec, "text") else gpu_spec
         return StageOptions(CudaTarget(spec=spec, xla_flags=tuple(xla_flags)), **kw)
     return StageOptions(CpuTarget(xla_flags=tuple(xla_flags)), **kw)
+
+
+def long_compile_hlo(steps: int = 6000) -> str:
+    """An HLO module XLA CPU takes seconds to compile (a chain of ``steps`` dot-and-tanh
+    steps, each its own kernel), for what must happen while XLA compiles."""
+    lines = ["HloModule long_compile", "", "ENTRY main {", "  x0 = f32[32,32] parameter(0)"]
+    for i in range(1, steps + 1):
+        lines.append(f"  d{i} = f32[32,32] dot(x{i - 1}, x{i - 1}), lhs_contracting_dims={{1}}, "
+                     "rhs_contracting_dims={0}")
+        lines.append(f"  {'ROOT ' if i == steps else ''}x{i} = f32[32,32] tanh(d{i})")
+    return "\n".join(lines + ["}", ""])
+
+
+def interrupt_once_xla_compiles(argv: list, tmp_path: Path, *, after: float = 0.5,
+                                env: dict | None = None) -> tuple[subprocess.Popen, float, str, str]:
+    """Start ``argv`` with a private temporary directory, wait until XLA's compile has begun
+    (the driver's dump directory, ``mlirhlo-xla-*``, appears there), ``after`` seconds more,
+    then send SIGINT: (the process, seconds from the signal to its exit, its stdout, its stderr)."""
+    import signal
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**(env if env is not None else os.environ), "TMPDIR": str(tmp)})
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith("mlirhlo-xla-") for p in tmp.iterdir()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out, err = proc.communicate()
+            raise AssertionError(f"the compile never began (exit {proc.returncode}):\n{err[-2000:]}")
+        time.sleep(0.02)
+    time.sleep(after)
+    assert proc.poll() is None, "the compile ended before the signal: make it longer"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return proc, time.monotonic() - sent, out, err

@@ -610,3 +610,29 @@ def test_run_spmd_runs_on_the_drivers_devices_whatever_jax_started_with(monkeypa
     report = p.run_spmd(num_partitions=4)
     assert report.report.ok, report.report.message
     assert (len(jax.devices("cpu")), jax.config.jax_platforms, jax.config.jax_num_cpu_devices) == before
+
+
+INTERRUPTED = """
+import os, sys, time
+import mlirhlo_driver as mh
+p = mh.load(sys.argv[1])
+try:
+    p.compile(mh.Target.cpu(), cache=False).stage("hlo")
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_xlas_compile_reaches_the_caller_at_once(tmp_path):
+    """In a notebook's process, Ctrl-C while XLA compiles is a KeyboardInterrupt in the caller
+    within a second, not when XLA's compile ends."""
+    from tests.conftest import interrupt_once_xla_compiles, long_compile_hlo
+
+    big = tmp_path / "long.hlo"
+    big.write_text(long_compile_hlo())
+    proc, seconds, out, err = interrupt_once_xla_compiles([sys.executable, "-c", INTERRUPTED, big], tmp_path)
+    assert (proc.returncode, out) == (0, "interrupted\n"), err
+    assert seconds < 1.0, seconds

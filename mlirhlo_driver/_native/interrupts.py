@@ -55,3 +55,19 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
         retry.start()
         return
     raise KeyboardInterrupt
+
+
+def leave(code: int) -> None:
+    """End this process now with ``code`` (after a Ctrl-C): exit handlers run (the isolate
+    helper and pool workers are stopped), the interpreter's teardown is skipped. A compile or
+    run abandoned in a worker thread (``_native.jaxlib.interruptible``) may still be inside
+    XLA, whose static objects a normal exit would destroy under it."""
+    import atexit
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)

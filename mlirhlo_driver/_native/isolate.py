@@ -337,14 +337,22 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                     raise NativeCrash(_death_message("the isolation helper process", status, log),
                                       file=file, status=status, native_log=log) from None
                 continue
-            if timeout is not None and not _wait_readable(helper.rfd, timeout):
-                del _helpers[key]
+            try:
+                if timeout is not None and not _wait_readable(helper.rfd, timeout):
+                    del _helpers[key]
+                    _kill(helper)
+                    log = _read_log(helper.log.fileno())
+                    status = helper.close()
+                    raise NativeCrash(f"{what} did not finish in {timeout:g} s", file=file, status=status,
+                                      native_log=log, timed_out=True)
+                reply = _recv(helper.rfd)
+            except KeyboardInterrupt:
+                # Ctrl-C while the helper works: its reply would answer the next call. It is
+                # stopped now (the wait ends at once, not when the call would have finished).
+                _helpers.pop(key, None)
                 _kill(helper)
-                log = _read_log(helper.log.fileno())
-                status = helper.close()
-                raise NativeCrash(f"{what} did not finish in {timeout:g} s", file=file, status=status,
-                                  native_log=log, timed_out=True)
-            reply = _recv(helper.rfd)
+                helper.close()
+                raise
             if reply is not None:
                 break
             # This call killed it.

@@ -80,7 +80,11 @@ def main(argv: list[str] | None = None) -> None:
             _main(argv)
         except KeyboardInterrupt:
             interrupts.report()
-            sys.exit(EXIT_INTERRUPTED)
+            interrupts.leave(EXIT_INTERRUPTED)
+        except SystemExit as e:
+            if e.code == EXIT_INTERRUPTED:  # a command that reported its interrupt itself
+                interrupts.leave(EXIT_INTERRUPTED)
+            raise
         return
     # A short-lived process: what is imported stays for its whole life, so the
     # collector need not walk it again (gc.freeze), and jaxlib's import would

@@ -618,3 +618,22 @@ def test_report_commands_hand_over_their_options(cli, recorder, argv, name, expe
     assert (args, kwargs) == expected
     if name == "kernels":
         assert recorder["resolve"][0] == ("cuda",)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", ["cpu", "cuda"])
+def test_ctrl_c_during_xlas_compile_ends_opt_within_a_second(tmp_path, platform):
+    """Ctrl-C while XLA compiles (a native call that holds the thread for seconds): `opt`
+    says so in one line and exits 130 within a second, not when the compile ends, and
+    writes nothing."""
+    from tests.conftest import interrupt_once_xla_compiles, long_compile_hlo
+
+    big = tmp_path / "long.hlo"
+    big.write_text(long_compile_hlo())
+    out = tmp_path / "out.hlo"
+    proc, seconds, _, err = interrupt_once_xla_compiles(
+        [*MLIRHLO, "opt", big, "--platform", platform, "--stage", "hlo", "--no-cache", "-o", out], tmp_path)
+    assert proc.returncode == 130, err
+    assert seconds < 1.0, seconds
+    assert err.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in err
+    assert not out.exists()

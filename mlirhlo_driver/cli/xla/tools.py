@@ -60,6 +60,8 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         interrupts.report()
+        if argv is None:  # the tool's own process: leave at once (interrupts.leave says why)
+            interrupts.leave(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     sys.stdout.flush()
     sys.exit(code)
