@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from mlirhlo_driver._native import jaxlib as _jaxlib
-from tests.conftest import REPO, CliResult, assert_one_line_error
+from tests.conftest import DATA, MLIRHLO, REPO, CliResult, assert_one_line_error
 
 RESHAPE_HLO = """HloModule bad_reshape
 
@@ -142,3 +143,47 @@ def test_a_valid_module_after_a_crash_still_loads(cli, tmp_path):
     result = cli("opt", good)
     assert result.code == 0, result.err
     assert "stablehlo.reshape" in result.out and "tensor<6xf32>" in result.out
+
+
+# XLA's own output after its optimizations, of a 4-way sharded training step jax 0.12 wrote
+# (tests/data/jax_dumps/sharded_step/sharded_step.py): XLA CPU's compile CHECK-fails on it
+# (its cost analysis meets fusion operands without layouts) and killed the process at the
+# stage doors; CUDA's import fails it with a page of MLIR legalization errors.
+_SHARDED_AFTER = DATA / "jax_dumps" / "sharded_step" / "module_0008.jit_step.cpu_after_optimizations.txt"
+_SHARDED_BEFORE = _SHARDED_AFTER.with_name("module_0008.jit_step.before_optimizations.txt")
+_API = ("import sys, mlirhlo_driver as mh\n"
+        "try:\n    mh.load(sys.argv[1]).compile(mh.Target.cpu(), cache=False).stage('hlo')\n"
+        "except mh.DriverError as e:\n    print('error:', e, file=sys.stderr)\n    sys.exit(e.exit_code)\n")
+XLA_OUTPUT_DOORS = {
+    "opt-cpu": [*MLIRHLO, "opt", "{f}", "--platform", "cpu", "--stage", "hlo", "--no-cache"],
+    "opt-cuda": [*MLIRHLO, "opt", "{f}", "--platform", "cuda", "--stage", "ptx", "--no-cache"],
+    "hlo-opt": ["hlo-opt", "--platform=cpu", "{f}"],
+    "kernels": [*MLIRHLO, "kernels", "{f}", "--no-cache"],
+    "diff": [*MLIRHLO, "diff", "{f}", "--platform", "cpu", "--no-cache"],
+    "run": [*MLIRHLO, "run", "{f}", "--jobs", "0"],
+    "run_hlo_module": ["run_hlo_module", "{f}"],
+    "spmd-run": [*MLIRHLO, "spmd-run", "{f}", "--num-partitions", "4"],
+    "multihost_hlo_runner": ["multihost_hlo_runner", "--num_partitions=4", "{f}"],
+    "api": [sys.executable, "-c", _API, "{f}"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("door", list(XLA_OUTPUT_DOORS))
+def test_xlas_own_output_is_one_line_at_every_door(door):
+    """XLA's after-optimizations dump of a sharded step, at every door: exit 1, a line that says
+    what the file is and names the same dump's before-optimizations module; no abort, no
+    traceback, nothing else on stderr (the run doors say it in their report's row)."""
+    argv = [str(_SHARDED_AFTER) if a == "{f}" else a for a in XLA_OUTPUT_DOORS[door]]
+    if argv[0] in ("hlo-opt", "run_hlo_module", "multihost_hlo_runner"):
+        argv = [str(Path(sys.executable).with_name(argv[0])), *argv[1:]]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    said = [ln for ln in (proc.stderr + proc.stdout).splitlines() if "after its optimizations" in ln]
+    assert said, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Check failed" not in proc.stderr
+    if door not in ("multihost_hlo_runner",):  # its row says what XLA said, as XLA's tool prints it
+        assert str(_SHARDED_BEFORE) in said[0] or _SHARDED_BEFORE.name in said[0], said[0]
+    if door in ("opt-cpu", "opt-cuda", "hlo-opt", "kernels", "diff", "spmd-run", "api"):
+        errors = [ln for ln in proc.stderr.splitlines() if not ln.startswith("note: ")]
+        assert errors == [said[0]] and said[0].startswith(f"error: {_SHARDED_AFTER}:"), proc.stderr

@@ -919,8 +919,11 @@ def compile_executable(module: Any, devices: list[Any], options: Any,
     if native_log is not None:
         native_log.append(captured.text)
     if failure is not None:
-        err = CompileError(_strip_status(str(failure)))
-        if hasattr(module, "operation") and "fusion" in err.message.lower():  # not another complaint (a flag)
+        err = CompileError(one_line(_strip_status(str(failure))))
+        # About XLA's own output, not another complaint (a flag): its fusions, or the ops only
+        # its output holds that the import to HLO cannot legalize (a layout-changing bitcast).
+        if hasattr(module, "operation") and re.search(r"fusion|failed to legalize operation 'mhlo\.",
+                                                      err.message, re.I):
             from .guards import first_fusion
 
             if first_fusion(module) is not None:
@@ -968,6 +971,12 @@ BEFORE_OPTIMIZATIONS = "give the dump's *.before_optimizations.txt, which XLA wr
 
 def _strip_status(message: str) -> str:
     return re.sub(r"^[A-Z_]+: ", "", message.strip())
+
+
+def one_line(message: str) -> str:
+    """A native message of several lines (MLIR's diagnostics inside XLA's status) as one:
+    its non-blank lines, stripped, joined by spaces."""
+    return " ".join(ln.strip() for ln in message.splitlines() if ln.strip())
 
 
 def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:

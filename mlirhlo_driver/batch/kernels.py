@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DriverError, log_note
+from ..errors import FLAGS, DriverError, log_note
 
 
 def report(inputs: list[str], target: Any, *, input_options: Any = None, as_json: bool = False,
-           cache: bool = True, say: Callable[[str], None] = log_note,
+           cache: bool = True, num_partitions: int | None = None, say: Callable[[str], None] = log_note,
            progress: Callable[[Any], None] | None = None) -> str:
     """``mlirhlo kernels``: every module of ``inputs`` (any input a command takes; see
     core.program.programs) compiled device-less for each GPU spec of ``target`` (a CUDA
     targets.Target), one compile per (module, spec), the kernel rows from the stage cache
-    where they are; the side-by-side table, or its JSON."""
+    where they are; the side-by-side table, or its JSON. ``num_partitions``: a sharded
+    module's partitions (None: as many as it says; 1: unpartitioned)."""
     import json
 
     from ..core.compiled import Compiled
@@ -29,13 +30,14 @@ def report(inputs: list[str], target: Any, *, input_options: Any = None, as_json
         raise DriverError("no input modules given", hint="mlirhlo kernels --help")
     found = programs(inputs, input_options or InputOptions())
     target.say_notes(say)
-    specs = [options.gpu_spec for _, options in target.stage_options()]
+    per_target = target.stage_options(num_partitions=num_partitions)
+    specs = [options.gpu_spec for _, options in per_target]
     per_spec: list[tuple[Any, list[tuple[str, list[Any]]]]] = [(s, []) for s in specs]
     pending = []  # (compiled, where its rows go): one ptxas -v run per spec for all the modules
     compiles = []
     total, done = len(found) * len(specs), 0
     for program in found:
-        for j, (_, options) in enumerate(target.stage_options()):
+        for j, (_, options) in enumerate(per_target):
             tell(progress, done, total, f"{program.name} on {options.gpu_spec.name}")
             compiled = Compiled(program, target, options, cache=cache)
             compiled.expect(["kernel-rows"])
@@ -46,14 +48,17 @@ def report(inputs: list[str], target: Any, *, input_options: Any = None, as_json
             if hit is not None:
                 rows += [KernelRow.from_dict(d) for d in json.loads(hit)]
             else:
-                pending.append((compiled, rows, pending_kernels(compiled.request)))
+                try:
+                    pending.append((compiled, rows, pending_kernels(compiled.request)))
+                except DriverError as e:
+                    raise e.about(program.source) from None  # this module's compile failed: say which
             done += 1
     for (compiled, rows, _), result in zip(pending, kernel_rows_many([p for _, _, p in pending])):
         if isinstance(result, DriverError):
-            raise result
+            raise result.about(compiled.program.source)
         rows += result
         compiled.keep("kernel-rows", json.dumps([r.to_dict() for r in result]))
-    for note in dict.fromkeys(n for c in compiles for n in c.notes):
+    for note in dict.fromkeys(n for c in compiles for n in c.notes_for(FLAGS)):
         say(note)
     text, data = side_by_side(per_spec)
     return json.dumps(data, indent=2) + "\n" if as_json else text

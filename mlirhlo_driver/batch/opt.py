@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import outputs
 from .. import registry as stage_registry
-from ..errors import DriverError, InputError, PassFailure, PipelineError, log_note
+from ..errors import FLAGS, DriverError, InputError, PassFailure, PipelineError, log_note
 from ..stages.base import Deferred, StageOptions, single_output
 
 
@@ -223,7 +223,7 @@ def _say(job: OptJob, program: Any, compiles: list[tuple[str, StageOptions, Any]
             continue
         if compiled.instrumented is not None:
             _instrumented_output(job, program.name, options, compiled.instrumented, stem, result, err, timings)
-        notes += [n for n in compiled.notes if n not in notes]
+        notes += [n for n in compiled.notes_for(FLAGS) if n not in notes]
     err.extend(f"note: {n}\n" for n in notes)
 
 

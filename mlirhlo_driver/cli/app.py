@@ -348,6 +348,10 @@ def _spmd_fail(err: DriverError) -> None:
 NoCacheOption = Annotated[bool, typer.Option(
     "--no-cache", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on a terminal.")]
+NumPartitionsOption = Annotated[Optional[int], typer.Option(
+    "--num-partitions", metavar="N", min=1,
+    help="Partitions to compile a sharded module for; default: as many as it says (mhlo.num_partitions, "
+         "an HLO header's num_partitions); 1: the unpartitioned program.")]
 
 
 def _input_options(input_format: Optional[str], split_input_file: bool, args: Optional[str]) -> Any:
@@ -368,6 +372,7 @@ def kernels_command(
     args: ArgsOption = None,
     debug_options_file: Annotated[Optional[str], typer.Option(
         "--debug-options-file", metavar="FILE", help="DebugOptions textproto ('xla_name: value' lines).")] = None,
+    num_partitions: NumPartitionsOption = None,
     no_cache: NoCacheOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -391,7 +396,7 @@ def kernels_command(
         line = progress_line(quiet, "kernels")
         with line if line is not None else _nothing():
             text = kernels.report(inputs, target, input_options=options, as_json=json_out,
-                                  cache=not no_cache, say=say, progress=line)
+                                  cache=not no_cache, num_partitions=num_partitions, say=say, progress=line)
         outputs.Sink().emit(text)
     except DriverError as e:
         _fail(e)
@@ -446,6 +451,7 @@ def diff_command(
         "--debug-options-file-a", metavar="FILE", help="DebugOptions textproto of side A (under XLA_FLAGS).")] = None,
     debug_options_file_b: Annotated[Optional[str], typer.Option(
         "--debug-options-file-b", metavar="FILE", help="DebugOptions textproto of side B (under XLA_FLAGS).")] = None,
+    num_partitions: NumPartitionsOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
@@ -464,7 +470,8 @@ def diff_command(
                                  flags_b=flags_b, stage=stage, input_options=_input_options(input_format, False, args),
                                  as_json=json_out, cache=not no_cache, explain=explain,
                                  debug_options_file_a=debug_options_file_a,
-                                 debug_options_file_b=debug_options_file_b, say=say, progress=line)
+                                 debug_options_file_b=debug_options_file_b, num_partitions=num_partitions,
+                                 say=say, progress=line)
         outputs.Sink().emit(text)
     except DriverError as e:
         _fail(e)

@@ -136,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
     add("--fold-constants", action="store_true",
         help="Check files: keep their @inputs() constants in what XLA compiles (XLA folds the test); "
              "default: they are parameters.")
+    add("--num-partitions", type=_number(int, "integer", lambda n: n >= 1, ">= 1"), metavar="N",
+        help="Partitions to compile a sharded module for; default: as many as it says "
+             "(mhlo.num_partitions, an HLO header's num_partitions); 1: the unpartitioned program.")
     add("--no-cache", action="store_true", help="Neither read nor write the stage cache (see 'mlirhlo cache info').")
     add("--quiet", "-q", action="store_true", help="No progress line on a terminal.")
     add("--jobs", "-j", type=_number(int, "integer"), default=0, metavar="N",

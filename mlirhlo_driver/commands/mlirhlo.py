@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, DriverError, log_note, param
+from ..errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, FLAGS, DriverError, log_note, param
 
 # XLA's run_hlo_module spellings of the reference: Interpreter, default, CPU, Host, '' (none).
 _REFERENCE_ALIASES = {"default": "interpreter", "host": "cpu", "": "none"}
@@ -249,7 +249,8 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
          flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
          input_options: Any = None, as_json: bool = False, cache: bool = True, explain: bool = False,
          debug_options_file_a: str | None = None, debug_options_file_b: str | None = None,
-         say: Callable[[str], None] = log_note, progress: Callable[[Any], None] | None = None) -> str:
+         num_partitions: int | None = None, say: Callable[[str], None] = log_note,
+         progress: Callable[[Any], None] | None = None) -> str:
     """``mlirhlo diff``: the comparison of two compiles (core.diff) as text, or as JSON.
 
     Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``, side B
@@ -261,6 +262,7 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     among the differing flags and spec fields and the XLA pass behind it (core.explain;
     the JSON's ``explain``, after the text's report); one input only, and no ``stage``.
     ``progress`` gets core.progress events: each side, then each kernel explained.
+    ``num_partitions``: a sharded module's partitions on both sides (None: as it says).
     """
     import json
 
@@ -298,13 +300,20 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
         say(n.removeprefix("note: "))
     from ..core.progress import report
 
-    compiles = [Compiled(loaded[side[0]], t, t.options(), cache=cache) for side, t in zip(sides_in, tgts)]
+    compiles = [Compiled(loaded[side[0]], t, t.options(num_partitions=num_partitions), cache=cache)
+                for side, t in zip(sides_in, tgts)]
+    def side(i: int) -> dict[str, Any]:
+        try:
+            return core_diff.side(compiles[i], stage)
+        except DriverError as e:
+            raise e.about(sides_in[i][0]) from None  # that side's compile failed: say which file
+
     report(progress, 0, 2, "side A")
-    side_a = core_diff.side(compiles[0], stage)
+    side_a = side(0)
     report(progress, 1, 2, "side B")
     # The same compile twice (the cache off): once is enough.
-    side_b = side_a if sides_in[0] == sides_in[1] else core_diff.side(compiles[1], stage)
-    for n in dict.fromkeys(n for c in compiles for n in c.notes):
+    side_b = side_a if sides_in[0] == sides_in[1] else side(1)
+    for n in dict.fromkeys(n for c in compiles for n in c.notes_for(FLAGS)):
         say(n)
     result = core_diff.compare(side_a, side_b)
     if explain:

@@ -146,7 +146,10 @@ def _in_process(launch: SpmdLaunch, options: Any) -> int:
     from ..execute import spmd
 
     loaded = load_one(launch.source, launch.input_format, launch.args)
-    report = spmd.run_in_process(loaded, options)
+    try:
+        report = spmd.run_in_process(loaded, options)
+    except DriverError as e:
+        raise spmd.about_module(e, launch.source) from None  # its compile or run failed: say which file
     sys.stdout.write(spmd.format_report(report) + "\n")
     sys.stdout.flush()
     if launch.dump_output:

@@ -21,6 +21,7 @@ from ..core.program import InputOptions, input_paths, programs, unit_programs
 from ..errors import (
     EXIT_FAILURE,
     EXIT_USAGE,
+    FLAGS,
     CompileError,
     DriverError,
     ExecutionError,
@@ -107,7 +108,8 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
             else:
                 results = [m.convert("hlo") for m in modules]
         else:
-            _, options = target.stage_options()[0]
+            partitions = p["num_partitions"] if p["num_partitions"] > 0 else None
+            _, options = target.stage_options(num_partitions=partitions)[0]
             stage_registry.get(stage, platform)  # validate before any compile
             compiles = [Compiled(m, target, options) for m in modules]
             for c in compiles:
@@ -119,7 +121,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
                 except DriverError as e:
                     e.about(m.source)  # this module's compile failed: say which file
                     raise
-            notes += [n for c in compiles for n in c.notes]
+            notes += [n for c in compiles for n in c.notes_for(FLAGS)]
             arts = [c.artifacts() for c in compiles] if flags.get("xla_dump_to") else []
     for n in dict.fromkeys(notes):
         say(n)

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import registry
+from ..errors import PARAMS, CompileError, spell
 from ..stages.base import Deferred, StageOptions, StageRequest
 
 # DebugOptions whose effect is outside the stage's output (XLA writes files of its own):
@@ -111,9 +112,15 @@ class Compiled:
     @property
     def notes(self) -> list[str]:
         """What the compile said for the user (a check file's folded values, a field this
-        jaxlib lacks), in order, each once: from the cache or from the compile."""
+        jaxlib lacks, the partitions of a sharded module), in order, each once: from the
+        cache or from the compile; parameters named as Python names them."""
+        return self.notes_for(PARAMS)
+
+    def notes_for(self, spelling: str) -> list[str]:
+        """:attr:`notes` with parameters named for ``spelling`` (errors.PARAMS, or FLAGS: a
+        command line's)."""
         said = self._notes + (self._request.notes if self._request is not None else [])
-        return list(dict.fromkeys(said))
+        return [spell(n, spelling) for n in dict.fromkeys(said)]
 
     @property
     def instrumented(self) -> Any:
@@ -244,7 +251,10 @@ class Compiled:
         request = self.request
         if self._expected:  # else nothing was said: the first compile dumps everything (the API)
             request.expect([name])
-        out = request.produce(name)
+        try:
+            out = request.produce(name)
+        except CompileError as e:
+            raise e.about(self.program.source) from None  # this program's compile failed: say which file
         if not isinstance(out, Deferred):
             self.keep(name, out)
         return out

@@ -152,8 +152,10 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
             e.file = source  # a position in this module's text (the guards' errors): say which file
         report.message = e.format().removeprefix("error: ")
     except DriverError as e:
+        from ..xla.backend import before_optimizations_hint
+
         report.status = "failed"
-        report.message = e.format().removeprefix("error: ")
+        report.message = before_optimizations_hint(e, source).format().removeprefix("error: ")
     return report
 
 

@@ -119,6 +119,14 @@ def command_host_devices(count: int) -> None:
     _jaxlib.own_process_host_devices(count)
 
 
+def about_module(error: Any, source: str) -> Any:
+    """``error`` (the run of the module in ``source`` failed) naming the file, and the dump's
+    module before XLA's optimizations where it refuses XLA's own output."""
+    from ..xla.backend import before_optimizations_hint
+
+    return before_optimizations_hint(error, source).about(source)
+
+
 def check_options(o: SpmdOptions) -> None:
     """Usage errors that need no module."""
     if o.num_partitions < 1 or o.num_replicas < 1:

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import CompileError, StageError
+from ..errors import CompileError, StageError, param
 from ..timing import ms_since
 
 # What XLA can dump for the stages, each asked for only where a stage needs it: on a
@@ -248,8 +248,10 @@ def stage_spec(options: Any, module: Any, source: str, *, dumps: tuple[str, ...]
         return spec, []  # nothing sharded: each device would run the whole program
     partitioner = partitioner_of(module)
     why = "as its mhlo.num_partitions says" if options.num_partitions is None else "as asked"
+    unpartitioned = f"; {param('num_partitions', 1)} compiles the unpartitioned program" \
+        if options.num_partitions is None else ""
     note = (f"{source}: compiled for {partitions} partitions, {why} ({partitioner}: per-device shapes and "
-            f"collectives){'; --num-partitions 1 compiles the unpartitioned program' if options.num_partitions is None else ''}")
+            f"collectives){unpartitioned}")
     return spec.with_(num_partitions=partitions, partitioner=partitioner), [note]
 
 
@@ -453,6 +455,10 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
         try:
             art, log = isolate.call(_compile_in_helper, (buf.getvalue(), name, spec, workdir),
                                     what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env or None)
+        except CompileError as e:
+            if _fused(module) and re.search(r"fusion|failed to legalize operation 'mhlo\.", e.message, re.I):
+                raise CompileError(_jaxlib.REFUSED_FUSIONS, hint=_jaxlib.BEFORE_OPTIMIZATIONS) from None
+            raise
         except NativeCrash as e:
             if spec.keep_going and workdir is not None:
                 files, mtimes = _read_dump(workdir)
@@ -475,6 +481,21 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
             art.phases = compile_phases.xla_rows(events, art.compile_span, art.pass_calls,
                                                  compile_phases.ptx_kernels(art.files))
     return art
+
+
+def before_optimizations_hint(error: Any, source: str | None) -> Any:
+    """``error``, where it refuses XLA's own output, with a hint naming the dump's
+    ``*.before_optimizations.txt`` beside ``source`` (an ``*after_optimizations*`` file) when
+    there is one. Returns the error."""
+    from .._native import jaxlib as _jaxlib
+
+    if source and getattr(error, "message", None) == _jaxlib.REFUSED_FUSIONS:
+        m = re.match(r"^(.*?)\.(?:\w+_)?after_optimizations.*$", os.path.basename(source))
+        if m:
+            sibling = os.path.join(os.path.dirname(source), m.group(1) + ".before_optimizations.txt")
+            if os.path.isfile(sibling):
+                error.hint = f"give {sibling}, the same dump's module before XLA's optimizations"
+    return error
 
 
 def _fused(module: Any) -> bool:

@@ -11,6 +11,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..errors import CompileError
 from ..stages.base import XLA, Deferred, Registry, Stage, StageRequest
 
 _AFTER_OPT = r"(?:^|_)(?:cpu|gpu)_after_optimizations"
@@ -365,7 +366,10 @@ def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str
         req.instrumented = instrument.compile(module, req.module_name, spec, req.instrumentation)
         art = req.instrumented.art
     else:
-        art = backend.compile(module, spec, req.module_name).art
+        try:
+            art = backend.compile(module, spec, req.module_name).art
+        except CompileError as e:
+            raise backend.before_optimizations_hint(e, req.source) from None
     if first:
         req.notes.extend(said + art.notes)
         if plan is not None:

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import DATA, MLIRHLO, REPO, assert_one_line_error
+from tests.conftest import DATA, MLIRHLO, REPO, assert_mentions, assert_one_line_error
 from tests.e2e.conftest import NV_IR, SMALL, mlirhlo
 
 
@@ -637,3 +637,22 @@ def test_ctrl_c_during_xlas_compile_ends_opt_within_a_second(tmp_path, platform)
     assert seconds < 1.0, seconds
     assert err.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in err
     assert not out.exists()
+
+
+SHARDED_STEP = DATA / "jax_dumps" / "sharded_step" / "module_0008.jit_step.before_optimizations.txt"
+
+
+@pytest.mark.parametrize("platform", ["cpu", "cuda"])
+def test_a_sharded_dump_is_compiled_partitioned(cli, platform):
+    """A dump whose header says num_partitions=4 (jax 0.12, a 4-way NamedSharding) compiles as
+    XLA's runners compile it: partitioned (per-device shapes, the gradient's all-reduce), with
+    a note; --num-partitions 1 gives the unpartitioned program, without one."""
+    r = cli("opt", SHARDED_STEP, "--platform", platform, "--stage", "hlo", "--no-cache")
+    assert r.code == 0, r.err
+    assert "f32[4,8]" in r.out and "f32[16,8]" not in r.out  # x: 16 rows over 4 devices
+    assert "all-reduce" in r.out
+    assert_mentions(r.err, "compiled for 4 partitions", "--num-partitions 1")
+    one = cli("opt", SHARDED_STEP, "--platform", platform, "--stage", "hlo", "--no-cache", "--num-partitions", "1")
+    assert one.code == 0, one.err
+    assert "f32[16,8]" in one.out and "all-reduce" not in one.out
+    assert "partitions" not in one.err

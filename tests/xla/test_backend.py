@@ -540,3 +540,45 @@ def test_a_kept_going_compile_that_died_in_the_helper_gives_what_xla_dumped_befo
     art = xla_backend._in_helper(module, "m", _cpu().with_(keep_going=True), {})
     assert art.files == {"before_optimizations.txt": b"HloModule m"} and art.hlo_module_name == "m"
     assert_mentions(art.compile_error, "Check failed")
+
+
+# ------------------------------------------------------------ a sharded module's compile
+
+def _module(text: str):
+    from mlirhlo_driver.inputs import loader
+
+    return loader.load("m.hlo", data=text.encode())[0].module
+
+
+_TWO_WAY = """HloModule m, num_partitions=2
+
+ENTRY main {
+  p = f32[8,4] parameter(0){sharding}
+  ROOT n = f32[8,4] negate(p)
+}
+"""
+
+
+@pytest.mark.golden
+def test_a_sharded_module_compiles_over_its_partitions_with_a_note():
+    """Golden (the partitions note). stage_spec: a module whose header says 2 partitions and
+    that shards something compiles over 2 devices with the partitioner its shardings are
+    written for; num_partitions overrides the count (1: unpartitioned, no note); a module
+    that shards nothing compiles on one device (each would run the whole program)."""
+    from mlirhlo_driver.errors import FLAGS, spell
+    from mlirhlo_driver.targets import Target
+
+    sharded = _module(_TWO_WAY.replace("{sharding}", ", sharding={devices=[2,1]<=[2]}"))
+    options = Target.cpu().options()
+    spec, notes = xla_backend.stage_spec(options, sharded, "m.hlo")
+    assert (spec.num_partitions, spec.partitioner) == (2, "gspmd")
+    assert [spell(n, FLAGS) for n in notes] == [
+        "m.hlo: compiled for 2 partitions, as its mhlo.num_partitions says (gspmd: per-device shapes and "
+        "collectives); --num-partitions 1 compiles the unpartitioned program"]
+    spec, notes = xla_backend.stage_spec(Target.cpu().options(num_partitions=1), sharded, "m.hlo")
+    assert (spec.num_partitions, notes) == (1, [])
+    plain = _module(_TWO_WAY.replace("{sharding}", ""))
+    assert xla_backend.declared_partitions(plain) == 2 and not xla_backend.has_shardings(plain)
+    assert xla_backend.stage_spec(options, plain, "m.hlo")[0].num_partitions == 1
+    named = _module(_TWO_WAY.replace("{sharding}", ", sharding={mesh['x'=2], [{'x'}, {}]}"))
+    assert xla_backend.partitioner_of(named) == "shardy"

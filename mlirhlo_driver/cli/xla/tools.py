@@ -84,6 +84,8 @@ HLO_OPT_FLAGS = [
     Flag("emit-proto", "bool", False, "Print the module as an HloProto textproto; no passes run."),
     Flag("debug_options_file", "str", "", "DebugOptions textproto; below XLA_FLAGS and the "
          "command line in precedence.", "FILE"),
+    Flag("num_partitions", "int", -1, "Partitions to compile a sharded module for (default: the module's "
+         "num_partitions, as run_hlo_module takes it); 1: the unpartitioned program.", "N"),
 ]
 
 _HLO_OPT_DESCRIPTION = """
