@@ -44,12 +44,12 @@ def report(inputs: list[str], target: Any, *, input_options: Any = None, as_json
             compiles.append(compiled)
             rows: list[Any] = []
             per_spec[j][1].append((program.name, rows))
-            hit = compiled.cached("kernel-rows")
+            hit = compiled._cached("kernel-rows")
             if hit is not None:
                 rows += [KernelRow.from_dict(d) for d in json.loads(hit)]
             else:
                 try:
-                    pending.append((compiled, rows, pending_kernels(compiled.request)))
+                    pending.append((compiled, rows, pending_kernels(compiled._stage_request)))
                 except DriverError as e:
                     raise e.about(program.source) from None  # this module's compile failed: say which
             done += 1
@@ -57,7 +57,7 @@ def report(inputs: list[str], target: Any, *, input_options: Any = None, as_json
         if isinstance(result, DriverError):
             raise result.about(compiled.program.source)
         rows += result
-        compiled.keep("kernel-rows", json.dumps([r.to_dict() for r in result]))
+        compiled._keep("kernel-rows", json.dumps([r.to_dict() for r in result]))
     for note in dict.fromkeys(n for c in compiles for n in c.notes_for(FLAGS)):
         say(note)
     text, data = side_by_side(per_spec)

@@ -91,7 +91,7 @@ class OptResult:
     stderr: str = ""
     exception: BaseException | None = field(default=None, repr=False)    # in-process only
     # Part index -> where its output is kept in the stage cache once finished (a stage
-    # finished in a group: core.compiled.Compiled.entry).
+    # finished in a group: core.compiled.Compiled._entry).
     keeps: dict[int, Any] = field(default_factory=dict, repr=False)
     # (stem, stage) -> output (OptJob.also), or in the caller's process a callable giving it
     also: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
@@ -173,9 +173,9 @@ def process(job: OptJob, task: OptTask, progress: Any = None, *, also_later: boo
                 compiled.artifacts()  # what XLA's passes show is asked for even with only MLIR stages
             for name in job.stage_names:
                 report(progress, done, total, f"{stem}: {name}")
-                out = compiled.produce(name)
+                out = compiled._produce(name)
                 if isinstance(out, Deferred):  # finished in a group: kept in the cache then
-                    result.keeps[len(result.parts)] = compiled.entry(name)
+                    result.keeps[len(result.parts)] = compiled._entry(name)
                 result.parts.append((stem, name, out))
                 done += 1
             for name in job.also:
@@ -185,9 +185,9 @@ def process(job: OptJob, task: OptTask, progress: Any = None, *, also_later: boo
         if not pending(result):
             finalize(job, result)
         if clock is not None:
-            clock.compiles += [c.instrumented.timed for _, _, c in compiles
-                               if not isinstance(c, list) and c.instrumented is not None
-                               and c.instrumented.timed is not None]
+            clock.compiles += [c._instrumented.timed for _, _, c in compiles
+                               if not isinstance(c, list) and c._instrumented is not None
+                               and c._instrumented.timed is not None]
             clock.mark("driver:stages")
             result.phases = clock
     except DriverError as e:
@@ -221,8 +221,8 @@ def _say(job: OptJob, program: Any, compiles: list[tuple[str, StageOptions, Any]
         if isinstance(compiled, list):  # --xla-passes / --after-pass: its notes
             notes += [n for n in compiled if n not in notes]
             continue
-        if compiled.instrumented is not None:
-            _instrumented_output(job, program.name, options, compiled.instrumented, stem, result, err, timings)
+        if compiled._instrumented is not None:
+            _instrumented_output(job, program.name, options, compiled._instrumented, stem, result, err, timings)
         notes += [n for n in compiled.notes_for(FLAGS) if n not in notes]
     err.extend(f"note: {n}\n" for n in notes)
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import registry
-from ..errors import PARAMS, CompileError, spell
+from ..errors import PARAMS, CompileError, param, spell
 from ..stages.base import Deferred, StageOptions, StageRequest
 
 # DebugOptions whose effect is outside the stage's output (XLA writes files of its own):
@@ -88,7 +88,7 @@ class Compiled:
         self.defer = defer
         self._notes: list[str] = []  # said by stages served from the cache
         self._expected: tuple[str, ...] = ()
-        self._request: StageRequest | None = None
+        self._req: StageRequest | None = None
         self._base: str | None | bool = False  # the key's common part, once (False: not yet)
 
     def __repr__(self) -> str:
@@ -100,14 +100,14 @@ class Compiled:
         return self.options.platform
 
     @property
-    def request(self) -> StageRequest:
+    def _stage_request(self) -> StageRequest:
         """The compile's stage request: made on first use, which parses the program."""
-        if self._request is None:
+        if self._req is None:
             p = self.program
-            self._request = registry.request(p.module, p.name, self.options, stages=self._expected, source=p.source,
+            self._req = registry.request(p.module, p.name, self.options, stages=self._expected, source=p.source,
                                              line_offset=p.line_offset, defer=self.defer,
                                              instrumentation=self.instrumentation)
-        return self._request
+        return self._req
 
     @property
     def notes(self) -> list[str]:
@@ -119,19 +119,19 @@ class Compiled:
     def notes_for(self, spelling: str) -> list[str]:
         """:attr:`notes` with parameters named for ``spelling`` (errors.PARAMS, or FLAGS: a
         command line's)."""
-        said = self._notes + (self._request.notes if self._request is not None else [])
+        said = self._notes + (self._req.notes if self._req is not None else [])
         return [spell(n, spelling) for n in dict.fromkeys(said)]
 
     @property
-    def instrumented(self) -> Any:
+    def _instrumented(self) -> Any:
         """What the instrumented compile showed (xla.instrument.Instrumented), or None."""
-        return self._request.instrumented if self._request is not None else None
+        return self._req.instrumented if self._req is not None else None
 
     def expect(self, names: list[str] | tuple[str, ...]) -> None:
         """The stages that will be asked for: the first compile dumps what they declare."""
         self._expected = tuple(dict.fromkeys((*self._expected, *names)))
-        if self._request is not None:
-            self._request.expect(names)
+        if self._req is not None:
+            self._req.expect(names)
 
     # ------------------------------------------------------------ the cache
 
@@ -165,7 +165,7 @@ class Compiled:
                                 ("debug_info", str(self.options.debug_info)))
         return cache.digest(("base", self._base), ("stage", name))
 
-    def cached(self, name: str) -> Any:
+    def _cached(self, name: str) -> Any:
         """The stage's output from the cache (its notes joining :attr:`notes`), or None."""
         stage = self._stage(name)
         key = self._key(stage)
@@ -182,7 +182,7 @@ class Compiled:
             self.program.pipeline_output = printed
         return data
 
-    def entry(self, name: str) -> Any:
+    def _entry(self, name: str) -> Any:
         """Where a stage's output is kept in the stage cache, with what is kept beside it
         (core.cache.Entry), or None when it is not cached; for an output finished later,
         elsewhere (a Deferred a batch finishes in a group): ``cache.put_entry(entry, data)``."""
@@ -191,10 +191,10 @@ class Compiled:
             return None
         from . import cache
 
-        return cache.Entry(key, tuple(self._request.notes if self._request is not None else ()),
+        return cache.Entry(key, tuple(self._req.notes if self._req is not None else ()),
                            self.program.pipeline_output)
 
-    def cache_key(self, what: str) -> str | None:
+    def _cache_key(self, what: str) -> str | None:
         """Where a product of this compile that is no stage (``diff --explain``'s pass log)
         is kept in the stage cache (``core.cache.put_output``/``get_output``): keyed by
         ``what`` over the same environment, program and target as the stages; None when
@@ -206,9 +206,9 @@ class Compiled:
 
         return cache.digest(("base", base), ("product", what))
 
-    def keep(self, name: str, data: Any) -> None:
+    def _keep(self, name: str, data: Any) -> None:
         """Store a stage's output computed here."""
-        entry = self.entry(name)
+        entry = self._entry(name)
         if entry is not None:
             from . import cache
 
@@ -227,10 +227,10 @@ class Compiled:
         compiles, once. Text for text stages, bytes for binary ones, {part: bytes} for the
         multi-file ``cubin`` and ``triton-passes``. StageError for a stage this platform
         lacks."""
-        out = self.produce(name)
+        out = self._produce(name)
         if isinstance(out, Deferred):
             out = out.finish()
-            self.keep(name, out)
+            self._keep(name, out)
         return out
 
     def output(self, name: str) -> str | bytes:
@@ -241,14 +241,14 @@ class Compiled:
 
         return single_output(self._stage(name), self.stage(name))
 
-    def produce(self, name: str) -> Any:
+    def _produce(self, name: str) -> Any:
         """:meth:`stage`, but with ``defer`` a stage that finishes in groups may be given as a
         Deferred: the caller finishes it and hands the output to :meth:`keep`."""
         self._stage(name)  # checked before anything is read
-        hit = self.cached(name)
+        hit = self._cached(name)
         if hit is not None:
             return hit
-        request = self.request
+        request = self._stage_request
         if self._expected:  # else nothing was said: the first compile dumps everything (the API)
             request.expect([name])
         try:
@@ -256,7 +256,7 @@ class Compiled:
         except CompileError as e:
             raise e.about(self.program.source) from None  # this program's compile failed: say which file
         if not isinstance(out, Deferred):
-            self.keep(name, out)
+            self._keep(name, out)
         return out
 
     @property
@@ -291,7 +291,7 @@ class Compiled:
         optimized module, memory stats): the compile, made if it was not. Never cached."""
         from ..xla import stages as xla_stages
 
-        return xla_stages.artifacts(self.request)
+        return xla_stages.artifacts(self._stage_request)
 
     def fusion_costs(self) -> Any:
         """Per launched fusion of a CUDA compile (``cuda.roofline.CostRow``): FLOPs, bytes
@@ -304,7 +304,7 @@ class Compiled:
         from ..records import Rows
         from ..xla.stages import cost_rows
 
-        return Rows(cost_rows(self.request)[0])
+        return Rows(cost_rows(self._stage_request)[0])
 
     def xla_passes(self) -> Any:
         """XLA's HLO passes in this compile, longest first (``xla.pass_log.PassRow``: name,
@@ -322,7 +322,7 @@ class Compiled:
             done = instrument.compile(module, req.module_name, spec, instrument.XlaInstrumentation(timing=True))
             return pass_log.rows(done.calls or [])
 
-        return Rows(self.request.derived("xla-pass-rows", compute))
+        return Rows(self._stage_request.derived("xla-pass-rows", compute))
 
     def compile_phases(self) -> Any:
         """Where XLA's compile of this module for this target spends its wall time
@@ -350,7 +350,79 @@ class Compiled:
                 raise CompileError("XLA's timed compile gave no phases")
             return art.phases
 
-        return Rows(self.request.derived("xla-compile-phases", compute))
+        return Rows(self._stage_request.derived("xla-compile-phases", compute))
+
+    def run(self, *, reference: str = "interpreter", seed: int = 0, rtol: float | None = None,
+            atol: float | None = None, inputs_npz: str | None = None, zeros: bool = False,
+            iterations: int = 1, bisect: bool = False, bisect_passes: bool = False,
+            fold_constants: bool = False) -> Any:
+        """Execute on generated inputs (``seed``, ``zeros``, or the arrays of ``inputs_npz``),
+        ``iterations`` times, and compare with ``reference``: ``"interpreter"`` (StableHLO's),
+        ``"cpu"`` (XLA CPU) or ``"none"``. The executable is this compile's own, made once and
+        kept (for CPU, the one its stages read); a CUDA target needs a GPU to run on.
+
+        Returns the run's report (``execute.engine.ModuleReport``): ``ok``, ``status``,
+        ``mismatches``, ``outputs``, ``reference_outputs``, ``inputs``; with ``bisect``,
+        the first op whose value diverges (``bisect``); with ``bisect_passes``, the XLA
+        HLO passes whose disabling makes a mismatch match (``pass_bisect``,
+        ``execute.pass_bisect.PassBisect``; None when the module matched). A self-checking
+        module runs its ``check.*`` assertions instead (``checks``); a sharded one,
+        :meth:`run_spmd`."""
+        from ..errors import DriverError
+        from ..execute import run as run_mod
+
+        if reference not in run_mod.REFERENCES:
+            raise DriverError(f"unknown reference '{reference}'", hint=", ".join(run_mod.REFERENCES))
+        if self.target is None:
+            raise DriverError("a run needs a target: compile(Target.cpu()) or compile(Target.cuda(...))")
+        p = self.program
+        options = run_mod.RunOptions(platform=self.platform, reference=reference, seed=seed, zeros=zeros,
+                                     inputs_npz=inputs_npz, rtol=rtol, atol=atol, iterations=iterations,
+                                     bisect=bisect, bisect_passes=bisect_passes, fold_constants=fold_constants,
+                                     keep_outputs=True, xla_flags=self.target.xla_flags)
+        return run_mod.run_module(p.module, p.name, p.source, options, p.line_offset, executable=self._executable)
+
+    def run_spmd(self, *, num_replicas: int = 1, reference: str = "cpu", partitioner: str | None = None,
+                 seed: int = 0, rtol: float | None = None, atol: float | None = None) -> Any:
+        """Run SPMD-partitioned on ``num_replicas x`` this compile's partitions (its
+        ``num_partitions``, else as many as the module says) of the driver's host CPU
+        devices, as XLA's multihost_hlo_runner does on one host, and compare the gathered
+        outputs with ``reference``: ``"cpu"`` or ``"interpreter"`` (the unpartitioned module
+        on one device; for a module with manual computations, ``shard_map``, the same module
+        on the same devices with replicated parameters and outputs) or ``"none"``. Every
+        sharding spelling is read: GSPMD's, Shardy's and named mesh shardings.
+
+        Returns ``execute.spmd.SpmdReport``: ``report`` (the ModuleReport), the layouts,
+        ``outputs`` per replica."""
+        from ..errors import DriverError
+        from ..execute import spmd
+        from ..xla.backend import declared_partitions
+
+        if self.platform != "cpu":
+            raise DriverError(f"run_spmd runs on host CPU devices: compile for {param('platform', 'cpu')}")
+        partitions = self.options.num_partitions
+        partitions = declared_partitions(self.program.module) if partitions is None else partitions
+        options = spmd.SpmdOptions(num_partitions=partitions, num_replicas=num_replicas, partitioner=partitioner,
+                                   seed=seed, rtol=rtol, atol=atol, reference=reference,
+                                   xla_flags=self.target.xla_flags)
+        spmd.check_options(options)
+        return spmd.run_in_process(self.program, options)
+
+    def _executable(self) -> Any:
+        """This compile's executable to run (execute.engine.Executable), made once: the stages'
+        compile where it ran here for one device, else a compile for the target's devices."""
+        def make(req: StageRequest) -> Any:
+            from ..execute import engine
+            from ..xla import backend
+
+            done = req._derived.get("xla-executable")
+            if done is None:
+                module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
+                done = backend.compile(module, backend.CompileSpec(req.options.target, on_device=True),
+                                       req.module_name)
+            return engine.Executable(done.executable, done.devices, [], [], done.compile_ms)
+
+        return self._stage_request.derived("run-executable", make)
 
     def with_options(self, options: StageOptions) -> Compiled:
         """The same program compiled for other stage options (another GPU spec, other XLA

@@ -37,7 +37,7 @@ identity) for the trial's stage options (``Compiled.with_options``), so its
 ``kernel-rows`` stage is looked up in the stage cache (core/cache.py) like any other.
 One that must compile does so in isolate's helper (a flag or a disabled pass can make
 XLA abort: that trial then counts as "not reproduced"), and its rows are kept under the
-trial's key; a pass log is kept beside its side's stages (``Compiled.cache_key``). So a
+trial's key; a pass log is kept beside its side's stages (``Compiled._cache_key``). So a
 second ``--explain`` compiles nothing; trials are shared between kernels. The result says
 how many compiles the trials took, and how many came from the cache.
 
@@ -332,8 +332,8 @@ class Trials:
         if key in self._seen:
             return self._seen[key]
         trial = self.parent.with_options(options)
-        data = trial.cached("kernel-rows")
-        refused = trial.cache_key(_REFUSED)
+        data = trial._cached("kernel-rows")
+        refused = trial._cache_key(_REFUSED)
         if data is None and refused is not None and cache.get_output(refused) is not None:
             self.from_cache += 1
             out = None
@@ -350,7 +350,7 @@ class Trials:
                 if refused is not None:
                     cache.put_output(refused, e.text())
             else:
-                trial.keep("kernel-rows", data)
+                trial._keep("kernel-rows", data)
                 out = {"kernels": json.loads(data)}
         self._seen[key] = out
         return out
@@ -363,7 +363,7 @@ class Trials:
         from ..errors import DriverError
         from . import cache
 
-        key = side.cache_key("diff --explain: pass log " + json.dumps(sorted(instructions)))
+        key = side._cache_key("diff --explain: pass log " + json.dumps(sorted(instructions)))
         found = cache.get_output(key) if key is not None else None
         if found is not None:
             self.from_cache += 1

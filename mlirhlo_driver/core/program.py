@@ -262,19 +262,13 @@ class Program:
         HLO passes whose disabling makes a mismatch match (``pass_bisect``,
         ``execute.pass_bisect.PassBisect``; None when the module matched). A self-checking
         module runs its ``check.*`` assertions instead (``checks``). A CUDA target needs a GPU.
+        The same as ``compile(target).run(...)`` (``Compiled.run``).
         """
-        from ..errors import DriverError
-        from ..execute import run as run_mod
         from ..targets import Target
 
-        target = target if target is not None else Target.cpu()
-        if reference not in run_mod.REFERENCES:
-            raise DriverError(f"unknown reference '{reference}'", hint=", ".join(run_mod.REFERENCES))
-        options = run_mod.RunOptions(platform=target.platform, reference=reference, seed=seed, zeros=zeros,
-                                     inputs_npz=inputs_npz, rtol=rtol, atol=atol, bisect=bisect,
-                                     bisect_passes=bisect_passes, fold_constants=fold_constants,
-                                     keep_outputs=True, xla_flags=target.xla_flags)
-        return run_mod.run_module(self.module, self.name, self.source, options, self.line_offset)
+        compiled = self.compile(target if target is not None else Target.cpu(), cache=False)
+        return compiled.run(reference=reference, seed=seed, rtol=rtol, atol=atol, inputs_npz=inputs_npz,
+                            zeros=zeros, bisect=bisect, bisect_passes=bisect_passes, fold_constants=fold_constants)
 
     def run_spmd(self, *, num_partitions: int = 1, num_replicas: int = 1, reference: str = "cpu",
                  partitioner: str | None = None, seed: int = 0, rtol: float | None = None,
@@ -289,17 +283,14 @@ class Program:
 
         Returns ``execute.spmd.SpmdReport``: ``report`` (the ModuleReport), the layouts,
         ``outputs`` per replica. The devices are the driver's own host client's, whatever
-        the process's jax was started with.
+        the process's jax was started with. The same as ``compile(Target.cpu(xla_flags=...),
+        num_partitions=...).run_spmd(...)`` (``Compiled.run_spmd``).
         """
-        from ..execute import spmd
-        from ..targets import debug_options
+        from ..targets import Target
 
-        flags = debug_options(xla_flags)
-        options = spmd.SpmdOptions(num_partitions=num_partitions, num_replicas=num_replicas,
-                                   partitioner=partitioner, seed=seed, rtol=rtol, atol=atol,
-                                   reference=reference, xla_flags=tuple(sorted(flags.items())))
-        spmd.check_options(options)
-        return spmd.run_in_process(self, options)
+        compiled = self.compile(Target.cpu(xla_flags=xla_flags), num_partitions=num_partitions, cache=False)
+        return compiled.run_spmd(num_replicas=num_replicas, reference=reference, partitioner=partitioner,
+                                 seed=seed, rtol=rtol, atol=atol)
 
     def _own_module(self) -> Any:
         """A module equal to :attr:`module` that the caller may change: made anew where this

@@ -75,13 +75,15 @@ class BisectResult:
 # ------------------------------------------------------------------- running
 
 def run_module(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0,
-               partitions: int = 1) -> ModuleReport:
+               partitions: int = 1, executable: Any = None) -> ModuleReport:
     """Inputs, platform run, reference run, comparison; never raises for module failures.
 
     ``partitions``: how many partitions the module says it has (run_hlo_module reads its
     HLO header); more than one runs it SPMD-partitioned on as many host devices.
+    ``executable``: a callable giving the module's executable compiled already (a
+    ``Compiled``'s, engine.Executable), used instead of a compile of the run's own.
     """
-    report = run_compared(module, name, source, options, line_offset, partitions)
+    report = run_compared(module, name, source, options, line_offset, partitions, executable)
     if options.timing and report.status not in ("invalid", "failed"):
         from ..xla import backend, instrument, pass_log
 
@@ -96,18 +98,18 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
 
 
 def run_compared(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0,
-                 partitions: int = 1) -> ModuleReport:
+                 partitions: int = 1, executable: Any = None) -> ModuleReport:
     from .._native import jaxlib as _jaxlib
     from ..inputs import checks
 
     report = ModuleReport(name, source)
     # 64-bit values stay 64-bit (jax's x64) for this module's run only, not the process's.
     with _jaxlib.x64(checks.needs_x64(module)):
-        return _run_compared(module, report, options, line_offset, partitions)
+        return _run_compared(module, report, options, line_offset, partitions, executable)
 
 
 def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_offset: int,
-                  partitions: int) -> ModuleReport:
+                  partitions: int, executable: Any = None) -> ModuleReport:
     from ..inputs import checks
 
     name, source = report.name, report.source
@@ -120,8 +122,13 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         made = engine.make_inputs(params, options.inputs, module=module)
         arrays, report.inputs_note = made.arrays, made.note
         # (a manual computation is refused here by the compile's guard, _native/guards.py)
-        outputs, report.compile_ms, report.run_ms = engine.run_xla(module, arrays, options.target, options.iterations,
-                                                                     name)
+        if executable is not None:
+            exe = executable()
+            outputs, times = engine.execute_one(exe, arrays, options.iterations)
+            report.compile_ms, report.run_ms = exe.compile_ms, statistics.median(times)
+        else:
+            outputs, report.compile_ms, report.run_ms = engine.run_xla(module, arrays, options.target,
+                                                                         options.iterations, name)
         if options.keep_outputs:
             report.inputs, report.outputs = arrays, outputs
         if options.reference == "none":

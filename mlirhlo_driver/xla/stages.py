@@ -367,9 +367,12 @@ def _compile(req: StageRequest, emitters: tuple[str, ...] = (), dumps: tuple[str
         art = req.instrumented.art
     else:
         try:
-            art = backend.compile(module, spec, req.module_name).art
+            done = backend.compile(module, spec, req.module_name)
         except CompileError as e:
             raise backend.before_optimizations_hint(e, req.source) from None
+        art = done.art
+        if first and plan is None and done.executable is not None and spec.num_devices == 1:
+            req._derived.setdefault("xla-executable", done)  # a run of the same compile (Compiled.run)
     if first:
         req.notes.extend(said + art.notes)
         if plan is not None:

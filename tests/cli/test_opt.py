@@ -37,8 +37,8 @@ OPT_DEFAULTS = {
     "timing_format": "text", "verify_each": True, "reproducer_dir": None, "target_version": None,
     "debug_info": False, "platform": None, "gpu_spec": None, "debug_options_file": None,
     "autotune_results": None, "xla_passes": None, "after_pass": None, "load_pass_plugin": None,
-    "fold_constants": False, "no_cache": False, "quiet": False, "jobs": 0, "fail_fast": False, "timeout": None,
-    "scheduler": None,
+    "fold_constants": False, "num_partitions": None, "no_cache": False, "quiet": False, "jobs": 0,
+    "fail_fast": False, "timeout": None, "scheduler": None,
 }
 
 
@@ -89,7 +89,7 @@ def test_opt_every_option_spelling():
         "--timing-format", "--mlir-output-format", "--verify-each", "--no-verify-each", "--reproducer-dir",
         "--target-version", "--mlir-print-debuginfo", "--platform", "--gpu-spec", "--debug-options-file",
         "--autotune-results", "--xla-passes", "--after-pass", "--load-pass-plugin", "--fold-constants",
-        "--no-cache", "--quiet", "-q", "--jobs", "-j", "--fail-fast", "--timeout", "--scheduler"]
+        "--num-partitions", "--no-cache", "--quiet", "-q", "--jobs", "-j", "--fail-fast", "--timeout", "--scheduler"]
 
 
 @pytest.mark.parametrize("argv, name, value", [

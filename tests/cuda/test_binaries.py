@@ -144,7 +144,7 @@ def test_cubin_one_elf_per_kernel_module_for_the_spec_sm(request, which, sm_numb
     if cuda_tools.ptxas().version < (13,):
         assert '@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS' in sass and flag in sass
     else:  # CUDA 13's cubins (ELF ABI version 8): nvdisasm names the target, no header flags
-        assert f"\t.target\t{compiled.request.options.gpu_spec.sm}\n" in sass and ".headerflags" not in sass
+        assert f"\t.target\t{compiled._stage_request.options.gpu_spec.sm}\n" in sass and ".headerflags" not in sass
 
 
 def test_cuobjdump_names_the_arch(h100, tmp_path):
@@ -189,7 +189,7 @@ def test_one_ptxas_run_gives_the_per_module_code(request, which):
     from mlirhlo_driver.xla import stages as xla_stages
 
     compiled = request.getfixturevalue(which)
-    job = cuda_binaries.ptx_job(xla_stages._assembly(compiled.request))
+    job = cuda_binaries.ptx_job(xla_stages._assembly(compiled._stage_request))
     combined = _text_sections(cuda_binaries.assemble_group([job])[0])
     per_module = {}
     for data in compiled.stage("cubin").values():
@@ -205,11 +205,11 @@ def test_cubins_are_xlas_own_and_ptxas_remakes_them(a100):
     from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.xla import stages as xla_stages
 
-    asm = xla_stages._assembly(a100.request)
+    asm = xla_stages._assembly(a100._stage_request)
     cubins = {m.name: m.cubin for m in asm.modules_assembled()}
     assert len(asm.xla_cubins) >= 10 and len(cubins) >= 10
     assert all(asm.xla_cubins[k] == m.cubin for m in asm.modules for k in m.kernels)
-    ptx = xla_stages.artifacts(a100.request).matching(xla_stages._PTX_FILE)
+    ptx = xla_stages.artifacts(a100._stage_request).matching(xla_stages._PTX_FILE)
     again = cuda_binaries.prepare(ptx, asm.sm, {}, kernel_cache=None)
     assert not again.xla_cubins
     assert {m.name: m.cubin for m in again.modules_assembled()} == cubins
@@ -320,7 +320,7 @@ def test_group_elf_holds_xlas_code_under_prefixed_names():
     from mlirhlo_driver.xla import stages as xla_stages
 
     compiled = [mlirhlo_driver.compile(str(p), platform="cuda", gpu_spec="h100_sxm") for p in GROUP]
-    jobs = [cuda_binaries.ptx_job(xla_stages._assembly(c.request)) for c in compiled]
+    jobs = [cuda_binaries.ptx_job(xla_stages._assembly(c._stage_request)) for c in compiled]
     group = _text_sections(cuda_binaries.assemble_group(jobs)[0])
     checked = 0
     for c, prefix in zip(compiled, cuda_binaries.group_prefixes(len(jobs))):
@@ -381,7 +381,7 @@ def test_a_job_that_fails_in_a_group_fails_alone(h100):
     from mlirhlo_driver.errors import StageError
     from mlirhlo_driver.xla import stages as xla_stages
 
-    good = cuda_binaries.ptx_job(xla_stages._assembly(h100.request))
+    good = cuda_binaries.ptx_job(xla_stages._assembly(h100._stage_request))
     name, kernels, ptx = good.modules[0]
     bad = replace(good, modules=((name, kernels, ptx.replace("ret;", "not_an_instruction;", 1)),))
     assert bad.modules[0][2] != ptx
@@ -398,7 +398,7 @@ def test_two_compiles_with_the_same_kernel_names_share_one_ptxas_and_nvdisasm(h1
     from mlirhlo_driver.cuda import binaries as cuda_binaries
     from mlirhlo_driver.xla import stages as xla_stages
 
-    job = cuda_binaries.ptx_job(xla_stages._assembly(h100.request))
+    job = cuda_binaries.ptx_job(xla_stages._assembly(h100._stage_request))
     alone = cuda_binaries.assemble_many([job], disassemble=True)[0]
     assert len(cuda_binaries.group_prefixes(2)) == len(set(cuda_binaries.group_prefixes(2))) == 2
     runs: list[str] = []
@@ -427,7 +427,7 @@ def test_sass_does_not_depend_on_the_order_of_the_group():
 
     # A100: sm_80 cubins have no SYMBOLS section after the last kernel (sm_90a ones do).
     jobs = [cuda_binaries.ptx_job(xla_stages._assembly(
-        mlirhlo_driver.compile(str(p), platform="cuda", gpu_spec="a100_sxm_80").request)) for p in GROUP]
+        mlirhlo_driver.compile(str(p), platform="cuda", gpu_spec="a100_sxm_80")._stage_request)) for p in GROUP]
     alone = [cuda_binaries.assemble_many([job], disassemble=True)[0].sass for job in jobs]
     for order in itertools.permutations(range(len(jobs))):
         got = cuda_binaries.assemble_many([jobs[i] for i in order], disassemble=True)

@@ -123,9 +123,9 @@ def test_kernel_rows_match_ptxas_thunks_and_occupancy_formula(request, which, ke
     from mlirhlo_driver.xla import stages as xla_stages
 
     compiled = request.getfixturevalue(which)
-    row = next(r for r in xla_stages.kernel_rows(compiled.request) if r.kernel == kernel)
+    row = next(r for r in xla_stages.kernel_rows(compiled._stage_request) if r.kernel == kernel)
     # registers/spills/stack as ptxas -v prints them for the kernel's PTX, assembled here
-    log = _ptxas_v(ptx_sections(compiled)[row.module], compiled.request.options.gpu_spec.sm, tmp_path)
+    log = _ptxas_v(ptx_sections(compiled)[row.module], compiled._stage_request.options.gpu_spec.sm, tmp_path)
     block = log[log.index(f"Function properties for {kernel}"):]
     regs = int(re.search(r"Used (\d+) registers", block).group(1))
     stack, st, ld = map(int, re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "

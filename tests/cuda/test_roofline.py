@@ -182,9 +182,9 @@ def test_xlas_figures_are_used_unless_one_is_negative(transpose, monkeypatch, xl
     from mlirhlo_driver.cuda import roofline
     from mlirhlo_driver.xla import stages as xla_stages
 
-    proto = xla_stages._optimized_proto(transpose.request)
+    proto = xla_stages._optimized_proto(transpose._stage_request)
     monkeypatch.setattr(_jaxlib, "hlo_cost_analysis", lambda protos: [dict(xla) for _ in protos[:-1]] + [{}])
-    (row,), _ = roofline.cost_rows(proto, transpose.request.options.gpu_spec)
+    (row,), _ = roofline.cost_rows(proto, transpose._stage_request.options.gpu_spec)
     if figures is None:
         assert (row.flops, row.transcendentals, row.bytes_accessed) == (None, None, None)
         assert row.figures_from.startswith("none: ") and row.bound is None and row.seconds is None

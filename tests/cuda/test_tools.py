@@ -584,7 +584,7 @@ def test_xla_assembles_with_cuda13s_ptxas():
     from mlirhlo_driver.xla import stages as xla_stages
 
     p = cuda_tools.ptxas()
-    asm = xla_stages._assembly(mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="h100_sxm").request)
+    asm = xla_stages._assembly(mlirhlo_driver.compile(str(MLP), platform="cuda", gpu_spec="h100_sxm")._stage_request)
     assert len(asm.xla_cubins) >= 10
     release = f"release {p.version[0]}.{p.version[1]}, V{p.version_str}".encode()
     for kernel, cubin in asm.xla_cubins.items():

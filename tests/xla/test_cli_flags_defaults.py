@@ -32,6 +32,9 @@ XLA_DEFAULTS: dict[str, dict[str, object]] = {
         "o": "-", "platform": "transforms", "format": "", "stage": "hlo", "list-stages": False,
         "split-input-file": False, "passes": "", "list-passes": False, "emit-proto": False,
         "debug_options_file": "",
+        # The driver's own (XLA's hlo-opt compiles a sharded module unpartitioned): run_hlo_module's
+        # spelling and default, the module's own count.
+        "num_partitions": -1,
     },
     "run_hlo_module": {
         "platform": "", "reference_platform": "default", "print_literals": False,

@@ -106,10 +106,10 @@ def test_only_stages_that_need_them_ask_xla_for_triton_dumps():
     program = api.load(str(DATA / "xla_tools" / "input.hlo"))
     compiled = program.compile(api.Target.cuda("h100_sxm"))
     compiled.stage("hlo")
-    assert xla_stages.artifacts(compiled.request).emitters == ()
+    assert xla_stages.artifacts(compiled._stage_request).emitters == ()
     # asked later: a compile of its own, once
     assert compiled.stage("triton").startswith("// ")
-    assert "triton-fusion" in xla_stages.artifacts(compiled.request, ("triton-fusion",)).emitters
+    assert "triton-fusion" in xla_stages.artifacts(compiled._stage_request, ("triton-fusion",)).emitters
 
 
 @pytest.mark.parametrize("stage, ext", [("triton", "ttir"), ("ttgir", "ttgir")])

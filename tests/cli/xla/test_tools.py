@@ -17,7 +17,7 @@ from tests.conftest import assert_mentions
 TOOL_DEFAULTS = {
     "hlo_opt_main": {"o": "-", "platform": "", "format": "", "stage": "hlo", "list_stages": False,
                      "split_input_file": False, "passes": "", "list_passes": False, "emit_proto": False,
-                     "debug_options_file": ""},
+                     "debug_options_file": "", "num_partitions": -1},
     "run_hlo_module_main": {"platform": "CPU", "reference_platform": "default", "print_literals": False,
                             "run_test_hlo_passes": True, "use_large_float_range": False, "abs_error_bound": 1e-3,
                             "rel_error_bound": 1e-3, "input_format": "", "input_module": "", "iterations": 1,
