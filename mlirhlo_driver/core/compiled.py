@@ -182,6 +182,10 @@ class Compiled:
             self.program.pipeline_output = printed
         return data
 
+    def in_cache(self, name: str) -> bool:
+        """Whether stage ``name`` is in the stage cache: reading it would compile nothing."""
+        return self._cached(name) is not None
+
     def _entry(self, name: str) -> Any:
         """Where a stage's output is kept in the stage cache, with what is kept beside it
         (core.cache.Entry), or None when it is not cached; for an output finished later,
