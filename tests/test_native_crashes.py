@@ -146,10 +146,10 @@ def test_a_valid_module_after_a_crash_still_loads(cli, tmp_path):
 
 
 # XLA's own output after its optimizations, of a 4-way sharded training step jax 0.12 wrote
-# (tests/data/jax_dumps/sharded_step/sharded_step.py): XLA CPU's compile CHECK-fails on it
+# (tests/data/sharded_step/sharded_step.py): XLA CPU's compile CHECK-fails on it
 # (its cost analysis meets fusion operands without layouts) and killed the process at the
 # stage doors; CUDA's import fails it with a page of MLIR legalization errors.
-_SHARDED_AFTER = DATA / "jax_dumps" / "sharded_step" / "module_0008.jit_step.cpu_after_optimizations.txt"
+_SHARDED_AFTER = DATA / "sharded_step" / "module_0008.jit_step.cpu_after_optimizations.txt"
 _SHARDED_BEFORE = _SHARDED_AFTER.with_name("module_0008.jit_step.before_optimizations.txt")
 _API = ("import sys, mlirhlo_driver as mh\n"
         "try:\n    mh.load(sys.argv[1]).compile(mh.Target.cpu(), cache=False).stage('hlo')\n"

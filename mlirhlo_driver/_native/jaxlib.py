@@ -405,6 +405,15 @@ def own_process_host_devices(count: int) -> None:
 
     if getattr(xla_bridge, "_backends", None):
         return  # started already: the user's (or an earlier command's) choice stands
+    _own_process_cpu_jax(jax_module, count)
+
+
+def _own_process_cpu_jax(jax_module: Any, count: int) -> None:
+    """jax of a process the driver owns, on the CPU only with ``count`` host devices. Its plugin
+    discovery still initializes a CUDA plugin in site-packages: before 0.9.2 that plugin checks
+    the CUDA runtime as it registers and logs a traceback without one, unless told to skip it."""
+    if not jaxlib_at_least("0.9.2"):
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")  # this process is the driver's
     jax_module.config.update("jax_platforms", "cpu")
     jax_module.config.update("jax_num_cpu_devices", max(1, count))
 
@@ -1138,8 +1147,7 @@ def distributed_initialize(coordinator: str, num_processes: int, process_id: int
     with _lock:
         with filtered_native_stderr():
             jax_module = _import_jax()
-        jax_module.config.update("jax_platforms", "cpu")
-        jax_module.config.update("jax_num_cpu_devices", local_device_count)
+        _own_process_cpu_jax(jax_module, local_device_count)
         jax_module.config.update("jax_cpu_collectives_implementation", "gloo")
         # Its SIGTERM handler would keep a stopped process alive; nothing here is preemptible.
         jax_module.config.update("jax_enable_preemption_service", False)

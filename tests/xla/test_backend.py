@@ -580,5 +580,6 @@ def test_a_sharded_module_compiles_over_its_partitions_with_a_note():
     plain = _module(_TWO_WAY.replace("{sharding}", ""))
     assert xla_backend.declared_partitions(plain) == 2 and not xla_backend.has_shardings(plain)
     assert xla_backend.stage_spec(options, plain, "m.hlo")[0].num_partitions == 1
-    named = _module(_TWO_WAY.replace("{sharding}", ", sharding={mesh['x'=2], [{'x'}, {}]}"))
-    assert xla_backend.partitioner_of(named) == "shardy"
+    if _jaxlib.jaxlib_at_least("0.12.0"):  # named mesh shardings: jaxlib 0.12's HLO parser
+        named = _module(_TWO_WAY.replace("{sharding}", ", sharding={mesh['x'=2], [{'x'}, {}]}"))
+        assert xla_backend.partitioner_of(named) == "shardy"
