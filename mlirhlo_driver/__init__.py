@@ -14,7 +14,7 @@ _LAZY = {
     "load": "api", "load_all": "api", "from_jax": "api", "Program": "api", "compile": "api",
     "Compiled": "api", "Target": "targets", "llvm_to_ptx": "api", "convert": "api",
     "Progress": "core.progress",
-    "register_pass": "mlir.python_passes",
+    "register_pass": "mlir.python_passes", "PassSet": "mlir.python_passes", "PythonPass": "mlir.python_passes",
     "DriverError": "errors", "InputError": "errors", "PipelineError": "errors",
     "PassFailure": "errors", "StageError": "errors", "CompileError": "errors",
     "SpecError": "errors", "FlagError": "errors",

@@ -6,6 +6,8 @@ needs no jaxlib either (the start-up tests hold it to that).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import registry as stage_registry
 
 
@@ -18,12 +20,13 @@ def stage_table(platform: str | None) -> str:
                    for name, ext, level, description in rows)
 
 
-def pass_catalog() -> str:
-    """Every MLIR pass the installed jaxlib accepts, the Python passes, and the named
-    pipelines, as sections with ``#`` headers."""
+def pass_catalog(python_passes: Any = None) -> str:
+    """Every MLIR pass the installed jaxlib accepts, the Python passes of ``python_passes``
+    (a mlir.python_passes.PassSet, :func:`load_plugins`'; None: the built-in and installed
+    ones), and the named pipelines, as sections with ``#`` headers."""
     from .mlir import passes, pipeline
 
-    catalog = passes.all_passes()
+    catalog = passes.all_passes(python_passes)
     width = max(len(n) for n in catalog)
     native = [p for p in catalog.values() if p.origin != "python"]
     written = [p for p in catalog.values() if p.origin == "python"]
@@ -40,17 +43,17 @@ def pass_catalog() -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_plugins(files: list[str] | tuple[str, ...] | None) -> None:
-    """Exactly these pass plugin files loaded (others unloaded: a front-end may run in-process)."""
-    import sys
+def load_plugins(files: list[str] | tuple[str, ...] | None) -> Any:
+    """The Python passes a command's pipelines may name with ``--load-pass-plugin`` files
+    ``files``: a mlir.python_passes.PassSet of the built-in and installed passes and theirs,
+    the command's own (nothing else in the process sees them). None without files: the
+    built-in and installed ones, made where a pipeline needs them (a cached stage imports
+    no pass module)."""
+    if not files:
+        return None
+    from .mlir import passes
 
-    if not files and __package__ + ".mlir.python_passes" not in sys.modules:
-        return  # none to load, none loaded: the pass modules stay unimported (a cached stage)
-    from .mlir import passes, python_passes
-
-    python_passes.unload_plugins()
-    for f in files or []:
-        passes.load_plugin(f)
+    return passes.load_plugins(files)
 
 
 def spec_table(*, as_json: bool = False) -> str:

@@ -4,7 +4,8 @@
 
 The reference covers the modules that define the public names, those
 ``mlirhlo_driver.__all__`` lists (``_LAZY`` in ``mlirhlo_driver/__init__.py``):
-``api``, ``targets``, ``errors`` and ``mlir.python_passes`` (``register_pass``).
+``api``, ``targets``, ``errors`` and ``mlir.python_passes`` (``register_pass``,
+``PassSet``, ``PythonPass``).
 Docstrings are reStructuredText (``:func:``, double backticks), as the code
 writes them. Nothing here imports jax or jaxlib: neither do those modules.
 tests/scripts/test_api_docs.py builds it and checks that every public name is there.

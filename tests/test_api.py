@@ -195,6 +195,35 @@ def test_optimize_takes_every_pipeline_spelling(spec):
     assert q.as_text().startswith("module")
 
 
+def test_a_pass_written_in_a_notebook_runs_in_the_pipelines_it_is_given():
+    """A pass made with the decorator in running code is a pass object (still callable); a pipeline
+    given it runs it at its place, alone or with plugin files and the built-in passes; a pipeline not
+    given it does not know the name, and nothing else in the process changed."""
+    from jaxlib.mlir import ir
+
+    seen = []
+
+    @mh.register_pass("mark-notebook", anchor="func.func", description="marks each function")
+    def mark(func_op):
+        seen.append(func_op.name)
+        with func_op.context:
+            func_op.attributes["nb.marked"] = ir.UnitAttr.get()
+
+    assert isinstance(mark, mh.PythonPass) and mark.description == "marks each function"
+    p = mh.load(str(DATA / "chlo_special.mlir"))
+    q = p.optimize("canonicalize,mark-notebook,fold-involutions", python_passes=[mark])
+    assert "nb.marked" in q.as_text() and seen and "nb.marked" not in p.as_text()
+    assert q.identity is None  # its code is in no file: never served from the stage cache
+    with_set = p.optimize("builtin.module(func.func(mark-notebook))",
+                          python_passes=mh.PassSet.default().with_passes(mark))
+    assert "nb.marked" in with_set.as_text()
+    with pytest.raises(mh.PipelineError, match="unknown pass 'mark-notebook'"):
+        p.optimize("mark-notebook")
+    assert "mark-notebook" not in mh.PassSet.default()
+    with pytest.raises(TypeError, match="python_passes"):
+        p.optimize("cse", python_passes=[42])
+
+
 @pytest.mark.parametrize("spec, read_as", [
     ("canonicalize,no-such-pass", "passes:1:14"),  # hlo-opt's comma list
     ("func.func(no-such-pass)", "pipeline:1:11"),

@@ -47,17 +47,14 @@ ptxas: 12.9.86 /cuda/bin/ptxas (pip; targets sm_50..sm_90a)
 
 @pytest.fixture(scope="module")
 def catalog_with_plugin(tmp_path_factory):
-    """The pass catalogue with a plugin pass loaded, and the catalogue after it is unloaded."""
+    """The pass catalogue with a plugin's pass set, and the catalogue without one (after it)."""
     from mlirhlo_driver.mlir import passes
 
     path = tmp_path_factory.mktemp("plugin") / "listed.py"
     path.write_text(PLUGIN)
-    listings.load_plugins([str(path)])
-    try:
-        with_plugin, catalog = listings.pass_catalog(), dict(passes.all_passes())
-    finally:
-        listings.load_plugins(None)
-    return with_plugin, catalog, listings.pass_catalog()
+    loaded = listings.load_plugins([str(path)])
+    with_plugin, catalog = listings.pass_catalog(loaded), dict(passes.all_passes(loaded))
+    return with_plugin, catalog, listings.pass_catalog(listings.load_plugins(None))
 
 
 def test_version_text_lists_every_tool_one_per_line(fake_versions):
@@ -137,8 +134,9 @@ def test_pass_catalog_sections_count_and_align_their_passes(catalog_with_plugin)
     assert lines[pipe_header + 1].index(named[0].summary) == width + 2
 
 
-def test_load_plugins_none_unloads_the_plugins_loaded_before(catalog_with_plugin):
-    """load_plugins(None): no plugin file, so the earlier plugin's pass is gone again."""
+def test_a_catalogue_without_the_plugins_lists_none_of_their_passes(catalog_with_plugin):
+    """load_plugins(None): no plugin file, so a catalogue made after one with a plugin lists the
+    built-in and installed passes only."""
     text, _, after = catalog_with_plugin
     assert "aa-listed-pass" in text and "aa-listed-pass" not in after
     written = [ln for ln in after.split("\n") if ln.endswith("passes written in Python (built in, plugins, entry points)")]

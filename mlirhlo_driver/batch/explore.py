@@ -78,16 +78,18 @@ def _write(path: str | Path, data: Any) -> str:
 
 def program(source: str, input_options: Any = None, *, pipeline_spec: str | None = None,
             passes: str | None = None, pipeline_file: str | None = None,
-            plugin_files: tuple[str, ...] = ()) -> Any:
+            python_passes: Any = None) -> Any:
     """The one module of ``source`` (core.program.Program, read as ``input_options`` says:
     core.program.InputOptions) after the pipeline opt ran on it, if any: what the graph
-    shows. DriverError for an input of several modules."""
+    shows. ``python_passes``: the pass set opt's pipeline had (its plugins). DriverError
+    for an input of several modules."""
     from ..core.program import InputOptions, programs
 
     found = programs([source], input_options or InputOptions())
     if len(found) != 1:
         raise DriverError(f"explore shows one module; '{source}' holds {len(found)}")
-    return found[0].optimize(pipeline_spec, passes=passes, pipeline_file=pipeline_file, plugin_files=plugin_files)
+    return found[0].optimize(pipeline_spec, passes=passes, pipeline_file=pipeline_file,
+                             python_passes=python_passes)
 
 
 def graph_files(compiled: Any, directory: str, stem: str,

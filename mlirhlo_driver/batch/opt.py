@@ -17,6 +17,10 @@ Promises:
 * With ``jobs`` > 0 each module runs in a worker of the shared pool (_native/pool.py),
   and with ``scheduler`` on a Dask cluster (_native/cluster.py); the results come back
   to this process, which writes them.
+* The pipeline names the Python passes of the command's own pass set (``run_opt``'s
+  ``python_passes``: the built-in and installed ones and ``--load-pass-plugin``'s files),
+  no other. It travels with the resolved pipeline, so workers run the plugin bytes this
+  process read, and nothing of it outlives the command.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from ..stages.base import Deferred, StageOptions, single_output
 class OptJob:
     """Everything a task needs besides its module (sent once to each worker)."""
 
-    root: Any                                  # pipeline.Nest, or None: no MLIR passes
+    root: Any                                  # pipeline.Nest with its Python passes, or None: no MLIR passes
     stage_names: tuple[str, ...]
     targets: tuple[tuple[str | None, StageOptions], ...]
     platform: str | None
@@ -53,14 +57,13 @@ class OptJob:
     input_format: str | None = None
     split_input_file: bool = False
     arg_specs: str | None = None
-    plugins: tuple[str, ...] = ()              # --load-pass-plugin files, loaded in each worker
     xla_instrumentation: Any = None            # xla.instrument.XlaInstrumentation, when asked
     timing_format: str = "text"                # text or json
     defer: bool = False                        # stages may finish in groups (stages.Deferred), in run_batch
     # Stages made with the others, from the same compile, but not written: their outputs come
     # back in the rows (OptResult.also), for a caller that reads them (mlirhlo watch's summary).
     also: tuple[str, ...] = ()
-    # The pipeline as given: with the plugins, its identity in the stage cache.
+    # The pipeline as given: with the root's Python passes, its identity in the stage cache.
     pipeline_spec: str | None = None
     passes: str | None = None
     pipeline_file: str | None = None
@@ -152,7 +155,7 @@ def process(job: OptJob, task: OptTask, progress: Any = None, *, also_later: boo
         if job.root is not None:
             program = program.optimize(job.pipeline_spec, passes=job.passes, pipeline_file=job.pipeline_file,
                                        instrumentation=job.instrumentation, reproducer_dir=job.reproducer_dir,
-                                       plugin_files=job.plugins, root=job.root)
+                                       root=job.root)
             if clock is not None:
                 program.module  # noqa: B018
                 clock.mark("driver:mlir-passes")
@@ -373,12 +376,11 @@ def xla_pass_hlo(loaded: Any, options: StageOptions, xla_passes: str | None,
 # ------------------------------------------------------------- worker entries
 
 def worker_init(job: OptJob) -> None:
-    """Once per worker: the pass plugins, jaxlib's MLIR context, and the XLA client."""
+    """Once per worker: jaxlib's MLIR context and the XLA client. The pipeline's Python
+    passes came with the job (its root's pass set, made again here from the plugin files'
+    bytes the command loaded, when first used)."""
     from .._native import jaxlib as _jaxlib
-    from ..mlir import python_passes
 
-    for plugin in job.plugins:
-        python_passes.load_plugin(plugin)
     _jaxlib.ir_context()
     if job.platform == "cpu":
         _jaxlib.cpu_devices()
@@ -617,7 +619,8 @@ def registry_level(name: str) -> str:
 
 
 def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,
-            progress: Callable[[Any], None] | None = None, also: tuple[str, ...] = ()) -> list[OptResult]:
+            progress: Callable[[Any], None] | None = None, also: tuple[str, ...] = (),
+            python_passes: Any = None) -> list[OptResult]:
     """Check ``o`` against ``target`` (targets.Targets), then load, transform and emit every
     module, writing each one's outputs as it finishes. Returns the rows (a failed module
     in a batch is a row); with one module or ``fail_fast`` the failure is raised
@@ -625,7 +628,10 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
     before any module is touched. ``say`` gets the target's notes; ``progress`` events
     (core.progress) come per stage and per module. ``also``: stages made from the same
     compiles but not written, their outputs in each row's ``also`` (XLA stages only with a
-    platform)."""
+    platform). ``python_passes``: the Python passes the pipeline may name (a
+    mlir.python_passes.PassSet, as the front-end loaded ``o.load_pass_plugin``; None: the
+    built-in and installed ones with ``o.load_pass_plugin``'s, loaded now); this command's
+    only, in this process and its workers."""
     # Without MLIR passes or their instrumentation the pipeline module is not needed (a
     # cached stage's command stays light).
     mlir_work = any((o.pipeline_spec, o.passes, o.pipeline_file, o.print_ir_before, o.print_ir_after,
@@ -633,15 +639,21 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
     if mlir_work:
         from ..mlir import pipeline
 
-    root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file) if mlir_work else None
+        if python_passes is None and o.load_pass_plugin:
+            from ..mlir import passes as mlir_passes
+
+            python_passes = mlir_passes.load_plugins(o.load_pass_plugin)
+
+    root = pipeline.resolve(o.pipeline_spec, passes=o.passes, pipeline_file=o.pipeline_file,
+                            python_passes=python_passes) if mlir_work else None
     if o.timing_format not in ("text", "json"):
         raise DriverError(f"--timing-format must be text or json, not '{o.timing_format}'")
     # With a platform, a name the MLIR pipeline does not run is one of XLA's HLO passes.
     mlir_before, xla_before = _split_print_names(o.print_ir_before, root, target.platform)
     mlir_after, xla_after = _split_print_names(o.print_ir_after, root, target.platform)
     if mlir_work:
-        pipeline.check_print_ir_passes(mlir_before, root, "--print-ir-before")
-        pipeline.check_print_ir_passes(mlir_after, root, "--print-ir-after")
+        pipeline.check_print_ir_passes(mlir_before, root, "--print-ir-before", python_passes)
+        pipeline.check_print_ir_passes(mlir_after, root, "--print-ir-after", python_passes)
     if o.reproducer_dir is not None:
         pipeline.check_reproducer_dir(o.reproducer_dir)
     if o.print_pipeline:
@@ -692,7 +704,7 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
         instrumentation=inst, dump_dir=o.dump_dir, ir_dump_dir=o.ir_dump_dir, timing=o.timing,
         several=len(tasks) > 1, reproducer_dir=o.reproducer_dir, xla_passes=o.xla_passes,
         after_pass=o.after_pass, input_format=o.input_format, split_input_file=o.split_input_file,
-        arg_specs=o.args, plugins=tuple(o.load_pass_plugin),
+        arg_specs=o.args,
         xla_instrumentation=_xla_instrumentation(o, target.platform, xla_before, xla_after),
         timing_format=o.timing_format,
         # On a cluster each worker finishes its own: this machine may lack the tools.

@@ -156,15 +156,19 @@ class Build:
 
 def watch(options: Any, make_target: Callable[[], Any], *, say: Callable[[str], None] = log_note,
           report: Callable[[Build], None] | None = None, changed: Iterable[set[str]] | None = None,
-          reload_plugins: Callable[[list[str]], None] | None = None) -> None:
+          python_passes: Any = None) -> None:
     """Build (batch.opt.run_opt) now and again after each change, until ``changed`` ends.
 
     ``make_target``: the target, resolved anew for each build (a spec file may have
     changed). ``report``: gets each :class:`Build` (its error, or what changed since the
     last good build). ``changed``: sets of changed paths (default: :func:`file_changes` of
-    :func:`watched_paths`). ``reload_plugins``: called with the plugin files that changed.
+    :func:`watched_paths`). ``python_passes``: the Python passes of the first build (a
+    mlir.python_passes.PassSet with ``options.load_pass_plugin``'s; None: made here); when
+    a plugin file changes, the set is made again from every plugin file, and a set that
+    fails to load is tried again at each change until it loads.
     """
     from ..core import cache
+    from ..mlir import passes as mlir_passes
     from . import opt as batch
 
     last: dict[str, Snapshot] | None = None
@@ -180,7 +184,7 @@ def watch(options: Any, make_target: Callable[[], Any], *, say: Callable[[str], 
             cache.environment.cache_clear()  # a long-lived process: installs and edits happen
             target = make_target()
             also = SUMMARY_STAGES.get(target.platform, ())
-            rows = batch.run_opt(options, target, say=say, also=also)
+            rows = batch.run_opt(options, target, say=say, also=also, python_passes=python_passes)
             failed = [r for r in rows if not r.ok]
             if failed:
                 error = "; ".join(f"{r.name}: {r.message}" for r in failed)
@@ -200,13 +204,16 @@ def watch(options: Any, make_target: Callable[[], Any], *, say: Callable[[str], 
         changed = file_changes(watched_paths(options, target if target is not None else make_target()),
                                since_ns=started_ns)
     plugins = {os.path.abspath(p) for p in options.load_pass_plugin}
+    unloaded = False  # the plugins changed and did not load: loaded again at the next change
     for paths in changed:
         number += 1
         reason = ", ".join(sorted(Path(p).name for p in paths)) or "change"
-        if reload_plugins is not None and paths & plugins:
+        if plugins and (paths & plugins or unloaded):
             try:
-                reload_plugins(sorted(paths & plugins))
+                python_passes = mlir_passes.load_plugins(options.load_pass_plugin)
+                unloaded = False
             except DriverError as e:
+                unloaded = True
                 if report is not None:
                     report(Build(number, reason, 0.0, e.format()))
                 continue

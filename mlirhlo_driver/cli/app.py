@@ -99,8 +99,7 @@ def passes_command(
     try:
         from .. import listings
 
-        listings.load_plugins(load_pass_plugin)
-        typer.echo(listings.pass_catalog(), nl=False)
+        typer.echo(listings.pass_catalog(listings.load_plugins(load_pass_plugin)), nl=False)
     except DriverError as e:
         _fail(e)
 
@@ -558,7 +557,7 @@ def bench_pipeline(
         if strays:
             raise DriverError(f"unexpected argument '{strays[0]}'", hint="bench-pipeline takes one module")
         input = _given(ctx, input)
-        listings.load_plugins(load_pass_plugin)
+        python_passes = listings.load_plugins(load_pass_plugin)  # this command's only
         target = None
         if platform is not None:
             target = opt_cli.resolve_target(platform, gpu_spec, extra, None, None, needs_spec=True,
@@ -567,7 +566,8 @@ def bench_pipeline(
 
         typer.echo(commands.bench_pipeline(input, target=target, pipeline_spec=pipeline_spec, passes=passes,
                                            compare=compare, repeats=repeats, json_out=json_out,
-                                           input_format=input_format, args=args, say=say), nl=False)
+                                           input_format=input_format, args=args, say=say,
+                                           python_passes=python_passes), nl=False)
     except DriverError as e:
         _fail(e)
     except KeyboardInterrupt:

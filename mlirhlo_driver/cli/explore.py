@@ -113,7 +113,7 @@ def _explore(argv: list[str]) -> int:
         raise DriverError("explore compiles for one GPU spec", hint="--diff-gpu-spec for a second one")
     if not mine["no_serve"]:
         explore.require_model_explorer()  # before anything compiles
-    listings.load_plugins(params["load_pass_plugin"])
+    python_passes = listings.load_plugins(params["load_pass_plugin"])  # this command's only
     target = opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
                                     params["autotune_results"], needs_spec=True, known=_option_names,
                                     command=_PROG)
@@ -121,7 +121,7 @@ def _explore(argv: list[str]) -> int:
     said = list(target.notes)
     directory = params["dump_dir"] = params["dump_dir"] or tempfile.mkdtemp(prefix="mlirhlo-explore-")
     params["stage"] = "model-explorer"
-    opt_cli._run_opt(target, params)  # the graph and its figures, as 'opt --stage model-explorer' writes them
+    opt_cli._run_opt(target, params, python_passes)  # the graph and its figures, as 'opt --stage model-explorer' writes them
     files = explore.collect(directory)
     if not files.graphs:
         raise DriverError(f"opt wrote no graph to {directory}")
@@ -131,7 +131,7 @@ def _explore(argv: list[str]) -> int:
         program = explore.program(params["inputs"][0], InputOptions(params["input_format"], False, params["args"]),
                                   pipeline_spec=params["pipeline_spec"], passes=params["passes"],
                                   pipeline_file=params["pipeline_file"],
-                                  plugin_files=tuple(params["load_pass_plugin"] or ()))
+                                  python_passes=python_passes)
         if target_b is not None:
             for n in target_b.notes:
                 if n not in said:

@@ -212,7 +212,7 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
     from .. import listings
     from .common import say
 
-    listings.load_plugins(params["load_pass_plugin"])
+    python_passes = listings.load_plugins(params["load_pass_plugin"])  # this command's only
     inputs = params["inputs"]
     list_stages, list_passes = params["list_stages"], params["list_passes"]
     target = resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
@@ -224,14 +224,14 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
         sys.stdout.write(listings.stage_table(target.platform))
         return
     if list_passes:
-        sys.stdout.write(listings.pass_catalog())
+        sys.stdout.write(listings.pass_catalog(python_passes))
         if target.platform is not None:
             from ..commands import mlirhlo as commands
 
             sys.stdout.write("\n" + commands.xla_pass_listing(target, inputs, input_format=params["input_format"],
                                                               args=params["args"]))
         return
-    _run_opt(target, params)
+    _run_opt(target, params, python_passes)
 
 
 def resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
@@ -276,8 +276,9 @@ def opt_options(params: dict[str, Any]) -> Any:
                                for k, v in params.items() if k in names and v is not None})
 
 
-def _run_opt(target: Any, params: dict[str, Any]) -> None:
-    """opt's options by name -> batch.run_opt; a failed module: its summary, and _Failed."""
+def _run_opt(target: Any, params: dict[str, Any], python_passes: Any = None) -> None:
+    """opt's options by name -> batch.run_opt (with the Python passes listings.load_plugins
+    made of its plugins); a failed module: its summary, and _Failed."""
     from ..batch import opt as batch
     from .common import progress_line, say
 
@@ -285,10 +286,10 @@ def _run_opt(target: Any, params: dict[str, Any]) -> None:
     line = progress_line(params["quiet"], "opt")
     try:
         if line is None:
-            rows = batch.run_opt(options, target, say=say)
+            rows = batch.run_opt(options, target, say=say, python_passes=python_passes)
         else:
             with line:
-                rows = batch.run_opt(options, target, say=say, progress=line)
+                rows = batch.run_opt(options, target, say=say, progress=line, python_passes=python_passes)
     except batch.BatchStopped as stopped:
         sys.stderr.write(stopped.result.error_text)
         sys.stderr.flush()

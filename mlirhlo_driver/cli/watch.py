@@ -36,7 +36,6 @@ def main(argv: list[str]) -> int:
 def _watch(params: dict[str, Any], extra: list[str]) -> int:
     from .. import listings
     from ..batch import watch
-    from ..mlir import python_passes
     from . import opt as opt_cli
     from .common import say
 
@@ -46,7 +45,7 @@ def _watch(params: dict[str, Any], extra: list[str]) -> int:
         raise DriverError("no input modules given", hint="mlirhlo watch FILE [opt's options]")
     # Refused now, once: the command line does not change while it is watched.
     opt_cli.xla_flags_among(extra, opt_cli.option_names, _PROG)
-    listings.load_plugins(params["load_pass_plugin"])
+    python_passes = listings.load_plugins(params["load_pass_plugin"])  # refused now; loaded again when changed
 
     def make_target() -> Any:
         return opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
@@ -62,9 +61,5 @@ def _watch(params: dict[str, Any], extra: list[str]) -> int:
             sys.stderr.write(f"  {line}\n")
         sys.stderr.flush()
 
-    def reload(files: list[str]) -> None:
-        for path in files:
-            python_passes.load_plugin(path)
-
-    watch.watch(opt_cli.opt_options(params), make_target, say=say, report=report, reload_plugins=reload)
+    watch.watch(opt_cli.opt_options(params), make_target, say=say, report=report, python_passes=python_passes)
     return 0

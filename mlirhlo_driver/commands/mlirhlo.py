@@ -152,10 +152,12 @@ def ptx(input: str, *, arch: str = "sm_90a", opt_level: int = 3, optimize: bool 
 def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None = None, passes: str | None = None,
                    compare: str | None = None, repeats: int = 10, json_out: bool = False,
                    input_format: str | None = None, args: str | None = None,
-                   say: Callable[[str], None] = log_note) -> str:
+                   say: Callable[[str], None] = log_note, python_passes: Any = None) -> str:
     """``mlirhlo bench-pipeline``: the pipeline (and ``compare``, interleaved) run ``repeats``
     times on fresh copies; per-pass median and spread. With a ``target``, XLA's HLO
-    pipeline instead, timed from its per-pass dumps. A table, or JSON."""
+    pipeline instead, timed from its per-pass dumps. A table, or JSON. ``python_passes``:
+    the Python passes the pipelines may name (a mlir.python_passes.PassSet; None: the
+    built-in and installed ones)."""
     import json
     import statistics
 
@@ -185,12 +187,13 @@ def bench_pipeline(input: str, *, target: Any = None, pipeline_spec: str | None 
         out.append(f"{statistics.median(compiles):>10.3f}  {min(compiles):>8.3f}  {max(compiles):>8.3f}  "
                    "whole compile")
         return "\n".join(out) + "\n"
-    roots = [pipeline.resolve(pipeline_spec, passes=passes)]
+    roots = [pipeline.resolve(pipeline_spec, passes=passes, python_passes=python_passes)]
     if roots[0] is None:
         raise DriverError("give --pipeline or --passes")
     if compare is not None:
         other = compare if compare.startswith(("@", "builtin.module(")) else None
-        roots.append(pipeline.resolve(other) if other else pipeline.resolve(passes=compare))
+        roots.append(pipeline.resolve(other, python_passes=python_passes) if other
+                     else pipeline.resolve(passes=compare, python_passes=python_passes))
     results = bench.bench_pipelines(program.module, roots, repeats)
     # B over A; none where A's median is 0 ms (a pipeline too fast for the timer to see).
     ratio = (results[1].median_total_ms / results[0].median_total_ms

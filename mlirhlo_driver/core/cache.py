@@ -137,12 +137,6 @@ def _add_environment(h: _Hasher) -> None:
                 h.add_stat(f"nvidia/{tools.subdir}/{rel}", os.path.join(root, tools.subdir, rel))
 
 
-def _add_entry_points(h: _Hasher) -> None:
-    from ..mlir.python_passes import entry_point_specs
-
-    h.add("entry-points", repr([tuple(e) for e in entry_point_specs()]))
-
-
 @functools.lru_cache(maxsize=1)
 def _installed() -> str:
     h = _Hasher()
@@ -177,13 +171,6 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     """A file's content as a digest part; an unreadable file is its path and errno."""
     h = _Hasher()
     h.add_file("file", path)
-    return h.hexdigest()
-
-
-def entry_points_digest() -> str:
-    """The installed pass plugins' entry points (``mlirhlo_driver.passes``), for a pipeline's identity."""
-    h = _Hasher()
-    _add_entry_points(h)
     return h.hexdigest()
 
 

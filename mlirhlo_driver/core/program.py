@@ -19,10 +19,14 @@ Promises:
   (parsing, then copying, cost a copy more); any other parent's module is copied.
 * :attr:`Program.identity` is a digest of everything the module depends on: the
   bytes and how they were read (format, file name, chunk), or the module's bytecode;
-  the pipeline spec, the pipeline files and plugins it can read. A file's is made when
-  first asked (from the bytes in hand); a pipeline's when the pipeline is given (its
-  files as they are then). It is None where that cannot be known (a pipeline naming a
-  Python pass registered interactively): such a program is never served from the cache.
+  the pipeline spec, the pipeline files it can read, and its Python passes (the bytes
+  of the plugin files loaded into its pass set, the installed entry points). A file's is
+  made when first asked (from the bytes in hand); a pipeline's when the pipeline is given
+  (its files as they are then). It is None where that cannot be known (a pipeline naming
+  a Python pass made by running code, a notebook's): such a program is never served from
+  the cache.
+* A pipeline names the Python passes it is given (``python_passes``) and the built-in and
+  installed ones, no other: what one pipeline loads is not seen by another.
 """
 
 from __future__ import annotations
@@ -124,7 +128,7 @@ class Program:
         return self._hlo_proto
 
     def optimize(self, spec: str | None = None, *, passes: str | None = None, pipeline_file: str | None = None,
-                 instrumentation: Any = None, reproducer_dir: str | None = None,
+                 python_passes: Any = None, instrumentation: Any = None, reproducer_dir: str | None = None,
                  plugin_files: Sequence[str] = (), root: Any = None) -> Program:
         """A new Program: this module after a pass pipeline; this one is unchanged.
 
@@ -132,26 +136,31 @@ class Program:
         shipped or user pipeline by ``@name``, or hlo-opt's comma list of pass names
         (``canonicalize,cse``, each nested at its anchor); ``passes`` and
         ``pipeline_file`` say the last two explicitly. No pipeline: an equal program.
-        The spec is checked now (PipelineError for an unknown pass or bad syntax); the
-        pipeline runs when the new program's module is first needed (PassFailure, with
+        ``python_passes``: the passes written in Python it may name besides the built-in
+        and installed ones: passes (``@mlirhlo_driver.register_pass``) and plugin files
+        (paths, as ``--load-pass-plugin``) in a list, or a ``PassSet`` (all it may name);
+        ``plugin_files`` are more plugin files. The spec is checked now (PipelineError for
+        an unknown pass or bad syntax; InputError for a plugin file that does not load);
+        the pipeline runs when the new program's module is first needed (PassFailure, with
         the reproducer's path under ``reproducer_dir``, when a pass fails).
         ``instrumentation`` (mlir.pipeline.Instrumentation): IR printing and timing, in
-        ``last_run``; such a program is never served from the cache. ``plugin_files``:
-        the pass plugins the pipeline may use, for its identity. ``root``: the pipeline
-        already resolved from these (a batch resolves it once).
+        ``last_run``; such a program is never served from the cache. ``root``: the
+        pipeline already resolved, with its Python passes (a batch resolves it once).
         """
         from ..mlir import pipeline
 
         if spec is not None and passes is None and pipeline_file is None and is_pass_list(spec):
             spec, passes = None, spec
         if root is None:
-            root = pipeline.resolve(spec, passes=passes, pipeline_file=pipeline_file)
+            from ..mlir.python_passes import pass_set
+
+            root = pipeline.resolve(spec, passes=passes, pipeline_file=pipeline_file,
+                                    python_passes=pass_set(python_passes, plugin_files))
         if root is None:
             return self._derived(self.identity, self._own_module)
         identity = None
         if self.identity is not None and not (instrumentation is not None and instrumentation.observes()):
-            identity = pipeline_identity(self.identity, spec, passes, pipeline_file, plugin_files,
-                                         instrumentation)
+            identity = pipeline_identity(self.identity, spec, passes, pipeline_file, root, instrumentation)
         child = self._derived(identity, None)
 
         def make() -> Any:
@@ -335,42 +344,33 @@ def module_identity(name: str, source: str, module: Any) -> str:
 
 
 def pipeline_identity(parent: str, spec: str | None, passes: str | None, pipeline_file: str | None,
-                      plugin_files: Sequence[str] = (), instrumentation: Any = None) -> str | None:
+                      root: Any, instrumentation: Any = None) -> str | None:
     """``parent`` after a pipeline: the spec as written, the pipeline files it can read
-    (``pipeline_file``, the named pipelines), the pass plugins (files given, files loaded,
-    installed entry points) and verification; None when it names a Python pass
-    registered interactively (its code is in no file)."""
-    from ..mlir import python_passes
+    (``pipeline_file``, the named pipelines), verification, and the Python passes of
+    ``root`` (the resolved pipeline): the bytes of every plugin file loaded into its pass
+    set and the installed entry points it was made with; None when it names a Python pass
+    made by running code (its code is in no file) or one whose file is not in the set."""
     from ..mlir.pipeline import PIPELINE_SUFFIX, pipeline_dir
+    from ..mlir.python_passes import BUILTIN, PassSet
     from . import cache
 
-    text = " ".join(x for x in (spec, passes) if x)
+    python = root.python_passes if root.python_passes is not None else PassSet.default()
+    # A pass whose code the parts below do not cover: made by running code, or taken from
+    # another set's plugin file or entry point.
+    covered = {BUILTIN, *python.plugin_files, *(f"entry point {e[0]}" for e in python.entry_points)}
+    if any((p := python.get(ref.name)) is not None and p.origin not in covered for ref in root.passes()):
+        return None
     parts: list[tuple[str, bytes | str | None]] = [
         ("parent", parent), ("spec", spec), ("passes", passes),
         ("verify_each", str(getattr(instrumentation, "verify_each", True)))]
     if pipeline_file is not None:
         parts.append(("pipeline-file", cache.file_digest(pipeline_file)))
-        try:
-            with open(pipeline_file, errors="replace") as f:
-                text += " " + f.read()
-        except OSError:
-            pass
     for path in sorted(pipeline_dir().glob(f"*{PIPELINE_SUFFIX}")):  # what @NAME can read
         parts.append((f"named:{path.name}", cache.file_digest(path)))
-    files = dict.fromkeys([*plugin_files, *(p.plugin_file() for p in python_passes.registered() if p.plugin_file())])
-    for path in files:
-        parts.append(("plugin", cache.file_digest(path)))
-    for p in python_passes.registered():
-        if p.origin == "python" and _names(text, p.name):
-            return None
-    parts.append(("entry-points", cache.entry_points_digest()))
+    for plugin in python.plugins:  # the bytes its passes ran, not the file as it is now
+        parts.append(("plugin", plugin.source))
+    parts.append(("entry-points", repr([tuple(e) for e in python.entry_points])))
     return cache.digest(*parts)
-
-
-def _names(text: str, name: str) -> bool:
-    import re
-
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 # ------------------------------------------------------------------ making programs

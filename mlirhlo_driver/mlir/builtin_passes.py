@@ -17,7 +17,7 @@ from typing import Any
 
 from .ops import functions
 
-# (name, anchor, description, fn): registered by python_passes.load_builtin, in order.
+# (name, anchor, description, fn), in order: python_passes.PassSet.builtin() makes them passes.
 PASSES: list[tuple[str, str, str, Any]] = []
 
 

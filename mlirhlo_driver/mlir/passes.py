@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from importlib import util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..resources import cache_dir
+
+if TYPE_CHECKING:
+    from .python_passes import PassSet
 
 ANY = "any"  # op-agnostic: runs on whatever op its pass manager is nested on
 MODULE = "builtin.module"
@@ -359,8 +362,9 @@ def _run_each_nested(ctx: Any, names: list[str], scratch: str) -> None:  # pragm
         os.write(fd, f"{name}\t{ended}\n".encode())  # written before the next try can kill the child
 
 
-def all_passes() -> Mapping[str, PassInfo]:
-    """Every pass a pipeline may name, by name: jaxlib's and those written in Python.
+def all_passes(python_passes: PassSet | None = None) -> Mapping[str, PassInfo]:
+    """Every pass a pipeline may name, by name: jaxlib's and the Python passes of
+    ``python_passes`` (None: ``PassSet.default()``, the built-in and installed ones).
 
     Looking a name up probes that one pass (a few ms) until the full catalogue is
     cached, and the answer is kept for later runs (:class:`_Probes`); iterating
@@ -368,14 +372,15 @@ def all_passes() -> Mapping[str, PassInfo]:
     cached). So the first ``--passes a,b`` in a new environment costs two probes,
     not the scan, and the next one neither.
     """
-    from . import python_passes
+    from .python_passes import PassSet
 
+    python = python_passes if python_passes is not None else PassSet.default()
     key = jaxlib_cache_key()
     cached = _cached_native_passes(cache_dir() / f"passes-{key}.json")
     full = {p.name: p for p in cached} if cached is not None else None
     probes = _Probes(cache_dir() / f"passes-probed-{key}.json") if full is None else _Probes(None)
     written: dict[str, PassInfo] = {}
-    for p in python_passes.registered():
+    for p in python.values():
         native = full.get(p.name) if full is not None else probes.get(p.name)
         if native is not None:  # plugin files are refused on load; this catches the other origins
             from ..errors import InputError
@@ -455,11 +460,14 @@ class _Catalog(Mapping):
         return len(self._everything())
 
 
-def load_plugin(path: str) -> list[str]:
-    """``python_passes.load_plugin``, refusing a pass that has the name of one of jaxlib's."""
-    from . import python_passes
+def load_plugins(files: Iterable[str], base: PassSet | None = None) -> PassSet:
+    """``base`` (None: ``PassSet.default()``) with the passes of
+    the plugin files ``files`` (``--load-pass-plugin``), a new set; a plugin pass that has
+    the name of one of jaxlib's is refused at its line."""
+    from .python_passes import PassSet
 
-    return python_passes.load_plugin(path, reserved=lambda: {p.name for p in native_passes()})
+    base = base if base is not None else PassSet.default()
+    return base.with_plugins(*files, reserved=lambda: {p.name for p in native_passes()})
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ Three ways to say a pipeline, all ending as one MLIR textual pipeline:
 Specs are parsed here before MLIR sees them: errors then point at the column of
 the spec, unknown passes get close-match hints, and a module pass nested under
 ``func.func`` is rejected (MLIR aborts the whole process on that).
+
+A name is a native pass or a Python pass of the ``PassSet`` given to :func:`resolve`
+(``python_passes``; the built-in and installed ones by default). The resolved root keeps
+that set, and :func:`run` runs its passes: no pipeline sees another's.
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import resources
 from ..errors import PassFailure, PipelineError, did_you_mean, param
 from ..timing import ms
 from .passes import ANY, FUNC, MODULE, PassInfo
+
+if TYPE_CHECKING:
+    from .python_passes import PassSet
 
 PIPELINE_SUFFIX = ".pipeline"
 
@@ -46,6 +53,9 @@ class Nest:
     op: str
     items: list[PassRef | Nest]
     col: int
+    # A resolved pipeline's root: the Python passes its names resolve to (resolve() sets it; it
+    # travels with the root, to a batch's workers too). None: PassSet.default().
+    python_passes: PassSet | None = field(default=None, repr=False, compare=False)
 
     def render(self) -> str:
         return f"{self.op}({','.join(i.render() for i in self.items)})"
@@ -268,8 +278,12 @@ def resolve_named(name: str) -> NamedPipeline:
 
 
 def resolve(spec: str | None = None, *, passes: str | None = None,
-            pipeline_file: str | None = None, catalog: dict[str, PassInfo] | None = None) -> Nest | None:
-    """The validated pipeline for ``--pipeline``, ``--passes`` or ``--pipeline-file``."""
+            pipeline_file: str | None = None, catalog: dict[str, PassInfo] | None = None,
+            python_passes: PassSet | None = None) -> Nest | None:
+    """The validated pipeline for ``--pipeline``, ``--passes`` or ``--pipeline-file``.
+
+    ``python_passes``: the Python passes it may name (None: ``PassSet.default()``, the
+    built-in and installed ones); the root keeps them, and :func:`run` runs those."""
     given = [x for x in (spec, passes, pipeline_file) if x is not None]
     if len(given) > 1:
         raise PipelineError(f"give only one of {param('pipeline')}, {param('passes')} and {param('pipeline_file')}")
@@ -277,11 +291,14 @@ def resolve(spec: str | None = None, *, passes: str | None = None,
         return None
     if catalog is None:
         from .passes import all_passes
+        from .python_passes import PassSet
 
-        catalog = all_passes()
+        python_passes = python_passes if python_passes is not None else PassSet.default()
+        catalog = all_passes(python_passes)
     if passes is not None:
         root = from_pass_list(passes, catalog)
         check_options(root, catalog, source=_PASSES)
+        root.python_passes = python_passes
         return root
     source = _PIPELINE
     if pipeline_file is not None or (spec is not None and spec.startswith("@")):
@@ -291,15 +308,22 @@ def resolve(spec: str | None = None, *, passes: str | None = None,
     root = parse_spec(spec, source=source)
     validate(root, catalog, source=source)
     check_options(root, catalog, source=source)
+    root.python_passes = python_passes
     return root
 
 
-def check_print_ir_passes(names: tuple[str, ...] | list[str], root: Nest | None, flag: str) -> None:
+def check_print_ir_passes(names: tuple[str, ...] | list[str], root: Nest | None, flag: str,
+                          python_passes: PassSet | None = None) -> None:
     """``--print-ir-before/after NAME``: NAME must be a pass of the pipeline (or 'all').
+    ``python_passes``: the Python passes there are (default: the root's, or
+    ``PassSet.default()``).
 
     MLIR would silently print nothing for a misspelled name.
     """
     from .passes import all_passes
+
+    if python_passes is None and root is not None:
+        python_passes = root.python_passes
 
     wanted = [n for n in names if n != "all"]
     if not wanted:
@@ -309,7 +333,7 @@ def check_print_ir_passes(names: tuple[str, ...] | list[str], root: Nest | None,
     for name in wanted:
         if name in in_pipeline:
             continue
-        catalog = catalog if catalog is not None else all_passes()
+        catalog = catalog if catalog is not None else all_passes(python_passes)
         if name not in catalog:
             raise PipelineError(f"unknown pass '{name}'", file=flag,
                                 hint=did_you_mean(name, list(in_pipeline) + list(catalog)))
@@ -493,30 +517,32 @@ def run(module: Any, root: Nest, *, instrumentation: Instrumentation | None = No
     return result
 
 
-def build_pass_manager(root: Nest) -> Any:
+def build_pass_manager(root: Nest, python_passes: PassSet | None = None) -> Any:
     """A PassManager for ``root``; Python passes join the native ones in it.
 
-    With no Python pass this is ``PassManager.parse`` of the spec. Otherwise
-    the spec is added piece by piece: the bindings cannot nest a pass
-    manager, so a Python pass inside ``func.func(...)`` splits that group and
-    runs at module level over each function (function passes are independent
-    per function, so the result is the same).
+    A name is a Python pass of ``python_passes`` (default: the root's, as :func:`resolve`
+    left them; else ``PassSet.default()``), or a native pass. With no Python pass this is
+    ``PassManager.parse`` of the spec. Otherwise the spec is added piece by piece: the
+    bindings cannot nest a pass manager, so a Python pass inside ``func.func(...)`` splits
+    that group and runs at module level over each function (function passes are
+    independent per function, so the result is the same).
     """
+    import dataclasses
+
     from jaxlib.mlir import passmanager
 
-    from . import python_passes
+    from .python_passes import runner
 
+    python = _python_passes_of(root, python_passes)
     names = {p.name for p in root.passes()}
-    py = {n: python_passes.get(n) for n in names}
+    py = {n: python.get(n) for n in names}
     py = {n: p for n, p in py.items() if p is not None}
     if not py:
         return passmanager.PassManager.parse(root.render())
     pm = passmanager.PassManager("builtin.module")
 
     def add_python(p: Any, per_function: bool) -> None:
-        run = python_passes.runner(p if not per_function or p.anchor == "func.func"
-                                   else python_passes.PythonPass(p.name, p.fn, "func.func", p.description,
-                                                                 p.origin))
+        run = runner(p if not per_function or p.anchor == "func.func" else dataclasses.replace(p, anchor="func.func"))
         pm.add(run, name=p.name, argument=p.name, description=p.description)
 
     for item in root.items:
@@ -540,6 +566,16 @@ def build_pass_manager(root: Nest) -> Any:
         if pending or not item.items:
             pm.add(f"{item.op}({','.join(pending)})")
     return pm
+
+
+def _python_passes_of(root: Nest, python_passes: PassSet | None = None) -> PassSet:
+    if python_passes is not None:
+        return python_passes
+    if root.python_passes is not None:
+        return root.python_passes
+    from .python_passes import PassSet
+
+    return PassSet.default()
 
 
 def _module_asm(module: Any) -> str:
@@ -633,7 +669,7 @@ def _pass_failure(exc: Exception, root: Nest, original: str, module_name: str,
             lines.append(_format_diag("note", at(n.location), n.message, source))
     if not diags:
         lines = [str(exc).strip()]
-    repro = write_reproducer(original, root.render(), module_name, reproducer_dir)
+    repro = write_reproducer(original, root.render(), module_name, reproducer_dir, _python_passes_of(root))
     what = f"pass '{failing}' failed" if failing else "pass pipeline failed"
     first = diags[0].message.strip().splitlines()[0] if diags else str(exc).strip().splitlines()[-1].strip()
     err = PassFailure(f"{what}: {first}", pass_name=failing, diagnostics="\n".join(lines),
@@ -650,7 +686,7 @@ def _python_pass_failure(exc: Exception, failing: str | None, root: Nest, origin
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.endswith(
         ("mlir/pipeline.py", "mlir/python_passes.py"))]
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    repro = write_reproducer(original, root.render(), module_name, reproducer_dir)
+    repro = write_reproducer(original, root.render(), module_name, reproducer_dir, _python_passes_of(root))
     err = PassFailure(f"Python pass '{failing or '?'}' failed on module '{module_name}': "
                       f"{type(exc).__name__}: {exc}{where}", pass_name=failing, reproducer=repro, file=source)
     err.run = result
@@ -693,12 +729,13 @@ def _find_failing_pass(root: Nest, original: str) -> str | None:
                 flat.append((path, item))
 
     walk(root, [])
+    python = _python_passes_of(root)
     ctx = _jaxlib.ir_context()
     with ctx, capture_fd2():
         for n in range(1, len(flat) + 1):
             try:
                 module = ir.Module.parse(original)
-                build_pass_manager(parse_spec(_prefix_spec(flat[:n]))).run(module.operation)
+                build_pass_manager(parse_spec(_prefix_spec(flat[:n])), python).run(module.operation)
             except Exception:
                 return flat[n - 1][1].name
     return None
@@ -715,8 +752,10 @@ def _prefix_spec(items: list[tuple[list[str], PassRef]]) -> str:
     return f"{MODULE}({','.join(parts)})"
 
 
-def write_reproducer(module_asm: str, spec: str, module_name: str, directory: str | None) -> str:
-    """The input module plus the pipeline, runnable as one ``mlirhlo opt`` command."""
+def write_reproducer(module_asm: str, spec: str, module_name: str, directory: str | None,
+                     python_passes: PassSet | None = None) -> str:
+    """The input module plus the pipeline, runnable as one ``mlirhlo opt`` command (with the
+    plugin files of the Python passes of ``python_passes`` it names)."""
     import shlex
     import tempfile
 
@@ -725,7 +764,7 @@ def write_reproducer(module_asm: str, spec: str, module_name: str, directory: st
     fd, path = tempfile.mkstemp(prefix=f"mlirhlo-reproducer-{_safe(module_name)}-",
                                 suffix=".mlir", dir=directory)
     command = f"mlirhlo opt {shlex.quote(path)} --pipeline {shlex.quote(spec)}"
-    for plugin in _plugins_for(spec):
+    for plugin in _plugins_for(spec, python_passes):
         command += f" --load-pass-plugin {shlex.quote(plugin)}"
     with os.fdopen(fd, "w") as f:
         f.write(f"// Reproducer written by mlirhlo after a pass failure. Run it with:\n//   {command}\n")
@@ -745,12 +784,12 @@ def check_reproducer_dir(directory: str) -> None:
         raise PipelineError("the reproducer directory is not writable", file=directory)
 
 
-def _plugins_for(spec: str) -> list[str]:
-    from . import python_passes
-
+def _plugins_for(spec: str, python_passes: PassSet | None = None) -> list[str]:
+    root = parse_spec(spec)
+    python = _python_passes_of(root, python_passes)
     files = []
-    for ref in parse_spec(spec).passes():
-        p = python_passes.get(ref.name)
+    for ref in root.passes():
+        p = python.get(ref.name)
         if p is not None and p.plugin_file() and p.plugin_file() not in files:
             files.append(p.plugin_file())
     return files

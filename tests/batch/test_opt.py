@@ -159,6 +159,37 @@ def probe(module_op):
     assert (out / "m2.stablehlo.mlir").exists()
 
 
+def test_workers_run_the_plugin_bytes_the_command_loaded_and_nothing_outlives_it(batch_dir):
+    """run_opt with a pass set: its --jobs workers get the set with the pipeline and run the plugin's
+    bytes as this process read them (the file is gone by then); after the batch, no pipeline of
+    the process knows the plugin's pass."""
+    import mlirhlo_driver as mh
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.batch import opt as batch
+
+    plugin = batch_dir / "tagger.py"
+    plugin.write_text("""
+import mlirhlo_driver
+from jaxlib.mlir import ir
+
+
+@mlirhlo_driver.register_pass("tag-in-worker", anchor="builtin.module")
+def tag(module_op):
+    with module_op.context:
+        module_op.attributes["x.tag"] = ir.StringAttr.get("as-loaded")
+""")
+    loaded = mh.PassSet.default().with_plugins(plugin)
+    plugin.unlink()
+    out = batch_dir / "out"
+    options = batch.OptOptions(inputs=["m1.mlir", "m2.mlir"], passes="tag-in-worker", dump_dir=str(out), jobs=1,
+                               no_cache=True)
+    rows = batch.run_opt(options, targets.resolve(None), python_passes=loaded)
+    assert [r.status for r in rows] == ["ok", "ok"], [r.message for r in rows]
+    assert all('x.tag = "as-loaded"' in (out / f"{m}.stablehlo.mlir").read_text() for m in ("m1", "m2"))
+    with pytest.raises(mh.PipelineError):
+        mh.load(str(batch_dir / "m1.mlir")).optimize("tag-in-worker")
+
+
 def test_exit_code_follows_run_bad_input_first():
     """2 when any module is bad input (as `run` exits), 1 for other failures, 0 when all are done."""
     from mlirhlo_driver.batch.opt import OptResult, exit_code

@@ -65,6 +65,47 @@ def test_a_watch_rebuilds_on_each_change_and_goes_on_after_a_failure(tmp_path, m
     assert "multiply" in (out / "m.hlo").read_text()
 
 
+TAGGER = """
+import mlirhlo_driver
+from jaxlib.mlir import ir
+
+
+@mlirhlo_driver.register_pass("tag-watched", anchor="builtin.module")
+def tag(module_op):
+    with module_op.context:
+        module_op.attributes["x.tag"] = ir.StringAttr.get("VALUE")
+"""
+
+
+def test_a_changed_plugin_makes_the_watchs_pass_set_again(tmp_path):
+    """A plugin file that changes is loaded again for the next build (a new pass set, the watch's own);
+    one that fails to load is a failed build and is tried again at the next change."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.batch.opt import OptOptions
+
+    path, plugin = tmp_path / "m.mlir", tmp_path / "tagger.py"
+    path.write_text(ADD)
+    plugin.write_text(TAGGER.replace("VALUE", "first"))
+    out = tmp_path / "out"
+    options = OptOptions(inputs=[str(path)], passes="tag-watched", dump_dir=str(out), load_pass_plugin=(str(plugin),))
+    builds: list[watch.Build] = []
+    seen: list[str] = []
+
+    def changed():
+        seen.append((out / "m.stablehlo.mlir").read_text())
+        plugin.write_text("def broken(:\n")
+        yield {str(plugin)}
+        path.write_text(ADD.replace("add", "multiply"))
+        plugin.write_text(TAGGER.replace("VALUE", "second"))
+        yield {str(path)}  # the plugin is loaded again: it did not load last time
+        seen.append((out / "m.stablehlo.mlir").read_text())
+
+    watch.watch(options, lambda: targets.resolve(None), report=builds.append, changed=changed())
+    assert [(b.number, b.error is None) for b in builds] == [(0, True), (1, False), (2, True)]
+    assert "syntax error" in builds[1].error
+    assert 'x.tag = "first"' in seen[0] and 'x.tag = "second"' in seen[1] and "multiply" in seen[1]
+
+
 def test_watched_paths_are_every_file_a_build_reads(tmp_path):
     """Inputs (a directory's files too), the pipeline file, plugins, option files and the
     GPU spec file (a shipped one too)."""

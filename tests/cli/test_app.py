@@ -63,7 +63,7 @@ def test_cli_defaults_of_the_thin_commands():
 
     assert defaults(commands.bench_pipeline) == {
         "target": None, "pipeline_spec": None, "passes": None, "compare": None, "repeats": 10, "json_out": False,
-        "input_format": None, "args": None, "say": log_note}
+        "input_format": None, "args": None, "say": log_note, "python_passes": None}
     assert defaults(commands.convert) == {"output": None, "to": None, "emit_proto": False, "input_format": None,
                                           "args": None, "target_version": None}
 

@@ -55,7 +55,7 @@ def fake_run(monkeypatch):
 
     seen = SimpleNamespace(options=None, target=None, rows=[], raises=None)
 
-    def run_opt(o, target, *, say, progress=None):
+    def run_opt(o, target, *, say, progress=None, python_passes=None):
         seen.options, seen.target, seen.say = o, target, say
         if seen.raises is not None:
             raise seen.raises

@@ -18,10 +18,12 @@ def fake_bench(monkeypatch):
     from mlirhlo_driver.execute import bench
     from mlirhlo_driver.mlir import pipeline
 
-    calls: dict = {"resolved": [], "benched": None, "totals": [[3.0, 2.0, 4.0], [6.0, 5.0, 7.0]]}
+    calls: dict = {"resolved": [], "python_passes": [], "benched": None,
+                   "totals": [[3.0, 2.0, 4.0], [6.0, 5.0, 7.0]]}
 
-    def resolve(spec=None, *, passes=None):
+    def resolve(spec=None, *, passes=None, python_passes=None):
         calls["resolved"].append((spec, passes))
+        calls["python_passes"].append(python_passes)
         given = spec if spec is not None else passes
         return None if given is None else SimpleNamespace(spec=f"P({given})")
 
@@ -118,6 +120,19 @@ def test_bench_pipeline_compare_is_a_spec_a_name_or_a_pass_list(fake_bench, comp
 
     commands.bench_pipeline("x.mlir", passes="cse", compare=compare, repeats=1)
     assert fake_bench["resolved"] == [(None, "cse"), resolved]
+
+
+def test_bench_pipeline_resolves_both_pipelines_with_its_python_passes(fake_bench):
+    """python_passes (the command's --load-pass-plugin set) is what both pipelines may name;
+    without it, each resolves with the built-in and installed ones (None)."""
+    from mlirhlo_driver.commands import mlirhlo as commands
+    from mlirhlo_driver.mlir.python_passes import PassSet
+
+    mine = PassSet()
+    commands.bench_pipeline("x.mlir", passes="cse", compare="canonicalize", repeats=1, python_passes=mine)
+    commands.bench_pipeline("x.mlir", passes="cse", compare="canonicalize", repeats=1)
+    assert [p is mine for p in fake_bench["python_passes"]] == [True, True, False, False]
+    assert fake_bench["python_passes"][2:] == [None, None]
 
 
 def test_bench_pipeline_ratio_is_none_when_a_takes_0_ms(fake_bench):

@@ -167,19 +167,52 @@ def test_what_a_program_is_made_of_changes_its_key(module_file, change):
 
 
 def test_a_pipeline_naming_an_interactive_python_pass_is_never_cached(module_file):
-    """Its code is in no file: nothing could tell an edited pass from the old one."""
+    """Its code is in no file: nothing could tell an edited pass from the old one. A pipeline of
+    the same set that does not name it is cached."""
     import mlirhlo_driver as mh
-    from mlirhlo_driver.mlir import python_passes
 
     @mh.register_pass("cache-test-noop", anchor="builtin.module")
     def _noop(op):
         return None
 
-    try:
-        assert _program(module_file).optimize("cache-test-noop").identity is None
-        assert _program(module_file).optimize("canonicalize").identity is not None
-    finally:
-        python_passes._registry.pop("cache-test-noop", None)
+    assert _program(module_file).optimize("cache-test-noop", python_passes=[_noop]).identity is None
+    assert _program(module_file).optimize("canonicalize", python_passes=[_noop]).identity is not None
+    assert _program(module_file).optimize("canonicalize").identity is not None
+
+
+PLUGIN = """
+import mlirhlo_driver
+
+
+@mlirhlo_driver.register_pass("cache-test-plugin", anchor="builtin.module")
+def noop(op):
+    return VALUE
+"""
+
+
+def test_a_pipelines_key_covers_the_bytes_of_its_plugins(module_file, tmp_path):
+    """The plugin files in a pipeline's pass set are in its key as the bytes it loaded: the same
+    bytes are the same key (wherever the file is), other bytes another, and a set loaded before
+    the file changed keeps its key; a pass taken from another set's plugin is never cached."""
+    from mlirhlo_driver.mlir.python_passes import PassSet
+
+    plugin = tmp_path / "cache_plugin.py"
+    plugin.write_text(PLUGIN.replace("VALUE", "1"))
+    before = PassSet.default().with_plugins(plugin)
+
+    def key(passes):
+        return _stage_key(_program(module_file).optimize("cache-test-plugin", python_passes=passes))
+
+    first = key(before)
+    (tmp_path / "copy").mkdir()
+    shutil.copy(plugin, tmp_path / "copy" / "cache_plugin.py")
+    assert key([tmp_path / "copy" / "cache_plugin.py"]) == first == key([str(plugin)])
+    plugin.write_text(PLUGIN.replace("VALUE", "2"))
+    assert key([str(plugin)]) != first and key(before) == first
+    assert _stage_key(_program(module_file).optimize("canonicalize")) != \
+        _stage_key(_program(module_file).optimize("canonicalize", python_passes=before))
+    borrowed = PassSet.default().with_passes(before["cache-test-plugin"])
+    assert _program(module_file).optimize("cache-test-plugin", python_passes=borrowed).identity is None
 
 
 @pytest.mark.parametrize("change", ["spec", "flag", "flag-file", "stage-option", "dump-to"])

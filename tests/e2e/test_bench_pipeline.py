@@ -194,7 +194,7 @@ def test_bench_pipeline_command_hands_over_its_options(cli, small, recorder):
     from mlirhlo_driver.cli.common import say
 
     assert kwargs == {"target": None, "pipeline_spec": None, "passes": "cse", "compare": None, "repeats": 3,
-                      "json_out": False, "input_format": None, "args": None, "say": say}
+                      "json_out": False, "input_format": None, "args": None, "say": say, "python_passes": None}
     assert "resolve" not in recorder and recorder["load_plugins"] == ((None,), {})
     r = cli("bench-pipeline", small, "--passes", "cse", "--platform", "cuda", "--gpu-spec", "a100",
             "--xla_gpu_autotune_level=0", "--json")

@@ -599,7 +599,7 @@ def test_stdout_on_a_full_disk_is_one_error_line_and_exit_1(unbuffered):
         "explain": False, "debug_options_file_a": None, "debug_options_file_b": None, "num_partitions": None})),
     (["specs", "list"], "spec_table", ((), {"as_json": False})),
     (["specs", "list", "--json"], "spec_table", ((), {"as_json": True})),
-    (["passes"], "pass_catalog", ((), {})),
+    (["passes"], "pass_catalog", ((None,), {})),
 ])
 def test_report_commands_hand_over_their_options(cli, recorder, argv, name, expected):
     """kernels, diff, specs list and passes: the library's text on stdout as is, their options passed

@@ -344,21 +344,21 @@ def test_probes_are_remembered_per_jaxlib_build_until_the_catalogue_is_there(mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k1")
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
-    monkeypatch.setattr(python_passes, "registered", lambda: [])
+    none = python_passes.PassSet()
     probed = _counting_probe(monkeypatch, {"cse": CSE, "symbol-dce": SYMBOL_DCE})
-    first = passes.all_passes()
+    first = passes.all_passes(none)
     assert first["cse"] == CSE and "no-such-pass" not in first
     assert probed == ["cse", "no-such-pass"]
     rows = json.loads((tmp_path / "mlirhlo-driver" / "passes-probed-k1.json").read_text())
     assert rows == {"cse": {"name": "cse", "anchor": "any", "description": "Eliminate common sub-expressions",
                             "origin": "jaxlib"}, "no-such-pass": None}
-    again = passes.all_passes()  # as the next command would
+    again = passes.all_passes(none)  # as the next command would
     assert again["cse"] == CSE and "no-such-pass" not in again and again["symbol-dce"] == SYMBOL_DCE
     assert probed == ["cse", "no-such-pass", "symbol-dce"]
     monkeypatch.setattr(passes, "jaxlib_cache_key", lambda: "k2")
-    assert passes.all_passes()["cse"] == CSE and probed[-1] == "cse"
+    assert passes.all_passes(none)["cse"] == CSE and probed[-1] == "cse"
     (tmp_path / "mlirhlo-driver" / "passes-probed-k2.json").write_text("not json")
-    assert passes.all_passes()["cse"] == CSE and probed[-1] == "cse"  # unreadable: probed again
+    assert passes.all_passes(none)["cse"] == CSE and probed[-1] == "cse"  # unreadable: probed again
 
 
 def test_all_passes_joins_python_passes_without_probing_when_cached(monkeypatch):
@@ -366,8 +366,7 @@ def test_all_passes_joins_python_passes_without_probing_when_cached(monkeypatch)
     with origin 'python' after jaxlib's."""
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: [CSE, SYMBOL_DCE])
     probed = _counting_probe(monkeypatch, {})
-    monkeypatch.setattr(python_passes, "registered", lambda: [_python_pass("my-pass", "any", "mine")])
-    cat = passes.all_passes()
+    cat = passes.all_passes(python_passes.PassSet([_python_pass("my-pass", "any", "mine")]))
     assert probed == []
     assert dict(cat) == {"cse": CSE, "symbol-dce": SYMBOL_DCE,
                          "my-pass": passes.PassInfo("my-pass", "any", "mine", "python")}
@@ -380,9 +379,8 @@ def test_all_passes_probes_each_python_pass_name_when_not_cached(monkeypatch, tm
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: None)
     probed = _counting_probe(monkeypatch, {"cse": CSE})
     monkeypatch.setattr(passes, "native_passes", lambda: pytest.fail("no scan for a lookup"))
-    monkeypatch.setattr(python_passes, "registered",
-                        lambda: [_python_pass("a-pass"), _python_pass("b-pass", "builtin.module", "b")])
-    cat = passes.all_passes()
+    cat = passes.all_passes(python_passes.PassSet([_python_pass("a-pass"),
+                                                   _python_pass("b-pass", "builtin.module", "b")]))
     assert probed == ["a-pass", "b-pass"]
     assert cat["b-pass"] == passes.PassInfo("b-pass", "builtin.module", "b", "python")
     assert cat["cse"] == CSE and probed == ["a-pass", "b-pass", "cse"]
@@ -395,17 +393,16 @@ def test_a_python_pass_with_a_native_name_is_refused(monkeypatch, tmp_path, cach
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(passes, "_cached_native_passes", lambda path=None: [CSE] if cached else None)
     _counting_probe(monkeypatch, {"cse": CSE})
-    monkeypatch.setattr(python_passes, "registered",
-                        lambda: [_python_pass("a-pass"), _python_pass("cse", origin="entry point mine")])
     with pytest.raises(InputError) as e:
-        passes.all_passes()
+        passes.all_passes(python_passes.PassSet([_python_pass("a-pass"), _python_pass("cse", origin="entry point mine")]))
     assert e.value.message == ("Python pass 'cse' (from entry point mine) has the name of a native jaxlib "
                                "pass; it cannot replace it")
     assert e.value.hint == "give the Python pass another name"
 
 
-def test_load_plugin_refuses_a_native_name_and_returns_the_others(monkeypatch, tmp_path):
-    """passes.load_plugin: a plugin's pass names come back; one named like a jaxlib pass is refused."""
+def test_load_plugins_refuses_a_native_name_and_keeps_the_others(monkeypatch, tmp_path):
+    """passes.load_plugins: a new set with a plugin's passes, beside the built-in ones; a plugin
+    with a pass named like a jaxlib pass is refused, and nothing of it is in any set."""
     monkeypatch.setattr(passes, "native_passes", lambda: [CSE, SYMBOL_DCE])
     good = tmp_path / "good_passes.py"
     good.write_text(textwrap.dedent("""
@@ -423,14 +420,13 @@ def test_load_plugin_refuses_a_native_name_and_returns_the_others(monkeypatch, t
     """))
     bad = tmp_path / "bad_passes.py"
     bad.write_text(good.read_text().replace("zz-guard-a", "symbol-dce").replace("zz-guard-b", "zz-guard-c"))
-    try:
-        assert passes.load_plugin(str(good)) == ["zz-guard-a", "zz-guard-b"]
-        with pytest.raises(InputError) as e:
-            passes.load_plugin(str(bad))
-        assert "'symbol-dce'" in e.value.message and "native" in e.value.message  # wording: test_python_passes.py
-        assert python_passes._registry.get("zz-guard-c") is None
-    finally:
-        python_passes.unload_plugins()
+    loaded = passes.load_plugins([str(good)])
+    assert sorted(n for n, p in loaded.items() if p.plugin_file()) == ["zz-guard-a", "zz-guard-b"]
+    assert "inline-calls" in loaded and "zz-guard-a" not in python_passes.PassSet.default()
+    with pytest.raises(InputError) as e:
+        passes.load_plugins([str(bad)], base=loaded)
+    assert "'symbol-dce'" in e.value.message and "native" in e.value.message  # wording: test_python_passes.py
+    assert "zz-guard-c" not in loaded and "zz-guard-c" not in python_passes.PassSet.default()
 
 
 def test_cached_native_passes_reads_the_path_it_is_given(monkeypatch, tmp_path):

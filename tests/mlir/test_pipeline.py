@@ -114,13 +114,19 @@ def explode(func_op):
 
 @pytest.fixture
 def marker(tmp_path):
-    from mlirhlo_driver.mlir import python_passes
+    """The marker plugin's path, and the pass set with it (the built-in and installed passes too)."""
+    from mlirhlo_driver.mlir.python_passes import PassSet
 
     plugin = tmp_path / "marker.py"
     plugin.write_text(MARKER)
-    python_passes.load_plugin(str(plugin))
-    yield str(plugin.resolve())
-    python_passes.unload_plugins()
+    return str(plugin.resolve()), PassSet.default().with_plugins(plugin)
+
+
+def _with(spec, passes):
+    """``spec`` parsed, as resolve() leaves a root: with the Python passes its names resolve to."""
+    root = pipeline.parse_spec(spec)
+    root.python_passes = passes
+    return root
 
 
 def _module(text):
@@ -781,7 +787,7 @@ def test_a_root_built_by_hand_with_a_misplaced_python_pass_is_refused_as_validat
     from mlirhlo_driver._native import jaxlib as _jaxlib
 
     with _jaxlib.ir_context(), pytest.raises(PipelineError) as e:
-        pipeline.build_pass_manager(pipeline.parse_spec("builtin.module(cse,gpu.module(cse,mark-op))"))
+        pipeline.build_pass_manager(pipeline.parse_spec("builtin.module(cse,gpu.module(cse,mark-op))"), marker[1])
     assert e.value.format().startswith("error: --pipeline:1:35: ")
     assert_mentions(e.value.message, "'mark-op'", "not under 'gpu.module'")
 
@@ -980,29 +986,31 @@ def test_python_passes_join_the_native_ones_in_one_pass_manager(marker):
     """A Python pass in func.func(...) splits the group and runs at module level; native runs stay whole."""
     from mlirhlo_driver._native import jaxlib as _jaxlib
 
+    _, passes = marker
     with _jaxlib.ir_context():
-        pm = pipeline.build_pass_manager(pipeline.parse_spec(
+        pm = pipeline.build_pass_manager(_with(
             "builtin.module(func.func(cse,fold-involutions,cse,symbol-dce),strip-frontend-attributes,cse,"
-            "func.func(fold-involutions),func.func(mark-op,cse),mark-op)"))
+            "func.func(fold-involutions),func.func(mark-op,cse),mark-op)", passes))
         assert str(pm) == ("builtin.module(func.func(cse),fold-involutions,func.func(cse,symbol-dce),"
                            "strip-frontend-attributes,cse,fold-involutions,mark-op,func.func(cse),mark-op)")
         native = pipeline.build_pass_manager(pipeline.parse_spec("builtin.module(func.func(cse),symbol-dce)"))
         assert str(native) == "builtin.module(func.func(cse),symbol-dce)"
         with pytest.raises(PipelineError) as e:
-            pipeline.build_pass_manager(pipeline.parse_spec("builtin.module(cse,gpu.module(cse,mark-op))"))
+            pipeline.build_pass_manager(pipeline.parse_spec("builtin.module(cse,gpu.module(cse,mark-op))"), passes)
     assert (spell(e.value.file, FLAGS), e.value.col) == ("--pipeline", 35)
     assert_mentions(e.value.message, "'mark-op'", "func.func", "'gpu.module'")
 
 
 def test_a_python_pass_runs_on_the_module_or_on_each_function(marker):
     """An op-agnostic Python pass gets the module at top level, and each function inside func.func(...)."""
+    _, passes = marker
     module = _module(ERF.read_text())
-    result = pipeline.run(module, pipeline.parse_spec("builtin.module(cse,func.func(mark-op),cse)"))
+    result = pipeline.run(module, _with("builtin.module(cse,func.func(mark-op),cse)", passes))
     assert result.spec == "builtin.module(cse,func.func(mark-op),cse)"
     asm = module.operation.get_asm()
     assert asm.startswith("module {") and re.search(r"^  func\.func @\w+\(.*attributes \{x\.marked\}", asm, re.M)
     module = _module(ERF.read_text())
-    pipeline.run(module, pipeline.parse_spec("builtin.module(mark-op,cse)"))
+    pipeline.run(module, _with("builtin.module(mark-op,cse)", passes))
     asm = module.operation.get_asm()
     assert asm.startswith("module attributes {x.marked} {") and asm.count("marked") == 1
 
@@ -1010,9 +1018,10 @@ def test_a_python_pass_runs_on_the_module_or_on_each_function(marker):
 @pytest.mark.golden
 def test_a_failing_python_pass_names_itself_the_module_and_the_line(marker, tmp_path):
     """Golden (a failing Python pass's message). A Python pass that raises: its name, the exception, where in the plugin, and a reproducer of the input."""
+    marker, passes = marker
     module = _module(ERF.read_text())
     before = pipeline._module_asm(module)
-    root = pipeline.parse_spec("builtin.module(cse,func.func(explode),cse)")
+    root = _with("builtin.module(cse,func.func(explode),cse)", passes)
     with pytest.raises(pipeline.PassFailure) as e:
         pipeline.run(module, root, module_name="erf", reproducer_dir=str(tmp_path / "r"), source_for_reproducer="x")
     line = MARKER.splitlines().index('    raise ValueError("bad function")') + 1
@@ -1079,7 +1088,9 @@ def test_a_reproducer_is_a_runnable_header_then_the_module(tmp_path, monkeypatch
 
 def test_plugins_of_a_reproducer_are_listed_once(marker):
     """Each plugin file whose passes the spec runs is loaded once by the reproducer's command."""
-    assert pipeline._plugins_for("builtin.module(mark-op,func.func(explode,fold-involutions),mark-op)") == [marker]
+    path, passes = marker
+    assert pipeline._plugins_for("builtin.module(mark-op,func.func(explode,fold-involutions),mark-op)",
+                                 passes) == [path]
 
 
 @pytest.mark.golden

@@ -1,5 +1,5 @@
-"""mlir/python_passes.py, passes written in Python: registration, plugins, entry points,
-pipelines, failures.
+"""mlir/python_passes.py, passes written in Python: the decorator, pass sets, plugins, entry
+points, pipelines, failures.
 """
 
 from __future__ import annotations
@@ -81,16 +81,10 @@ TAGGING_PLUGIN = textwrap.dedent('''
 # ------------------------------------------------------------------ registration rules
 
 
-@pytest.fixture
-def empty_registry(monkeypatch):
-    """A private registry, as before the first registration (restored afterwards)."""
-    from mlirhlo_driver.mlir import python_passes
+def _default():
+    from mlirhlo_driver.mlir.python_passes import PassSet
 
-    monkeypatch.setattr(python_passes, "_registry", {})
-    monkeypatch.setattr(python_passes, "_loading", set())
-    monkeypatch.setattr(python_passes, "_builtin_loaded", True)
-    monkeypatch.setattr(python_passes, "_entry_points_loaded", True)
-    return python_passes
+    return PassSet.default()
 
 
 def _write(path, text):
@@ -118,8 +112,10 @@ def test_python_pass_options_error_points_after_the_name(cli, mlir_file):
     assert_one_line_error(r, at="--passes:1:17", facts=("'inline-calls'", "no options"))
 
 
-def test_load_plugin_returns_the_names_it_registered(tmp_path):
-    from mlirhlo_driver.mlir import python_passes
+def test_a_plugins_passes_are_those_its_top_level_decorates(tmp_path):
+    """with_plugins: the passes of the file, by name, with the file as their origin; the set
+    it was made from is unchanged."""
+    from mlirhlo_driver.mlir.python_passes import PassSet
 
     plugin = tmp_path / "guard_plugin.py"
     plugin.write_text("""\
@@ -135,10 +131,11 @@ def b(op):
 def a(op):
     pass
 """)
-    try:
-        assert python_passes.load_plugin(str(plugin)) == ["guard-noop-a", "guard-noop-b"]
-    finally:
-        python_passes.unload_plugins()
+    base = PassSet()
+    loaded = base.with_plugins(str(plugin))
+    assert list(loaded) == ["guard-noop-a", "guard-noop-b"] and len(base) == 0
+    assert {p.origin for p in loaded.values()} == {str(plugin.resolve())}
+    assert loaded.plugin_files == (str(plugin.resolve()),)
 
 
 def test_entry_point_scan_is_cached(private_site, monkeypatch):
@@ -262,12 +259,10 @@ def test_entry_point_group(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-passes\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nmine = ep_passes\n")
     monkeypatch.syspath_prepend(str(pkg))
-    from mlirhlo_driver.mlir import python_passes
-
-    monkeypatch.setattr(python_passes, "_entry_points_loaded", False)
-    names = [p.name for p in python_passes.registered()]
-    assert "ep-double-to-add" in names
-    assert python_passes.get("ep-double-to-add").origin == "entry point mine"
+    found = _default()
+    assert "ep-double-to-add" in found and "inline-calls" in found
+    assert found["ep-double-to-add"].origin == "entry point mine"
+    assert ("mine", "ep_passes", "1.0") in found.entry_points
 
 
 def test_an_any_anchored_python_pass_under_func_func_runs_on_each_function(cli, tmp_path):
@@ -287,36 +282,47 @@ def test_an_any_anchored_python_pass_under_func_func_runs_on_each_function(cli, 
 
 
 @pytest.mark.parametrize("name", ["my-pass", "a", "x2-y3-z", "pass9"])
-def test_register_pass_accepts_lowercase_dashed_names(empty_registry, name):
-    """A name of lowercase words joined by single dashes is a pass name; the decorator returns the function."""
-    def fn(op):
-        pass
+def test_register_pass_accepts_lowercase_dashed_names(name):
+    """A name of lowercase words joined by single dashes is a pass name; the decorator returns the
+    pass, which calls the function when called."""
+    from mlirhlo_driver.mlir import python_passes
 
-    assert empty_registry.register_pass(name, anchor="any", description="d")(fn) is fn
-    assert empty_registry.get(name) == empty_registry.PythonPass(name, fn, "any", "d", "python")
+    seen = []
+
+    def fn(op):
+        seen.append(op)
+        return "done"
+
+    made = python_passes.register_pass(name, anchor="any", description="d")(fn)
+    assert made == python_passes.PythonPass(name, fn, "any", "d", "python")
+    assert made("op") == "done" and seen == ["op"]
 
 
 @pytest.mark.parametrize("name", ["My-pass", "my_pass", "-my", "my-", "my--pass", "9pass", "my pass", ""])
-def test_register_pass_refuses_other_names(empty_registry, name):
+def test_register_pass_refuses_other_names(name):
     """Anything else is refused before the function is seen, with the rule in the message."""
+    from mlirhlo_driver.mlir import python_passes
+
     with pytest.raises(ValueError) as e:
-        empty_registry.register_pass(name)
+        python_passes.register_pass(name)
     assert_mentions(str(e.value), f"'{name}'", "'my-pass'")
-    assert empty_registry.registered() == []
 
 
 @pytest.mark.parametrize("anchor", ["func.func", "builtin.module", "any"])
-def test_register_pass_takes_the_three_anchors(empty_registry, anchor):
+def test_register_pass_takes_the_three_anchors(anchor):
     """Each of func.func, builtin.module and any is an anchor."""
-    empty_registry.register_pass("p", anchor=anchor)(lambda op: None)
-    assert empty_registry.get("p").anchor == anchor
+    from mlirhlo_driver.mlir import python_passes
+
+    assert python_passes.register_pass("p", anchor=anchor)(lambda op: None).anchor == anchor
 
 
 @pytest.mark.parametrize("anchor", ["gpu.module", "module", "Any", ""])
-def test_register_pass_refuses_other_anchors(empty_registry, anchor):
+def test_register_pass_refuses_other_anchors(anchor):
     """Another anchor is refused with the list of the three."""
+    from mlirhlo_driver.mlir import python_passes
+
     with pytest.raises(ValueError) as e:
-        empty_registry.register_pass("p", anchor=anchor)
+        python_passes.register_pass("p", anchor=anchor)
     assert_mentions(str(e.value), "anchor", "func.func, builtin.module, any")
 
 
@@ -325,16 +331,20 @@ def test_register_pass_refuses_other_anchors(empty_registry, anchor):
     ("My-pass", "any", "pass name 'My-pass' must look like 'my-pass' (lowercase, dashes)"),
     ("p", "gpu.module", "anchor must be one of func.func, builtin.module, any"),
 ])
-def test_register_pass_refusals_exactly(empty_registry, name, anchor, message):
+def test_register_pass_refusals_exactly(name, anchor, message):
     """Golden: register_pass on a name or an anchor it does not take."""
+    from mlirhlo_driver.mlir import python_passes
+
     with pytest.raises(ValueError) as e:
-        empty_registry.register_pass(name, anchor=anchor)
+        python_passes.register_pass(name, anchor=anchor)
     assert str(e.value) == message
 
 
-def test_a_pass_description_defaults_to_its_docstrings_first_line(empty_registry):
+def test_a_pass_description_defaults_to_its_docstrings_first_line():
     """description= wins; else the docstring's first line; else nothing; the default anchor is func.func."""
-    reg = empty_registry.register_pass
+    from mlirhlo_driver.mlir import python_passes
+
+    reg = python_passes.register_pass
 
     def documented(op):
         """First line.
@@ -353,81 +363,75 @@ def test_a_pass_description_defaults_to_its_docstrings_first_line(empty_registry
     def blank_doc(op):
         """   """
 
-    reg("documented")(documented)
-    reg("one-line")(one_line)
-    reg("undocumented")(undocumented)
-    reg("both", description="Given.")(both)
-    reg("blank-doc")(blank_doc)
-    assert {p.name: (p.description, p.anchor) for p in empty_registry.registered()} == {
+    made = [reg("documented")(documented), reg("one-line")(one_line), reg("undocumented")(undocumented),
+            reg("both", description="Given.")(both), reg("blank-doc")(blank_doc)]
+    assert {p.name: (p.description, p.anchor) for p in made} == {
         "blank-doc": ("", "func.func"), "both": ("Given.", "func.func"), "documented": ("First line.", "func.func"),
         "one-line": ("Just this.", "func.func"), "undocumented": ("", "func.func")}
-    assert [p.name for p in empty_registry.registered()] == ["blank-doc", "both", "documented", "one-line",
-                                                             "undocumented"]
+    assert list(python_passes.PassSet(made)) == ["blank-doc", "both", "documented", "one-line", "undocumented"]
 
 
-def test_plugin_file_is_the_origin_only_for_a_py_file(empty_registry):
+def test_plugin_file_is_the_origin_only_for_a_py_file():
     """A pass knows the plugin file it came from; built-in and entry-point passes have none."""
-    fn = lambda op: None  # noqa: E731
-    assert empty_registry.PythonPass("p", fn, "any", "", "/x/my_passes.py").plugin_file() == "/x/my_passes.py"
-    assert empty_registry.PythonPass("p", fn, "any", "", "builtin").plugin_file() is None
-    assert empty_registry.PythonPass("p", fn, "any", "", "entry point mine").plugin_file() is None
-
-
-def test_reloading_a_plugin_file_replaces_its_passes(tmp_path):
-    """The same file loaded again (another command in one process) registers its passes anew."""
     from mlirhlo_driver.mlir import python_passes
 
+    fn = lambda op: None  # noqa: E731
+    assert python_passes.PythonPass("p", fn, "any", "", "/x/my_passes.py").plugin_file() == "/x/my_passes.py"
+    assert python_passes.PythonPass("p", fn, "any", "", "builtin").plugin_file() is None
+    assert python_passes.PythonPass("p", fn, "any", "", "entry point mine").plugin_file() is None
+
+
+def test_a_plugin_file_is_loaded_once_per_set_and_anew_for_another(tmp_path):
+    """The same file given twice to one set is one load; a set made later reads the file as it is
+    then, and the earlier set keeps what it ran (its passes and bytes)."""
     plugin = _write(tmp_path / "two_passes.py", TWO_PASSES)
-    try:
-        assert python_passes.load_plugin(str(plugin)) == ["zz-one", "zz-two"]
-        first = python_passes.get("zz-one").fn
-        assert python_passes.load_plugin(str(plugin)) == ["zz-one", "zz-two"]
-        assert python_passes.get("zz-one").fn is not first
-        assert python_passes.get("zz-two").origin == str(plugin.resolve())
-        assert python_passes.get("zz-two").plugin_file() == str(plugin.resolve())
-    finally:
-        python_passes.unload_plugins()
-    assert python_passes.get("zz-one") is None and python_passes.get("zz-two") is None
-    assert python_passes.get("inline-calls").origin == "builtin"  # unloading keeps the built-in ones
+    first = _default().with_plugins(str(plugin))
+    assert first.with_plugins(str(plugin), tmp_path / "." / "two_passes.py") is first
+    assert first["zz-two"].origin == first["zz-two"].plugin_file() == str(plugin.resolve())
+    _write(plugin, TWO_PASSES.replace("zz-two", "zz-three"))
+    second = _default().with_plugins(str(plugin))
+    assert "zz-three" in second and "zz-two" not in second
+    assert "zz-two" in first and "zz-three" not in first
+    assert first.plugins[0].source != second.plugins[0].source == plugin.read_bytes()
+    assert first["inline-calls"].origin == "builtin" and "zz-one" not in _default()
 
 
 def test_a_name_twice_in_one_plugin_is_refused_at_its_line(tmp_path):
     """Registering one name twice in a file is an error at the second registration; nothing of it is kept."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.mlir import python_passes
 
+    base = _default()
     plugin = _write(tmp_path / "twice.py", TWO_PASSES.replace('"zz-two"', '"zz-one"'))
     with pytest.raises(InputError) as e:
-        python_passes.load_plugin(str(plugin))
+        base.with_plugins(str(plugin))
     assert (e.value.file, e.value.line) == (str(plugin), 10)
     assert_mentions(e.value.message, "'zz-one'", "earlier in this file")
-    assert python_passes.get("zz-one") is None
-    assert python_passes.get("fold-involutions").origin == "builtin"
+    assert "zz-one" not in base and base.plugin_files == ()
+    assert base["fold-involutions"].origin == "builtin"
 
 
 def test_a_plugin_cannot_take_a_built_in_passs_name(tmp_path):
     """A plugin pass named like a built-in one is refused, naming the owner; the built-in one stays,
     and the plugin's other passes are dropped."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.mlir import python_passes
 
+    base = _default()
     plugin = _write(tmp_path / "taker.py", TWO_PASSES.replace('"zz-two"', '"inline-calls"'))
     with pytest.raises(InputError) as e:
-        python_passes.load_plugin(str(plugin))
+        base.with_plugins(str(plugin))
     assert e.value.line == 10
     assert_mentions(e.value.message, "'inline-calls'", "builtin")
-    assert python_passes.get("zz-one") is None
-    inline = python_passes.get("inline-calls")
+    assert "zz-one" not in base
+    inline = base["inline-calls"]
     assert inline.origin == "builtin" and inline.anchor == "builtin.module"
-    assert [p.name for p in python_passes.registered() if p.origin == "builtin"] == [
+    assert [p.name for p in base.values() if p.origin == "builtin"] == [
         "fold-involutions", "inline-calls", "strip-frontend-attributes"]
 
 
 def test_a_plugin_naming_a_reserved_pass_is_refused_and_forgotten(tmp_path):
-    """load_plugin(reserved=...): a pass named in reserved() is refused at its decorator's line, and the
+    """with_plugins(reserved=...): a pass named in reserved() is refused at its decorator's line, and the
     file's other passes are forgotten; reserved() is only asked when the file registered something."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.mlir import python_passes
 
     asked = []
 
@@ -435,33 +439,31 @@ def test_a_plugin_naming_a_reserved_pass_is_refused_and_forgotten(tmp_path):
         asked.append(1)
         return {"zz-two", "cse"}
 
+    base = _default()
     plugin = _write(tmp_path / "reserved.py", TWO_PASSES)
     with pytest.raises(InputError) as e:
-        python_passes.load_plugin(str(plugin), reserved=reserved)
+        base.with_plugins(str(plugin), reserved=reserved)
     assert e.value.line == 10
     assert_mentions(e.value.message, "'zz-two'", "native jaxlib pass")
     assert_mentions(e.value.hint, "another name")
-    assert asked == [1] and python_passes.get("zz-one") is None and python_passes.get("zz-two") is None
+    assert asked == [1] and "zz-one" not in base and "zz-two" not in base
     empty = _write(tmp_path / "empty.py", "x = 1\n")
     with pytest.raises(InputError, match="registers no pass"):
-        python_passes.load_plugin(str(empty), reserved=reserved)
+        base.with_plugins(str(empty), reserved=reserved)
     assert asked == [1]
     fine = _write(tmp_path / "fine.py", TWO_PASSES.replace("zz-two", "zz-three"))
-    try:
-        assert python_passes.load_plugin(str(fine), reserved=reserved) == ["zz-one", "zz-three"]
-    finally:
-        python_passes.unload_plugins()
+    loaded = base.with_plugins(str(fine), reserved=reserved)
+    assert sorted(n for n, p in loaded.items() if p.plugin_file()) == ["zz-one", "zz-three"]
     assert asked == [1, 1]
 
 
 def test_a_non_python_plugin_file_is_refused(tmp_path):
     """A plugin file Python cannot import as source (no .py suffix) is 'not a Python file'."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.mlir import python_passes
 
     plugin = _write(tmp_path / "passes.txt", TWO_PASSES)
     with pytest.raises(InputError) as e:
-        python_passes.load_plugin(str(plugin))
+        _default().with_plugins(str(plugin))
     assert e.value.file == str(plugin)
     assert_mentions(e.value.message, "not a Python file")
 
@@ -480,11 +482,10 @@ def test_a_non_python_plugin_file_is_refused(tmp_path):
 def test_pass_plugin_refusals_exactly(tmp_path, name, text, line):
     """Golden: a pass plugin file that cannot be loaded as one."""
     from mlirhlo_driver.errors import InputError
-    from mlirhlo_driver.mlir import python_passes
 
     plugin = tmp_path / name if text is None else _write(tmp_path / name, text)
     with pytest.raises(InputError) as e:
-        python_passes.load_plugin(str(plugin), reserved=lambda: {"zz-two"} if name == "reserved.py" else set())
+        _default().with_plugins(str(plugin), reserved=lambda: {"zz-two"} if name == "reserved.py" else set())
     assert e.value.format() == "error: " + line.format(p=plugin)
 
 
@@ -504,30 +505,35 @@ def test_a_plugin_failing_inside_a_library_is_placed_at_the_plugins_line(tmp_pat
         CONFIG = load()
     ''')
     with pytest.raises(InputError) as e:
-        python_passes.load_plugin(str(plugin))
+        _default().with_plugins(str(plugin))
     assert e.value.message.startswith("pass plugin failed to load: JSONDecodeError: Expecting property name")
     assert (e.value.file, e.value.line) == (str(plugin), 6)
     assert python_passes._plugin_line(ValueError("no traceback"), str(plugin)) is None
 
 
 @pytest.mark.golden
-def test_a_failing_entry_point_is_reported_once(monkeypatch):
-    """Golden (an entry point's failure to load). An entry point that cannot be imported is an input error the first time; later lookups go on without it."""
+def test_a_failing_entry_point_is_reported_once(monkeypatch, tmp_path):
+    """Golden (an entry point's failure to load). An entry point that cannot be imported is an input
+    error the first time; later sets go on without it, with the entry points after it."""
     from mlirhlo_driver.errors import InputError
     from mlirhlo_driver.mlir import python_passes
 
-    monkeypatch.setattr(python_passes, "_entry_points_loaded", False)
-    monkeypatch.setattr(python_passes, "entry_point_specs", lambda: [("broken", "no_such_module_zz", "1.0")])
+    (tmp_path / "zz_after_broken.py").write_text(textwrap.dedent(TWO_PASSES))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(python_passes, "_DEFAULTS", {})
+    monkeypatch.setattr(python_passes, "entry_point_specs", lambda: [("broken", "no_such_module_zz", "1.0"),
+                                                                     ("fine", "zz_after_broken", "1.0")])
     with pytest.raises(InputError) as e:
-        python_passes.registered()
+        python_passes.PassSet.default()
     assert e.value.message == ("cannot load pass plugin entry point 'broken' (no_such_module_zz): "
                                "ModuleNotFoundError: No module named 'no_such_module_zz'")
-    assert python_passes.get("inline-calls").origin == "builtin"
-    assert python_passes._current_origin == "python"
+    again = python_passes.PassSet.default()
+    assert again["inline-calls"].origin == "builtin" and again["zz-two"].origin == "entry point fine"
+    assert python_passes._loading.get() is None
 
 
 def test_a_fresh_process_loads_installed_entry_points(tmp_path):
-    """In a new process the first registry lookup imports the entry points' modules."""
+    """In a new process the default pass set imports the entry points' modules."""
     import subprocess
     import sys
 
@@ -541,7 +547,7 @@ def test_a_fresh_process_loads_installed_entry_points(tmp_path):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fresh-passes\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[mlirhlo_driver.passes]\nfresh = fresh_passes\n")
     code = ("from mlirhlo_driver.mlir import python_passes as p\n"
-            "print(sorted((x.name, x.origin) for x in p.registered() if x.name.startswith('zz-')))")
+            "print(sorted((x.name, x.origin) for x in p.PassSet.default().values() if x.name.startswith('zz-')))")
     env = processes.python_env()
     env["PYTHONPATH"] = str(pkg) + ":" + env.get("PYTHONPATH", "")
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
@@ -562,9 +568,104 @@ def test_a_plugin_is_read_and_nothing_is_written_beside_it(tmp_path, monkeypatch
     plugin.write_text("import mlirhlo_driver\n\n\n@mlirhlo_driver.register_pass('quiet-noop', "
                       "anchor='builtin.module')\ndef f(op):\n    pass\n")
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    try:
-        assert python_passes.load_plugin(str(plugin)) == ["quiet-noop"]
-    finally:
-        python_passes._forget(str(plugin.resolve()))
+    assert "quiet-noop" in python_passes.PassSet().with_plugins(str(plugin))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quiet_plugin.py"]
     assert sys.dont_write_bytecode is False
+
+
+# ------------------------------------------------------------------ no process-wide registry
+
+
+def test_a_plugin_loaded_for_one_command_is_not_seen_by_later_pipelines(cli, plugin, tmp_path):
+    """--load-pass-plugin loads into that command's pass set: after the command, neither a pipeline
+    of the API nor another command can name the plugin's passes."""
+    import mlirhlo_driver as mh
+    from mlirhlo_driver.mlir import pipeline
+
+    src = tmp_path / "double.mlir"
+    src.write_text(DOUBLE)
+    ran = cli("opt", src, "--load-pass-plugin", plugin, "--passes", "double-to-add")
+    assert ran.code == 0 and "stablehlo.add" in ran.out, ran.err
+    with pytest.raises(mh.PipelineError) as e:
+        mh.load(str(src)).optimize("double-to-add")
+    assert_mentions(e.value.message, "unknown pass 'double-to-add'")
+    with pytest.raises(mh.PipelineError):
+        pipeline.resolve(passes="double-to-add")
+    assert "double-to-add" not in mh.PassSet.default()
+    assert_one_line_error(cli("opt", src, "--passes", "double-to-add"), facts=("'double-to-add'",))
+
+
+TAGGER = textwrap.dedent('''
+    import mlirhlo_driver
+    from jaxlib.mlir import ir
+
+
+    @mlirhlo_driver.register_pass("tag-module", anchor="builtin.module")
+    def tag(module_op):
+        with module_op.context:
+            module_op.attributes["x.tag"] = ir.StringAttr.get("VALUE")
+''')
+
+
+def test_two_pass_sets_with_a_pass_of_one_name_do_not_interfere(tmp_path):
+    """Two sets, each with its own 'tag-module' (plugin files, or passes made in Python): each
+    pipeline runs the pass of the set it was given, whatever was loaded or run in between; a set
+    refuses a second pass of a name it holds."""
+    import mlirhlo_driver as mh
+    from mlirhlo_driver.mlir.python_passes import PassNameClash, PassSet
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = _write(tmp_path / "a" / "tagger.py", TAGGER.replace("VALUE", "from-a"))
+    b = _write(tmp_path / "b" / "tagger.py", TAGGER.replace("VALUE", "from-b"))
+    set_a, set_b = PassSet.default().with_plugins(a), PassSet.default().with_plugins(b)
+    p = mh.load(str(DATA / "erf_inv.mlir"))
+    first = p.optimize("tag-module", python_passes=set_a)
+    second = p.optimize("tag-module", python_passes=set_b)
+    assert 'x.tag = "from-b"' in second.as_text() and 'x.tag = "from-a"' in first.as_text()
+    assert 'x.tag = "from-a"' in p.optimize("tag-module", python_passes=[a]).as_text()
+
+    def made(value):
+        @mh.register_pass("tag-module", anchor="builtin.module")
+        def tag(module_op):
+            from jaxlib.mlir import ir
+
+            with module_op.context:
+                module_op.attributes["x.tag"] = ir.StringAttr.get(value)
+        return tag
+
+    one, two = made("one"), made("two")
+    assert 'x.tag = "two"' in p.optimize("tag-module", python_passes=[two]).as_text()
+    assert 'x.tag = "one"' in p.optimize("tag-module", python_passes=[one]).as_text()
+    with pytest.raises(PassNameClash) as e:
+        set_a.with_passes(one)
+    assert_mentions(str(e.value), "'tag-module'", str(a.resolve()))
+    assert set_a.with_passes(set_a["tag-module"]) == set_a  # the same pass again is no clash
+
+
+def test_a_pass_set_pickles_as_its_recipe_and_runs_the_bytes_it_loaded(tmp_path):
+    """What a batch sends its workers: the set unpickled makes its plugins' passes again from the
+    bytes the command loaded, even with the file changed or gone since."""
+    import pickle
+
+    from mlirhlo_driver.mlir.python_passes import PassSet
+
+    plugin = _write(tmp_path / "tagger.py", TAGGER.replace("VALUE", "loaded"))
+    sent = pickle.dumps(PassSet.default().with_plugins(plugin))
+    plugin.unlink()
+    got = pickle.loads(sent)
+    assert got.plugin_files == (str(plugin.resolve()),) and "inline-calls" in got
+    from mlirhlo_driver.mlir import pipeline
+
+    module = _parse((DATA / "erf_inv.mlir").read_text())
+    pipeline.run(module, pipeline.resolve("tag-module", python_passes=got))
+    assert 'x.tag = "loaded"' in str(module)
+
+
+def _parse(text):
+    from jaxlib.mlir import ir
+
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    with _jaxlib.ir_context():
+        return ir.Module.parse(text)
