@@ -217,8 +217,9 @@ def test_a_pass_written_in_a_notebook_runs_in_the_pipelines_it_is_given():
     with_set = p.optimize("builtin.module(func.func(mark-notebook))",
                           python_passes=mh.PassSet.default().with_passes(mark))
     assert "nb.marked" in with_set.as_text()
-    with pytest.raises(mh.PipelineError, match="unknown pass 'mark-notebook'"):
+    with pytest.raises(mh.PipelineError, match="unknown pass 'mark-notebook'") as e:
         p.optimize("mark-notebook")
+    assert_mentions(e.value.hint, "python_passes=")  # one not handed over: where it goes
     assert "mark-notebook" not in mh.PassSet.default()
     with pytest.raises(TypeError, match="python_passes"):
         p.optimize("cse", python_passes=[42])

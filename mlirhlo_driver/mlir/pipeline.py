@@ -162,6 +162,12 @@ def parse_spec(text: str, *, source: str = _PIPELINE, line: int = 1, col_base: i
     return _Parser(text, source, line, col_base).parse()
 
 
+# A name nothing close to: perhaps a Python pass the pipeline was not given (they are handed
+# to it, never registered process-wide).
+UNKNOWN_PASS_HINT = ("'mlirhlo passes' lists them; a Python pass of your own is given with "
+                     "--load-pass-plugin FILE.py, or python_passes= in Python")
+
+
 def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELINE,
              line: int = 1) -> None:
     """Unknown passes and misplaced anchors, reported at their column."""
@@ -174,7 +180,7 @@ def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELIN
             info = catalog.get(item.name)
             if info is None:
                 raise PipelineError(f"unknown pass '{item.name}'", file=source, line=line,
-                                    col=item.col, hint=did_you_mean(item.name, catalog))
+                                    col=item.col, hint=did_you_mean(item.name, catalog) or UNKNOWN_PASS_HINT)
             # Python passes join the module-level PassManager (see build_pass_manager).
             if info.origin == "python" and not (nest is root or (nest.op == FUNC and any(n is nest for n in root.items))):
                 raise _misplaced_python_pass(item, nest.op, source, line)
@@ -209,7 +215,7 @@ def from_pass_list(names: str, catalog: dict[str, PassInfo]) -> Nest:
         info = catalog.get(item.name)
         if info is None:
             raise PipelineError(f"unknown pass '{item.name}'", file=_PASSES, line=1, col=item.col,
-                                hint=did_you_mean(item.name, catalog))
+                                hint=did_you_mean(item.name, catalog) or UNKNOWN_PASS_HINT)
         last = root.items[-1] if root.items else None
         if info.anchor in (MODULE,) or (info.anchor == ANY and not isinstance(last, Nest)):
             root.items.append(item)
