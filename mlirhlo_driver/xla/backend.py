@@ -42,9 +42,6 @@ EXECUTABLE_HLO = "executable-hlo"
 ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
                  HLO_PROTO: "xla_dump_hlo_as_proto"}
-# XLA's kernel cache file (a CompilationCacheProto), written into the dump directory.
-KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
-KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
 # DebugOptions that cut XLA's HLO pass pipeline short.
 _PIPELINE_CUTTING_FLAGS = ("xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
 # The DebugOptions that CompileSpec's own fields set: spelled there, not in a target's flags.
@@ -164,10 +161,7 @@ class CompileSpec:
                                                  llvm=LLVM_IR in self.dumps, ptx=PTX in self.dumps)
             flags.update({_FORMAT_FLAGS[d]: True for d in self.dumps if d in _FORMAT_FLAGS})
             flags.update(codegen)
-            if self.platform == "cuda" and not user.get(KERNEL_CACHE_FLAG):
-                # XLA writes the cubins it assembled there, one per kernel module: the cubin,
-                # sass and kernels stages read them instead of running ptxas again (same output).
-                flags[KERNEL_CACHE_FLAG] = os.path.join(workdir, KERNEL_CACHE_FILE)
+            flags.update(self.target.dump_flags(workdir))
             user = {k: v for k, v in user.items() if k not in codegen}
         flags.update(user)
         if self.pass_dump_re is not None:

@@ -34,6 +34,9 @@ from ..errors import DriverError, FlagError, log_note, param
 from ..stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
+# XLA's kernel cache file (a CompilationCacheProto), written into a CUDA compile's dump directory.
+KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
+KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
 AUTOTUNE_FLAG = "xla_gpu_load_autotune_results_from"
 
 
@@ -118,6 +121,11 @@ class Target:
         ``on_device``: the compile is for devices to run on, not device-less."""
         return {}
 
+    def dump_flags(self, workdir: str) -> dict[str, Any]:
+        """DebugOptions of this platform's for a compile that dumps into ``workdir`` (the
+        user's own flags win)."""
+        return {}
+
     def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
         """``count`` devices to compile for (``on_device``: ones to run on)."""
         raise NotImplementedError
@@ -185,6 +193,15 @@ class CudaTarget(Target):
 
             out["xla_gpu_cuda_data_dir"] = cuda_tools.cuda_data_dir()[0]
         return out
+
+    def dump_flags(self, workdir: str) -> dict[str, Any]:
+        import os
+
+        if dict(self.xla_flags).get(KERNEL_CACHE_FLAG):
+            return {}
+        # XLA writes the cubins it assembled there, one per kernel module: the cubin, sass and
+        # kernels stages read them instead of running ptxas again (same output).
+        return {KERNEL_CACHE_FLAG: os.path.join(workdir, KERNEL_CACHE_FILE)}
 
     def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
         from .._native import jaxlib as _jaxlib

@@ -190,11 +190,11 @@ def _assembly(req: Any) -> Any:
     share it, and each ptxas run it makes (per module, or all together) happens once."""
     def compute(r: Any) -> Any:
         from ..cuda import binaries as cuda_binaries
-        from . import backend as xla_backend
+        from .platforms import KERNEL_CACHE_FILE
 
         found = _codegen_files(r, _PTX_FILE, "cubin")
         return cuda_binaries.prepare(found, r.options.gpu_spec.sm, dict(r.options.xla_flags),
-                                     artifacts(r, dumps=(_PTX,)).files.get(xla_backend.KERNEL_CACHE_FILE))
+                                     artifacts(r, dumps=(_PTX,)).files.get(KERNEL_CACHE_FILE))
 
     return req.derived("cuda-assembly", compute)
 
