@@ -234,6 +234,14 @@ def pytest_configure(config):
                                        "pip=True: one under site-packages (a system toolkit's may be hidden)")
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    # pytest-randomly says its seed in the header, which -q hides: the order is said last,
+    # with the options that replay it (CONTRIBUTING.md, "Test order").
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int) and getattr(config.option, "randomly_reorganize", True):
+        terminalreporter.write_line(f"test order: random; -p randomly --randomly-seed={seed} replays it")
+
+
 def pytest_runtest_setup(item):
     for name in ("cuda13", "sm70_ptxas", "legacy_nvdisasm"):
         mark = item.get_closest_marker(name)

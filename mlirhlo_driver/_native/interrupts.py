@@ -19,15 +19,32 @@ from types import FrameType
 
 _RETRY_S = 0.05
 received = False   # a SIGINT reached the handler
+abandoned = False  # a native call left running in a thread (_native.jaxlib.interruptible)
 _reported = False
 
 
 def report(detail: str = "") -> None:
-    """The one ``error: interrupted`` line, however many places see the interrupt."""
+    """The one ``error: interrupted`` line, however many places see the interrupt. Said by a
+    command that is ending: where a native call still runs in an abandoned thread, what XLA
+    logs from now on (a compile's warnings) goes nowhere, so this line stays the last."""
     global _reported
-    if not _reported:
-        _reported = True
-        sys.stderr.write(f"error: interrupted{detail}\n")
+    if _reported:
+        return
+    _reported = True
+    line = f"error: interrupted{detail}\n"
+    if not abandoned:
+        sys.stderr.write(line)
+        return
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    terminal = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    os.write(terminal, line.encode())
+    os.close(terminal)
 
 
 def install() -> None:

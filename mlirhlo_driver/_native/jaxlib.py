@@ -26,7 +26,7 @@ from ..errors import (
     param,
 )
 from ..timing import ms, ms_since
-from . import plugin_copy
+from . import interrupts, plugin_copy
 from .fds import capture_fd2
 
 # The supported jax/jaxlib range, both ends tested by .ci/run; pyproject.toml declares
@@ -963,8 +963,12 @@ def interruptible(fn: Any, *args: Any) -> Any:
             done.set()
 
     threading.Thread(target=run, name="mlirhlo-xla", daemon=True).start()
-    while not done.wait(0.05):
-        pass
+    try:
+        while not done.wait(0.05):
+            pass
+    except KeyboardInterrupt:
+        interrupts.abandoned = True
+        raise
     if "error" in box:
         raise box["error"]
     return box["value"]

@@ -97,6 +97,29 @@ def test_report_writes_the_line_only_once(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_after_an_abandoned_native_call_the_interrupted_line_stays_last():
+    """A compile abandoned on Ctrl-C (``_native.jaxlib.interruptible``) goes on in its thread
+    and XLA may log a warning while the command leaves (jaxlib 0.9's device-less CUDA sort
+    warning did, after the line): once the line is said, native writes to fd 2 go nowhere."""
+    code = ("import os, threading, time\n"
+            "from mlirhlo_driver._native import interrupts as i, jaxlib as j\n"
+            "started = threading.Event()\n"
+            "def xla():\n"
+            "    started.set(); time.sleep(0.5); os.write(2, b'W1206 gpu_compiler.cc] late warning\\n')\n"
+            "def interrupt():\n"
+            "    started.wait(); import _thread; _thread.interrupt_main()\n"
+            "threading.Thread(target=interrupt).start()\n"
+            "try:\n"
+            "    j.interruptible(xla)\n"
+            "except KeyboardInterrupt:\n"
+            "    print(i.abandoned)\n"
+            "    i.report()\n"
+            "time.sleep(1)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=60)
+    assert r.stdout == "True\n", r.stderr
+    assert r.stderr.strip().splitlines() == ["error: interrupted"], r.stderr
+
+
 def test_install_replaces_only_pythons_default_handler(sigint_handler):
     """The default KeyboardInterrupt handler is replaced; a handler someone chose is kept."""
     signal.signal(signal.SIGINT, signal.default_int_handler)

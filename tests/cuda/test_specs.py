@@ -619,11 +619,14 @@ def test_versions_match_the_installed_plugin():
     from mlirhlo_driver.ir import protos
 
     plugin = _jaxlib.cuda_plugin()
-    # The plugin is installed by the test environment: missing, this fails rather than skips.
+    # First the driver's reading, which also makes its plugin copy importable by name (the
+    # copy is off sys.path); then the plugin's own. The plugin is installed by the test
+    # environment: missing, this fails rather than skips.
+    reported = _jaxlib.plugin_build_versions()
     versions = importlib.import_module(f"{plugin.module}._versions")
     cuda = versions.cuda_runtime_build_version()  # CUDART_VERSION: 1000 * major + 10 * minor
     cudnn = versions.cudnn_build_version()  # 10000 * major + 100 * minor + patch
-    assert _jaxlib.plugin_build_versions() == {
+    assert reported == {
         "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}.0",
         "cudnn": f"{cudnn // 10000}.{cudnn // 100 % 100}.{cudnn % 100}"}
     text = load_spec(SPEC_DIR / "h100_sxm.txtpb").text
