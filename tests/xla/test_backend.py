@@ -14,6 +14,7 @@ import mlirhlo_driver
 from mlirhlo_driver import registry
 from mlirhlo_driver._native import jaxlib as _jaxlib
 from mlirhlo_driver.xla import backend as xla_backend
+from mlirhlo_driver.xla.platforms import CpuTarget
 from tests.conftest import (
     DATA,
     assert_mentions,
@@ -117,7 +118,7 @@ def test_no_output_for_a_stage_messages_exactly(platform, stage, compile_error, 
 # ------------------------------------------------------------------ a compile's DebugOptions
 
 def _cpu(**flags):
-    return xla_backend.CompileSpec(mlirhlo_driver.targets.CpuTarget(xla_flags=tuple(sorted(flags.items()))),
+    return xla_backend.CompileSpec(CpuTarget(xla_flags=tuple(sorted(flags.items()))),
                                    dumps=xla_backend.ALL_DUMPS)
 
 
