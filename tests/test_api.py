@@ -1,4 +1,4 @@
-"""The Python API (api.py): README's snippet as written, one compile per Compiled,
+"""The Python API (api.py): the guide's snippet (docs/python-api.md) as written, one compile per Compiled,
 targets resolved as the commands resolve them, typed errors with their location."""
 
 from __future__ import annotations
@@ -25,11 +25,14 @@ from tests.conftest import DATA, REPO, assert_mentions
 MLP = DATA / "mlp_train_step.before_optimizations.txt"
 
 
-def _readme_snippet() -> str:
-    """README's Python API example (the block that lowers a JAX function)."""
-    text = (REPO / "README.md").read_text()
+GUIDE = "docs/python-api.md"
+
+
+def _guide_snippet() -> str:
+    """The Python API guide's example (the block that lowers a JAX function)."""
+    text = (REPO / GUIDE).read_text()
     found = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "mh.from_jax(" in b]
-    assert len(found) == 1, "README's Python API example is missing"
+    assert len(found) == 1, f"{GUIDE}'s Python API example is missing"
     return found[0]
 
 
@@ -102,14 +105,14 @@ def add_file(add_mlir_file) -> Path:
 
 
 @pytest.mark.slow
-def test_readme_snippet_runs_as_written(tmp_path, monkeypatch, compiles, capsys):
-    """README's example (tests/test_readme.py runs it as a script too), here for the facts it
+def test_guide_snippet_runs_as_written(tmp_path, monkeypatch, compiles, capsys):
+    """The guide's example (tests/test_readme.py runs it as a script too), here for the facts it
     shows: one compile for every stage read, flat kernel rows, records, the written files,
     a run that matches, an error in the API's spelling."""
     (tmp_path / "tests").symlink_to(REPO / "tests")
     monkeypatch.chdir(tmp_path)
     ns: dict = {}
-    exec(compile(_readme_snippet(), "README.md", "exec"), ns)
+    exec(compile(_guide_snippet(), GUIDE, "exec"), ns)
 
     p, q, c, r, rows, records = ns["p"], ns["q"], ns["c"], ns["r"], ns["rows"], ns["records"]
     assert p.name == "f" and p.input_format == "jax"
@@ -119,9 +122,9 @@ def test_readme_snippet_runs_as_written(tmp_path, monkeypatch, compiles, capsys)
     assert "ptx" in c.stages and "roofline" in c.stages and list(c.stages)[0] == "stablehlo"
     assert rows and all(k.registers > 0 for k in rows)
     assert records == [k.to_record() for k in rows] and records[0]["registers"] == rows[0].registers
-    # Each kernel names the jax op it came from (the fusion root's metadata), at README's line.
+    # Each kernel names the jax op it came from (the fusion root's metadata), at the guide's line.
     assert all(k.op_name and k.op_name.startswith("jit(f)/") for k in rows), [k.op_name for k in rows]
-    assert all(k.source and k.source.startswith("README.md:") for k in rows), [k.source for k in rows]
+    assert all(k.source and k.source.startswith(f"{GUIDE}:") for k in rows), [k.source for k in rows]
     ptx = (tmp_path / "out" / "f.ptx").read_text()
     assert ".target sm_90a" in ptx and any(f".entry {k.kernel}(" in ptx for k in rows)
     sass = (tmp_path / "out" / "f.sass").read_text()

@@ -10,8 +10,8 @@ One table, XLA_DEFAULTS, holds XLA's defaults, read from XLA's sources:
   (``HloRunnerConfig``).
 
 Where the driver differs on purpose, DEVIATIONS gives its value and the words
-of the README (or the flag's --help) that say so. The table is checked against
-the parser (``xla_cli_flags.parse([])``), the tools' ``--help`` and the README's
+of the tool's docs page (docs/xla-tools/TOOL.md) or the flag's --help that say so. The table is checked against
+the parser (``xla_cli_flags.parse([])``), the tools' ``--help`` and the docs pages'
 flag table, and every flag a tool declares must have a row, so a new flag
 needs its XLA default written down here.
 """
@@ -58,20 +58,22 @@ XLA_DEFAULTS: dict[str, dict[str, object]] = {
     "ptx-opt": {"arch": "9.0", "o": "-"},
 }
 
-# (tool, flag) -> (the driver's default, where the difference is documented: README or --help words)
+# (tool, flag) -> (the driver's default, where the difference is documented: the tool's docs page or --help words)
 DEVIATIONS: dict[tuple[str, str], tuple[object, str, str]] = {
-    ("hlo-opt", "platform"): ("", "README", "Without `--platform`, `hlo` prints the module as read"),
-    ("run_hlo_module", "platform"): ("CPU", "README", "Default CPU (XLA has none)"),
-    ("multihost_hlo_runner", "num_partitions"): (-1, "README", "default from the `HloModule` header"),
-    ("multihost_hlo_runner", "num_replicas"): (-1, "README", "default from the `HloModule` header"),
+    ("hlo-opt", "platform"): ("", "docs", "Without `--platform`, `hlo` prints the module as read"),
+    ("run_hlo_module", "platform"): ("CPU", "docs", "Default CPU (XLA has none)"),
+    ("multihost_hlo_runner", "num_partitions"): (-1, "docs", "default from the `HloModule` header"),
+    ("multihost_hlo_runner", "num_replicas"): (-1, "docs", "default from the `HloModule` header"),
     ("multihost_hlo_runner", "input_format"): ("", "help", "default: from the content"),
-    ("multihost_hlo_runner", "device_type"): ("host", "README", "partly: host devices only"),
+    ("multihost_hlo_runner", "device_type"): ("host", "docs", "partly: host devices only"),
 }
 
 FLAGS = {"hlo-opt": xla_tools.HLO_OPT_FLAGS, "run_hlo_module": xla_tools.RUN_HLO_MODULE_FLAGS,
          "multihost_hlo_runner": xla_tools.MULTIHOST_FLAGS, "ptx-opt": xla_tools.PTX_OPT_FLAGS}
 
-README = (REPO / "README.md").read_text()
+# Each XLA-named tool's page of the docs site: its flag table, deviations included.
+DOCS = {tool: (REPO / "docs" / "xla-tools" / f"{tool}.md").read_text()
+        for tool in ("hlo-opt", "run_hlo_module", "multihost_hlo_runner")}
 
 
 def _expected(tool: str, name: str) -> object:
@@ -151,8 +153,8 @@ def test_parsed_default(tool, name):
 @pytest.mark.parametrize("tool, name", sorted(DEVIATIONS))
 def test_deviations_are_documented(tool, name):
     _, where, words = DEVIATIONS[tool, name]
-    if where == "README":
-        assert words in README, (tool, name, words)
+    if where == "docs":
+        assert words in DOCS[tool], (tool, name, words)
     else:
         flag = next(f for f in FLAGS[tool] if f.name == name)
         assert words in flag.help, (tool, name, flag.help)
@@ -170,8 +172,8 @@ def test_help_shows_the_defaults(tool):
             assert f"(default: {value})" in line, line
 
 
-def test_readme_flag_table_shows_the_error_bounds():
-    row = next(ln for ln in README.splitlines() if ln.startswith("| run_hlo_module | `--abs_error_bound`"))
+def test_docs_flag_table_shows_the_error_bounds():
+    row = next(ln for ln in DOCS["run_hlo_module"].splitlines() if ln.startswith("| `--abs_error_bound`"))
     assert "`--rel_error_bound`" in row and "XLA's defaults, 1e-3" in row
     assert XLA_DEFAULTS["run_hlo_module"]["abs_error_bound"] == XLA_DEFAULTS["run_hlo_module"]["rel_error_bound"] \
         == 1e-3
