@@ -222,7 +222,7 @@ def test_a_pass_written_in_a_notebook_runs_in_the_pipelines_it_is_given():
     assert "nb.marked" in with_set.as_text()
     with pytest.raises(mh.PipelineError, match="unknown pass 'mark-notebook'") as e:
         p.optimize("mark-notebook")
-    assert_mentions(e.value.hint, "python_passes=")  # one not handed over: where it goes
+    assert_mentions(e.value.hint, "python_passes=", "docs/pipelines.md")  # one not handed over: where it goes
     assert "mark-notebook" not in mh.PassSet.default()
     with pytest.raises(TypeError, match="python_passes"):
         p.optimize("cse", python_passes=[42])

@@ -163,6 +163,14 @@ def test_the_root_pages_links_lead_somewhere(page):
         assert (REPO / target.split("#")[0]).exists(), f"{page}: a link to {target}, which does not exist"
 
 
+def test_the_docs_pages_errors_name_exist():
+    """A hint that names a docs page (``docs/pipelines.md``) names one that is there."""
+    named = {m for f in (REPO / "mlirhlo_driver").rglob("*.py")
+             for m in re.findall(r"\bdocs/[\w/.-]+\.md\b", f.read_text())}
+    assert named, "the hints that point at the docs"
+    assert all((REPO / m).is_file() for m in named), sorted(m for m in named if not (REPO / m).is_file())
+
+
 @pytest.mark.slow
 def test_the_site_builds_strict(tmp_path):
     """mkdocs.yml's site, with every page in the nav, each link and anchor resolved, the

@@ -35,8 +35,9 @@ def _client(address: str) -> Any:
         return Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
         raise DriverError(f"cannot reach the Dask scheduler at {address}: {e}",
+                          # Workers need the same driver, jax and the extra: the docs' cluster set-up.
                           hint="start one with 'dask scheduler' and a worker with "
-                               "'dask worker tcp://HOST:8786'") from None
+                               "'dask worker tcp://HOST:8786'; docs/commands/run.md") from None
 
 
 def imap(address: str, fn: str, context: Any, tasks: Sequence[Any], *, timeout: float | None = None,

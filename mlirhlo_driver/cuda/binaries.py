@@ -337,9 +337,10 @@ class Nvdisasm:
 
 # Triton's wheels bundle an nvdisasm: CUDA 12.8's in 3.3..3.6, the only pip copy that
 # reads sm_60/sm_70 cubins (pip's nvidia-cuda-nvdisasm is CUDA 13); the legacy-sass extra.
+# Which nvdisasm serves which sm, and why, is the kernels page's: the hint names it.
 TRITON_REQUIREMENT = "triton>=3.3,<3.7"
 LEGACY_SASS_HINT = (f"pip install 'mlirhlo-driver[legacy-sass]', i.e. '{TRITON_REQUIREMENT}', which bundles "
-                    "CUDA 12.8's nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH")
+                    "CUDA 12.8's nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH; docs/commands/kernels.md")
 NVDISASM_REQUIREMENT = "nvidia-cuda-nvdisasm>=13.2"
 
 

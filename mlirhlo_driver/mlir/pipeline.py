@@ -164,8 +164,9 @@ def parse_spec(text: str, *, source: str = _PIPELINE, line: int = 1, col_base: i
 
 # A name nothing close to: perhaps a Python pass the pipeline was not given (they are handed
 # to it, never registered process-wide).
+# Writing and giving one takes more than a line: the hint names the docs page that shows it.
 UNKNOWN_PASS_HINT = ("'mlirhlo passes' lists them; a Python pass of your own is given with "
-                     "--load-pass-plugin FILE.py, or python_passes= in Python")
+                     "--load-pass-plugin FILE.py, or python_passes= in Python: docs/pipelines.md")
 
 
 def validate(root: Nest, catalog: dict[str, PassInfo], *, source: str = _PIPELINE,

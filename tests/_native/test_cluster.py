@@ -203,7 +203,7 @@ def _unreachable(monkeypatch, error: Exception) -> None:
      "pip install 'mlirhlo-driver[cluster]'"),
     (lambda mp: _unreachable(mp, OSError("refused")),
      "cannot reach the Dask scheduler at tcp://h:1: refused",
-     "start one with 'dask scheduler' and a worker with 'dask worker tcp://HOST:8786'"),
+     "start one with 'dask scheduler' and a worker with 'dask worker tcp://HOST:8786'; docs/commands/run.md"),
 ], ids=["no-distributed", "unreachable"])
 def test_scheduler_client_errors_exactly(monkeypatch, setup, message, hint):
     """The exact words of _client's refusals (elsewhere tests assert their facts)."""

@@ -690,7 +690,7 @@ _SEARCHED = "searched pip's nvidia/*/bin, PATH, /sys/bin, triton/backends/nvidia
 @pytest.mark.parametrize("usable, sm, data_dir, message, hint", [
     ("ac", "sm_70", None, "no nvdisasm here reads sm_70 cubins (CUDA 13's dropped sm_50..sm_72): found 13.0 at {c}; "
      + _SEARCHED, "pip install 'mlirhlo-driver[legacy-sass]', i.e. 'triton>=3.3,<3.7', which bundles CUDA 12.8's "
-     "nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH"),
+     "nvdisasm; or put a CUDA 12 toolkit's bin/ on PATH; docs/commands/kernels.md"),
     ("ab", "sm_100a", "/data", "no nvdisasm here reads sm_100a cubins (too old): found 11.7 at {b}; searched "
      "/data/bin, pip's nvidia/*/bin, PATH, /sys/bin, triton/backends/nvidia/bin (triton not installed)",
      "pip install 'nvidia-cuda-nvdisasm>=13.2'"),
