@@ -805,12 +805,14 @@ def key_of(mod: str, index: int, base: Path = REPO) -> tuple[str, str, str]:
 
 def make_copy(dest: Path) -> Path:
     """The package, its data folders (gpu_specs/, pipelines/: package data kept at the root),
-    tests and scripts: what the tests read, nothing else."""
+    tests and scripts, and the docs whose blocks and links tests/test_readme.py checks (with
+    the site's mkdocs.yml and CI's script, whose test command it compares): what the tests
+    read, nothing else."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for name in (PKG, "gpu_specs", "pipelines", "tests", "scripts"):
+    for name in (PKG, "gpu_specs", "pipelines", "tests", "scripts", "docs", ".ci"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, dest / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "CONTRIBUTING.md", "ARCHITECTURE.md", "mkdocs.yml"):
         if (REPO / name).exists():
             shutil.copy(REPO / name, dest / name)
     return dest

@@ -413,10 +413,11 @@ def test_baselines_running_at_once_keep_their_own_failures(tmp_path):
 
 def test_the_copy_holds_what_the_tests_read(tmp_path):
     """The package, its data folders kept at the root (gpu_specs/, pipelines/: the tests read
-    them by path), the tests and scripts; no bytecode."""
+    them by path), the tests and scripts, the docs tests/test_readme.py runs; no bytecode."""
     copy = mutation.make_copy(tmp_path / "copy")
     assert sorted(p.name for p in copy.iterdir()) == sorted(
-        ["README.md", "gpu_specs", "mlirhlo_driver", "pipelines", "pyproject.toml", "scripts", "tests"])
+        [".ci", "ARCHITECTURE.md", "CONTRIBUTING.md", "README.md", "docs", "gpu_specs", "mkdocs.yml", "mlirhlo_driver",
+         "pipelines", "pyproject.toml", "scripts", "tests"])
     assert (copy / "gpu_specs" / "h100_sxm.txtpb").is_file()
     assert {p.name for p in (copy / "pipelines").iterdir()} == {
         p.name for p in (REPO / "pipelines").iterdir() if p.name != "__pycache__"}
