@@ -182,6 +182,9 @@ def test_the_site_builds_strict(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    # A fence whose header the site's Markdown did not take shows as a paragraph of backticks.
+    unrendered = [str(f.relative_to(tmp_path)) for f in (tmp_path / "site").rglob("*.html") if "<p>```" in f.read_text()]
+    assert not unrendered, f"fences rendered as text in {unrendered}"
     reference = (tmp_path / "site" / "reference" / "index.html").read_text()
     import mlirhlo_driver
 
