@@ -40,7 +40,8 @@ from tests.conftest import REPO
 
 # The pages whose blocks run: the root's Markdown and the site's (docs/conformance.md is
 # generated and has no blocks; it is read like the others).
-PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "ARCHITECTURE.md",
+README = REPO / "README.md"
+PAGES = [README, REPO / "CONTRIBUTING.md", REPO / "ARCHITECTURE.md",
          *sorted((REPO / "docs").rglob("*.md"))]
 LINKED = ("tests", "gpu_specs", "pipelines", "scripts")
 EXITS = re.compile(r"#.*\bexits (\d+)\b")
@@ -148,6 +149,11 @@ def test_the_readme_keeps_ci_s_test_command():
     """.ci/run's newest cell runs "the README's test command"; the README shows that command."""
     assert any(b.text.strip() == ".venv/bin/python -m pytest -q -n auto" for b in ALL if b.page == "README.md")
     assert ".venv/bin/python -m pytest -q -n auto\n" in (REPO / ".ci" / "run").read_text()
+
+
+def test_the_readme_stays_short():
+    """README.md is the overview that links into the docs site, not the manual (CONTRIBUTING.md, "Docs")."""
+    assert len(README.read_text().splitlines()) <= 250
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
