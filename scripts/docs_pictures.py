@@ -1,0 +1,69 @@
+"""The docs site's pictures, made by the commands themselves and photographed, never drawn.
+
+    python scripts/docs_pictures.py [-o DIR]     # default: docs/images
+
+- ``hlo-graph.png``: ``mlirhlo opt --stage html`` of ``tests/data/mm_add.mlir`` (a matmul,
+  then add and tanh) for device-less H100, the
+  page XLA's graph view becomes offline (docs/commands/opt.md), as headless Chromium draws
+  it with no network, once Graphviz has laid it out.
+
+Needs Chromium (tests/headless_chromium.py finds it, or installs Debian's as root). Run it
+again after a change to what the page draws, and commit the pictures with the change:
+tests/scripts/test_docs_pictures.py makes them into a temporary directory and checks what
+each shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUTPUT = REPO / "docs" / "images"
+MODULE = "tests/data/mm_add.mlir"
+# Graphviz has drawn the graph (the page's note says how long it took): its nodes and clusters.
+DRAWN = """(() => {
+  const note = document.getElementById('performance_note').innerText;
+  if (!note.startsWith('Rendering took')) return null;
+  const svg = document.querySelector('#rendered svg');
+  return svg ? {nodes: svg.querySelectorAll('g.node').length, clusters: svg.querySelectorAll('g.cluster').length}
+             : null;
+})()"""
+
+
+def hlo_graph(browser: str, output: Path) -> dict:
+    """``hlo-graph.png`` into ``output``; what the page drew (nodes, clusters)."""
+    from tests.headless_chromium import render
+
+    with tempfile.TemporaryDirectory(prefix="mlirhlo-pictures-") as tmp:
+        page = Path(tmp) / "mm_add.html"
+        subprocess.run([sys.executable, "-m", "mlirhlo_driver", "opt", MODULE, "--gpu-spec", "h100_sxm", "--stage",
+                        "html", "--no-cache", "-o", str(page)], cwd=REPO, check=True)
+        drawn = render(browser, page, DRAWN, screenshot=True, size=(1200, 900))
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "hlo-graph.png").write_bytes(drawn.screenshot)
+    return drawn.value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
+                        help=f"directory to write the pictures into (default: {DEFAULT_OUTPUT.relative_to(REPO)})")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(REPO))  # tests.headless_chromium, and the checkout's package
+    from tests.headless_chromium import find_or_install
+
+    browser, why = find_or_install()
+    if browser is None:
+        sys.stderr.write(f"error: the pictures need headless Chromium: {why}\n")
+        return 2
+    drawn = hlo_graph(browser, args.output)
+    print(f"{args.output / 'hlo-graph.png'}: {drawn['nodes']} nodes in {drawn['clusters']} fusion clusters")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""scripts/docs_pictures.py: the docs site's pictures, made by the commands and photographed
+in headless Chromium; the ones committed under docs/images/ are what it makes."""
+
+from __future__ import annotations
+
+import docs_pictures  # scripts/ is on the path: tests/scripts/conftest.py
+import pytest
+
+from tests.conftest import REPO
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_committed_pictures_are_shown_on_their_pages():
+    picture = REPO / "docs" / "images" / "hlo-graph.png"
+    assert picture.read_bytes().startswith(PNG)
+    assert "](../images/hlo-graph.png)" in (REPO / "docs" / "commands" / "opt.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_hlo_graph_picture_shows_the_fusions(tmp_path):
+    """The page Graphviz drew: mm_add's two fusions as clusters, its instructions as nodes."""
+    from tests.headless_chromium import find_or_install
+
+    browser, why = find_or_install()
+    if browser is None:
+        pytest.skip(f"needs headless Chromium: {why}")
+    drawn = docs_pictures.hlo_graph(browser, tmp_path)
+    assert drawn == {"nodes": 12, "clusters": 2}
+    shot = (tmp_path / "hlo-graph.png").read_bytes()
+    assert shot.startswith(PNG) and len(shot) > 20_000  # a drawn graph, not a blank page
