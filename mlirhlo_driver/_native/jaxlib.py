@@ -962,8 +962,9 @@ def interruptible(fn: Any, *args: Any) -> Any:
         finally:
             done.set()
 
-    threading.Thread(target=run, name="mlirhlo-xla", daemon=True).start()
-    try:
+    worker = threading.Thread(target=run, name="mlirhlo-xla", daemon=True)
+    try:  # Ctrl-C may land in start(), once the thread runs
+        worker.start()
         while not done.wait(0.05):
             pass
     except KeyboardInterrupt:
