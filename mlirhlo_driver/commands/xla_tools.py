@@ -81,7 +81,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         return 0
     if p["list_passes"]:
         target.say_notes(say)
-        sys.stdout.write(xla_passes.listing(candidates))
+        sys.stdout.write(xla_passes.comma_listing(candidates))
         return 0
     if not p.positionals:
         raise DriverError("no input file given", hint="hlo-opt [FLAGS] FILE; see --help")

@@ -10,6 +10,17 @@ Promises: names are checked against the pipelines before the filtered compile,
 and a name no pipeline ran is a :class:`~mlirhlo_driver.errors.DriverError`
 naming each pipeline tried. Nothing is printed but one-line notes on stderr
 where a flag had to be set for a pass to exist at all.
+
+hlo-opt's ``--passes`` (:func:`run_in_order`) runs each named pass once, in the order
+given, as XLA's hlo-opt builds a pipeline of just those passes: one compile per pass
+with only that pass (and the pipelines, which only hold passes) enabled, the HLO read
+from XLA's dump right after that pass's first run, and fed to the next pass's compile
+(a pass that changed nothing leaves no dump: the module goes on as it was). One compile
+with every named pass enabled would run them in XLA's pipeline order instead, each as
+often as its pipelines run it. An unknown name is XLA's ``INVALID_ARGUMENT: Pass NAME
+not found.``; XLA's test-only passes (compiled into XLA's own hlo-opt alone) say so.
+The module printed keeps the user's names (:mod:`mlirhlo_driver.ir.hlo_names`) and is
+printed as XLA's ``HloModule::ToString`` prints it, operand shapes included.
 """
 
 from __future__ import annotations
@@ -17,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import DriverError
+from ..errors import CompileError, DriverError, PipelineError, did_you_mean
 
 # Passes XLA adds to its pipeline only when a flag asks for them.
 GATED_PASSES = {
@@ -89,8 +100,6 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
         return xla_backend.hlo_after_only(art, names)
     hint = "jaxlib runs XLA passes only inside a platform's pipeline; see --list-passes"
     if len(tried) == 1:
-        from ..errors import did_you_mean
-
         hint = did_you_mean(tried[0][1][0], tried[0][2]) or hint
     raise DriverError("XLA passes not run: " + "; ".join(f"{label}: {', '.join(missing)} did not run"
                                                          for label, missing, _ in tried), hint=hint)
@@ -135,8 +144,8 @@ def split_pass_names(spec: str) -> tuple[list[str], list[str]]:
 
 def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None,
                   notes: list[str] | None = None) -> str:
-    """hlo-opt's ``--passes``: XLA's HLO passes on the module (see :func:`hlo_after_passes`),
-    printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
+    """hlo-opt's ``--passes``: XLA's HLO passes on the module, each once, in the order given
+    (:func:`run_in_order`), printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
     instead, printed as StableHLO. What the user should know goes to ``notes``."""
     notes = [] if notes is None else notes
     xla_names, mlir_names = split_pass_names(spec)
@@ -145,7 +154,7 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
                           hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
     if xla_names:
         try:
-            return hlo_after_passes(m.module, m.name, xla_names, candidates, arts, notes)
+            return run_in_order(m, xla_names, candidates, arts, notes)
         except DriverError:
             # Names XLA's pipelines do not run but MLIR has resolve to MLIR
             # (unless forced with xla:); XLA's error stands otherwise.
@@ -202,3 +211,202 @@ def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
                                  if n not in names)
         lines.append("")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------- hlo-opt --passes
+
+# XLA's test-only passes (xla/hlo/tools/tests/hlo_opt_test_only_passes.h): registered in
+# the hlo-opt binary XLA's lit tests run, and in no XLA library jaxlib links.
+TEST_ONLY_PASSES = ("test-only-foo2bar", "test-only-bar2hello",
+                    "test-only-algebraic-simplifier-with-onednn-enabled", "test-only-xla-builder")
+# The dumps XLA prints after a pass elide large constants ({...}) unless asked; they are
+# parsed back here, so they are asked for. Printing follows the user's flag again.
+_LARGE_CONSTANTS = "xla_dump_large_constants"
+_DISABLE = "xla_disable_hlo_passes"
+
+
+def _known_pipelines(module: Any, name: str, target: Any) -> dict[str, list[str]]:
+    """{pipeline: pass names} of ``target``'s pipeline on ``module``, from XLA's pass log; the
+    names of passes XLA logged as skipped are under ``""``. A module XLA refuses before any
+    pass ran is its CompileError."""
+    from . import backend as xla_backend
+    from . import pass_log
+
+    art = xla_backend.compile(module, _spec(target, pass_log=pass_log.TIMES_LEVEL, keep_going=True), name).art
+    calls = art.pass_calls or []
+    if not calls and art.compile_error:
+        # Nothing ran: XLA refused the module before its passes (its error, not "no such pass").
+        raise CompileError(art.compile_error)
+    known = pipelines_of(calls)
+    for c in calls:  # a nested pipeline that ran no pass of its own is a pipeline all the same
+        if c.is_pipeline:
+            known.setdefault(c.name, [])
+    skipped = sorted({c.name for c in calls if c.skipped} - {n for ns in known.values() for n in ns})
+    return {**known, "": skipped} if skipped else known
+
+
+def _alone(known: dict[str, list[str]], pass_name: str) -> list[str]:
+    """What to disable (``xla_disable_hlo_passes``) so that of ``known``'s pipelines only
+    ``pass_name`` runs: every other pass, and every pipeline that does not hold it.
+
+    Not ``xla_enable_hlo_passes_only``: a pipeline named there runs whole (XLA's
+    HloPassPipeline::GetEnabledPasses: "Enable the full pass"), and a pass inside a
+    nested pipeline runs only if that pipeline is named, so enabling one pass ran others
+    beside it (measured: ``fusion`` with its pipeline enabled also ran reshape-decomposer,
+    fusion-wrapper and copy-insertion). Disabling by name leaves the pipelines holding the
+    pass running with only that pass in them; XLA refuses the two flags together."""
+    holding = {pipe for pipe, names in known.items() if pass_name in names and pipe}
+    grew = True
+    while grew:  # the pipelines that hold those, up to the top
+        outer = {pipe for pipe, names in known.items() if pipe and holding & set(names)}
+        grew = not outer <= holding
+        holding |= outer
+    everything = {n for names in known.values() for n in names} | {p for p in known if p}
+    return sorted(everything - holding - {pass_name})
+
+
+def pass_names(known: dict[str, list[str]], platform: str) -> list[str]:
+    """The passes (not the pipelines holding them) of a pass log's pipelines, in first-run
+    order, with the passes XLA adds only when a flag asks (``GATED_PASSES``) for CUDA."""
+    pipes = set(known)
+    out: list[str] = []
+    for pipe, names in known.items():
+        if not pipe:
+            continue  # skipped passes: not run by this pipeline
+        out.extend(n for n in names if n not in pipes and n not in out)
+    if platform == "cuda":
+        out.extend(n for n in GATED_PASSES if n not in out)
+    return out
+
+
+def comma_listing(candidates: list[Any]) -> str:
+    """hlo-opt's ``--list-passes`` as XLA prints it: the pass names, comma-separated on one
+    line, so ``hlo-opt --passes=$(hlo-opt --list-passes)`` runs them. The names are those
+    the pipelines of ``candidates`` (StageOptions) run on xla.backend's reference module:
+    what ``--passes`` with the same ``--platform`` can run."""
+    from . import backend as xla_backend
+
+    module = xla_backend.reference_module()
+    names: list[str] = []
+    for options in candidates:
+        target = getattr(options, "target", options)
+        found = pass_names(_known_pipelines(module, "reference", target), target.platform)
+        names.extend(n for n in found if n not in names)
+    return ",".join(names) + "\n"
+
+
+def not_found(name: str, known: list[str]) -> PipelineError:
+    """XLA's hlo-opt's error for a pass name it has not registered."""
+    if name in TEST_ONLY_PASSES:
+        return PipelineError(f"--passes: {name} is one of XLA's test-only passes, built into XLA's own "
+                             "hlo-opt alone: jaxlib's XLA does not have it")
+    return PipelineError(f"INVALID_ARGUMENT: Pass {name} not found.",
+                         hint=did_you_mean(name, known) or "hlo-opt --list-passes prints the names")
+
+
+def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: list[Any] | None = None,
+                 notes: list[str] | None = None) -> str:
+    """hlo-opt's ``--passes``: XLA's HLO passes ``names`` on ``program`` (core.program.Program),
+    each once, in the order given (the module docstring says how); the module after them as
+    XLA's hlo-opt prints it. Each pass runs in the first of ``candidates`` (StageOptions)
+    whose pipeline has it; each compile goes to ``arts``, what the user should know to ``notes``."""
+    from .._native import jaxlib as _jaxlib
+    from ..inputs.loader import parse_mlir
+    from ..ir import hlo_names
+    from . import backend as xla_backend
+
+    notes = [] if notes is None else notes
+    for n in names:
+        if n in TEST_ONLY_PASSES:  # before any compile: no pipeline has them
+            raise not_found(n, [])
+    targets = [getattr(c, "target", c) for c in candidates]
+    targets = [_with_gates(t, names, notes) if t.platform == "cuda" else t for t in targets]
+    module = program.module
+    on_module: dict[int, dict[str, list[str]]] = {}  # pass logs, made as a name needs them
+    on_reference: dict[int, dict[str, list[str]]] = {}
+
+    def log(i: int, logs: dict[int, dict[str, list[str]]], reference: bool) -> dict[str, list[str]]:
+        if i not in logs:
+            logs[i] = (_known_pipelines(xla_backend.reference_module(), "reference", targets[i]) if reference
+                       else _known_pipelines(module, program.name, targets[i]))
+        return logs[i]
+
+    def holder(pass_name: str) -> tuple[Any, dict[str, list[str]], bool] | None:
+        """(target, its pipelines, whether they run the pass on this module) for a name: the
+        module's own pass log first, then the reference module's (--list-passes's names)."""
+        for i, t in enumerate(targets):
+            if pass_name in pass_names(log(i, on_module, False), t.platform):
+                return t, on_module[i], True
+        for i, t in enumerate(targets):
+            if pass_name in pass_names(log(i, on_reference, True), t.platform):
+                return t, {**on_reference[i], **on_module[i]}, False
+        return None
+
+    plan = []
+    for n in names:
+        found = holder(n)
+        if found is None:
+            everything = [p for logs in (on_module, on_reference) for i, k in logs.items()
+                          for p in pass_names(k, targets[i].platform)]
+            raise not_found(n, everything)
+        plan.append((n, *found))
+    original = program.hlo_proto
+    if original is not None:  # each trip through StableHLO from a tagged module (hlo_names.tag)
+        module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(hlo_names.tag(original)), program.source)
+    proto: bytes | None = None  # the module XLA holds after the passes so far
+    for step, (n, target, known, runs_here) in enumerate(plan, 1):
+        if not runs_here:
+            notes.append(f"{n}: XLA's {label(target)} pipeline holds it but runs it only on other modules; "
+                         "enabled alone here")
+        flags = {k: v for k, v in target.xla_flags if k != xla_backend.ONLY_PASSES_FLAG}
+        flags.update({_LARGE_CONSTANTS: True, _DISABLE: ",".join(_alone(known, n))})
+        spec = _spec(target.with_flags(flags), pass_dump_re=".*", keep_going=True, isolated=True)
+        art = xla_backend.compile(module, spec, program.name).art
+        if arts is not None:
+            arts.append(art)
+        if proto is None:
+            # What XLA received: jaxlib compiles StableHLO, and its export back to HLO may
+            # already have changed the module (measured: constants folded, a transpose of a
+            # unit dimension made a reshape). The passes run on that, so that is what is printed.
+            received = art.matching(r"^before_optimizations\.txt$")
+            if not received:
+                raise CompileError(f"XLA compiled nothing for {n}" + (f": {art.compile_error}"
+                                                                      if art.compile_error else ""))
+            proto = _received(received[0][1].decode(), original, hlo_names, _jaxlib, notes, program)
+        after = next((d for d in xla_backend.pass_dumps(art) if d.after == _file_safe(n)), None)
+        if after is None:
+            continue  # XLA dumps after a pass only when it changed the module
+        fed = proto
+        proto = _jaxlib.hlo_text_to_proto(art.files[after.key].decode())
+        if original is not None:
+            proto = hlo_names.restore_names(proto, fed)
+        if step < len(plan):
+            module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(
+                hlo_names.tag(proto) if original is not None else proto), program.source)
+    if proto is None:  # no pass named
+        proto = original if original is not None else _jaxlib.stablehlo_to_hlo_proto(_bytecode(program.module))
+    large = any(k == _LARGE_CONSTANTS and v for k, v in targets[0].xla_flags)
+    return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large)
+
+
+def _received(text: str, original: bytes | None, hlo_names: Any, _jaxlib: Any, notes: list[str],
+              program: Any) -> bytes:
+    """The module XLA received (its ``before_optimizations`` dump), with the user's names; a
+    note in ``notes`` when it is not the module given."""
+    proto = _jaxlib.hlo_text_to_proto(text)
+    if original is None:
+        return proto
+    proto = hlo_names.restore_names(proto, original)
+    if _jaxlib.hlo_proto_to_text(proto, xla_printer=True) != _jaxlib.hlo_proto_to_text(original, xla_printer=True):
+        notes.append(f"{program.source}: jaxlib compiles StableHLO, and its export back to HLO changed this "
+                     "module before XLA's passes ran on it (--stage=hlo-before-optimizations --platform=P "
+                     "prints what XLA received)")
+    return proto
+
+
+def _bytecode(module: Any) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()
