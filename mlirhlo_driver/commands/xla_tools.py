@@ -106,7 +106,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
                 stage_registry.get(stage, None)  # XLA stages need --platform: says so, with a hint
                 results = [m.stage(stage) for m in modules]
             else:
-                results = [m.convert("hlo") for m in modules]
+                results = [tool_outputs.hlo_text(m) for m in modules]
         else:
             partitions = p["num_partitions"] if p["num_partitions"] > 0 else None
             _, options = target.stage_options(num_partitions=partitions)[0]

@@ -10,12 +10,14 @@ becomes ``main.N``. :func:`restore_names` undoes that on XLA's output, as XLA's 
 
 Promises: only names XLA's exporter made are changed: an instruction named
 ``<op_name>.<N>`` whose ``op_name`` is one of the original module's instruction names
+(the exporter drops the name's own ``.<N>``: ``out.1`` comes back ``out.7``)
 (so an instruction a pass made, even one that copied such metadata, keeps XLA's name);
-a ``constant.N`` equal in shape and value to an original constant of the same
-computation not yet claimed (the first, in the original's order); a computation named
-``<original>.<N>``, and the entry computation. Instructions are renamed only in the
-computations that stand for the original's (a computation a pass made, or the import of
-a fusion's, keeps XLA's names). An ``op_name`` that names an instruction of the
+a parameter, by its number; a ``constant.N`` equal in shape and value to an original constant of the same
+computation not yet claimed (the first, in the original's order); the entry computation,
+one named ``<original>.<N>``, and one an original instruction calls in the place of the
+original's (a reduction's ``to_apply``, which the trip makes ``region_N.M``).
+Instructions are renamed only in the computations that stand for the original's (a
+computation a pass made keeps XLA's names). An ``op_name`` that names an instruction of the
 original (the exporter's, or one a pass copied from it) becomes that instruction's own
 ``op_name`` in the original (none where it had none): with :func:`tag`, the trip's
 metadata is undone everywhere. A name already taken in the module is never given twice.
@@ -55,39 +57,55 @@ def restore_names(result: bytes, original: bytes) -> bytes:
     exporter replaced them."""
     orig = hlo_proto.decode(original)
     res = hlo_proto.decode(result)
-    orig_entry = next((c.name for c in orig.computations if c.id == orig.entry_computation_id),
-                      orig.entry_computation_name)
-    orig_comps = {c.name for c in orig.computations}
+    orig_by_id = {c.id: c for c in orig.computations}
+    orig_entry = orig_by_id[orig.entry_computation_id].name if orig.entry_computation_id in orig_by_id \
+        else orig.entry_computation_name
+    orig_comps = {c.name: c for c in orig.computations}
+    orig_params = {c.name: {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
+                   for c in orig.computations}
     op_names: dict[str, str] = {}  # instruction name -> its op_name in the original
+    called: dict[str, list[str]] = {}  # instruction name -> the names of what it calls
     constants: dict[tuple[str, bytes, bytes], list[str]] = defaultdict(list)
     for c in orig.computations:
         for i in c.instructions:
             op_names[i.name] = i.metadata.op_name
+            called[i.name] = [orig_by_id[k].name for k in i.called_computation_ids if k in orig_by_id]
             if i.opcode == "constant":
                 constants[(c.name, i.shape.SerializeToString(deterministic=True),
                            i.literal.SerializeToString(deterministic=True))].append(i.name)
 
+    res_by_id = {c.id: c for c in res.computations}
     comp_names = {c.name for c in res.computations}
-    comp_new: dict[int, str] = {}
+    used = {i.name for c in res.computations for i in c.instructions}
+    # The computations that stand for the original's: the entry, one named <original>[.N],
+    # and (found as their callers are) the ones an original instruction calls, in its place.
+    work: list[tuple[int, str]] = [(res.entry_computation_id, orig_entry)]
     for c in res.computations:
-        want = orig_entry if c.id == res.entry_computation_id else _base(c.name)
-        if want and want != c.name and want in orig_comps and want not in comp_names:
+        base = c.name if c.name in orig_comps else _base(c.name)
+        if base in orig_comps and c.id != res.entry_computation_id:
+            work.append((c.id, base))
+    done: set[int] = set()
+    while work:
+        cid, want = work.pop(0)
+        c = res_by_id.get(cid)
+        if c is None or cid in done:
+            continue
+        done.add(cid)
+        if want != c.name and want not in comp_names:
             comp_names.discard(c.name)
             comp_names.add(want)
-            comp_new[c.id] = want
-    used = {i.name for c in res.computations for i in c.instructions}
-    for c in res.computations:
-        if c.id in comp_new:
-            c.name = comp_new[c.id]
-            if c.id == res.entry_computation_id:
-                res.entry_computation_name = c.name
+            c.name = want
+            if cid == res.entry_computation_id:
+                res.entry_computation_name = want
         if c.name not in orig_comps:
-            continue  # a computation a pass made (or the import of one): XLA's names stand
+            continue
         params: dict[int, str] = {}
         for i in c.instructions:
             op = i.metadata.op_name
             target = None
-            if op in op_names and _base(i.name) == op:
+            if i.opcode == "parameter":  # by number: a region's block arguments take their op's name
+                target = orig_params[c.name].get(i.parameter_number)
+            elif op in op_names and _base(i.name) in (op, _base(op)):  # 'out.1' comes back 'out.7'
                 target = op
             elif i.opcode == "constant" and re.fullmatch(r"constant\.\d+", i.name):
                 key = (c.name, i.shape.SerializeToString(deterministic=True),
@@ -100,6 +118,8 @@ def restore_names(result: bytes, original: bytes) -> bytes:
                 i.name = target
             if i.opcode == "parameter":
                 params[i.parameter_number] = i.name
+            if i.name in called and len(called[i.name]) == len(i.called_computation_ids):
+                work += [(k, name) for k, name in zip(i.called_computation_ids, called[i.name]) if k not in done]
         names = c.program_shape.parameter_names
         for k in range(len(names)):
             if k in params:

@@ -223,6 +223,10 @@ TEST_ONLY_PASSES = ("test-only-foo2bar", "test-only-bar2hello",
 # parsed back here, so they are asked for. Printing follows the user's flag again.
 _LARGE_CONSTANTS = "xla_dump_large_constants"
 _DISABLE = "xla_disable_hlo_passes"
+# Passes named with a process-wide counter (measured: the CPU pipeline's
+# apply-xla-transforms-0 and -1 on one compile, -7 and -8 on a later one in the same
+# process): no name of theirs runs in another process, so none is listed.
+_COUNTED = re.compile(r"^apply-xla-transforms-\d+$")
 
 
 def _known_pipelines(module: Any, name: str, target: Any) -> dict[str, list[str]]:
@@ -254,7 +258,10 @@ def _alone(known: dict[str, list[str]], pass_name: str) -> list[str]:
     nested pipeline runs only if that pipeline is named, so enabling one pass ran others
     beside it (measured: ``fusion`` with its pipeline enabled also ran reshape-decomposer,
     fusion-wrapper and copy-insertion). Disabling by name leaves the pipelines holding the
-    pass running with only that pass in them; XLA refuses the two flags together."""
+    pass running with only that pass in them; XLA refuses the two flags together. A pass
+    named with a process-wide counter (``_COUNTED``) has another name in that compile and
+    is not disabled: the CPU pipeline's run last, after scheduling, so they follow all but
+    cse_barrier_expander, and what they do after the pass is not read."""
     holding = {pipe for pipe, names in known.items() if pass_name in names and pipe}
     grew = True
     while grew:  # the pipelines that hold those, up to the top
@@ -267,13 +274,14 @@ def _alone(known: dict[str, list[str]], pass_name: str) -> list[str]:
 
 def pass_names(known: dict[str, list[str]], platform: str) -> list[str]:
     """The passes (not the pipelines holding them) of a pass log's pipelines, in first-run
-    order, with the passes XLA adds only when a flag asks (``GATED_PASSES``) for CUDA."""
+    order, with the passes XLA adds only when a flag asks (``GATED_PASSES``) for CUDA; not
+    those whose name holds a process-wide counter (``_COUNTED``)."""
     pipes = set(known)
     out: list[str] = []
     for pipe, names in known.items():
         if not pipe:
             continue  # skipped passes: not run by this pipeline
-        out.extend(n for n in names if n not in pipes and n not in out)
+        out.extend(n for n in names if n not in pipes and n not in out and not _COUNTED.match(n))
     if platform == "cuda":
         out.extend(n for n in GATED_PASSES if n not in out)
     return out
@@ -397,11 +405,24 @@ def _received(text: str, original: bytes | None, hlo_names: Any, _jaxlib: Any, n
     if original is None:
         return proto
     proto = hlo_names.restore_names(proto, original)
-    if _jaxlib.hlo_proto_to_text(proto, xla_printer=True) != _jaxlib.hlo_proto_to_text(original, xla_printer=True):
+    # The entry's instructions, by opcode and shape: a computation the trip duplicated (one
+    # called from two places comes back as one per caller) is not worth a note; a fold is.
+    if _entry_ops(proto) != _entry_ops(original):
         notes.append(f"{program.source}: jaxlib compiles StableHLO, and its export back to HLO changed this "
                      "module before XLA's passes ran on it (--stage=hlo-before-optimizations --platform=P "
                      "prints what XLA received)")
     return proto
+
+
+def _entry_ops(proto: bytes) -> Any:
+    from collections import Counter
+
+    from ..ir import hlo_proto
+
+    m = hlo_proto.decode(proto)
+    entry = next((c for c in m.computations if c.id == m.entry_computation_id), None)
+    return Counter((i.opcode, i.shape.SerializeToString(deterministic=True))
+                   for i in (entry.instructions if entry is not None else ()))
 
 
 def _bytecode(module: Any) -> bytes:

@@ -16,6 +16,16 @@ def hlo_proto_text(proto: bytes) -> str:
     return codec.to_text(wrapper)
 
 
+def hlo_text(program: Any) -> str:
+    """A module (core.program.Program) as XLA's hlo-opt prints it without a platform: the
+    HloModuleProto as read (HLO inputs: the user's names), printed as XLA's
+    ``HloModule::ToString`` does, operand shapes included."""
+    from .._native import jaxlib as _jaxlib
+
+    proto = program.convert("hlo-proto")
+    return _jaxlib.hlo_proto_to_text(proto if isinstance(proto, bytes) else proto.encode(), xla_printer=True)
+
+
 def write_xla_dump(directory: str, art: Any, number: int) -> None:
     """What XLA dumped for one compile, in its ``--xla_dump_to`` layout:
     ``module_NNNN.<name>.<what>`` (NNNN counts the modules of this command,

@@ -1,0 +1,114 @@
+"""ir/hlo_names.py: the user's names back after the trip HLO -> StableHLO -> HLO."""
+
+from __future__ import annotations
+
+import pytest
+
+ORIGINAL = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY test {
+  p0 = f32[12] parameter(0)
+  c1 = f32[12] constant({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+  x = f32[12] multiply(p0, c1), metadata={op_name="jit(f)/mul" source_file="f.py" source_line=3}
+  zero = f32[] constant(0)
+  ROOT r = f32[] reduce(x, zero), dimensions={0}, to_apply=add
+}
+"""
+
+
+def _proto(text: str) -> bytes:
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    return _jaxlib.hlo_text_to_proto(text)
+
+
+def _trip(proto: bytes) -> bytes:
+    """What XLA receives from the driver: the module through StableHLO and XLA's exporter."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+
+    return _jaxlib.stablehlo_to_hlo_proto(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto))
+
+
+def _decode(proto: bytes):
+    from mlirhlo_driver.ir import hlo_proto
+
+    return hlo_proto.decode(proto)
+
+
+def _instructions(proto: bytes) -> dict[str, dict[str, object]]:
+    return {c.name: {i.name: i for i in c.instructions} for c in _decode(proto).computations}
+
+
+def test_the_trip_renames_and_restore_names_gives_the_user_s_names_back():
+    from mlirhlo_driver.ir import hlo_names
+
+    original = _proto(ORIGINAL)
+    tripped = _trip(hlo_names.tag(original))
+    assert "test" not in _instructions(tripped)  # the trip's own names (main.N, x.N, constant.N)
+    restored = _decode(hlo_names.restore_names(tripped, original))
+    assert restored.entry_computation_name == "test"
+    comps = {c.name: c for c in restored.computations}
+    assert set(comps) == {"test", "add"}
+    assert {i.name for i in comps["test"].instructions} == {"p0", "c1", "x", "zero", "r"}
+    assert {i.name for i in comps["add"].instructions} == {"a", "b", "s"}
+    assert list(comps["test"].program_shape.parameter_names) == ["p0"]
+    by_name = {i.name: i for i in comps["test"].instructions}
+    # the metadata the user gave is kept, and the trip adds none
+    assert by_name["x"].metadata.op_name == "jit(f)/mul" and by_name["x"].metadata.source_line == 3
+    assert not by_name["p0"].HasField("metadata") and not by_name["r"].HasField("metadata")
+
+
+def test_an_instruction_a_pass_made_keeps_xla_s_name_and_loses_the_trip_s_op_name():
+    """A pass's new instruction may copy metadata (the tagged op_name) but has a name of its own."""
+    from mlirhlo_driver.ir import hlo_names, hlo_proto
+
+    original = _proto(ORIGINAL)
+    result = _decode(_trip(hlo_names.tag(original)))
+    entry = next(c for c in result.computations if c.id == result.entry_computation_id)
+    made = next(i for i in entry.instructions if i.opcode == "multiply")
+    made.name = "bitcast.9"  # as if a pass replaced x by a new instruction that copied its metadata
+    restored = _instructions(hlo_names.restore_names(hlo_proto.encode(result), original))["test"]
+    assert "bitcast.9" in restored and "x" not in restored
+    assert restored["bitcast.9"].metadata.op_name == "jit(f)/mul"  # x's own op_name, not the tag
+
+
+def test_a_name_is_never_given_twice():
+    from mlirhlo_driver.ir import hlo_names, hlo_proto
+
+    original = _proto(ORIGINAL)
+    result = _decode(_trip(hlo_names.tag(original)))
+    entry = next(c for c in result.computations if c.id == result.entry_computation_id)
+    names = [i for i in entry.instructions if i.opcode in ("multiply", "reduce")]
+    for i in names:  # two instructions the exporter named after x
+        i.name, i.metadata.op_name = f"x.{i.id + 40}", "x"
+    restored = _instructions(hlo_names.restore_names(hlo_proto.encode(result), original))["test"]
+    assert "x" in restored and sum(n.startswith("x.") for n in restored) == 1
+
+
+def test_a_computation_a_pass_made_keeps_its_names():
+    from mlirhlo_driver.ir import hlo_names, hlo_proto
+
+    original = _proto(ORIGINAL)
+    result = _decode(_trip(hlo_names.tag(original)))
+    reducer = next(c for c in result.computations if c.id != result.entry_computation_id)
+    reducer.name = "fused_computation.7"  # as if a pass made it, and the instruction calling it
+    entry = next(c for c in result.computations if c.id == result.entry_computation_id)
+    next(i for i in entry.instructions if i.opcode == "reduce").name = "fusion.3"
+    restored = _instructions(hlo_names.restore_names(hlo_proto.encode(result), original))
+    assert "fused_computation.7" in restored and "add" not in restored
+    assert "fusion.3" in restored["test"]
+    assert not {"a", "b", "s"} & set(restored["fused_computation.7"])
+
+
+@pytest.mark.parametrize("text", [ORIGINAL, ORIGINAL.replace("HloModule m", "HloModule m, is_scheduled=false")])
+def test_restore_names_of_a_module_that_did_not_take_the_trip_changes_nothing(text):
+    from mlirhlo_driver.ir import hlo_names, hlo_proto
+
+    original = _proto(text)
+    assert hlo_proto.decode(hlo_names.restore_names(original, original)) == hlo_proto.decode(original)
