@@ -97,8 +97,12 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     if p["emit_proto"]:
         results = [tool_outputs.hlo_proto_text(m.convert("hlo-proto")) for m in modules]
     elif p["passes"]:
-        for m in modules:
-            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes))
+        for i, m in enumerate(modules):
+            trace = xla_passes.PassTrace()
+            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes, trace))
+            if flags.get("xla_dump_to") and trace.given:  # XLA's hlo-opt's own dump, not the compiles'
+                tool_outputs.write_pass_dump(str(flags["xla_dump_to"]), i, trace, flags)
+        arts = []
     else:
         stage = p["stage"]
         if platform is None:
@@ -125,7 +129,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
             arts = [c.artifacts() for c in compiles] if flags.get("xla_dump_to") else []
     for n in dict.fromkeys(notes):
         say(n)
-    if flags.get("xla_dump_to"):
+    if flags.get("xla_dump_to") and not p["passes"]:
         if not arts:
             raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
         for i, art in enumerate(arts, 1):

@@ -26,6 +26,7 @@ printed as XLA's ``HloModule::ToString`` prints it, operand shapes included.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompileError, DriverError, PipelineError, did_you_mean
@@ -143,7 +144,7 @@ def split_pass_names(spec: str) -> tuple[list[str], list[str]]:
 
 
 def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None,
-                  notes: list[str] | None = None) -> str:
+                  notes: list[str] | None = None, trace: PassTrace | None = None) -> str:
     """hlo-opt's ``--passes``: XLA's HLO passes on the module, each once, in the order given
     (:func:`run_in_order`), printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
     instead, printed as StableHLO. What the user should know goes to ``notes``."""
@@ -154,7 +155,7 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
                           hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
     if xla_names:
         try:
-            return run_in_order(m, xla_names, candidates, arts, notes)
+            return run_in_order(m, xla_names, candidates, arts, notes, trace)
         except DriverError:
             # Names XLA's pipelines do not run but MLIR has resolve to MLIR
             # (unless forced with xla:); XLA's error stands otherwise.
@@ -312,12 +313,24 @@ def not_found(name: str, known: list[str]) -> PipelineError:
                          hint=did_you_mean(name, known) or "hlo-opt --list-passes prints the names")
 
 
+@dataclass
+class PassTrace:
+    """A pass list's run, for hlo-opt's ``--xla_dump_to`` (xla.tool_outputs.write_pass_dump):
+    the module as given, each pass with the module after it (None: it changed nothing), and
+    the module after them all; serialized HloModuleProtos with the user's names."""
+
+    given: bytes = b""
+    steps: list[tuple[str, bytes | None]] = field(default_factory=list)
+    result: bytes = b""
+
+
 def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: list[Any] | None = None,
-                 notes: list[str] | None = None) -> str:
+                 notes: list[str] | None = None, trace: PassTrace | None = None) -> str:
     """hlo-opt's ``--passes``: XLA's HLO passes ``names`` on ``program`` (core.program.Program),
     each once, in the order given (the module docstring says how); the module after them as
     XLA's hlo-opt prints it. Each pass runs in the first of ``candidates`` (StageOptions)
-    whose pipeline has it; each compile goes to ``arts``, what the user should know to ``notes``."""
+    whose pipeline has it; each compile goes to ``arts``, what the user should know to
+    ``notes``, the modules before, between and after the passes to ``trace``."""
     from .._native import jaxlib as _jaxlib
     from ..inputs.loader import parse_mlir
     from ..ir import hlo_names
@@ -383,16 +396,23 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
             proto = _received(received[0][1].decode(), original, hlo_names, _jaxlib, notes, program)
         after = next((d for d in xla_backend.pass_dumps(art) if d.after == _file_safe(n)), None)
         if after is None:
+            if trace is not None:
+                trace.steps.append((n, None))
             continue  # XLA dumps after a pass only when it changed the module
         fed = proto
         proto = _jaxlib.hlo_text_to_proto(art.files[after.key].decode())
         if original is not None:
             proto = hlo_names.restore_names(proto, fed)
+        if trace is not None:
+            trace.steps.append((n, proto))
         if step < len(plan):
             module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(
                 hlo_names.tag(proto) if original is not None else proto), program.source)
+    given = original if original is not None else _jaxlib.stablehlo_to_hlo_proto(_bytecode(program.module))
     if proto is None:  # no pass named
-        proto = original if original is not None else _jaxlib.stablehlo_to_hlo_proto(_bytecode(program.module))
+        proto = given
+    if trace is not None:
+        trace.given, trace.result = given, proto
     large = any(k == _LARGE_CONSTANTS and v for k, v in targets[0].xla_flags)
     return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large)
 

@@ -274,12 +274,28 @@ def test_hlo_opt_writes_one_binary_module_and_refuses_several(tool, work):
     assert not (work / "two.mlirbc").exists()
 
 
-def test_hlo_opt_xla_dump_to_with_passes_needs_no_platform(tool, work):
-    """--xla_dump_to takes an XLA compile: --passes is one (no --platform needed, XLA's dump written)."""
-    r = tool("hlo-opt --passes=reduce-window-rewriter --xla_dump_to=pass_dump input.hlo")
+def test_hlo_opt_xla_dump_to_with_passes_is_xla_s_hlo_opt_layout(tool, work):
+    """--passes with --xla_dump_to (no --platform needed) writes what XLA's hlo-opt writes: the
+    module before and after, the DebugOptions given (read back by --debug_options_file), and
+    with --xla_dump_hlo_pass_re the pipeline's start and each pass that changed the module."""
+    r = tool("hlo-opt --passes=reduce-window-rewriter,dce --xla_dump_to=pass_dump input.hlo "
+             "--xla_reduce_window_rewrite_base_length=128")
     assert r.code == 0, r.err
     assert r.out.startswith("HloModule doc_input")
-    assert any(p.name.startswith("module_0001.doc_input.") for p in (work / "pass_dump").iterdir())
+    names = sorted(p.name for p in (work / "pass_dump").iterdir())
+    assert names == [f"module_0000.doc_input.{w}" for w in
+                     ("after_optimization.txt", "before_optimization.txt", "debug_options")]
+    dumped = work / "pass_dump" / "module_0000.doc_input."
+    assert (work / "pass_dump" / "module_0000.doc_input.after_optimization.txt").read_text() == r.out
+    assert "window={size=1024 pad=1023_0}" in Path(f"{dumped}before_optimization.txt").read_text()
+    options = Path(f"{dumped}debug_options").read_text()
+    assert options.splitlines() == ['xla_dump_to: "pass_dump"', "xla_reduce_window_rewrite_base_length: 128"]
+    again = tool(f"hlo-opt --passes=reduce-window-rewriter,dce --debug_options_file={dumped}debug_options "
+                 "--xla_dump_hlo_pass_re=.* input.hlo")
+    assert again.code == 0 and again.out == r.out  # the file's options, and its dump folder
+    assert sorted(p.name for p in (work / "pass_dump").iterdir() if ".transforms_pipeline." in p.name) == [
+        "module_0000.doc_input.0000.transforms_pipeline.after_pipeline-start.before_reduce-window-rewriter.txt",
+        "module_0000.doc_input.0001.transforms_pipeline.after_reduce-window-rewriter.before_dce.txt"]
 
 
 def test_hlo_opt_xla_dump_to_without_a_compile_is_refused_before_reading_input(tool):
