@@ -2,9 +2,9 @@
 ``opt --list-passes --platform`` and ``hlo-opt --passes/--list-passes`` share.
 
 jaxlib has no pass registry and runs XLA passes only inside a platform's
-pipeline. So a pass list runs as that pipeline with only those passes (and the
-pipelines around them) enabled, and the HLO is read from XLA's per-pass dumps;
-pass names are learnt from the dumps of a normal compile.
+pipeline. So a pass list runs as that pipeline with every other pass disabled (the
+pipelines around the passes keep running, with only them in them), and the HLO is read
+from XLA's per-pass dumps; pass names are learnt from XLA's log of a normal compile.
 
 Promises: names are checked against the pipelines before the filtered compile,
 and a name no pipeline ran is a :class:`~mlirhlo_driver.errors.DriverError`
@@ -85,17 +85,12 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
         if missing:
             tried.append((label(target), missing, seen))
             continue
-        # A pass runs only if its enclosing pipelines are enabled too. Enabling just
-        # the pipelines that hold the passes keeps other passes from running; a
-        # pipeline nested in another one needs them all enabled.
-        holding = sorted(pipe for pipe, ps in known.items() if any(n in ps for n in names))
-        for pipes in (holding, sorted(known)):
-            art = xla_backend.compile(module, _spec(target, pass_dump_re=".*", only_passes=tuple(names + pipes),
-                                                    keep_going=True, isolated=True), name).art
-            # Dump file names spell a pipeline's spaces as underscores.
-            ran = {_file_safe(d.pipeline) for d in xla_backend.pass_dumps(art)}
-            if all(_file_safe(pipe) in ran for pipe in holding):
-                break
+        # Every other pass disabled by name: the pipelines holding these run with only them
+        # (naming a pipeline in xla_enable_hlo_passes_only would run it whole: _alone says why).
+        flags = {k: v for k, v in target.xla_flags if k != xla_backend.ONLY_PASSES_FLAG}
+        flags[_DISABLE] = ",".join(_alone(known, names))
+        art = xla_backend.compile(module, _spec(target.with_flags(flags), pass_dump_re=".*", keep_going=True,
+                                                isolated=True), name).art
         if arts is not None:
             arts.append(art)
         return xla_backend.hlo_after_only(art, names)
@@ -250,9 +245,10 @@ def _known_pipelines(module: Any, name: str, target: Any) -> dict[str, list[str]
     return {**known, "": skipped} if skipped else known
 
 
-def _alone(known: dict[str, list[str]], pass_name: str) -> list[str]:
+def _alone(known: dict[str, list[str]], pass_name: str | list[str]) -> list[str]:
     """What to disable (``xla_disable_hlo_passes``) so that of ``known``'s pipelines only
-    ``pass_name`` runs: every other pass, and every pipeline that does not hold it.
+    ``pass_name`` (or those of a list) runs: every other pass, and every pipeline that holds
+    none of them.
 
     Not ``xla_enable_hlo_passes_only``: a pipeline named there runs whole (XLA's
     HloPassPipeline::GetEnabledPasses: "Enable the full pass"), and a pass inside a
@@ -263,14 +259,15 @@ def _alone(known: dict[str, list[str]], pass_name: str) -> list[str]:
     named with a process-wide counter (``_COUNTED``) has another name in that compile and
     is not disabled: the CPU pipeline's run last, after scheduling, so they follow all but
     cse_barrier_expander, and what they do after the pass is not read."""
-    holding = {pipe for pipe, names in known.items() if pass_name in names and pipe}
+    wanted = {pass_name} if isinstance(pass_name, str) else set(pass_name)
+    holding = {pipe for pipe, names in known.items() if wanted & set(names) and pipe}
     grew = True
     while grew:  # the pipelines that hold those, up to the top
         outer = {pipe for pipe, names in known.items() if pipe and holding & set(names)}
         grew = not outer <= holding
         holding |= outer
     everything = {n for names in known.values() for n in names} | {p for p in known if p}
-    return sorted(everything - holding - {pass_name})
+    return sorted(everything - holding - wanted)
 
 
 def pass_names(known: dict[str, list[str]], platform: str) -> list[str]:

@@ -63,8 +63,25 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
         if argv is None:  # the tool's own process: leave at once (interrupts.leave says why)
             interrupts.leave(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
-    sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): not a failure of ours, as at mlirhlo
+        _quiet_stdout()
+        sys.exit(0)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
     sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """stdout onto /dev/null, so the interpreter's own flush at exit finds no closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
 
 
 HLO_OPT_FLAGS = [
