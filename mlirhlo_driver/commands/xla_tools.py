@@ -121,10 +121,12 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
             for m, c in zip(modules, compiles):
                 try:
-                    results.append(c.output(stage))
+                    out = c.output(stage)
                 except DriverError as e:
                     e.about(m.source)  # this module's compile failed: say which file
                     raise
+                results.append(tool_outputs.with_user_names(out, m) if stage in tool_outputs.HLO_STAGES
+                               and isinstance(out, str) else out)
             notes += [n for c in compiles for n in c.notes_for(FLAGS)]
             arts = [c.artifacts() for c in compiles] if flags.get("xla_dump_to") else []
     for n in dict.fromkeys(notes):

@@ -14,8 +14,9 @@ Promises: only names XLA's exporter made are changed: an instruction named
 (so an instruction a pass made, even one that copied such metadata, keeps XLA's name);
 a parameter, by its number; a ``constant.N`` equal in shape and value to an original constant of the same
 computation not yet claimed (the first, in the original's order); the entry computation,
-one named ``<original>.<N>``, and one an original instruction calls in the place of the
-original's (a reduction's ``to_apply``, which the trip makes ``region_N.M``).
+one named ``<original>.<N>``, and one an original instruction of the same opcode calls in
+the place of the original's (a reduction's ``to_apply``, which the trip makes
+``region_N.M``).
 Instructions are renamed only in the computations that stand for the original's (a
 computation a pass made keeps XLA's names). An ``op_name`` that names an instruction of the
 original (the exporter's, or one a pass copied from it) becomes that instruction's own
@@ -64,12 +65,12 @@ def restore_names(result: bytes, original: bytes) -> bytes:
     orig_params = {c.name: {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
                    for c in orig.computations}
     op_names: dict[str, str] = {}  # instruction name -> its op_name in the original
-    called: dict[str, list[str]] = {}  # instruction name -> the names of what it calls
+    called: dict[str, tuple[str, list[str]]] = {}  # instruction name -> its opcode, the names it calls
     constants: dict[tuple[str, bytes, bytes], list[str]] = defaultdict(list)
     for c in orig.computations:
         for i in c.instructions:
             op_names[i.name] = i.metadata.op_name
-            called[i.name] = [orig_by_id[k].name for k in i.called_computation_ids if k in orig_by_id]
+            called[i.name] = (i.opcode, [orig_by_id[k].name for k in i.called_computation_ids if k in orig_by_id])
             if i.opcode == "constant":
                 constants[(c.name, i.shape.SerializeToString(deterministic=True),
                            i.literal.SerializeToString(deterministic=True))].append(i.name)
@@ -118,8 +119,11 @@ def restore_names(result: bytes, original: bytes) -> bytes:
                 i.name = target
             if i.opcode == "parameter":
                 params[i.parameter_number] = i.name
-            if i.name in called and len(called[i.name]) == len(i.called_computation_ids):
-                work += [(k, name) for k, name in zip(i.called_computation_ids, called[i.name]) if k not in done]
+            opcode, calls = called.get(i.name, ("", []))
+            # What the same op calls stands for what it called (a fusion that took the name
+            # of the reduce it holds calls something else).
+            if opcode == i.opcode and len(calls) == len(i.called_computation_ids):
+                work += [(k, name) for k, name in zip(i.called_computation_ids, calls) if k not in done]
         names = c.program_shape.parameter_names
         for k in range(len(names)):
             if k in params:

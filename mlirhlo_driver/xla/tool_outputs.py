@@ -27,6 +27,29 @@ def hlo_text(program: Any) -> str:
     return _jaxlib.hlo_proto_to_text(proto if isinstance(proto, bytes) else proto.encode(), xla_printer=True)
 
 
+# The stages that print an HLO module XLA made from the driver's StableHLO.
+HLO_STAGES = ("hlo", "hlo-backend", "hlo-before-optimizations")
+
+
+def with_user_names(text: str, program: Any) -> str:
+    """An HLO stage's text (XLA's module, made from the program through StableHLO) with the
+    names the user wrote (ir.hlo_names) and printed as XLA's hlo-opt prints it, operand
+    shapes included; as it was where the program is not HLO, or XLA's text does not parse
+    back (XLA's parser takes the ``{...}`` of an elided constant, and the printer elides it
+    again)."""
+    from .._native import jaxlib as _jaxlib
+    from ..ir import hlo_names
+
+    original = program.hlo_proto
+    if original is None:
+        return text
+    try:
+        proto = _jaxlib.hlo_text_to_proto(text)
+    except RuntimeError:
+        return text
+    return _jaxlib.hlo_proto_to_text(hlo_names.restore_names(proto, original), xla_printer=True)
+
+
 def write_xla_dump(directory: str, art: Any, number: int) -> None:
     """What XLA dumped for one compile, in its ``--xla_dump_to`` layout:
     ``module_NNNN.<name>.<what>`` (NNNN counts the modules of this command,

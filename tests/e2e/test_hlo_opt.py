@@ -151,13 +151,19 @@ def test_hlo_opt_passes_print_the_user_s_names_as_xla_prints_them(tool):
     """After XLA's passes (a trip through StableHLO for jaxlib's compile) and without any, the
     module keeps the names the user wrote, computations too, prints operand shapes as XLA's
     HloModule::ToString does, and carries no metadata the trip made."""
-    for line in ("hlo-opt --passes=algsimp computation.hlo", "hlo-opt computation.hlo"):
+    for line in ("hlo-opt --passes=algsimp computation.hlo", "hlo-opt computation.hlo",
+                 "hlo-opt --platform=cpu --stage=hlo-before-optimizations computation.hlo"):
         r = tool(line)
         assert r.code == 0, r.err
         assert "ENTRY %main (x.1: f32[16,32], w: f32[32,8]) -> f32[8] {" in r.out
         assert "%dot = f32[16,8]{1,0} dot(f32[16,32]{1,0} %x.1, f32[32,8]{1,0} %w)" in r.out
         assert "ROOT %sum = f32[8]{0} reduce(f32[16,8]{1,0} %t, f32[] %zero), dimensions={0}, to_apply=%add" in r.out
         assert "%add (x: f32[], y: f32[]) -> f32[] {" in r.out and "metadata" not in r.out
+    # XLA's optimized module: what survives keeps the user's names; what XLA made, its own
+    optimized = tool("hlo-opt --platform=cpu --stage=hlo computation.hlo")
+    assert optimized.code == 0, optimized.err
+    assert "ENTRY %main (x.1: f32[16,32], w: f32[32,8]) -> f32[8] {" in optimized.out
+    assert "%w = f32[32,8]{1,0} parameter(1)" in optimized.out and "calls=%fused_computation" in optimized.out
 
 
 @pytest.mark.slow
