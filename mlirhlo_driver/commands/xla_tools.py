@@ -99,7 +99,11 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     elif p["passes"]:
         for i, m in enumerate(modules):
             trace = xla_passes.PassTrace()
-            results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes, trace))
+            try:
+                results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes, trace))
+            except CompileError as e:
+                e.about(m.source)  # this module's compile failed: say which file
+                raise
             if flags.get("xla_dump_to") and trace.given:  # XLA's hlo-opt's own dump, not the compiles'
                 tool_outputs.write_pass_dump(str(flags["xla_dump_to"]), i, trace, flags)
         arts = []

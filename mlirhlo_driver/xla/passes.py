@@ -343,10 +343,17 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     on_module: dict[int, dict[str, list[str]]] = {}  # pass logs, made as a name needs them
     on_reference: dict[int, dict[str, list[str]]] = {}
 
+    refused: dict[int, CompileError] = {}  # a pipeline that refused the module: no pass of it runs
+
     def log(i: int, logs: dict[int, dict[str, list[str]]], reference: bool) -> dict[str, list[str]]:
         if i not in logs:
-            logs[i] = (_known_pipelines(xla_backend.reference_module(), "reference", targets[i]) if reference
-                       else _known_pipelines(module, program.name, targets[i]))
+            try:
+                logs[i] = (_known_pipelines(xla_backend.reference_module(), "reference", targets[i]) if reference
+                           else _known_pipelines(module, program.name, targets[i]))
+            except CompileError as e:
+                if reference:
+                    raise
+                refused[i], logs[i] = e, {}
         return logs[i]
 
     def holder(pass_name: str) -> tuple[Any, dict[str, list[str]], bool] | None:
@@ -357,6 +364,8 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
                 return t, on_module[i], True
         for i, t in enumerate(targets):
             if pass_name in pass_names(log(i, on_reference, True), t.platform):
+                if i in refused:
+                    raise refused[i]  # the pipeline that has the pass cannot take the module
                 return t, {**on_reference[i], **on_module[i]}, False
         return None
 

@@ -117,3 +117,18 @@ def test_list_passes_is_xla_s_comma_list_from_the_pipelines_own_log(files, capfd
         assert name in names, name
     assert "simplification" not in names and not any(" " in n for n in names)
     assert len(names) == len(set(names))
+
+
+def test_a_module_xla_refuses_before_any_pass_is_its_compile_error_not_an_unknown_pass(monkeypatch):
+    """The pass log of a compile that failed before any pass ran names no pass: that is XLA's
+    refusal of the module (exit 1), never 'Pass NAME not found'."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.errors import CompileError
+    from mlirhlo_driver.xla import backend, passes
+
+    refused = SimpleNamespace(art=SimpleNamespace(pass_calls=[], compile_error="Failed to serialize StableHLO"))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: refused)
+    with pytest.raises(CompileError) as e:
+        passes._known_pipelines(object(), "m", SimpleNamespace(platform="cuda", xla_flags=()))
+    assert "Failed to serialize StableHLO" in e.value.message and e.value.exit_code == 1
