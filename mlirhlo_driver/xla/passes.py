@@ -87,10 +87,8 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
             continue
         # Every other pass disabled by name: the pipelines holding these run with only them
         # (naming a pipeline in xla_enable_hlo_passes_only would run it whole: _alone says why).
-        flags = {k: v for k, v in target.xla_flags if k != xla_backend.ONLY_PASSES_FLAG}
-        flags[_DISABLE] = ",".join(_alone(known, names))
-        art = xla_backend.compile(module, _spec(target.with_flags(flags), pass_dump_re=".*", keep_going=True,
-                                                isolated=True), name).art
+        art = xla_backend.compile(module, _spec(target, pass_dump_re=".*", disabled_passes=tuple(_alone(known, names)),
+                                                keep_going=True, isolated=True), name).art
         if arts is not None:
             arts.append(art)
         return xla_backend.hlo_after_only(art, names)
@@ -218,7 +216,6 @@ TEST_ONLY_PASSES = ("test-only-foo2bar", "test-only-bar2hello",
 # The dumps XLA prints after a pass elide large constants ({...}) unless asked; they are
 # parsed back here, so they are asked for. Printing follows the user's flag again.
 _LARGE_CONSTANTS = "xla_dump_large_constants"
-_DISABLE = "xla_disable_hlo_passes"
 # Passes named with a process-wide counter (measured: the CPU pipeline's
 # apply-xla-transforms-0 and -1 on one compile, -7 and -8 on a later one in the same
 # process): no name of theirs runs in another process, so none is listed.
@@ -385,9 +382,8 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
         if not runs_here:
             notes.append(f"{n}: XLA's {label(target)} pipeline holds it but runs it only on other modules; "
                          "enabled alone here")
-        flags = {k: v for k, v in target.xla_flags if k != xla_backend.ONLY_PASSES_FLAG}
-        flags.update({_LARGE_CONSTANTS: True, _DISABLE: ",".join(_alone(known, n))})
-        spec = _spec(target.with_flags(flags), pass_dump_re=".*", keep_going=True, isolated=True)
+        spec = _spec(target.with_flag(_LARGE_CONSTANTS, True), pass_dump_re=".*",
+                     disabled_passes=tuple(_alone(known, n)), keep_going=True, isolated=True)
         art = xla_backend.compile(module, spec, program.name).art
         if arts is not None:
             arts.append(art)
