@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import Any
 
 from . import hlo_proto
 
@@ -77,7 +78,6 @@ def restore_names(result: bytes, original: bytes) -> bytes:
 
     res_by_id = {c.id: c for c in res.computations}
     comp_names = {c.name for c in res.computations}
-    used = {i.name for c in res.computations for i in c.instructions}
     # The computations that stand for the original's: the entry, one named <original>[.N],
     # and (found as their callers are) the ones an original instruction calls, in its place.
     work: list[tuple[int, str]] = [(res.entry_computation_id, orig_entry)]
@@ -86,6 +86,9 @@ def restore_names(result: bytes, original: bytes) -> bytes:
         if base in orig_comps and c.id != res.entry_computation_id:
             work.append((c.id, base))
     done: set[int] = set()
+    matched: list[Any] = []
+    plan: list[tuple[Any, str]] = []  # (instruction, the original's name for it)
+    claimed: set[str] = set()
     while work:
         cid, want = work.pop(0)
         c = res_by_id.get(cid)
@@ -100,7 +103,7 @@ def restore_names(result: bytes, original: bytes) -> bytes:
                 res.entry_computation_name = want
         if c.name not in orig_comps:
             continue
-        params: dict[int, str] = {}
+        matched.append(c)
         for i in c.instructions:
             op = i.metadata.op_name
             target = None
@@ -111,19 +114,28 @@ def restore_names(result: bytes, original: bytes) -> bytes:
             elif i.opcode == "constant" and re.fullmatch(r"constant\.\d+", i.name):
                 key = (c.name, i.shape.SerializeToString(deterministic=True),
                        i.literal.SerializeToString(deterministic=True))
-                unclaimed = [n for n in constants.get(key, ()) if n not in used]
+                unclaimed = [n for n in constants.get(key, ()) if n not in claimed]
                 target = unclaimed[0] if unclaimed else None
-            if target is not None and target not in used:
-                used.discard(i.name)
-                used.add(target)
-                i.name = target
-            if i.opcode == "parameter":
-                params[i.parameter_number] = i.name
-            opcode, calls = called.get(i.name, ("", []))
+            if target is not None and target not in claimed:
+                claimed.add(target)
+                plan.append((i, target))
+            opcode, calls = called.get(target or i.name, ("", []))
             # What the same op calls stands for what it called (a fusion that took the name
             # of the reduce it holds calls something else).
             if opcode == i.opcode and len(calls) == len(i.called_computation_ids):
                 work += [(k, name) for k, name in zip(i.called_computation_ids, calls) if k not in done]
+    # Renamed all at once: the exporter may have given one instruction the name another had
+    # (all-gather.1 -> all-gather.3 while all-gather.3 -> all-gather.5).
+    moving = {id(i) for i, _ in plan}
+    taken = {i.name for c in res.computations for i in c.instructions if id(i) not in moving}
+    for i, target in plan:
+        if target in taken:
+            taken.add(i.name)  # an instruction XLA made holds the name: this one keeps XLA's
+        else:
+            taken.add(target)
+            i.name = target
+    for c in matched:
+        params = {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
         names = c.program_shape.parameter_names
         for k in range(len(names)):
             if k in params:

@@ -112,3 +112,18 @@ def test_restore_names_of_a_module_that_did_not_take_the_trip_changes_nothing(te
 
     original = _proto(text)
     assert hlo_proto.decode(hlo_names.restore_names(original, original)) == hlo_proto.decode(original)
+
+
+def test_names_the_exporter_shuffled_all_come_back():
+    """The exporter drops a name's own .N and numbers anew: the negate a.5 comes back as a.4,
+    the name the exponential had. All get their own name back."""
+    from mlirhlo_driver.ir import hlo_names
+
+    text = ("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  a.5 = f32[4] negate(p)\n"
+            "  a.6 = f32[4] abs(a.5)\n  a.4 = f32[4] exponential(a.6)\n  ROOT a = f32[4] add(a.4, a.5)\n}\n")
+    original = _proto(text)
+    tripped = _trip(hlo_names.tag(original))
+    assert {i.opcode: i.name for i in _decode(tripped).computations[0].instructions}["negate"] == "a.4"
+    restored = _instructions(hlo_names.restore_names(tripped, original))["e"]
+    assert {n: i.opcode for n, i in restored.items()} == {
+        "p": "parameter", "a.5": "negate", "a.6": "abs", "a.4": "exponential", "a": "add"}
