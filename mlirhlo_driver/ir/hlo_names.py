@@ -128,12 +128,19 @@ def restore_names(result: bytes, original: bytes) -> bytes:
     # (all-gather.1 -> all-gather.3 while all-gather.3 -> all-gather.5).
     moving = {id(i) for i, _ in plan}
     taken = {i.name for c in res.computations for i in c.instructions if id(i) not in moving}
+    wanted = {target for _, target in plan}
     for i, target in plan:
-        if target in taken:
-            taken.add(i.name)  # an instruction XLA made holds the name: this one keeps XLA's
-        else:
+        if target not in taken:
             taken.add(target)
             i.name = target
+            continue
+        # An instruction XLA made holds the name: this one keeps XLA's, unless that is
+        # another's by now; then a fresh one, as XLA's name uniquer would make.
+        name, base, k = i.name, _base(i.name) or i.name, 1
+        while name in taken or (name in wanted and name != target):
+            name, k = f"{base}.{k}", k + 1
+        taken.add(name)
+        i.name = name
     for c in matched:
         params = {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
         names = c.program_shape.parameter_names

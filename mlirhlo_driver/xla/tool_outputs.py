@@ -45,9 +45,9 @@ def with_user_names(text: str, program: Any) -> str:
         return text
     try:
         proto = _jaxlib.hlo_text_to_proto(text)
-    except RuntimeError:
+        return _jaxlib.hlo_proto_to_text(hlo_names.restore_names(proto, original), xla_printer=True)
+    except RuntimeError:  # XLA's parser or verifier: what XLA printed stands
         return text
-    return _jaxlib.hlo_proto_to_text(hlo_names.restore_names(proto, original), xla_printer=True)
 
 
 def write_xla_dump(directory: str, art: Any, number: int) -> None:

@@ -127,3 +127,22 @@ def test_names_the_exporter_shuffled_all_come_back():
     restored = _instructions(hlo_names.restore_names(tripped, original))["e"]
     assert {n: i.opcode for n, i in restored.items()} == {
         "p": "parameter", "a.5": "negate", "a.6": "abs", "a.4": "exponential", "a": "add"}
+
+
+def test_a_jax_module_through_the_trip_and_xla_s_optimizations_keeps_unique_names():
+    """A real program (the MLP step JAX dumped, its names and op_names JAX's) optimized by XLA CPU:
+    every name stays unique, so XLA reads the module back."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver.inputs.loader import parse_mlir
+    from mlirhlo_driver.ir import hlo_names
+    from mlirhlo_driver.targets import CpuTarget
+    from mlirhlo_driver.xla import backend
+    from tests.conftest import DATA
+
+    original = _proto((DATA / "mlp_train_step.before_optimizations.txt").read_text())
+    module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(original), "mlp")
+    done = backend.compile(module, backend.CompileSpec(CpuTarget(), dumps=(backend.EXECUTABLE_HLO,)), "mlp")
+    restored = hlo_names.restore_names(done.art.optimized_proto, original)
+    names = [i.name for c in _decode(restored).computations for i in c.instructions]
+    assert len(names) == len(set(names))
+    assert _jaxlib.hlo_proto_to_text(restored).startswith("HloModule jit_mlp_train_step")

@@ -95,9 +95,11 @@ HLO_OPT_FLAGS = [
          "hlo-backend, html, buffer-assignment, llvm, llvm-before-optimizations, ptx, ...", "NAME"),
     Flag("list-stages", "bool", False, "Print the stages of --platform and exit."),
     Flag("split-input-file", "bool", False, "Split the input on '// -----' lines; each piece is a module."),
-    Flag("passes", "str", "", "Comma list of XLA HLO passes to run (names as --list-passes prints "
-         "them); xla:NAME or mlir:NAME picks the world of a name both have.", "LIST"),
-    Flag("list-passes", "bool", False, "Print XLA's HLO pass names per platform pipeline and exit."),
+    Flag("passes", "str", "", "Comma list of XLA HLO passes to run, each once, in the order given "
+         "(names as --list-passes prints them); xla:NAME or mlir:NAME picks the world of a name both "
+         "have.", "LIST"),
+    Flag("list-passes", "bool", False, "Print the XLA HLO pass names --passes can run, comma-separated, "
+         "and exit."),
     Flag("emit-proto", "bool", False, "Print the module as an HloProto textproto; no passes run."),
     Flag("debug_options_file", "str", "", "DebugOptions textproto; below XLA_FLAGS and the "
          "command line in precedence.", "FILE"),
