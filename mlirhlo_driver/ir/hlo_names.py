@@ -20,8 +20,9 @@ the place of the original's (a reduction's ``to_apply``, which the trip makes
 Instructions are renamed only in the computations that stand for the original's (a
 computation a pass made keeps XLA's names). An ``op_name`` that names an instruction of the
 original (the exporter's, or one a pass copied from it) becomes that instruction's own
-``op_name`` in the original (none where it had none): with :func:`tag`, the trip's
-metadata is undone everywhere. A name already taken in the module is never given twice.
+``op_name`` in the original (none where it had none), and an instruction given its name
+back gets its source place back whole (the trip keeps file and lines, not columns): with
+:func:`tag`, the trip's metadata is undone everywhere. A name already taken in the module is never given twice.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from . import hlo_proto
 
 _SUFFIX = re.compile(r"^(.*)\.(\d+)$")
+_SOURCE_FIELDS = ("source_file", "source_line", "source_end_line", "source_column", "source_end_column")
 
 
 def _base(name: str) -> str | None:
@@ -66,87 +68,83 @@ def restore_names(result: bytes, original: bytes) -> bytes:
     orig_params = {c.name: {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
                    for c in orig.computations}
     op_names: dict[str, str] = {}  # instruction name -> its op_name in the original
+    sources: dict[str, Any] = {}  # instruction name -> its metadata in the original
     called: dict[str, tuple[str, list[str]]] = {}  # instruction name -> its opcode, the names it calls
     constants: dict[tuple[str, bytes, bytes], list[str]] = defaultdict(list)
     for c in orig.computations:
         for i in c.instructions:
             op_names[i.name] = i.metadata.op_name
+            sources[i.name] = i.metadata
             called[i.name] = (i.opcode, [orig_by_id[k].name for k in i.called_computation_ids if k in orig_by_id])
             if i.opcode == "constant":
                 constants[(c.name, i.shape.SerializeToString(deterministic=True),
                            i.literal.SerializeToString(deterministic=True))].append(i.name)
 
     res_by_id = {c.id: c for c in res.computations}
-    comp_names = {c.name for c in res.computations}
-    # The computations that stand for the original's: the entry, one named <original>[.N],
-    # and (found as their callers are) the ones an original instruction calls, in its place.
-    work: list[tuple[int, str]] = [(res.entry_computation_id, orig_entry)]
-    for c in res.computations:
-        base = c.name if c.name in orig_comps else _base(c.name)
-        if base in orig_comps and c.id != res.entry_computation_id:
-            work.append((c.id, base))
-    done: set[int] = set()
-    matched: list[Any] = []
+    # The computations that stand for the original's, each with the original's name: the
+    # entry, those an original instruction calls in the place of what it called (found as
+    # their callers are), then one named <original>[.N] that no call placed.
+    mapping: dict[int, str] = {}
     plan: list[tuple[Any, str]] = []  # (instruction, the original's name for it)
     claimed: set[str] = set()
-    while work:
-        cid, want = work.pop(0)
-        c = res_by_id.get(cid)
-        if c is None or cid in done:
-            continue
-        done.add(cid)
-        if want != c.name and want not in comp_names:
-            comp_names.discard(c.name)
-            comp_names.add(want)
-            c.name = want
-            if cid == res.entry_computation_id:
-                res.entry_computation_name = want
-        if c.name not in orig_comps:
-            continue
-        matched.append(c)
-        for i in c.instructions:
-            op = i.metadata.op_name
-            target = None
-            if i.opcode == "parameter":  # by number: a region's block arguments take their op's name
-                target = orig_params[c.name].get(i.parameter_number)
-            elif op in op_names and _base(i.name) in (op, _base(op)):  # 'out.1' comes back 'out.7'
-                target = op
-            elif i.opcode == "constant" and re.fullmatch(r"constant\.\d+", i.name):
-                key = (c.name, i.shape.SerializeToString(deterministic=True),
-                       i.literal.SerializeToString(deterministic=True))
-                unclaimed = [n for n in constants.get(key, ()) if n not in claimed]
-                target = unclaimed[0] if unclaimed else None
-            if target is not None and target not in claimed:
-                claimed.add(target)
-                plan.append((i, target))
-            opcode, calls = called.get(target or i.name, ("", []))
-            # What the same op calls stands for what it called (a fusion that took the name
-            # of the reduce it holds calls something else).
-            if opcode == i.opcode and len(calls) == len(i.called_computation_ids):
-                work += [(k, name) for k, name in zip(i.called_computation_ids, calls) if k not in done]
-    # Renamed all at once: the exporter may have given one instruction the name another had
-    # (all-gather.1 -> all-gather.3 while all-gather.3 -> all-gather.5).
+
+    def visit(start: list[tuple[int, str]]) -> None:
+        work = list(start)
+        while work:
+            cid, want = work.pop(0)
+            c = res_by_id.get(cid)
+            if c is None or cid in mapping or want in mapping.values() or want not in orig_comps:
+                continue
+            mapping[cid] = want
+            for i in c.instructions:
+                op = i.metadata.op_name
+                target = None
+                if i.opcode == "parameter":  # by number: a region's block arguments take their op's name
+                    target = orig_params[want].get(i.parameter_number)
+                elif op in op_names and _base(i.name) in (op, _base(op)):  # 'out.1' comes back 'out.7'
+                    target = op
+                elif i.opcode == "constant" and re.fullmatch(r"constant\.\d+", i.name):
+                    key = (want, i.shape.SerializeToString(deterministic=True),
+                           i.literal.SerializeToString(deterministic=True))
+                    unclaimed = [n for n in constants.get(key, ()) if n not in claimed]
+                    target = unclaimed[0] if unclaimed else None
+                if target is not None and target not in claimed:
+                    claimed.add(target)
+                    plan.append((i, target))
+                opcode, calls = called.get(target or i.name, ("", []))
+                # What the same op calls stands for what it called (a fusion that took the
+                # name of the reduce it holds calls something else).
+                if opcode == i.opcode and len(calls) == len(i.called_computation_ids):
+                    work += list(zip(i.called_computation_ids, calls))
+
+    visit([(res.entry_computation_id, orig_entry)])
+    visit([(c.id, c.name if c.name in orig_comps else _base(c.name) or "") for c in res.computations
+           if c.id not in mapping])
+    # Renamed all at once: the exporter may have given one computation or instruction the
+    # name another had (all-gather.1 -> all-gather.3 while all-gather.3 -> all-gather.5).
+    comp_renames = [(c, mapping[c.id]) for c in res.computations if c.id in mapping]
+    for c, name in _all_at_once(comp_renames, {c.name for c in res.computations if c.id not in mapping}):
+        c.name = name
+    res.entry_computation_name = res_by_id[res.entry_computation_id].name \
+        if res.entry_computation_id in res_by_id else res.entry_computation_name
     moving = {id(i) for i, _ in plan}
     taken = {i.name for c in res.computations for i in c.instructions if id(i) not in moving}
-    wanted = {target for _, target in plan}
-    for i, target in plan:
-        if target not in taken:
-            taken.add(target)
-            i.name = target
-            continue
-        # An instruction XLA made holds the name: this one keeps XLA's, unless that is
-        # another's by now; then a fresh one, as XLA's name uniquer would make.
-        name, base, k = i.name, _base(i.name) or i.name, 1
-        while name in taken or (name in wanted and name != target):
-            name, k = f"{base}.{k}", k + 1
-        taken.add(name)
+    wanted = {id(i): target for i, target in plan}
+    for i, name in _all_at_once(plan, taken):
+        if name == wanted[id(i)]:
+            # The trip keeps a location's file and lines, not its columns: the original's back
+            for f in _SOURCE_FIELDS:
+                value = getattr(sources[name], f)
+                if value or i.HasField("metadata"):
+                    setattr(i.metadata, f, value)
         i.name = name
-    for c in matched:
-        params = {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
-        names = c.program_shape.parameter_names
-        for k in range(len(names)):
-            if k in params:
-                names[k] = params[k]
+    for c in res.computations:
+        if c.id in mapping:
+            params = {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
+            names = c.program_shape.parameter_names
+            for k in range(len(names)):
+                if k in params:
+                    names[k] = params[k]
     # The op_names the trip set (tagged names, copied by the passes onto what they made too):
     # the original's op_name of that instruction back, or none.
     for c in res.computations:
@@ -156,3 +154,23 @@ def restore_names(result: bytes, original: bytes) -> bytes:
                 if not i.metadata.ListFields():
                     i.ClearField("metadata")
     return hlo_proto.encode(res)
+
+
+def _all_at_once(renames: list[tuple[Any, str]], taken: set[str]) -> list[tuple[Any, str]]:
+    """(thing, its name) for each of ``renames`` (things with a ``name``, and the name wanted),
+    none given a name in ``taken`` or one another has: a thing whose name is taken keeps its
+    own, or a fresh one where another thing took that, as XLA's name uniquer would."""
+    taken = set(taken)
+    wanted = {name for _, name in renames}
+    out = []
+    for thing, want in renames:
+        if want not in taken:
+            taken.add(want)
+            out.append((thing, want))
+            continue
+        name, base, k = thing.name, _base(thing.name) or thing.name, 1
+        while name in taken or (name in wanted and name != want):
+            name, k = f"{base}.{k}", k + 1
+        taken.add(name)
+        out.append((thing, name))
+    return out
