@@ -12,7 +12,8 @@ Promises: only names XLA's exporter made are changed: an instruction named
 ``<op_name>.<N>`` whose ``op_name`` is one of the original module's instruction names
 (the exporter drops the name's own ``.<N>``: ``out.1`` comes back ``out.7``)
 (so an instruction a pass made, even one that copied such metadata, keeps XLA's name);
-a parameter, by its number; a ``constant.N`` equal in shape and value to an original constant of the same
+a parameter, by its number; a computation's root, by its opcode (the trip makes a
+returned tuple ``tuple.N``); a ``constant.N`` equal in shape and value to an original constant of the same
 computation not yet claimed (the first, in the original's order); the entry computation,
 one named ``<original>.<N>``, and one an original instruction of the same opcode calls in
 the place of the original's (a reduction's ``to_apply``, which the trip makes
@@ -67,6 +68,8 @@ def restore_names(result: bytes, original: bytes) -> bytes:
     orig_comps = {c.name: c for c in orig.computations}
     orig_params = {c.name: {i.parameter_number: i.name for i in c.instructions if i.opcode == "parameter"}
                    for c in orig.computations}
+    roots = {c.name: next(((i.name, i.opcode) for i in c.instructions if i.id == c.root_id), ("", ""))
+             for c in orig.computations}
     op_names: dict[str, str] = {}  # instruction name -> its op_name in the original
     sources: dict[str, Any] = {}  # instruction name -> its metadata in the original
     called: dict[str, tuple[str, list[str]]] = {}  # instruction name -> its opcode, the names it calls
@@ -103,6 +106,8 @@ def restore_names(result: bytes, original: bytes) -> bytes:
                     target = orig_params[want].get(i.parameter_number)
                 elif op in op_names and _base(i.name) in (op, _base(op)):  # 'out.1' comes back 'out.7'
                     target = op
+                elif i.id == c.root_id and i.opcode == roots[want][1] and roots[want][0] not in claimed:
+                    target = roots[want][0]  # a tuple the trip made of a return: the original's root
                 elif i.opcode == "constant" and re.fullmatch(r"constant\.\d+", i.name):
                     key = (want, i.shape.SerializeToString(deterministic=True),
                            i.literal.SerializeToString(deterministic=True))

@@ -99,7 +99,8 @@ def test_a_computation_a_pass_made_keeps_its_names():
     reducer = next(c for c in result.computations if c.id != result.entry_computation_id)
     reducer.name = "fused_computation.7"  # as if a pass made it, and the instruction calling it
     entry = next(c for c in result.computations if c.id == result.entry_computation_id)
-    next(i for i in entry.instructions if i.opcode == "reduce").name = "fusion.3"
+    fusion = next(i for i in entry.instructions if i.opcode == "reduce")
+    fusion.name, fusion.opcode = "fusion.3", "fusion"
     restored = _instructions(hlo_names.restore_names(hlo_proto.encode(result), original))
     assert "fused_computation.7" in restored and "add" not in restored
     assert "fusion.3" in restored["test"]
@@ -146,3 +147,43 @@ def test_a_jax_module_through_the_trip_and_xla_s_optimizations_keeps_unique_name
     names = [i.name for c in _decode(restored).computations for i in c.instructions]
     assert len(names) == len(set(names))
     assert _jaxlib.hlo_proto_to_text(restored).startswith("HloModule jit_mlp_train_step")
+
+
+SWAPPED = """HloModule m
+
+region_0.1 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(x, y)
+}
+
+region_1.2 {
+  u = f32[] parameter(0)
+  v = f32[] parameter(1)
+  ROOT s = f32[] add(u, v)
+}
+
+ENTRY e {
+  p = f32[8] parameter(0)
+  z = f32[] constant(0)
+  a = f32[] reduce(p, z), dimensions={0}, to_apply=region_1.2
+  b = f32[] reduce(p, z), dimensions={0}, to_apply=region_0.1
+  ROOT t = (f32[], f32[]) tuple(a, b)
+}
+"""
+
+
+def test_computations_are_placed_by_their_callers_even_where_the_trip_swapped_their_names():
+    """The trip names the reducers in the order they are called: region_0.1 comes back holding
+    the add. Each reducer gets the name its caller gave it; the root tuple its own name."""
+    from mlirhlo_driver.ir import hlo_names
+
+    original = _proto(SWAPPED)
+    tripped = _trip(hlo_names.tag(original))
+    came_back = {c.name: [i.opcode for i in c.instructions] for c in _decode(tripped).computations}
+    assert "add" in came_back["region_0.1"]  # the trip's swap, which the test is about
+    restored = _instructions(hlo_names.restore_names(tripped, original))
+    assert {n: i.opcode for n, i in restored["region_0.1"].items()} == {
+        "x": "parameter", "y": "parameter", "m": "maximum"}
+    assert {n: i.opcode for n, i in restored["region_1.2"].items()} == {"u": "parameter", "v": "parameter", "s": "add"}
+    assert set(restored["e"]) == {"p", "z", "a", "b", "t"}
