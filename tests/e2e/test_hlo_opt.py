@@ -222,7 +222,7 @@ def test_hlo_opt_usage_errors(tool):
     assert_one_line_error(tool("hlo-opt --platform=tpu input.hlo"), contains="unknown platform")
     assert_one_line_error(tool("hlo-opt --xla_cpu_enable_fast_mth input.hlo"), facts=("'--xla_cpu_enable_fast_mth'",))
     assert_one_line_error(tool("hlo-opt --passes=no-such-pass --platform=cpu input.hlo"),
-                          contains="INVALID_ARGUMENT: Pass no-such-pass not found.")  # XLA's words, grepped by its tests
+                          contains="INVALID_ARGUMENT", facts=("no-such-pass",))  # XLA's status, grepped by its tests
 
 
 def test_hlo_opt_names_the_file_whose_compile_fails(tool, work):
