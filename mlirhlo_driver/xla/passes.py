@@ -395,21 +395,25 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
             if not received:
                 raise CompileError(f"XLA compiled nothing for {n}" + (f": {art.compile_error}"
                                                                       if art.compile_error else ""))
-            proto = _received(received[0][1].decode(), original, hlo_names, _jaxlib, notes, program)
+            proto = _received(received[0][1].decode(), original, notes, program)
         after = next((d for d in xla_backend.pass_dumps(art) if d.after == _file_safe(n)), None)
         if after is None:
             if trace is not None:
                 trace.steps.append((n, None))
             continue  # XLA dumps after a pass only when it changed the module
         fed = proto
-        proto = _jaxlib.hlo_text_to_proto(art.files[after.key].decode())
+        proto = _parsed(art.files[after.key].decode(), n)
         if original is not None:
             proto = hlo_names.restore_names(proto, fed)
         if trace is not None:
             trace.steps.append((n, proto))
         if step < len(plan):
-            module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(
-                hlo_names.tag(proto) if original is not None else proto), program.source)
+            try:
+                module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(
+                    hlo_names.tag(proto) if original is not None else proto), program.source)
+            except RuntimeError as e:  # XLA's importer refuses what the pass made (a fusion)
+                raise CompileError(f"the HLO after {n} cannot go back to StableHLO for {plan[step][0]}: "
+                                   f"{e}", hint=f"jaxlib compiles only StableHLO; run {n} last") from None
     given = original if original is not None else _jaxlib.stablehlo_to_hlo_proto(_bytecode(program.module))
     if proto is None:  # no pass named
         proto = given
@@ -419,11 +423,22 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large)
 
 
-def _received(text: str, original: bytes | None, hlo_names: Any, _jaxlib: Any, notes: list[str],
-              program: Any) -> bytes:
+def _parsed(text: str, after: str) -> bytes:
+    """XLA's dump of a module (after the pass ``after``) as an HloModuleProto."""
+    from .._native import jaxlib as _jaxlib
+
+    try:
+        return _jaxlib.hlo_text_to_proto(text)
+    except RuntimeError as e:
+        raise CompileError(f"XLA's HLO after {after} does not parse back: {e}") from None
+
+
+def _received(text: str, original: bytes | None, notes: list[str], program: Any) -> bytes:
     """The module XLA received (its ``before_optimizations`` dump), with the user's names; a
     note in ``notes`` when it is not the module given."""
-    proto = _jaxlib.hlo_text_to_proto(text)
+    from ..ir import hlo_names
+
+    proto = _parsed(text, "pipeline-start")
     if original is None:
         return proto
     proto = hlo_names.restore_names(proto, original)
