@@ -54,6 +54,18 @@ def _input_format(name: str, flag: str) -> str | None:
     return fmt
 
 
+def _xla_path(path: str) -> str:
+    """A path as XLA's file layer reads it: cleaned lexically (tsl's CleanPath), so
+    ``x.hlo/../y.pb`` is ``y.pb`` beside ``x.hlo``, as XLA's lit tests name their inputs;
+    the path as given wherever the system resolves it."""
+    import os
+
+    if path == "-" or os.path.exists(path):
+        return path
+    clean = os.path.normpath(path)
+    return clean if os.path.exists(clean) else path
+
+
 # ===================================================================== hlo-opt
 
 def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
@@ -89,7 +101,8 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
     sink = outputs.Sink(p["o"])
     sink.check()
-    modules = programs(p.positionals, InputOptions(_input_format(p["format"], "format"), p["split_input_file"]))
+    modules = programs([_xla_path(f) for f in p.positionals],
+                       InputOptions(_input_format(p["format"], "format"), p["split_input_file"]))
     target.say_notes(say)
     results: list[str | bytes] = []
     arts: list[Any] = []  # XLA compiles, for --xla_dump_to

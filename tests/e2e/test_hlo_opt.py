@@ -225,6 +225,15 @@ def test_hlo_opt_usage_errors(tool):
                           contains="INVALID_ARGUMENT", facts=("no-such-pass",))  # XLA's status, grepped by its tests
 
 
+def test_hlo_opt_reads_a_path_as_xla_s_file_layer_cleans_it(tool, work):
+    """XLA's lit tests name an input beside the test file as FILE.hlo/../input.pb: XLA cleans the
+    path lexically, where the system refuses to go through a file."""
+    r = tool("hlo-opt computation.hlo/../input.pb")
+    assert r.code == 0, r.err
+    assert r.out == tool("hlo-opt input.pb").out
+    assert_one_line_error(tool("hlo-opt computation.hlo/../no_such.pb"), facts=("no_such.pb",))
+
+
 def test_hlo_opt_names_the_file_whose_compile_fails(tool, work):
     """XLA's refusal at compile time (a custom call no CPU library implements) is one line that
     names the input file, exit 1, as opt says it."""
