@@ -104,7 +104,8 @@ def restore_names(result: bytes, original: bytes) -> bytes:
                 target = None
                 if i.opcode == "parameter":  # by number: a region's block arguments take their op's name
                     target = orig_params[want].get(i.parameter_number)
-                elif op in op_names and _base(i.name) in (op, _base(op)):  # 'out.1' comes back 'out.7'
+                elif op in op_names and _base(i.name) is not None and _base(i.name) in (op, _base(op)):
+                    # the exporter's '<op_name>.N' ('out.1' comes back 'out.7')
                     target = op
                 elif i.id == c.root_id and i.opcode == roots[want][1] and roots[want][0] not in claimed:
                     target = roots[want][0]  # a tuple the trip made of a return: the original's root

@@ -13,9 +13,10 @@ where a flag had to be set for a pass to exist at all.
 
 hlo-opt's ``--passes`` (:func:`run_in_order`) runs each named pass once, in the order
 given, as XLA's hlo-opt builds a pipeline of just those passes: one compile per pass
-with only that pass (and the pipelines, which only hold passes) enabled, the HLO read
-from XLA's dump right after that pass's first run, and fed to the next pass's compile
-(a pass that changed nothing leaves no dump: the module goes on as it was). One compile
+with every pass that runs before its first run disabled (:func:`_before`), the HLO read
+from XLA's dump right after that first run (the pass as its pipeline configures it
+there), and fed to the next pass's compile (a pass that changed nothing leaves no dump:
+the module goes on as it was). One compile
 with every named pass enabled would run them in XLA's pipeline order instead, each as
 often as its pipelines run it. An unknown name is XLA's ``INVALID_ARGUMENT: Pass NAME
 not found.``; XLA's test-only passes (compiled into XLA's own hlo-opt alone) say so.
@@ -222,10 +223,22 @@ _LARGE_CONSTANTS = "xla_dump_large_constants"
 _COUNTED = re.compile(r"^apply-xla-transforms-\d+$")
 
 
-def _known_pipelines(module: Any, name: str, target: Any) -> dict[str, list[str]]:
-    """{pipeline: pass names} of ``target``'s pipeline on ``module``, from XLA's pass log; the
-    names of passes XLA logged as skipped are under ``""``. A module XLA refuses before any
-    pass ran is its CompileError."""
+@dataclass
+class _PassLog:
+    """XLA's log of one compile's passes: ``pipelines`` as :func:`pipelines_of` gives them
+    (passes logged as skipped under ``""``), and ``order``, every pass and pipeline name by
+    its first completion (a pass's first run; a pipeline's after the passes in it)."""
+
+    pipelines: dict[str, list[str]]
+    order: list[str]
+
+    def merged(self, other: _PassLog) -> _PassLog:
+        return _PassLog({**other.pipelines, **self.pipelines}, self.order or other.order)
+
+
+def _known_pipelines(module: Any, name: str, target: Any) -> _PassLog:
+    """``target``'s pipeline on ``module``, from XLA's pass log. A module XLA refuses before
+    any pass ran is its CompileError."""
     from . import backend as xla_backend
     from . import pass_log
 
@@ -239,7 +252,33 @@ def _known_pipelines(module: Any, name: str, target: Any) -> dict[str, list[str]
         if c.is_pipeline:
             known.setdefault(c.name, [])
     skipped = sorted({c.name for c in calls if c.skipped} - {n for ns in known.values() for n in ns})
-    return {**known, "": skipped} if skipped else known
+    order = list(dict.fromkeys(c.name for c in sorted(calls, key=lambda c: c.index) if not c.skipped))
+    return _PassLog({**known, "": skipped} if skipped else known, order)
+
+
+def _holding(known: dict[str, list[str]], wanted: set[str]) -> set[str]:
+    """The pipelines that hold any of ``wanted``, and those that hold them, up to the top."""
+    holding = {pipe for pipe, names in known.items() if wanted & set(names) and pipe}
+    grew = True
+    while grew:
+        outer = {pipe for pipe, names in known.items() if pipe and holding & set(names)}
+        grew = not outer <= holding
+        holding |= outer
+    return holding
+
+
+def _before(log: _PassLog, pass_name: str) -> list[str]:
+    """What to disable (``xla_disable_hlo_passes``) so that ``pass_name`` runs first on the
+    module as XLA received it: every pass and pipeline that ran before its first run, but
+    not those holding it (a pipeline's name disables every instance of it). What runs after
+    it runs as in a normal compile: its HLO is read from the dump right after its first run,
+    and XLA's codegen gets a module lowered as usual (with every other pass disabled, CPU
+    codegen aborted on the rewritten reduce-window of tests/data/xla_tools/input.hlo, and
+    the helper it ran in was started again: 10 s)."""
+    if pass_name not in log.order:
+        return _alone(log.pipelines, pass_name)
+    first = log.order.index(pass_name)
+    return sorted(set(log.order[:first]) - _holding(log.pipelines, {pass_name}) - {pass_name})
 
 
 def _alone(known: dict[str, list[str]], pass_name: str | list[str]) -> list[str]:
@@ -257,12 +296,7 @@ def _alone(known: dict[str, list[str]], pass_name: str | list[str]) -> list[str]
     is not disabled: the CPU pipeline's run last, after scheduling, so they follow all but
     cse_barrier_expander, and what they do after the pass is not read."""
     wanted = {pass_name} if isinstance(pass_name, str) else set(pass_name)
-    holding = {pipe for pipe, names in known.items() if wanted & set(names) and pipe}
-    grew = True
-    while grew:  # the pipelines that hold those, up to the top
-        outer = {pipe for pipe, names in known.items() if pipe and holding & set(names)}
-        grew = not outer <= holding
-        holding |= outer
+    holding = _holding(known, wanted)
     everything = {n for names in known.values() for n in names} | {p for p in known if p}
     return sorted(everything - holding - wanted)
 
@@ -293,7 +327,7 @@ def comma_listing(candidates: list[Any]) -> str:
     names: list[str] = []
     for options in candidates:
         target = getattr(options, "target", options)
-        found = pass_names(_known_pipelines(module, "reference", target), target.platform)
+        found = pass_names(_known_pipelines(module, "reference", target).pipelines, target.platform)
         names.extend(n for n in found if n not in names)
     return ",".join(names) + "\n"
 
@@ -337,12 +371,11 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     targets = [getattr(c, "target", c) for c in candidates]
     targets = [_with_gates(t, names, notes) if t.platform == "cuda" else t for t in targets]
     module = program.module
-    on_module: dict[int, dict[str, list[str]]] = {}  # pass logs, made as a name needs them
-    on_reference: dict[int, dict[str, list[str]]] = {}
-
+    on_module: dict[int, _PassLog] = {}  # pass logs, made as a name needs them
+    on_reference: dict[int, _PassLog] = {}
     refused: dict[int, CompileError] = {}  # a pipeline that refused the module: no pass of it runs
 
-    def log(i: int, logs: dict[int, dict[str, list[str]]], reference: bool) -> dict[str, list[str]]:
+    def log(i: int, logs: dict[int, _PassLog], reference: bool) -> _PassLog:
         if i not in logs:
             try:
                 logs[i] = (_known_pipelines(xla_backend.reference_module(), "reference", targets[i]) if reference
@@ -350,20 +383,20 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
             except CompileError as e:
                 if reference:
                     raise
-                refused[i], logs[i] = e, {}
+                refused[i], logs[i] = e, _PassLog({}, [])
         return logs[i]
 
-    def holder(pass_name: str) -> tuple[Any, dict[str, list[str]], bool] | None:
-        """(target, its pipelines, whether they run the pass on this module) for a name: the
+    def holder(pass_name: str) -> tuple[Any, _PassLog, bool] | None:
+        """(target, its pass log, whether it runs the pass on this module) for a name: the
         module's own pass log first, then the reference module's (--list-passes's names)."""
         for i, t in enumerate(targets):
-            if pass_name in pass_names(log(i, on_module, False), t.platform):
+            if pass_name in pass_names(log(i, on_module, False).pipelines, t.platform):
                 return t, on_module[i], True
         for i, t in enumerate(targets):
-            if pass_name in pass_names(log(i, on_reference, True), t.platform):
+            if pass_name in pass_names(log(i, on_reference, True).pipelines, t.platform):
                 if i in refused:
                     raise refused[i]  # the pipeline that has the pass cannot take the module
-                return t, {**on_reference[i], **on_module[i]}, False
+                return t, on_module[i].merged(on_reference[i]), False
         return None
 
     plan = []
@@ -371,7 +404,7 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
         found = holder(n)
         if found is None:
             everything = [p for logs in (on_module, on_reference) for i, k in logs.items()
-                          for p in pass_names(k, targets[i].platform)]
+                          for p in pass_names(k.pipelines, targets[i].platform)]
             raise not_found(n, everything)
         plan.append((n, *found))
     original = program.hlo_proto
@@ -382,8 +415,9 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
         if not runs_here:
             notes.append(f"{n}: XLA's {label(target)} pipeline holds it but runs it only on other modules; "
                          "enabled alone here")
+        disabled = _before(known, n) if runs_here else _alone(known.pipelines, n)
         spec = _spec(target.with_flag(_LARGE_CONSTANTS, True), pass_dump_re=".*",
-                     disabled_passes=tuple(_alone(known, n)), keep_going=True, isolated=True)
+                     disabled_passes=tuple(disabled), keep_going=True, isolated=True)
         art = xla_backend.compile(module, spec, program.name).art
         if arts is not None:
             arts.append(art)
@@ -396,11 +430,15 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
                 raise CompileError(f"XLA compiled nothing for {n}" + (f": {art.compile_error}"
                                                                       if art.compile_error else ""))
             proto = _received(received[0][1].decode(), original, notes, program)
-        after = next((d for d in xla_backend.pass_dumps(art) if d.after == _file_safe(n)), None)
+        # XLA dumps after a pass only when it changed the module, and the passes after this
+        # one ran: the first change is this pass's, or it changed nothing.
+        after = next((d for d in xla_backend.pass_dumps(art) if d.after != "pipeline-start"), None)
+        if after is not None and after.after != _file_safe(n):
+            after = None
         if after is None:
             if trace is not None:
                 trace.steps.append((n, None))
-            continue  # XLA dumps after a pass only when it changed the module
+            continue
         fed = proto
         proto = _parsed(art.files[after.key].decode(), n)
         if original is not None:

@@ -289,6 +289,7 @@ def test_hlo_opt_writes_one_binary_module_and_refuses_several(tool, work):
     assert not (work / "two.mlirbc").exists()
 
 
+@pytest.mark.slow
 def test_hlo_opt_xla_dump_to_with_passes_is_xla_s_hlo_opt_layout(tool, work):
     """--passes with --xla_dump_to (no --platform needed) writes what XLA's hlo-opt writes: the
     module before and after, the DebugOptions given (read back by --debug_options_file), and

@@ -187,3 +187,16 @@ def test_computations_are_placed_by_their_callers_even_where_the_trip_swapped_th
         "x": "parameter", "y": "parameter", "m": "maximum"}
     assert {n: i.opcode for n, i in restored["region_1.2"].items()} == {"u": "parameter", "v": "parameter", "s": "add"}
     assert set(restored["e"]) == {"p", "z", "a", "b", "t"}
+
+
+def test_an_instruction_named_without_a_number_is_not_taken_for_the_exporter_s():
+    """XLA's passes name what they make 'reshape', 'broadcast' (no .N): such a name is a pass's,
+    even where the instruction copied an original's op_name (gather_expander's reshape)."""
+    from mlirhlo_driver.ir import hlo_names
+
+    original = _proto("HloModule m\n\nENTRY e {\n  p = s32[1,3] parameter(0)\n  ROOT gather = s32[3] reshape(p)\n}\n")
+    made = _proto("HloModule m\n\nENTRY main.1 {\n  p.1 = s32[1,3] parameter(0), metadata={op_name=\"p\"}\n"
+                  "  reshape = s32[3] reshape(p.1), metadata={op_name=\"gather\"}\n"
+                  "  ROOT broadcast = s32[2,3] broadcast(reshape), dimensions={1}, metadata={op_name=\"gather\"}\n}\n")
+    restored = _instructions(hlo_names.restore_names(made, original))["e"]
+    assert set(restored) == {"p", "reshape", "broadcast"}

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 import xla_lit
 
 # A lit file of our own, with what XLA's hlo-opt tests use: %s, %S, %t, a lit parameter,
@@ -52,6 +53,7 @@ def test_run_lines_join_continuations_and_keep_their_line_numbers(tmp_path):
     assert lines[4].command == "hlo-opt %s > %t_dir_out  && test -s %t_dir_out"
 
 
+@pytest.mark.slow
 def test_each_run_line_passes_or_fails_on_its_own(tmp_path, capsys):
     f = tmp_path / "t.hlo"
     f.write_text(LIT)
