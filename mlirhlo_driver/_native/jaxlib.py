@@ -570,16 +570,24 @@ def hlo_text_to_proto(text: str) -> bytes:
         raise RuntimeError(str(e)) from None
 
 
-def hlo_proto_to_text(proto: bytes) -> str:
+def hlo_proto_to_text(proto: bytes, *, xla_printer: bool = False, large_constants: bool = False) -> str:
+    """HloModuleProto -> HLO text, as jaxlib's ``HloModule.to_string()`` prints it; with
+    ``xla_printer``, as XLA's ``HloModule::ToString()`` does (XLA's tools print that way:
+    operand shapes too, which jaxlib's default options leave out); ``large_constants``:
+    every constant's value, not ``{...}``."""
     _hlo = hlo_lib()
 
     from .fds import capture_fd2
 
+    options = _hlo.HloPrintOptions()
+    if xla_printer:
+        options.print_operand_shape = True
+    options.print_large_constants = large_constants
     try:
         # XLA logs why the proto is bad (an absl E line) and returns the same as a
         # status: on failure the status alone becomes the one error line.
         with capture_fd2() as captured:
-            text = _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string()
+            text = _hlo.HloModule.from_serialized_hlo_module_proto(proto).to_string(options)
     except Exception as e:
         raise RuntimeError(str(e)) from None
     _replay_without_noise(captured.text)
@@ -962,8 +970,9 @@ def interruptible(fn: Any, *args: Any) -> Any:
         finally:
             done.set()
 
-    threading.Thread(target=run, name="mlirhlo-xla", daemon=True).start()
-    try:
+    worker = threading.Thread(target=run, name="mlirhlo-xla", daemon=True)
+    try:  # Ctrl-C may land in start(), once the thread runs
+        worker.start()
         while not done.wait(0.05):
             pass
     except KeyboardInterrupt:

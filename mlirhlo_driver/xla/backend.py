@@ -47,6 +47,7 @@ _PIPELINE_CUTTING_FLAGS = ("xla_disable_all_hlo_passes", "xla_disable_hlo_passes
 # The DebugOptions that CompileSpec's own fields set: spelled there, not in a target's flags.
 PASS_DUMP_FLAG = "xla_dump_hlo_pass_re"
 ONLY_PASSES_FLAG = "xla_enable_hlo_passes_only"
+DISABLED_PASSES_FLAG = "xla_disable_hlo_passes"
 
 
 def pipeline_cuts(xla_flags: Any) -> list[str]:
@@ -114,7 +115,8 @@ class CompileSpec:
     ``partitioner`` (``shardy``, ``gspmd``; None: nothing to partition); XLA's
     ``run_backend_only``; which of :data:`ALL_DUMPS` and which codegen ``emitters`` to read
     back; per-pass HLO dumps (``pass_dump_re``, XLA's ``xla_dump_hlo_pass_re``) and a pass
-    list run alone (``only_passes``, ``xla_enable_hlo_passes_only``); XLA's pass log at
+    list run alone (``disabled_passes``: every other pass, as ``xla_disable_hlo_passes``;
+    xla.passes says why not ``xla_enable_hlo_passes_only``); XLA's pass log at
     ``pass_log`` (a level of xla.pass_log, read only by a process started with it: such a
     compile runs in a helper); ``keep_going`` (a failed compile still gives what it dumped);
     ``isolated`` (in a helper process, whose death becomes a CompileError; no executable
@@ -130,7 +132,7 @@ class CompileSpec:
     dumps: tuple[str, ...] = ()
     emitters: tuple[str, ...] = ()
     pass_dump_re: str | None = None
-    only_passes: tuple[str, ...] = ()
+    disabled_passes: tuple[str, ...] = ()
     pass_log: int = 0
     keep_going: bool = False
     isolated: bool = False
@@ -166,8 +168,10 @@ class CompileSpec:
         flags.update(user)
         if self.pass_dump_re is not None:
             flags[PASS_DUMP_FLAG] = self.pass_dump_re
-        if self.only_passes:
-            flags[ONLY_PASSES_FLAG] = ",".join(self.only_passes)
+        if self.disabled_passes:
+            # XLA CHECK-fails on both flags at once: the list run alone wins over the user's
+            flags.pop(ONLY_PASSES_FLAG, None)
+            flags[DISABLED_PASSES_FLAG] = ",".join(self.disabled_passes)
         flags.pop("xla_dump_to", None)  # the driver owns the dump directory
         return sorted(flags.items())
 
@@ -185,7 +189,7 @@ class CompileSpec:
         return opts
 
     def cuts_pipeline(self) -> bool:
-        return bool(self.only_passes) or cuts_pipeline(self.target.xla_flags)
+        return bool(self.disabled_passes) or cuts_pipeline(self.target.xla_flags)
 
 
 @dataclass

@@ -2,22 +2,35 @@
 ``opt --list-passes --platform`` and ``hlo-opt --passes/--list-passes`` share.
 
 jaxlib has no pass registry and runs XLA passes only inside a platform's
-pipeline. So a pass list runs as that pipeline with only those passes (and the
-pipelines around them) enabled, and the HLO is read from XLA's per-pass dumps;
-pass names are learnt from the dumps of a normal compile.
+pipeline. So a pass list runs as that pipeline with every other pass disabled (the
+pipelines around the passes keep running, with only them in them), and the HLO is read
+from XLA's per-pass dumps; pass names are learnt from XLA's log of a normal compile.
 
 Promises: names are checked against the pipelines before the filtered compile,
 and a name no pipeline ran is a :class:`~mlirhlo_driver.errors.DriverError`
 naming each pipeline tried. Nothing is printed but one-line notes on stderr
 where a flag had to be set for a pass to exist at all.
+
+hlo-opt's ``--passes`` (:func:`run_in_order`) runs each named pass once, in the order
+given, as XLA's hlo-opt builds a pipeline of just those passes: one compile per pass
+with every pass that runs before its first run disabled (:func:`_before`), the HLO read
+from XLA's dump right after that first run (the pass as its pipeline configures it
+there), and fed to the next pass's compile (a pass that changed nothing leaves no dump:
+the module goes on as it was). One compile
+with every named pass enabled would run them in XLA's pipeline order instead, each as
+often as its pipelines run it. An unknown name is XLA's ``INVALID_ARGUMENT: Pass NAME
+not found.``; XLA's test-only passes (compiled into XLA's own hlo-opt alone) say so.
+The module printed keeps the user's names (:mod:`mlirhlo_driver.ir.hlo_names`) and is
+printed as XLA's ``HloModule::ToString`` prints it, operand shapes included.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DriverError
+from ..errors import CompileError, DriverError, PipelineError, did_you_mean
 
 # Passes XLA adds to its pipeline only when a flag asks for them.
 GATED_PASSES = {
@@ -73,24 +86,15 @@ def hlo_after_passes(module: Any, name: str, names: list[str], candidates: list[
         if missing:
             tried.append((label(target), missing, seen))
             continue
-        # A pass runs only if its enclosing pipelines are enabled too. Enabling just
-        # the pipelines that hold the passes keeps other passes from running; a
-        # pipeline nested in another one needs them all enabled.
-        holding = sorted(pipe for pipe, ps in known.items() if any(n in ps for n in names))
-        for pipes in (holding, sorted(known)):
-            art = xla_backend.compile(module, _spec(target, pass_dump_re=".*", only_passes=tuple(names + pipes),
-                                                    keep_going=True, isolated=True), name).art
-            # Dump file names spell a pipeline's spaces as underscores.
-            ran = {_file_safe(d.pipeline) for d in xla_backend.pass_dumps(art)}
-            if all(_file_safe(pipe) in ran for pipe in holding):
-                break
+        # Every other pass disabled by name: the pipelines holding these run with only them
+        # (naming a pipeline in xla_enable_hlo_passes_only would run it whole: _alone says why).
+        art = xla_backend.compile(module, _spec(target, pass_dump_re=".*", disabled_passes=tuple(_alone(known, names)),
+                                                keep_going=True, isolated=True), name).art
         if arts is not None:
             arts.append(art)
         return xla_backend.hlo_after_only(art, names)
     hint = "jaxlib runs XLA passes only inside a platform's pipeline; see --list-passes"
     if len(tried) == 1:
-        from ..errors import did_you_mean
-
         hint = did_you_mean(tried[0][1][0], tried[0][2]) or hint
     raise DriverError("XLA passes not run: " + "; ".join(f"{label}: {', '.join(missing)} did not run"
                                                          for label, missing, _ in tried), hint=hint)
@@ -134,9 +138,9 @@ def split_pass_names(spec: str) -> tuple[list[str], list[str]]:
 
 
 def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None,
-                  notes: list[str] | None = None) -> str:
-    """hlo-opt's ``--passes``: XLA's HLO passes on the module (see :func:`hlo_after_passes`),
-    printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
+                  notes: list[str] | None = None, trace: PassTrace | None = None) -> str:
+    """hlo-opt's ``--passes``: XLA's HLO passes on the module, each once, in the order given
+    (:func:`run_in_order`), printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
     instead, printed as StableHLO. What the user should know goes to ``notes``."""
     notes = [] if notes is None else notes
     xla_names, mlir_names = split_pass_names(spec)
@@ -145,7 +149,7 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
                           hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
     if xla_names:
         try:
-            return hlo_after_passes(m.module, m.name, xla_names, candidates, arts, notes)
+            return run_in_order(m, xla_names, candidates, arts, notes, trace)
         except DriverError:
             # Names XLA's pipelines do not run but MLIR has resolve to MLIR
             # (unless forced with xla:); XLA's error stands otherwise.
@@ -202,3 +206,303 @@ def listing(candidates: list[Any], modules: list[Any] | None = None) -> str:
                                  if n not in names)
         lines.append("")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------- hlo-opt --passes
+
+# XLA's test-only passes (xla/hlo/tools/tests/hlo_opt_test_only_passes.h): registered in
+# the hlo-opt binary XLA's lit tests run, and in no XLA library jaxlib links.
+TEST_ONLY_PASSES = ("test-only-foo2bar", "test-only-bar2hello",
+                    "test-only-algebraic-simplifier-with-onednn-enabled", "test-only-xla-builder")
+# The dumps XLA prints after a pass elide large constants ({...}) unless asked; they are
+# parsed back here, so they are asked for. Printing follows the user's flag again.
+_LARGE_CONSTANTS = "xla_dump_large_constants"
+# Passes named with a process-wide counter (measured: the CPU pipeline's
+# apply-xla-transforms-0 and -1 on one compile, -7 and -8 on a later one in the same
+# process): no name of theirs runs in another process, so none is listed.
+_COUNTED = re.compile(r"^apply-xla-transforms-\d+$")
+
+
+@dataclass
+class _PassLog:
+    """XLA's log of one compile's passes: ``pipelines`` as :func:`pipelines_of` gives them
+    (passes logged as skipped under ``""``), and ``order``, every pass and pipeline name by
+    its first completion (a pass's first run; a pipeline's after the passes in it)."""
+
+    pipelines: dict[str, list[str]]
+    order: list[str]
+
+    def merged(self, other: _PassLog) -> _PassLog:
+        return _PassLog({**other.pipelines, **self.pipelines}, self.order or other.order)
+
+
+def _known_pipelines(module: Any, name: str, target: Any) -> _PassLog:
+    """``target``'s pipeline on ``module``, from XLA's pass log. A module XLA refuses before
+    any pass ran is its CompileError."""
+    from . import backend as xla_backend
+    from . import pass_log
+
+    art = xla_backend.compile(module, _spec(target, pass_log=pass_log.TIMES_LEVEL, keep_going=True), name).art
+    calls = art.pass_calls or []
+    if not calls and art.compile_error:
+        # Nothing ran: XLA refused the module before its passes (its error, not "no such pass").
+        raise CompileError(art.compile_error)
+    known = pipelines_of(calls)
+    for c in calls:  # a nested pipeline that ran no pass of its own is a pipeline all the same
+        if c.is_pipeline:
+            known.setdefault(c.name, [])
+    skipped = sorted({c.name for c in calls if c.skipped} - {n for ns in known.values() for n in ns})
+    order = list(dict.fromkeys(c.name for c in sorted(calls, key=lambda c: c.index) if not c.skipped))
+    return _PassLog({**known, "": skipped} if skipped else known, order)
+
+
+def _holding(known: dict[str, list[str]], wanted: set[str]) -> set[str]:
+    """The pipelines that hold any of ``wanted``, and those that hold them, up to the top."""
+    holding = {pipe for pipe, names in known.items() if wanted & set(names) and pipe}
+    grew = True
+    while grew:
+        outer = {pipe for pipe, names in known.items() if pipe and holding & set(names)}
+        grew = not outer <= holding
+        holding |= outer
+    return holding
+
+
+def _before(log: _PassLog, pass_name: str) -> list[str]:
+    """What to disable (``xla_disable_hlo_passes``) so that ``pass_name`` runs first on the
+    module as XLA received it: every pass and pipeline that ran before its first run, but
+    not those holding it (a pipeline's name disables every instance of it). What runs after
+    it runs as in a normal compile: its HLO is read from the dump right after its first run,
+    and XLA's codegen gets a module lowered as usual (with every other pass disabled, CPU
+    codegen aborted on the rewritten reduce-window of tests/data/xla_tools/input.hlo, and
+    the helper it ran in was started again: 10 s)."""
+    if pass_name not in log.order:
+        return _alone(log.pipelines, pass_name)
+    first = log.order.index(pass_name)
+    return sorted(set(log.order[:first]) - _holding(log.pipelines, {pass_name}) - {pass_name})
+
+
+def _alone(known: dict[str, list[str]], pass_name: str | list[str]) -> list[str]:
+    """What to disable (``xla_disable_hlo_passes``) so that of ``known``'s pipelines only
+    ``pass_name`` (or those of a list) runs: every other pass, and every pipeline that holds
+    none of them.
+
+    Not ``xla_enable_hlo_passes_only``: a pipeline named there runs whole (XLA's
+    HloPassPipeline::GetEnabledPasses: "Enable the full pass"), and a pass inside a
+    nested pipeline runs only if that pipeline is named, so enabling one pass ran others
+    beside it (measured: ``fusion`` with its pipeline enabled also ran reshape-decomposer,
+    fusion-wrapper and copy-insertion). Disabling by name leaves the pipelines holding the
+    pass running with only that pass in them; XLA refuses the two flags together. A pass
+    named with a process-wide counter (``_COUNTED``) has another name in that compile and
+    is not disabled: the CPU pipeline's run last, after scheduling, so they follow all but
+    cse_barrier_expander, and what they do after the pass is not read."""
+    wanted = {pass_name} if isinstance(pass_name, str) else set(pass_name)
+    holding = _holding(known, wanted)
+    everything = {n for names in known.values() for n in names} | {p for p in known if p}
+    return sorted(everything - holding - wanted)
+
+
+def pass_names(known: dict[str, list[str]], platform: str) -> list[str]:
+    """The passes (not the pipelines holding them) of a pass log's pipelines, in first-run
+    order, with the passes XLA adds only when a flag asks (``GATED_PASSES``) for CUDA; not
+    those whose name holds a process-wide counter (``_COUNTED``)."""
+    pipes = set(known)
+    out: list[str] = []
+    for pipe, names in known.items():
+        if not pipe:
+            continue  # skipped passes: not run by this pipeline
+        out.extend(n for n in names if n not in pipes and n not in out and not _COUNTED.match(n))
+    if platform == "cuda":
+        out.extend(n for n in GATED_PASSES if n not in out)
+    return out
+
+
+def comma_listing(candidates: list[Any]) -> str:
+    """hlo-opt's ``--list-passes`` as XLA prints it: the pass names, comma-separated on one
+    line, so ``hlo-opt --passes=$(hlo-opt --list-passes)`` runs them. The names are those
+    the pipelines of ``candidates`` (StageOptions) run on xla.backend's reference module:
+    what ``--passes`` with the same ``--platform`` can run."""
+    from . import backend as xla_backend
+
+    module = xla_backend.reference_module()
+    names: list[str] = []
+    for options in candidates:
+        target = getattr(options, "target", options)
+        found = pass_names(_known_pipelines(module, "reference", target).pipelines, target.platform)
+        names.extend(n for n in found if n not in names)
+    return ",".join(names) + "\n"
+
+
+def not_found(name: str, known: list[str]) -> PipelineError:
+    """XLA's hlo-opt's error for a pass name it has not registered."""
+    if name in TEST_ONLY_PASSES:
+        return PipelineError(f"--passes: {name} is one of XLA's test-only passes, built into XLA's own "
+                             "hlo-opt alone: jaxlib's XLA does not have it")
+    return PipelineError(f"INVALID_ARGUMENT: Pass {name} not found.",
+                         hint=did_you_mean(name, known) or "hlo-opt --list-passes prints the names")
+
+
+@dataclass
+class PassTrace:
+    """A pass list's run, for hlo-opt's ``--xla_dump_to`` (xla.tool_outputs.write_pass_dump):
+    the module as given, each pass with the module after it (None: it changed nothing), and
+    the module after them all; serialized HloModuleProtos with the user's names."""
+
+    given: bytes = b""
+    steps: list[tuple[str, bytes | None]] = field(default_factory=list)
+    result: bytes = b""
+
+
+def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: list[Any] | None = None,
+                 notes: list[str] | None = None, trace: PassTrace | None = None) -> str:
+    """hlo-opt's ``--passes``: XLA's HLO passes ``names`` on ``program`` (core.program.Program),
+    each once, in the order given (the module docstring says how); the module after them as
+    XLA's hlo-opt prints it. Each pass runs in the first of ``candidates`` (StageOptions)
+    whose pipeline has it; each compile goes to ``arts``, what the user should know to
+    ``notes``, the modules before, between and after the passes to ``trace``."""
+    from .._native import jaxlib as _jaxlib
+    from ..inputs.loader import parse_mlir
+    from ..ir import hlo_names
+    from . import backend as xla_backend
+
+    notes = [] if notes is None else notes
+    for n in names:
+        if n in TEST_ONLY_PASSES:  # before any compile: no pipeline has them
+            raise not_found(n, [])
+    targets = [getattr(c, "target", c) for c in candidates]
+    targets = [_with_gates(t, names, notes) if t.platform == "cuda" else t for t in targets]
+    module = program.module
+    on_module: dict[int, _PassLog] = {}  # pass logs, made as a name needs them
+    on_reference: dict[int, _PassLog] = {}
+    refused: dict[int, CompileError] = {}  # a pipeline that refused the module: no pass of it runs
+
+    def log(i: int, logs: dict[int, _PassLog], reference: bool) -> _PassLog:
+        if i not in logs:
+            try:
+                logs[i] = (_known_pipelines(xla_backend.reference_module(), "reference", targets[i]) if reference
+                           else _known_pipelines(module, program.name, targets[i]))
+            except CompileError as e:
+                if reference:
+                    raise
+                refused[i], logs[i] = e, _PassLog({}, [])
+        return logs[i]
+
+    def holder(pass_name: str) -> tuple[Any, _PassLog, bool] | None:
+        """(target, its pass log, whether it runs the pass on this module) for a name: the
+        module's own pass log first, then the reference module's (--list-passes's names)."""
+        for i, t in enumerate(targets):
+            if pass_name in pass_names(log(i, on_module, False).pipelines, t.platform):
+                return t, on_module[i], True
+        for i, t in enumerate(targets):
+            if pass_name in pass_names(log(i, on_reference, True).pipelines, t.platform):
+                if i in refused:
+                    raise refused[i]  # the pipeline that has the pass cannot take the module
+                return t, on_module[i].merged(on_reference[i]), False
+        return None
+
+    plan = []
+    for n in names:
+        found = holder(n)
+        if found is None:
+            everything = [p for logs in (on_module, on_reference) for i, k in logs.items()
+                          for p in pass_names(k.pipelines, targets[i].platform)]
+            raise not_found(n, everything)
+        plan.append((n, *found))
+    original = program.hlo_proto
+    if original is not None:  # each trip through StableHLO from a tagged module (hlo_names.tag)
+        module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(hlo_names.tag(original)), program.source)
+    proto: bytes | None = None  # the module XLA holds after the passes so far
+    for step, (n, target, known, runs_here) in enumerate(plan, 1):
+        if not runs_here:
+            notes.append(f"{n}: XLA's {label(target)} pipeline holds it but runs it only on other modules; "
+                         "enabled alone here")
+        disabled = _before(known, n) if runs_here else _alone(known.pipelines, n)
+        spec = _spec(target.with_flag(_LARGE_CONSTANTS, True), pass_dump_re=".*",
+                     disabled_passes=tuple(disabled), keep_going=True, isolated=True)
+        art = xla_backend.compile(module, spec, program.name).art
+        if arts is not None:
+            arts.append(art)
+        if proto is None:
+            # What XLA received: jaxlib compiles StableHLO, and its export back to HLO may
+            # already have changed the module (measured: constants folded, a transpose of a
+            # unit dimension made a reshape). The passes run on that, so that is what is printed.
+            received = art.matching(r"^before_optimizations\.txt$")
+            if not received:
+                raise CompileError(f"XLA compiled nothing for {n}" + (f": {art.compile_error}"
+                                                                      if art.compile_error else ""))
+            proto = _received(received[0][1].decode(), original, notes, program)
+        # XLA dumps after a pass only when it changed the module, and the passes after this
+        # one ran: the first change is this pass's, or it changed nothing.
+        after = next((d for d in xla_backend.pass_dumps(art) if d.after != "pipeline-start"), None)
+        if after is not None and after.after != _file_safe(n):
+            after = None
+        if after is None:
+            if trace is not None:
+                trace.steps.append((n, None))
+            continue
+        fed = proto
+        proto = _parsed(art.files[after.key].decode(), n)
+        if original is not None:
+            proto = hlo_names.restore_names(proto, fed)
+        if trace is not None:
+            trace.steps.append((n, proto))
+        if step < len(plan):
+            try:
+                module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(
+                    hlo_names.tag(proto) if original is not None else proto), program.source)
+            except RuntimeError as e:  # XLA's importer refuses what the pass made (a fusion)
+                raise CompileError(f"the HLO after {n} cannot go back to StableHLO for {plan[step][0]}: "
+                                   f"{e}", hint=f"jaxlib compiles only StableHLO; run {n} last") from None
+    given = original if original is not None else _jaxlib.stablehlo_to_hlo_proto(_bytecode(program.module))
+    if proto is None:  # no pass named
+        proto = given
+    if trace is not None:
+        trace.given, trace.result = given, proto
+    large = any(k == _LARGE_CONSTANTS and v for k, v in targets[0].xla_flags)
+    return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large)
+
+
+def _parsed(text: str, after: str) -> bytes:
+    """XLA's dump of a module (after the pass ``after``) as an HloModuleProto."""
+    from .._native import jaxlib as _jaxlib
+
+    try:
+        return _jaxlib.hlo_text_to_proto(text)
+    except RuntimeError as e:
+        raise CompileError(f"XLA's HLO after {after} does not parse back: {e}") from None
+
+
+def _received(text: str, original: bytes | None, notes: list[str], program: Any) -> bytes:
+    """The module XLA received (its ``before_optimizations`` dump), with the user's names; a
+    note in ``notes`` when it is not the module given."""
+    from ..ir import hlo_names
+
+    proto = _parsed(text, "pipeline-start")
+    if original is None:
+        return proto
+    proto = hlo_names.restore_names(proto, original)
+    # The entry's instructions, by opcode and shape: a computation the trip duplicated (one
+    # called from two places comes back as one per caller) is not worth a note; a fold is.
+    if _entry_ops(proto) != _entry_ops(original):
+        notes.append(f"{program.source}: jaxlib compiles StableHLO, and its export back to HLO changed this "
+                     "module before XLA's passes ran on it (--stage=hlo-before-optimizations --platform=P "
+                     "prints what XLA received)")
+    return proto
+
+
+def _entry_ops(proto: bytes) -> Any:
+    from collections import Counter
+
+    from ..ir import hlo_proto
+
+    m = hlo_proto.decode(proto)
+    entry = next((c for c in m.computations if c.id == m.entry_computation_id), None)
+    return Counter((i.opcode, i.shape.SerializeToString(deterministic=True))
+                   for i in (entry.instructions if entry is not None else ()))
+
+
+def _bytecode(module: Any) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()

@@ -1,5 +1,6 @@
-"""What XLA's hlo-opt writes besides a stage: ``--emit-proto``'s HloProto text, and a compile's
-dump in ``--xla_dump_to``'s layout."""
+"""What XLA's hlo-opt writes besides a stage: ``--emit-proto``'s HloProto text, a compile's
+dump in ``--xla_dump_to``'s layout, and for ``--passes`` the dump XLA's hlo-opt writes
+(its own pipeline's: the module before and after, per-pass files, the DebugOptions)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,39 @@ def hlo_proto_text(proto: bytes) -> str:
     wrapper = codec.message_class("HloProto")()
     wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
     return codec.to_text(wrapper)
+
+
+def hlo_text(program: Any) -> str:
+    """A module (core.program.Program) as XLA's hlo-opt prints it without a platform: the
+    HloModuleProto as read (HLO inputs: the user's names), printed as XLA's
+    ``HloModule::ToString`` does, operand shapes included."""
+    from .._native import jaxlib as _jaxlib
+
+    proto = program.convert("hlo-proto")
+    return _jaxlib.hlo_proto_to_text(proto if isinstance(proto, bytes) else proto.encode(), xla_printer=True)
+
+
+# The stages that print an HLO module XLA made from the driver's StableHLO.
+HLO_STAGES = ("hlo", "hlo-backend", "hlo-before-optimizations")
+
+
+def with_user_names(text: str, program: Any) -> str:
+    """An HLO stage's text (XLA's module, made from the program through StableHLO) with the
+    names the user wrote (ir.hlo_names) and printed as XLA's hlo-opt prints it, operand
+    shapes included; as it was where the program is not HLO, or XLA's text does not parse
+    back (XLA's parser takes the ``{...}`` of an elided constant, and the printer elides it
+    again)."""
+    from .._native import jaxlib as _jaxlib
+    from ..ir import hlo_names
+
+    original = program.hlo_proto
+    if original is None:
+        return text
+    try:
+        proto = _jaxlib.hlo_text_to_proto(text)
+        return _jaxlib.hlo_proto_to_text(hlo_names.restore_names(proto, original), xla_printer=True)
+    except RuntimeError:  # XLA's parser or verifier: what XLA printed stands
+        return text
 
 
 def write_xla_dump(directory: str, art: Any, number: int) -> None:
@@ -33,3 +67,65 @@ def write_xla_dump(directory: str, art: Any, number: int) -> None:
         if name.endswith(".html"):
             data = html_page.self_contained(data.decode("utf-8")).encode("utf-8")
         outputs.write_atomic(Path(directory) / name, data)
+
+
+def debug_options_text(flags: dict[str, Any]) -> str:
+    """DebugOptions as XLA's hlo-opt dumps them (``module_NNNN.<name>.debug_options``): the
+    options given (file < XLA_FLAGS < command line), one ``name: value`` line each in the
+    order xla.proto declares them (XLA's order; measured against its lit test), which
+    ``--debug_options_file`` reads back."""
+    from ..ir import protos
+
+    fields = protos.message_class("xla.DebugOptions").DESCRIPTOR.fields
+    lines = []
+    for f in fields:
+        if f.name not in flags:
+            continue
+        values = flags[f.name]
+        if isinstance(values, str) and protos.is_repeated(f) and f.type == f.TYPE_STRING:
+            values = [v for v in values.split(",") if v]
+        for v in (values if isinstance(values, (list, tuple)) else [values]):
+            if isinstance(v, bool):
+                text = "true" if v else "false"
+            elif f.type == f.TYPE_STRING:
+                text = '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+            else:
+                text = str(v)
+            lines.append(f"{f.name}: {text}")
+    return "".join(line + "\n" for line in lines)
+
+
+def write_pass_dump(directory: str, number: int, trace: Any, flags: dict[str, Any]) -> None:
+    """XLA's hlo-opt dump of a ``--passes`` run (xla.passes.PassTrace) into ``directory``:
+    ``module_NNNN.<name>.before_optimization.txt``, ``after_optimization.txt`` and
+    ``debug_options``; with ``xla_dump_hlo_pass_re``, ``NNNN.transforms_pipeline.after_<a>.
+    before_<b>.txt`` at the pipeline's start and after each matching pass that changed the
+    module, as XLA's pass pipeline dumps. NNNN counts this command's modules from 0."""
+    import re
+
+    from .. import outputs
+    from .._native import jaxlib as _jaxlib
+    from ..ir import hlo_proto
+
+    large = bool(flags.get("xla_dump_large_constants"))
+
+    def text(proto: bytes) -> bytes:
+        return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large).encode()
+
+    prefix = Path(directory) / f"module_{number:04d}.{hlo_proto.decode(trace.given).name}."
+    outputs.write_atomic(Path(f"{prefix}before_optimization.txt"), text(trace.given))
+    outputs.write_atomic(Path(f"{prefix}after_optimization.txt"), text(trace.result))
+    outputs.write_atomic(Path(f"{prefix}debug_options"), debug_options_text(flags).encode())
+    pattern = str(flags.get("xla_dump_hlo_pass_re") or "")
+    if not pattern or not trace.steps:
+        return
+    rx = re.compile(pattern)
+    names = [n for n, _ in trace.steps] + ["pipeline-end"]
+    dumps = [("pipeline-start", names[0], trace.given)]
+    dumps += [(n, names[i + 1], after) for i, (n, after) in enumerate(trace.steps) if after is not None]
+    k = 0
+    for after_name, before_name, proto in dumps:
+        if rx.search(after_name) or rx.search(before_name):
+            outputs.write_atomic(Path(f"{prefix}{k:04d}.transforms_pipeline.after_{after_name}."
+                                      f"before_{before_name}.txt"), text(proto))
+            k += 1

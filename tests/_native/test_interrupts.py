@@ -103,9 +103,11 @@ def test_after_an_abandoned_native_call_the_interrupted_line_stays_last():
     warning did, after the line): once the line is said, native writes to fd 2 go nowhere."""
     code = ("import os, threading, time\n"
             "from mlirhlo_driver._native import interrupts as i, jaxlib as j\n"
-            "started = threading.Event()\n"
+            "started, written = threading.Event(), threading.Event()\n"
             "def xla():\n"
-            "    started.set(); time.sleep(0.5); os.write(2, b'W1206 gpu_compiler.cc] late warning\\n')\n"
+            "    started.set()\n"
+            "    while not i._reported: time.sleep(0.01)\n"
+            "    os.write(2, b'W1206 gpu_compiler.cc] late warning\\n'); written.set()\n"
             "def interrupt():\n"
             "    started.wait(); import _thread; _thread.interrupt_main()\n"
             "threading.Thread(target=interrupt).start()\n"
@@ -114,9 +116,9 @@ def test_after_an_abandoned_native_call_the_interrupted_line_stays_last():
             "except KeyboardInterrupt:\n"
             "    print(i.abandoned)\n"
             "    i.report()\n"
-            "time.sleep(1)\n")
+            "print(written.wait(30))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=60)
-    assert r.stdout == "True\n", r.stderr
+    assert r.stdout == "True\nTrue\n", r.stderr
     assert r.stderr.strip().splitlines() == ["error: interrupted"], r.stderr
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PLAIN, run_xla_tool
+from tests.conftest import PLAIN, assert_one_line_error, run_xla_tool
 
 # ------------------------------------------------------------------ hlo-opt --passes
 
@@ -28,17 +28,109 @@ def test_doc_pass_lines_print_the_module_when_the_passes_changed_nothing(line, f
     assert out.startswith("HloModule plain") and "tanh(" in out
 
 
-def test_hlo_opt_pass_that_no_pipeline_runs_is_still_an_error(files, capfd):
+@pytest.mark.slow
+def test_hlo_opt_unknown_pass_is_xla_s_invalid_argument(files, capfd):
     (files / "input.hlo").write_text(PLAIN)
-    code, out, err = _tool("hlo-opt", ["--passes=algsimpx", "input.hlo"], files, capfd)
-    assert code == 2 and out == ""
-    assert "algsimpx did not run" in err and "algsimp" in err
+    r = run_xla_tool("hlo-opt", ["--passes=algsimpx", "input.hlo"], files, capfd)
+    line = assert_one_line_error(r, facts=("algsimpx", "'algsimp'"))
+    assert "INVALID_ARGUMENT:" in line  # XLA's lit test greps for its status code
 
 
-def test_list_passes_comes_from_the_pipelines_own_log(files, capfd):
-    code, out, err = _tool("hlo-opt", ["--list-passes", "--platform=CPU"], files, capfd)
-    assert code == 0, err
-    # passes that change nothing on the reference module are listed too, under their pipelines
-    assert "\nsimplification:\n  algsimp\n" in out
-    for name in ("cholesky_expander", "qr_expander", "copy-insertion", "layout-assignment"):
-        assert f"\n  {name}\n" in out, name
+def test_hlo_opt_test_only_pass_says_jaxlib_lacks_it_before_any_compile(files, capfd, monkeypatch):
+    from mlirhlo_driver.xla import backend
+
+    def no_compile(*a, **k):
+        raise AssertionError("compiled")
+
+    monkeypatch.setattr(backend, "compile", no_compile)
+    (files / "input.hlo").write_text(PLAIN)
+    r = run_xla_tool("hlo-opt", ["--passes=algsimp,test-only-foo2bar", "input.hlo"], files, capfd)
+    assert_one_line_error(r, at="--passes", facts=("test-only-foo2bar", "jaxlib"))
+
+
+@pytest.mark.golden
+def test_pass_not_found_messages():
+    from mlirhlo_driver.xla import passes
+
+    unknown = passes.not_found("nonexistent-optimization-pass", ["algsimp", "dce"])
+    assert unknown.format() == ("error: INVALID_ARGUMENT: Pass nonexistent-optimization-pass not found. "
+                                "(hlo-opt --list-passes prints the names)")
+    assert passes.not_found("algsimpx", ["algsimp"]).format() == \
+        "error: INVALID_ARGUMENT: Pass algsimpx not found. (did you mean 'algsimp'?)"
+    assert passes.not_found("test-only-bar2hello", []).format() == (
+        "error: --passes: test-only-bar2hello is one of XLA's test-only passes, built into XLA's own "
+        "hlo-opt alone: jaxlib's XLA does not have it")
+    assert unknown.exit_code == 2
+
+
+def test_a_pass_alone_disables_every_other_pass_and_the_pipelines_that_do_not_hold_it():
+    from mlirhlo_driver.xla.passes import _alone
+
+    known = {"top": ["a", "nested", "b"], "nested": ["algsimp", "dce"], "other": ["algsimp", "c"],
+             "empty": [], "": ["skipped"]}
+    # algsimp runs in 'nested' (inside 'top') and in 'other': those keep running, with it alone
+    assert _alone(known, "algsimp") == ["a", "b", "c", "dce", "empty", "skipped"]
+    # a pass right in a top-level pipeline: every other pipeline is off whole
+    assert _alone(known, "b") == ["a", "algsimp", "c", "dce", "empty", "nested", "other", "skipped"]
+
+
+ORDERED = """HloModule test
+
+ENTRY main {
+  operand = s32[1,3] parameter(0)
+  indices = s32[7,5] parameter(1)
+  ROOT gather = s32[7,3,5] gather(operand, indices), offset_dims={1}, collapsed_slice_dims={0},
+      start_index_map={0}, index_vector_dim=2, slice_sizes={1,3}
+}
+"""
+
+
+@pytest.mark.slow
+def test_hlo_opt_passes_run_once_each_in_the_order_given_with_the_user_s_names(files, capfd):
+    """gather_expander makes a reshape and a broadcast of the gather; reshape-decomposer after it
+    makes the reshape a bitcast, before it finds no reshape. XLA's CPU pipeline runs
+    reshape-decomposer after gather_expander (one compile would give the bitcast either way):
+    the order given is kept."""
+    (files / "input.hlo").write_text(ORDERED)
+
+    def run(spec: str) -> str:
+        r = run_xla_tool("hlo-opt", ["--platform=cpu", f"--passes={spec}", "input.hlo"], files, capfd)
+        assert r.code == 0, r.err
+        return r.out
+
+    expand_then_decompose = run("gather_expander,reshape-decomposer")
+    decompose_then_expand = run("reshape-decomposer,gather_expander")
+    assert "bitcast(s32[1,3]{1,0} %operand)" in expand_then_decompose
+    assert "reshape(s32[1,3]{1,0} %operand)" in decompose_then_expand and "bitcast" not in decompose_then_expand
+    for out in (expand_then_decompose, decompose_then_expand):
+        assert "ENTRY %main (operand: s32[1,3], indices: s32[7,5])" in out  # the user's names
+        assert "%indices = s32[7,5]{1,0} parameter(1)" in out
+        assert "metadata" not in out  # none given, none added by the trip through StableHLO
+        assert "gather(" not in out
+
+
+def test_list_passes_is_xla_s_comma_list_from_the_pipelines_own_log(files, capfd):
+    r = run_xla_tool("hlo-opt", ["--list-passes", "--platform=CPU"], files, capfd)
+    assert r.code == 0, r.err
+    assert r.out.endswith("\n") and r.out.count("\n") == 1
+    names = r.out.strip().split(",")
+    # passes that change nothing on the reference module are listed too; pipelines are not
+    for name in ("algsimp", "cholesky_expander", "qr_expander", "copy-insertion", "layout-assignment"):
+        assert name in names, name
+    assert "simplification" not in names and not any(" " in n for n in names)
+    assert len(names) == len(set(names))
+
+
+def test_a_module_xla_refuses_before_any_pass_is_its_compile_error_not_an_unknown_pass(monkeypatch):
+    """The pass log of a compile that failed before any pass ran names no pass: that is XLA's
+    refusal of the module (exit 1), never 'Pass NAME not found'."""
+    from types import SimpleNamespace
+
+    from mlirhlo_driver.errors import CompileError
+    from mlirhlo_driver.xla import backend, passes
+
+    refused = SimpleNamespace(art=SimpleNamespace(pass_calls=[], compile_error="XLA said no"))
+    monkeypatch.setattr(backend, "compile", lambda *a, **k: refused)
+    with pytest.raises(CompileError) as e:
+        passes._known_pipelines(object(), "m", SimpleNamespace(platform="cuda", xla_flags=()))
+    assert "XLA said no" in e.value.message and e.value.exit_code == 1

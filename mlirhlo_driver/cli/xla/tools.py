@@ -63,8 +63,25 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
         if argv is None:  # the tool's own process: leave at once (interrupts.leave says why)
             interrupts.leave(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
-    sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): not a failure of ours, as at mlirhlo
+        _quiet_stdout()
+        sys.exit(0)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
     sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """stdout onto /dev/null, so the interpreter's own flush at exit finds no closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
 
 
 HLO_OPT_FLAGS = [
@@ -78,9 +95,11 @@ HLO_OPT_FLAGS = [
          "hlo-backend, html, buffer-assignment, llvm, llvm-before-optimizations, ptx, ...", "NAME"),
     Flag("list-stages", "bool", False, "Print the stages of --platform and exit."),
     Flag("split-input-file", "bool", False, "Split the input on '// -----' lines; each piece is a module."),
-    Flag("passes", "str", "", "Comma list of XLA HLO passes to run (names as --list-passes prints "
-         "them); xla:NAME or mlir:NAME picks the world of a name both have.", "LIST"),
-    Flag("list-passes", "bool", False, "Print XLA's HLO pass names per platform pipeline and exit."),
+    Flag("passes", "str", "", "Comma list of XLA HLO passes to run, each once, in the order given "
+         "(names as --list-passes prints them); xla:NAME or mlir:NAME picks the world of a name both "
+         "have.", "LIST"),
+    Flag("list-passes", "bool", False, "Print the XLA HLO pass names --passes can run, comma-separated, "
+         "and exit."),
     Flag("emit-proto", "bool", False, "Print the module as an HloProto textproto; no passes run."),
     Flag("debug_options_file", "str", "", "DebugOptions textproto; below XLA_FLAGS and the "
          "command line in precedence.", "FILE"),
