@@ -687,6 +687,29 @@ def cuda_plugin_install(
         _fail(e)
 
 
+# --------------------------------------------------------------- tpu-plugin
+
+tpu_plugin_app = typer.Typer(help="libtpu for device-less TPU compiles, kept out of jax's way.",
+                             no_args_is_help=True)
+app.add_typer(tpu_plugin_app, name="tpu-plugin")
+
+
+@tpu_plugin_app.command("install")
+def tpu_plugin_install(
+    force: Annotated[bool, typer.Option("--force", help="Install again over the driver's copy.")] = False,
+) -> None:
+    """Install libtpu at the version jax's 'tpu' extra pins, with pip, into this environment's
+    share/mlirhlo-driver/tpu-plugins/ ($MLIRHLO_TPU_PLUGIN_DIR), where jax does not look: the
+    user's jax stays quiet on a machine without a TPU, and --platform tpu compiles device-less
+    in a process of the driver's. A libtpu in site-packages (a TPU VM's jax[tpu]) is used instead."""
+    try:
+        from ..commands.mlirhlo import tpu_plugin_install as install
+
+        typer.echo(install(force=force), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
 def _known(ctx: Any) -> list[str]:
     """Every spelling of the invoked command's options, --help's too (for 'did you mean' hints)."""
     return [o for p in ctx.command.get_params(ctx) for o in (*p.opts, *p.secondary_opts)]

@@ -328,6 +328,13 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     return core_diff.text(result) + ("\n" + explaining.text(result["explain"]) if explain else "")
 
 
+def tpu_plugin_install(*, force: bool = False) -> str:
+    """``mlirhlo tpu-plugin install``: see tpu.plugin.install; the line to print."""
+    from ..tpu import plugin
+
+    return plugin.install(force=force)
+
+
 def cuda_plugin_install(*, cuda: int | None = None, force: bool = False) -> str:
     """``mlirhlo cuda-plugin install``: see cuda.plugin.install; the line to print."""
     from ..cuda import plugin

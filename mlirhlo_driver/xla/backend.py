@@ -297,9 +297,10 @@ def run_on_host(module: Any, x64: bool = False) -> list[Any]:
 
 
 def _helper_env(spec: CompileSpec) -> dict[str, str]:
-    """What the process compiling ``spec`` must start with: XLA's pass log and timers
-    (read once, when XLA loads), LLVM without stack-trace symbolization for a Triton log."""
-    env: dict[str, str] = {}
+    """What the process compiling ``spec`` must start with: the platform's (Target.compile_env),
+    XLA's pass log and timers (read once, when XLA loads), LLVM without stack-trace
+    symbolization for a Triton log."""
+    env: dict[str, str] = dict(spec.target.compile_env())  # a platform's own (TPU: libtpu's)
     if spec.pass_log:
         from . import compile_phases, pass_log
 
@@ -360,7 +361,9 @@ def _artifacts(spec: CompileSpec, files: dict[str, bytes], mtimes: dict[str, int
                error: str | None, span: tuple[float, float] | None) -> XlaArtifacts:
     """What a compile gives, keyed without XLA's ``module_NNNN.<name>.`` prefix."""
     name = _hlo_module_name(files, executable)
-    prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
+    # libtpu puts its build after the module name (``module_0001.main.cl_1004524046.``): dropped
+    # too, so a stage's key does not change with the libtpu version.
+    prefix = re.compile(r"^module_\d+\." + (re.escape(name) + r"\." if name else "") + r"(?:cl_\d+\.)?")
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(spec.platform, name, keyed, compile_error=error,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(spec.emitters),
@@ -540,7 +543,7 @@ def _hlo_module_name(files: dict[str, bytes], executable: Any) -> str:
     # the clone XLA compiled ("<name>-clone"), while the dump files use the name. Text or
     # proto: diff's compiles dump the HLO as a proto only.
     for k in files:
-        m = re.match(r"^module_\d+\.(.+)\.before_optimizations\.(?:txt|hlo\.pb)$", k)
+        m = re.match(r"^module_\d+\.(.+?)(?:\.cl_\d+)?\.before_optimizations\.(?:txt|hlo\.pb)$", k)
         if m:
             return m.group(1)
     if executable is not None:

@@ -14,9 +14,13 @@ from typing import Any
 from ..errors import CompileError
 from ..stages.base import XLA, Deferred, Registry, Stage, StageRequest
 
-_AFTER_OPT = r"(?:^|_)(?:cpu|gpu)_after_optimizations"
+# libtpu's files are ``after_optimizations...`` (xla.backend drops its build from the prefix).
+_AFTER_OPT = r"(?:(?:^|_)(?:cpu|gpu)_|^)after_optimizations"
 CPU_ONLY = frozenset({"cpu"})
 CUDA_ONLY = frozenset({"cuda"})
+TPU_ONLY = frozenset({"tpu"})
+# Stages every backend's compile gives (XLA's dumps, the executable's module, memory and cost).
+ALL = frozenset({"cpu", "cuda", "tpu"})
 
 
 _LL_DEFINE = r"^define [^@]*@\"?([\w.$-]+)"
@@ -100,6 +104,18 @@ def _memory_usage(req: Any) -> str:
     from .backend import to_json
 
     return to_json(artifacts(req).memory_stats)
+
+
+def _memory(req: Any) -> str:
+    """Per-device memory of the compile against the generation's HBM (tpu.memory)."""
+    from ..tpu import memory
+
+    return memory.report(artifacts(req).memory_stats, req.options.target)
+
+
+def _memory_usage_report(req: Any) -> str:
+    return _text(_stage_artifacts(req, "memory-usage-report").one(_AFTER_OPT + r"-memory-usage-report\.txt$",
+                                                                  "memory-usage-report"))
 
 
 def _cost(req: Any) -> str:
@@ -542,19 +558,26 @@ def _kernel_rows_json(req: Any) -> str:
 def add_stages(stages: Registry) -> None:
     """Add XLA's stages to ``stages``, in pipeline order (after the MLIR-level ones). Each
     declares what it reads of the compile (``dumps``, ``emitters``)."""
-    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo, dumps=(_TEXT,)))
+    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo, ALL, dumps=(_TEXT,)))
     stages.add(Stage("hlo-backend", "hlo-backend.hlo", XLA, False,
-                     "the executable's final scheduled HLO module", _hlo_backend, dumps=(_EXE,)))
+                     "the executable's final scheduled HLO module", _hlo_backend, ALL, dumps=(_EXE,)))
     stages.add(Stage("html", "html", XLA, False,
-                     "self-contained HTML view of the optimized HLO graph (works offline)", _html, dumps=(_HTML,)))
-    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot, dumps=(_DOT,)))
+                     "self-contained HTML view of the optimized HLO graph (works offline)", _html, ALL,
+                     dumps=(_HTML,)))
+    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot, ALL, dumps=(_DOT,)))
     stages.add(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment",
-                     _buffer_assignment, dumps=(_TEXT,)))
+                     _buffer_assignment, ALL, dumps=(_TEXT,)))
     stages.add(Stage("memory-usage", "memory-usage.json", XLA, False,
-                     "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage))
+                     "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage, ALL))
+    stages.add(Stage("memory-usage-report", "memory-usage-report.txt", XLA, False,
+                     "XLA's memory usage report: the largest buffers and what holds them", _memory_usage_report,
+                     TPU_ONLY, dumps=(_TEXT,)))
+    stages.add(Stage("memory", "memory.txt", XLA, False,
+                     "per-device memory (arguments, outputs, temporaries, code, peak) against the "
+                     "generation's HBM: fits or not", _memory, TPU_ONLY))
     stages.add(Stage("cost", "cost.json", XLA, False,
                      "XLA's cost analysis: flops, bytes accessed, transcendentals (CUDA: per fusion, "
-                     "with the roofline bound on the spec)", _cost, dumps=(_EXE,)))
+                     "with the roofline bound on the spec)", _cost, ALL, dumps=(_EXE,)))
     stages.add(Stage("roofline", "roofline.txt", XLA, False,
                      "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
                      "time on the spec's GPU", _roofline, CUDA_ONLY, dumps=(_EXE,)))
@@ -597,6 +620,6 @@ def add_stages(stages: Registry) -> None:
                      "autotuning results (AutotuneResults textproto)", _autotune_results, CUDA_ONLY))
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
-                     _summary, dumps=(_PROTO,), hidden=True))
+                     _summary, ALL, dumps=(_PROTO,), hidden=True))
     stages.add(Stage("kernel-rows", "kernel-rows.json", XLA, False, "the kernel rows, as data (Compiled.kernels)",
                      _kernel_rows_json, CUDA_ONLY, dumps=(_PTX, _EXE), hidden=True))
