@@ -904,7 +904,8 @@ def tpu_compile_only_devices(name: str, shape: tuple[int, ...], count: int = 1) 
             topo = _tpu_topologies[name] = _tpu_topology(xla_client, name, shape)
     devices = list(topo._make_compile_only_devices())
     if len(devices) < count:
-        raise CompileError(f"TPU topology {name} has {len(devices)} devices; this compile needs {count}",
+        raise CompileError(f"TPU topology {name} has {len(devices)} device{'s' if len(devices) != 1 else ''}; "
+                           f"this compile needs {count}",
                            hint="a larger --tpu-topology, or --num-partitions")
     return devices
 

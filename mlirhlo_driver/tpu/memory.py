@@ -91,4 +91,4 @@ def translate_oom(message: str, target: Any) -> CompileError | None:
     m = m or re.search(r"Ran out of memory[^.]*\.\s*(.*?)(?: HLO module:|See https|$)", text)
     what = m.group(1).strip().rstrip(".") if m else text
     return CompileError(f"does not fit on {target.label()}: {what}",
-                        hint="a larger slice (--tpu-topology), sharding, or --stage memory with a smaller batch")
+                        hint="a larger slice (--tpu-topology), with the program sharded over it")

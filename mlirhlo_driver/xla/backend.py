@@ -219,6 +219,7 @@ def compile(module: Any, spec: CompileSpec, name: str = "module", *,
     from .._native import guards
 
     spec.target.check()
+    spec.target.check_module(module)
     risky = guards.refuse_fatal(module, one_device=spec.num_devices == 1 and not spec.backend_only)
     env = _helper_env(spec)
     if env or spec.isolated or ((risky or spec.cuts_pipeline()) and not spec.on_device):
@@ -465,7 +466,7 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
             else:
                 cut = ", ".join(f"--{n}" for n in pipeline_cuts(spec.debug_options()))
                 raise CompileError(e.message, hint=f"{cut} may have left HLO that XLA's codegen aborts on"
-                                   if cut else None) from None
+                                   if cut else spec.target.crash_hint()) from None
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)

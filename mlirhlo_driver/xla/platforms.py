@@ -165,6 +165,13 @@ class Target:
         of the driver's (xla.backend.compile)."""
         return {}
 
+    def check_module(self, module: Any) -> None:
+        """Refuse, before the compile, a module this platform's compiler would die on."""
+
+    def crash_hint(self) -> str | None:
+        """What may have made this platform's compile process die, for its error line."""
+        return None
+
 
 @dataclass(frozen=True)
 class CpuTarget(Target):
@@ -304,8 +311,15 @@ class TpuTarget(Target):
         return _jaxlib.tpu_compile_only_devices(self.topology.name, self.topology.shape, count)
 
     def translate_error(self, message: str, native_log: str) -> DriverError | None:
+        import re
+
         from ..tpu import memory
 
+        m = re.search(r"Custom emitter for (\S+) not found", message)
+        if m:
+            return DriverError(f"libtpu has no kernel for custom call '{m.group(1)}': the module was lowered for "
+                               "another platform", hint="give the JAX function itself (model.py:f --args ...): "
+                                                        "the driver lowers it for the TPU")
         return memory.translate_oom(message, self)
 
     def compile_notes(self) -> list[str]:
@@ -322,6 +336,34 @@ class TpuTarget(Target):
         from .._native import jaxlib as _jaxlib
 
         return dict(_jaxlib.TPU_COMPILE_ENV)
+
+    def check_module(self, module: Any) -> None:
+        import re
+
+        from ..errors import InputError
+
+        # libtpu aborts its process on a dynamic dimension ("Check failed: !count_overflow",
+        # libtpu 0.0.50.1) where the CPU and CUDA compilers refuse it with an error.
+        text = module.operation.get_asm(large_elements_limit=1)
+        m = re.search(r"tensor<(?:\d+x)*\?[x?\d]*x?[a-z]\w*>", text)
+        if m:
+            raise InputError(f"the module has a dynamic dimension ({m.group(0)}): libtpu compiles static shapes only",
+                             hint="export it with concrete shapes (jax.export with ShapeDtypeStructs)")
+        # jax's CPU lowering of linalg, FFT and host callbacks calls into jaxlib's CPU kernels,
+        # which libtpu has no emitter for ("Custom emitter for lapack_sgetrf_ffi not found").
+        cpu_only = sorted(set(re.findall(r"custom_call @\"?((?:lapack_|ducc_|cpu_|xla_python_cpu|xla_ffi_python_cpu)"
+                                         r"[\w.]*)", text)))
+        if cpu_only:
+            raise InputError(f"the module holds CPU-only custom calls ({', '.join(cpu_only)}): it was lowered "
+                             "for the CPU", hint="give the JAX function itself (model.py:f --args ...): the driver "
+                                                 "lowers it for the TPU")
+
+    def crash_hint(self) -> str | None:
+        import os
+
+        if os.environ.get("LIBTPU_INIT_ARGS"):
+            return "libtpu ends its process on a flag it does not know: check LIBTPU_INIT_ARGS"
+        return None
 
 
 PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}
