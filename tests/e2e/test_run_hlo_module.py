@@ -341,7 +341,7 @@ def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
      "(the StableHLO interpreter is the reference: --reference_platform=Interpreter)"),
     ("--reference_platform=gpu computation.hlo", "--reference_platform=CUDA is not supported here (Interpreter or CPU)"),
     ("--reference_platform=tpux computation.hlo",
-     "--reference_platform=tpux: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"),
+     "--reference_platform=tpux: unknown platform (one of CPU, Host, CUDA, GPU, TPU, Interpreter)"),
     ("--output_literals_file=o.pb computation.hlo computation.hlo",
      "--input_literals_file and --output_literals_file are for one module"),
     ("--isolate_instructions --output_literals_file=o.pb computation.hlo",
