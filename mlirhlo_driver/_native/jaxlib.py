@@ -609,6 +609,10 @@ def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
 MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
     "ir", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
     "_mlir_libs._stablehlo", "_mlir_libs._mlirGPUPasses", "_mlir_libs._mlirSparseTensorPasses"))
+# The driver's TPU process lowers JAX functions too: jax is imported there before jaxlib's MLIR
+# modules, as in a user's process (imported after them, jax's lowering found no
+# sdy.DimMappingAttr: jaxlib 0.12.0.1).
+TPU_PRELOAD = (f"{__name__}:jax", *MLIR_PRELOAD)
 
 
 def hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:

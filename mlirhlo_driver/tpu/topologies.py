@@ -85,10 +85,10 @@ def parse(name: str, flag: str = "tpu_topology") -> Topology:
         rank = GENERATIONS[generation]
         if len(shape) != rank:
             example = "x".join(["2"] * rank)
-            raise DriverError(f"{param(flag, name)}: {generation} slices have {rank} dimensions",
-                              hint=f"{generation}:{example}")
+            raise DriverError(f"{param(flag)}: {generation} slices have {rank} dimensions, '{name}' has "
+                              f"{len(shape)}", hint=f"{generation}:{example}")
         if any(d < 1 for d in shape):
-            raise DriverError(f"{param(flag, name)}: every dimension must be 1 or more")
+            raise DriverError(f"{param(flag)}: every dimension of '{name}' must be 1 or more")
         return Topology(generation, shape, variant)
     m = _ACCELERATOR_NAME.match(text)
     if m and m.group(1) in _ACCELERATOR_TYPES:
@@ -98,13 +98,13 @@ def parse(name: str, flag: str = "tpu_topology") -> Topology:
         chips, rest = divmod(count, per_chip)
         if rest or chips not in shapes:
             sizes = ", ".join(f"{m.group(1)}-{c * per_chip}" for c in shapes)
-            raise DriverError(f"{param(flag, name)}: no {generation} slice of that size "
-                              f"({'chips' if per_chip == 1 else 'TensorCores, 2 per chip'})",
+            raise DriverError(f"{param(flag)}: no {generation} slice of {count} "
+                              f"{'chips' if per_chip == 1 else 'TensorCores (2 per chip)'} ('{name}')",
                               hint=f"one of {sizes}; or libtpu's spelling, {generation}:SHAPE")
         return Topology(generation, shapes[chips])
     if m:
         _known_generation(m.group(1), name, flag)
-    raise DriverError(f"{param(flag, name)}: not a TPU topology",
+    raise DriverError(f"{param(flag)}: '{name}' is not a TPU topology",
                       hint="libtpu's spelling GEN:SHAPE (v5e:2x2, v5p:2x2x1, tpu7x:2x2x1) or an accelerator "
                            "type (v5litepod-16, v6e-8, v5p-128); generations: " + ", ".join(GENERATIONS))
 
@@ -114,7 +114,7 @@ def _known_generation(generation: str, name: str, flag: str) -> None:
         return
     choices = [*GENERATIONS, *_ACCELERATOR_TYPES]
     close = did_you_mean(generation, choices)
-    raise DriverError(f"{param(flag, name)}: unknown TPU generation '{generation}'",
+    raise DriverError(f"{param(flag)}: unknown TPU generation '{generation}' in '{name}'",
                       hint=(close + "; " if close else "") + "generations: " + ", ".join(GENERATIONS))
 
 
@@ -122,5 +122,5 @@ def parse_list(text: str, flag: str = "tpu_topology") -> list[Topology]:
     """``a,b``: one topology each, in order, duplicates once."""
     names = [t.strip() for t in text.split(",")]
     if not all(names):
-        raise DriverError(f"{param(flag, text)} names an empty topology", hint="A or A,B")
+        raise DriverError(f"{param(flag)}: '{text}' names an empty topology", hint="A or A,B")
     return list(dict.fromkeys(parse(n, flag) for n in names))

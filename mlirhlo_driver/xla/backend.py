@@ -452,7 +452,8 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
     try:
         try:
             art, log = isolate.call(_compile_in_helper, (buf.getvalue(), name, spec, workdir),
-                                    what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env or None)
+                                    what="XLA's compile", env=env or None,
+                                    preload=_jaxlib.TPU_PRELOAD if spec.platform == "tpu" else _jaxlib.MLIR_PRELOAD)
         except CompileError as e:
             if _fused(module) and re.search(r"fusion|failed to legalize operation 'mhlo\.", e.message, re.I):
                 raise CompileError(_jaxlib.REFUSED_FUSIONS, hint=_jaxlib.BEFORE_OPTIMIZATIONS) from None

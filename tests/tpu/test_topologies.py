@@ -39,16 +39,16 @@ def test_names_read_into_libtpus_spelling(name, expected, devices):
 
 @pytest.mark.golden
 @pytest.mark.parametrize("name, message", [
-    ("v9:2x2", "error: --tpu-topology v9:2x2: unknown TPU generation 'v9' (generations: v2, v3, v4, v5e, v5p, "
+    ("v9:2x2", "error: --tpu-topology: unknown TPU generation 'v9' in 'v9:2x2' (generations: v2, v3, v4, v5e, v5p, "
                "v6e, tpu7x)"),
-    ("v5:2x2", "error: --tpu-topology v5:2x2: unknown TPU generation 'v5' (did you mean 'v5p', 'v5e'?; "
+    ("v5:2x2", "error: --tpu-topology: unknown TPU generation 'v5' in 'v5:2x2' (did you mean 'v5p', 'v5e'?; "
                "generations: v2, v3, v4, v5e, v5p, v6e, tpu7x)"),
-    ("v5e:2x2x1", "error: --tpu-topology v5e:2x2x1: v5e slices have 2 dimensions (v5e:2x2)"),
-    ("v5e:0x2", "error: --tpu-topology v5e:0x2: every dimension must be 1 or more"),
-    ("v5litepod-3", "error: --tpu-topology v5litepod-3: no v5e slice of that size (chips) (one of v5litepod-1, "
+    ("v5e:2x2x1", "error: --tpu-topology: v5e slices have 2 dimensions, 'v5e:2x2x1' has 3 (v5e:2x2)"),
+    ("v5e:0x2", "error: --tpu-topology: every dimension of 'v5e:0x2' must be 1 or more"),
+    ("v5litepod-3", "error: --tpu-topology: no v5e slice of 3 chips ('v5litepod-3') (one of v5litepod-1, "
                     "v5litepod-4, v5litepod-8, v5litepod-16, v5litepod-32, v5litepod-64, v5litepod-128, "
                     "v5litepod-256; or libtpu's spelling, v5e:SHAPE)"),
-    ("h100", "error: --tpu-topology h100: not a TPU topology (libtpu's spelling GEN:SHAPE (v5e:2x2, v5p:2x2x1, "
+    ("h100", "error: --tpu-topology: 'h100' is not a TPU topology (libtpu's spelling GEN:SHAPE (v5e:2x2, v5p:2x2x1, "
              "tpu7x:2x2x1) or an accelerator type (v5litepod-16, v6e-8, v5p-128); generations: v2, v3, v4, v5e, "
              "v5p, v6e, tpu7x)"),
 ])
