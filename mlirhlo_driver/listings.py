@@ -99,7 +99,9 @@ def version_text() -> str:
     from . import __version__, targets
     from ._native import jaxlib as _jaxlib
 
-    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
+    from ._native import libtpu
+
+    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines(), libtpu.version_line()]
     ptxas, _, missing = targets.ptxas_in_use()
     lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
                  else f"ptxas none usable: {missing}")

@@ -300,9 +300,6 @@ def version_lines() -> list[str]:
     for dist in CUDA_PLUGIN_DISTS:  # a second plugin stays unused: say so
         if dist != plugin.dist and found.get(dist) is not None:
             lines.append(f"{dist} {found[dist]} (installed, not used)")
-    from . import libtpu
-
-    lines.append(libtpu.version_line())
     return lines
 
 
