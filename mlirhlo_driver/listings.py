@@ -98,7 +98,6 @@ def version_text() -> str:
 
     from . import __version__, targets
     from ._native import jaxlib as _jaxlib
-
     from ._native import libtpu
 
     lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines(), libtpu.version_line()]

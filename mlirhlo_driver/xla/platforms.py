@@ -363,7 +363,10 @@ class TpuTarget(Target):
 
         if os.environ.get("LIBTPU_INIT_ARGS"):
             return "libtpu ends its process on a flag it does not know: check LIBTPU_INIT_ARGS"
-        return None
+        # Seen with libtpu 0.0.50.1: SIGILL for cross-partition collectives of an unsharded
+        # module compiled for one device (XLA's hlo-opt docs' input.hlo).
+        return ("libtpu ends its process on what it cannot compile, such as collectives over more devices "
+                "than the compile has: --num-partitions N for a module that names its partitions")
 
 
 PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}
