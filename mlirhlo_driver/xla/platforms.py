@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import DriverError, FlagError, log_note, param
+from ..errors import CompileError, DriverError, FlagError, log_note, param
 from ..stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
@@ -320,6 +320,10 @@ class TpuTarget(Target):
             return DriverError(f"libtpu has no kernel for custom call '{m.group(1)}': the module was lowered for "
                                "another platform", hint="give the JAX function itself (model.py:f --args ...): "
                                                         "the driver lowers it for the TPU")
+        if "device assignment should include all slice devices" in message:
+            # libtpu 0.0.50.1 on v5e 16x16 (limited ICI routing): a compile uses all of the slice or none.
+            return CompileError(f"{self.label()} compiles for all {self.topology.devices} devices of the slice, not "
+                                "fewer", hint="a topology with as many devices as the module has partitions")
         return memory.translate_oom(message, self)
 
     def compile_notes(self) -> list[str]:

@@ -135,3 +135,10 @@ def test_no_libtpu_is_one_line_with_the_install_command(tmp_path):
     assert p.returncode == 2 and p.stdout == "", p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith("note:")]
     assert len(lines) == 1 and lines[0].startswith("error:") and "mlirhlo tpu-plugin install" in lines[0], p.stderr
+
+
+def test_a_slice_that_compiles_only_whole_is_one_line(cli):
+    # libtpu 0.0.50.1, v5e 16x16 (limited ICI routing): a compile uses every device of the slice.
+    r = cli("opt", DATA / "spmd" / "mlp_step_4way.before_optimizations.txt", "--platform", "tpu",
+            "--tpu-topology", "v5e:16x16", "--stage", "memory")
+    assert_mentions(assert_one_line_error(r, code=1), "v5e:16x16", "all 256 devices")
