@@ -586,13 +586,16 @@ app.add_typer(specs_app, name="specs")
 @specs_app.command("list")
 def specs_list(
     json_out: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
+    tpu: Annotated[bool, typer.Option("--tpu", help="The TPU generation specs (tpu_specs/*.toml) instead.")] = False,
 ) -> None:
     """List the shipped GPU specs: name, GPU, compute capability, SMs, memory, and
-    whether the ptxas XLA will use (shown below the table) can target each."""
+    whether the ptxas XLA will use (shown below the table) can target each. With --tpu,
+    the TPU generations' per-chip figures and their sources."""
     try:
         from .. import listings
 
-        typer.echo(listings.spec_table(as_json=json_out), nl=False)
+        typer.echo(listings.tpu_spec_table(as_json=json_out) if tpu else listings.spec_table(as_json=json_out),
+                   nl=False)
     except DriverError as e:
         _fail(e)
 
