@@ -40,6 +40,10 @@ LLVM_IR, PTX = "llvm-ir", "ptx"  # the emitters _jaxlib.codegen_dump_flags names
 # executable took 9.9 s after a 66k-line module's compile; only some stages read it.
 EXECUTABLE_HLO = "executable-hlo"
 ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
+# libtpu's own dumps (the final VLIW bundles, the static profile): process-wide flags, so a
+# compile that asks for them runs in a TPU process started with them (TpuTarget.dump_env);
+# never part of ALL_DUMPS (a large module's bundles are many megabytes).
+TPU_LLO = "tpu-llo"
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
                  HLO_PROTO: "xla_dump_hlo_as_proto"}
 # DebugOptions that cut XLA's HLO pass pipeline short.
@@ -302,6 +306,7 @@ def _helper_env(spec: CompileSpec) -> dict[str, str]:
     XLA's pass log and timers (read once, when XLA loads), LLVM without stack-trace
     symbolization for a Triton log."""
     env: dict[str, str] = dict(spec.target.compile_env())  # a platform's own (TPU: libtpu's)
+    env.update(spec.target.dump_env(spec.dumps))
     if spec.pass_log:
         from . import compile_phases, pass_log
 
@@ -350,6 +355,8 @@ def _compile_here(module: Any, name: str, spec: CompileSpec, native_log: list[st
             if not spec.keep_going:
                 raise
             error = (tool_error or e).message
+        if workdir is not None:
+            spec.target.collect_dumps(workdir)
         files, mtimes = _read_dump(workdir) if workdir is not None else ({}, {})
     finally:
         if own:

@@ -26,6 +26,7 @@ Promises:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -167,6 +168,15 @@ class Target:
 
     def check_module(self, module: Any) -> None:
         """Refuse, before the compile, a module this platform's compiler would die on."""
+
+    def dump_env(self, dumps: tuple[str, ...]) -> dict[str, str]:
+        """What the compiling process must also start with to write these dumps (xla.backend's
+        names) that only process-wide flags give."""
+        return {}
+
+    def collect_dumps(self, workdir: str) -> None:
+        """In the compiling process, after a compile: move what :meth:`dump_env` had written
+        into ``workdir``, where the compile's dump is read."""
 
     def crash_hint(self) -> str | None:
         """What may have made this platform's compile process die, for its error line."""
@@ -362,15 +372,59 @@ class TpuTarget(Target):
                              "for the CPU", hint="give the JAX function itself (model.py:f --args ...): the driver "
                                                  "lowers it for the TPU")
 
-    def crash_hint(self) -> str | None:
-        import os
+    def dump_env(self, dumps: tuple[str, ...]) -> dict[str, str]:
+        if "tpu-llo" not in dumps:  # xla.backend.TPU_LLO
+            return {}
+        # libtpu reads its dump flags once, as it loads: a directory of this process's for the
+        # TPU process's lifetime, emptied after each compile (collect_dumps). Only the final
+        # bundles: all LLO passes are ~25x the files.
+        where = _llo_dirs()
+        return {"LIBTPU_INIT_ARGS": f"--xla_jf_dump_to={where[0]} --xla_jf_dump_llo_pass_label_regex=final_bundles "
+                                    f"--xla_jf_dump_static_llo_profile_to={where[1]}",
+                LLO_DIRS_ENV: os.pathsep.join(where)}
 
+    def collect_dumps(self, workdir: str) -> None:
+        import shutil
+
+        dirs = os.environ.get(LLO_DIRS_ENV)
+        if not dirs:
+            return
+        for kind, directory in zip(("llo", "static-profile"), dirs.split(os.pathsep)):
+            target = os.path.join(workdir, kind)
+            os.makedirs(target, exist_ok=True)
+            for name in os.listdir(directory):
+                shutil.move(os.path.join(directory, name), os.path.join(target, name))
+
+    def crash_hint(self) -> str | None:
         if os.environ.get("LIBTPU_INIT_ARGS"):
             return "libtpu ends its process on a flag it does not know: check LIBTPU_INIT_ARGS"
         # Seen with libtpu 0.0.50.1: SIGILL for cross-partition collectives of an unsharded
         # module compiled for one device (XLA's hlo-opt docs' input.hlo).
         return ("libtpu ends its process on what it cannot compile, such as collectives over more devices "
                 "than the compile has: --num-partitions N for a module that names its partitions")
+
+
+# Where the TPU process started for libtpu's own dumps writes them (llo, static profile).
+LLO_DIRS_ENV = "MLIRHLO_TPU_DUMP_DIRS"
+_llo_where: list[str] = []
+
+
+os.register_at_fork(after_in_child=_llo_where.clear)  # a forked worker's TPU process dumps apart
+
+
+def _llo_dirs() -> tuple[str, str]:
+    """Two directories of this process's (removed at exit) that its TPU process dumps into."""
+    if not _llo_where:
+        import atexit
+        import shutil
+        import tempfile
+
+        base = tempfile.mkdtemp(prefix="mlirhlo-tpu-llo-")
+        atexit.register(shutil.rmtree, base, ignore_errors=True)
+        for kind in ("llo", "profile"):
+            os.mkdir(os.path.join(base, kind))
+            _llo_where.append(os.path.join(base, kind))
+    return _llo_where[0], _llo_where[1]
 
 
 PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}

@@ -118,6 +118,48 @@ def _memory_usage_report(req: Any) -> str:
                                                                   "memory-usage-report"))
 
 
+_LLO_FILE = re.compile(r"^llo/\d+-(.+)-\d+-final_bundles\.txt$")
+
+
+def _llo(req: Any) -> dict[str, bytes]:
+    """libtpu's final VLIW bundles, one part per program it compiled (each fusion, the
+    top-level program), named after it."""
+    art = _stage_artifacts(req, "llo")
+    out: dict[str, bytes] = {}
+    for key, data in art.matching(r"^llo/"):
+        m = _LLO_FILE.match(key)
+        if m and not m.group(1).endswith("schedule-analysis"):
+            out[re.sub(r"[^\w.-]+", "_", m.group(1)).strip("_")] = data
+    if not out:
+        art.one(r"^llo/.*final_bundles", "llo")  # raises the "no output" error
+    return dict(sorted(out.items()))
+
+
+def _static_profile(req: Any) -> str:
+    """libtpu's static LLO profile: estimated cycles per HLO op, most first, and their sum."""
+    art = _stage_artifacts(req, "static-profile")
+    rows: list[tuple[int, str]] = []
+    kinds = set()
+    for key, data in art.matching(r"^static-profile/.*\.textproto$"):
+        m = re.search(r"_(TPU[^/]*?)_static_llo_profile\.textproto$", key)
+        if m:
+            kinds.add(m.group(1))
+        text = _text(data)
+        for block in re.findall(r"hlo_op_estimate \{(.*?)\n\}", text, re.S):
+            name = re.search(r'hlo_op_name: "([^"]*)"', block)
+            cycles = re.search(r"estimated_cycles: (\d+)", block)
+            if name and cycles:
+                rows.append((int(cycles.group(1)), name.group(1)))
+    if not rows:
+        art.one(r"^static-profile/.*\.textproto$", "static-profile")  # raises the "no output" error
+    rows.sort(key=lambda r: (-r[0], r[1]))
+    width = max(len(n) for _, n in rows + [(0, "total")])
+    lines = [f"# estimated cycles per HLO op: libtpu's static LLO profile ({', '.join(sorted(kinds)) or 'TPU'})"]
+    lines += [f"{n:<{width}}  {c:>12,}" for c, n in rows]
+    lines.append(f"{'total':<{width}}  {sum(c for c, _ in rows):>12,}")
+    return "\n".join(lines) + "\n"
+
+
 def _cost(req: Any) -> str:
     """CPU: XLA's cost analysis of the executable. CUDA (whose compile-only client has
     none): per launched fusion, XLA's analysis of it alone and the roofline on the spec
@@ -431,6 +473,7 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
 # HLO, memory stats and cost analysis with none.
 _TEXT, _HTML, _DOT, _LLVM, _PTX, _EXE = "hlo-text", "hlo-html", "hlo-dot", "llvm-ir", "ptx", "executable-hlo"  # backend's
 _PROTO = "hlo-proto"  # backend's HLO_PROTO: the HloProto XLA dumps after optimization (diff's summary)
+_TPU_LLO = "tpu-llo"  # backend's TPU_LLO: libtpu's final bundles and static profile
 
 # ------------------------------------------------------------------ Triton
 
@@ -575,6 +618,12 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("memory", "memory.txt", XLA, False,
                      "per-device memory (arguments, outputs, temporaries, code, peak) against the "
                      "generation's HBM: fits or not", _memory, TPU_ONLY))
+    stages.add(Stage("llo", "llo", XLA, False,
+                     "libtpu's final VLIW bundles (LLO), one part per compiled program", _llo, TPU_ONLY,
+                     multi=True, join="//", parts="one per compiled program", dumps=(_TPU_LLO,)))
+    stages.add(Stage("static-profile", "static-profile.txt", XLA, False,
+                     "libtpu's static LLO profile: estimated cycles per HLO op", _static_profile, TPU_ONLY,
+                     dumps=(_TPU_LLO,)))
     stages.add(Stage("cost", "cost.json", XLA, False,
                      "XLA's cost analysis: flops, bytes accessed, transcendentals (CUDA: per fusion, "
                      "with the roofline bound on the spec)", _cost, ALL, dumps=(_EXE,)))

@@ -107,7 +107,7 @@ def test_stage_all_gives_every_tpu_stage(cli, tmp_path):
     assert r.code == 0, r.err
     names = {p.name for p in tmp_path.iterdir()}
     for ext in ("hlo", "buffer-assignment.txt", "memory-usage-report.txt", "memory.txt", "memory-usage.json",
-                "cost.json", "html", "dot", "hlo-backend.hlo"):
+                "cost.json", "html", "dot", "hlo-backend.hlo", "static-profile.txt", "convolution_tanh_fusion.llo"):
         assert f"matmul_tanh.{ext}" in names, (ext, sorted(names))
     assert '"flops"' in (tmp_path / "matmul_tanh.cost.json").read_text()
     assert "allocation 0" in (tmp_path / "matmul_tanh.buffer-assignment.txt").read_text()
@@ -142,3 +142,15 @@ def test_a_slice_that_compiles_only_whole_is_one_line(cli):
     r = cli("opt", DATA / "spmd" / "mlp_step_4way.before_optimizations.txt", "--platform", "tpu",
             "--tpu-topology", "v5e:16x16", "--stage", "memory")
     assert_mentions(assert_one_line_error(r, code=1), "v5e:16x16", "all 256 devices")
+
+
+@pytest.mark.slow
+def test_libtpus_bundles_and_static_profile(cli):
+    # libtpu's own dumps: process-wide flags, so a TPU process of their own; the profile's op is
+    # the fusion the optimized HLO holds.
+    r = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "v6e:2x2", "--stage", "static-profile")
+    assert r.code == 0, r.err
+    assert_mentions(r.out, "estimated cycles", "TPU v6 lite", "convolution_tanh_fusion", "total")
+    llo = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "v6e:2x2", "--stage", "llo")
+    assert llo.code == 0, llo.err
+    assert "// ----- convolution_tanh_fusion -----" in llo.out and "vsyncpa" in llo.out

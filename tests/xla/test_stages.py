@@ -857,6 +857,8 @@ def test_xla_stages_are_registered_with_their_files_and_platforms():
         ("memory-usage", "memory-usage.json", False, every, None, False, None),
         ("memory-usage-report", "memory-usage-report.txt", False, tpu, None, False, None),
         ("memory", "memory.txt", False, tpu, None, False, None),
+        ("llo", "llo", False, tpu, None, True, "//"),
+        ("static-profile", "static-profile.txt", False, tpu, None, False, None),
         ("cost", "cost.json", False, every, None, False, None),
         ("roofline", "roofline.txt", False, cuda, None, False, None),
         ("model-explorer", "model-explorer.json", False, both, None, True, None),
