@@ -349,7 +349,9 @@ class TpuTarget(Target):
     def compile_env(self) -> dict[str, str]:
         from .._native import jaxlib as _jaxlib
 
-        return dict(_jaxlib.TPU_COMPILE_ENV)
+        # libtpu writes glog files (tpu_driver.*.log.*) into TMPDIR whatever TPU_LOG_DIR says: a
+        # directory of this process's, removed at exit, so none are left in /tmp.
+        return {**_jaxlib.TPU_COMPILE_ENV, "TMPDIR": _private_dirs()[2]}
 
     def check_module(self, module: Any) -> None:
         import re
@@ -378,10 +380,10 @@ class TpuTarget(Target):
         # libtpu reads its dump flags once, as it loads: a directory of this process's for the
         # TPU process's lifetime, emptied after each compile (collect_dumps). Only the final
         # bundles: all LLO passes are ~25x the files.
-        where = _llo_dirs()
+        where = _private_dirs()
         return {"LIBTPU_INIT_ARGS": f"--xla_jf_dump_to={where[0]} --xla_jf_dump_llo_pass_label_regex=final_bundles "
                                     f"--xla_jf_dump_static_llo_profile_to={where[1]}",
-                LLO_DIRS_ENV: os.pathsep.join(where)}
+                LLO_DIRS_ENV: os.pathsep.join(where[:2])}
 
     def collect_dumps(self, workdir: str) -> None:
         import shutil
@@ -389,7 +391,7 @@ class TpuTarget(Target):
         dirs = os.environ.get(LLO_DIRS_ENV)
         if not dirs:
             return
-        for kind, directory in zip(("llo", "static-profile"), dirs.split(os.pathsep)):
+        for kind, directory in zip(("llo", "static-profile"), dirs.split(os.pathsep)[:2]):
             target = os.path.join(workdir, kind)
             os.makedirs(target, exist_ok=True)
             for name in os.listdir(directory):
@@ -406,25 +408,24 @@ class TpuTarget(Target):
 
 # Where the TPU process started for libtpu's own dumps writes them (llo, static profile).
 LLO_DIRS_ENV = "MLIRHLO_TPU_DUMP_DIRS"
-_llo_where: list[str] = []
+_private: list[str] = []
+os.register_at_fork(after_in_child=_private.clear)  # a forked worker's TPU process writes apart
 
 
-os.register_at_fork(after_in_child=_llo_where.clear)  # a forked worker's TPU process dumps apart
-
-
-def _llo_dirs() -> tuple[str, str]:
-    """Two directories of this process's (removed at exit) that its TPU process dumps into."""
-    if not _llo_where:
+def _private_dirs() -> tuple[str, str, str]:
+    """Directories of this process's (removed at exit) for its TPU processes: libtpu's LLO
+    dumps, its static profiles, and its TMPDIR (glog files)."""
+    if not _private:
         import atexit
         import shutil
         import tempfile
 
-        base = tempfile.mkdtemp(prefix="mlirhlo-tpu-llo-")
+        base = tempfile.mkdtemp(prefix="mlirhlo-tpu-")
         atexit.register(shutil.rmtree, base, ignore_errors=True)
-        for kind in ("llo", "profile"):
+        for kind in ("llo", "profile", "tmp"):
             os.mkdir(os.path.join(base, kind))
-            _llo_where.append(os.path.join(base, kind))
-    return _llo_where[0], _llo_where[1]
+            _private.append(os.path.join(base, kind))
+    return _private[0], _private[1], _private[2]
 
 
 PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}

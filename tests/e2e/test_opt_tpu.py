@@ -154,3 +154,24 @@ def test_libtpus_bundles_and_static_profile(cli):
     llo = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "v6e:2x2", "--stage", "llo")
     assert llo.code == 0, llo.err
     assert "// ----- convolution_tanh_fusion -----" in llo.out and "vsyncpa" in llo.out
+
+
+@pytest.mark.slow
+def test_no_logs_or_lock_files_are_left_behind(tmp_path):
+    # libtpu writes glog files into TMPDIR (whatever TPU_LOG_DIR says), /tmp/tpu_logs and a lock
+    # file unless told otherwise: the driver's TPU process keeps them in a directory of the
+    # command's, removed at its exit.
+    import glob
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    since = time.time()
+    p = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", str(MATMUL), "--platform", "tpu",
+                        "--tpu-topology", "v5e:1x1", "--stage", "memory,static-profile", "--no-cache"],
+                       capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp)), cwd=REPO, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert list(tmp.iterdir()) == []
+    left = [f for f in glob.glob("/tmp/tpu_driver*") + glob.glob("/tmp/tpu_logs/*") + ["/tmp/libtpu_lockfile"]
+            if os.path.exists(f) and os.path.getmtime(f) >= since]
+    assert left == []
