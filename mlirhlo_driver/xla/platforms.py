@@ -443,7 +443,8 @@ def run_target(platform: str, xla_flags: tuple[tuple[str, Any], ...] = ()) -> Ta
     if platform not in PLATFORMS:
         from ..errors import InputError
 
-        raise InputError(f"unknown platform '{platform}'", hint=" or ".join(PLATFORMS))
+        *first, last = PLATFORMS
+        raise InputError(f"unknown platform '{platform}'", hint=f"{', '.join(first)} or {last}")
     return PLATFORMS[platform](xla_flags=tuple(xla_flags))
 
 
