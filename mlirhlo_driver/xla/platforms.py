@@ -336,9 +336,6 @@ class TpuTarget(Target):
                                 "fewer", hint="a topology with as many devices as the module has partitions")
         return memory.translate_oom(message, self)
 
-    def compile_notes(self) -> list[str]:
-        return []
-
     def identity_parts(self) -> list[tuple[str, Any]]:
         from .._native import libtpu
 
@@ -599,7 +596,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
                           else "--xla_gpu_target_config_filename is for --platform=CUDA")
     path = flags.get(AUTOTUNE_FLAG)
     if path is not None:
-        if platform == "cpu" and not xla_tool:
+        if platform in ("cpu", "tpu") and not xla_tool:
             raise DriverError(f"autotune results are for {param('platform', 'cuda')}")
         flags[AUTOTUNE_FLAG] = autotune_file(str(path))
     frozen = tuple(sorted(flags.items()))
@@ -619,10 +616,11 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         from ..tpu import topologies
 
         if tpu_topology is None:
-            if needs_spec:
-                notes.append(f"no {topology_flag} given: compiling for {topologies.DEFAULT} "
-                             "(TPU v5e, 2x2 chips)")
             tpu_topology = topologies.DEFAULT
+            if needs_spec:
+                default = topologies.parse(tpu_topology)
+                notes.append(f"no {topology_flag} given: compiling for {default.name} (TPU {default.generation}, "
+                             f"{'x'.join(map(str, default.shape))} chips)")
         flag = topology_flag.lstrip("-").replace("-", "_")
         found: tuple[Target, ...] = tuple(TpuTarget(topology=t, xla_flags=frozen)
                                           for t in topologies.parse_list(tpu_topology, flag))
