@@ -107,7 +107,7 @@ def compile(source: Program | str, target: Target | None = None, *, platform: st
         from .core import program as core_program
 
         found = core_program.programs([source], InputOptions(args=args, lower_for=(
-            "tpu", target.topology.name, target.topology.shape)))
+            "tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))))
         if len(found) != 1:
             raise InputError(f"expected one module, found {len(found)}", file=source)
         program = found[0]

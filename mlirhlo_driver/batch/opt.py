@@ -624,8 +624,8 @@ def _lower_for(job: OptJob) -> tuple[Any, ...] | None:
     rules; the lowering is the same for every slice of a generation), else the CPU."""
     if job.platform != "tpu" or not job.targets:
         return None
-    topology = job.targets[0][1].target.topology
-    return ("tpu", topology.name, topology.shape)
+    target = job.targets[0][1].target
+    return ("tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))
 
 
 def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,

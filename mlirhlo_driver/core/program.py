@@ -50,7 +50,8 @@ class InputOptions:
     split_input_file: bool = False    # '// -----' chunks are modules of their own
     args: str | None = None           # a JAX function's argument specs, 'f32[8,128],i32[8]'
     # What a JAX function is lowered for: None, the driver's CPU device; ("tpu", topology name,
-    # shape): that TPU topology's device, in the driver's TPU process, so TPU lowering rules apply.
+    # shape, the TPU process's environment as items): that TPU topology's device, in the
+    # driver's TPU process (the compiles' own), so TPU lowering rules apply.
     lower_for: tuple[Any, ...] | None = None
 
 

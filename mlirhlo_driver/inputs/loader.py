@@ -138,7 +138,7 @@ def load(source: str, *, input_format: str | None = None, split_input_file: bool
     """
     if is_jax_input(source, input_format):
         if lower_for is not None and lower_for[0] == "tpu":
-            return [_load_jax_function_for_tpu(source, arg_specs, lower_for[1], lower_for[2])]
+            return [_load_jax_function_for_tpu(source, arg_specs, lower_for[1], lower_for[2], dict(lower_for[3]))]
         return [_load_jax_function(source, arg_specs)]
     return [parse_unit(u) for u in read_units(source, input_format=input_format,
                                               split_input_file=split_input_file, chunk=chunk, data=data)]
@@ -877,10 +877,11 @@ def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def _load_jax_function_for_tpu(entry: str, arg_specs: str | None, topology: str,
-                               shape: tuple[int, ...]) -> LoadedModule:
+                               shape: tuple[int, ...], env: dict[str, str]) -> LoadedModule:
     """A JAX function lowered for a TPU topology's device, so that TPU lowering rules (Pallas
     and Mosaic kernels, no CPU-only custom calls) apply: in the driver's TPU compile process
-    (libtpu never loads in this one), which imports the function's file itself."""
+    (started with ``env``, the target's; libtpu never loads in this one), which imports the
+    function's file itself."""
     from .._native import isolate
     from .._native import jaxlib as _jaxlib
 
@@ -888,8 +889,7 @@ def _load_jax_function_for_tpu(entry: str, arg_specs: str | None, topology: str,
         raise InputError("a JAX function needs --args, e.g. --args 'f32[8,128],i32[8]'", file=entry)
     parse_arg_specs(arg_specs)  # its errors here, before any process starts
     name, text = isolate.call(_lower_for_tpu_in_helper, (entry, arg_specs, os.getcwd(), topology, tuple(shape)),
-                              what="jax's lowering for TPU", file=entry, preload=_jaxlib.TPU_PRELOAD,
-                              env=dict(_jaxlib.TPU_COMPILE_ENV))
+                              what="jax's lowering for TPU", file=entry, preload=_jaxlib.TPU_PRELOAD, env=env)
     return LoadedModule(name, entry, "jax", parse_mlir(text, entry), 0)
 
 
