@@ -20,8 +20,10 @@ _ROWS = (("arguments", "argument_size_in_bytes"), ("outputs", "output_size_in_by
 
 
 def peak_bytes(stats: dict[str, int]) -> int:
-    """What a device holds at once: arguments and outputs (less what they share), temporaries
-    and code, as jax's memory guidance adds them up."""
+    """What a device holds in all: arguments and outputs (less what they share), temporaries
+    and code, as jax's memory guidance adds them up. An upper bound of the peak: XLA's own
+    ``peak_memory_in_bytes`` (shown beside it) counts the heap at its fullest, which on TPU
+    can be below the temporaries' total."""
     g = stats.get
     return (g("argument_size_in_bytes", 0) + g("output_size_in_bytes", 0) - g("alias_size_in_bytes", 0)
             + g("temp_size_in_bytes", 0) + g("generated_code_size_in_bytes", 0))
@@ -66,14 +68,17 @@ def report(stats: dict[str, int], target: Any) -> str:
     for label, key in _ROWS:
         n = stats.get(key, 0)
         lines.append(f"{label + ':':<{width}}{n:>16,} B  {_size(n):>11}")
-    lines.append(f"{'peak:':<{width}}{peak:>16,} B  {_size(peak):>11}")
+    lines.append(f"{'total:':<{width}}{peak:>16,} B  {_size(peak):>11}")
+    if "peak_memory_in_bytes" in stats:
+        xla_peak = stats["peak_memory_in_bytes"]
+        lines.append(f"{'XLA peak:':<{width}}{xla_peak:>16,} B  {_size(xla_peak):>11}")
     if capacity is None:
         lines.append(f"{'HBM:':<{width}}unknown ({source})")
     else:
         lines.append(f"{'HBM:':<{width}}{capacity:>16,} B  {_size(capacity):>11}  {source}")
         share = 100.0 * peak / capacity if capacity else 0.0
-        lines.append(f"{'verdict:':<{width}}" + (f"fits ({share:.1f}% of HBM)" if fits else
-                     f"does not fit ({_size(peak - capacity)} over)"))
+        lines.append(f"{'verdict:':<{width}}" + (f"fits (total {share:.1f}% of HBM)" if fits else
+                     f"does not fit (total {_size(peak - capacity)} over)"))
     return "\n".join(lines) + "\n"
 
 

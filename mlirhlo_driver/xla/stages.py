@@ -633,7 +633,7 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("model-explorer", "model-explorer.json", XLA, False,
                      "Model Explorer graph JSON of the optimized HLO (fusions as layers) and, on CUDA, "
                      "node-data overlays: roofline time, bound, registers, occupancy, spills",
-                     _model_explorer, multi=True, parts="the graph and one overlay per figure",
+                     _model_explorer, ALL, multi=True, parts="the graph and one overlay per figure",
                      # the optimized module (the graph), and on CUDA the PTX its kernel
                      # overlays assemble (as 'kernels' does)
                      dumps=(_PTX, _EXE)))

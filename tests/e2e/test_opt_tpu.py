@@ -37,7 +37,8 @@ def test_the_default_topology_is_said_with_a_note(cli):
     r = cli("opt", MATMUL, "--platform", "tpu", "--stage", "memory")
     assert r.code == 0, r.err
     assert_mentions(r.err, "note:", "v5e:2x2")
-    assert_mentions(r.out, "tpu (v5e:2x2)", "arguments:", "temporaries:", "generated code:", "peak:", "HBM:", "fits")
+    assert_mentions(r.out, "tpu (v5e:2x2)", "arguments:", "temporaries:", "generated code:", "total:",
+                    "XLA peak:", "HBM:", "fits")
 
 
 @pytest.mark.slow

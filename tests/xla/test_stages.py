@@ -861,7 +861,7 @@ def test_xla_stages_are_registered_with_their_files_and_platforms():
         ("static-profile", "static-profile.txt", False, tpu, None, False, None),
         ("cost", "cost.json", False, every, None, False, None),
         ("roofline", "roofline.txt", False, cuda, None, False, None),
-        ("model-explorer", "model-explorer.json", False, both, None, True, None),
+        ("model-explorer", "model-explorer.json", False, every, None, True, None),
         ("llvm-before-optimizations", "ir-no-opt.ll", False, both, None, False, None),
         ("llvm", "ir-with-opt.ll", False, both, None, False, None),
         ("llvm-after-optimizations", "ir-with-opt.ll", False, both, "llvm", False, None),
