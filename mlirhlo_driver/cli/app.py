@@ -427,9 +427,12 @@ def diff_command(
     input_b: Annotated[Optional[str], typer.Argument(
         metavar="FILE_B", help="Side B's module, when the two sides are two files.", show_default=False)] = None,
     platform: Annotated[Optional[str], typer.Option(
-        "--platform", metavar="NAME", help="cpu or cuda (device-less).")] = None,
+        "--platform", metavar="NAME", help="cpu, cuda or tpu (both device-less).")] = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
         "--gpu-spec", metavar="A[,B]", help="Side A's GPU spec and side B's (one spec: both; default h100_sxm).")] = None,
+    tpu_topology: Annotated[Optional[str], typer.Option(
+        "--tpu-topology", metavar="A[,B]",
+        help="Side A's TPU slice and side B's, for --platform tpu (one: both; default v5e:2x2).")] = None,
     flags_a: Annotated[Optional[str], typer.Option(
         "--flags-a", metavar="FLAGS", help="XLA flags of side A, as in XLA_FLAGS (over XLA_FLAGS).")] = None,
     flags_b: Annotated[Optional[str], typer.Option(
@@ -455,8 +458,8 @@ def diff_command(
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
 
-    The sides differ by input (FILE FILE_B), GPU spec (--gpu-spec A,B) or XLA flags
-    (--flags-a, --flags-b). Kernels are matched by name, fusions by HLO name.
+    The sides differ by input (FILE FILE_B), GPU spec (--gpu-spec A,B), TPU slice
+    (--tpu-topology A,B) or XLA flags (--flags-a, --flags-b). Kernels are matched by name, fusions by HLO name.
     """
     try:
         from .. import outputs
@@ -470,7 +473,7 @@ def diff_command(
                                  as_json=json_out, cache=not no_cache, explain=explain,
                                  debug_options_file_a=debug_options_file_a,
                                  debug_options_file_b=debug_options_file_b, num_partitions=num_partitions,
-                                 say=say, progress=line)
+                                 say=say, progress=line, tpu_topology=tpu_topology)
         outputs.Sink().emit(text)
     except DriverError as e:
         _fail(e)
