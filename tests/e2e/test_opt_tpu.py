@@ -176,3 +176,15 @@ def test_no_logs_or_lock_files_are_left_behind(tmp_path):
     left = [f for f in glob.glob("/tmp/tpu_driver*") + glob.glob("/tmp/tpu_logs/*") + ["/tmp/libtpu_lockfile"]
             if os.path.exists(f) and os.path.getmtime(f) >= since]
     assert left == []
+
+
+@pytest.mark.slow
+def test_a_cached_tpu_stage_loads_neither_jax_nor_libtpu(tmp_path):
+    from tests.conftest import IMPORT_PROBE, run_subprocess
+
+    argv = ["opt", str(MATMUL), "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--stage", "memory"]
+    env = {"MLIRHLO_CACHE_DIR": str(tmp_path / "cache")}
+    first = run_subprocess(IMPORT_PROBE.format(argv=argv), env=env)
+    assert "fits" in first.stdout, first.stderr
+    again = run_subprocess(IMPORT_PROBE.format(argv=argv), env=env)
+    assert again.stdout.splitlines()[-1] == "IMPORTED: []" and "fits" in again.stdout, again.stderr
