@@ -123,7 +123,7 @@ _NATIVE_NOISE = (
     r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$",
     # absl INFO lines (plugin found, device counts): they escape TF_CPP_MIN_LOG_LEVEL
     # when jaxlib's libraries were loaded before this module set it.
-    r"^I\d{4} [\d:. ]+\d+ [\w.]+:\d+\] ",
+    r"^I\d{4} [\d:. ]+\d+ [\w.-]+:\d+\] ",  # libtpu's files have dashes (init-domain.cc)
     # jaxlib 0.9's XLA warns at every device-less CUDA compile with a sort; 0.10.2 picks
     # the same sort kernels device-less without a word. No GPU is the point here.
     (r"^W\d{4} [\d:. ]+\d+ gpu_compiler\.cc:\d+\] Using fallback sort algorithm rather "

@@ -306,16 +306,22 @@ def _helper_env(spec: CompileSpec) -> dict[str, str]:
     XLA's pass log and timers (read once, when XLA loads), LLVM without stack-trace
     symbolization for a Triton log."""
     env: dict[str, str] = dict(spec.target.compile_env())  # a platform's own (TPU: libtpu's)
-    env.update(spec.target.dump_env(spec.dumps))
+    _merge_env(env, spec.target.dump_env(spec.dumps))
     if spec.pass_log:
         from . import compile_phases, pass_log
 
-        env.update(pass_log.log_env(spec.pass_log))
-        if spec.pass_log == pass_log.TIMES_LEVEL:
+        _merge_env(env, spec.target.pass_log_env(pass_log.log_env(spec.pass_log)))
+        if spec.pass_log == pass_log.TIMES_LEVEL and "TF_CPP_VMODULE" in env:
             env = compile_phases.with_timers(env)
     if _dumps_triton_log(spec) and not os.environ.get(_NO_SYMBOLIZATION):
         env[_NO_SYMBOLIZATION] = "1"  # the command lines set it for their own process
     return env
+
+
+def _merge_env(env: dict[str, str], more: dict[str, str]) -> None:
+    """``more`` into ``env``; libtpu's flags (LIBTPU_INIT_ARGS) from both are kept."""
+    for key, value in more.items():
+        env[key] = f"{env[key]} {value}" if key == "LIBTPU_INIT_ARGS" and env.get(key) else value
 
 
 def _dumps_anything(spec: CompileSpec) -> bool:
@@ -458,8 +464,10 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-") if _dumps_anything(spec) else None
     try:
         try:
+            quiet = spec.pass_log and spec.target.pass_log_is_whole_log  # libtpu's log, parsed below
             art, log = isolate.call(_compile_in_helper, (buf.getvalue(), name, spec, workdir),
                                     what="XLA's compile", env=env or None,
+                                    on_stderr=(lambda _: None) if quiet else None,
                                     preload=_jaxlib.TPU_PRELOAD if spec.platform == "tpu" else _jaxlib.MLIR_PRELOAD)
         except CompileError as e:
             if _fused(module) and re.search(r"fusion|failed to legalize operation 'mhlo\.", e.message, re.I):

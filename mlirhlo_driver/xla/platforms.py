@@ -174,6 +174,15 @@ class Target:
         names) that only process-wide flags give."""
         return {}
 
+    def pass_log_env(self, xla_env: dict[str, str]) -> dict[str, str]:
+        """What makes this platform's compiler log its HLO passes, given XLA's own variables
+        for it (xla.pass_log.log_env)."""
+        return xla_env
+
+    # Whether a compile logging its passes sends the compiler's whole log to stderr (then
+    # what the compiling process wrote is that log, parsed, not output for the user).
+    pass_log_is_whole_log: ClassVar[bool] = False
+
     def collect_dumps(self, workdir: str) -> None:
         """In the compiling process, after a compile: move what :meth:`dump_env` had written
         into ``workdir``, where the compile's dump is read."""
@@ -381,6 +390,14 @@ class TpuTarget(Target):
         return {"LIBTPU_INIT_ARGS": f"--xla_jf_dump_to={where[0]} --xla_jf_dump_llo_pass_label_regex=final_bundles "
                                     f"--xla_jf_dump_static_llo_profile_to={where[1]}",
                 LLO_DIRS_ENV: os.pathsep.join(where[:2])}
+
+    pass_log_is_whole_log: ClassVar[bool] = True
+
+    def pass_log_env(self, xla_env: dict[str, str]) -> dict[str, str]:
+        # libtpu's XLA reads its logging flags from LIBTPU_INIT_ARGS, not TF_CPP_VMODULE; to
+        # stderr, where the compile's log is captured (xla.pass_log parses the same lines).
+        vmodule = xla_env.get("TF_CPP_VMODULE", "")
+        return {"LIBTPU_INIT_ARGS": f"--vmodule={vmodule} --stderrthreshold=0 --logtostderr"} if vmodule else {}
 
     def collect_dumps(self, workdir: str) -> None:
         import shutil

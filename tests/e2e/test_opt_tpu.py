@@ -188,3 +188,13 @@ def test_a_cached_tpu_stage_loads_neither_jax_nor_libtpu(tmp_path):
     assert "fits" in first.stdout, first.stderr
     again = run_subprocess(IMPORT_PROBE.format(argv=argv), env=env)
     assert again.stdout.splitlines()[-1] == "IMPORTED: []" and "fits" in again.stdout, again.stderr
+
+
+@pytest.mark.slow
+def test_timing_lists_libtpus_hlo_passes(cli):
+    # libtpu's XLA logs its passes through its own flags (LIBTPU_INIT_ARGS), in the TPU process.
+    r = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--timing", "--stage", "hlo",
+            "--no-cache")
+    assert r.code == 0, r.err
+    assert_mentions(r.err, "// XLA HLO passes (tpu (v5e:1x1))", "layout-assignment", "tpu_fusion")
+    assert not [ln for ln in r.err.splitlines() if ln.startswith(("I1", "I0"))]  # libtpu's INFO lines stay out
