@@ -15,12 +15,14 @@ from tests.conftest import DATA, REPO, assert_mentions, assert_one_line_error
 from tests.e2e.conftest import mlirhlo
 from tests.tpu.conftest import needs_libtpu
 
-pytestmark = [needs_libtpu, pytest.mark.xdist_group("tpu")]
+# One worker keeps the TPU process for all (pytest-xdist): starting it is most of a small compile.
+pytestmark = pytest.mark.xdist_group("tpu")
 
 TPU = DATA / "tpu"
 MATMUL = TPU / "matmul_tanh.mlir"
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_three_generations_at_once_each_in_its_own_files(cli, tmp_path):
     r = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "v5e:1x1,v5p:2x2x1,v6e-4,tpu7x:2x2x1",
@@ -32,6 +34,7 @@ def test_three_generations_at_once_each_in_its_own_files(cli, tmp_path):
         assert "fits" in (tmp_path / f"matmul_tanh.{name}.memory.txt").read_text()
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_the_default_topology_is_said_with_a_note(cli):
     r = cli("opt", MATMUL, "--platform", "tpu", "--stage", "memory")
@@ -41,6 +44,7 @@ def test_the_default_topology_is_said_with_a_note(cli):
                     "XLA peak:", "HBM:", "fits")
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_a_sharded_step_is_partitioned_over_the_slice(cli):
     step = DATA / "spmd" / "mlp_step_4way.before_optimizations.txt"
@@ -53,12 +57,14 @@ def test_a_sharded_step_is_partitioned_over_the_slice(cli):
     assert one.code == 0 and "all-reduce" not in one.out
 
 
+@needs_libtpu
 def test_more_partitions_than_the_slice_has_is_one_line(cli):
     r = cli("opt", DATA / "sharded_matmul.mlir", "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--stage", "hlo")
     line = assert_one_line_error(r, code=1, at=str(DATA / "sharded_matmul.mlir"))
     assert_mentions(line, "v5e:1x1", "1 device", "4")
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_a_program_that_does_not_fit_is_one_line_with_xlas_numbers(cli):
     r = cli("opt", TPU / "too_big_for_v5e.mlir", "--platform", "tpu", "--tpu-topology", "v5e:1x1",
@@ -67,11 +73,13 @@ def test_a_program_that_does_not_fit_is_one_line_with_xlas_numbers(cli):
     assert_mentions(line, "does not fit", "v5e:1x1", "(32.00G)", "(15.75G)")
 
 
+@needs_libtpu
 def test_a_dynamic_dimension_is_refused_before_libtpu_aborts_on_it(cli):
     r = cli("opt", TPU / "dynamic_tanh.mlir", "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--stage", "hlo")
     assert_mentions(assert_one_line_error(r, code=2), "dynamic dimension", "tensor<?x128xf32>")
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_libtpu_ending_its_process_is_one_line():
     # An unknown flag in LIBTPU_INIT_ARGS: libtpu exits its process (here, the driver's TPU process).
@@ -84,6 +92,7 @@ def test_libtpu_ending_its_process_is_one_line():
     assert_mentions(lines[0], "LIBTPU_INIT_ARGS")
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_a_jax_function_is_lowered_for_the_tpu(tmp_path):
     # On the CPU, jnp.linalg.solve lowers to LAPACK custom calls that libtpu has no kernel for.
@@ -101,6 +110,7 @@ def test_a_jax_function_is_lowered_for_the_tpu(tmp_path):
     assert_mentions(lines[0], "error:", "CPU-only custom calls", "lapack_sgetrf_ffi")
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_stage_all_gives_every_tpu_stage(cli, tmp_path):
     r = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--stage", "all",
@@ -138,6 +148,7 @@ def test_no_libtpu_is_one_line_with_the_install_command(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error:") and "mlirhlo tpu-plugin install" in lines[0], p.stderr
 
 
+@needs_libtpu
 def test_a_slice_that_compiles_only_whole_is_one_line(cli):
     # libtpu 0.0.50.1, v5e 16x16 (limited ICI routing): a compile uses every device of the slice.
     r = cli("opt", DATA / "spmd" / "mlp_step_4way.before_optimizations.txt", "--platform", "tpu",
@@ -145,6 +156,7 @@ def test_a_slice_that_compiles_only_whole_is_one_line(cli):
     assert_mentions(assert_one_line_error(r, code=1), "v5e:16x16", "all 256 devices")
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_libtpus_bundles_and_static_profile(cli):
     # libtpu's own dumps: process-wide flags, so a TPU process of their own; the profile's op is
@@ -157,6 +169,7 @@ def test_libtpus_bundles_and_static_profile(cli):
     assert "// ----- convolution_tanh_fusion -----" in llo.out and "vsyncpa" in llo.out
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_no_logs_or_lock_files_are_left_behind(tmp_path):
     # libtpu writes glog files into TMPDIR (whatever TPU_LOG_DIR says), /tmp/tpu_logs and a lock
@@ -178,6 +191,7 @@ def test_no_logs_or_lock_files_are_left_behind(tmp_path):
     assert left == []
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_a_cached_tpu_stage_loads_neither_jax_nor_libtpu(tmp_path):
     from tests.conftest import IMPORT_PROBE, run_subprocess
@@ -190,6 +204,7 @@ def test_a_cached_tpu_stage_loads_neither_jax_nor_libtpu(tmp_path):
     assert again.stdout.splitlines()[-1] == "IMPORTED: []" and "fits" in again.stdout, again.stderr
 
 
+@needs_libtpu
 @pytest.mark.slow
 def test_timing_lists_libtpus_hlo_passes(cli):
     # libtpu's XLA logs its passes through its own flags (LIBTPU_INIT_ARGS), in the TPU process.
