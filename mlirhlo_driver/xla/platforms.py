@@ -356,8 +356,10 @@ class TpuTarget(Target):
         from .._native import jaxlib as _jaxlib
 
         # libtpu writes glog files (tpu_driver.*.log.*) into TMPDIR whatever TPU_LOG_DIR says: a
-        # directory of this process's, removed at exit, so none are left in /tmp.
-        return {**_jaxlib.TPU_COMPILE_ENV, "TMPDIR": _private_dirs()[2]}
+        # directory of this process's, removed at exit, so none are left in /tmp. The user's
+        # LIBTPU_INIT_ARGS stay first: the driver's own dump and log flags are added after them.
+        user = os.environ.get("LIBTPU_INIT_ARGS")
+        return {**_jaxlib.TPU_COMPILE_ENV, "TMPDIR": _private_dirs()[2], **({"LIBTPU_INIT_ARGS": user} if user else {})}
 
     def check_module(self, module: Any) -> None:
         import re
@@ -638,7 +640,8 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
                 default = topologies.parse(tpu_topology)
                 notes.append(f"no {topology_flag} given: compiling for {default.name} (TPU {default.generation}, "
                              f"{'x'.join(map(str, default.shape))} chips)")
-        flag = topology_flag.lstrip("-").replace("-", "_")
+        # XLA's tools spell it --tpu_topology (a "--" name is shown as it is: errors.spell).
+        flag = topology_flag if xla_tool else "tpu_topology"
         found: tuple[Target, ...] = tuple(TpuTarget(topology=t, xla_flags=frozen)
                                           for t in topologies.parse_list(tpu_topology, flag))
     elif platform == "cuda":
