@@ -34,11 +34,13 @@ def test_a_tpu_compile_leaves_the_callers_process_as_it_was():
 def test_a_jax_function_compiles_for_tpu_through_the_api():
     from mlirhlo_driver._native import isolate
 
-    c = mh.compile(f"{DATA / 'model.py'}:mlp", mh.Target.tpu("v6e-4"), args="f32[64,256],f32[256,512],f32[512]")
+    target = mh.Target.tpu("v6e-4")
+    before = set(isolate._helpers)
+    c = mh.compile(f"{DATA / 'model.py'}:mlp", target, args="f32[64,256],f32[256,512],f32[512]")
     assert c.stage("hlo").startswith("HloModule jit_mlp")
     assert not _libtpu_mapped()
-    # The lowering and the compile share one TPU process (one environment).
-    assert len([key for key in isolate._helpers if dict(key).get("TPU_SKIP_MDS_QUERY")]) == 1
+    # The lowering and the compile share one TPU process (the target's environment).
+    assert set(isolate._helpers) - before <= {tuple(sorted(target.compile_env().items()))}
 
 
 def test_a_run_on_tpu_is_refused_not_faked():
