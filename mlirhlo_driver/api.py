@@ -93,13 +93,26 @@ def compile(source: Program | str, target: Target | None = None, *, platform: st
             args: str | None = None, cache: bool = True) -> Compiled:
     """``load(source).compile(target)``. Without a target, one is made from
     ``platform`` (default ``"cpu"``), ``gpu_spec`` and ``xla_flags``, as
-    :meth:`Target.cpu` and :meth:`Target.cuda` make it. ``cache``: False neither reads
+    :meth:`Target.cpu` and :meth:`Target.cuda` make it. For a TPU target
+    (:meth:`Target.tpu`) a JAX function (``"model.py:f"`` with ``args``) is lowered for the
+    TPU, in the driver's TPU process. ``cache``: False neither reads
     nor writes the stage cache."""
-    program = source if isinstance(source, Program) else load(source, args=args)
     if target is None:
         target = Target.of(platform or "cpu", gpu_spec=gpu_spec, xla_flags=xla_flags)
     elif platform is not None or gpu_spec is not None or xla_flags is not None:
         raise DriverError("give a target, or platform/gpu_spec/xla_flags, not both")
+    if isinstance(source, Program):
+        program = source
+    elif target.topology is not None:  # a JAX function is lowered for the TPU (its lowering rules)
+        from .core import program as core_program
+
+        found = core_program.programs([source], InputOptions(args=args, lower_for=(
+            "tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))))
+        if len(found) != 1:
+            raise InputError(f"expected one module, found {len(found)}", file=source)
+        program = found[0]
+    else:
+        program = load(source, args=args)
     return program.compile(target, cache=cache)
 
 

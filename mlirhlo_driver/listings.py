@@ -56,6 +56,32 @@ def load_plugins(files: list[str] | tuple[str, ...] | None) -> Any:
     return passes.load_plugins(files)
 
 
+def tpu_spec_table(*, as_json: bool = False) -> str:
+    """The shipped TPU generation specs (tpu_specs/*.toml): per chip, HBM, bandwidth, peak
+    bf16, TensorCores, chips per host; the figures' sources below. ``as_json``: each spec's
+    figures with their sources."""
+    from .tpu import specs as tpu_specs
+
+    specs = [s for s in (tpu_specs.spec(g) for g in tpu_specs.generations()) if s is not None]
+    if as_json:
+        import json
+
+        return json.dumps([s.to_dict() for s in specs], indent=2) + "\n"
+
+    def fig(s: Any, name: str) -> str:
+        f = s.figure(name)
+        return "-" if f is None else f"{f.value:g} {f.unit}".strip()
+
+    header = ("generation", "device kind", "HBM", "HBM bandwidth", "peak bf16", "TensorCores", "chips/host")
+    rows = [(s.generation, s.device_kind, fig(s, "hbm_capacity"), fig(s, "hbm_bandwidth"), fig(s, "peak_bf16"),
+             fig(s, "tensorcores_per_chip"), fig(s, "chips_per_host")) for s in specs]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    sources = sorted({f.source for s in specs for _, f in s.figures})
+    lines += ["per chip; sources: " + ", ".join(sources)]
+    return "\n".join(lines) + "\n"
+
+
 def spec_table(*, as_json: bool = False) -> str:
     """The shipped GPU specs (name, GPU, compute capability, SMs, memory) and whether
     the ptxas XLA will use can target each; that ptxas (and the others found) below.
@@ -98,8 +124,9 @@ def version_text() -> str:
 
     from . import __version__, targets
     from ._native import jaxlib as _jaxlib
+    from ._native import libtpu
 
-    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines()]
+    lines = [f"mlirhlo-driver {__version__}", *_jaxlib.version_lines(), libtpu.version_line()]
     ptxas, _, missing = targets.ptxas_in_use()
     lines.append(f"ptxas {ptxas.version_str} {ptxas.path} ({ptxas.source})" if ptxas is not None
                  else f"ptxas none usable: {missing}")

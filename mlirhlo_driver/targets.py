@@ -17,13 +17,14 @@ from .xla.platforms import (
     CudaTarget,
     Target,
     Targets,
+    TpuTarget,
     autotune_file,
     debug_options,
     platform_name,
     resolve,
 )
 
-__all__ = ["AUTOTUNE_FLAG", "PLATFORMS", "TARGET_CONFIG_FLAG", "CpuTarget", "CudaTarget", "Target", "Targets",
+__all__ = ["AUTOTUNE_FLAG", "PLATFORMS", "TARGET_CONFIG_FLAG", "CpuTarget", "CudaTarget", "Target", "Targets", "TpuTarget",
            "autotune_file", "cuda_tool_lines", "debug_options", "platform_name", "ptxas_in_use", "resolve"]
 
 

@@ -370,6 +370,9 @@ def fake_versions(monkeypatch):
         return state["llvmlite"]
 
     monkeypatch.setattr(jaxlib, "version_lines", lambda: ["jax 0.1", "jaxlib 0.1"])
+    from mlirhlo_driver._native import libtpu
+
+    monkeypatch.setattr(libtpu, "version_line", lambda: "libtpu 0.2 (the driver's copy, /tpu)")
     monkeypatch.setattr(targets, "ptxas_in_use", lambda: (state["ptxas"], [], "no CUDA found"))
     monkeypatch.setattr(targets, "cuda_tool_lines", lambda ptxas: [f"libdevice for {ptxas and ptxas.path}",
                                                                    "nvdisasm none"])

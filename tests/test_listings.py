@@ -63,6 +63,7 @@ def test_version_text_lists_every_tool_one_per_line(fake_versions):
     from mlirhlo_driver.listings import version_text
 
     assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
+                              "libtpu 0.2 (the driver's copy, /tpu)\n"
                               "ptxas 12.8.93 /cuda/bin/ptxas (nvidia-cuda-nvcc)\n"
                               "libdevice for /cuda/bin/ptxas\nnvdisasm none\nllvmlite 0.44.0\n")
 
@@ -74,6 +75,7 @@ def test_version_text_without_ptxas_or_llvmlite(fake_versions):
 
     fake_versions.update(ptxas=None, llvmlite=None)
     assert version_text() == (f"mlirhlo-driver {__version__}\njax 0.1\njaxlib 0.1\n"
+                              "libtpu 0.2 (the driver's copy, /tpu)\n"
                               "ptxas none usable: no CUDA found\nlibdevice for None\nnvdisasm none\n"
                               "llvmlite not installed\n")
 

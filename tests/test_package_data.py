@@ -39,7 +39,7 @@ def target(tmp_path_factory) -> Path:
     sources), so the build leaves nothing in the working tree. About 3 s with an isolated build."""
     base = tmp_path_factory.mktemp("package_data")
     src = base / "src"
-    for folder in ("mlirhlo_driver", "gpu_specs", "pipelines"):
+    for folder in ("mlirhlo_driver", "gpu_specs", "tpu_specs", "pipelines"):
         shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
@@ -158,10 +158,12 @@ def test_the_wheel_holds_every_module(target):
         return {str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts}
 
     # The data folders at the repository's root ship inside the package, each a package of its own.
-    data = {"gpu_specs/__init__.py", "pipelines/__init__.py"}
+    data = {"gpu_specs/__init__.py", "tpu_specs/__init__.py", "pipelines/__init__.py"}
     assert modules(target / "mlirhlo_driver") == modules(REPO / "mlirhlo_driver") | data
     assert {p.name for p in (target / "mlirhlo_driver" / "gpu_specs").glob("*.txtpb")} == \
         {p.name for p in (REPO / "gpu_specs").glob("*.txtpb")}
+    assert {p.name for p in (target / "mlirhlo_driver" / "tpu_specs").glob("*.toml")} == \
+        {p.name for p in (REPO / "tpu_specs").glob("*.toml")}
     assert (target / "mlirhlo_driver" / "pipelines" / "simplify.pipeline").is_file()
 
 

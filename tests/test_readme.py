@@ -17,7 +17,8 @@ visible in the pages:
 * ``sh skip="why"`` after the fence marks a block that cannot run here (a cluster, a
   server that runs until stopped) or that repeats another page's block (``same as
   README.md's set-up``): the test is skipped with that reason, so each example runs once.
-  ``needs="module"`` skips it where an optional extra's module is not installed.
+  ``needs="module"`` skips it where an optional extra's module is not installed;
+  ``needs="libtpu"`` where no libtpu is installed (``mlirhlo tpu-plugin install``).
 
 Cost: the blocks compile real modules (one CUDA compile is 1-3 s on 2 cores); marked
 slow, so the inner loop (-m "not slow") leaves them out.
@@ -212,7 +213,12 @@ def test_commands_join_continuations_and_read_transcripts():
 def test_block(block: Block, tmp_path):
     if "skip" in block.attrs:
         pytest.skip(f"{block.where}: {block.attrs['skip']}")
-    if "needs" in block.attrs and importlib.util.find_spec(block.attrs["needs"]) is None:
+    if block.attrs.get("needs") == "libtpu":  # the TPU blocks: the driver's copy of libtpu (or jax[tpu]'s)
+        from mlirhlo_driver._native import libtpu
+
+        if libtpu.in_use() is None:
+            pytest.skip(f"{block.where}: needs libtpu ('mlirhlo tpu-plugin install')")
+    elif "needs" in block.attrs and importlib.util.find_spec(block.attrs["needs"]) is None:
         pytest.skip(f"{block.where}: needs {block.attrs['needs']} (an optional extra)")
     cwd = _workdir(tmp_path)
     env = _env()

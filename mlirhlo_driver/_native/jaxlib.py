@@ -123,7 +123,7 @@ _NATIVE_NOISE = (
     r"^[IWE]\d{4} [\d:. ]+\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.$",
     # absl INFO lines (plugin found, device counts): they escape TF_CPP_MIN_LOG_LEVEL
     # when jaxlib's libraries were loaded before this module set it.
-    r"^I\d{4} [\d:. ]+\d+ [\w.]+:\d+\] ",
+    r"^I\d{4} [\d:. ]+\d+ [\w.-]+:\d+\] ",  # libtpu's files have dashes (init-domain.cc)
     # jaxlib 0.9's XLA warns at every device-less CUDA compile with a sort; 0.10.2 picks
     # the same sort kernels device-less without a word. No GPU is the point here.
     (r"^W\d{4} [\d:. ]+\d+ gpu_compiler\.cc:\d+\] Using fallback sort algorithm rather "
@@ -614,6 +614,10 @@ def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
 MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
     "ir", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
     "_mlir_libs._stablehlo", "_mlir_libs._mlirGPUPasses", "_mlir_libs._mlirSparseTensorPasses"))
+# The driver's TPU process lowers JAX functions too: jax is imported there before jaxlib's MLIR
+# modules, as in a user's process (imported after them, jax's lowering found no
+# sdy.DimMappingAttr: jaxlib 0.12.0.1).
+TPU_PRELOAD = (f"{__name__}:jax", *MLIR_PRELOAD)
 
 
 def hlo_to_stablehlo_in_child(text: str | None, proto: bytes | None) -> tuple[str, bytes | str, bytes]:
@@ -871,6 +875,67 @@ def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo", co
         topo = xla_client.make_c_api_device_topology(
             c_api, name, target_config=target_config_text, topology=f"1x1x{count}")
         return list(topo._make_compile_only_devices())
+
+
+# What the driver's TPU compile process starts with; libtpu reads them once, as it loads.
+# Without a chip libtpu prints "Failed to find host bounds" and an "unexpected worker
+# hostname" trace on load: an accelerator type and one worker silence both without changing
+# any output (optimized HLO, code and temporary sizes compared on v4, v5e, v5p, v6e). Its
+# logs would go to /tmp/tpu_logs, and a second process compiling at the same time fails on
+# /tmp/libtpu_lockfile unless several loads are allowed. XLA_FLAGS is emptied: the driver
+# read the user's into the target and passes them per compile, and a TPU-only flag there
+# ends the process as XLA parses it. Without TPU_SKIP_MDS_QUERY, libtpu asks the GCE metadata
+# server for the host's bounds, 30 tries per key: 10 minutes off a cloud VM (jax sets it too,
+# when it finds no chip, as it imports: jax._src.cloud_tpu_init).
+TPU_COMPILE_ENV = {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_HOSTNAMES": "localhost",
+                   "TPU_LOG_DIR": "disabled", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1", "XLA_FLAGS": "",
+                   "TF_CPP_MIN_LOG_LEVEL": "1"}
+_tpu_topologies: dict[str, Any] = {}
+
+
+def tpu_compile_only_devices(name: str, shape: tuple[int, ...], count: int = 1) -> list[Any]:
+    """The compile-only devices of the TPU topology ``name`` (libtpu's spelling, already
+    checked: tpu.topologies), at least ``count`` of them, loading libtpu (_native.libtpu) on
+    first use. Only for the driver's own TPU compile process (TPU_COMPILE_ENV): libtpu stays
+    loaded in a process for good."""
+    from . import libtpu
+
+    xla_client = _xla_client()
+    with _lock, filtered_native_stderr():
+        if not xla_client.pjrt_plugin_loaded("tpu"):
+            found = libtpu.require()
+            _started_native_threads()
+            xla_client.load_pjrt_plugin_dynamically("tpu", found.library)
+        if not xla_client.pjrt_plugin_initialized("tpu"):
+            xla_client.initialize_pjrt_plugin("tpu")
+        topo = _tpu_topologies.get(name)
+        if topo is None:
+            topo = _tpu_topologies[name] = _tpu_topology(xla_client, name, shape)
+    devices = list(topo._make_compile_only_devices())
+    if len(devices) < count:
+        raise CompileError(f"TPU topology {name} has {len(devices)} device{'s' if len(devices) != 1 else ''}; "
+                           f"this compile needs {count}",
+                           hint="a larger --tpu-topology, or --num-partitions")
+    return devices
+
+
+def _tpu_topology(xla_client: Any, name: str, shape: tuple[int, ...]) -> Any:
+    # v4's chips are one megacore device each, as jax on a v4 VM shows them; libtpu's default
+    # there is a device per TensorCore (v5p's default is megacore already).
+    kwargs: dict[str, Any] = {"chip_config_name": "megacore"} if name.startswith("v4:") else {}
+    try:
+        return xla_client.make_tfrt_tpu_c_api_device_topology(name, **kwargs)
+    except Exception as e:
+        message = _strip_status(str(e))
+        if "chips_per_host_bounds" not in message:
+            raise CompileError(f"libtpu refused TPU topology {name}: {one_line(message)}") from None
+    # A slice smaller than (or not tiling) libtpu's default host (v5e:1x1 on libtpu 0.0.42:
+    # "not divisible by ... chips_per_host_bounds 2x2x1"): one host holding it all.
+    bounds = tuple(shape) + (1,) * (3 - len(shape))
+    try:
+        return xla_client.make_tfrt_tpu_c_api_device_topology(name, chips_per_host_bounds=bounds, **kwargs)
+    except Exception as e:
+        raise CompileError(f"libtpu refused TPU topology {name}: {one_line(_strip_status(str(e)))}") from None
 
 
 def plugin_build_versions() -> dict[str, str]:

@@ -109,7 +109,7 @@ def install(cuda_major: int, jaxlib_version: str, *, force: bool = False,
                                   hint=f"set {ENV} to a writable directory") from None
     try:
         for sub, package in (("python", dist), ("pjrt", f"jax-cuda{cuda_major}-pjrt")):
-            _pip(python, staging / sub, f"{package}=={jaxlib_version}")
+            pip_install(python, staging / sub, f"{package}=={jaxlib_version}")
         if not any((staging / "pjrt").rglob(LIBRARY)):
             raise EnvironmentMismatch(f"jax-cuda{cuda_major}-pjrt {jaxlib_version} has no {LIBRARY}")
         if target.exists():
@@ -122,9 +122,11 @@ def install(cuda_major: int, jaxlib_version: str, *, force: bool = False,
     return Copy(dist, jaxlib_version, target), True
 
 
-def _pip(python: str, target: Path, requirement: str) -> None:
-    # --no-deps: the plugin's only dependency is the pjrt package, installed beside it;
-    # its with-cuda extra (NVIDIA's runtime) is what device-less compiles do without.
+def pip_install(python: str, target: Path, requirement: str) -> None:
+    """``pip install --target`` of one requirement, without its dependencies."""
+    # --no-deps: the CUDA plugin's only dependency is the pjrt package, installed beside it;
+    # its with-cuda extra (NVIDIA's runtime) is what device-less compiles do without. libtpu
+    # has none.
     cmd = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
            "--only-binary=:all:", "--no-compile", "--target", str(target), requirement]
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)

@@ -145,7 +145,8 @@ def process(job: OptJob, task: OptTask, progress: Any = None, *, also_later: boo
     compiles: list[tuple[str, StageOptions, Any]] = []
     clock = _phase_clock(job)
     try:
-        options = core_program.InputOptions(job.input_format, job.split_input_file, job.arg_specs)
+        options = core_program.InputOptions(job.input_format, job.split_input_file, job.arg_specs,
+                                            lower_for=_lower_for(job))
         program = core_program.unit_programs(task.source, options, chunk=task.chunk, data=task.data)[0]
         if not job.cache:  # nothing is looked up: the pipeline's digest (its files, plugins) is not made
             program.identity = None
@@ -618,6 +619,15 @@ def registry_level(name: str) -> str:
     return stage_registry.stages().stages[name].level
 
 
+def _lower_for(job: OptJob) -> tuple[Any, ...] | None:
+    """What a JAX function input is lowered for: a TPU job's first topology (TPU lowering
+    rules; the lowering is the same for every slice of a generation), else the CPU."""
+    if job.platform != "tpu" or not job.targets:
+        return None
+    target = job.targets[0][1].target
+    return ("tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))
+
+
 def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,
             progress: Callable[[Any], None] | None = None, also: tuple[str, ...] = (),
             python_passes: Any = None) -> list[OptResult]:
@@ -677,7 +687,7 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
     if o.output and o.dump_dir:
         raise DriverError("give either -o or --dump-dir, not both")
     if o.output and len(targets) > 1:
-        raise DriverError("several GPU specs need --dump-dir, not -o")
+        raise DriverError("several GPU specs or TPU topologies need --dump-dir, not -o")
     if o.output:
         outputs.check_output_path(o.output)  # before the work, not after it
     if o.jobs < 0:

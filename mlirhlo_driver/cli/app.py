@@ -427,9 +427,12 @@ def diff_command(
     input_b: Annotated[Optional[str], typer.Argument(
         metavar="FILE_B", help="Side B's module, when the two sides are two files.", show_default=False)] = None,
     platform: Annotated[Optional[str], typer.Option(
-        "--platform", metavar="NAME", help="cpu or cuda (device-less).")] = None,
+        "--platform", metavar="NAME", help="cpu, cuda or tpu (both device-less).")] = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
         "--gpu-spec", metavar="A[,B]", help="Side A's GPU spec and side B's (one spec: both; default h100_sxm).")] = None,
+    tpu_topology: Annotated[Optional[str], typer.Option(
+        "--tpu-topology", metavar="A[,B]",
+        help="Side A's TPU slice and side B's, for --platform tpu (one: both; default v5e:2x2).")] = None,
     flags_a: Annotated[Optional[str], typer.Option(
         "--flags-a", metavar="FLAGS", help="XLA flags of side A, as in XLA_FLAGS (over XLA_FLAGS).")] = None,
     flags_b: Annotated[Optional[str], typer.Option(
@@ -455,8 +458,8 @@ def diff_command(
 ) -> None:
     """Two compiles of a module side by side: fusions, kernels, memory; exit 0 whatever differs.
 
-    The sides differ by input (FILE FILE_B), GPU spec (--gpu-spec A,B) or XLA flags
-    (--flags-a, --flags-b). Kernels are matched by name, fusions by HLO name.
+    The sides differ by input (FILE FILE_B), GPU spec (--gpu-spec A,B), TPU slice
+    (--tpu-topology A,B) or XLA flags (--flags-a, --flags-b). Kernels are matched by name, fusions by HLO name.
     """
     try:
         from .. import outputs
@@ -470,7 +473,7 @@ def diff_command(
                                  as_json=json_out, cache=not no_cache, explain=explain,
                                  debug_options_file_a=debug_options_file_a,
                                  debug_options_file_b=debug_options_file_b, num_partitions=num_partitions,
-                                 say=say, progress=line)
+                                 say=say, progress=line, tpu_topology=tpu_topology)
         outputs.Sink().emit(text)
     except DriverError as e:
         _fail(e)
@@ -586,13 +589,16 @@ app.add_typer(specs_app, name="specs")
 @specs_app.command("list")
 def specs_list(
     json_out: Annotated[bool, typer.Option("--json", help="JSON rows instead of a table.")] = False,
+    tpu: Annotated[bool, typer.Option("--tpu", help="The TPU generation specs (tpu_specs/*.toml) instead.")] = False,
 ) -> None:
     """List the shipped GPU specs: name, GPU, compute capability, SMs, memory, and
-    whether the ptxas XLA will use (shown below the table) can target each."""
+    whether the ptxas XLA will use (shown below the table) can target each. With --tpu,
+    the TPU generations' per-chip figures and their sources."""
     try:
         from .. import listings
 
-        typer.echo(listings.spec_table(as_json=json_out), nl=False)
+        typer.echo(listings.tpu_spec_table(as_json=json_out) if tpu else listings.spec_table(as_json=json_out),
+                   nl=False)
     except DriverError as e:
         _fail(e)
 
@@ -683,6 +689,29 @@ def cuda_plugin_install(
         from ..commands.mlirhlo import cuda_plugin_install as install
 
         typer.echo(install(cuda=cuda, force=force), nl=False)
+    except DriverError as e:
+        _fail(e)
+
+
+# --------------------------------------------------------------- tpu-plugin
+
+tpu_plugin_app = typer.Typer(help="libtpu for device-less TPU compiles, kept out of jax's way.",
+                             no_args_is_help=True)
+app.add_typer(tpu_plugin_app, name="tpu-plugin")
+
+
+@tpu_plugin_app.command("install")
+def tpu_plugin_install(
+    force: Annotated[bool, typer.Option("--force", help="Install again over the driver's copy.")] = False,
+) -> None:
+    """Install libtpu at the version jax's 'tpu' extra pins, with pip, into this environment's
+    share/mlirhlo-driver/tpu-plugins/ ($MLIRHLO_TPU_PLUGIN_DIR), where jax does not look: the
+    user's jax stays quiet on a machine without a TPU, and --platform tpu compiles device-less
+    in a process of the driver's. A libtpu in site-packages (a TPU VM's jax[tpu]) is used instead."""
+    try:
+        from ..commands.mlirhlo import tpu_plugin_install as install
+
+        typer.echo(install(force=force), nl=False)
     except DriverError as e:
         _fail(e)
 

@@ -116,7 +116,7 @@ def _explore(argv: list[str]) -> int:
     python_passes = listings.load_plugins(params["load_pass_plugin"])  # this command's only
     target = opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
                                     params["autotune_results"], needs_spec=True, known=_option_names,
-                                    command=_PROG)
+                                    command=_PROG, tpu_topology=params["tpu_topology"])
     target_b = _target_b(params, extra, mine) if mine["diff_gpu_spec"] or mine["diff_flags"] else None
     said = list(target.notes)
     directory = params["dump_dir"] = params["dump_dir"] or tempfile.mkdtemp(prefix="mlirhlo-explore-")

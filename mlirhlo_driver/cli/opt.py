@@ -122,9 +122,13 @@ def parser() -> argparse.ArgumentParser:
     add("--reproducer-dir", metavar="DIR", help="Where a failing pass's reproducer goes (default: temp dir).")
     add("--target-version", metavar="VERSION", help="VHLO version for --stage vhlo: current, minimum or X.Y.Z.")
     add("--mlir-print-debuginfo", dest="debug_info", action="store_true", help="Print MLIR locations.")
-    add("--platform", metavar="NAME", help="Compile with XLA for cpu or cuda (device-less) to reach XLA stages.")
+    add("--platform", metavar="NAME", help="Compile with XLA for cpu, cuda or tpu (both device-less) to reach "
+        "XLA stages.")
     add("--gpu-spec", metavar="SPEC", help="GPU target: a name from 'mlirhlo specs list' or a .txtpb path; "
         "comma list for several (default: h100_sxm).")
+    add("--tpu-topology", metavar="TOPOLOGY",
+        help="TPU slice for --platform tpu: libtpu's name (v5e:2x2, v5p:2x2x1, tpu7x:2x2x1) or an accelerator "
+             "type (v5litepod-16, v6e-8, v5p-128); comma list for several (default: v5e:2x2).")
     add("--debug-options-file", metavar="FILE", help="DebugOptions textproto ('xla_name: value' lines).")
     add("--autotune-results", metavar="FILE",
         help="Load autotuning results (xla_gpu_load_autotune_results_from).")
@@ -217,7 +221,7 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
     list_stages, list_passes = params["list_stages"], params["list_passes"]
     target = resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
                             params["autotune_results"], needs_spec=not (list_stages or list_passes),
-                            known=option_names, command=_PROG)
+                            known=option_names, command=_PROG, tpu_topology=params["tpu_topology"])
     if list_stages or list_passes:
         target.say_notes(say)  # a named spec's own notes (no spec is needed to list)
     if list_stages:
@@ -236,7 +240,8 @@ def _opt(params: dict[str, Any], extra: list[str]) -> None:
 
 def resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
                    debug_options_file: str | None, autotune_results: str | None,
-                   needs_spec: bool, known: Callable[[], list[str]], command: str) -> Any:
+                   needs_spec: bool, known: Callable[[], list[str]], command: str,
+                   tpu_topology: str | None = None) -> Any:
     """targets.resolve from a command's leftover words: the --xla_* flags among them; any
     other is an error (xla_flags_among; a word that is no option: an unexpected argument)."""
     from .. import targets
@@ -246,7 +251,7 @@ def resolve_target(platform: str | None, gpu_spec: str | None, extra: list[str],
         raise DriverError(f"unexpected argument '{strays[0]}'")
     return targets.resolve(platform, gpu_spec=gpu_spec, cli_flags=cli_flags,
                            debug_options_file=debug_options_file, autotune_results=autotune_results,
-                           needs_spec=needs_spec)
+                           needs_spec=needs_spec, tpu_topology=tpu_topology)
 
 
 def xla_flags_among(words: list[str], known: Callable[[], list[str]],

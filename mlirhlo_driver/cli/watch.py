@@ -50,7 +50,7 @@ def _watch(params: dict[str, Any], extra: list[str]) -> int:
     def make_target() -> Any:
         return opt_cli.resolve_target(params["platform"], params["gpu_spec"], extra, params["debug_options_file"],
                                       params["autotune_results"], needs_spec=True, known=opt_cli.option_names,
-                                      command=_PROG)
+                                      command=_PROG, tpu_topology=params["tpu_topology"])
 
     def report(build: watch.Build) -> None:
         state = "failed" if build.error else "ok"

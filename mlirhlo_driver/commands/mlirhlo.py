@@ -248,12 +248,27 @@ def diff_flags(text: str | None, option: str) -> dict[str, Any]:
     return flags
 
 
+def diff_topology_names(platform: str, tpu_topology: str | None) -> tuple[str | None, str | None]:
+    """Side A's and side B's TPU topology from ``A[,B]`` (one: both; None: the default)."""
+    if tpu_topology is None:
+        return None, None
+    if platform != "tpu":
+        raise DriverError(f"{param('tpu_topology')} is for {param('platform', 'tpu')}")
+    names = [s.strip() for s in tpu_topology.split(",")]
+    if not all(names):
+        raise DriverError(f"{param('tpu_topology', tpu_topology)} names an empty topology", hint="A or A,B")
+    if len(names) > 2:
+        raise DriverError(f"{param('tpu_topology', tpu_topology)} names {len(names)} topologies: diff compares two",
+                          hint="A,B; 'mlirhlo opt --tpu-topology' compiles for more")
+    return names[0], names[-1]
+
+
 def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_spec: str | None = None,
          flags_a: str | None = None, flags_b: str | None = None, stage: str | None = None,
          input_options: Any = None, as_json: bool = False, cache: bool = True, explain: bool = False,
          debug_options_file_a: str | None = None, debug_options_file_b: str | None = None,
          num_partitions: int | None = None, say: Callable[[str], None] = log_note,
-         progress: Callable[[Any], None] | None = None) -> str:
+         progress: Callable[[Any], None] | None = None, tpu_topology: str | None = None) -> str:
     """``mlirhlo diff``: the comparison of two compiles (core.diff) as text, or as JSON.
 
     Side A compiles ``input_a`` for the first spec of ``gpu_spec`` with ``flags_a``, side B
@@ -266,6 +281,8 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     the JSON's ``explain``, after the text's report); one input only, and no ``stage``.
     ``progress`` gets core.progress events: each side, then each kernel explained.
     ``num_partitions``: a sharded module's partitions on both sides (None: as it says).
+    ``tpu_topology``: ``A[,B]``, side A's and side B's TPU slice (``platform`` tpu), as
+    ``gpu_spec`` is for CUDA.
     """
     import json
 
@@ -276,20 +293,28 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
 
     if platform is None and gpu_spec is not None:
         platform = "cuda"  # GPU specs name CUDA targets
+    if platform is None and tpu_topology is not None:
+        platform = "tpu"
     if platform is None:
-        raise DriverError(f"diff compares XLA compiles: give {param('platform', 'cpu|cuda')}")
+        raise DriverError(f"diff compares XLA compiles: give {param('platform', 'cpu|cuda|tpu')}")
     if stage is not None and explain:
         raise DriverError(f"give {param('stage')} or {param('explain')}, not both")
     platform = targets.platform_name(platform)
     spec_a, spec_b = diff_spec_names(platform, gpu_spec)
+    topo_a, topo_b = diff_topology_names(platform, tpu_topology)
+    if platform == "tpu" and explain:
+        raise DriverError(f"{param('explain')} explains kernels, which TPU compiles do not list",
+                          hint="'mlirhlo diff --stage hlo' shows how the optimized HLO differs")
     fa, fb = diff_flags(flags_a, "flags_a"), diff_flags(flags_b, "flags_b")
     if stage is not None:
         stage = core_diff.check_stage(stage, platform)
-    sides_in = [(input_a, spec_a, fa, debug_options_file_a), (input_b or input_a, spec_b, fb, debug_options_file_b)]
+    sides_in = [(input_a, spec_a or topo_a, fa, debug_options_file_a),
+                (input_b or input_a, spec_b or topo_b, fb, debug_options_file_b)]
     if explain and sides_in[0][0] != sides_in[1][0]:
         raise DriverError(f"{param('explain')} explains the differences of flags and GPU specs: give one input",
                           hint="two inputs differ in their HLO itself; 'mlirhlo diff A B --stage hlo' shows it")
-    tgts = [targets.resolve(platform, gpu_spec=s, cli_flags=f, debug_options_file=d) for _, s, f, d in sides_in]
+    tgts = [targets.resolve(platform, gpu_spec=s if platform != "tpu" else None, cli_flags=f, debug_options_file=d,
+                            tpu_topology=s if platform == "tpu" else None) for _, s, f, d in sides_in]
     loaded: dict[str, Any] = {}
     for path, *_ in sides_in:
         if path not in loaded:  # a bad input fails before either compile
@@ -326,6 +351,13 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     if as_json:
         return json.dumps(result, indent=2) + "\n"
     return core_diff.text(result) + ("\n" + explaining.text(result["explain"]) if explain else "")
+
+
+def tpu_plugin_install(*, force: bool = False) -> str:
+    """``mlirhlo tpu-plugin install``: see tpu.plugin.install; the line to print."""
+    from ..tpu import plugin
+
+    return plugin.install(force=force)
 
 
 def cuda_plugin_install(*, cuda: int | None = None, force: bool = False) -> str:

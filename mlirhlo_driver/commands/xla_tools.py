@@ -81,7 +81,8 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     stage_compile = not (p["list_stages"] or p["list_passes"] or p["passes"] or p["emit_proto"])
     target = targets.resolve(p["platform"] or None, cli_flags=dict(p.xla_flags),
                              debug_options_file=p["debug_options_file"] or None, needs_spec=stage_compile,
-                             xla_tool=True, spec_flag="--xla_gpu_target_config_filename")
+                             xla_tool=True, spec_flag="--xla_gpu_target_config_filename",
+                             tpu_topology=p["tpu_topology"] or None, topology_flag="--tpu_topology")
     platform, flags = target.platform, dict(target.xla_flags)
     # Without --platform, --passes and --list-passes try the CPU pipeline, then the CUDA one.
     candidates = [target.options_for(platform)] if platform else [target.options_for(pl) for pl in ("cpu", "cuda")]
@@ -175,6 +176,11 @@ def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_not
     if not p["run_test_hlo_passes"]:
         flags["xla_disable_all_hlo_passes"] = True
     platform = xla_platform(p["platform"])
+    if platform == "tpu":
+        raise DriverError(f"--platform={p['platform']}: no TPU is attached here; TPU support is device-less "
+                          "compiles, which run nothing",
+                          hint="hlo-opt --platform=TPU --stage=hlo FILE, or mlirhlo opt FILE --platform tpu "
+                               "--stage hlo,memory")
     if platform == "interpreter":
         raise DriverError("--platform=Interpreter: jaxlib has no XLA interpreter backend",
                           hint="the StableHLO interpreter is the reference: --reference_platform=Interpreter")

@@ -379,6 +379,10 @@ class Compiled:
             raise DriverError(f"unknown reference '{reference}'", hint=", ".join(run_mod.REFERENCES))
         if self.target is None:
             raise DriverError("a run needs a target: compile(Target.cpu()) or compile(Target.cuda(...))")
+        if self.platform == "tpu":  # TPU compiles are device-less: nothing to run on, never a fake run
+            from ..xla.platforms import run_target
+
+            run_target("tpu")
         p = self.program
         options = run_mod.RunOptions(platform=self.platform, reference=reference, seed=seed, zeros=zeros,
                                      inputs_npz=inputs_npz, rtol=rtol, atol=atol, iterations=iterations,

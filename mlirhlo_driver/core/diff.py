@@ -102,6 +102,9 @@ def side(compiled: Any, stage: str | None = None) -> dict[str, Any]:
     compiled.expect(["summary", *(["kernel-rows"] if options.platform == "cuda" else []), *([stage] if stage else [])])
     out: dict[str, Any] = {"input": program.source, "module": program.name, "platform": options.platform,
                            "gpu_spec": None, "xla_flags": {k: v for k, v in sorted(options.xla_flags)}}
+    topology = getattr(options.target, "topology", None)
+    if topology is not None:
+        out["tpu_topology"] = topology.name
     spec = options.gpu_spec
     if spec is not None:
         out["gpu_spec"] = {"name": spec.name, "sm": spec.sm, "gpu": spec.gpu}
@@ -158,7 +161,8 @@ def _numbers(a: dict[str, int], b: dict[str, int]) -> dict[str, dict[str, Any]]:
 
 
 def _about(s: dict[str, Any]) -> dict[str, Any]:
-    return {k: s.get(k) for k in ("input", "module", "platform", "gpu_spec", "xla_flags")}
+    side = {k: s.get(k) for k in ("input", "module", "platform", "gpu_spec", "xla_flags")}
+    return side | ({"tpu_topology": s["tpu_topology"]} if "tpu_topology" in s else {})
 
 
 def pair(keys_a: list[Any], keys_b: list[Any], base: Any) -> tuple[list[tuple[Any, Any]], list[Any], list[Any]]:
@@ -244,7 +248,7 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def _label(s: dict[str, Any]) -> str:
     spec = s.get("gpu_spec")
-    return spec["name"] if spec else s["platform"]
+    return spec["name"] if spec else s.get("tpu_topology") or s["platform"]
 
 
 def _flags_text(flags: dict[str, Any]) -> str:
@@ -256,7 +260,8 @@ def _flags_text(flags: dict[str, Any]) -> str:
 
 def _side_line(tag: str, s: dict[str, Any]) -> str:
     spec = s.get("gpu_spec")
-    where = f"{s['platform']} {spec['name']} ({spec['sm']}, {spec['gpu']})" if spec else s["platform"]
+    where = f"{s['platform']} {spec['name']} ({spec['sm']}, {spec['gpu']})" if spec else \
+        f"{s['platform']} {s['tpu_topology']}" if s.get("tpu_topology") else s["platform"]
     flags = _flags_text(s.get("xla_flags") or {})
     return f"{tag}: {s.get('input') or s['module']} on {where}" + (f" {flags}" if flags else "")
 

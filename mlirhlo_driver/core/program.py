@@ -49,6 +49,10 @@ class InputOptions:
     input_format: str | None = None   # force one of inputs.loader.INPUT_FORMATS
     split_input_file: bool = False    # '// -----' chunks are modules of their own
     args: str | None = None           # a JAX function's argument specs, 'f32[8,128],i32[8]'
+    # What a JAX function is lowered for: None, the driver's CPU device; ("tpu", topology name,
+    # shape, the TPU process's environment as items): that TPU topology's device, in the
+    # driver's TPU process (the compiles' own), so TPU lowering rules apply.
+    lower_for: tuple[Any, ...] | None = None
 
 
 class Program:
@@ -436,7 +440,8 @@ def unit_programs(source: str, options: InputOptions, *, chunk: int | None = Non
     from ..inputs import loader
 
     if loader.is_jax_input(source, options.input_format):
-        return [from_loaded(loader.load(source, input_format=options.input_format, arg_specs=options.args)[0])]
+        return [from_loaded(loader.load(source, input_format=options.input_format, arg_specs=options.args,
+                                        lower_for=options.lower_for)[0])]
     return [from_unit(u) for u in loader.read_units(source, input_format=options.input_format,
                                                     split_input_file=options.split_input_file,
                                                     chunk=chunk, data=data)]

@@ -520,7 +520,11 @@ def gather(lay: Layout, shards: dict[int, np.ndarray], rtol: float | None = None
 
 def require_devices(platform: str) -> None:
     """NoGpu now, once, when ``platform`` cannot run here (cuda without a usable GPU),
-    rather than one failure per module."""
+    rather than one failure per module; tpu never can (TPU compiles are device-less)."""
+    if platform == "tpu":
+        from ..xla.platforms import run_target
+
+        run_target("tpu")
     if platform == "cuda":
         from .._native import jaxlib as _jaxlib
 

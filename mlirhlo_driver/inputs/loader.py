@@ -128,14 +128,17 @@ def load_inputs(specs: list[str], *, input_format: str | None = None,
 
 def load(source: str, *, input_format: str | None = None, split_input_file: bool = False,
          arg_specs: str | None = None, chunk: int | None = None,
-         data: bytes | None = None) -> list[LoadedModule]:
+         data: bytes | None = None, lower_for: tuple[Any, ...] | None = None) -> list[LoadedModule]:
     """Load one file (or JAX entry point) into one module, or several when split.
 
     ``chunk`` loads only that chunk of a split file (the others are not parsed,
     so an error in one chunk is not reported for another). ``data`` is the
-    file's content when the caller has read it already (``-``: stdin, once).
+    file's content when the caller has read it already (``-``: stdin, once). ``lower_for``:
+    what a JAX function is lowered for (core.program.InputOptions.lower_for).
     """
     if is_jax_input(source, input_format):
+        if lower_for is not None and lower_for[0] == "tpu":
+            return [_load_jax_function_for_tpu(source, arg_specs, lower_for[1], lower_for[2], dict(lower_for[3]))]
         return [_load_jax_function(source, arg_specs)]
     return [parse_unit(u) for u in read_units(source, input_format=input_format,
                                               split_input_file=split_input_file, chunk=chunk, data=data)]
@@ -873,7 +876,37 @@ def parse_arg_specs(spec: str) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
+def _load_jax_function_for_tpu(entry: str, arg_specs: str | None, topology: str,
+                               shape: tuple[int, ...], env: dict[str, str]) -> LoadedModule:
+    """A JAX function lowered for a TPU topology's device, so that TPU lowering rules (Pallas
+    and Mosaic kernels, no CPU-only custom calls) apply: in the driver's TPU compile process
+    (started with ``env``, the target's; libtpu never loads in this one), which imports the
+    function's file itself."""
+    from .._native import isolate
+    from .._native import jaxlib as _jaxlib
+
+    if arg_specs is None:
+        raise InputError("a JAX function needs --args, e.g. --args 'f32[8,128],i32[8]'", file=entry)
+    parse_arg_specs(arg_specs)  # its errors here, before any process starts
+    name, text = isolate.call(_lower_for_tpu_in_helper, (entry, arg_specs, os.getcwd(), topology, tuple(shape)),
+                              what="jax's lowering for TPU", file=entry, preload=_jaxlib.TPU_PRELOAD, env=env)
+    return LoadedModule(name, entry, "jax", parse_mlir(text, entry), 0)
+
+
+def _lower_for_tpu_in_helper(entry: str, arg_specs: str, cwd: str, topology: str,
+                             shape: tuple[int, ...]) -> tuple[str, str]:
+    """In the TPU process: the function lowered with the topology's first device as jax's
+    default device; (its name, the module as text with locations)."""
+    from .._native import jaxlib as _jaxlib
+
+    device = _jaxlib.tpu_compile_only_devices(topology, shape, 1)[0]
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    loaded = _load_jax_function(entry, arg_specs, device=device, as_text=True)
+    return loaded[0], loaded[1]
+
+
+def _load_jax_function(entry: str, arg_specs: str | None, *, device: Any = None, as_text: bool = False) -> Any:
     module_name, _, attr = entry.partition(":")
     if arg_specs is None:
         raise InputError("a JAX function needs --args, e.g. --args 'f32[8,128],i32[8]'", file=entry)
@@ -908,7 +941,7 @@ def _load_jax_function(entry: str, arg_specs: str | None) -> LoadedModule:
     from ..ir import dtypes
 
     structs = [jax.ShapeDtypeStruct(shape, dtypes.np_dtype(dt)) for dt, shape in args]
-    return lower_jax_function(fn, structs, name=attr.split(".")[-1], source=entry)
+    return lower_jax_function(fn, structs, name=attr.split(".")[-1], source=entry, device=device, as_text=as_text)
 
 
 def _import_python_file(path: str) -> Any:
@@ -933,10 +966,11 @@ def _import_python_file(path: str) -> Any:
 
 
 def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
-                       source: str | None = None) -> LoadedModule:
+                       source: str | None = None, device: Any = None, as_text: bool = False) -> Any:
     """``jax.jit(fn).lower(*example_args)`` as a module (arrays or ShapeDtypeStructs).
     A 64-bit argument lowers in jax's x64 mode (for this lowering only), or jax would
-    lower it as 32-bit."""
+    lower it as 32-bit. ``device``: jax's default device for the lowering (a TPU
+    topology's: TPU lowering rules); ``as_text``: (name, the module's text) instead."""
     from .._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
@@ -948,10 +982,12 @@ def lower_jax_function(fn: Any, example_args: Any, *, name: str | None = None,
     try:
         # x64 for this lowering only; the driver's CPU device as jax's default device (jax would
         # otherwise start every backend it discovers to pick one): the caller's jax keeps both.
-        with _jaxlib.x64(wide), _jaxlib.lowering_device():
+        with _jaxlib.x64(wide), _jaxlib.lowering_device(device):
             lowered = jax.jit(fn).lower(*example_args)
     except Exception as e:
         raise InputError(f"jax could not lower '{source}': {type(e).__name__}: {e}", file=source) from None
     text = lowered.as_text(debug_info=True)
+    if as_text:
+        return name, text
     module = parse_mlir(text, source)
     return LoadedModule(name, source, "jax", module, 0)

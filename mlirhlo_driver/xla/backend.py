@@ -40,6 +40,10 @@ LLVM_IR, PTX = "llvm-ir", "ptx"  # the emitters _jaxlib.codegen_dump_flags names
 # executable took 9.9 s after a 66k-line module's compile; only some stages read it.
 EXECUTABLE_HLO = "executable-hlo"
 ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
+# libtpu's own dumps (the final VLIW bundles, the static profile): process-wide flags, so a
+# compile that asks for them runs in a TPU process started with them (TpuTarget.dump_env);
+# never part of ALL_DUMPS (a large module's bundles are many megabytes).
+TPU_LLO = "tpu-llo"
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
                  HLO_PROTO: "xla_dump_hlo_as_proto"}
 # DebugOptions that cut XLA's HLO pass pipeline short.
@@ -223,6 +227,7 @@ def compile(module: Any, spec: CompileSpec, name: str = "module", *,
     from .._native import guards
 
     spec.target.check()
+    spec.target.check_module(module)
     risky = guards.refuse_fatal(module, one_device=spec.num_devices == 1 and not spec.backend_only)
     env = _helper_env(spec)
     if env or spec.isolated or ((risky or spec.cuts_pipeline()) and not spec.on_device):
@@ -301,18 +306,26 @@ def run_on_host(module: Any, x64: bool = False) -> list[Any]:
 
 
 def _helper_env(spec: CompileSpec) -> dict[str, str]:
-    """What the process compiling ``spec`` must start with: XLA's pass log and timers
-    (read once, when XLA loads), LLVM without stack-trace symbolization for a Triton log."""
-    env: dict[str, str] = {}
+    """What the process compiling ``spec`` must start with: the platform's (Target.compile_env),
+    XLA's pass log and timers (read once, when XLA loads), LLVM without stack-trace
+    symbolization for a Triton log."""
+    env: dict[str, str] = dict(spec.target.compile_env())  # a platform's own (TPU: libtpu's)
+    _merge_env(env, spec.target.dump_env(spec.dumps))
     if spec.pass_log:
         from . import compile_phases, pass_log
 
-        env.update(pass_log.log_env(spec.pass_log))
-        if spec.pass_log == pass_log.TIMES_LEVEL:
+        _merge_env(env, spec.target.pass_log_env(pass_log.log_env(spec.pass_log)))
+        if spec.pass_log == pass_log.TIMES_LEVEL and "TF_CPP_VMODULE" in env:
             env = compile_phases.with_timers(env)
     if _dumps_triton_log(spec) and not os.environ.get(_NO_SYMBOLIZATION):
         env[_NO_SYMBOLIZATION] = "1"  # the command lines set it for their own process
     return env
+
+
+def _merge_env(env: dict[str, str], more: dict[str, str]) -> None:
+    """``more`` into ``env``; libtpu's flags (LIBTPU_INIT_ARGS) from both are kept."""
+    for key, value in more.items():
+        env[key] = f"{env[key]} {value}" if key == "LIBTPU_INIT_ARGS" and env.get(key) else value
 
 
 def _dumps_anything(spec: CompileSpec) -> bool:
@@ -352,6 +365,8 @@ def _compile_here(module: Any, name: str, spec: CompileSpec, native_log: list[st
             if not spec.keep_going:
                 raise
             error = (tool_error or e).message
+        if workdir is not None:
+            spec.target.collect_dumps(workdir)
         files, mtimes = _read_dump(workdir) if workdir is not None else ({}, {})
     finally:
         if own:
@@ -364,7 +379,9 @@ def _artifacts(spec: CompileSpec, files: dict[str, bytes], mtimes: dict[str, int
                error: str | None, span: tuple[float, float] | None) -> XlaArtifacts:
     """What a compile gives, keyed without XLA's ``module_NNNN.<name>.`` prefix."""
     name = _hlo_module_name(files, executable)
-    prefix = re.compile(r"^module_\d+\." + re.escape(name) + r"\.") if name else re.compile(r"^module_\d+\.")
+    # libtpu puts its build after the module name (``module_0001.main.cl_1004524046.``): dropped
+    # too, so a stage's key does not change with the libtpu version.
+    prefix = re.compile(r"^module_\d+\." + (re.escape(name) + r"\." if name else "") + r"(?:cl_\d+\.)?")
     keyed = {prefix.sub("", k): v for k, v in files.items()}
     art = XlaArtifacts(spec.platform, name, keyed, compile_error=error,
                        mtimes_ns={prefix.sub("", k): v for k, v in mtimes.items()}, emitters=tuple(spec.emitters),
@@ -451,8 +468,11 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
     workdir = tempfile.mkdtemp(prefix="mlirhlo-xla-") if _dumps_anything(spec) else None
     try:
         try:
+            quiet = spec.pass_log and spec.target.pass_log_is_whole_log  # libtpu's log, parsed below
             art, log = isolate.call(_compile_in_helper, (buf.getvalue(), name, spec, workdir),
-                                    what="XLA's compile", preload=_jaxlib.MLIR_PRELOAD, env=env or None)
+                                    what="XLA's compile", env=env or None,
+                                    on_stderr=(lambda _: None) if quiet else None,
+                                    preload=_jaxlib.TPU_PRELOAD if spec.platform == "tpu" else _jaxlib.MLIR_PRELOAD)
         except CompileError as e:
             if _fused(module) and re.search(r"fusion|failed to legalize operation 'mhlo\.", e.message, re.I):
                 raise CompileError(_jaxlib.REFUSED_FUSIONS, hint=_jaxlib.BEFORE_OPTIMIZATIONS) from None
@@ -466,7 +486,7 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
             else:
                 cut = ", ".join(f"--{n}" for n in pipeline_cuts(spec.debug_options()))
                 raise CompileError(e.message, hint=f"{cut} may have left HLO that XLA's codegen aborts on"
-                                   if cut else None) from None
+                                   if cut else spec.target.crash_hint()) from None
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -544,7 +564,7 @@ def _hlo_module_name(files: dict[str, bytes], executable: Any) -> str:
     # the clone XLA compiled ("<name>-clone"), while the dump files use the name. Text or
     # proto: diff's compiles dump the HLO as a proto only.
     for k in files:
-        m = re.match(r"^module_\d+\.(.+)\.before_optimizations\.(?:txt|hlo\.pb)$", k)
+        m = re.match(r"^module_\d+\.(.+?)(?:\.cl_\d+)?\.before_optimizations\.(?:txt|hlo\.pb)$", k)
         if m:
             return m.group(1)
     if executable is not None:

@@ -206,15 +206,15 @@ def usage(prog: str, synopsis: str, description: str, flags: list[Flag]) -> str:
 # -------------------------------------------------------------------- platforms
 
 # XLA's PlatformUtil names (case-insensitive), and what each is here.
-PLATFORM_ALIASES = {"cpu": "cpu", "host": "cpu", "gpu": "cuda", "cuda": "cuda",
+PLATFORM_ALIASES = {"cpu": "cpu", "host": "cpu", "gpu": "cuda", "cuda": "cuda", "tpu": "tpu",
                     "interpreter": "interpreter"}
 
 
 def platform(name: str, flag: str = "platform") -> str:
-    """XLA's platform spellings -> ``cpu``, ``cuda`` or ``interpreter``."""
+    """XLA's platform spellings -> ``cpu``, ``cuda``, ``tpu`` or ``interpreter``."""
     got = PLATFORM_ALIASES.get(name.strip().lower())
     if got is None:
         raise DriverError(f"--{flag}={name}: unknown platform",
                           hint=did_you_mean(name.lower(), PLATFORM_ALIASES)
-                          or "one of CPU, Host, CUDA, GPU, Interpreter")
+                          or "one of CPU, Host, CUDA, GPU, TPU, Interpreter")
     return got

@@ -3,7 +3,8 @@ shares (``mlirhlo opt``, ``kernels``, ``diff``, XLA's ``hlo-opt``, the Python AP
 the top-level ``mlirhlo_driver.targets``.
 
 A :class:`Target` names one compile: a platform class (:class:`CpuTarget`,
-:class:`CudaTarget`) with its GPU spec, and XLA's DebugOptions. Everything the driver does
+:class:`CudaTarget`, :class:`TpuTarget`) with its GPU spec or TPU topology, and XLA's
+DebugOptions. Everything the driver does
 differently per platform (the devices it compiles and runs on, its DebugOptions defaults,
 the checks before anything loads, the errors it translates, what a compile should tell
 the user) is a method of that platform's class, so a platform is added in one place;
@@ -25,12 +26,13 @@ Promises:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import DriverError, FlagError, log_note, param
+from ..errors import CompileError, DriverError, FlagError, log_note, param
 from ..stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
@@ -55,6 +57,8 @@ class Target:
     spellings: ClassVar[tuple[str, ...]] = ()
     # The GPU spec (cuda.specs.GpuSpec) of a CUDA target; None for other platforms.
     spec: ClassVar[Any] = None
+    # The TPU topology (tpu.topologies.Topology) of a TPU target; None for other platforms.
+    topology: ClassVar[Any] = None
 
     # ------------------------------------------------------------ constructors
 
@@ -77,14 +81,26 @@ class Target:
                       debug_options_file=debug_options_file)
 
     @classmethod
+    def tpu(cls, topology: str | None = None, *, xla_flags: dict[str, Any] | None = None,
+            debug_options_file: str | None = None) -> Target:
+        """A TPU slice, device-less (libtpu's compile-only topology; ``mlirhlo tpu-plugin
+        install``): libtpu's name (``v5e:2x2``, ``v5p:2x2x1``) or a Cloud TPU accelerator
+        type (``v5litepod-16``, ``v6e-8``); the default topology without one."""
+        if topology is not None and "," in topology:
+            raise DriverError(f"tpu_topology '{topology}' names several topologies: a Target is one compile target",
+                              hint="make one Target per topology")
+        return cls.of("tpu", tpu_topology=topology, xla_flags=xla_flags, debug_options_file=debug_options_file)
+
+    @classmethod
     def of(cls, platform: str, *, gpu_spec: str | None = None, xla_flags: dict[str, Any] | None = None,
-           autotune_results: str | None = None, debug_options_file: str | None = None) -> Target:
+           autotune_results: str | None = None, debug_options_file: str | None = None,
+           tpu_topology: str | None = None) -> Target:
         """A target by platform name (XLA's spellings too: ``Host``, ``GPU``), resolved as
         every command resolves it (:func:`resolve`). Notes (the default spec used, fields
         filled into a spec) go to the ``mlirhlo_driver`` logger (errors.log_note)."""
         found = resolve(platform, gpu_spec=gpu_spec, cli_flags=dict(xla_flags or {}),
                         debug_options_file=debug_options_file, autotune_results=autotune_results,
-                        spec_flag="gpu_spec")
+                        spec_flag="gpu_spec", tpu_topology=tpu_topology, topology_flag="tpu_topology")
         found.say_notes()
         return found.targets[0]
 
@@ -143,6 +159,37 @@ class Target:
         cache key (core.compiled): ``(name, text)``, ``("file:NAME", path)`` for a file by its
         content, ``("stat:NAME", path)`` for an installed tool by its size and date."""
         return []
+
+    def compile_env(self) -> dict[str, str]:
+        """What the process compiling for this target must start with ({}: any process,
+        this one included); a target that needs some always compiles in a helper process
+        of the driver's (xla.backend.compile)."""
+        return {}
+
+    def check_module(self, module: Any) -> None:
+        """Refuse, before the compile, a module this platform's compiler would die on."""
+
+    def dump_env(self, dumps: tuple[str, ...]) -> dict[str, str]:
+        """What the compiling process must also start with to write these dumps (xla.backend's
+        names) that only process-wide flags give."""
+        return {}
+
+    def pass_log_env(self, xla_env: dict[str, str]) -> dict[str, str]:
+        """What makes this platform's compiler log its HLO passes, given XLA's own variables
+        for it (xla.pass_log.log_env)."""
+        return xla_env
+
+    # Whether a compile logging its passes sends the compiler's whole log to stderr (then
+    # what the compiling process wrote is that log, parsed, not output for the user).
+    pass_log_is_whole_log: ClassVar[bool] = False
+
+    def collect_dumps(self, workdir: str) -> None:
+        """In the compiling process, after a compile: move what :meth:`dump_env` had written
+        into ``workdir``, where the compile's dump is read."""
+
+    def crash_hint(self) -> str | None:
+        """What may have made this platform's compile process die, for its error line."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -250,17 +297,170 @@ class CudaTarget(Target):
         return parts
 
 
-PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget)}
+@dataclass(frozen=True, kw_only=True)
+class TpuTarget(Target):
+    """A TPU slice, device-less: libtpu's compile-only topology (tpu.topologies.Topology).
+
+    libtpu is loaded only in a process of the driver's own, started with the environment
+    :meth:`compile_env` gives (quiet, no logs or lock file in /tmp): never in the user's
+    process, whose jax would otherwise print libtpu's start-up errors. Its aborts (a dynamic
+    dimension, a bad flag) end that process only, and come back as one error line.
+    """
+
+    topology: Any  # tpu.topologies.Topology
+    platform: ClassVar[str] = "tpu"
+    spellings: ClassVar[tuple[str, ...]] = ("tpu",)
+
+    def label(self) -> str:
+        return f"tpu ({self.topology.name})"
+
+    def check(self) -> None:
+        from .._native import libtpu
+
+        libtpu.require()  # one line with the install command, before any process starts
+
+    def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
+        from .._native import jaxlib as _jaxlib
+
+        if on_device:
+            from ..errors import InputError
+
+            raise InputError("no TPU is attached here: TPU compiles are device-less",
+                             hint="mlirhlo opt --platform tpu --tpu-topology NAME")
+        return _jaxlib.tpu_compile_only_devices(self.topology.name, self.topology.shape, count)
+
+    def translate_error(self, message: str, native_log: str) -> DriverError | None:
+        import re
+
+        from ..tpu import memory
+
+        m = re.search(r"Custom emitter for (\S+) not found", message)
+        if m:
+            return DriverError(f"libtpu has no kernel for custom call '{m.group(1)}': the module was lowered for "
+                               "another platform", hint="give the JAX function itself (model.py:f --args ...): "
+                                                        "the driver lowers it for the TPU")
+        if "device assignment should include all slice devices" in message:
+            # libtpu 0.0.50.1 on v5e 16x16 (limited ICI routing): a compile uses all of the slice or none.
+            return CompileError(f"{self.label()} compiles for all {self.topology.devices} devices of the slice, not "
+                                "fewer", hint="a topology with as many devices as the module has partitions")
+        return memory.translate_oom(message, self)
+
+    def identity_parts(self) -> list[tuple[str, Any]]:
+        from .._native import libtpu
+
+        found = libtpu.in_use()
+        return [("tpu-topology", self.topology.name),
+                ("libtpu", f"{found.version} {found.library}" if found is not None else None)]
+
+    def compile_env(self) -> dict[str, str]:
+        from .._native import jaxlib as _jaxlib
+
+        # libtpu writes glog files (tpu_driver.*.log.*) into TMPDIR whatever TPU_LOG_DIR says: a
+        # directory of this process's, removed at exit, so none are left in /tmp. The user's
+        # LIBTPU_INIT_ARGS stay first: the driver's own dump and log flags are added after them.
+        user = os.environ.get("LIBTPU_INIT_ARGS")
+        return {**_jaxlib.TPU_COMPILE_ENV, "TMPDIR": _private_dirs()[2], **({"LIBTPU_INIT_ARGS": user} if user else {})}
+
+    def check_module(self, module: Any) -> None:
+        import re
+
+        from ..errors import InputError
+
+        # libtpu aborts its process on a dynamic dimension ("Check failed: !count_overflow",
+        # libtpu 0.0.50.1) where the CPU and CUDA compilers refuse it with an error.
+        text = module.operation.get_asm(large_elements_limit=1)
+        m = re.search(r"tensor<(?:\d+x)*\?[x?\d]*x?[a-z]\w*>", text)
+        if m:
+            raise InputError(f"the module has a dynamic dimension ({m.group(0)}): libtpu compiles static shapes only",
+                             hint="export it with concrete shapes (jax.export with ShapeDtypeStructs)")
+        # jax's CPU lowering of linalg, FFT and host callbacks calls into jaxlib's CPU kernels,
+        # which libtpu has no emitter for ("Custom emitter for lapack_sgetrf_ffi not found").
+        cpu_only = sorted(set(re.findall(r"custom_call @\"?((?:lapack_|ducc_|cpu_|xla_python_cpu|xla_ffi_python_cpu)"
+                                         r"[\w.]*)", text)))
+        if cpu_only:
+            raise InputError(f"the module holds CPU-only custom calls ({', '.join(cpu_only)}): it was lowered "
+                             "for the CPU", hint="give the JAX function itself (model.py:f --args ...): the driver "
+                                                 "lowers it for the TPU")
+
+    def dump_env(self, dumps: tuple[str, ...]) -> dict[str, str]:
+        if "tpu-llo" not in dumps:  # xla.backend.TPU_LLO
+            return {}
+        # libtpu reads its dump flags once, as it loads: a directory of this process's for the
+        # TPU process's lifetime, emptied after each compile (collect_dumps). Only the final
+        # bundles: all LLO passes are ~25x the files.
+        where = _private_dirs()
+        return {"LIBTPU_INIT_ARGS": f"--xla_jf_dump_to={where[0]} --xla_jf_dump_llo_pass_label_regex=final_bundles "
+                                    f"--xla_jf_dump_static_llo_profile_to={where[1]}",
+                LLO_DIRS_ENV: os.pathsep.join(where[:2])}
+
+    pass_log_is_whole_log: ClassVar[bool] = True
+
+    def pass_log_env(self, xla_env: dict[str, str]) -> dict[str, str]:
+        # libtpu's XLA reads its logging flags from LIBTPU_INIT_ARGS, not TF_CPP_VMODULE; to
+        # stderr, where the compile's log is captured (xla.pass_log parses the same lines).
+        vmodule = xla_env.get("TF_CPP_VMODULE", "")
+        return {"LIBTPU_INIT_ARGS": f"--vmodule={vmodule} --stderrthreshold=0 --logtostderr"} if vmodule else {}
+
+    def collect_dumps(self, workdir: str) -> None:
+        import shutil
+
+        dirs = os.environ.get(LLO_DIRS_ENV)
+        if not dirs:
+            return
+        for kind, directory in zip(("llo", "static-profile"), dirs.split(os.pathsep)[:2]):
+            target = os.path.join(workdir, kind)
+            os.makedirs(target, exist_ok=True)
+            for name in os.listdir(directory):
+                shutil.move(os.path.join(directory, name), os.path.join(target, name))
+
+    def crash_hint(self) -> str | None:
+        if os.environ.get("LIBTPU_INIT_ARGS"):
+            return "libtpu ends its process on a flag it does not know: check LIBTPU_INIT_ARGS"
+        # Seen with libtpu 0.0.50.1: SIGILL for cross-partition collectives of an unsharded
+        # module compiled for one device (XLA's hlo-opt docs' input.hlo).
+        return ("libtpu ends its process on what it cannot compile, such as collectives over more devices "
+                "than the compile has: --num-partitions N for a module that names its partitions")
+
+
+# Where the TPU process started for libtpu's own dumps writes them (llo, static profile).
+LLO_DIRS_ENV = "MLIRHLO_TPU_DUMP_DIRS"
+_private: list[str] = []
+os.register_at_fork(after_in_child=_private.clear)  # a forked worker's TPU process writes apart
+
+
+def _private_dirs() -> tuple[str, str, str]:
+    """Directories of this process's (removed at exit) for its TPU processes: libtpu's LLO
+    dumps, its static profiles, and its TMPDIR (glog files)."""
+    if not _private:
+        import atexit
+        import shutil
+        import tempfile
+
+        base = tempfile.mkdtemp(prefix="mlirhlo-tpu-")
+        atexit.register(shutil.rmtree, base, ignore_errors=True)
+        for kind in ("llo", "profile", "tmp"):
+            os.mkdir(os.path.join(base, kind))
+            _private.append(os.path.join(base, kind))
+    return _private[0], _private[1], _private[2]
+
+
+PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}
 
 
 def run_target(platform: str, xla_flags: tuple[tuple[str, Any], ...] = ()) -> Target:
     """The target of a run on ``platform``'s devices here (a CUDA run needs a GPU, no spec)."""
     if platform == "cuda":
         return CudaTarget(spec=None, xla_flags=tuple(xla_flags))
+    if platform == "tpu":
+        from ..errors import NoGpu
+
+        raise NoGpu("no TPU is attached here: TPU support is device-less compiles",
+                    hint="mlirhlo opt --platform tpu --tpu-topology NAME --stage hlo,memory")
     if platform not in PLATFORMS:
         from ..errors import InputError
 
-        raise InputError(f"unknown platform '{platform}'", hint=" or ".join(PLATFORMS))
+        *first, last = PLATFORMS
+        raise InputError(f"unknown platform '{platform}'", hint=f"{', '.join(first)} or {last}")
     return PLATFORMS[platform](xla_flags=tuple(xla_flags))
 
 
@@ -297,15 +497,18 @@ class Targets:
         MLIR-level stages when the command compiles nothing (``kw``: the stage options)."""
         if not self.targets:
             return [(None, StageOptions(**kw))]
-        return [(t.spec.name if t.spec is not None else None, t.options(**kw)) for t in self.targets]
+        return [(t.spec.name if t.spec is not None else t.topology.name if t.topology is not None else None,
+                 t.options(**kw)) for t in self.targets]
 
     def one(self) -> Target:
         """The one target; DriverError for several specs or none."""
         if self.platform is None or not self.targets:
-            raise DriverError("the target has no platform: XLA stages need cpu or cuda")
+            raise DriverError("the target has no platform: XLA stages need cpu, cuda or tpu")
         if len(self.targets) > 1:
-            raise DriverError(f"the target names {len(self.targets)} GPU specs: compile one at a time",
-                              hint="Target.cuda(name) per spec")
+            what = "TPU topologies" if self.platform == "tpu" else "GPU specs"
+            raise DriverError(f"the target names {len(self.targets)} {what}: compile one at a time",
+                              hint="Target.tpu(name) per topology" if self.platform == "tpu"
+                              else "Target.cuda(name) per spec")
         return self.targets[0]
 
     def options(self, **kw: Any) -> StageOptions:
@@ -326,6 +529,10 @@ class Targets:
             from ..cuda import specs as gpu_specs
 
             return CudaTarget(spec=gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC), xla_flags=self.xla_flags)
+        if platform == "tpu":
+            from ..tpu import topologies
+
+            return TpuTarget(topology=topologies.parse(topologies.DEFAULT), xla_flags=self.xla_flags)
         return PLATFORMS[platform](xla_flags=self.xla_flags)
 
 
@@ -354,13 +561,16 @@ def debug_options(cli_flags: dict[str, Any] | None = None, debug_options_file: s
 
 def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dict[str, Any] | None = None,
             debug_options_file: str | None = None, autotune_results: str | None = None,
-            needs_spec: bool = True, xla_tool: bool = False, spec_flag: str = "--gpu-spec") -> Targets:
+            needs_spec: bool = True, xla_tool: bool = False, spec_flag: str = "--gpu-spec",
+            tpu_topology: str | None = None, topology_flag: str = "--tpu-topology") -> Targets:
     """The targets of a command.
 
     ``gpu_spec`` is a comma list of spec names or files (gpu_specs.resolve_spec);
     ``--xla_gpu_target_config_filename`` names one too. ``needs_spec``: the command
     compiles, so a CUDA target gets the default spec (with a note) if none is named;
-    listings need none. ``xla_tool``: XLA's tools' conventions, where a command may compile without
+    listings need none. ``tpu_topology``: a comma list of TPU topologies (tpu.topologies),
+    which names a TPU target; the default one (with a note) where a TPU command compiles
+    without. ``xla_tool``: XLA's tools' conventions, where a command may compile without
     ``--platform`` (hlo-opt ``--passes`` picks a pipeline): ``XLA_FLAGS`` is always read,
     and flags need no platform. ``spec_flag`` names the spec option in the default-spec note.
     """
@@ -378,6 +588,13 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         platform = platform_name(platform)
     elif config_file is not None or gpu_spec is not None:
         platform = "cuda"  # a GPU spec names a CUDA target, as XLA's config file does
+    elif tpu_topology is not None:
+        platform = "tpu"
+    if tpu_topology is not None and platform != "tpu":
+        raise DriverError(f"{param('tpu_topology')} is for {param('platform', 'tpu')}")
+    if platform == "tpu" and (gpu_spec is not None or config_file is not None):
+        raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}; a TPU target takes "
+                          f"{param('tpu_topology')}")
     if autotune_results is not None:
         flags_given[AUTOTUNE_FLAG] = autotune_results
     file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
@@ -392,13 +609,13 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         xla_flags.check_names(flags, xla_flags.known_names())
     if platform is None and not xla_tool:
         if flags:
-            raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda')}")
+            raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda|tpu')}")
     if platform == "cpu" and gpu_spec is not None:
         raise DriverError(f"{param('gpu_spec')} is for {param('platform', 'cuda')}" if not spec_from_flag
                           else "--xla_gpu_target_config_filename is for --platform=CUDA")
     path = flags.get(AUTOTUNE_FLAG)
     if path is not None:
-        if platform == "cpu" and not xla_tool:
+        if platform in ("cpu", "tpu") and not xla_tool:
             raise DriverError(f"autotune results are for {param('platform', 'cuda')}")
         flags[AUTOTUNE_FLAG] = autotune_file(str(path))
     frozen = tuple(sorted(flags.items()))
@@ -414,8 +631,21 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
             specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
         # Fields filled in or left out of a spec: said with the other notes, after validation.
         notes += [n for s in specs for n in s.notes]
-    if platform == "cuda":
-        found: tuple[Target, ...] = tuple(CudaTarget(spec=s, xla_flags=frozen) for s in specs)
+    if platform == "tpu":
+        from ..tpu import topologies
+
+        if tpu_topology is None:
+            tpu_topology = topologies.DEFAULT
+            if needs_spec:
+                default = topologies.parse(tpu_topology)
+                notes.append(f"no {topology_flag} given: compiling for {default.name} (TPU {default.generation}, "
+                             f"{'x'.join(map(str, default.shape))} chips)")
+        # XLA's tools spell it --tpu_topology (a "--" name is shown as it is: errors.spell).
+        flag = topology_flag if xla_tool else "tpu_topology"
+        found: tuple[Target, ...] = tuple(TpuTarget(topology=t, xla_flags=frozen)
+                                          for t in topologies.parse_list(tpu_topology, flag))
+    elif platform == "cuda":
+        found = tuple(CudaTarget(spec=s, xla_flags=frozen) for s in specs)
     elif platform is not None:
         found = (PLATFORMS[platform](xla_flags=frozen),)
     else:

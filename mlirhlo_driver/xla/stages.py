@@ -14,9 +14,13 @@ from typing import Any
 from ..errors import CompileError
 from ..stages.base import XLA, Deferred, Registry, Stage, StageRequest
 
-_AFTER_OPT = r"(?:^|_)(?:cpu|gpu)_after_optimizations"
+# libtpu's files are ``after_optimizations...`` (xla.backend drops its build from the prefix).
+_AFTER_OPT = r"(?:(?:^|_)(?:cpu|gpu)_|^)after_optimizations"
 CPU_ONLY = frozenset({"cpu"})
 CUDA_ONLY = frozenset({"cuda"})
+TPU_ONLY = frozenset({"tpu"})
+# Stages every backend's compile gives (XLA's dumps, the executable's module, memory and cost).
+ALL = frozenset({"cpu", "cuda", "tpu"})
 
 
 _LL_DEFINE = r"^define [^@]*@\"?([\w.$-]+)"
@@ -100,6 +104,60 @@ def _memory_usage(req: Any) -> str:
     from .backend import to_json
 
     return to_json(artifacts(req).memory_stats)
+
+
+def _memory(req: Any) -> str:
+    """Per-device memory of the compile against the generation's HBM (tpu.memory)."""
+    from ..tpu import memory
+
+    return memory.report(artifacts(req).memory_stats, req.options.target)
+
+
+def _memory_usage_report(req: Any) -> str:
+    return _text(_stage_artifacts(req, "memory-usage-report").one(_AFTER_OPT + r"-memory-usage-report\.txt$",
+                                                                  "memory-usage-report"))
+
+
+_LLO_FILE = re.compile(r"^llo/\d+-(.+)-\d+-final_bundles\.txt$")
+
+
+def _llo(req: Any) -> dict[str, bytes]:
+    """libtpu's final VLIW bundles, one part per program it compiled (each fusion, the
+    top-level program), named after it."""
+    art = _stage_artifacts(req, "llo")
+    out: dict[str, bytes] = {}
+    for key, data in art.matching(r"^llo/"):
+        m = _LLO_FILE.match(key)
+        if m and not m.group(1).endswith("schedule-analysis"):
+            out[re.sub(r"[^\w.-]+", "_", m.group(1)).strip("_")] = data
+    if not out:
+        art.one(r"^llo/.*final_bundles", "llo")  # raises the "no output" error
+    return dict(sorted(out.items()))
+
+
+def _static_profile(req: Any) -> str:
+    """libtpu's static LLO profile: estimated cycles per HLO op, most first, and their sum."""
+    art = _stage_artifacts(req, "static-profile")
+    rows: list[tuple[int, str]] = []
+    kinds = set()
+    for key, data in art.matching(r"^static-profile/.*\.textproto$"):
+        m = re.search(r"_(TPU[^/]*?)_static_llo_profile\.textproto$", key)
+        if m:
+            kinds.add(m.group(1))
+        text = _text(data)
+        for block in re.findall(r"hlo_op_estimate \{(.*?)\n\}", text, re.S):
+            name = re.search(r'hlo_op_name: "([^"]*)"', block)
+            cycles = re.search(r"estimated_cycles: (\d+)", block)
+            if name and cycles:
+                rows.append((int(cycles.group(1)), name.group(1)))
+    if not rows:
+        art.one(r"^static-profile/.*\.textproto$", "static-profile")  # raises the "no output" error
+    rows.sort(key=lambda r: (-r[0], r[1]))
+    width = max(len(n) for _, n in rows + [(0, "total")])
+    lines = [f"# estimated cycles per HLO op: libtpu's static LLO profile ({', '.join(sorted(kinds)) or 'TPU'})"]
+    lines += [f"{n:<{width}}  {c:>12,}" for c, n in rows]
+    lines.append(f"{'total':<{width}}  {sum(c for c, _ in rows):>12,}")
+    return "\n".join(lines) + "\n"
 
 
 def _cost(req: Any) -> str:
@@ -415,6 +473,7 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
 # HLO, memory stats and cost analysis with none.
 _TEXT, _HTML, _DOT, _LLVM, _PTX, _EXE = "hlo-text", "hlo-html", "hlo-dot", "llvm-ir", "ptx", "executable-hlo"  # backend's
 _PROTO = "hlo-proto"  # backend's HLO_PROTO: the HloProto XLA dumps after optimization (diff's summary)
+_TPU_LLO = "tpu-llo"  # backend's TPU_LLO: libtpu's final bundles and static profile
 
 # ------------------------------------------------------------------ Triton
 
@@ -542,26 +601,39 @@ def _kernel_rows_json(req: Any) -> str:
 def add_stages(stages: Registry) -> None:
     """Add XLA's stages to ``stages``, in pipeline order (after the MLIR-level ones). Each
     declares what it reads of the compile (``dumps``, ``emitters``)."""
-    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo, dumps=(_TEXT,)))
+    stages.add(Stage("hlo", "hlo", XLA, False, "HLO after XLA's optimization passes", _hlo, ALL, dumps=(_TEXT,)))
     stages.add(Stage("hlo-backend", "hlo-backend.hlo", XLA, False,
-                     "the executable's final scheduled HLO module", _hlo_backend, dumps=(_EXE,)))
+                     "the executable's final scheduled HLO module", _hlo_backend, ALL, dumps=(_EXE,)))
     stages.add(Stage("html", "html", XLA, False,
-                     "self-contained HTML view of the optimized HLO graph (works offline)", _html, dumps=(_HTML,)))
-    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot, dumps=(_DOT,)))
+                     "self-contained HTML view of the optimized HLO graph (works offline)", _html, ALL,
+                     dumps=(_HTML,)))
+    stages.add(Stage("dot", "dot", XLA, False, "Graphviz graph of the optimized HLO", _dot, ALL, dumps=(_DOT,)))
     stages.add(Stage("buffer-assignment", "buffer-assignment.txt", XLA, False, "XLA's buffer assignment",
-                     _buffer_assignment, dumps=(_TEXT,)))
+                     _buffer_assignment, ALL, dumps=(_TEXT,)))
     stages.add(Stage("memory-usage", "memory-usage.json", XLA, False,
-                     "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage))
+                     "compiled memory stats (argument, output, temp, alias bytes)", _memory_usage, ALL))
+    stages.add(Stage("memory-usage-report", "memory-usage-report.txt", XLA, False,
+                     "XLA's memory usage report: the largest buffers and what holds them", _memory_usage_report,
+                     TPU_ONLY, dumps=(_TEXT,)))
+    stages.add(Stage("memory", "memory.txt", XLA, False,
+                     "per-device memory (arguments, outputs, temporaries, code, peak) against the "
+                     "generation's HBM: fits or not", _memory, TPU_ONLY))
+    stages.add(Stage("llo", "llo", XLA, False,
+                     "libtpu's final VLIW bundles (LLO), one part per compiled program", _llo, TPU_ONLY,
+                     multi=True, join="//", parts="one per compiled program", dumps=(_TPU_LLO,)))
+    stages.add(Stage("static-profile", "static-profile.txt", XLA, False,
+                     "libtpu's static LLO profile: estimated cycles per HLO op", _static_profile, TPU_ONLY,
+                     dumps=(_TPU_LLO,)))
     stages.add(Stage("cost", "cost.json", XLA, False,
                      "XLA's cost analysis: flops, bytes accessed, transcendentals (CUDA: per fusion, "
-                     "with the roofline bound on the spec)", _cost, dumps=(_EXE,)))
+                     "with the roofline bound on the spec)", _cost, ALL, dumps=(_EXE,)))
     stages.add(Stage("roofline", "roofline.txt", XLA, False,
                      "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
                      "time on the spec's GPU", _roofline, CUDA_ONLY, dumps=(_EXE,)))
     stages.add(Stage("model-explorer", "model-explorer.json", XLA, False,
                      "Model Explorer graph JSON of the optimized HLO (fusions as layers) and, on CUDA, "
                      "node-data overlays: roofline time, bound, registers, occupancy, spills",
-                     _model_explorer, multi=True, parts="the graph and one overlay per figure",
+                     _model_explorer, ALL, multi=True, parts="the graph and one overlay per figure",
                      # the optimized module (the graph), and on CUDA the PTX its kernel
                      # overlays assemble (as 'kernels' does)
                      dumps=(_PTX, _EXE)))
@@ -597,6 +669,6 @@ def add_stages(stages: Registry) -> None:
                      "autotuning results (AutotuneResults textproto)", _autotune_results, CUDA_ONLY))
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
-                     _summary, dumps=(_PROTO,), hidden=True))
+                     _summary, ALL, dumps=(_PROTO,), hidden=True))
     stages.add(Stage("kernel-rows", "kernel-rows.json", XLA, False, "the kernel rows, as data (Compiled.kernels)",
                      _kernel_rows_json, CUDA_ONLY, dumps=(_PTX, _EXE), hidden=True))

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-_AFTER_OPT_PROTO = r"(?:^|_)(?:cpu|gpu)_after_optimizations\.hlo\.pb$"
+# TPU's file is ``after_optimizations.hlo.pb`` (xla.backend drops libtpu's build from the prefix).
+_AFTER_OPT_PROTO = r"(?:(?:^|_)(?:cpu|gpu)_|^)after_optimizations\.hlo\.pb$"
 
 # The executable's memory stats shown, in this order (device memory; jaxlib's names).
 MEMORY_FIELDS = ("peak_memory_in_bytes", "temp_size_in_bytes", "argument_size_in_bytes",

@@ -179,7 +179,10 @@ def test_version_names_every_tool(cli):
     where = f" (the driver's copy, {plugin.copy.path})" if plugin.copy else ""
     assert lines[1:4] == [f"jax {found['jax']}", f"jaxlib {found['jaxlib']}",
                           f"{plugin.dist} {plugin.version}{where}"]
-    assert lines[4].startswith("ptxas ") and lines[-1].startswith("llvmlite ")
+    from mlirhlo_driver._native import libtpu
+
+    assert lines[4] == libtpu.version_line()
+    assert lines[5].startswith("ptxas ") and lines[-1].startswith("llvmlite ")
 
 
 def test_version_says_what_is_wrong(cli, monkeypatch):

@@ -35,7 +35,7 @@ OPT_DEFAULTS = {
     "print_ir_after_change": False, "print_ir_before": None, "print_ir_after": None,
     "print_ir_after_failure": False, "print_ir_module_scope": False, "ir_dump_dir": None, "timing": False,
     "timing_format": "text", "verify_each": True, "reproducer_dir": None, "target_version": None,
-    "debug_info": False, "platform": None, "gpu_spec": None, "debug_options_file": None,
+    "debug_info": False, "platform": None, "gpu_spec": None, "tpu_topology": None, "debug_options_file": None,
     "autotune_results": None, "xla_passes": None, "after_pass": None, "load_pass_plugin": None,
     "fold_constants": False, "num_partitions": None, "no_cache": False, "quiet": False, "jobs": 0,
     "fail_fast": False, "timeout": None, "scheduler": None,
@@ -87,7 +87,8 @@ def test_opt_every_option_spelling():
         "--split-input-file", "--args", "--print-ir-after-all", "--print-ir-after-change", "--print-ir-before",
         "--print-ir-after", "--print-ir-after-failure", "--print-ir-module-scope", "--ir-dump-dir", "--timing",
         "--timing-format", "--mlir-output-format", "--verify-each", "--no-verify-each", "--reproducer-dir",
-        "--target-version", "--mlir-print-debuginfo", "--platform", "--gpu-spec", "--debug-options-file",
+        "--target-version", "--mlir-print-debuginfo", "--platform", "--gpu-spec", "--tpu-topology",
+        "--debug-options-file",
         "--autotune-results", "--xla-passes", "--after-pass", "--load-pass-plugin", "--fold-constants",
         "--num-partitions", "--no-cache", "--quiet", "-q", "--jobs", "-j", "--fail-fast", "--timeout", "--scheduler"]
 

@@ -274,4 +274,5 @@ def test_diff_explain_hands_its_options_to_the_library(cli, monkeypatch):
     assert seen["args"] == ("a.hlo", None) and kwargs == {
         "platform": "cuda", "gpu_spec": "a100_sxm_80,h100_sxm", "flags_a": "--xla_gpu_autotune_level=0",
         "flags_b": None, "stage": None, "as_json": True, "cache": False, "explain": True,
-        "debug_options_file_a": "a.txt", "debug_options_file_b": "b.txt", "num_partitions": None}
+        "debug_options_file_a": "a.txt", "debug_options_file_b": "b.txt", "num_partitions": None,
+        "tpu_topology": None}

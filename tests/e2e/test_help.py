@@ -149,7 +149,8 @@ def test_root_help_lists_every_command_with_its_summary(cli):
                                                                                              "-h, --help"]
     rows = re.findall(r"^  (\S+) +(.*)$", r.out.split("Commands:\n")[1], re.M)
     assert [name for name, _ in rows] == ["opt", "watch", "passes", "convert", "run", "spmd-run", "kernels", "explore",
-                                          "diff", "ptx", "bench-pipeline", "specs", "cache", "cuda-plugin"]
+                                          "diff", "ptx", "bench-pipeline", "specs", "cache", "cuda-plugin",
+                                          "tpu-plugin"]
     summaries = dict(rows)
     assert summaries["ptx"] == "LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt)."
     assert summaries["cache"] == "The stage cache every command and the Python API share."

@@ -219,7 +219,7 @@ def test_hlo_opt_output_and_flag_spellings(tool, work):
 
 def test_hlo_opt_usage_errors(tool):
     assert_one_line_error(tool("hlo-opt --platfrom=cpu input.hlo"), facts=("'--platfrom'", "'--platform'"))
-    assert_one_line_error(tool("hlo-opt --platform=tpu input.hlo"), contains="unknown platform")
+    assert_one_line_error(tool("hlo-opt --platform=tpux input.hlo"), contains="unknown platform")
     assert_one_line_error(tool("hlo-opt --xla_cpu_enable_fast_mth input.hlo"), facts=("'--xla_cpu_enable_fast_mth'",))
     assert_one_line_error(tool("hlo-opt --passes=no-such-pass --platform=cpu input.hlo"),
                           contains="INVALID_ARGUMENT", facts=("no-such-pass",))  # XLA's status, grepped by its tests

@@ -142,6 +142,8 @@ UNKNOWN_OPTIONS = [
     ("cache clear", ["--all"], "error: no such option: --all (see 'mlirhlo cache clear --help')"),
     ("cuda-plugin", ["--bogus"], "error: no such option: --bogus (see 'mlirhlo cuda-plugin --help')"),
     ("cuda-plugin install", ["--forc"], "error: no such option: --forc (did you mean '--force'?)"),
+    ("tpu-plugin", ["--bogus"], "error: no such option: --bogus (see 'mlirhlo tpu-plugin --help')"),
+    ("tpu-plugin install", ["--forc"], "error: no such option: --forc (did you mean '--force'?)"),
 ]
 
 

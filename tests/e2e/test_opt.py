@@ -592,11 +592,13 @@ def test_stdout_on_a_full_disk_is_one_error_line_and_exit_1(unbuffered):
     (["diff", "a.hlo"], "diff", (("a.hlo", None), {
         "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": None,
         "input_options": ("jax", None, False, None), "as_json": False, "cache": True,
-        "explain": False, "debug_options_file_a": None, "debug_options_file_b": None, "num_partitions": None})),
+        "explain": False, "debug_options_file_a": None, "debug_options_file_b": None, "num_partitions": None,
+        "tpu_topology": None})),
     (["diff", "m.py:f", "--args", "f32[8]", "--no-cache", "--json", "--stage", "hlo"], "diff", (("m.py:f", None), {
         "platform": None, "gpu_spec": None, "flags_a": None, "flags_b": None, "stage": "hlo",
         "input_options": ("jax", None, False, "f32[8]"), "as_json": True, "cache": False,
-        "explain": False, "debug_options_file_a": None, "debug_options_file_b": None, "num_partitions": None})),
+        "explain": False, "debug_options_file_a": None, "debug_options_file_b": None, "num_partitions": None,
+        "tpu_topology": None})),
     (["specs", "list"], "spec_table", ((), {"as_json": False})),
     (["specs", "list", "--json"], "spec_table", ((), {"as_json": True})),
     (["passes"], "pass_catalog", ((None,), {})),

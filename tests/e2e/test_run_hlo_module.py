@@ -103,7 +103,7 @@ def test_run_hlo_module_flags(tool):
     assert "=== Iteration 2" in r.err and "output 0 (float32[8])" in r.out
     assert "inputs: random (seed 0)" in r.out and "inputs: random (seed 1)" in r.out  # new inputs each time
     assert "miscompared" not in r.err  # no reference, no comparison
-    assert_one_line_error(tool("run_hlo_module --platform=TPU computation.hlo"), contains="unknown platform")
+    assert_one_line_error(tool("run_hlo_module --platform=TPU computation.hlo"), contains="no TPU is attached")
     raw = tool("run_hlo_module --reference_platform=CPU --run_test_hlo_passes=false input.hlo")
     assert raw.code == 1  # without XLA's passes nothing expands the scatter for XLA:CPU
     assert _UNEXPANDED_SCATTER in raw.out and "--xla_disable_all_hlo_passes=true" in raw.out
@@ -340,8 +340,8 @@ def test_infeed_and_outfeed_in_stablehlo_input_are_replaced(tool, work):
     ("--platform=Interpreter computation.hlo", "--platform=Interpreter: jaxlib has no XLA interpreter backend "
      "(the StableHLO interpreter is the reference: --reference_platform=Interpreter)"),
     ("--reference_platform=gpu computation.hlo", "--reference_platform=CUDA is not supported here (Interpreter or CPU)"),
-    ("--reference_platform=tpux computation.hlo",
-     "--reference_platform=tpux: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"),
+    ("--reference_platform=zzz computation.hlo",
+     "--reference_platform=zzz: unknown platform (one of CPU, Host, CUDA, GPU, TPU, Interpreter)"),
     ("--output_literals_file=o.pb computation.hlo computation.hlo",
      "--input_literals_file and --output_literals_file are for one module"),
     ("--isolate_instructions --output_literals_file=o.pb computation.hlo",

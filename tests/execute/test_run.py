@@ -129,7 +129,7 @@ def test_run_module_invalid_inputs_are_invalid_not_failed(tmp_path):
                       "  %0 = stablehlo.negate %x : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n")
     for options, facts in [
             (run.RunOptions(reference="bogus"), ("'bogus'", "interpreter, cpu, none")),
-            (run.RunOptions(platform="tpu"), ("'tpu'", "cpu or cuda")),
+            (run.RunOptions(platform="tpux"), ("'tpux'", "cpu, cuda or tpu")),
             (run.RunOptions(inputs_npz=str(tmp_path / "none.npz")), (f"{tmp_path / 'none.npz'}: ", "no such file"))]:
         r = run.run_module(m, "m", str(path), options)
         assert (r.status, r.xla_passes) == ("invalid", None)
@@ -199,9 +199,9 @@ def test_pass_timing_runs_for_modules_that_ran_and_a_failure_is_noted(tmp_path, 
     r = run.run_module(checks_module, "broken", str(checks_path), run.RunOptions(timing=True))
     assert r.status == "check-failed"
     assert_mentions(r.message, "1/2 checks", "no pass timing", "no timing here")
-    r = run.run_module(m, "m", str(path), run.RunOptions(platform="tpu", timing=True))
+    r = run.run_module(m, "m", str(path), run.RunOptions(platform="tpux", timing=True))
     assert (r.status, r.xla_passes) == ("invalid", None)
-    assert_mentions(r.message, "'tpu'", "cpu or cuda")
+    assert_mentions(r.message, "'tpux'", "cpu, cuda or tpu")
     r = run.run_module(m, "m", str(path), run.RunOptions(reference="none"))
     assert r.xla_passes is None
     assert len(asked) == 3
@@ -214,7 +214,7 @@ def test_pass_timing_runs_for_modules_that_ran_and_a_failure_is_noted(tmp_path, 
     ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n", "broken",
      {"reference": "none"}, "ran", " (no pass timing: no timing here)"),
     ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n", "m",
-     {"platform": "tpu"}, "invalid", "unknown platform 'tpu' (cpu or cuda)"),
+     {"platform": "tpux"}, "invalid", "unknown platform 'tpux' (cpu, cuda or tpu)"),
     ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n", "m",
      {"reference": "bogus"}, "invalid", "unknown reference 'bogus' (interpreter, cpu, none)"),
     ("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n", "m",

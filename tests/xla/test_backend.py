@@ -224,7 +224,7 @@ def test_every_xla_stage_says_what_it_reads():
     from mlirhlo_driver.xla import backend as xla_backend
 
     declared = [s for s in registry.stages().stages.values() if s.level == "xla"]
-    assert set().union(*(s.dumps for s in declared)) <= set(xla_backend.ALL_DUMPS)
+    assert set().union(*(s.dumps for s in declared)) <= {*xla_backend.ALL_DUMPS, xla_backend.TPU_LLO}
     assert {s.name for s in declared if s.emitters} == {"triton", "ttir", "ttgir", "triton-passes"}
     assert {s.name: s.dumps for s in declared if s.name in ("hlo", "kernels", "summary", "memory-usage")} == {
         "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo"), "summary": ("hlo-proto",), "memory-usage": ()}

@@ -257,13 +257,13 @@ def test_platform_spellings():
     assert_mentions(e.value.format("params"), "error: --reference_platform=cpux: ", "'cpu'")
     with pytest.raises(DriverError) as e:
         platform("zzzzzz")
-    assert_mentions(e.value.format("params"), "error: --platform=zzzzzz: ", "CPU, Host, CUDA, GPU, Interpreter")
+    assert_mentions(e.value.format("params"), "error: --platform=zzzzzz: ", "CPU, Host, CUDA, GPU, TPU, Interpreter")
 
 
 @pytest.mark.golden
 @pytest.mark.parametrize("name, flag, line", [
     ("cpux", "reference_platform", "error: --reference_platform=cpux: unknown platform (did you mean 'cpu'?)"),
-    ("zzzzzz", "platform", "error: --platform=zzzzzz: unknown platform (one of CPU, Host, CUDA, GPU, Interpreter)"),
+    ("zzzzzz", "platform", "error: --platform=zzzzzz: unknown platform (one of CPU, Host, CUDA, GPU, TPU, Interpreter)"),
 ])
 def test_unknown_platform_messages_exactly(name, flag, line):
     """Golden: a platform name XLA's tools do not know, with the close names or the list."""

@@ -35,6 +35,8 @@ XLA_DEFAULTS: dict[str, dict[str, object]] = {
         # The driver's own (XLA's hlo-opt compiles a sharded module unpartitioned): run_hlo_module's
         # spelling and default, the module's own count.
         "num_partitions": -1,
+        # The driver's own (XLA's open-source hlo-opt has no TPU): empty, the default topology.
+        "tpu_topology": "",
     },
     "run_hlo_module": {
         "platform": "", "reference_platform": "default", "print_literals": False,

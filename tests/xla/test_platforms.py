@@ -120,7 +120,7 @@ def test_resolve_refuses_targets_that_contradict_themselves(tmp_path):
     """Golden: each contradiction is its own error, before anything compiles."""
     assert targets.resolve(None, gpu_spec="h100_sxm").platform == "cuda"  # a spec names a CUDA target
     assert _error(targets.resolve, None, cli_flags={"xla_cpu_enable_fast_math": True}) == \
-        "error: XLA flags need platform='cpu|cuda'"
+        "error: XLA flags need platform='cpu|cuda|tpu'"
     assert _error(targets.resolve, "cpu", gpu_spec="h100_sxm") == "error: gpu_spec is for platform='cuda'"
     assert _error(targets.resolve, "cpu", cli_flags={targets.TARGET_CONFIG_FLAG: "h100_sxm"}) == \
         "error: --xla_gpu_target_config_filename is for --platform=CUDA"
@@ -246,7 +246,7 @@ def test_target_options_are_those_of_its_one_compile():
         two.options()
     assert_mentions(e.value.message, "2 GPU specs")
     assert_mentions(e.value.hint, "Target.cuda(name)")
-    assert_mentions(_error(targets.resolve(None).options), "no platform", "cpu or cuda")
+    assert_mentions(_error(targets.resolve(None).options), "no platform", "cuda or tpu")
     assert [(name, o.gpu_spec.name, o.platform) for name, o in two.stage_options(debug_info=True)] == \
         [("v100", "v100", "cuda"), ("a100_sxm_80", "a100_sxm_80", "cuda")]
     assert all(o.debug_info for _, o in two.stage_options(debug_info=True))
@@ -278,7 +278,7 @@ def test_a_python_cuda_target_is_one_spec():
 @pytest.mark.parametrize("make, line", [
     (lambda: targets.resolve("cuda", gpu_spec="v100,a100_sxm_80").options(),
      "error: the target names 2 GPU specs: compile one at a time (Target.cuda(name) per spec)"),
-    (lambda: targets.resolve(None).options(), "error: the target has no platform: XLA stages need cpu or cuda"),
+    (lambda: targets.resolve(None).options(), "error: the target has no platform: XLA stages need cpu, cuda or tpu"),
     (lambda: targets.Target.cuda("v100,h100_sxm"),
      "error: gpu_spec 'v100,h100_sxm' names several specs: a Target is one compile target (make one Target per spec)"),
 ])

@@ -845,19 +845,23 @@ def test_first_compile_dumps_what_the_requests_xla_stages_read():
 
 def test_xla_stages_are_registered_with_their_files_and_platforms():
     """Each XLA stage's file suffix, binary-ness, platforms, alias and parts, in pipeline order."""
-    both, cuda = ("cpu", "cuda"), ("cuda",)
+    both, cuda, tpu, every = ("cpu", "cuda"), ("cuda",), ("tpu",), ("cpu", "cuda", "tpu")
     got = [(s.name, s.ext, s.binary, tuple(sorted(s.platforms)), s.alias_of, s.multi, s.join)
            for s in registry.stages().stages.values() if s.level == stages.XLA and not s.hidden]
     assert got == [
-        ("hlo", "hlo", False, both, None, False, None),
-        ("hlo-backend", "hlo-backend.hlo", False, both, None, False, None),
-        ("html", "html", False, both, None, False, None),
-        ("dot", "dot", False, both, None, False, None),
-        ("buffer-assignment", "buffer-assignment.txt", False, both, None, False, None),
-        ("memory-usage", "memory-usage.json", False, both, None, False, None),
-        ("cost", "cost.json", False, both, None, False, None),
+        ("hlo", "hlo", False, every, None, False, None),
+        ("hlo-backend", "hlo-backend.hlo", False, every, None, False, None),
+        ("html", "html", False, every, None, False, None),
+        ("dot", "dot", False, every, None, False, None),
+        ("buffer-assignment", "buffer-assignment.txt", False, every, None, False, None),
+        ("memory-usage", "memory-usage.json", False, every, None, False, None),
+        ("memory-usage-report", "memory-usage-report.txt", False, tpu, None, False, None),
+        ("memory", "memory.txt", False, tpu, None, False, None),
+        ("llo", "llo", False, tpu, None, True, "//"),
+        ("static-profile", "static-profile.txt", False, tpu, None, False, None),
+        ("cost", "cost.json", False, every, None, False, None),
         ("roofline", "roofline.txt", False, cuda, None, False, None),
-        ("model-explorer", "model-explorer.json", False, both, None, True, None),
+        ("model-explorer", "model-explorer.json", False, every, None, True, None),
         ("llvm-before-optimizations", "ir-no-opt.ll", False, both, None, False, None),
         ("llvm", "ir-with-opt.ll", False, both, None, False, None),
         ("llvm-after-optimizations", "ir-with-opt.ll", False, both, "llvm", False, None),

@@ -86,9 +86,11 @@ def _quiet_stdout() -> None:
 
 HLO_OPT_FLAGS = [
     Flag("o", "str", "-", "Output file, or '-' for stdout.", "FILE"),
-    Flag("platform", "str", "", "Compile for CPU (also Host) or CUDA (also GPU; device-less, from a "
-         "GPU spec). Without it, --stage=hlo prints the module as read and --passes/--list-passes "
-         "use the CPU pipeline, then the CUDA one.", "NAME"),
+    Flag("platform", "str", "", "Compile for CPU (also Host), CUDA (also GPU; device-less, from a "
+         "GPU spec) or TPU (device-less, for --tpu_topology). Without it, --stage=hlo prints the module "
+         "as read and --passes/--list-passes use the CPU pipeline, then the CUDA one.", "NAME"),
+    Flag("tpu_topology", "str", "", "TPU slice for --platform=TPU: libtpu's name (v5e:2x2, v5p:2x2x1) or an "
+         "accelerator type (v5litepod-16, v6e-8); default v5e:2x2.", "NAME"),
     Flag("format", "str", "", "Input format, by default from the content: hlo, pb, pbtxt "
          "(HloProto or HloModuleProto), also stablehlo, mhlo, bytecode, vhlo.", "NAME"),
     Flag("stage", "str", "hlo", "Output stage (see --list-stages): hlo (after optimizations), "
@@ -112,7 +114,8 @@ Reads HLO (text, HloProto binary or text) or StableHLO from FILE ('-': stdin)
 and prints it at a stage of XLA's compile for --platform, or after the XLA
 passes named by --passes. CUDA compiles are device-less: the GPU comes from
 --xla_gpu_target_config_filename (a GpuTargetConfigProto; the shipped specs
-may be named by file name) or defaults to h100_sxm.
+may be named by file name) or defaults to h100_sxm. TPU compiles are device-less
+too, for --tpu_topology (libtpu: 'mlirhlo tpu-plugin install').
 """
 
 
@@ -123,7 +126,8 @@ def hlo_opt_main(argv: list[str] | None = None) -> None:
 
 
 RUN_HLO_MODULE_FLAGS = [
-    Flag("platform", "str", "CPU", "Test platform: CPU (Host), or CUDA (GPU; needs a GPU).", "NAME"),
+    Flag("platform", "str", "CPU", "Test platform: CPU (Host), or CUDA (GPU; needs a GPU). TPU: none is "
+         "attached here; TPU compiles are device-less (hlo-opt --platform=TPU).", "NAME"),
     Flag("reference_platform", "str", "default", "Reference: Interpreter (also 'default': the StableHLO "
          "reference interpreter), CPU, or '' for none.", "NAME"),
     Flag("print_literals", "bool", False, "Print the input and result literals."),

@@ -15,7 +15,7 @@ from tests.conftest import assert_mentions
 # ------------------------------------------------------------------ XLA's tools
 
 TOOL_DEFAULTS = {
-    "hlo_opt_main": {"o": "-", "platform": "", "format": "", "stage": "hlo", "list_stages": False,
+    "hlo_opt_main": {"o": "-", "platform": "", "tpu_topology": "", "format": "", "stage": "hlo", "list_stages": False,
                      "split_input_file": False, "passes": "", "list_passes": False, "emit_proto": False,
                      "debug_options_file": "", "num_partitions": -1},
     "run_hlo_module_main": {"platform": "CPU", "reference_platform": "default", "print_literals": False,

@@ -1,0 +1,44 @@
+"""XLA's tools with ``--platform=TPU`` (hlo-opt, run_hlo_module) as a user runs them: hlo-opt
+compiles device-less for a TPU topology; run_hlo_module, with no TPU attached, says so in one
+line and points at the device-less compile (it runs nothing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import DATA, assert_mentions, assert_one_line_error, run_xla_tool
+from tests.tpu.conftest import needs_libtpu
+
+MATMUL = DATA / "spmd" / "matmul.hlo"
+
+
+@needs_libtpu
+@pytest.mark.slow
+def test_hlo_opt_compiles_for_a_tpu_topology(tmp_path, capfd):
+    r = run_xla_tool("hlo-opt", ["--platform=TPU", "--tpu_topology=v6e:2x2", "--stage=hlo", str(MATMUL)],
+                     tmp_path, capfd)
+    assert r.code == 0, r.err
+    assert r.out.startswith("HloModule matmul") and "T(8,128)" in r.out
+    mem = run_xla_tool("hlo-opt", ["--platform=tpu", "--stage=memory", str(MATMUL)], tmp_path, capfd)
+    assert mem.code == 0 and "v5e:2x2" in mem.out and "fits" in mem.out
+    assert_mentions(mem.err, "note:", "--tpu_topology")
+
+
+def test_hlo_opt_lists_the_tpu_stages(tmp_path, capfd):
+    r = run_xla_tool("hlo-opt", ["--platform=tpu", "--list-stages"], tmp_path, capfd)
+    assert r.code == 0
+    names = r.out.split()
+    assert {"hlo", "memory", "memory-usage-report", "buffer-assignment", "cost"} <= set(names)
+    assert "ptx" not in names and "llvm" not in names
+
+
+def test_hlo_opt_bad_topology_is_one_line(tmp_path, capfd):
+    r = run_xla_tool("hlo-opt", ["--platform=tpu", "--tpu_topology=v5e:3x3x3", "--stage=hlo", str(MATMUL)],
+                     tmp_path, capfd)
+    assert_mentions(assert_one_line_error(r, code=2), "v5e", "2 dimensions")
+
+
+def test_run_hlo_module_on_tpu_says_none_is_attached(tmp_path, capfd):
+    r = run_xla_tool("run_hlo_module", ["--platform=TPU", str(MATMUL)], tmp_path, capfd)
+    line = assert_one_line_error(r, code=2, at="--platform=TPU")
+    assert_mentions(line, "no TPU is attached", "hlo-opt --platform=TPU", "mlirhlo opt")

@@ -1,0 +1,50 @@
+"""The Python API with a TPU target (Target.tpu, mh.compile): the compile runs in the driver's
+TPU process, and the caller's process is left as it was: libtpu never loaded in it, its
+environment unchanged."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import mlirhlo_driver as mh
+from tests.conftest import DATA
+from tests.tpu.conftest import needs_libtpu
+
+pytestmark = [needs_libtpu, pytest.mark.slow]
+
+
+def _libtpu_mapped() -> bool:
+    with open(f"/proc/{os.getpid()}/maps") as f:
+        return "libtpu" in f.read()
+
+
+def test_a_tpu_compile_leaves_the_callers_process_as_it_was():
+    env = dict(os.environ)
+    c = mh.compile(str(DATA / "tpu" / "matmul_tanh.mlir"), mh.Target.tpu("v5p:2x2x1"))
+    assert c.platform == "tpu"
+    assert c.stage("hlo").startswith("HloModule")
+    assert "fits" in c.stage("memory")
+    assert c.artifacts().memory_stats["argument_size_in_bytes"] == 655_360
+    assert not _libtpu_mapped()
+    assert dict(os.environ) == env
+
+
+def test_a_jax_function_compiles_for_tpu_through_the_api():
+    from mlirhlo_driver._native import isolate
+
+    target = mh.Target.tpu("v6e-4")
+    before = set(isolate._helpers)
+    c = mh.compile(f"{DATA / 'model.py'}:mlp", target, args="f32[64,256],f32[256,512],f32[512]")
+    assert c.stage("hlo").startswith("HloModule jit_mlp")
+    assert not _libtpu_mapped()
+    # The lowering and the compile share one TPU process (the target's environment).
+    assert set(isolate._helpers) - before <= {tuple(sorted(target.compile_env().items()))}
+
+
+def test_a_run_on_tpu_is_refused_not_faked():
+    c = mh.compile(str(DATA / "tpu" / "matmul_tanh.mlir"), mh.Target.tpu("v5e:1x1"))
+    with pytest.raises(mh.DriverError) as e:
+        c.run()
+    assert "no TPU is attached" in e.value.message

@@ -1,0 +1,17 @@
+"""Fixtures of the TPU tests: whether a libtpu copy is there to compile with."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def libtpu_skip_reason() -> str | None:
+    """Why device-less TPU compiles cannot run here (None: they can)."""
+    from mlirhlo_driver._native import libtpu
+
+    if libtpu.in_use() is None:
+        return "no libtpu installed ('mlirhlo tpu-plugin install'; .ci/run installs it)"
+    return None
+
+
+needs_libtpu = pytest.mark.skipif(libtpu_skip_reason() is not None, reason=libtpu_skip_reason() or "")
