@@ -401,6 +401,57 @@ def kernels_command(
         _fail(e)
 
 
+# ------------------------------------------------------------------------ fit
+
+@app.command("fit")
+def fit_command(
+    input: Annotated[str, typer.Argument(
+        metavar="PROGRAM", help="The module: any input format, or package.module:function / FILE.py:function "
+                                "with --args (lowered for each TPU target, as opt does).")],
+    tpu_topology: Annotated[Optional[str], typer.Option(
+        "--tpu-topology", metavar="A,B,...",
+        help="TPU slices, a comma list (v5e:2x2, v5p:2x2x1, v5litepod-16, v6e-8 ...).")] = None,
+    gpu_spec: Annotated[Optional[str], typer.Option(
+        "--gpu-spec", metavar="A,B,...", help="GPU specs, a comma list (h100_sxm, a100_sxm_40 ...).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
+    require_fit: Annotated[bool, typer.Option(
+        "--require-fit", help="Exit 1 unless the program fits on every target.")] = False,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", metavar="N", min=0,
+        help="Worker processes compiling targets side by side (0: one after another in this process).")] = 0,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", metavar="URL", help="Compile the targets on a Dask cluster (tcp://HOST:8786).")] = None,
+    timeout: TimeoutOption = None,
+    input_format: InputFormatOption = None,
+    args: ArgsOption = None,
+    num_partitions: NumPartitionsOption = None,
+    no_cache: NoCacheOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Will it fit? Per target: devices, per-device memory required, capacity, headroom, fits.
+
+    Each target is a device-less compile. The requirement is what 'opt --stage memory' calls the
+    total (arguments + outputs - aliased + temporaries + code, per device), against the TPU
+    generation's HBM (tpu_specs/) or the GPU spec's memory. A TPU compile refused for HBM is a
+    row with XLA's numbers. Exit 0 when every target compiled or was refused for memory; 1 when
+    another compile failed (or, with --require-fit, when it does not fit everywhere).
+    """
+    try:
+        from .. import outputs
+        from ..batch import fit
+        from .common import progress_line
+
+        targets = fit.resolve(tpu_topology, gpu_spec)
+        line = progress_line(quiet, "fit")
+        with line if line is not None else _nothing():
+            rows = fit.run(input, targets, input_format=input_format, args=args, num_partitions=num_partitions,
+                           cache=not no_cache, jobs=jobs, scheduler=scheduler, timeout=timeout, progress=line)
+        outputs.Sink().emit(fit.to_json(rows) if json_out else fit.table(rows))
+        raise typer.Exit(fit.exit_code(rows, require_fit=require_fit))
+    except DriverError as e:
+        _fail(e)
+
+
 def _nothing() -> Any:
     import contextlib
 

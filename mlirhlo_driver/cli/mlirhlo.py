@@ -20,7 +20,7 @@ from ..errors import EXIT_FAILURE, EXIT_INTERRUPTED  # noqa: E402
 # entry point ends them with os._exit, skipping interpreter teardown (~40 ms, more
 # with jaxlib loaded). run/spmd-run/bench-pipeline keep a normal exit: worker pools
 # and jax's distributed runtime clean up at exit.
-_FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache", "diff"})
+_FAST_EXIT = frozenset({None, "opt", "convert", "passes", "ptx", "specs", "cache", "diff", "fit"})
 
 
 def __getattr__(name: str) -> Any:
