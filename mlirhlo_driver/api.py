@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .batch.fit import FitRow
 from .core.compiled import Compiled
 from .core.program import CONVERT_FORMATS, InputOptions, Program
 from .errors import DriverError, InputError
 from .targets import Target
 
-__all__ = ["CONVERT_FORMATS", "Compiled", "Program", "Target", "check_format", "compile", "convert",
-           "from_jax", "llvm_to_ptx", "load", "load_all"]
+__all__ = ["CONVERT_FORMATS", "Compiled", "FitRow", "Program", "Target", "check_format", "compile", "convert",
+           "fit", "from_jax", "llvm_to_ptx", "load", "load_all"]
 
 
 def convert(source: Any, fmt: str, *, target_version: str | None = None,
@@ -133,3 +134,28 @@ def llvm_to_ptx(llvm_ir: str, *, gpu_spec: str | None = None, arch: str | None =
         arch = gpu_specs.resolve_spec(gpu_spec or gpu_specs.DEFAULT_SPEC).sm
     options = ptx.PtxOptions(arch=arch, opt_level=opt_level, optimize=optimize, check_ptxas=check_ptxas)
     return ptx.compile_llvm_ir(llvm_ir, source, options).text
+
+
+def fit(source: str, targets: Any, *, args: str | None = None, input_format: str | None = None,
+        num_partitions: int | None = None, jobs: int = 0, cache: bool = True) -> list[FitRow]:
+    """Will ``source`` fit? One :class:`FitRow` per target of ``targets`` (a :class:`Target`,
+    or a sequence of them: ``[Target.tpu("v5e:2x2"), Target.tpu("v5p:2x2x1"),
+    Target.cuda("h100_sxm")]``), as ``mlirhlo fit`` prints them: each a device-less compile,
+    its per-device requirement (the ``memory`` stage's total) against the target's capacity
+    (the TPU generation's HBM, the GPU spec's memory). A TPU compile libtpu refuses for HBM is
+    a row with XLA's numbers (``fits`` False, ``source`` "xla-oom"); another failed compile a
+    row with ``source`` "error". ``source`` is a file or ``"model.py:f"`` with ``args``,
+    lowered for each TPU target. ``jobs`` > 0 compiles the targets in that many worker
+    processes at once. ``num_partitions``: a sharded module's (None: as it says)."""
+    from .batch import fit as batch_fit
+
+    if not isinstance(source, str):
+        raise DriverError("fit reads its program from a file or a JAX function's entry point: give a path "
+                          "or 'model.py:f'", hint="fit compiles it in each target's process, workers too")
+    listed = [targets] if isinstance(targets, Target) else list(targets)
+    if not all(isinstance(t, Target) for t in listed):
+        raise DriverError("targets: give Target values (Target.tpu(...), Target.cuda(...))")
+    if any(t.platform not in ("tpu", "cuda") for t in listed):
+        raise DriverError("fit measures TPU and CUDA targets: a CPU target has no device memory to fit in")
+    return batch_fit.run(source, listed, input_format=input_format, args=args, num_partitions=num_partitions,
+                         cache=cache, jobs=jobs)

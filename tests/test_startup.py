@@ -8,7 +8,7 @@ from tests.conftest import IMPORT_PROBE, REPO, run_subprocess
 
 
 @pytest.mark.parametrize("argv", [
-    ["--help"], ["opt", "--help"], ["passes", "--help"], ["convert", "--help"],
+    ["--help"], ["opt", "--help"], ["passes", "--help"], ["convert", "--help"], ["fit", "--help"],
     ["opt", "--list-stages"], ["opt", "--list-stages", "--platform", "cuda"],
     ["specs", "list"], ["specs", "show", "h100_sxm"], ["specs", "check", "gpu_specs/a100_pcie_80.txtpb"],
 ])

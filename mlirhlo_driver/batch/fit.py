@@ -77,6 +77,8 @@ class FitJob:
 class FitTask:
     index: int
     target: Any
+    source: str                 # the program, as given (a Dask task carries its bytes: _native.cluster)
+    data: bytes | None = None
 
 
 # XLA's sizes in its refusal ("(51.53G)"): HumanReadableNumBytes, powers of 1024.
@@ -144,21 +146,23 @@ def measure(job: FitJob, task: FitTask) -> FitRow:
     import json
 
     from ..core.compiled import Compiled
-    from ..core.program import InputOptions, programs
+    from ..core.program import InputOptions, programs, unit_programs
     from ..tpu import memory
 
     target = task.target
-    found = programs([job.source], InputOptions(job.input_format, False, job.args, lower_for=_lower_for(target)))
+    options = InputOptions(job.input_format, False, job.args, lower_for=_lower_for(target))
+    found = programs([task.source], options) if task.data is None else \
+        unit_programs(task.source, options, data=task.data)
     if len(found) != 1:
         raise InputError(f"fit measures one module; '{job.source}' holds {len(found)}",
                          hint="give one module (a file, or package.module:function with --args)")
     program = found[0]
     if not job.cache:
         program.identity = None
-    options = target.options(num_partitions=job.num_partitions)
+    stage_options = target.options(num_partitions=job.num_partitions)
     capacity, where = _capacity(target)
     label = target.label()
-    compiled = Compiled(program, target, options, cache=job.cache)
+    compiled = Compiled(program, target, stage_options, cache=job.cache)
     try:
         stats = json.loads(compiled.stage("memory-usage"))
     except CompileError as e:
@@ -220,7 +224,7 @@ def run(source: str, target_list: Sequence[Any], *, input_format: str | None = N
     if not target_list:
         raise DriverError("fit needs at least one target")
     job = FitJob(source, input_format, args, num_partitions, cache)
-    tasks = [FitTask(i, t) for i, t in enumerate(target_list)]
+    tasks = [FitTask(i, t, source) for i, t in enumerate(target_list)]
     rows: dict[int, FitRow] = {}
     if jobs == 0 and scheduler is None:
         for task in tasks:
@@ -268,7 +272,9 @@ def _size(n: int | None) -> str:
 
 
 def table(rows: Sequence[FitRow]) -> str:
-    """The rows as a table (rich), then a line per refused or failed target with XLA's words."""
+    """The rows as a table (rich), then a line per refused or failed target with XLA's words.
+    "required" is what the verdict reads (the memory stage's total); "XLA peak" XLA's heap
+    peak, shown beside it (on TPU it can be above or below the total)."""
     import io
 
     from rich import box
@@ -277,15 +283,16 @@ def table(rows: Sequence[FitRow]) -> str:
 
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for name, justify in (("target", "left"), ("devices", "right"), ("partitions", "right"),
-                          ("required/device", "right"), ("capacity/device", "right"), ("headroom", "right"),
-                          ("fits", "left")):
+                          ("required/device", "right"), ("XLA peak", "right"), ("capacity/device", "right"),
+                          ("headroom", "right"), ("fits", "left")):
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in rows:
         fits = "error" if r.error else "?" if r.fits is None else "yes" if r.fits else "no"
         if r.source == "xla-oom":
             fits += " (XLA)"
         t.add_row(r.target, str(r.devices) if r.devices else "-", str(r.partitions) if r.partitions else "-",
-                  _size(r.required_bytes), _size(r.capacity_bytes), _size(r.headroom_bytes), fits)
+                  _size(r.required_bytes), _size(r.xla_peak_bytes), _size(r.capacity_bytes),
+                  _size(r.headroom_bytes), fits)
     buf = io.StringIO()
     Console(file=buf, width=1000, no_color=True, highlight=False, emoji=False, markup=False).print(t)
     lines = [line.rstrip() for line in buf.getvalue().splitlines()]

@@ -421,7 +421,9 @@ def fit_command(
         help="Worker processes compiling targets side by side (0: one after another in this process).")] = 0,
     scheduler: Annotated[Optional[str], typer.Option(
         "--scheduler", metavar="URL", help="Compile the targets on a Dask cluster (tcp://HOST:8786).")] = None,
-    timeout: TimeoutOption = None,
+    timeout: Annotated[Optional[float], typer.Option(
+        "--timeout", metavar="SECONDS", callback=_positive,
+        help="Seconds per target (with --jobs or --scheduler); a target past it is an error row.")] = None,
     input_format: InputFormatOption = None,
     args: ArgsOption = None,
     num_partitions: NumPartitionsOption = None,

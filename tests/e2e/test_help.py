@@ -39,7 +39,7 @@ TOOLS = XLA_TOOL_MAINS
 
 def test_every_command_is_scanned():
     names = {" ".join(path) for path, _ in COMMANDS}
-    assert {"", "opt", "run", "spmd-run", "ptx", "convert", "passes", "kernels", "diff", "bench-pipeline",
+    assert {"", "opt", "run", "spmd-run", "ptx", "convert", "passes", "kernels", "fit", "diff", "bench-pipeline",
             "specs", "specs list", "specs show", "specs check", "cache", "cache info"} <= names
 
 
@@ -148,8 +148,8 @@ def test_root_help_lists_every_command_with_its_summary(cli):
     assert re.findall(r"^  (-.*?)  ", r.out.split("Options:\n")[1].split("\n\n")[0], re.M) == ["--version",
                                                                                              "-h, --help"]
     rows = re.findall(r"^  (\S+) +(.*)$", r.out.split("Commands:\n")[1], re.M)
-    assert [name for name, _ in rows] == ["opt", "watch", "passes", "convert", "run", "spmd-run", "kernels", "explore",
-                                          "diff", "ptx", "bench-pipeline", "specs", "cache", "cuda-plugin",
+    assert [name for name, _ in rows] == ["opt", "watch", "passes", "convert", "run", "spmd-run", "kernels", "fit",
+                                          "explore", "diff", "ptx", "bench-pipeline", "specs", "cache", "cuda-plugin",
                                           "tpu-plugin"]
     summaries = dict(rows)
     assert summaries["ptx"] == "LLVM IR to PTX with LLVM's NVPTX backend (XLA's ptx-opt)."

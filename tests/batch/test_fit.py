@@ -1,0 +1,87 @@
+"""batch/fit.py as a library: XLA's refusal read into bytes, the rows' figures, the table, the
+JSON, the exit code, and the checks made before anything compiles (no jax, no libtpu)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlirhlo_driver.batch import fit
+from mlirhlo_driver.errors import DriverError
+
+GIB = 1 << 30
+
+ROWS = [
+    fit.FitRow("tpu (v5e:1x1)", "tpu", 1, 1, int(32.00 * GIB), int(15.75 * GIB), False, source="xla-oom",
+               detail="XLA: the total memory required for HLO temporaries (32.00G) exceeds available HBM (15.75G)"),
+    fit.FitRow("tpu (v5p:2x2x1)", "tpu", 4, 1, 32 * GIB, 95 * GIB, True, xla_peak_bytes=16 * GIB,
+               detail="95 GiB per chip"),
+    fit.FitRow("tpu (v5e:1x1)", "tpu", 1, 4, None, 16 * GIB, None, source="error",
+               detail="TPU topology v5e:1x1 has 1 device; this compile needs 4"),
+]
+
+
+def test_xlas_refusal_is_read_in_its_own_units():
+    text = ("does not fit on tpu (v5e:1x1): the total memory required for HLO temporaries (51.53G) exceeds "
+            "available HBM (15.75G)")
+    assert fit.xla_refusal_bytes(text) == (int(51.53 * GIB), int(15.75 * GIB))
+    assert fit.xla_refusal_bytes("required for arguments (512.00M) exceeds available HBM (1.50G)") == (
+        512 << 20, int(1.5 * GIB))
+    assert fit.xla_refusal_bytes("INVALID_ARGUMENT: something else") is None
+
+
+def test_headroom_is_capacity_less_requirement_negative_when_over():
+    assert ROWS[0].headroom_bytes == int(15.75 * GIB) - 32 * GIB < 0
+    assert ROWS[1].headroom_bytes == 63 * GIB
+    assert ROWS[2].headroom_bytes is None and ROWS[2].error
+
+
+def test_the_table_has_a_row_per_target_and_xlas_words_under_it():
+    text = fit.table(ROWS)
+    lines = text.splitlines()
+    assert "required/device" in lines[1] and "capacity/device" in lines[1] and "headroom" in lines[1]
+    rows = [ln for ln in lines if ln.lstrip().startswith("tpu (")]
+    assert len(rows) == 5  # three rows, then two lines of words (the refused and the failed targets)
+    assert rows[0].endswith("no (XLA)") and "32.00 GiB" in rows[0] and "-16.25 GiB" in rows[0]
+    assert rows[1].endswith("yes") and "63.00 GiB" in rows[1]
+    assert rows[2].endswith("error")
+    assert rows[3] == "tpu (v5e:1x1): XLA: the total memory required for HLO temporaries (32.00G) exceeds " \
+                      "available HBM (15.75G)"
+
+
+def test_the_json_is_one_object_per_target():
+    data = json.loads(fit.to_json(ROWS))
+    assert [t["target"] for t in data["targets"]] == [r.target for r in ROWS]
+    assert set(data["targets"][1]) == {"target", "platform", "devices", "partitions", "required_bytes",
+                                       "capacity_bytes", "headroom_bytes", "fits", "xla_peak_bytes", "temp_bytes",
+                                       "argument_bytes", "source", "detail"}
+    assert data["targets"][0]["fits"] is False and data["targets"][0]["source"] == "xla-oom"
+
+
+def test_exit_code_is_1_only_for_a_failed_compile_or_with_require_fit():
+    assert fit.exit_code(ROWS[:2]) == 0
+    assert fit.exit_code(ROWS[:2], require_fit=True) == 1
+    assert fit.exit_code(ROWS[1:2], require_fit=True) == 0
+    assert fit.exit_code(ROWS) == 1
+
+
+@pytest.mark.golden
+def test_a_sweep_without_targets_is_refused():
+    with pytest.raises(DriverError) as e:
+        fit.resolve(None, None)
+    assert e.value.format() == ("error: fit needs targets: give --tpu-topology and/or --gpu-spec "
+                                "(--tpu-topology v5e:2x2,v5p:2x2x1 --gpu-spec h100_sxm)")
+
+
+def test_targets_are_tpu_slices_then_gpu_specs_each_once():
+    found = fit.resolve("v5e:2x2,v5litepod-4,v5p-8", "h100_sxm")
+    assert [t.label() for t in found] == ["tpu (v5e:2x2)", "tpu (v5p:2x2x1)", "cuda (h100_sxm)"]
+
+
+def test_bad_run_arguments_fail_before_any_compile():
+    target = fit.resolve("v5e:2x2", None)
+    with pytest.raises(DriverError, match="jobs"):
+        fit.run("x.mlir", target, jobs=-1)
+    with pytest.raises(DriverError, match="num_partitions"):
+        fit.run("x.mlir", target, num_partitions=0)
