@@ -48,3 +48,20 @@ def test_a_run_on_tpu_is_refused_not_faked():
     with pytest.raises(mh.DriverError) as e:
         c.run()
     assert "no TPU is attached" in e.value.message
+
+
+def test_fit_gives_a_frozen_row_per_target_a_refusal_among_them():
+    import dataclasses
+
+    rows = mh.fit(str(DATA / "tpu" / "too_big_for_v5e.mlir"), [mh.Target.tpu("v5e:1x1"), mh.Target.tpu("v5p:2x2x1")])
+    assert [(r.target, r.fits, r.source) for r in rows] == [("tpu (v5e:1x1)", False, "xla-oom"),
+                                                            ("tpu (v5p:2x2x1)", True, "compile")]
+    assert rows[0].headroom_bytes < 0 < rows[1].headroom_bytes
+    # the figure the memory stage's verdict reads, its "total"
+    memory = mh.compile(str(DATA / "tpu" / "too_big_for_v5e.mlir"), mh.Target.tpu("v5p:2x2x1")).stage("memory")
+    assert f"{rows[1].required_bytes:,} B" in next(ln for ln in memory.splitlines() if ln.startswith("total:"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows[0].fits = True  # type: ignore[misc]
+    assert not _libtpu_mapped()
+    with pytest.raises(mh.DriverError, match="CPU target"):
+        mh.fit(str(DATA / "mm_add.mlir"), mh.Target.cpu())
