@@ -79,6 +79,10 @@ class FitTask:
     target: Any
     source: str                 # the program, as given (a Dask task carries its bytes: _native.cluster)
     data: bytes | None = None
+    # What a JAX function is lowered for (core.program.InputOptions.lower_for): the first
+    # slice of the target's generation (the lowering is the same for every slice of one), so
+    # targets here share one lowering per generation, as opt's do.
+    lower_for: tuple[Any, ...] | None = None
 
 
 # XLA's sizes in its refusal ("(51.53G)"): HumanReadableNumBytes, powers of 1024.
@@ -139,7 +143,7 @@ def _partitions(compiled: Any, error: str = "") -> int:
     return 1
 
 
-def measure(job: FitJob, task: FitTask) -> FitRow:
+def measure(job: FitJob, task: FitTask, loaded: dict[Any, list[Any]] | None = None) -> FitRow:
     """One target's row: compile (or read the cache), read its memory figures. A bad input
     raises (InputError and the like: the same for every target); a compile that fails is a
     row (``source`` "xla-oom" for an HBM refusal, else "error")."""
@@ -150,9 +154,13 @@ def measure(job: FitJob, task: FitTask) -> FitRow:
     from ..tpu import memory
 
     target = task.target
-    options = InputOptions(job.input_format, False, job.args, lower_for=_lower_for(target))
-    found = programs([task.source], options) if task.data is None else \
-        unit_programs(task.source, options, data=task.data)
+    options = InputOptions(job.input_format, False, job.args, lower_for=task.lower_for)
+    found = (loaded or {}).get(task.lower_for)
+    if found is None:
+        found = programs([task.source], options) if task.data is None else \
+            unit_programs(task.source, options, data=task.data)
+        if loaded is not None:
+            loaded[task.lower_for] = found
     if len(found) != 1:
         raise InputError(f"fit measures one module; '{job.source}' holds {len(found)}",
                          hint="give one module (a file, or package.module:function with --args)")
@@ -224,12 +232,17 @@ def run(source: str, target_list: Sequence[Any], *, input_format: str | None = N
     if not target_list:
         raise DriverError("fit needs at least one target")
     job = FitJob(source, input_format, args, num_partitions, cache)
-    tasks = [FitTask(i, t, source) for i, t in enumerate(target_list)]
+    first: dict[str, tuple[Any, ...] | None] = {}
+    for t in target_list:
+        first.setdefault(t.topology.generation if t.topology is not None else "", _lower_for(t))
+    tasks = [FitTask(i, t, source, lower_for=first[t.topology.generation if t.topology is not None else ""])
+             for i, t in enumerate(target_list)]
     rows: dict[int, FitRow] = {}
     if jobs == 0 and scheduler is None:
+        loaded: dict[Any, list[Any]] = {}  # read (or lowered) once per generation
         for task in tasks:
             tell(progress, len(rows), len(tasks), task.target.label())
-            rows[task.index] = measure(job, task)
+            rows[task.index] = measure(job, task, loaded)
         return [rows[i] for i in range(len(tasks))]
     from .._native import cluster, pool
 
