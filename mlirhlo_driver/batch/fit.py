@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CompileError, DriverError, InputError, param
+from ..errors import CompileError, DriverError, InputError, ToolchainError, param
 
 
 @dataclass(frozen=True)
@@ -331,3 +331,59 @@ def exit_code(rows: Sequence[FitRow], *, require_fit: bool = False) -> int:
     return 0
 
 
+
+
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def check_plot_path(path: str) -> None:
+    """Before any compile: the picture's format (its extension) and matplotlib (the ``plot``
+    extra)."""
+    import importlib.util
+    from pathlib import Path
+
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in PLOT_FORMATS:
+        raise DriverError(f"{param('plot')}: '{path}' has no picture extension",
+                          hint="one of " + ", ".join(f".{e}" for e in PLOT_FORMATS))
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ToolchainError(f"{param('plot')} draws with matplotlib, which is not installed",
+                             hint="pip install 'mlirhlo-driver[plot]'")
+
+
+def plot(rows: Sequence[FitRow], path: str, title: str = "") -> None:
+    """A picture of the sweep at ``path`` (.png, .svg or .pdf): per target, a bar of the
+    per-device requirement against a mark at its capacity, green where it fits, red where
+    not, grey where unknown; XLA's refusals hatched."""
+    import io
+    from pathlib import Path
+
+    # A Figure of its own, not pyplot: no display, and the caller's backend stays as it was.
+    from matplotlib.figure import Figure
+
+    from .. import outputs
+
+    check_plot_path(path)
+    fig = Figure(figsize=(8, 0.5 * len(rows) + 1.5), layout="constrained")
+    ax = fig.add_subplot()
+    labels = [r.target for r in rows]
+    gib = float(1 << 30)
+    for y, r in enumerate(rows):
+        color = "#9e9e9e" if r.fits is None else "#2e7d32" if r.fits else "#c62828"
+        if r.required_bytes is not None:
+            ax.barh(y, r.required_bytes / gib, color=color, hatch="//" if r.source == "xla-oom" else None,
+                    edgecolor="black", linewidth=0.5)
+        if r.capacity_bytes is not None:
+            ax.plot([r.capacity_bytes / gib] * 2, [y - 0.4, y + 0.4], color="black", linewidth=2)
+        if r.error:
+            ax.text(0, y, "  compile failed", va="center", fontsize=8)
+    values = [v for r in rows for v in (r.required_bytes, r.capacity_bytes) if v]
+    if values and min(values) < max(values) / 100:  # a small program beside GiB of HBM: a log axis shows both
+        ax.set_xscale("log")
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("GiB per device (bar: required; line: capacity)")
+    ax.set_title(title or "will it fit?")
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lower().lstrip("."))
+    outputs.write_atomic(path, buf.getvalue())

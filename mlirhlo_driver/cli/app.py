@@ -416,6 +416,8 @@ def fit_command(
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
     require_fit: Annotated[bool, typer.Option(
         "--require-fit", help="Exit 1 unless the program fits on every target.")] = False,
+    plot: Annotated[Optional[str], typer.Option(
+        "--plot", metavar="FILE", help="Also a picture of the sweep (.png, .svg, .pdf; the 'plot' extra).")] = None,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", metavar="N", min=0,
         help="Worker processes compiling targets side by side (0: one after another in this process).")] = 0,
@@ -444,10 +446,14 @@ def fit_command(
         from .common import progress_line
 
         targets = fit.resolve(tpu_topology, gpu_spec)
+        if plot is not None:
+            fit.check_plot_path(plot)
         line = progress_line(quiet, "fit")
         with line if line is not None else _nothing():
             rows = fit.run(input, targets, input_format=input_format, args=args, num_partitions=num_partitions,
                            cache=not no_cache, jobs=jobs, scheduler=scheduler, timeout=timeout, progress=line)
+        if plot is not None:
+            fit.plot(rows, plot, title=input)
         outputs.Sink().emit(fit.to_json(rows) if json_out else fit.table(rows))
         raise typer.Exit(fit.exit_code(rows, require_fit=require_fit))
     except DriverError as e:

@@ -101,3 +101,17 @@ def test_a_dask_cluster_gives_the_rows_this_process_gives(cli):
                     "--scheduler", cluster.scheduler_address)
     assert here.code == there.code == 0, (here.err, there.err)
     assert json.loads(here.out) == json.loads(there.out)
+
+
+@pytest.mark.slow
+def test_plot_draws_the_sweep(cli, tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot extra (pip install -e '.[plot]'; .ci/run's newest cell has it)")
+    r = cli("fit", DATA / "mm_add.mlir", "--gpu-spec", "h100_sxm,t4", "--plot", tmp_path / "sweep.png")
+    assert r.code == 0, r.err
+    assert (tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
+    assert "cuda (t4)" in r.out  # the table too
+
+
+def test_plot_without_a_picture_extension_is_one_line(cli, tmp_path):
+    r = cli("fit", DATA / "mm_add.mlir", "--gpu-spec", "t4", "--plot", tmp_path / "sweep.txt")
+    assert_one_line_error(r, at="--plot", facts=(".png", ".svg"))
