@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CompileError, DriverError, InputError, ToolchainError, param
+from ..errors import CompileError, DriverError, InputError, NativeCrash, ToolchainError, param
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def measure(job: FitJob, task: FitTask, loaded: dict[Any, list[Any]] | None = No
     compiled = Compiled(program, target, stage_options, cache=job.cache)
     try:
         stats = json.loads(compiled.stage("memory-usage"))
-    except CompileError as e:
+    except (CompileError, NativeCrash) as e:  # this target's compile: a row, and the sweep goes on
         partitions = _partitions(compiled, e.message)
         text = e.text()
         refused = xla_refusal_bytes(text) if target.platform == "tpu" else None
