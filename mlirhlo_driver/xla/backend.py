@@ -39,6 +39,14 @@ LLVM_IR, PTX = "llvm-ir", "ptx"  # the emitters _jaxlib.codegen_dump_flags names
 # Not a dump: the executable's optimized module, as text and proto. Copying it out of the
 # executable took 9.9 s after a 66k-line module's compile; only some stages read it.
 EXECUTABLE_HLO = "executable-hlo"
+# The module as XLA's HLO passes hand it to the backend (GpuCompiler::RunHloPasses' result,
+# what XLA's hlo-opt prints as 'hlo'): CUDA's backend starts with the pre-scheduling-passes
+# pipeline, and XLA dumps the module at that pipeline's start when the pass and pipeline
+# regexes below pick it (one file; measured with jaxlib 0.12). Not in ALL_DUMPS: only
+# hlo-opt's stages read it.
+HLO_PASSES_END = "hlo-passes-end"
+HLO_PASSES_END_FLAGS = (("xla_dump_hlo_pass_re", "^pipeline-start$"),
+                        ("xla_dump_hlo_pipeline_re", "^pre-scheduling-passes$"))
 ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
                  HLO_PROTO: "xla_dump_hlo_as_proto"}
@@ -164,6 +172,9 @@ class CompileSpec:
             flags.update({_FORMAT_FLAGS[d]: True for d in self.dumps if d in _FORMAT_FLAGS})
             flags.update(codegen)
             flags.update(self.target.dump_flags(workdir))
+            if HLO_PASSES_END in self.dumps and self.pass_dump_re is None and \
+                    not any(k in user for k, _ in HLO_PASSES_END_FLAGS):
+                flags.update(HLO_PASSES_END_FLAGS)  # the user's own pass dumps hold that file too
             user = {k: v for k, v in user.items() if k not in codegen}
         flags.update(user)
         if self.pass_dump_re is not None:
