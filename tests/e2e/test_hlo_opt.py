@@ -380,8 +380,9 @@ def test_hlo_opt_stage_hlo_is_the_module_after_the_hlo_passes_not_the_scheduled_
     assert "is_scheduled" not in hlo.out and "scheduling_name" not in hlo.out
     assert backend.out.startswith("HloModule two_kernels, is_scheduled=true")
     assert " fusion(" in hlo.out and "ROOT %out = " in hlo.out  # the user's names, XLA's fusions
-    from mlirhlo_driver.cli.app import app
     from typer.testing import CliRunner
+
+    from mlirhlo_driver.cli.app import app
 
     opt = CliRunner().invoke(app, ["opt", str(work / "two.hlo"), "--platform", "cuda", "--gpu-spec",
                                    "a100_pcie_80", "--stage", "hlo"])
