@@ -428,3 +428,21 @@ def test_hlo_opt_compiles_for_the_gpu_of_a_topology_file(tool, work):
     assert r.err.count("\n") == 1 and r.err.startswith("note: ")
     assert_mentions(r.err, "gb200_2x4.txtpb", "NVIDIA GB200", "sm_100a")
     assert set(re.findall(r"^\.target (\w+)", r.out, re.M)) == {"sm_100a"}
+
+
+@pytest.mark.slow
+def test_hlo_opt_stage_hlo_prints_a_scheduled_module_as_given(tool, work):
+    """XLA's hlo-opt takes a module with a schedule as optimized already: no HLO pass runs
+    and --stage=hlo prints it as written (XLA's printer), where an unscheduled module of the
+    same instructions is fused."""
+    body = ("\n\nENTRY main {\n  a = f32[1024] parameter(0)\n  b = f32[1024] exponential(a)\n"
+            "  ROOT c = f32[1024] negate(b)\n}\n")
+    (work / "scheduled.hlo").write_text("HloModule s, is_scheduled=true" + body)
+    (work / "plain.hlo").write_text("HloModule s" + body)
+    spec = "--xla_gpu_target_config_filename=a100_pcie_80"
+    given = tool(f"hlo-opt --platform=CUDA --stage=hlo {spec} scheduled.hlo")
+    assert given.code == 0, given.err
+    assert given.out.startswith("HloModule s, is_scheduled=true")
+    assert "  %b = f32[1024]{0} exponential(f32[1024]{0} %a)\n" in given.out and "fusion" not in given.out
+    optimized = tool(f"hlo-opt --platform=CUDA --stage=hlo {spec} plain.hlo")
+    assert optimized.code == 0 and " fusion(" in optimized.out, optimized.err
