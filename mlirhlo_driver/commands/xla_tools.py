@@ -174,6 +174,13 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         if not arts:
             raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
         for i, art in enumerate(arts, 1):
+            if "xla_dump_hlo_pass_re" not in flags:  # the file 'hlo' was read from, not the user's
+                from dataclasses import replace
+
+                from ..xla import stages as xla_stages
+
+                art = replace(art, files={k: v for k, v in art.files.items()
+                                          if not re.search(xla_stages.PASSES_END_FILE, k)})
             tool_outputs.write_xla_dump(str(flags["xla_dump_to"]), art, i)
     if len(results) == 1 and isinstance(results[0], bytes):
         sink.emit(results[0])

@@ -373,9 +373,13 @@ def test_hlo_opt_stage_hlo_is_the_module_after_the_hlo_passes_not_the_scheduled_
     and mlirhlo opt's 'hlo' stays XLA's after_optimizations dump (scheduled)."""
     (work / "two.hlo").write_text(_TWO_KERNELS)
     spec = "--xla_gpu_target_config_filename=a100_pcie_80"
-    hlo = tool(f"hlo-opt --platform=CUDA --stage=hlo {spec} two.hlo")
+    hlo = tool(f"hlo-opt --platform=CUDA --stage=hlo {spec} --xla_dump_to=dumped two.hlo")
     backend = tool(f"hlo-opt --platform=CUDA --stage=hlo-backend {spec} two.hlo")
     assert hlo.code == 0 and backend.code == 0, hlo.err + backend.err
+    # the per-pass file the stage reads is not in the user's dump (no --xla_dump_hlo_pass_re)
+    dumped = sorted(p.name for p in (work / "dumped").iterdir())
+    assert any(n.endswith("after_optimizations.txt") for n in dumped)
+    assert not any("pre-scheduling" in n or "after_pipeline-start" in n for n in dumped), dumped
     assert hlo.out.startswith("HloModule two_kernels, entry_computation_layout=")
     assert "is_scheduled" not in hlo.out and "scheduling_name" not in hlo.out
     assert backend.out.startswith("HloModule two_kernels, is_scheduled=true")
