@@ -73,16 +73,6 @@ def _xla_path(path: str) -> str:
 # schedules it; 'ptx' the executable's PTX with XLA's modules joined (xla/stages.py).
 _HLO_OPT_STAGES = {"hlo": "hlo-opt:hlo", "ptx": "hlo-opt:ptx"}
 
-def _scheduled(program: Any) -> bool:
-    """Whether an HLO input holds a schedule (``is_scheduled=true``)."""
-    proto = program.hlo_proto
-    if proto is None:
-        return False
-    from ..ir import protos
-
-    return protos.decode(proto, "xla.HloModuleProto", what="HloModuleProto").HasField("schedule")
-
-
 def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     """XLA's hlo-opt with its parsed flags ``p`` (XLA's names); the exit status. ``say``
     gets the notes for the user."""
@@ -154,7 +144,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
                 c.expect([produced])
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
             for m, c in zip(modules, compiles):
-                if stage == "hlo" and _scheduled(m):
+                if stage == "hlo" and tool_outputs.scheduled(m):
                     # XLA's hlo-opt takes a module with a schedule as optimized: its HLO
                     # passes do not run, and 'hlo' prints the module as given.
                     results.append(tool_outputs.hlo_text(m))
@@ -174,14 +164,8 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         if not arts:
             raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
         for i, art in enumerate(arts, 1):
-            if "xla_dump_hlo_pass_re" not in flags:  # the file 'hlo' was read from, not the user's
-                from dataclasses import replace
-
-                from ..xla import stages as xla_stages
-
-                art = replace(art, files={k: v for k, v in art.files.items()
-                                          if not re.search(xla_stages.PASSES_END_FILE, k)})
-            tool_outputs.write_xla_dump(str(flags["xla_dump_to"]), art, i)
+            tool_outputs.write_xla_dump(str(flags["xla_dump_to"]), art, i,
+                                        pass_dumps="xla_dump_hlo_pass_re" in flags)
     if len(results) == 1 and isinstance(results[0], bytes):
         sink.emit(results[0])
     else:

@@ -47,6 +47,7 @@ EXECUTABLE_HLO = "executable-hlo"
 HLO_PASSES_END = "hlo-passes-end"
 HLO_PASSES_END_FLAGS = (("xla_dump_hlo_pass_re", "^pipeline-start$"),
                         ("xla_dump_hlo_pipeline_re", "^pre-scheduling-passes$"))
+HLO_PASSES_END_FILE = r"^\d+\.pre-scheduling-passes\.after_pipeline-start\.before_[^.]+\.txt$"  # its key
 ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
                  HLO_PROTO: "xla_dump_hlo_as_proto"}

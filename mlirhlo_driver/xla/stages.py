@@ -424,7 +424,6 @@ _PROTO = "hlo-proto"  # backend's HLO_PROTO: the HloProto XLA dumps after optimi
 # executable's text. mlirhlo opt's 'hlo' and 'ptx' read XLA's dump instead: the module
 # XLA dumps as after_optimizations (scheduled) and one section per PTX module.
 _PASSES_END = "hlo-passes-end"  # backend's HLO_PASSES_END
-PASSES_END_FILE = r"^\d+\.pre-scheduling-passes\.after_pipeline-start\.before_[^.]+\.txt$"
 
 
 def _hlo_opt_hlo(req: Any) -> str:
@@ -432,7 +431,9 @@ def _hlo_opt_hlo(req: Any) -> str:
     first pipeline). Other platforms: the after_optimizations module, as 'hlo'."""
     if req.options.platform != "cuda":
         return _hlo(req)
-    return _text(_stage_artifacts(req, "hlo-opt:hlo").one(PASSES_END_FILE, "hlo"))
+    from .backend import HLO_PASSES_END_FILE
+
+    return _text(_stage_artifacts(req, "hlo-opt:hlo").one(HLO_PASSES_END_FILE, "hlo"))
 
 
 def _hlo_opt_ptx(req: Any) -> str:
