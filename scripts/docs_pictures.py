@@ -6,8 +6,11 @@
   then add and tanh) for device-less H100, the
   page XLA's graph view becomes offline (docs/commands/opt.md), as headless Chromium draws
   it with no network, once Graphviz has laid it out.
+- ``roofline.svg``: ``mlirhlo opt --stage roofline --plot`` of the same module on the same
+  spec (docs/commands/kernels.md): the spec's ceilings and one point per kernel, drawn by
+  matplotlib (the ``plot`` extra), no browser needed.
 
-Needs Chromium (tests/headless_chromium.py finds it, or installs Debian's as root). Run it
+The screenshots need Chromium (tests/headless_chromium.py finds it, or installs Debian's as root). Run it
 again after a change to what the page draws, and commit the pictures with the change:
 tests/scripts/test_docs_pictures.py makes them into a temporary directory and checks what
 each shows.
@@ -48,6 +51,19 @@ def hlo_graph(browser: str, output: Path) -> dict:
     return drawn.value
 
 
+def roofline(output: Path) -> int:
+    """``roofline.svg`` into ``output``; how many kernels it draws."""
+    import xml.etree.ElementTree as ET
+
+    output.mkdir(parents=True, exist_ok=True)
+    picture = output / "roofline.svg"
+    subprocess.run([sys.executable, "-m", "mlirhlo_driver", "opt", MODULE, "--gpu-spec", "h100_sxm", "--stage",
+                    "roofline", "--no-cache", "-q", "--plot", str(picture)], cwd=REPO, check=True,
+                   stdout=subprocess.DEVNULL)
+    return sum(1 for g in ET.parse(picture).iter("{http://www.w3.org/2000/svg}g")
+               if (g.get("id") or "").startswith("roofline-kernel-"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT,
@@ -55,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))  # tests.headless_chromium, and the checkout's package
     from tests.headless_chromium import find_or_install
+
+    kernels = roofline(args.output)
+    print(f"{args.output / 'roofline.svg'}: {kernels} kernels on h100_sxm's roofline")
 
     browser, why = find_or_install()
     if browser is None:

@@ -3,6 +3,8 @@ in headless Chromium; the ones committed under docs/images/ are what it makes.""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import docs_pictures  # scripts/ is on the path: tests/scripts/conftest.py
 import pytest
 
@@ -15,6 +17,22 @@ def test_the_committed_pictures_are_shown_on_their_pages():
     picture = REPO / "docs" / "images" / "hlo-graph.png"
     assert picture.read_bytes().startswith(PNG)
     assert "](../images/hlo-graph.png)" in (REPO / "docs" / "commands" / "opt.md").read_text()
+    roofline = ET.parse(REPO / "docs" / "images" / "roofline.svg").getroot()
+    assert roofline.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "](../images/roofline.svg)" in (REPO / "docs" / "commands" / "kernels.md").read_text()
+
+
+@pytest.mark.slow
+def test_the_roofline_picture_is_the_commands_own(tmp_path):
+    """``mlirhlo opt --stage roofline --plot``: mm_add's two kernels; the committed SVG has
+    the same points and labels (its text is text: svg.fonttype none)."""
+    pytest.importorskip("matplotlib", reason="needs the plot extra (matplotlib)")
+    assert docs_pictures.roofline(tmp_path) == 2
+
+    def texts(path):
+        return sorted("".join(t.itertext()) for t in ET.parse(path).iter("{http://www.w3.org/2000/svg}text"))
+
+    assert texts(tmp_path / "roofline.svg") == texts(REPO / "docs" / "images" / "roofline.svg")
 
 
 @pytest.mark.slow
