@@ -17,6 +17,9 @@ def test_the_committed_pictures_are_shown_on_their_pages():
     picture = REPO / "docs" / "images" / "hlo-graph.png"
     assert picture.read_bytes().startswith(PNG)
     assert "](../images/hlo-graph.png)" in (REPO / "docs" / "commands" / "opt.md").read_text()
+    explorer = REPO / "docs" / "images" / "model-explorer.png"
+    assert explorer.read_bytes().startswith(PNG)
+    assert "](../images/model-explorer.png)" in (REPO / "docs" / "commands" / "explore.md").read_text()
     roofline = ET.parse(REPO / "docs" / "images" / "roofline.svg").getroot()
     assert roofline.tag == "{http://www.w3.org/2000/svg}svg"
     assert "](../images/roofline.svg)" in (REPO / "docs" / "commands" / "kernels.md").read_text()
@@ -47,3 +50,22 @@ def test_the_hlo_graph_picture_shows_the_fusions(tmp_path):
     assert drawn == {"nodes": 12, "clusters": 2}
     shot = (tmp_path / "hlo-graph.png").read_bytes()
     assert shot.startswith(PNG) and len(shot) > 20_000  # a drawn graph, not a blank page
+
+
+@pytest.mark.slow
+def test_the_model_explorer_picture_shows_the_graph_and_its_overlays(tmp_path):
+    """``mlirhlo explore`` serving mm_add on H100: 13 op nodes in 2 layers (its fusions), and
+    the node data of both overlays, each fusion's lower-bound µs and bound as the roofline
+    stage gives them."""
+    pytest.importorskip("model_explorer", reason="needs the explorer extra")
+    from tests.headless_chromium import find_or_install
+
+    browser, why = find_or_install()
+    if browser is None:
+        pytest.skip(f"needs headless Chromium: {why}")
+    shown = docs_pictures.model_explorer(browser, tmp_path)
+    assert (shown["nodes"], shown["layers"]) == (13, 2)
+    figures = {row[0]: row[1:] for row in shown["rows"] if row[1] != "-"}
+    assert figures == {"gemm_fusion_dot_general.1": ["4.342", "compute"], "loop_tanh_fusion": ["3.7561", "memory"]}
+    shot = (tmp_path / "model-explorer.png").read_bytes()
+    assert shot.startswith(PNG) and len(shot) > 20_000
