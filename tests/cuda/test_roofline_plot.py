@@ -124,3 +124,12 @@ def test_mlirhlo_help_does_not_import_matplotlib():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert re.search(r"--plot FILE", done.stdout)
+
+
+def test_plot_roofline_on_cpu_is_refused_without_compiling(tmp_path):
+    import mlirhlo_driver as mh
+
+    compiled = mh.compile(str(MM_ADD), platform="cpu")
+    with pytest.raises(mh.DriverError, match="plot_roofline: the roofline is drawn on a GPU spec, not for cpu"):
+        compiled.plot_roofline(str(tmp_path / "r.svg"))
+    assert not (tmp_path / "r.svg").exists()
