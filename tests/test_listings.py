@@ -33,6 +33,8 @@ a100_pcie_80        NVIDIA A100 80GB PCIe  8.0    sm_80    108  79 GiB   1935 GB
 a100_sxm_40         NVIDIA A100-SXM4-40GB  8.0    sm_80    108  39 GiB   1555 GB/s  ok
 a100_sxm_80         NVIDIA A100-SXM4-80GB  8.0    sm_80    108  79 GiB   2039 GB/s  ok
 b200                NVIDIA B200            10.0a  sm_100a  148  178 GiB  7700 GB/s  no
+gb200               NVIDIA GB200           10.0a  sm_100a  152  184 GiB  7928 GB/s  no
+gb300               NVIDIA GB300           10.3a  sm_103a  152  277 GiB  7928 GB/s  no
 h100_pcie           NVIDIA H100 PCIe       9.0a   sm_90a   114  79 GiB   2000 GB/s  ok
 h100_sxm (default)  NVIDIA H100 80GB HBM3  9.0a   sm_90a   132  79 GiB   3350 GB/s  ok
 h200                NVIDIA H200            9.0a   sm_90a   132  141 GiB  4800 GB/s  ok

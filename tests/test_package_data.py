@@ -69,7 +69,7 @@ def outside(tmp_path_factory) -> Path:
 
 
 def test_shipped_data_is_in_the_package():
-    assert len(SPECS) == 12
+    assert len(SPECS) == 14
     assert (REPO / "pipelines" / "simplify.pipeline").is_file()
 
 

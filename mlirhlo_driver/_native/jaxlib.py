@@ -865,15 +865,18 @@ def _register_cuda_targets(xla_client: Any, c_api: Any) -> None:
         xla_client.register_custom_call_target(name, value, platform="CUDA", api_version=1)
 
 
-def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo", count: int = 1) -> list[Any]:
+def cuda_compile_only_devices(target_config_text: str, name: str = "mlirhlo", count: int = 1,
+                              topology: str | None = None) -> list[Any]:
     """``count`` compile-only CUDA devices for a GpuTargetConfigProto textproto (no GPU
-    needed), in the installed XLA's schema (``cuda.specs.target_config_for_installed_xla``)."""
+    needed), in the installed XLA's schema (``cuda.specs.target_config_for_installed_xla``);
+    with ``topology`` (``PARTITIONSxHOSTSxDEVICES``, cuda.topology) every device of that
+    topology instead, on one host per partition's host as it says."""
     xla_client = _xla_client()
 
     c_api = cuda_c_api()
     with _lock, filtered_native_stderr():
         topo = xla_client.make_c_api_device_topology(
-            c_api, name, target_config=target_config_text, topology=f"1x1x{count}")
+            c_api, name, target_config=target_config_text, topology=topology or f"1x1x{count}")
         return list(topo._make_compile_only_devices())
 
 

@@ -574,6 +574,7 @@ class OptOptions:
     fold_constants: bool = False               # check files: keep their constants (XLA folds them)
     no_cache: bool = False                     # neither read nor write the stage cache
     num_partitions: int | None = None          # a sharded module's partitions; None: as it says
+    plot: str | None = None                    # the roofline as SVG/PNG (cuda/roofline_plot.py)
 
 
 def _split_print_names(names: Sequence[str], root: Any, platform: str | None) -> tuple[tuple[str, ...],
@@ -599,6 +600,32 @@ def _xla_instrumentation(o: OptOptions, platform: str | None, before: tuple[str,
 
     return XlaInstrumentation(timing=o.timing, timing_format=o.timing_format,
                               after_change=o.print_ir_after_change, before=before, after=after)
+
+
+def _check_plot(path: str, stage_names: Sequence[str], platform: str | None, modules: int, targets: int) -> None:
+    """Refuse ``--plot`` where there is no one roofline to draw, before the work."""
+    from ..cuda import roofline_plot
+
+    if platform != "cuda":
+        raise DriverError("--plot draws the roofline on a GPU spec: it needs --platform cuda",
+                          hint="mlirhlo opt FILE --gpu-spec h100_sxm --stage roofline --plot roofline.svg")
+    if not {"roofline", "cost"} & set(stage_names):
+        raise DriverError("--plot draws the roofline: give --stage roofline (or cost)")
+    if modules != 1 or targets != 1:
+        raise DriverError("--plot draws one roofline: give one module and one GPU spec")
+    roofline_plot.check_path(path)
+    outputs.check_output_path(path)
+    roofline_plot.require()
+
+
+def _plot(path: str, row: OptResult) -> None:
+    """The roofline of the one module's ``cost`` stage (made with the others) into ``path``."""
+    import json
+
+    from ..cuda import roofline_plot
+
+    cost = next(v for (_, name), v in row.also.items() if name == "cost")
+    roofline_plot.write(json.loads(cost() if callable(cost) else cost), path)
 
 
 def stage_list(stage: str, platform: str | None, dump_dir: str | None) -> list[str]:
@@ -703,6 +730,9 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
             raise DriverError("several modules in a binary stage need --dump-dir, not -o")
     if not (o.output or o.dump_dir) and len(tasks) * len(stage_names) * len(targets) > 1 and binary:
         raise DriverError("several modules in a binary stage need --dump-dir or -o")
+    if o.plot is not None:
+        _check_plot(o.plot, stage_names, target.platform, len(tasks), len(targets))
+        also = (*also, "cost")
     target.say_notes(say)
     inst = pipeline.Instrumentation(
         print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,
@@ -727,6 +757,8 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
     rows = run_batch(job, tasks, jobs=o.jobs, timeout=o.timeout, fail_fast=o.fail_fast,
                      scheduler=o.scheduler, on_result=writer, progress=progress)
     writer.finish()
+    if o.plot is not None and rows and rows[0].ok:
+        _plot(o.plot, rows[0])
     if job.xla_instrumentation is not None and job.xla_instrumentation.timing:
         from ..xla import compile_phases  # the phase tables come last: they count the writing
 

@@ -68,6 +68,11 @@ def _xla_path(path: str) -> str:
 
 # ===================================================================== hlo-opt
 
+# Stages whose meaning in XLA's hlo-opt (xla/tools/hlo_opt/compiled_opt_lib.cc, gpu_opt.cc)
+# is not mlirhlo opt's: 'hlo' is the module after the HLO passes, before the backend
+# schedules it; 'ptx' the executable's PTX with XLA's modules joined (xla/stages.py).
+_HLO_OPT_STAGES = {"hlo": "hlo-opt:hlo", "ptx": "hlo-opt:ptx"}
+
 def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     """XLA's hlo-opt with its parsed flags ``p`` (XLA's names); the exit status. ``say``
     gets the notes for the user."""
@@ -134,12 +139,19 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
             _, options = target.stage_options(num_partitions=partitions)[0]
             stage_registry.get(stage, platform)  # validate before any compile
             compiles = [Compiled(m, target, options) for m in modules]
+            # XLA's hlo-opt's own meaning of a stage where it differs from mlirhlo opt's
+            produced = _HLO_OPT_STAGES.get(stage, stage)
             for c in compiles:
-                c.expect([stage])
+                c.expect([produced])
             # a multi-file stage (cubin) gives its one file here, or says to use opt --dump-dir
             for m, c in zip(modules, compiles):
+                if stage == "hlo" and tool_outputs.scheduled(m):
+                    # XLA's hlo-opt takes a module with a schedule as optimized: its HLO
+                    # passes do not run, and 'hlo' prints the module as given.
+                    results.append(tool_outputs.hlo_text(m))
+                    continue
                 try:
-                    out = c.output(stage)
+                    out = c.output(produced)
                 except DriverError as e:
                     e.about(m.source)  # this module's compile failed: say which file
                     raise
@@ -153,7 +165,8 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         if not arts:
             raise DriverError("--xla_dump_to needs an XLA compile: give --platform or --passes")
         for i, art in enumerate(arts, 1):
-            tool_outputs.write_xla_dump(str(flags["xla_dump_to"]), art, i)
+            tool_outputs.write_xla_dump(str(flags["xla_dump_to"]), art, i,
+                                        pass_dumps="xla_dump_hlo_pass_re" in flags)
     if len(results) == 1 and isinstance(results[0], bytes):
         sink.emit(results[0])
     else:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import registry
-from ..errors import PARAMS, CompileError, param, spell
+from ..errors import PARAMS, CompileError, DriverError, param, spell
 from ..stages.base import Deferred, StageOptions, StageRequest
 
 # DebugOptions whose effect is outside the stage's output (XLA writes files of its own):
@@ -309,6 +309,26 @@ class Compiled:
         from ..xla.stages import cost_rows
 
         return Rows(cost_rows(self._stage_request)[0])
+
+    def plot_roofline(self, path: str | None = None) -> Any:
+        """The roofline of a CUDA compile as a picture (``cuda.roofline_plot``), as
+        ``--stage roofline --plot FILE`` draws it: the spec's ceilings and one point per
+        launched kernel. With ``path`` (``.svg`` or ``.png``), written there and the path
+        returned; without, the matplotlib ``Figure``. Needs matplotlib (the ``plot``
+        extra); a DriverError on CPU or TPU."""
+        import json
+
+        from ..cuda import roofline_plot
+
+        if self.platform != "cuda":
+            raise DriverError(f"plot_roofline: the roofline is drawn on a GPU spec, not for {self.platform}",
+                              hint="compile with platform='cuda' (and a gpu_spec)")
+        who = "plot_roofline"
+        if path is not None:
+            roofline_plot.check_path(path, who)
+        roofline_plot.require(who)
+        cost = json.loads(self.stage("cost"))
+        return roofline_plot.figure(cost) if path is None else roofline_plot.write(cost, path, who)
 
     def xla_passes(self) -> Any:
         """XLA's HLO passes in this compile, longest first (``xla.pass_log.PassRow``: name,

@@ -800,8 +800,9 @@ def worker(cfg: WorkerConfig) -> int:
     try:
         execution = execute(plan, compiled, run_inputs, options)
     except _jaxlib.ExecutionError as e:
-        if re.search(r"Gloo .*(reset by peer|Connection closed|Broken pipe)", e.message):
-            # A peer that dies mid-collective resets its connections.
+        if re.search(r"Gloo .*(reset by peer|Connection closed|Broken pipe|Connection refused)", e.message):
+            # A peer that dies mid-collective resets its connections; one that died before the
+            # collective's first connection refuses it (gloo's context initialization).
             raise _jaxlib.DistributedError("a collective lost its connection to another process "
                                            f"(it died or was killed): {e.message}") from None
         raise
@@ -882,6 +883,9 @@ def worker_main(argv: list[str]) -> None:
 
 _JOINED = re.compile(r"^process \d+ of \d+: joined ")
 _ABSL_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\] ")
+# gloo's retry log: "[Gloo] ..." in jaxlib 0.10.2, "[external/gloo/..." in 0.9,
+# "[external/xla++third_party_ext+gloo/gloo/..." in 0.12.
+_GLOO_LOG = re.compile(r"^\[(Gloo\] |external/[^\]]*gloo/)")
 _STACK_LINE = re.compile(r"^\s*@\s+0x[0-9a-f]+|^\*\*\* (Check failure stack trace|SIGABRT received)")
 
 
@@ -906,9 +910,7 @@ class _Relay:
         native_block = False
         for raw in iter(stream.readline, b""):
             line = raw.decode(errors="replace").rstrip("\n")
-            # gloo's retry log: "[Gloo] ..." in jaxlib 0.10.2, "[external/gloo/..." in 0.9.
-            if (_jaxlib.is_native_noise(line) or line.startswith(("[Gloo] ", "[external/gloo/"))
-                    or _STACK_LINE.match(line)):
+            if _jaxlib.is_native_noise(line) or _GLOO_LOG.match(line) or _STACK_LINE.match(line):
                 continue
             if _ABSL_LINE.match(line):
                 native_block = True

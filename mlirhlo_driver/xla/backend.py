@@ -39,6 +39,15 @@ LLVM_IR, PTX = "llvm-ir", "ptx"  # the emitters _jaxlib.codegen_dump_flags names
 # Not a dump: the executable's optimized module, as text and proto. Copying it out of the
 # executable took 9.9 s after a 66k-line module's compile; only some stages read it.
 EXECUTABLE_HLO = "executable-hlo"
+# The module as XLA's HLO passes hand it to the backend (GpuCompiler::RunHloPasses' result,
+# what XLA's hlo-opt prints as 'hlo'): CUDA's backend starts with the pre-scheduling-passes
+# pipeline, and XLA dumps the module at that pipeline's start when the pass and pipeline
+# regexes below pick it (one file; measured with jaxlib 0.12). Not in ALL_DUMPS: only
+# hlo-opt's stages read it.
+HLO_PASSES_END = "hlo-passes-end"
+HLO_PASSES_END_FLAGS = (("xla_dump_hlo_pass_re", "^pipeline-start$"),
+                        ("xla_dump_hlo_pipeline_re", "^pre-scheduling-passes$"))
+HLO_PASSES_END_FILE = r"^\d+\.pre-scheduling-passes\.after_pipeline-start\.before_[^.]+\.txt$"  # its key
 ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HLO)
 # libtpu's own dumps (the final VLIW bundles, the static profile): process-wide flags, so a
 # compile that asks for them runs in a TPU process started with them (TpuTarget.dump_env);
@@ -168,6 +177,9 @@ class CompileSpec:
             flags.update({_FORMAT_FLAGS[d]: True for d in self.dumps if d in _FORMAT_FLAGS})
             flags.update(codegen)
             flags.update(self.target.dump_flags(workdir))
+            if HLO_PASSES_END in self.dumps and self.pass_dump_re is None and \
+                    not any(k in user for k, _ in HLO_PASSES_END_FLAGS):
+                flags.update(HLO_PASSES_END_FLAGS)  # the user's own pass dumps hold that file too
             user = {k: v for k, v in user.items() if k not in codegen}
         flags.update(user)
         if self.pass_dump_re is not None:

@@ -36,6 +36,7 @@ from ..errors import CompileError, DriverError, FlagError, log_note, param
 from ..stages.base import StageOptions
 
 TARGET_CONFIG_FLAG = "xla_gpu_target_config_filename"
+TOPOLOGY_FLAG = "xla_gpu_topology_filename"  # cuda.topology.FLAG
 # XLA's kernel cache file (a CompilationCacheProto), written into a CUDA compile's dump directory.
 KERNEL_CACHE_FLAG = "xla_gpu_kernel_cache_file"
 KERNEL_CACHE_FILE = "xla_kernel_cache.pb"
@@ -211,6 +212,10 @@ class CudaTarget(Target):
     on the GPUs there are for runs (a run's target needs no spec: ``spec`` None)."""
 
     spec: Any  # cuda.specs.GpuSpec; None: the GPU of a run
+    # cuda.topology.GpuTopology (--xla_gpu_topology_filename): the device-less devices are
+    # that topology's; None: one host with as many devices as a compile needs. Not `topology`,
+    # which names a TPU target's slice.
+    gpu_topology: Any = None
     platform: ClassVar[str] = "cuda"
     spellings: ClassVar[tuple[str, ...]] = ("cuda", "gpu")
 
@@ -264,8 +269,14 @@ class CudaTarget(Target):
             raise DriverError(f"{param('platform', 'cuda')} compiles device-less for a GPU spec: give {param('gpu_spec')}")
         from ..cuda.specs import target_config_for_installed_xla
 
+        shape = None
+        if self.gpu_topology is not None:
+            if count > self.gpu_topology.num_devices:
+                raise DriverError(f"--xla_gpu_topology_filename: {self.gpu_topology.source}: the compile needs "
+                                  f"{count} devices, the topology has {self.gpu_topology.num_devices}")
+            shape = self.gpu_topology.shape()
         return _jaxlib.cuda_compile_only_devices(target_config_for_installed_xla(self.spec.text),
-                                                 name=self.spec.name, count=count)
+                                                 name=self.spec.name, count=count, topology=shape)
 
     def translate_error(self, message: str, native_log: str) -> DriverError | None:
         from ..cuda import tools as cuda_tools
@@ -605,6 +616,15 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         named = str(flags.pop(TARGET_CONFIG_FLAG))
         if gpu_spec is None:
             gpu_spec, platform, spec_from_flag = named, platform or "cuda", True
+    topology = None
+    if TOPOLOGY_FLAG in flags:  # read here: jaxlib's compile does not read it (cuda/topology.py)
+        from ..cuda import topology as gpu_topology
+
+        if platform not in (None, "cuda"):
+            raise DriverError(f"--{TOPOLOGY_FLAG} is for --platform=CUDA")
+        # kept among the flags: XLA's dumped debug_options name it as given
+        topology = gpu_topology.resolve(str(flags[TOPOLOGY_FLAG]))
+        platform = "cuda"
     if flags:
         xla_flags.check_names(flags, xla_flags.known_names())
     if platform is None and not xla_tool:
@@ -623,14 +643,19 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
     if platform == "cuda" and (needs_spec or gpu_spec is not None):  # a listing's spec is still checked
         from ..cuda import specs as gpu_specs
 
-        if gpu_spec is None:
+        if gpu_spec is None and topology is not None and topology.spec is not None:
+            spec = topology.spec
+            notes.append(f"compiling for the GPU of --{TOPOLOGY_FLAG}={topology.source} ({spec.gpu}, {spec.sm})")
+            notes += list(spec.notes)
+            specs = [spec]
+        elif gpu_spec is None:
             spec = gpu_specs.resolve_spec(gpu_specs.DEFAULT_SPEC)
             notes.append(f"no {spec_flag} given: compiling for {spec.name} ({spec.gpu}, {spec.sm})")
             specs = [spec]
         else:
             specs = [gpu_specs.resolve_spec(s.strip()) for s in gpu_spec.split(",") if s.strip()]
         # Fields filled in or left out of a spec: said with the other notes, after validation.
-        notes += [n for s in specs for n in s.notes]
+        notes += [n for s in specs for n in s.notes if n not in notes]
     if platform == "tpu":
         from ..tpu import topologies
 
@@ -645,7 +670,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         found: tuple[Target, ...] = tuple(TpuTarget(topology=t, xla_flags=frozen)
                                           for t in topologies.parse_list(tpu_topology, flag))
     elif platform == "cuda":
-        found = tuple(CudaTarget(spec=s, xla_flags=frozen) for s in specs)
+        found = tuple(CudaTarget(spec=s, xla_flags=frozen, gpu_topology=topology) for s in specs)
     elif platform is not None:
         found = (PLATFORMS[platform](xla_flags=frozen),)
     else:

@@ -475,6 +475,34 @@ _TEXT, _HTML, _DOT, _LLVM, _PTX, _EXE = "hlo-text", "hlo-html", "hlo-dot", "llvm
 _PROTO = "hlo-proto"  # backend's HLO_PROTO: the HloProto XLA dumps after optimization (diff's summary)
 _TPU_LLO = "tpu-llo"  # backend's TPU_LLO: libtpu's final bundles and static profile
 
+# ------------------------------------------------------------------ XLA's hlo-opt
+
+# XLA's hlo-opt names its stages after what its compiler hands back
+# (xla/tools/hlo_opt/compiled_opt_lib.cc, gpu_opt.cc): 'hlo' is the module
+# Compiler::RunHloPasses returns, before the backend schedules it; 'ptx' is the
+# executable's text. mlirhlo opt's 'hlo' and 'ptx' read XLA's dump instead: the module
+# XLA dumps as after_optimizations (scheduled) and one section per PTX module.
+_PASSES_END = "hlo-passes-end"  # backend's HLO_PASSES_END
+
+
+def _hlo_opt_hlo(req: Any) -> str:
+    """CUDA: the module as XLA's HLO passes leave it (the dump at the start of the backend's
+    first pipeline). Other platforms: the after_optimizations module, as 'hlo'."""
+    if req.options.platform != "cuda":
+        return _hlo(req)
+    from .backend import HLO_PASSES_END_FILE
+
+    return _text(_stage_artifacts(req, "hlo-opt:hlo").one(HLO_PASSES_END_FILE, "hlo"))
+
+
+def _hlo_opt_ptx(req: Any) -> str:
+    """The executable's PTX as XLA's GpuExecutable::text() holds it: the PTX of each LLVM
+    module XLA split the kernels into, in XLA's module order (the dump's shard numbers),
+    each followed by a newline; modules with no code left out."""
+    found = _codegen_files(req, _PTX_FILE, "ptx")
+    return "".join(_text(data) + "\n" for _, data in found if data.strip())
+
+
 # ------------------------------------------------------------------ Triton
 
 # XLA's emitters whose dumps the Triton stages read (TTIR; the log of Triton's pipeline).
@@ -667,6 +695,11 @@ def add_stages(stages: Registry) -> None:
                      _thunk_sequence, CUDA_ONLY))
     stages.add(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,
                      "autotuning results (AutotuneResults textproto)", _autotune_results, CUDA_ONLY))
+    # XLA's hlo-opt's meaning of 'hlo' and 'ptx' (commands/xla_tools.py's hlo-opt asks for these).
+    stages.add(Stage("hlo-opt:hlo", "hlo", XLA, False, "the module after XLA's HLO passes, not scheduled",
+                     _hlo_opt_hlo, dumps=(_TEXT, _PASSES_END), hidden=True))
+    stages.add(Stage("hlo-opt:ptx", "ptx", XLA, False, "the executable's PTX, its modules joined as XLA does",
+                     _hlo_opt_ptx, CUDA_ONLY, dumps=(_PTX,), hidden=True))
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
                      _summary, ALL, dumps=(_PROTO,), hidden=True))

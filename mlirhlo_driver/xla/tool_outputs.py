@@ -27,6 +27,17 @@ def hlo_text(program: Any) -> str:
     return _jaxlib.hlo_proto_to_text(proto if isinstance(proto, bytes) else proto.encode(), xla_printer=True)
 
 
+def scheduled(program: Any) -> bool:
+    """Whether an HLO input holds a schedule (``is_scheduled=true``): XLA's hlo-opt takes
+    such a module as optimized already."""
+    proto = program.hlo_proto
+    if proto is None:
+        return False
+    from ..ir import protos
+
+    return protos.decode(proto, "xla.HloModuleProto", what="HloModuleProto").HasField("schedule")
+
+
 # The stages that print an HLO module XLA made from the driver's StableHLO.
 HLO_STAGES = ("hlo", "hlo-backend", "hlo-before-optimizations")
 
@@ -50,17 +61,21 @@ def with_user_names(text: str, program: Any) -> str:
         return text
 
 
-def write_xla_dump(directory: str, art: Any, number: int) -> None:
+def write_xla_dump(directory: str, art: Any, number: int, *, pass_dumps: bool = True) -> None:
     """What XLA dumped for one compile, in its ``--xla_dump_to`` layout:
     ``module_NNNN.<name>.<what>`` (NNNN counts the modules of this command,
     where XLA uses a process-wide counter). Its ``*.html`` graph views are made
-    self-contained (xla/html_page.py): XLA's load their scripts from a CDN."""
+    self-contained (xla/html_page.py): XLA's load their scripts from a CDN.
+    Without ``pass_dumps`` (the user asked for none) the per-pass file a stage
+    read (backend.HLO_PASSES_END) is left out."""
     import re
 
     from .. import outputs
-    from . import html_page
+    from . import backend, html_page
 
     for key, data in art.files.items():
+        if not pass_dumps and re.search(backend.HLO_PASSES_END_FILE, key):
+            continue
         # Keys are XLA's names less their module_NNNN.<name>. prefix (xla/backend.py).
         name = re.sub(r"^module_\d+\.", f"module_{number:04d}.", key) if key.startswith("module_") \
             else f"module_{number:04d}.{art.hlo_module_name}.{key}"

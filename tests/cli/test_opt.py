@@ -30,7 +30,7 @@ def _usage_line(argv: list[str]) -> str:
 
 OPT_DEFAULTS = {
     "inputs": [], "pipeline_spec": None, "passes": None, "pipeline_file": None, "print_pipeline": False,
-    "stage": "stablehlo", "output": None, "dump_dir": None, "list_stages": False, "list_passes": False,
+    "stage": "stablehlo", "output": None, "plot": None, "dump_dir": None, "list_stages": False, "list_passes": False,
     "input_format": None, "split_input_file": False, "args": None, "print_ir_after_all": False,
     "print_ir_after_change": False, "print_ir_before": None, "print_ir_after": None,
     "print_ir_after_failure": False, "print_ir_module_scope": False, "ir_dump_dir": None, "timing": False,
@@ -83,7 +83,7 @@ def test_opt_every_option_spelling():
     """option_names(): every spelling opt accepts, in --help's order (the 'did you mean' pool)."""
     assert opt_cli.option_names() == [
         "-h", "--help", "--pipeline", "--passes", "--pipeline-file", "--print-pipeline", "--stage", "-o",
-        "--output", "--o", "--dump-dir", "--list-stages", "--list-passes", "--input-format",
+        "--output", "--o", "--plot", "--dump-dir", "--list-stages", "--list-passes", "--input-format",
         "--split-input-file", "--args", "--print-ir-after-all", "--print-ir-after-change", "--print-ir-before",
         "--print-ir-after", "--print-ir-after-failure", "--print-ir-module-scope", "--ir-dump-dir", "--timing",
         "--timing-format", "--mlir-output-format", "--verify-each", "--no-verify-each", "--reproducer-dir",

@@ -48,6 +48,8 @@ EXPECTED = {
     "h100_sxm": ("9.0a", "sm_90a"),
     "h200": ("9.0a", "sm_90a"),
     "b200": ("10.0a", "sm_100a"),
+    "gb200": ("10.0a", "sm_100a"),
+    "gb300": ("10.3a", "sm_103a"),
 }
 
 # The CUDA stack jax-cuda12-plugin 0.10.2 was built with (see the spec comments).

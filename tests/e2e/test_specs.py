@@ -94,7 +94,7 @@ def test_specs_list_table(cli):
     lines = r.out.splitlines()
     assert lines[0].split() == ["name", "gpu", "cc", "target", "SMs", "memory", "bandwidth", "ptxas"]
     rows = [ln for ln in lines[1:] if not ln.startswith(("ptxas:", "  not used:"))]
-    assert len(rows) == 12
+    assert len(rows) == 14
     names = [row.split()[0] for row in rows]
     assert names == sorted(p.stem for p in (REPO / "gpu_specs").glob("*.txtpb"))
     default = [row for row in rows if "(default)" in row]
@@ -107,7 +107,7 @@ def test_specs_list_json(cli):
     r = cli("specs", "list", "--json")
     assert r.code == 0
     rows = json.loads(r.out)
-    assert len(rows) == 12
+    assert len(rows) == 14
     by_name = {row["name"]: row for row in rows}
     assert by_name["a100_sxm_80"]["sm"] == "sm_80"
     assert by_name["h100_sxm"]["compute_capability"] == "9.0a"

@@ -377,6 +377,9 @@ def test_the_relay_drops_native_noise_and_keeps_native_logs_aside(monkeypatch, c
     err = (b"E1202 10:00:00.000000  77 x.cc:1] native trouble\n  more of it\n"
            b"error: the worker's own message\n"
            b"[Gloo] Rank 0 is connected to 1 peer ranks\n[external/gloo/x.cc:1] retry\n"
+           # jaxlib 0.12's spelling of gloo's retries
+           b"[external/xla++third_party_ext+gloo/gloo/transport/tcp/debug_logger.cc:25] ERROR failed to "
+           b"connect, willRetry=1, retry=1, retryLimit=3, rank=0, size=4\n"
            b"    @     0x7f0011 foo\n*** Check failure stack trace: ***\n*** SIGABRT received at time=1\n"
            b"plain text\n")
     out = b"W1202 10:00:00.000000  77 y.cc:2] a stdout warning\nresult line\n  indented result\n"

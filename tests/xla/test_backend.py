@@ -224,7 +224,10 @@ def test_every_xla_stage_says_what_it_reads():
     from mlirhlo_driver.xla import backend as xla_backend
 
     declared = [s for s in registry.stages().stages.values() if s.level == "xla"]
-    assert set().union(*(s.dumps for s in declared)) <= {*xla_backend.ALL_DUMPS, xla_backend.TPU_LLO}
+    # ALL_DUMPS; libtpu's LLO (TPU stages); the module at the backend's start that hlo-opt's 'hlo' alone reads
+    assert set().union(*(s.dumps for s in declared)) <= {*xla_backend.ALL_DUMPS, xla_backend.TPU_LLO,
+                                                         xla_backend.HLO_PASSES_END}
+    assert {s.name for s in declared if xla_backend.HLO_PASSES_END in s.dumps} == {"hlo-opt:hlo"}
     assert {s.name for s in declared if s.emitters} == {"triton", "ttir", "ttgir", "triton-passes"}
     assert {s.name: s.dumps for s in declared if s.name in ("hlo", "kernels", "summary", "memory-usage")} == {
         "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo"), "summary": ("hlo-proto",), "memory-usage": ()}
