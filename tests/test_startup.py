@@ -46,6 +46,11 @@ def test_passes_listing_from_cache_does_not_import_jax():
     proc = run_subprocess(IMPORT_PROBE.format(argv=["passes"]))
     assert "canonicalize" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []"
+    # Nor importlib.metadata (~20 ms): the installed entry points come from the on-disk scan,
+    # and with none there is nothing to load.
+    probe = IMPORT_PROBE.replace('("jax", "jaxlib", "jaxlib.mlir")', '("importlib.metadata",)')
+    proc = run_subprocess(probe.format(argv=["passes"]))
+    assert proc.stdout.strip().splitlines()[-1] == "IMPORTED: []", proc.stdout
 
 
 @pytest.mark.slow

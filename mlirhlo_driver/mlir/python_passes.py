@@ -338,11 +338,13 @@ def _replay(base: str, steps: tuple[Plugin | tuple[PythonPass, ...], ...]) -> Pa
 def _with_entry_points(base: PassSet, specs: tuple[tuple[str, ...], ...]) -> tuple[PassSet, InputError | None]:
     """``base`` with the passes of each entry point, and the first one's failure to load (the
     others are loaded all the same)."""
-    from importlib.metadata import EntryPoint
-
     table = dict(base._passes())
     error = None
     for name, value, *_ in specs:
+        # Imported only for an entry point to load: importlib.metadata costs ~20 ms a process
+        # (email, zipfile, csv), which the on-disk scan (installed.py) exists to spare.
+        from importlib.metadata import EntryPoint
+
         ep = EntryPoint(name, value, ENTRY_POINT_GROUP)
         loading = _Loading(f"entry point {ep.name}", table)
         token = _loading.set(loading)
