@@ -104,3 +104,12 @@ def test_a_tpu_flag_in_xla_flags_is_applied_and_never_ends_the_process():
     r = _fresh("opt", hlo, "--platform", "tpu", "--stage", "memory", xla_flags="--xla_tpu_nonsense=1")
     assert r.returncode == 2 and r.stderr.startswith("error: unknown XLA flag '--xla_tpu_nonsense'"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.slow
+def test_diff_puts_a_tpu_option_beside_the_default(cli):
+    r = cli("diff", BIG, "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--flags-b", "--xla_tpu_max_hbm_size_mib=60")
+    assert r.code == 0, r.err
+    assert_mentions(r.out, "generated code", "differences found")
+    r = cli("diff", BIG, "--platform", "tpu", "--flags-b", "--xla_tpu_nonsense=1")
+    assert_mentions(assert_one_line_error(r), "unknown XLA flag '--xla_tpu_nonsense'")
