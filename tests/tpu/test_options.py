@@ -38,3 +38,18 @@ def test_libtpu_lists_its_per_compile_options_and_its_process_wide_flags():
     assert found.per_compile["xla_tpu_max_hbm_size_mib"] == "int"
     assert len(found.per_compile) > 500  # 1,198 with libtpu 0.0.50.1
     assert "xla_jf_dump_to" in found.process_wide and "xla_jf_dump_to" not in found.per_compile
+
+
+def test_libtpus_names_leave_xla_flags_but_the_driver_still_reads_them(monkeypatch):
+    from mlirhlo_driver.xla import flags
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_hlo_as_text --xla_tpu_max_hbm_size_mib=60 --xla_cpu_use_thunk_runtime=false")
+    for name in ("MLIRHLO_USER_XLA_FLAGS", "MLIRHLO_USER_XLA_FLAGS_LEFT"):
+        monkeypatch.delenv(name, raising=False)
+    flags.shield_environment({"xla_tpu_max_hbm_size_mib"})
+    import os
+
+    assert os.environ["XLA_FLAGS"] == "--xla_dump_hlo_as_text --xla_cpu_use_thunk_runtime=false"  # what XLA parses
+    assert flags.from_environment()["xla_tpu_max_hbm_size_mib"] == 60
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_hlo_as_text")  # set again by the user: theirs
+    assert "xla_tpu_max_hbm_size_mib" not in flags.from_environment()
