@@ -158,8 +158,10 @@ def _take_xla_flag(key: str, eq: str, value: str, argv: list[str], i: int, out: 
         # with the platform (flags.check_names)
         kind = "bool" if tpu_kind == "bool" else "tpu"
     elif types and kind is None:
+        # a TPU-looking name is matched against libtpu's options too (where libtpu is installed)
+        close = [*types, *sorted(xf.tpu_option_names())] if name.startswith(("xla_tpu_", "xla_jf_")) else types
         raise FlagError(f"unknown XLA flag '--{name}'",
-                        hint=did_you_mean(name, types) or "see XLA's DebugOptions")
+                        hint=did_you_mean(name, close) or "see XLA's DebugOptions")
     if negated:
         if kind not in (None, "bool"):
             raise FlagError(f"--no{name}: --{name} is not a boolean")

@@ -303,6 +303,12 @@ def tpu_option_kind(name: str) -> str | None:
     return options.kind(name)
 
 
+def tpu_option_names() -> set[str]:
+    """libtpu's per-compile option names (empty without libtpu)."""
+    found = _tpu_options()
+    return set(found.per_compile) if found is not None else set()
+
+
 def check_tpu_values(flags: dict[str, Any], kinds: dict[str, str], known: set[str]) -> None:
     """Values of libtpu's options against the kinds their dumped defaults show: a boolean
     takes true/false/1/0, an integer any number (libtpu says whether a fraction fits); the
