@@ -813,7 +813,8 @@ def main(argv: list[str] | None = None) -> int:
             evidence = [FileEvidence(name, "", "compile-failed", msg) for name, msg in sorted(failed.items())]
             for ev in evidence:
                 ev.klass, why = classify_tpu(ev.message)
-                said = re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "", ev.message)
+                said = re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "",
+                              re.sub(r"^\S*\.mlir: ", "", ev.message))
                 ev.reason = f"{why}: {said[:300]}"
             tpu = {"failures": evidence, "wall": wall}
             print(f"TPU device-less: {len(files) - len(failed)} of {len(files)} compile ({wall:.0f} s)",
