@@ -812,10 +812,10 @@ def main(argv: list[str] | None = None) -> int:
             failed, wall = run_tpu(files, args.jobs, args.tpu_topology, work)
             evidence = [FileEvidence(name, "", "compile-failed", msg) for name, msg in sorted(failed.items())]
             for ev in evidence:
-                ev.klass, why = classify_tpu(ev.message)
-                said = re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "",
-                              re.sub(r"^\S*\.mlir: ", "", ev.message))
-                ev.reason = f"{why}: {said[:300]}"
+                ev.klass, ev.reason = classify_tpu(ev.message)
+                # the evidence: XLA's words, without the file's path and the op's metadata
+                ev.message = re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "",
+                                    re.sub(r"^\S*\.mlir: ", "", ev.message))[:300]
             tpu = {"failures": evidence, "wall": wall}
             print(f"TPU device-less: {len(files) - len(failed)} of {len(files)} compile ({wall:.0f} s)",
                   file=sys.stderr)
