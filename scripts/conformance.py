@@ -1,14 +1,17 @@
-"""The conformance report: StableHLO's testdata on XLA CPU and device-less CUDA, docs/conformance.md.
+"""The conformance report: StableHLO's testdata on XLA CPU, device-less CUDA and TPU, docs/conformance.md.
 
     python scripts/conformance.py PATH/TO/stablehlo [-o docs/conformance.md] [--jobs 2]
-        [--gpu-spec h100_sxm] [--platforms cpu,cuda]
+        [--gpu-spec h100_sxm] [--tpu-topology v5e:1x1] [--platforms cpu,cuda,tpu]
 
 PATH is a checkout of openxla/stablehlo (nothing is fetched); its
 ``stablehlo/testdata/*.mlir`` files are the corpus. The script runs, as a user would:
 
 * ``mlirhlo run FILES --jobs N --json R`` (XLA CPU; the files check themselves with
-  their ``check.*`` calls), and
+  their ``check.*`` calls),
 * ``mlirhlo opt FILES --platform cuda --gpu-spec SPEC --stage ptx --jobs N`` (device-less),
+* ``mlirhlo opt FILES --platform tpu --tpu-topology T --stage hlo --jobs N`` (device-less,
+  where libtpu is installed: ``mlirhlo tpu-plugin install``; each refusal classed by
+  :func:`classify_tpu`),
 
 timing each. For every file that fails on CPU it recomputes the failing checks'
 values with the driver's library (``inputs.checks``: the same preparation and XLA CPU
@@ -127,6 +130,52 @@ def run_cuda(files: list[Path], jobs: int, spec: str, work: Path) -> tuple[dict[
             failed[f.stem] = (said[0] if said else (errors[0] if len(errors) == 1 else
                               f"no PTX written (opt exit {proc.returncode})"))
     return failed, wall
+
+
+def run_tpu(files: list[Path], jobs: int, topology: str, work: Path) -> tuple[dict[str, str], float]:
+    """``mlirhlo opt --platform tpu --stage hlo`` device-less (libtpu's compile-only
+    topology): {file stem: error} for the files that wrote no optimized HLO, and the wall
+    seconds."""
+    dump = work / "tpu"
+    dump.mkdir()
+    start = time.perf_counter()
+    proc = subprocess.run(mlirhlo("opt", *map(str, files), "--platform", "tpu", "--tpu-topology", topology,
+                                  "--stage", "hlo", "--no-cache", "--jobs", str(jobs), "--dump-dir", str(dump)),
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    failed = {}
+    for f in files:
+        if not list(dump.glob(f"{f.stem}*.hlo")):
+            said = re.search(rf"^\s+{re.escape(f.stem)}\s+(?:FAILED|INVALID)\s+(.*)$", proc.stderr, re.M)
+            errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")
+                      and (f"{f.stem}.mlir" in line or f"/{f.stem}:" in line)]
+            failed[f.stem] = (said.group(1) if said else errors[0] if errors else
+                              f"no optimized HLO written (opt exit {proc.returncode})")
+    return failed, wall
+
+
+# What a TPU compile refuses, in XLA's TPU compiler's words (libtpu 0.0.50.1): (pattern, class, why).
+TPU_X64 = "64-bit type the TPU compiler does not take"
+TPU_UNIMPLEMENTED = "op form not implemented on TPU"
+TPU_COMPILER = "XLA TPU compiler defect"
+TPU_CLASSES = (TPU_X64, TPU_UNIMPLEMENTED, TPU_COMPILER)
+TPU_RULES = [
+    (r"rewriting computation to not contain X\{64\|128\} element types", TPU_X64,
+     "TPUs have no 64-bit units: XLA rewrites 64-bit values into 32-bit pairs, and has no rewrite for this op"),
+    (r"Unexpected operand type for FFT: (?:f64|c128)", TPU_X64, "the TPU FFT takes f32/c64 only"),
+    (r"not implemented on TPU", TPU_UNIMPLEMENTED, "XLA's TPU compiler says this form of the op is not implemented"),
+    (r"Binary op \w+ with different element types", TPU_COMPILER,
+     "XLA's own verifier refuses the HLO its TPU passes made of a valid module (mixed s32/u32 after the "
+     "64-bit rewrite)"),
+    (r"crashed|aborted|SIG[A-Z]+", DRIVER, "libtpu's process died (the driver's TPU process: one line)"),
+]
+
+
+def classify_tpu(message: str) -> tuple[str, str]:
+    for pattern, klass, why in TPU_RULES:
+        if re.search(pattern, message):
+            return klass, why
+    return UNCLASSIFIED, "device-less compile failed"
 
 
 # ================================================================= evidence
@@ -645,7 +694,7 @@ def _bucket_order(item: tuple[str, int]) -> int:
 
 
 def render(*, commit: str, files: int, cpu: dict | None, cuda: dict | None, jobs: int, spec: str,
-           versions: str) -> str:
+           versions: str, tpu: dict | None = None, topology: str = "v5e:1x1") -> str:
     lines = ["# Conformance: StableHLO's testdata on XLA", "",
              f"Written by `python scripts/conformance.py STABLEHLO_CHECKOUT --jobs {jobs}` (do not edit by hand): "
              f"openxla/stablehlo {commit}, {files} files in `stablehlo/testdata/*.mlir`; {versions}; "
@@ -658,17 +707,19 @@ def render(*, commit: str, files: int, cpu: dict | None, cuda: dict | None, jobs
              "| platform | command | files | pass | fail | wall |", "|---|---|---|---|---|---|"]
     for label, res, cmd in (("XLA CPU", cpu, f"`mlirhlo run FILES --jobs {jobs}`"),
                             (f"CUDA device-less ({spec})", cuda,
-                             f"`mlirhlo opt FILES --platform cuda --gpu-spec {spec} --stage ptx --jobs {jobs}`")):
+                             f"`mlirhlo opt FILES --platform cuda --gpu-spec {spec} --stage ptx --jobs {jobs}`"),
+                            (f"TPU device-less ({topology})", tpu,
+                             f"`mlirhlo opt FILES --platform tpu --tpu-topology {topology} --stage hlo --jobs {jobs}`")):
         if res is None:
             lines.append(f"| {label} | {cmd} | not run | | | |")
         else:
             fails = len(res["failures"])
             lines.append(f"| {label} | {cmd} | {files} | {files - fails} | {fails} | {res['wall']:.0f} s |")
-    lines += ["", "| class | XLA CPU | CUDA device-less |", "|---|---|---|"]
-    for klass in CLASSES:
-        counts = [sum(1 for ev in res["failures"] if ev.klass == klass) if res else "-" for res in (cpu, cuda)]
-        lines.append(f"| {klass} | {counts[0]} | {counts[1]} |")
-    for label, res in (("XLA CPU", cpu), ("CUDA device-less", cuda)):
+    lines += ["", "| class | XLA CPU | CUDA device-less | TPU device-less |", "|---|---|---|---|"]
+    for klass in (*CLASSES, *TPU_CLASSES):
+        counts = [sum(1 for ev in res["failures"] if ev.klass == klass) if res else "-" for res in (cpu, cuda, tpu)]
+        lines.append(f"| {klass} | {counts[0]} | {counts[1]} | {counts[2]} |")
+    for label, res in (("XLA CPU", cpu), ("CUDA device-less", cuda), ("TPU device-less", tpu)):
         if res is None:
             continue
         lines += ["", f"## {label} failures", ""]
@@ -685,12 +736,14 @@ def render(*, commit: str, files: int, cpu: dict | None, cuda: dict | None, jobs
             lines += ["", f"Not failures: in {len(res['folded'])} passing files no checked value depends on "
                       "an input (XLA computes it while compiling): " + ", ".join(f"`{n}`" for n in res["folded"])
                       + "."]
-    used = sorted({ev.reproducer for res in (cpu, cuda) if res for ev in res["failures"] if ev.reproducer})
+    used = sorted({ev.reproducer for res in (cpu, cuda, tpu) if res for ev in res["failures"]
+                   if getattr(ev, "reproducer", None)})
     if used:
         lines += ["", "## Reproducers", "", "| reproducer | what it shows | files |", "|---|---|---|"]
         for key in used:
             path, what = REPRODUCERS[key]
-            names = [ev.name for res in (cpu, cuda) if res for ev in res["failures"] if ev.reproducer == key]
+            names = [ev.name for res in (cpu, cuda, tpu) if res for ev in res["failures"]
+                     if getattr(ev, "reproducer", None) == key]
             lines.append(f"| `{path}` | {what} | {', '.join(f'`{n}`' for n in names)} |")
     return "\n".join(lines) + "\n"
 
@@ -713,13 +766,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path, default=REPO / "docs" / "conformance.md")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--gpu-spec", default="h100_sxm")
-    ap.add_argument("--platforms", default="cpu,cuda", help="cpu, cuda or both (comma list)")
+    ap.add_argument("--tpu-topology", default="v5e:1x1")
+    ap.add_argument("--platforms", default=None,
+                    help="cpu, cuda, tpu (comma list; default: cpu,cuda, and tpu where libtpu is installed)")
     args = ap.parse_args(argv)
+    if args.platforms is None:
+        from mlirhlo_driver._native import libtpu
+
+        args.platforms = "cpu,cuda" + (",tpu" if libtpu.in_use() is not None else "")
     platforms = {p.strip() for p in args.platforms.split(",") if p.strip()}
-    if not platforms or platforms - {"cpu", "cuda"}:
-        ap.error("--platforms takes cpu, cuda or cpu,cuda")
+    if not platforms or platforms - {"cpu", "cuda", "tpu"}:
+        ap.error("--platforms takes a comma list of cpu, cuda, tpu")
     files = testdata_files(args.checkout)
-    cpu = cuda = None
+    cpu = cuda = tpu = None
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         work = Path(tmp)
         if "cpu" in platforms:
@@ -749,8 +808,19 @@ def main(argv: list[str] | None = None) -> int:
             cuda = {"failures": evidence, "wall": wall}
             print(f"CUDA device-less: {len(files) - len(failed)} of {len(files)} compile ({wall:.0f} s)",
                   file=sys.stderr)
+        if "tpu" in platforms:
+            failed, wall = run_tpu(files, args.jobs, args.tpu_topology, work)
+            evidence = [FileEvidence(name, "", "compile-failed", msg) for name, msg in sorted(failed.items())]
+            for ev in evidence:
+                ev.klass, ev.reason = classify_tpu(ev.message)
+                # the evidence: XLA's words, without the file's path and the op's metadata
+                ev.message = re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "",
+                                    re.sub(r"^\S*\.mlir: ", "", ev.message))[:300]
+            tpu = {"failures": evidence, "wall": wall}
+            print(f"TPU device-less: {len(files) - len(failed)} of {len(files)} compile ({wall:.0f} s)",
+                  file=sys.stderr)
     text = render(commit=checkout_commit(args.checkout), files=len(files), cpu=cpu, cuda=cuda, jobs=args.jobs,
-                  spec=args.gpu_spec, versions=_versions())
+                  spec=args.gpu_spec, versions=_versions(), tpu=tpu, topology=args.tpu_topology)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = args.output.with_name(args.output.name + ".tmp")
     tmp_out.write_text(text)

@@ -898,8 +898,8 @@ _tpu_topologies: dict[str, Any] = {}
 
 def tpu_compile_only_devices(name: str, shape: tuple[int, ...], count: int = 1) -> list[Any]:
     """The compile-only devices of the TPU topology ``name`` (libtpu's spelling, already
-    checked: tpu.topologies), at least ``count`` of them, loading libtpu (_native.libtpu) on
-    first use. Only for the driver's own TPU compile process (TPU_COMPILE_ENV): libtpu stays
+    checked: tpu.topologies; ``NxNAME``: N slices of it, libtpu's ``num_slices``), at least
+    ``count`` of them, loading libtpu (_native.libtpu) on first use. Only for the driver's own TPU compile process (TPU_COMPILE_ENV): libtpu stays
     loaded in a process for good."""
     from . import libtpu
 
@@ -922,10 +922,15 @@ def tpu_compile_only_devices(name: str, shape: tuple[int, ...], count: int = 1) 
     return devices
 
 
-def _tpu_topology(xla_client: Any, name: str, shape: tuple[int, ...]) -> Any:
+def _tpu_topology(xla_client: Any, full_name: str, shape: tuple[int, ...]) -> Any:
+    # 2xv5e:2x2: two slices (multislice), their devices numbered from 100000 per slice
+    m = re.match(r"^(\d+)x([a-z].*)$", full_name)
+    name, slices = (m.group(2), int(m.group(1))) if m else (full_name, 1)
     # v4's chips are one megacore device each, as jax on a v4 VM shows them; libtpu's default
     # there is a device per TensorCore (v5p's default is megacore already).
     kwargs: dict[str, Any] = {"chip_config_name": "megacore"} if name.startswith("v4:") else {}
+    if slices > 1:
+        kwargs["num_slices"] = slices
     try:
         return xla_client.make_tfrt_tpu_c_api_device_topology(name, **kwargs)
     except Exception as e:

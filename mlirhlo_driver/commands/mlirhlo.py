@@ -236,14 +236,14 @@ def diff_spec_names(platform: str, gpu_spec: str | None) -> tuple[str | None, st
     return names[0], names[-1]
 
 
-def diff_flags(text: str | None, option: str) -> dict[str, Any]:
+def diff_flags(text: str | None, option: str, platform: str | None = None) -> dict[str, Any]:
     """An XLA_FLAGS-style string given to ``option``, parsed; names and value types are
-    checked against this XLA (FlagError)."""
+    checked against this XLA (FlagError), and libtpu's options for ``platform`` ``tpu``."""
     from ..xla import flags as xla_flags
 
     flags = xla_flags.from_text(text or "", param(option), strict=True)
     if flags:
-        xla_flags.check_names(flags, xla_flags.known_names())
+        xla_flags.check_names(flags, xla_flags.known_names(), platform)
         xla_flags.check_value_types(flags)
     return flags
 
@@ -305,7 +305,7 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     if platform == "tpu" and explain:
         raise DriverError(f"{param('explain')} explains kernels, which TPU compiles do not list",
                           hint="'mlirhlo diff --stage hlo' shows how the optimized HLO differs")
-    fa, fb = diff_flags(flags_a, "flags_a"), diff_flags(flags_b, "flags_b")
+    fa, fb = diff_flags(flags_a, "flags_a", platform), diff_flags(flags_b, "flags_b", platform)
     if stage is not None:
         stage = core_diff.check_stage(stage, platform)
     sides_in = [(input_a, spec_a or topo_a, fa, debug_options_file_a),

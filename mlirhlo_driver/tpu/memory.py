@@ -19,6 +19,9 @@ _ROWS = (("arguments", "argument_size_in_bytes"), ("outputs", "output_size_in_by
          ("generated code", "generated_code_size_in_bytes"))
 
 
+HBM_CAP_FLAG = "xla_tpu_max_hbm_size_mib"  # libtpu's per-compile option (0: the chip's HBM)
+
+
 def peak_bytes(stats: dict[str, int]) -> int:
     """What a device holds in all: arguments and outputs (less what they share), temporaries
     and code, as jax's memory guidance adds them up. An upper bound of the peak: XLA's own
@@ -30,7 +33,12 @@ def peak_bytes(stats: dict[str, int]) -> int:
 
 
 def capacity_bytes(target: Any) -> tuple[int | None, str]:
-    """(HBM bytes per device, where the figure comes from), or (None, why unknown)."""
+    """(HBM bytes per device, where the figure comes from), or (None, why unknown). The
+    user's ``--xla_tpu_max_hbm_size_mib`` (libtpu's cap on what a compile may use, per
+    device) wins over the spec, as it does in libtpu's own out-of-memory check."""
+    cap = dict(getattr(target, "xla_flags", ())).get(HBM_CAP_FLAG)
+    if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
+        return int(cap * (1 << 20)), f"--{HBM_CAP_FLAG}={cap:g}"
     generation = target.topology.generation
     found = specs.spec(generation)
     per_chip = found.hbm_bytes_per_chip if found is not None else None

@@ -2,6 +2,11 @@
 (``v5e:2x2``, ``v5p:2x2x1``, ``tpu7x:2x2x1``) and Cloud TPU's accelerator types
 (``v5litepod-16``, ``v6e-8``, ``v5p-128``), each read into one :class:`Topology`.
 
+Several slices joined by the data-center network (Cloud TPU's multislice, ``num_slices``):
+``2xv5e:2x2``, ``4xv5litepod-256`` ("2x v5e:2x2"): N slices of the one shape, whose devices
+jax numbers from 100000 per slice (slice 1: 100000.., slice 2: 200000..), with collectives
+across slices over DCN.
+
 Checked here, before libtpu loads: libtpu's topology parser dies of a SIGFPE on a zero
 dimension (``v5e:0x2``, libtpu 0.0.50.1) and aborts on other shapes, so a name reaches it
 only once its generation, its rank and every dimension are known good. Nothing here
@@ -43,6 +48,8 @@ _SHAPES_2D = {1: (1, 1), 4: (2, 2), 8: (2, 4), 16: (4, 4), 32: (4, 8), 64: (8, 8
 _SHAPES_3D = {4: (2, 2, 1), 8: (2, 2, 2), 16: (2, 2, 4), 32: (2, 4, 4), 64: (4, 4, 4), 128: (4, 4, 8),
               256: (4, 8, 8), 512: (8, 8, 8), 1024: (8, 8, 16), 2048: (8, 16, 16), 4096: (16, 16, 16)}
 
+_SLICES = re.compile(r"^(\d+)x(.*[a-z].*)$")  # 2xv5e:2x2: a slice count first
+MAX_SLICES = 64  # libtpu takes more, at a process's memory; a bound for typos (2000xv5e:2x2)
 _LIBTPU_NAME = re.compile(r"^([a-z0-9]+)[=_:]((?:\d+x)*\d+)(_twisted|_untwisted)?$")
 _ACCELERATOR_NAME = re.compile(r"^([a-z0-9]+)-(\d+)$")
 
@@ -54,15 +61,24 @@ class Topology:
     generation: str
     shape: tuple[int, ...]
     variant: str = ""  # "_twisted" / "_untwisted": libtpu's, passed on
+    slices: int = 1    # multislice: this many slices of the shape, over DCN
 
     @property
     def name(self) -> str:
-        """libtpu's spelling: ``v5e:2x2``."""
+        """libtpu's spelling, ``v5e:2x2``, after the slice count where there are several
+        (``2xv5e:2x2``)."""
+        prefix = f"{self.slices}x" if self.slices > 1 else ""
+        return f"{prefix}{self.slice_name}"
+
+    @property
+    def slice_name(self) -> str:
+        """One slice, in libtpu's spelling: ``v5e:2x2``."""
         return f"{self.generation}:{'x'.join(map(str, self.shape))}{self.variant}"
 
     @property
     def chips(self) -> int:
-        return math.prod(self.shape)
+        """Chips in all slices."""
+        return math.prod(self.shape) * self.slices
 
     @property
     def devices(self) -> int:
@@ -75,8 +91,20 @@ class Topology:
 
 def parse(name: str, flag: str = "tpu_topology") -> Topology:
     """A topology from libtpu's spelling or a Cloud TPU accelerator type; DriverError naming
-    the known generations (with a close match) for anything else."""
+    the known generations (with a close match) for anything else. ``NxNAME``: N slices."""
     text = name.strip().lower()
+    m = _SLICES.match(text)
+    if m:
+        import dataclasses
+
+        count = int(m.group(1))
+        if not 1 <= count <= MAX_SLICES:
+            raise DriverError(f"{param(flag)}: '{name}' asks for {count} slices", hint=f"1 to {MAX_SLICES} slices: "
+                              f"2x{m.group(2)}")
+        one = parse(m.group(2), flag)
+        if one.slices > 1:
+            raise DriverError(f"{param(flag)}: '{name}' gives the slice count twice", hint=f"{count}x{one.slice_name}")
+        return dataclasses.replace(one, slices=count)
     m = _LIBTPU_NAME.match(text)
     if m:
         generation, dims, variant = m.group(1), m.group(2), m.group(3) or ""
@@ -106,7 +134,8 @@ def parse(name: str, flag: str = "tpu_topology") -> Topology:
         _known_generation(m.group(1), name, flag)
     raise DriverError(f"{param(flag)}: '{name}' is not a TPU topology",
                       hint="libtpu's spelling GEN:SHAPE (v5e:2x2, v5p:2x2x1, tpu7x:2x2x1) or an accelerator "
-                           "type (v5litepod-16, v6e-8, v5p-128); generations: " + ", ".join(GENERATIONS))
+                           "type (v5litepod-16, v6e-8, v5p-128), 2xNAME for 2 slices; generations: "
+                           + ", ".join(GENERATIONS))
 
 
 def _known_generation(generation: str, name: str, flag: str) -> None:

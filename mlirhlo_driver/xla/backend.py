@@ -197,7 +197,10 @@ class CompileSpec:
 
         opts = _jaxlib.compile_options(num_replicas=self.num_replicas, num_partitions=self.num_partitions,
                                        env_overrides=self.debug_options(workdir), dump_to=workdir)
-        if self.num_devices > 1 or self.backend_only or self.device_ids:
+        # Devices not numbered 0..N-1 (a multislice TPU topology's, 100000..) need their
+        # assignment said: libtpu refuses a multislice compile without a static one.
+        numbered = [d.id for d in devices] != list(range(len(devices)))
+        if self.num_devices > 1 or self.backend_only or self.device_ids or numbered:
             opts = _jaxlib.spmd_options(opts, device_ids=[d.id for d in devices],
                                         num_replicas=self.num_replicas, num_partitions=self.num_partitions,
                                         use_shardy=self.partitioner == "shardy",
@@ -412,6 +415,8 @@ def _devices(spec: CompileSpec) -> list[Any]:
     found = spec.target.compile_devices(max(ids) + 1, on_device=spec.on_device)
     by_id = {d.id: d for d in found}
     missing = [i for i in ids if i not in by_id]
+    if missing and not spec.device_ids and len(found) >= count:
+        return list(found[:count])  # a multislice TPU topology's: 100000.., 200000..
     if missing:
         raise CompileError(f"no device {missing[0]} among the {len(found)} of {spec.target.label()}")
     return [by_id[i] for i in ids]

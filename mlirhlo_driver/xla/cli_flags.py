@@ -152,9 +152,16 @@ def _take_xla_flag(key: str, eq: str, value: str, argv: list[str], i: int, out: 
     negated = key.startswith("noxla_")
     name = key[2:] if negated else key
     kind = types.get(name)
-    if types and kind is None:
+    tpu_kind = xf.tpu_option_kind(name) if types and kind is None else None
+    if tpu_kind is not None:
+        # libtpu's per-compile option: a boolean as XLA's; other values as text, checked
+        # with the platform (flags.check_names)
+        kind = "bool" if tpu_kind == "bool" else "tpu"
+    elif types and kind is None:
+        # a TPU-looking name is matched against libtpu's options too (where libtpu is installed)
+        close = [*types, *sorted(xf.tpu_option_names())] if name.startswith(("xla_tpu_", "xla_jf_")) else types
         raise FlagError(f"unknown XLA flag '--{name}'",
-                        hint=did_you_mean(name, types) or "see XLA's DebugOptions")
+                        hint=did_you_mean(name, close) or "see XLA's DebugOptions")
     if negated:
         if kind not in (None, "bool"):
             raise FlagError(f"--no{name}: --{name} is not a boolean")
@@ -175,7 +182,7 @@ def _take_xla_flag(key: str, eq: str, value: str, argv: list[str], i: int, out: 
         out.xla_flags[name] = _convert(name, "float", value)
     elif kind == "str":
         out.xla_flags[name] = value
-    else:  # enums, repeated fields: XLA's own flag parser reads the text
+    else:  # enums, repeated fields, libtpu's options: XLA's own flag parser reads the text
         out.xla_flags[name] = xf.parse_value(value)
     return i
 

@@ -16,7 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..errors import FlagError, did_you_mean, xla_flag
+from ..errors import FlagError, did_you_mean, param, xla_flag
 
 _FLAG = re.compile(r"^--(xla_[A-Za-z0-9_]+)(?:=(.*))?$", re.DOTALL)
 
@@ -84,7 +84,42 @@ def parse_flag_args(args: list[str], *, separate_values: bool = True) -> tuple[d
 
 
 def from_environment() -> dict[str, Any]:
-    return from_text(os.environ.get("XLA_FLAGS", ""), "XLA_FLAGS")
+    return from_text(user_xla_flags(), "XLA_FLAGS")
+
+
+# XLA_FLAGS as the user set it, and as :func:`shield_environment` left it for XLA.
+_SHIELDED = "MLIRHLO_USER_XLA_FLAGS"
+
+
+def user_xla_flags() -> str:
+    """The user's XLA_FLAGS, libtpu's options included where the driver took them out."""
+    current = os.environ.get("XLA_FLAGS", "")
+    original = os.environ.get(_SHIELDED)
+    if original is not None and os.environ.get(_SHIELDED + "_LEFT") == current:
+        return original
+    return current
+
+
+def shield_environment(names: set[str] | frozenset[str]) -> None:
+    """Take ``names`` (libtpu's options, read already) out of this process's XLA_FLAGS, and
+    so out of its helpers': XLA parses XLA_FLAGS once per process (its HLO parser too) and
+    ends the process on a name its DebugOptions lack ("Unknown flag in XLA_FLAGS"). The
+    driver passes them per compile instead; :func:`from_environment` still reads them."""
+    current = os.environ.get("XLA_FLAGS", "")
+    if not names or not current.strip():
+        return
+    try:
+        words = shlex.split(current)
+    except ValueError:
+        return
+    kept = [w for w in words if not ((m := _FLAG.match(w.replace("--noxla_", "--xla_", 1)))
+                                     and m.group(1) in names)]
+    if len(kept) == len(words):
+        return
+    left = shlex.join(kept)
+    os.environ[_SHIELDED] = user_xla_flags()
+    os.environ[_SHIELDED + "_LEFT"] = left
+    os.environ["XLA_FLAGS"] = left
 
 
 def from_text(text: str, what: str, *, strict: bool = False) -> dict[str, Any]:
@@ -166,13 +201,14 @@ def from_file(path: str) -> dict[str, Any]:
 _positions: dict[str, dict[str, tuple[int, int, int]]] = {}
 
 
-def from_file_checked(path: str) -> dict[str, Any]:
+def from_file_checked(path: str, platform: str | None = None) -> dict[str, Any]:
     """:func:`from_file`, then the names and value types checked against this
-    XLA: an unknown field, or a value of the wrong type (``maybe`` for a bool),
-    is reported at its place in the file, not later against the module."""
+    XLA (and libtpu's options for ``platform`` ``tpu``): an unknown field, or a value
+    of the wrong type (``maybe`` for a bool), is reported at its place in the file,
+    not later against the module."""
     flags = from_file(path)
     try:
-        check_names(flags, known_names())
+        check_names(flags, known_names(), platform)
         check_value_types(flags)
     except FlagError as e:
         named = [n for n in _positions.get(path, {}) if re.search(rf"--{n}(?![A-Za-z0-9_])", e.message)]
@@ -227,15 +263,78 @@ def merge(file_flags: dict[str, Any], env_flags: dict[str, Any],
     return out
 
 
-def check_names(flags: dict[str, Any], known: set[str]) -> None:
-    """Unknown names fail before any compile, with close matches."""
+def check_names(flags: dict[str, Any], known: set[str], platform: str | None = None) -> None:
+    """Unknown names fail before any compile, with close matches. For ``platform`` ``tpu``
+    libtpu's per-compile options are known too, and their values are checked against
+    their kinds (tpu.options); a libtpu flag read only as libtpu loads is refused."""
     if not known:
         return
+    tpu = _tpu_options() if platform == "tpu" else None
+    tpu_names = set(tpu.per_compile) if tpu is not None else set()
     for name in flags:
-        if name not in known:
-            raise FlagError(f"unknown XLA flag '{xla_flag(name)}'",
-                            hint=did_you_mean(name, known) or "see XLA's DebugOptions")
+        if name in known or name in tpu_names:
+            continue
+        if tpu is not None and name in tpu.process_wide:
+            raise FlagError(f"{xla_flag(name)}: libtpu reads it once, as it loads, not per compile",
+                            hint=f"give it in LIBTPU_INIT_ARGS: LIBTPU_INIT_ARGS='{xla_flag(name, 'VALUE')}'")
+        if platform not in (None, "tpu") and tpu_option_kind(name) is not None:
+            raise FlagError(f"{xla_flag(name)} is libtpu's option, for {param('platform', 'tpu')}",
+                            hint=f"{param('platform', platform)} has no such DebugOptions field")
+        raise FlagError(f"unknown XLA flag '{xla_flag(name)}'",
+                        hint=did_you_mean(name, sorted(known | tpu_names)) or "see XLA's DebugOptions")
+    if tpu is not None:
+        check_tpu_values(flags, tpu.per_compile, known)
     _check_bool_values(flags)
+
+
+def _tpu_options() -> Any:
+    from ..tpu import options
+
+    return options.options()
+
+
+def tpu_option_kind(name: str) -> str | None:
+    """The kind of libtpu's per-compile option ``name``, where libtpu is installed and is
+    not in jaxlib's DebugOptions (None otherwise); libtpu loads only in a process of its own."""
+    if name in debug_option_types():
+        return None
+    from ..tpu import options
+
+    return options.kind(name)
+
+
+def tpu_option_names() -> set[str]:
+    """libtpu's per-compile option names (empty without libtpu)."""
+    found = _tpu_options()
+    return set(found.per_compile) if found is not None else set()
+
+
+def check_tpu_values(flags: dict[str, Any], kinds: dict[str, str], known: set[str]) -> None:
+    """Values of libtpu's options against the kinds their dumped defaults show: a boolean
+    takes true/false/1/0, an integer any number (libtpu says whether a fraction fits); the
+    rest are text, which libtpu parses."""
+    for name, value in list(flags.items()):
+        kind = kinds.get(name) if name not in debug_option_types() else None
+        if kind is None:
+            continue
+        if kind == "bool":
+            if isinstance(value, str) and value.lower() in ("true", "1", "false", "0"):
+                flags[name] = value.lower() in ("true", "1")
+            elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+                flags[name] = bool(value)
+            elif not isinstance(value, bool):
+                error = FlagError(f"{xla_flag(name, value)}: expected true or false")
+                error.bad_value = True
+                raise error
+        elif kind in ("int", "float"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                error = FlagError(f"{xla_flag(name, str(value).lower() if isinstance(value, bool) else value)}: "
+                                  f"expected {'an integer' if kind == 'int' else 'a number'}",
+                                  hint=f"{xla_flag(name, 'N')}" if isinstance(value, bool) else None)
+                error.bad_value = True
+                raise error
+        elif not isinstance(value, str):
+            flags[name] = str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _check_bool_values(flags: dict[str, Any]) -> None:
@@ -265,6 +364,7 @@ def _check_bool_values(flags: dict[str, Any]) -> None:
 
 _NO_SUCH = r"No such compile option: '([^']+)'"  # XLA's words: compiled when one is read
 _BAD_VALUE = r"While setting option (\w+), '([^']*)' is not a valid (\w+) value"
+_TPU_BAD_VALUE = r"Failed to parse '([^']*)' into flag (\w+):?\s*([^\n]*)"  # libtpu's words
 
 
 def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
@@ -278,6 +378,11 @@ def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
         kind = {"int32": "an integer", "int64": "an integer", "bool": "true or false",
                 "float": "a number", "double": "a number"}.get(m.group(3), m.group(3))
         return FlagError(f"{xla_flag(m.group(1), m.group(2))}: expected {kind}")
+    m = re.search(_TPU_BAD_VALUE, message)
+    if m:
+        why = m.group(3).strip().rstrip(".")
+        return FlagError(f"{xla_flag(m.group(2), m.group(1))}: libtpu cannot parse the value"
+                         + (f": {why}" if why else ""))
     return None
 
 

@@ -608,7 +608,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
                           f"{param('tpu_topology')}")
     if autotune_results is not None:
         flags_given[AUTOTUNE_FLAG] = autotune_results
-    file_flags = xla_flags.from_file_checked(debug_options_file) if debug_options_file else {}
+    file_flags = xla_flags.from_file_checked(debug_options_file, platform) if debug_options_file else {}
     # XLA_FLAGS may be set for other tools: it matters only when XLA compiles.
     env_flags = xla_flags.from_environment() if platform is not None or xla_tool else {}
     flags = xla_flags.merge(file_flags, env_flags, flags_given)
@@ -626,7 +626,10 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         topology = gpu_topology.resolve(str(flags[TOPOLOGY_FLAG]))
         platform = "cuda"
     if flags:
-        xla_flags.check_names(flags, xla_flags.known_names())
+        xla_flags.check_names(flags, xla_flags.known_names(), platform)
+    if platform == "tpu" and env_flags:
+        # libtpu's options in XLA_FLAGS: read, and kept from XLA's parse in this process
+        xla_flags.shield_environment({n for n in env_flags if n not in xla_flags.debug_option_types()})
     if platform is None and not xla_tool:
         if flags:
             raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda|tpu')}")

@@ -42,3 +42,14 @@ def test_run_hlo_module_on_tpu_says_none_is_attached(tmp_path, capfd):
     r = run_xla_tool("run_hlo_module", ["--platform=TPU", str(MATMUL)], tmp_path, capfd)
     line = assert_one_line_error(r, code=2, at="--platform=TPU")
     assert_mentions(line, "no TPU is attached", "hlo-opt --platform=TPU", "mlirhlo opt")
+
+
+@needs_libtpu
+def test_hlo_opt_takes_libtpus_options_and_two_slices(tmp_path, capfd):
+    r = run_xla_tool("hlo-opt", ["--platform=TPU", "--tpu_topology=2xv5e:1x1", "--stage=memory",
+                                 "--xla_tpu_max_hbm_size_mib=1", str(MATMUL)], tmp_path, capfd)
+    assert r.code == 0, r.err
+    assert_mentions(r.out, "tpu (2xv5e:1x1)", "1.00 MiB", "--xla_tpu_max_hbm_size_mib=1")
+    r = run_xla_tool("hlo-opt", ["--platform=TPU", "--stage=memory", "--xla_tpu_max_hbm_size_mb=1", str(MATMUL)],
+                     tmp_path, capfd)
+    assert_mentions(assert_one_line_error(r, code=2), "--xla_tpu_max_hbm_size_mb", "xla_tpu_max_hbm_size_mib")

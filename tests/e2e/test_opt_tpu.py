@@ -213,3 +213,29 @@ def test_timing_lists_libtpus_hlo_passes(cli):
     assert r.code == 0, r.err
     assert_mentions(r.err, "// XLA HLO passes (tpu (v5e:1x1))", "layout-assignment", "tpu_fusion")
     assert not [ln for ln in r.err.splitlines() if ln.startswith(("I1", "I0"))]  # libtpu's INFO lines stay out
+
+
+@needs_libtpu
+@pytest.mark.slow
+def test_a_sharded_step_over_two_slices_reduces_across_them_over_dcn(cli, tmp_path):
+    # 2xv5e:1x2: two slices of two chips, devices 100000-100001 and 200000-200001; the 4-way
+    # step's all-reduces between slices become host transfers for libtpu's megascale (DCN) runtime.
+    step = DATA / "spmd" / "mlp_step_4way.before_optimizations.txt"
+    r = cli("opt", step, "--platform", "tpu", "--tpu-topology", "2xv5e:1x2", "--stage", "hlo,memory",
+            "--dump-dir", tmp_path)
+    assert r.code == 0, r.err
+    hlo = (tmp_path / "mlp_step_4way.hlo").read_text()
+    assert '_xla_host_transfer_handler_name="xla_megascale_runtime"' in hlo
+    assert '_xla_megascale_transfer_type="ALL_REDUCE"' in hlo
+    assert "fits" in (tmp_path / "mlp_step_4way.memory.txt").read_text()
+    one = cli("opt", step, "--platform", "tpu", "--tpu-topology", "v5e:2x2", "--stage", "hlo")
+    assert one.code == 0 and "megascale" not in one.out  # one slice: ICI only
+
+
+@needs_libtpu
+def test_an_unsharded_module_compiles_for_a_multislice_topology(cli):
+    # its one device is 100000: the compile says so (libtpu refuses a multislice compile without
+    # a static device assignment)
+    r = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "2xv5litepod-4", "--stage", "memory")
+    assert r.code == 0, r.err
+    assert_mentions(r.out, "tpu (2xv5e:2x2)", "fits")

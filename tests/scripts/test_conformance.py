@@ -99,6 +99,13 @@ def test_report_over_a_small_checkout(tmp_path):
     assert "against the same computation in float64 on XLA CPU" in evidence
     assert cuda.split("\n## ")[0].strip().endswith("None.")
     assert "## Reproducers" in text
+    from mlirhlo_driver._native import libtpu
+
+    if libtpu.in_use() is not None:  # the TPU door, device-less: every file compiles, f64 too
+        assert "| TPU device-less (v5e:1x1) | `mlirhlo opt FILES --platform tpu --tpu-topology v5e:1x1 --stage hlo " \
+               "--jobs 1` | 6 | 6 | 0 |" in text, text
+    else:
+        assert "| TPU device-less (v5e:1x1) | " in text and "| not run |" in text
 
 
 def test_report_refuses_a_folder_without_testdata(tmp_path):

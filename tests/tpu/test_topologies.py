@@ -30,6 +30,10 @@ from tests.conftest import assert_mentions
     ("v4-32", "v4:2x2x4", 16),
     ("v3-32", "v3:4x4", 32),
     ("v2-8", "v2:2x2", 8),
+    # Multislice (Cloud TPU's num_slices): N slices of one shape.
+    ("2xv5e:2x2", "2xv5e:2x2", 8),
+    ("4xv5litepod-16", "4xv5e:4x4", 64),
+    ("1xv5e:2x2", "v5e:2x2", 4),
 ])
 def test_names_read_into_libtpus_spelling(name, expected, devices):
     topo = topologies.parse(name)
@@ -49,13 +53,22 @@ def test_names_read_into_libtpus_spelling(name, expected, devices):
                     "v5litepod-4, v5litepod-8, v5litepod-16, v5litepod-32, v5litepod-64, v5litepod-128, "
                     "v5litepod-256; or libtpu's spelling, v5e:SHAPE)"),
     ("h100", "error: --tpu-topology: 'h100' is not a TPU topology (libtpu's spelling GEN:SHAPE (v5e:2x2, v5p:2x2x1, "
-             "tpu7x:2x2x1) or an accelerator type (v5litepod-16, v6e-8, v5p-128); generations: v2, v3, v4, v5e, "
-             "v5p, v6e, tpu7x)"),
+             "tpu7x:2x2x1) or an accelerator type (v5litepod-16, v6e-8, v5p-128), 2xNAME for 2 slices; generations: "
+             "v2, v3, v4, v5e, v5p, v6e, tpu7x)"),
+    ("0xv5e:2x2", "error: --tpu-topology: '0xv5e:2x2' asks for 0 slices (1 to 64 slices: 2xv5e:2x2)"),
+    ("2x2xv5e:2x2", "error: --tpu-topology: '2x2xv5e:2x2' gives the slice count twice (2xv5e:2x2)"),
 ])
 def test_bad_names_are_one_line_naming_the_generations(name, message):
     with pytest.raises(DriverError) as e:
         topologies.parse(name)
     assert e.value.format(FLAGS) == message
+
+
+def test_a_multislice_name_keeps_one_slices_shape():
+    topo = topologies.parse("2xv6e-8")
+    assert (topo.slices, topo.slice_name, topo.chips) == (2, "v6e:2x4", 16)
+    assert topologies.parse_list("v5e:2x2,2xv5e:2x2") == [topologies.parse("v5e:2x2"), topo.__class__("v5e", (2, 2),
+                                                                                                      slices=2)]
 
 
 def test_a_zero_dimension_never_reaches_libtpu():
