@@ -31,6 +31,18 @@ def test_a_tpu_compile_leaves_the_callers_process_as_it_was():
     assert dict(os.environ) == env
 
 
+def test_libtpus_options_in_xla_flags_are_refused_in_a_users_process_not_taken_out(monkeypatch):
+    """A command's own process takes libtpu's names out of XLA_FLAGS (XLA would end it on
+    them); a user's process is never changed: a typed error says where to give them."""
+    monkeypatch.delenv("MLIRHLO_OWN_PROCESS", raising=False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_tpu_max_hbm_size_mib=60")
+    env = dict(os.environ)
+    with pytest.raises(mh.FlagError) as e:
+        mh.compile(str(DATA / "tpu" / "matmul_tanh.mlir"), mh.Target.tpu("v5e:1x1")).stage("memory")
+    assert "xla_tpu_max_hbm_size_mib" in e.value.message and "xla_flags=" in e.value.hint
+    assert dict(os.environ) == env
+
+
 def test_a_jax_function_compiles_for_tpu_through_the_api():
     from mlirhlo_driver._native import isolate
 

@@ -52,6 +52,9 @@ def _own_process_settings() -> None:
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     os.environ.setdefault("LLVM_DISABLE_SYMBOLIZATION", "1")
+    # xla.flags.OWN_PROCESS_ENV: libtpu's options in XLA_FLAGS may be taken out of this
+    # process's environment (XLA would end it on them); a user's process is never changed.
+    os.environ["MLIRHLO_OWN_PROCESS"] = "1"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -100,6 +100,27 @@ def user_xla_flags() -> str:
     return current
 
 
+# Set by a command's own process (cli.mlirhlo, cli.xla.tools) and so inherited by the driver's
+# workers and helpers: there, and only there, the driver may change os.environ.
+OWN_PROCESS_ENV = "MLIRHLO_OWN_PROCESS"
+
+
+def shield_or_refuse(names: set[str] | frozenset[str]) -> None:
+    """libtpu's options ``names`` found in XLA_FLAGS: in a command's own process, taken out of
+    it (:func:`shield_environment`); in a user's process, whose environment the library never
+    changes, FlagError: the next XLA_FLAGS parse in that process (an HLO text read, the user's
+    own jax) would end it."""
+    if not names:
+        return
+    if os.environ.get(OWN_PROCESS_ENV) == "1":
+        shield_environment(names)
+        return
+    listed = ", ".join(f"--{n}" for n in sorted(names))
+    raise FlagError(f"XLA_FLAGS holds libtpu's options ({listed}): jaxlib's XLA ends a process whose "
+                    "XLA_FLAGS names an option it lacks",
+                    hint="pass them as xla_flags= (or in LIBTPU_INIT_ARGS) and leave them out of XLA_FLAGS")
+
+
 def shield_environment(names: set[str] | frozenset[str]) -> None:
     """Take ``names`` (libtpu's options, read already) out of this process's XLA_FLAGS, and
     so out of its helpers': XLA parses XLA_FLAGS once per process (its HLO parser too) and

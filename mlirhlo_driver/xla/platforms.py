@@ -629,7 +629,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
         xla_flags.check_names(flags, xla_flags.known_names(), platform)
     if platform == "tpu" and env_flags:
         # libtpu's options in XLA_FLAGS: read, and kept from XLA's parse in this process
-        xla_flags.shield_environment({n for n in env_flags if n not in xla_flags.debug_option_types()})
+        xla_flags.shield_or_refuse({n for n in env_flags if n not in xla_flags.debug_option_types()})
     if platform is None and not xla_tool:
         if flags:
             raise DriverError(f"XLA flags need {param('platform', 'cpu|cuda|tpu')}")

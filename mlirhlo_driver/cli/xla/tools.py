@@ -44,6 +44,7 @@ def _entry(prog: str, flags: list[Flag], synopsis: str, description: str, run: C
 
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
         os.environ.setdefault("LLVM_DISABLE_SYMBOLIZATION", "1")
+        os.environ["MLIRHLO_OWN_PROCESS"] = "1"  # xla.flags.OWN_PROCESS_ENV
     try:
         p = parse(preprocess(args) if preprocess else args, flags)
         if p.help:
