@@ -271,7 +271,12 @@ def _serve(rfd: int, wfd: int) -> None:  # pragma: no cover - runs in the worker
             outbox.send(("error", f"internal error: result does not pickle: {e}"))
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)  # no interpreter teardown: nothing left to flush
+    # Exit handlers run (what a task left to remove at exit: a TPU target's private
+    # directories under /tmp); the interpreter's teardown is skipped, nothing left to flush.
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker entry

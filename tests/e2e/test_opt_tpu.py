@@ -171,7 +171,8 @@ def test_libtpus_bundles_and_static_profile(cli):
 
 @needs_libtpu
 @pytest.mark.slow
-def test_no_logs_or_lock_files_are_left_behind(tmp_path):
+@pytest.mark.parametrize("jobs", [[], ["--jobs", "2"]], ids=["in-process", "workers"])
+def test_no_logs_or_lock_files_are_left_behind(tmp_path, jobs):
     # libtpu writes glog files into TMPDIR (whatever TPU_LOG_DIR says), /tmp/tpu_logs and a lock
     # file unless told otherwise: the driver's TPU process keeps them in a directory of the
     # command's, removed at its exit.
@@ -181,8 +182,11 @@ def test_no_logs_or_lock_files_are_left_behind(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     since = time.time()
-    p = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", str(MATMUL), "--platform", "tpu",
-                        "--tpu-topology", "v5e:1x1", "--stage", "memory,static-profile", "--no-cache"],
+    # With --jobs, each worker compiles in TPU processes of its own, its directories removed
+    # as the worker ends.
+    inputs = [str(MATMUL), str(DATA / "spmd" / "matmul.hlo")] if jobs else [str(MATMUL)]
+    p = subprocess.run([sys.executable, "-m", "mlirhlo_driver.cli.mlirhlo", "opt", *inputs, "--platform", "tpu",
+                        "--tpu-topology", "v5e:1x1", "--stage", "memory,static-profile", "--no-cache", *jobs],
                        capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp)), cwd=REPO, timeout=300)
     assert p.returncode == 0, p.stderr
     assert list(tmp.iterdir()) == []
