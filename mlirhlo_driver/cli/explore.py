@@ -20,7 +20,7 @@ HELP = "Show the optimized HLO in Model Explorer, with kernel figures, a diff or
 _PROG = "mlirhlo explore"
 # opt's options that say what opt writes or lists, which explore decides: not explore's.
 _NOT_HERE = ("stage", "output", "list_stages", "list_passes", "split_input_file", "scheduler", "target_version",
-             "debug_info")
+             "debug_info", "plot")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -144,6 +144,8 @@ UNKNOWN_OPTIONS = [
     ("cuda-plugin install", ["--forc"], "error: no such option: --forc (did you mean '--force'?)"),
     ("tpu-plugin", ["--bogus"], "error: no such option: --bogus (see 'mlirhlo tpu-plugin --help')"),
     ("tpu-plugin install", ["--forc"], "error: no such option: --forc (did you mean '--force'?)"),
+    ("fit", ["m.mlir", "--tpu-topolgy", "v5e:2x2"], "error: no such option: --tpu-topolgy (did you mean "
+                                                    "'--tpu-topology'?)"),
 ]
 
 
