@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "api", "load_all": "api", "from_jax": "api", "Program": "api", "compile": "api",
     "Compiled": "api", "Target": "targets", "llvm_to_ptx": "api", "convert": "api",
-    "fit": "api", "FitRow": "api",
+    "fit": "api", "FitRow": "batch.fit",
     "Progress": "core.progress",
     "register_pass": "mlir.python_passes", "PassSet": "mlir.python_passes", "PythonPass": "mlir.python_passes",
     "DriverError": "errors", "InputError": "errors", "PipelineError": "errors",

@@ -23,15 +23,17 @@ they have one; ``str(error)`` names the API's parameters.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .batch.fit import FitRow
 from .core.compiled import Compiled
 from .core.program import CONVERT_FORMATS, InputOptions, Program
 from .errors import DriverError, InputError
 from .targets import Target
 
-__all__ = ["CONVERT_FORMATS", "Compiled", "FitRow", "Program", "Target", "check_format", "compile", "convert",
+if TYPE_CHECKING:  # fit's rows: batch.fit is imported by fit() alone (start-up of the rest)
+    from .batch.fit import FitRow
+
+__all__ = ["CONVERT_FORMATS", "Compiled", "Program", "Target", "check_format", "compile", "convert",
            "fit", "from_jax", "llvm_to_ptx", "load", "load_all"]
 
 
