@@ -151,7 +151,7 @@ def _take_xla_flag(key: str, eq: str, value: str, argv: list[str], i: int, out: 
     types = xf.debug_option_types()
     negated = key.startswith("noxla_")
     name = key[2:] if negated else key
-    kind = types.get(name)
+    kind = types.get(name) or xf.DRIVER_READ.get(name)
     tpu_kind = xf.tpu_option_kind(name) if types and kind is None else None
     if tpu_kind is not None:
         # libtpu's per-compile option: a boolean as XLA's; other values as text, checked

@@ -293,7 +293,7 @@ def check_names(flags: dict[str, Any], known: set[str], platform: str | None = N
     tpu = _tpu_options() if platform == "tpu" else None
     tpu_names = set(tpu.per_compile) if tpu is not None else set()
     for name in flags:
-        if name in known or name in tpu_names:
+        if name in known or name in tpu_names or name in DRIVER_READ:
             continue
         if tpu is not None and name in tpu.process_wide:
             raise FlagError(f"{xla_flag(name)}: libtpu reads it once, as it loads, not per compile",
@@ -405,6 +405,11 @@ def translate_compile_error(message: str, known: set[str]) -> FlagError | None:
         return FlagError(f"{xla_flag(m.group(2), m.group(1))}: libtpu cannot parse the value"
                          + (f": {why}" if why else ""))
     return None
+
+
+# Flags the driver reads itself, whatever this jaxlib's DebugOptions have (jaxlib 0.9's lack
+# the topology file's field): name -> kind.
+DRIVER_READ = {"xla_gpu_topology_filename": "str"}  # cuda/topology.py
 
 
 def known_names() -> set[str]:

@@ -624,6 +624,8 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
             raise DriverError(f"--{TOPOLOGY_FLAG} is for --platform=CUDA")
         # kept among the flags: XLA's dumped debug_options name it as given
         topology = gpu_topology.resolve(str(flags[TOPOLOGY_FLAG]))
+        if TOPOLOGY_FLAG not in xla_flags.known_names():  # jaxlib 0.9's DebugOptions lack it: ours alone
+            flags.pop(TOPOLOGY_FLAG)
         platform = "cuda"
     if flags:
         xla_flags.check_names(flags, xla_flags.known_names(), platform)

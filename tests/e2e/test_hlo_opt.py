@@ -429,8 +429,10 @@ def test_hlo_opt_compiles_for_the_gpu_of_a_topology_file(tool, work):
     (work / "two.hlo").write_text(_TWO_KERNELS)
     r = tool("hlo-opt --platform=CUDA --stage=ptx --xla_gpu_topology_filename=gb200_2x4.txtpb two.hlo")
     assert r.code == 0, r.err
-    assert r.err.count("\n") == 1 and r.err.startswith("note: ")
-    assert_mentions(r.err, "gb200_2x4.txtpb", "NVIDIA GB200", "sm_100a")
+    # one note for the topology (jaxlib 0.9 adds one of its own about CC 10.x loads)
+    said = [ln for ln in r.err.splitlines() if "topology" in ln]
+    assert len(said) == 1 and all(ln.startswith("note: ") for ln in r.err.splitlines()), r.err
+    assert_mentions(said[0], "gb200_2x4.txtpb", "NVIDIA GB200", "sm_100a")
     assert set(re.findall(r"^\.target (\w+)", r.out, re.M)) == {"sm_100a"}
 
 
