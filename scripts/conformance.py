@@ -112,46 +112,38 @@ def run_cpu(files: list[Path], jobs: int, work: Path, extra: tuple[str, ...] = (
     return json.loads(report.read_text()), wall
 
 
-def run_cuda(files: list[Path], jobs: int, spec: str, work: Path) -> tuple[dict[str, str], float]:
-    """``mlirhlo opt --platform cuda --stage ptx`` device-less: {file stem: error} for the
-    files that wrote no PTX, and the wall seconds."""
-    dump = work / "ptx"
+def _opt_batch(files: list[Path], jobs: int, target: list[str], stage: str, suffix: str, what: str,
+               work: Path) -> tuple[dict[str, str], float]:
+    """One ``mlirhlo opt`` batch writing ``stage`` for ``target``: {file stem: error} for the
+    files that wrote no ``*suffix`` file, and the wall seconds."""
+    dump = work / stage
     dump.mkdir()
     start = time.perf_counter()
-    proc = subprocess.run(mlirhlo("opt", *map(str, files), "--platform", "cuda", "--gpu-spec", spec,
-                                  "--stage", "ptx", "--no-cache", "--jobs", str(jobs), "--dump-dir", str(dump)),
+    proc = subprocess.run(mlirhlo("opt", *map(str, files), *target, "--stage", stage, "--no-cache",
+                                  "--jobs", str(jobs), "--dump-dir", str(dump)),
                           capture_output=True, text=True)
     wall = time.perf_counter() - start
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     failed = {}
     for f in files:
-        if not list(dump.glob(f"{f.stem}*.ptx")):
+        if not list(dump.glob(f"{f.stem}*{suffix}")):
+            # a batch's table row (FAILED/INVALID and why), else the error line naming the file
+            row = re.search(rf"^\s+{re.escape(f.stem)}\s+(?:FAILED|INVALID)\s+(.*)$", proc.stderr, re.M)
             said = [e for e in errors if f"{f.stem}.mlir" in e or f"/{f.stem}:" in e]
-            failed[f.stem] = (said[0] if said else (errors[0] if len(errors) == 1 else
-                              f"no PTX written (opt exit {proc.returncode})"))
+            failed[f.stem] = (row.group(1) if row else said[0] if said else
+                              errors[0] if len(errors) == 1 else f"no {what} written (opt exit {proc.returncode})")
     return failed, wall
+
+
+def run_cuda(files: list[Path], jobs: int, spec: str, work: Path) -> tuple[dict[str, str], float]:
+    """``mlirhlo opt --platform cuda --stage ptx`` device-less."""
+    return _opt_batch(files, jobs, ["--platform", "cuda", "--gpu-spec", spec], "ptx", ".ptx", "PTX", work)
 
 
 def run_tpu(files: list[Path], jobs: int, topology: str, work: Path) -> tuple[dict[str, str], float]:
-    """``mlirhlo opt --platform tpu --stage hlo`` device-less (libtpu's compile-only
-    topology): {file stem: error} for the files that wrote no optimized HLO, and the wall
-    seconds."""
-    dump = work / "tpu"
-    dump.mkdir()
-    start = time.perf_counter()
-    proc = subprocess.run(mlirhlo("opt", *map(str, files), "--platform", "tpu", "--tpu-topology", topology,
-                                  "--stage", "hlo", "--no-cache", "--jobs", str(jobs), "--dump-dir", str(dump)),
-                          capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    failed = {}
-    for f in files:
-        if not list(dump.glob(f"{f.stem}*.hlo")):
-            said = re.search(rf"^\s+{re.escape(f.stem)}\s+(?:FAILED|INVALID)\s+(.*)$", proc.stderr, re.M)
-            errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")
-                      and (f"{f.stem}.mlir" in line or f"/{f.stem}:" in line)]
-            failed[f.stem] = (said.group(1) if said else errors[0] if errors else
-                              f"no optimized HLO written (opt exit {proc.returncode})")
-    return failed, wall
+    """``mlirhlo opt --platform tpu --stage hlo`` device-less (libtpu's compile-only topology)."""
+    return _opt_batch(files, jobs, ["--platform", "tpu", "--tpu-topology", topology], "hlo", ".hlo",
+                      "optimized HLO", work)
 
 
 # What a TPU compile refuses, in XLA's TPU compiler's words (libtpu 0.0.50.1): (pattern, class, why).
