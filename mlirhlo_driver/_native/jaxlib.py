@@ -808,9 +808,10 @@ def _discovered_c_api() -> Any:
 
 
 def _discovery_env() -> dict[str, str]:
-    # The CUDA plugin before 0.9.2 checks the CUDA runtime when it registers and logs a
-    # traceback without one; 0.9.2 and later leave that to the backend's start.
-    return {} if jaxlib_at_least("0.9.2") else {"JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
+    # A CUDA plugin checks the CUDA runtime and cuDNN as it registers, unless jax_platforms
+    # leaves CUDA out (0.9.2 and later) or this is set, and logs a traceback without them
+    # (jax-cuda13-plugin 0.12: "cuDNN not found"). Device-less compiles need neither.
+    return {"JAX_SKIP_CUDA_CONSTRAINTS_CHECK": "1"}
 
 
 @contextlib.contextmanager
