@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentMismatch
+from . import plugin_copy
 
 ENV = "MLIRHLO_TPU_PLUGIN_DIR"
 DIST = "libtpu"
@@ -33,7 +34,7 @@ _COPY = re.compile(r"^libtpu-(\d[\w.+]*)$")
 
 def root() -> Path:
     """Where the copies live: ``$MLIRHLO_TPU_PLUGIN_DIR``, else ``<sys.prefix>/share/mlirhlo-driver/tpu-plugins``."""
-    return Path(os.environ.get(ENV) or Path(sys.prefix, "share", "mlirhlo-driver", "tpu-plugins"))
+    return plugin_copy.share_dir(ENV, "tpu-plugins")
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,6 @@ def install(*, force: bool = False, python: str = sys.executable) -> tuple[LibTp
     import shutil
     import tempfile
 
-    from .plugin_copy import pip_install
-
     pin = jax_pin()
     if pin is None:
         raise EnvironmentMismatch("the installed jax has no 'tpu' extra naming a libtpu",
@@ -179,7 +178,7 @@ def install(*, force: bool = False, python: str = sys.executable) -> tuple[LibTp
         raise EnvironmentMismatch(f"cannot write the TPU plugin's directory {root()}: {e.strerror}",
                                   hint=f"set {ENV} to a writable directory") from None
     try:
-        pip_install(python, staging, pin)
+        plugin_copy.pip_install(python, staging, pin)
         infos = [p.name for p in staging.glob("libtpu-*.dist-info")]
         m = re.match(r"^libtpu-(.+)\.dist-info$", infos[0]) if infos else None
         if m is None or not (staging / "libtpu" / LIBRARY).is_file():

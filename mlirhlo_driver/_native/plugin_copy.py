@@ -37,9 +37,15 @@ LIBRARY = "xla_cuda_plugin.so"  # the PJRT plugin, in the pjrt wheel
 _COPY = re.compile(r"^(jax-cuda(\d+)-plugin)-(\d[\w.+]*)$")
 
 
+def share_dir(env: str, name: str) -> Path:
+    """Where a kind of the driver's copies lives: ``$env``, else ``<sys.prefix>/share/mlirhlo-driver/<name>``
+    (this environment's, where no jax discovery looks)."""
+    return Path(os.environ.get(env) or Path(sys.prefix, "share", "mlirhlo-driver", name))
+
+
 def root() -> Path:
     """Where the copies live: ``$MLIRHLO_CUDA_PLUGIN_DIR``, else ``<sys.prefix>/share/mlirhlo-driver/cuda-plugins``."""
-    return Path(os.environ.get(ENV) or Path(sys.prefix, "share", "mlirhlo-driver", "cuda-plugins"))
+    return share_dir(ENV, "cuda-plugins")
 
 
 @dataclass(frozen=True)
