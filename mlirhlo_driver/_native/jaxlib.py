@@ -980,21 +980,22 @@ def _build_versions(module: str) -> tuple[tuple[str, str], ...]:
 
 
 def compile_executable(module: Any, devices: list[Any], options: Any,
-                       native_log: list[str] | None = None) -> Any:
+                       native_log: list[str] | None = None, *, load: bool = False) -> Any:
     """Compile an ir.Module for the given devices (CPU: loaded; CUDA: compile-only), the
     one call into XLA's compile (``xla.backend.compile`` makes every request).
 
     On failure the CompileError carries what XLA logged natively meanwhile
     (``native_log``): some errors are explained only there. ``native_log``: a
     list that gets all of it, whether the compile failed or not (XLA's pass log).
-    Ctrl-C ends the wait within a fraction of a second (:func:`interruptible`).
+    Ctrl-C ends the wait within a fraction of a second (:func:`interruptible`). ``load``:
+    loaded onto the devices, to run (CPU executables always are).
     """
     xla_client = _xla_client()
     _started_native_threads()  # XLA's compile thread pools
 
     client = devices[0].client
     device_list = xla_client.DeviceList(tuple(devices))
-    loaded = hasattr(client, "compile_and_load") and devices[0].platform == "cpu"
+    loaded = hasattr(client, "compile_and_load") and (load or devices[0].platform == "cpu")
 
     def call() -> Any:
         if loaded:
@@ -1114,6 +1115,40 @@ def cuda_devices() -> list[Any]:
     _replay_without_noise(captured.text)
     if not devices:
         raise NoGpu(f"{param('platform', 'cuda')} needs an NVIDIA GPU; the CUDA plugin found none")
+    return devices
+
+
+_tpu_devices: list[Any] = []
+
+
+def tpu_devices() -> list[Any]:
+    """The TPU devices attached here, for running: jax's own TPU backend, started if the
+    user's jax has not started it (one program holds a chip at a time, so the driver shares
+    the process's, never opens a second client). libtpu is the one jax finds, else the
+    driver's copy (its path given to jax for that start only). Raises NoGpu when jax cannot
+    open the chips (another process holds them; jax's platforms leave TPU out)."""
+    if _tpu_devices:
+        return list(_tpu_devices)
+    from . import libtpu
+
+    jax()
+    from jax._src import xla_bridge
+
+    found = libtpu.in_use()
+    scoped = {"TPU_LIBRARY_PATH": found.library} if found is not None and found.copy else {}
+    failure: Exception | None = None
+    with _lock, capture_fd2() as captured, _scoped_env(scoped):
+        try:
+            _started_native_threads()
+            devices = list(xla_bridge.get_backend("tpu").local_devices())
+        except Exception as e:
+            failure = e
+    if failure is not None:
+        text = _strip_status(str(failure)).strip().splitlines() or ["no reason given"]
+        raise NoGpu(f"{param('platform', 'tpu')}: jax could not open the TPU attached here: {text[0]}",
+                    hint="one program holds a TPU at a time: is another using it? (JAX_PLATFORMS must allow tpu)")
+    _replay_without_noise(captured.text)
+    _tpu_devices.extend(devices)
     return devices
 
 

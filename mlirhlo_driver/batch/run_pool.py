@@ -57,6 +57,8 @@ def worker_init(options: RunOptions) -> None:
     _jaxlib.cpu_devices(options.host_devices)
     if options.platform == "cuda":
         _jaxlib.cuda_devices()
+    if options.platform == "tpu":
+        _jaxlib.tpu_devices()  # opening the chip takes seconds: once per worker, before any task
 
 
 def run_in_workers(tasks: list[Task], options: RunOptions, *, jobs: int, timeout: float | None,

@@ -171,11 +171,16 @@ AtolOption = Annotated[Optional[float], typer.Option(
 def run(
     ctx: typer.Context,
     inputs: InputsArg = None,
-    platform: Annotated[str, typer.Option("--platform", metavar="NAME", help="cpu, or cuda (needs a GPU).")] = "cpu",
-    reference: Annotated[str, typer.Option(
+    platform: Annotated[str, typer.Option(
+        "--platform", metavar="NAME", help="cpu, cuda (needs a GPU) or tpu (needs a TPU chip).")] = "cpu",
+    reference: Annotated[Optional[str], typer.Option(
         "--reference", "--reference_platform", metavar="NAME",
-        help="interpreter (StableHLO reference interpreter; also XLA's Interpreter, default), cpu (XLA CPU; "
-             "also CPU, Host) or none.")] = "interpreter",
+        help="interpreter (StableHLO reference interpreter; also XLA's Interpreter; the default on the CPU), "
+             "cpu (XLA CPU, also CPU, Host; the default for cuda and tpu) or none.")] = None,
+    precision: Annotated[Optional[str], typer.Option(
+        "--precision", metavar="P", help="Every dot and convolution at this precision on the platform: default, "
+                                         "high or highest (jax's default_matmul_precision; a TPU computes float32 "
+                                         "products at DEFAULT as bfloat16 passes). Default: as the module says.")] = None,
     seed: SeedOption = 0,
     zeros: Annotated[bool, typer.Option("--zeros", help="All-zero inputs.")] = False,
     inputs_npz: Annotated[Optional[str], typer.Option(
@@ -222,7 +227,8 @@ def run(
         inputs, extra = _inputs_and_options(ctx, inputs)
         cli_flags, _ = opt_cli.xla_flags_among(extra, lambda: _known(ctx), ctx.command_path)
         code = commands.run(
-            inputs, cli_flags=cli_flags, extra_words=extra, platform=platform, reference=reference, seed=seed,
+            inputs, cli_flags=cli_flags, extra_words=extra, platform=platform, reference=reference, precision=precision,
+            seed=seed,
             zeros=zeros, inputs_npz=inputs_npz, large_float_range=large_float_range, rtol=rtol, atol=atol,
             iterations=iterations, print_literals=print_literals, save_outputs=save_outputs,
             fold_constants=fold_constants, bisect=bisect, bisect_passes=bisect_passes, timing=timing, jobs=jobs,
@@ -268,6 +274,8 @@ def spmd_run(
     atol: AtolOption = None,
     num_repeats: Annotated[int, typer.Option(
         "--num-repeats", "--num_repeats", metavar="N", help="Run N times; print each time.")] = 1,
+    platform: Annotated[str, typer.Option(
+        "--platform", metavar="NAME", help="cpu (host devices) or tpu (the TPU chips attached here).")] = "cpu",
     reference: Annotated[str, typer.Option(
         "--reference", metavar="NAME", help="cpu (the unpartitioned module on one device), interpreter (StableHLO's) "
                                             "or none. A module with manual computations (shard_map) is "
@@ -313,7 +321,7 @@ def spmd_run(
             arg_sharding=tuple(arg_sharding or ()), num_partitions=num_partitions, num_replicas=num_replicas,
             is_spmd_partitioned_module=is_spmd_partitioned_module, run_xla_backend_only=run_xla_backend_only,
             seed=seed, large_float_range=large_float_range, rtol=rtol, atol=atol, num_repeats=num_repeats,
-            reference=reference, reference_module=reference_module)
+            reference=reference, reference_module=reference_module, platform=platform)
         code = spmd_launch.run(spmd_launch.SpmdLaunch(
             input, input_format=input_format, args=args, arg_sharding=tuple(arg_sharding or ()),
             dump_output=dump_output, num_processes=num_processes, process_id=process_id, coordinator=coordinator,

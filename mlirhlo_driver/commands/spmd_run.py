@@ -38,9 +38,14 @@ def spmd_options(flags: dict[str, Any], *, argument_mode: str | None = None, inp
     """spmd.SpmdOptions from the command line's values (``fields`` by their SpmdOptions
     names) and its ``--xla_*`` flags (over XLA_FLAGS); checks what needs no module."""
     from ..execute import spmd
-    from ..targets import debug_options
+    from ..targets import debug_options, platform_name
 
     flags = debug_options(flags)
+    if "platform" in fields:
+        fields["platform"] = platform_name(fields["platform"])
+        if fields["platform"] not in ("cpu", "tpu"):
+            raise DriverError(f"--platform {fields['platform']}: spmd-run runs on host devices (cpu) or the TPU "
+                              "chips attached here (tpu)")
     if inputs_npz and argument_mode is not None:
         raise DriverError("give --inputs or --argument-mode, not both")
     options = spmd.SpmdOptions(partitioner=partitioner.lower() if partitioner else None,
@@ -82,6 +87,13 @@ def check(launch: SpmdLaunch, options: Any) -> None:
         raise DriverError(f"{options.num_devices} devices cannot be split evenly over {procs} processes")
     if launch.timeout <= 0:
         raise DriverError("--timeout must be > 0")
+    if options.platform != "cpu":
+        from ..execute import engine
+
+        if procs > 1:
+            raise DriverError(f"--platform {options.platform} runs in one process, on the chips attached here",
+                              hint="drop --launch-local/--num-processes")
+        engine.require_devices(options.platform)
 
 
 def with_shardings(options: Any, specs: tuple[str, ...] | list[str]) -> Any:
@@ -109,7 +121,7 @@ def run(launch: SpmdLaunch, options: Any) -> int:
 
     check(launch, options)
     options = with_shardings(options, launch.arg_sharding)
-    spmd.command_host_devices(options.num_devices)  # this command's process: a JAX function's mesh
+    spmd.command_host_devices(options.num_devices, options.platform)  # this process: a JAX function's mesh
     if (launch.launch_local or launch.num_processes) == 1:
         return _in_process(launch, options)
     # The module is checked here first: a bad input is one error, not one per process.

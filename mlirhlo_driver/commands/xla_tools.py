@@ -189,11 +189,6 @@ def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_not
     if not p["run_test_hlo_passes"]:
         flags["xla_disable_all_hlo_passes"] = True
     platform = xla_platform(p["platform"])
-    if platform == "tpu":
-        raise DriverError(f"--platform={p['platform']}: no TPU is attached here; TPU support is device-less "
-                          "compiles, which run nothing",
-                          hint="hlo-opt --platform=TPU --stage=hlo FILE, or mlirhlo opt FILE --platform tpu "
-                               "--stage hlo,memory")
     if platform == "interpreter":
         raise DriverError("--platform=Interpreter: jaxlib has no XLA interpreter backend",
                           hint="the StableHLO interpreter is the reference: --reference_platform=Interpreter")
@@ -262,6 +257,9 @@ def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_not
         # XLA's bounds (its flags' defaults, 1e-3 each, whatever the dtype) by XLA's rule: an
         # element matches within either (ErrorSpec), not only within their sum as mlirhlo run's.
         rtol=p["rel_error_bound"], atol=p["abs_error_bound"], xla_error_spec=True,
+        # A TPU's bfloat16 passes (engine.platform_tolerance) widen XLA's default bounds, not the user's.
+        platform_tolerance=not any(a.split("=")[0].lstrip("-") in ("abs_error_bound", "rel_error_bound")
+                                   for a in argv),
         keep_outputs=p["print_literals"] or bool(p["output_literals_file"]),
         zeros=not p["random_init_input_literals"],
         xla_flags=tuple(sorted(flags.items())), reference_xla_flags=tuple(sorted(reference_flags.items())),
@@ -383,7 +381,14 @@ def multihost(p: Any, say: Callable[[str], None] = log_note) -> int:
     if eo_path:
         execution = files.execution_options(eo_path)
         flags = {**files.execution_debug_flags(execution, eo_path), **flags}  # the command line wins
-    base = spmd.SpmdOptions(is_spmd_partitioned_module=p["is_spmd_partitioned_module"],
+    from ..execute import engine
+
+    platform = "tpu" if p["device_type"].lower() == "tpu" else "cpu"
+    if platform == "tpu":
+        if nodes > 1:
+            raise DriverError("--device_type=tpu runs on the chips attached here, one node", hint="drop --num_nodes")
+        engine.require_devices("tpu")
+    base = spmd.SpmdOptions(is_spmd_partitioned_module=p["is_spmd_partitioned_module"], platform=platform,
                             run_xla_backend_only=p["run_xla_backend_only"],
                             argument_mode=ARGUMENT_MODES[p["hlo_argument_mode"]],
                             num_repeats=p["num_repeats"], xla_flags=tuple(sorted(flags.items())))

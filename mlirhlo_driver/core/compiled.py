@@ -376,14 +376,19 @@ class Compiled:
 
         return Rows(self._stage_request.derived("xla-compile-phases", compute))
 
-    def run(self, *, reference: str = "interpreter", seed: int = 0, rtol: float | None = None,
+    def run(self, *, reference: str | None = None, seed: int = 0, rtol: float | None = None,
             atol: float | None = None, inputs_npz: str | None = None, zeros: bool = False,
             iterations: int = 1, bisect: bool = False, bisect_passes: bool = False,
-            fold_constants: bool = False) -> Any:
+            fold_constants: bool = False, precision: str | None = None) -> Any:
         """Execute on generated inputs (``seed``, ``zeros``, or the arrays of ``inputs_npz``),
-        ``iterations`` times, and compare with ``reference``: ``"interpreter"`` (StableHLO's),
-        ``"cpu"`` (XLA CPU) or ``"none"``. The executable is this compile's own, made once and
-        kept (for CPU, the one its stages read); a CUDA target needs a GPU to run on.
+        ``iterations`` times, and compare with ``reference``: ``"interpreter"`` (StableHLO's;
+        the default for CPU), ``"cpu"`` (XLA CPU; the default for CUDA and TPU) or
+        ``"none"``. The executable is this compile's own, made once and kept (for CPU, the one
+        its stages read); a CUDA target needs a GPU to run on, a TPU target a TPU chip (the
+        chips attached here, whatever topology the compile was for). ``precision``: every
+        dot and convolution at ``"default"``, ``"high"`` or ``"highest"`` on the platform
+        (a TPU computes float32 products at DEFAULT as bfloat16 passes, and the comparison
+        allows for it: ``execute.engine.platform_tolerance``).
 
         Returns the run's report (``execute.engine.ModuleReport``): ``ok``, ``status``,
         ``mismatches``, ``outputs``, ``reference_outputs``, ``inputs``; with ``bisect``,
@@ -395,11 +400,14 @@ class Compiled:
         from ..errors import DriverError
         from ..execute import run as run_mod
 
+        reference = reference or ("interpreter" if self.platform == "cpu" else "cpu")
         if reference not in run_mod.REFERENCES:
             raise DriverError(f"unknown reference '{reference}'", hint=", ".join(run_mod.REFERENCES))
+        if precision is not None and precision not in ("default", "high", "highest"):
+            raise DriverError(f"unknown precision '{precision}'", hint="default, high or highest")
         if self.target is None:
             raise DriverError("a run needs a target: compile(Target.cpu()) or compile(Target.cuda(...))")
-        if self.platform == "tpu":  # TPU compiles are device-less: nothing to run on, never a fake run
+        if self.platform == "tpu":  # the chips attached here, or one line: never a fake run
             from ..xla.platforms import run_target
 
             run_target("tpu")
@@ -407,7 +415,10 @@ class Compiled:
         options = run_mod.RunOptions(platform=self.platform, reference=reference, seed=seed, zeros=zeros,
                                      inputs_npz=inputs_npz, rtol=rtol, atol=atol, iterations=iterations,
                                      bisect=bisect, bisect_passes=bisect_passes, fold_constants=fold_constants,
-                                     keep_outputs=True, xla_flags=self.target.xla_flags)
+                                     keep_outputs=True, xla_flags=self.target.xla_flags, precision=precision,
+                                     platform_tolerance=rtol is None and atol is None)
+        if precision is not None:  # the module changes: a compile of the run's own
+            return run_mod.run_module(p.module, p.name, p.source, options, p.line_offset)
         return run_mod.run_module(p.module, p.name, p.source, options, p.line_offset, executable=self._executable)
 
     def run_spmd(self, *, num_replicas: int = 1, reference: str = "cpu", partitioner: str | None = None,
@@ -426,13 +437,14 @@ class Compiled:
         from ..execute import spmd
         from ..xla.backend import declared_partitions
 
-        if self.platform != "cpu":
-            raise DriverError(f"run_spmd runs on host CPU devices: compile for {param('platform', 'cpu')}")
+        if self.platform not in ("cpu", "tpu"):
+            raise DriverError(f"run_spmd runs on host CPU devices or TPU chips: compile for "
+                              f"{param('platform', 'cpu')} or {param('platform', 'tpu')}")
         partitions = self.options.num_partitions
         partitions = declared_partitions(self.program.module) if partitions is None else partitions
         options = spmd.SpmdOptions(num_partitions=partitions, num_replicas=num_replicas, partitioner=partitioner,
                                    seed=seed, rtol=rtol, atol=atol, reference=reference,
-                                   xla_flags=self.target.xla_flags)
+                                   xla_flags=self.target.xla_flags, platform=self.platform)
         spmd.check_options(options)
         return spmd.run_in_process(self.program, options)
 
@@ -445,9 +457,13 @@ class Compiled:
 
             done = req._derived.get("xla-executable")
             if done is None:
+                target = req.options.target
+                if target.platform == "tpu":  # a device-less compile's program, for the chips here
+                    from ..xla.platforms import run_target
+
+                    target = run_target("tpu", target.xla_flags)
                 module = backend.module_for_xla(req.module, req.source, req.line_offset, req.options.fold_constants)
-                done = backend.compile(module, backend.CompileSpec(req.options.target, on_device=True),
-                                       req.module_name)
+                done = backend.compile(module, backend.CompileSpec(target, on_device=True), req.module_name)
             return engine.Executable(done.executable, done.devices, [], [], done.compile_ms)
 
         return self._stage_request.derived("run-executable", make)

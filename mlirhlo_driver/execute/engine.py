@@ -519,8 +519,9 @@ def gather(lay: Layout, shards: dict[int, np.ndarray], rtol: float | None = None
 # ===================================================================== running
 
 def require_devices(platform: str) -> None:
-    """NoGpu now, once, when ``platform`` cannot run here (cuda without a usable GPU),
-    rather than one failure per module; tpu never can (TPU compiles are device-less)."""
+    """NoGpu now, once, when ``platform`` cannot run here (cuda without a usable GPU, tpu
+    without a chip on the PCI bus), rather than one failure per module. A TPU is not opened
+    here: the process that runs the modules does (one program holds a chip at a time)."""
     if platform == "tpu":
         from ..xla.platforms import run_target
 
@@ -927,6 +928,30 @@ def default_tolerance(dtype: Any) -> float:
     return min(ULP_BUDGET * eps, max(COARSEST_TOLERANCE, eps))
 
 
+# A TPU computes a float32 product (dot, convolution) at DEFAULT precision as one bfloat16
+# pass: measured on a v5e (jax 0.10.2) against the CPU's float32 result, max abs errors of
+# 1.1e-2 (an MLP), 1.4e-2 (a 3x3 convolution), 3.6e-3 (attention), 1.5e-2 (a reduction of
+# 4096 exp*log1p terms, 3e-6 relative). 2**-5 is four bfloat16 steps at 1.0; the dtype's own
+# tolerance applies once the products say HIGHEST (ir.precision; run --precision highest).
+BF16_PASS_TOLERANCE = 2.0**-5
+
+
+def platform_tolerance(platform: str, module: Any, precision: str | None) -> tuple[float, str]:
+    """The least float tolerance of a run on ``platform`` (0: the dtype's own), and the note
+    that says why: a TPU run of a module with products at DEFAULT precision (``precision``
+    None or "default": as the module says) gets :data:`BF16_PASS_TOLERANCE`."""
+    from ..ir import precision as precisions
+
+    if platform != "tpu" or precision not in (None, "default"):
+        return 0.0, ""
+    count = precisions.default_precision_products(module)
+    if not count:
+        return 0.0, ""
+    return BF16_PASS_TOLERANCE, (f"tpu: {count} float product{'s' if count != 1 else ''} at DEFAULT precision "
+                                 f"(bfloat16 passes): floats compared within at least {format_error(BF16_PASS_TOLERANCE)}"
+                                 "; --precision highest for the dtype's own tolerance")
+
+
 def tolerance(dtype: str, rtol: float | None, atol: float | None) -> tuple[float, float]:
     """(rtol, atol) for ``dtype``: those given, else the dtype's default."""
     base = default_tolerance(dtype) if rtol is None or atol is None else 0.0
@@ -1019,13 +1044,15 @@ def _beyond(a: np.ndarray, e: np.ndarray, rt: float, at: float, xla_error_spec: 
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | None,
-            atol: float | None, examples: int = 3, *, xla_error_spec: bool = False) -> Mismatch:
+            atol: float | None, examples: int = 3, *, xla_error_spec: bool = False,
+            floor: float = 0.0) -> Mismatch:
     """Element-wise comparison, NaN- and Inf-aware; exact for ints and bools. NaN matches
     NaN (any sign or payload); an Inf must meet an Inf of its sign.
 
     An element matches within ``atol + rtol * |expected|`` (numpy's allclose), or, with
     ``xla_error_spec``, as XLA's ErrorSpec judges it (run_hlo_module): within ``atol`` or
-    within ``rtol * |expected|``, a complex number's real and imaginary parts each."""
+    within ``rtol * |expected|``, a complex number's real and imaginary parts each.
+    ``floor``: the least tolerance of a float (the platform's, :func:`platform_tolerance`)."""
     dtype = str(expected.dtype)
     shape = tuple(expected.shape)
     if tuple(actual.shape) != shape or actual.dtype != expected.dtype:
@@ -1033,6 +1060,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | 
                         actual=f"{actual.dtype}{list(actual.shape)}", expected=f"{dtype}{list(shape)}",
                         note="(shape or type differs)", worst_abs=float("inf"), worst_rel=float("inf"))
     rt, at = tolerance(dtype, rtol, atol)
+    rt, at = max(rt, floor), max(at, floor)
     bound = ""
     if expected.dtype.kind in "biu":
         bad = actual != expected
@@ -1093,14 +1121,16 @@ class Comparison:
 
 
 def compare_outputs(outputs: list[np.ndarray], reference: list[np.ndarray], rtol: float | None,
-                    atol: float | None, *, label: str = "", xla_error_spec: bool = False) -> Comparison:
+                    atol: float | None, *, label: str = "", xla_error_spec: bool = False,
+                    floor: float = 0.0) -> Comparison:
     """Each output against the reference's (``label``: what to call them, e.g. "replica 1
-    output"; the outputs are numbered). ``xla_error_spec``: as :func:`compare`."""
+    output"; the outputs are numbered). ``xla_error_spec``, ``floor``: as :func:`compare`."""
     if len(outputs) != len(reference):
         return Comparison([], float("inf"), message=f"{len(outputs)} outputs, reference has {len(reference)}")
     result = Comparison([])
     for i, (a, e) in enumerate(zip(outputs, reference)):
-        mm = compare(a, e, i, rtol, atol, xla_error_spec=xla_error_spec)
+        mm = compare(a, e, i, rtol, atol, xla_error_spec=xla_error_spec,
+                     floor=floor if np.dtype(e.dtype).kind in "fcV" else 0.0)
         if label:
             mm.label = f"{label} {i}"
         if mm.max_abs_error > result.max_abs_error:

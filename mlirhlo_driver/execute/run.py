@@ -51,6 +51,12 @@ class RunOptions:
     # Host devices a worker process starts with: run_hlo_module runs a module whose header
     # says it has several partitions on as many (run_module's ``partitions``).
     host_devices: int = 1
+    # The products' precision on the platform (ir.precision: default, high, highest); None:
+    # as the module says. The reference computes at the module's own.
+    precision: str | None = None
+    # Whether the platform's least float tolerance applies (engine.platform_tolerance): not
+    # where the user gave tolerances of their own.
+    platform_tolerance: bool = True
 
     @property
     def target(self) -> Any:
@@ -121,14 +127,17 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         params, _ = engine.signature(module)
         made = engine.make_inputs(params, options.inputs, module=module)
         arrays, report.inputs_note = made.arrays, made.note
+        floor, note = _platform_floor(module, options)
+        if note:
+            report.notes.append(note)
         # (a manual computation is refused here by the compile's guard, _native/guards.py)
         if executable is not None:
             exe = executable()
             outputs, times = engine.execute_one(exe, arrays, options.iterations)
             report.compile_ms, report.run_ms = exe.compile_ms, statistics.median(times)
         else:
-            outputs, report.compile_ms, report.run_ms = engine.run_xla(module, arrays, options.target,
-                                                                         options.iterations, name)
+            outputs, report.compile_ms, report.run_ms = engine.run_xla(_on_platform(module, options), arrays,
+                                                                         options.target, options.iterations, name)
         if options.keep_outputs:
             report.inputs, report.outputs = arrays, outputs
         if options.reference == "none":
@@ -139,7 +148,7 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         if options.keep_outputs:
             report.reference_outputs = reference
         report.judge(engine.compare_outputs(outputs, reference, options.rtol, options.atol,
-                                            xla_error_spec=options.xla_error_spec))
+                                            xla_error_spec=options.xla_error_spec, floor=floor))
         if report.status == "mismatch" and options.bisect:
             report.bisect = bisect(module, arrays, options)
             if report.bisect is not None and report.bisect.location.startswith("-:"):
@@ -149,7 +158,7 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
 
             def matching(outs: list[np.ndarray]) -> bool:
                 return engine.compare_outputs(outs, reference, options.rtol, options.atol,
-                                              xla_error_spec=options.xla_error_spec).matched
+                                              xla_error_spec=options.xla_error_spec, floor=floor).matched
 
             report.pass_bisect = pass_bisect.find(module, name, arrays, options, trial=engine.run_in_helper,
                                                   matching=matching)
@@ -164,6 +173,23 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         report.status = "failed"
         report.message = before_optimizations_hint(e, source).format().removeprefix("error: ")
     return report
+
+
+def _platform_floor(module: Any, options: RunOptions) -> tuple[float, str]:
+    """The platform's least float tolerance for this run, and its note (none where the user
+    gave tolerances of their own)."""
+    if not options.platform_tolerance:
+        return 0.0, ""
+    return engine.platform_tolerance(options.platform, module, options.precision)
+
+
+def _on_platform(module: Any, options: RunOptions) -> Any:
+    """The module as the platform runs it: its products at ``options.precision`` if given."""
+    if options.precision is None:
+        return module
+    from ..ir import precision
+
+    return precision.with_precision(module, options.precision)
 
 
 def _run_partitioned(module: Any, report: ModuleReport, options: RunOptions, partitions: int) -> ModuleReport:
@@ -267,10 +293,12 @@ def bisect(module: Any, arrays: list[np.ndarray], options: RunOptions) -> Bisect
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         main.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(ftype.inputs, [r.type for r in new_results]))
-    got, _, _ = engine.run_xla(probe, arrays, options.target, 1)
+    floor, _ = _platform_floor(module, options)
+    got, _, _ = engine.run_xla(_on_platform(probe, options), arrays, options.target, 1)
     want, _ = engine.run_reference(probe, arrays, options.reference, options.reference_xla_flags)
     for i, ((op, _), a, e) in enumerate(zip(candidates, got, want)):
-        mm = engine.compare(a, e, i, options.rtol, options.atol, xla_error_spec=options.xla_error_spec)
+        mm = engine.compare(a, e, i, options.rtol, options.atol, xla_error_spec=options.xla_error_spec,
+                            floor=floor if np.dtype(e.dtype).kind in "fcV" else 0.0)
         if mm.count:
             mm.label = "value"
             line = op.operation.get_asm(large_elements_limit=4).strip().splitlines()[0]

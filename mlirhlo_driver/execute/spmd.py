@@ -83,6 +83,7 @@ class SpmdOptions:
     device_ids: tuple[int, ...] = ()        # logical device -> device id (a given device assignment)
     # The reference's compile flags (a CPU reference); None: the same as xla_flags.
     reference_xla_flags: tuple[tuple[str, Any], ...] | None = None
+    platform: str = "cpu"                    # cpu (host devices) or tpu (the chips attached here)
 
     @property
     def num_devices(self) -> int:
@@ -90,10 +91,11 @@ class SpmdOptions:
 
     @property
     def target(self) -> Any:
-        """The run's target: XLA CPU with the run's flags, on the host devices."""
-        from ..xla.platforms import CpuTarget
+        """The run's target: XLA CPU with the run's flags, on the host devices (or the TPU
+        chips attached here)."""
+        from ..xla.platforms import run_target
 
-        return CpuTarget(xla_flags=tuple(self.xla_flags))
+        return run_target(self.platform, tuple(self.xla_flags))
 
     @property
     def host_devices(self) -> int:
@@ -110,13 +112,15 @@ class SpmdOptions:
         return InputSpec(self.argument_mode, self.seed, self.inputs_npz, self.large_float_range)
 
 
-def command_host_devices(count: int) -> None:
+def command_host_devices(count: int, platform: str = "cpu") -> None:
     """In a command line's own process: jax with ``count`` host devices, for a JAX function
     (``FILE:fn --args``) whose code builds its mesh from ``jax.devices()``; the run itself is
-    on the driver's own devices either way."""
+    on the driver's own devices either way. A TPU run leaves jax as it is: its devices are
+    the chips."""
     from .._native import jaxlib as _jaxlib
 
-    _jaxlib.own_process_host_devices(count)
+    if platform == "cpu":
+        _jaxlib.own_process_host_devices(count)
 
 
 def about_module(error: Any, source: str) -> Any:
@@ -636,11 +640,12 @@ def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[
 
 
 def run_in_process(loaded: Any, options: SpmdOptions) -> SpmdReport:
-    """The whole run on this process's first ``num_devices`` CPU devices."""
+    """The whole run on this process's first ``num_devices`` CPU devices (or TPU chips)."""
     from .._native import jaxlib as _jaxlib
 
     plan = prepare(loaded, options)
-    order = _jaxlib.local_device_order(options.host_devices)
+    order = (_jaxlib.local_device_order(options.host_devices) if options.platform == "cpu"
+             else options.target.compile_devices(options.host_devices, on_device=True))
     if options.device_ids:
         by_id = {d.id: d for d in order}
         missing = sorted(set(options.device_ids) - set(by_id))

@@ -246,11 +246,21 @@ def compile(module: Any, spec: CompileSpec, name: str = "module", *,
     risky = guards.refuse_fatal(module, one_device=spec.num_devices == 1 and not spec.backend_only)
     env = _helper_env(spec)
     if env or spec.isolated or ((risky or spec.cuts_pipeline()) and not spec.on_device):
-        art = _in_helper(module, name, spec, env)
+        art = _in_helper(module, name, _helper_spec(spec), _helper_env(_helper_spec(spec)))
         return Compilation(art)
     if risky or spec.cuts_pipeline():  # a run's compile: tried where a death is an error first
-        _in_helper(module, name, spec.with_(dumps=(), emitters=(), keep_going=False), {})
+        trial = _helper_spec(spec.with_(dumps=(), emitters=(), keep_going=False))
+        _in_helper(module, name, trial, _helper_env(trial))
     return _compile_here(module, name, spec, native_log)
+
+
+def _helper_spec(spec: CompileSpec) -> CompileSpec:
+    """``spec`` as a helper process compiles it: for chips attached here (which this process
+    holds), the device-less compile for their topology."""
+    device_less = getattr(spec.target, "device_less", None)
+    if getattr(spec.target, "attached", False) and device_less is not None:
+        return spec.with_(target=device_less(), on_device=False)
+    return spec
 
 
 def stage_spec(options: Any, module: Any, source: str, *, dumps: tuple[str, ...] = (),
@@ -365,7 +375,8 @@ def _compile_here(module: Any, name: str, spec: CompileSpec, native_log: list[st
         opts = spec.compile_options(devices, workdir)
         try:
             started, t0 = time.time(), time.perf_counter()
-            executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log)
+            executable = _jaxlib.compile_executable(module, devices, opts, native_log=native_log,
+                                                    load=spec.on_device)
             span, ms = (started, time.time()), ms_since(t0)
         except CompileError as e:
             flag_error = xla_flags.translate_compile_error(e.message, xla_flags.known_names())

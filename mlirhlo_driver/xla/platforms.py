@@ -319,20 +319,39 @@ class TpuTarget(Target):
     """
 
     topology: Any  # tpu.topologies.Topology
+    # The chips attached here (run_target): compiled and run in the process that holds them,
+    # through jax's own TPU backend; a compile that needs a helper process is the device-less
+    # one for their topology (device_less), whose HLO is the chip's (measured on a v5e).
+    attached: bool = False
     platform: ClassVar[str] = "tpu"
     spellings: ClassVar[tuple[str, ...]] = ("tpu",)
 
     def label(self) -> str:
-        return f"tpu ({self.topology.name})"
+        return f"tpu ({self.topology.name}{', attached' if self.attached else ''})"
+
+    def device_less(self) -> TpuTarget:
+        """This target's compile without the chips: libtpu's compile-only topology."""
+        return replace(self, attached=False)
 
     def check(self) -> None:
         from .._native import libtpu
 
-        libtpu.require()  # one line with the install command, before any process starts
+        if not self.attached:
+            libtpu.require()  # one line with the install command, before any process starts
 
     def compile_devices(self, count: int, *, on_device: bool) -> list[Any]:
         from .._native import jaxlib as _jaxlib
 
+        if self.attached:
+            devices = _jaxlib.tpu_devices()
+            if len(devices) < count:
+                from ..errors import InputError
+
+                raise InputError(f"this run needs {count} TPU devices; {len(devices)} "
+                                 f"{'is' if len(devices) == 1 else 'are'} attached here ({self.topology.name})",
+                                 hint=f"compile for the whole slice device-less: mlirhlo opt --platform tpu "
+                                      f"--tpu-topology NAME --num-partitions {count}")
+            return devices
         if on_device:
             from ..errors import InputError
 
@@ -366,6 +385,8 @@ class TpuTarget(Target):
     def compile_env(self) -> dict[str, str]:
         from .._native import jaxlib as _jaxlib
 
+        if self.attached:
+            return {}  # the process holding the chips compiles for them
         # libtpu writes glog files (tpu_driver.*.log.*) into TMPDIR whatever TPU_LOG_DIR says: a
         # directory of this process's, removed at exit, so none are left in /tmp. The user's
         # LIBTPU_INIT_ARGS stay first: the driver's own dump and log flags are added after them.
@@ -394,7 +415,7 @@ class TpuTarget(Target):
                                                  "lowers it for the TPU")
 
     def dump_env(self, dumps: tuple[str, ...]) -> dict[str, str]:
-        if "tpu-llo" not in dumps:  # xla.backend.TPU_LLO
+        if "tpu-llo" not in dumps or self.attached:  # xla.backend.TPU_LLO; attached: device_less's
             return {}
         # libtpu reads its dump flags once, as it loads: a directory of this process's for the
         # TPU process's lifetime, emptied after each compile (collect_dumps). Only the final
@@ -464,9 +485,13 @@ def run_target(platform: str, xla_flags: tuple[tuple[str, Any], ...] = ()) -> Ta
         return CudaTarget(spec=None, xla_flags=tuple(xla_flags))
     if platform == "tpu":
         from ..errors import NoGpu
+        from ..tpu import chips
 
-        raise NoGpu("no TPU is attached here: TPU support is device-less compiles",
-                    hint="mlirhlo opt --platform tpu --tpu-topology NAME --stage hlo,memory")
+        found = chips.attached()
+        if found is None:
+            raise NoGpu(f"{param('platform', 'tpu')} runs on a TPU; none is attached here (no TPU chip on the PCI bus)",
+                        hint="compile device-less: mlirhlo opt --platform tpu --tpu-topology NAME --stage hlo,memory")
+        return TpuTarget(topology=found.topology(), attached=True, xla_flags=tuple(xla_flags))
     if platform not in PLATFORMS:
         from ..errors import InputError
 

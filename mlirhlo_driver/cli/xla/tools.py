@@ -127,8 +127,8 @@ def hlo_opt_main(argv: list[str] | None = None) -> None:
 
 
 RUN_HLO_MODULE_FLAGS = [
-    Flag("platform", "str", "CPU", "Test platform: CPU (Host), or CUDA (GPU; needs a GPU). TPU: none is "
-         "attached here; TPU compiles are device-less (hlo-opt --platform=TPU).", "NAME"),
+    Flag("platform", "str", "CPU", "Test platform: CPU (Host), CUDA (GPU; needs a GPU) or TPU (needs a TPU "
+         "chip; without one, hlo-opt --platform=TPU compiles device-less).", "NAME"),
     Flag("reference_platform", "str", "default", "Reference: Interpreter (also 'default': the StableHLO "
          "reference interpreter), CPU, or '' for none.", "NAME"),
     Flag("print_literals", "bool", False, "Print the input and result literals."),
@@ -215,8 +215,8 @@ MULTIHOST_FLAGS = [
     Flag("num_repeats", "int", 1, "Run N times; print each run's time.", "N"),
     Flag("input_format", "str", "", "text, proto_text or proto_binary (default: from the content).", "NAME"),
     Flag("hlo_file", "str", "", "The module file (instead of a positional FILE).", "FILE"),
-    Flag("device_type", "str", "host", "Devices to run on: host (CPU devices this process creates); "
-         "gpu is not available here.", "NAME", ("host", "cpu", "gpu")),
+    Flag("device_type", "str", "host", "Devices to run on: host (CPU devices this process creates) or tpu "
+         "(the TPU chips attached here); gpu is not available here.", "NAME", ("host", "cpu", "gpu", "tpu")),
     Flag("task_id", "int", 0, "This process's number, 0 to --num_nodes - 1.", "N"),
     Flag("num_nodes", "int", 1, "Processes (hosts) of a distributed run; with --address and --task_id, "
          "one command per host.", "N"),

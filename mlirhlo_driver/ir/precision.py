@@ -1,0 +1,68 @@
+"""The precision of a module's matrix products, read and raised.
+
+TPUs compute a float32 ``dot``/``dot_general``/``convolution`` at its ``DEFAULT`` precision
+as one bfloat16 pass (measured on a v5e, jax 0.10.2: a 512x512 matmul 0.27 off the CPU's
+result, 1.2e-4 at ``HIGHEST``). :func:`default_precision_products` says whether a module
+has such products (a run's comparison then knows its tolerance); :func:`with_precision`
+gives the module with every product at one precision, as ``jax.default_matmul_precision``
+lowers it (``precision_config``), for a run at full precision. A ``dot_general`` with an
+explicit ``algorithm`` is left as written: the algorithm decides its precision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PRODUCTS = ("stablehlo.dot", "stablehlo.dot_general", "stablehlo.convolution")
+PRECISIONS = ("default", "high", "highest")
+
+
+def _products(module: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def visit(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    if inner.operation.name in PRODUCTS and "algorithm" not in inner.attributes:
+                        found.append(inner)
+                    visit(inner.operation)
+
+    visit(module.operation)
+    return found
+
+
+def _float_operands(op: Any) -> bool:
+    from jaxlib.mlir import ir
+
+    for v in op.operands:
+        try:
+            element = ir.ShapedType(v.type).element_type
+        except ValueError:
+            continue
+        if ir.FloatType.isinstance(element) or ir.ComplexType.isinstance(element):
+            return True
+    return False
+
+
+def default_precision_products(module: Any) -> int:
+    """How many floating-point products of ``module`` leave their precision to the
+    platform (no ``precision_config``, or one that says ``DEFAULT``)."""
+    count = 0
+    for op in _products(module):
+        config = str(op.attributes["precision_config"]) if "precision_config" in op.attributes else ""
+        if _float_operands(op) and (not config or "DEFAULT" in config or config == "[]"):
+            count += 1
+    return count
+
+
+def with_precision(module: Any, precision: str) -> Any:
+    """A copy of ``module`` whose products all say ``precision`` (default, high, highest)."""
+    from jaxlib.mlir import ir
+
+    word = precision.upper()
+    copy = ir.Module.parse(module.operation.get_asm(binary=True, enable_debug_info=True), module.context)
+    attr = ir.Attribute.parse(f"[#stablehlo<precision {word}>, #stablehlo<precision {word}>]", module.context)
+    for op in _products(copy):
+        op.attributes["precision_config"] = attr
+    return copy
