@@ -109,6 +109,14 @@ def dump_options(source: str | None) -> DumpOptions | None:
     return _read(path, stat.st_mtime_ns, stat.st_size)
 
 
+def program_options(program: Any) -> DumpOptions | None:
+    """:func:`dump_options` of a loaded program (core.program.Program, or anything with a
+    ``source`` path): what a run on a chip compiles it with (``num_partitions``,
+    ``num_replicas``, ``device_ids``, ``xla_flags``: a ``CompileSpec``'s fields, the flags over
+    the target's), or None for a module that is not from such a dump."""
+    return dump_options(getattr(program, "source", None))
+
+
 _cache: dict[tuple[str, int, int], DumpOptions] = {}
 
 
@@ -179,7 +187,7 @@ def _changed_debug_options(dumped: Any, protos: Any) -> dict[str, Any]:
             continue
         out[f.name] = _field_value(f, value)
     # A field the dump leaves at proto3's zero where this XLA's default is not zero.
-    for f, value in defaults.executable_build_options.debug_options.ListFields():
+    for f, _ in defaults.executable_build_options.debug_options.ListFields():
         if f.name not in out and not _NOT_REPLAYED.match(f.name) and not _has(dumped, f):
             out[f.name] = _field_value(f, getattr(dumped, f.name))
     return out
