@@ -65,7 +65,7 @@ def options_identity(options: StageOptions) -> str | None:
         return None
     return cache.digest(("target", target), ("target_version", options.target_version),
                         ("debug_info", str(options.debug_info)), ("fold_constants", str(options.fold_constants)),
-                        ("num_partitions", repr(options.num_partitions)))
+                        ("num_partitions", repr(options.num_partitions)), ("dumped", repr(options.dumped)))
 
 
 class Compiled:
@@ -82,11 +82,16 @@ class Compiled:
                  instrumentation: Any = None, defer: bool = False) -> None:
         self.program = program
         self.options = options if options is not None else target.options()
+        self._notes: list[str] = []  # said by stages served from the cache
+        if self.options.platform == "tpu":  # a module of a TPU program's XLA dump: its own options
+            from ..tpu import replay
+
+            self.options, said = replay.replay(self.options, program.source)
+            self._notes.extend(said)
         self.target = self.options.target if self.options.target is not None else target
         self.cache = cache and instrumentation is None
         self.instrumentation = instrumentation
         self.defer = defer
-        self._notes: list[str] = []  # said by stages served from the cache
         self._expected: tuple[str, ...] = ()
         self._req: StageRequest | None = None
         self._base: str | None | bool = False  # the key's common part, once (False: not yet)

@@ -36,6 +36,9 @@ class StageOptions:
     # Partitions to compile a sharded module for: None, as many as the module says
     # (``mhlo.num_partitions``); 1, the unpartitioned program.
     num_partitions: int | None = None
+    # A dumped module's compile options (tpu.replay.DumpOptions): its replicas, partitions,
+    # device assignment and build options, as it was compiled; None: the module's own.
+    dumped: Any = None
 
     @property
     def platform(self) -> str | None:

@@ -133,7 +133,8 @@ class CompileSpec:
     ``pass_log`` (a level of xla.pass_log, read only by a process started with it: such a
     compile runs in a helper); ``keep_going`` (a failed compile still gives what it dumped);
     ``isolated`` (in a helper process, whose death becomes a CompileError; no executable
-    comes back); ``on_device`` (for devices to run on, not device-less).
+    comes back); ``on_device`` (for devices to run on, not device-less); ``build_options``
+    (ExecutableBuildOptions fields by name, a dumped compile's: tpu.replay).
     """
 
     target: Any
@@ -150,6 +151,7 @@ class CompileSpec:
     keep_going: bool = False
     isolated: bool = False
     on_device: bool = False
+    build_options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def platform(self) -> str:
@@ -205,6 +207,8 @@ class CompileSpec:
                                         num_replicas=self.num_replicas, num_partitions=self.num_partitions,
                                         use_shardy=self.partitioner == "shardy",
                                         run_backend_only=self.backend_only)
+        for name, value in self.build_options:
+            setattr(opts.executable_build_options, name, list(value) if isinstance(value, tuple) else value)
         return opts
 
     def cuts_pipeline(self) -> bool:
@@ -269,9 +273,14 @@ def stage_spec(options: Any, module: Any, source: str, *, dumps: tuple[str, ...]
     the user of it: a sharded module (``mhlo.num_partitions`` > 1) is compiled partitioned
     over as many devices, as XLA's runners do, unless ``options.num_partitions`` says how many
     (1: the unpartitioned program)."""
+    spec = CompileSpec(options.target, dumps=tuple(dumps), emitters=tuple(emitters))
+    dumped = getattr(options, "dumped", None)
+    if dumped is not None:  # a dumped module, as its dump's compile options say (tpu.replay)
+        return spec.with_(num_replicas=dumped.num_replicas, num_partitions=dumped.num_partitions,
+                          device_ids=dumped.device_ids, partitioner=dumped.partitioner,
+                          build_options=dumped.build_options), []
     declared = declared_partitions(module)
     partitions = declared if options.num_partitions is None else options.num_partitions
-    spec = CompileSpec(options.target, dumps=tuple(dumps), emitters=tuple(emitters))
     if partitions <= 1 or (options.num_partitions is None and not has_shardings(module)):
         return spec, []  # nothing sharded: each device would run the whole program
     partitioner = partitioner_of(module)

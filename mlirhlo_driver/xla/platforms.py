@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -323,6 +323,8 @@ class TpuTarget(Target):
     # through jax's own TPU backend; a compile that needs a helper process is the device-less
     # one for their topology (device_less), whose HLO is the chip's (measured on a v5e).
     attached: bool = False
+    # No topology was named: the default one, which a dumped module's own replaces (tpu.replay).
+    topology_default: bool = field(default=False, compare=False)
     platform: ClassVar[str] = "tpu"
     spellings: ClassVar[tuple[str, ...]] = ("tpu",)
 
@@ -568,7 +570,8 @@ class Targets:
         if platform == "tpu":
             from ..tpu import topologies
 
-            return TpuTarget(topology=topologies.parse(topologies.DEFAULT), xla_flags=self.xla_flags)
+            return TpuTarget(topology=topologies.parse(topologies.DEFAULT), xla_flags=self.xla_flags,
+                             topology_default=True)
         return PLATFORMS[platform](xla_flags=self.xla_flags)
 
 
@@ -689,6 +692,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
     if platform == "tpu":
         from ..tpu import topologies
 
+        named = tpu_topology is not None
         if tpu_topology is None:
             tpu_topology = topologies.DEFAULT
             if needs_spec:
@@ -697,7 +701,7 @@ def resolve(platform: str | None, *, gpu_spec: str | None = None, cli_flags: dic
                              f"{'x'.join(map(str, default.shape))} chips)")
         # XLA's tools spell it --tpu_topology (a "--" name is shown as it is: errors.spell).
         flag = topology_flag if xla_tool else "tpu_topology"
-        found: tuple[Target, ...] = tuple(TpuTarget(topology=t, xla_flags=frozen)
+        found: tuple[Target, ...] = tuple(TpuTarget(topology=t, xla_flags=frozen, topology_default=not named)
                                           for t in topologies.parse_list(tpu_topology, flag))
     elif platform == "cuda":
         found = tuple(CudaTarget(spec=s, xla_flags=frozen, gpu_topology=topology) for s in specs)

@@ -4,6 +4,8 @@ line and points at the device-less compile (it runs nothing)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.conftest import DATA, assert_mentions, assert_one_line_error, run_xla_tool
@@ -53,3 +55,23 @@ def test_hlo_opt_takes_libtpus_options_and_two_slices(tmp_path, capfd):
     r = run_xla_tool("hlo-opt", ["--platform=TPU", "--stage=memory", "--xla_tpu_max_hbm_size_mb=1", str(MATMUL)],
                      tmp_path, capfd)
     assert_mentions(assert_one_line_error(r, code=2), "--xla_tpu_max_hbm_size_mb", "xla_tpu_max_hbm_size_mib")
+
+
+@needs_libtpu
+@pytest.mark.slow
+def test_hlo_opt_replays_a_jax_tpu_dump(tmp_path, capfd):
+    from mlirhlo_driver._native import jaxlib
+    from tests.tpu.test_replay import AFTER, BEFORE, without_metadata
+
+    r = run_xla_tool("hlo-opt", ["--platform=TPU", "--stage=hlo", str(BEFORE)], tmp_path, capfd)
+    assert r.code == 0, r.err
+
+    def printed(text: str) -> str:
+        # hlo-opt prints as XLA's hlo-opt does (operand shapes; the header without the module
+        # config's num_partitions and sharding propagation flags; the user's names put back on
+        # the entry and its parameters, where the dump has the partitioner's main.0_spmd and
+        # param.N): both sides in that printer, up to metadata and names
+        text = without_metadata(jaxlib.hlo_proto_to_text(jaxlib.hlo_text_to_proto(text), xla_printer=True))
+        return re.sub(r"(?<![\w.])%?[A-Za-z_][\w.\-]*(?=[ :=,)])(?= = | \(|:|,|\))", "N", text)
+
+    assert printed(r.out) == printed(AFTER.read_text())

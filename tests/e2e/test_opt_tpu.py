@@ -243,3 +243,16 @@ def test_an_unsharded_module_compiles_for_a_multislice_topology(cli):
     r = cli("opt", MATMUL, "--platform", "tpu", "--tpu-topology", "2xv5litepod-4", "--stage", "memory")
     assert r.code == 0, r.err
     assert_mentions(r.out, "tpu (2xv5e:2x2)", "fits")
+
+
+@needs_libtpu
+@pytest.mark.slow
+def test_a_jax_tpu_dump_recompiles_with_the_options_it_had(cli, tmp_path):
+    from tests.tpu.test_replay import AFTER, DUMP, STEM, without_metadata
+
+    r = cli("opt", DUMP, "--platform", "tpu", "--stage", "hlo")
+    assert r.code == 0, r.err
+    assert without_metadata(r.out) == without_metadata(AFTER.read_text())
+    assert_mentions(r.err, "the dump's options", "4 partitions", "v5e:2x2")
+    small = cli("opt", DUMP, "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--stage", "hlo")
+    assert_mentions(assert_one_line_error(small, code=2, at=str(DUMP / STEM / "compile_options.pb")), "4 devices", "v5e:1x1")
