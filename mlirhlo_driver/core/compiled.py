@@ -284,6 +284,7 @@ class Compiled:
         from ..tpu.kernels import TpuKernelRow
 
         row = TpuKernelRow if self.platform == "tpu" else KernelRow
+        self.expect(["kernel-rows"])  # TPU: libtpu's dump flags are the first compile's, or none
         return Rows(row.from_dict(d) for d in json.loads(self.stage("kernel-rows")))
 
     def summary(self) -> dict[str, Any]:
