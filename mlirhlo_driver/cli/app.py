@@ -373,6 +373,10 @@ def kernels_command(
     inputs: InputsArg = None,
     gpu_spec: Annotated[Optional[str], typer.Option(
         "--gpu-spec", metavar="SPEC", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
+    platform: Annotated[Optional[str], typer.Option(
+        "--platform", metavar="cuda|tpu", help="cuda (default) or tpu: libtpu's estimate per fusion or op.")] = None,
+    tpu_topology: Annotated[Optional[str], typer.Option(
+        "--tpu-topology", metavar="A,B,...", help="TPU slices, a comma list (v5e:1x1, v5p:2x2x1 ...).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,
     input_format: InputFormatOption = None,
     split_input_file: SplitInputFileOption = False,
@@ -385,6 +389,10 @@ def kernels_command(
 ) -> None:
     """Per CUDA kernel: registers, spills, shared memory, launch dims, occupancy; a column group per spec.
 
+    With --platform tpu: per fusion or top-level op of the optimized module, libtpu's estimated
+    cycles (static LLO profile), that time at the chip's clock where tpu_specs/ has one, XLA's
+    FLOPs and bytes for the op, and the bound on the generation's peaks; one table per topology.
+
     Any --xla_NAME=VALUE DebugOptions flag applies to every compile, over XLA_FLAGS.
     """
     try:
@@ -393,12 +401,14 @@ def kernels_command(
         from .common import progress_line, say
 
         inputs, extra = _inputs_and_options(ctx, inputs)
-        platform = next((w for w in extra if w.split("=")[0] == "--platform"), None)
-        if platform is not None:  # what the other compiling commands take: say why this one does not
-            raise no_such_option(platform, (), ctx.command_path,
-                                 hint="kernels compiles for CUDA; --gpu-spec picks the GPUs")
-        target = opt_cli.resolve_target("cuda", gpu_spec, extra, debug_options_file, None, needs_spec=True,
-                                        known=lambda: _known(ctx), command=ctx.command_path)
+        chosen = (platform or ("tpu" if tpu_topology else "cuda")).lower()
+        if chosen not in ("cuda", "gpu", "tpu"):
+            raise DriverError(f"--platform {platform}: kernels are CUDA's or TPU's",
+                              hint="--platform cuda (--gpu-spec) or --platform tpu (--tpu-topology)")
+        chosen = "tpu" if chosen == "tpu" else "cuda"
+        target = opt_cli.resolve_target(chosen, gpu_spec, extra, debug_options_file, None,
+                                        needs_spec=chosen == "cuda", known=lambda: _known(ctx),
+                                        command=ctx.command_path, tpu_topology=tpu_topology)
         options = _input_options(input_format, split_input_file, args)
         line = progress_line(quiet, "kernels")
         with line if line is not None else _nothing():

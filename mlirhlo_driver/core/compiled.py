@@ -277,16 +277,20 @@ class Compiled:
     def kernels(self) -> Any:
         """Per CUDA kernel launch, a flat ``cuda.kernels.KernelRow`` (``row.registers``,
         ``row.spill_stores``, ``row.occupancy``, ``row.launch``, ``row.source``, ...), in a
-        ``records.Rows`` (``to_records()``; a table in Jupyter). None on CPU, which has no
-        kernels to list."""
-        if self.platform != "cuda":
+        ``records.Rows`` (``to_records()``; a table in Jupyter). On TPU, per fusion or op, a
+        ``tpu.kernels.TpuKernelRow`` (``row.cycles``, ``row.seconds``, ``row.flops``,
+        ``row.bound``). None on CPU, which has no kernels to list."""
+        if self.platform not in ("cuda", "tpu"):
             return None
         import json
 
         from ..cuda.kernels import KernelRow
         from ..records import Rows
+        from ..tpu.kernels import TpuKernelRow
 
-        return Rows(KernelRow.from_dict(d) for d in json.loads(self.stage("kernel-rows")))
+        row = TpuKernelRow if self.platform == "tpu" else KernelRow
+        self.expect(["kernel-rows"])  # TPU: libtpu's dump flags are the first compile's, or none
+        return Rows(row.from_dict(d) for d in json.loads(self.stage("kernel-rows")))
 
     def summary(self) -> dict[str, Any]:
         """The compile as plain data (xla.summary.summarize): ``fusions``, ``buffers``, ``memory``."""

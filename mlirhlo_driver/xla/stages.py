@@ -19,6 +19,7 @@ _AFTER_OPT = r"(?:(?:^|_)(?:cpu|gpu)_|^)after_optimizations"
 CPU_ONLY = frozenset({"cpu"})
 CUDA_ONLY = frozenset({"cuda"})
 TPU_ONLY = frozenset({"tpu"})
+CUDA_TPU = frozenset({"cuda", "tpu"})
 # Stages every backend's compile gives (XLA's dumps, the executable's module, memory and cost).
 ALL = frozenset({"cpu", "cuda", "tpu"})
 
@@ -135,29 +136,56 @@ def _llo(req: Any) -> dict[str, bytes]:
     return dict(sorted(out.items()))
 
 
-def _static_profile(req: Any) -> str:
-    """libtpu's static LLO profile: estimated cycles per HLO op, most first, and their sum."""
+def _static_profile_texts(req: Any) -> tuple[list[str], set[str]]:
+    """libtpu's static LLO profile textprotos of the compile, and the chip kinds they name."""
     art = _stage_artifacts(req, "static-profile")
-    rows: list[tuple[int, str]] = []
-    kinds = set()
+    texts, kinds = [], set()
     for key, data in art.matching(r"^static-profile/.*\.textproto$"):
         m = re.search(r"_(TPU[^/]*?)_static_llo_profile\.textproto$", key)
         if m:
             kinds.add(m.group(1))
-        text = _text(data)
-        for block in re.findall(r"hlo_op_estimate \{(.*?)\n\}", text, re.S):
-            name = re.search(r'hlo_op_name: "([^"]*)"', block)
-            cycles = re.search(r"estimated_cycles: (\d+)", block)
-            if name and cycles:
-                rows.append((int(cycles.group(1)), name.group(1)))
+        texts.append(_text(data))
+    return texts, kinds
+
+
+def _static_profile(req: Any) -> str:
+    """libtpu's static LLO profile: estimated cycles per HLO op, most first, and their sum."""
+    from ..tpu.kernels import profile_cycles
+
+    texts, kinds = _static_profile_texts(req)
+    rows = [(c, n) for n, c in profile_cycles(texts).items()]
     if not rows:
-        art.one(r"^static-profile/.*\.textproto$", "static-profile")  # raises the "no output" error
+        _stage_artifacts(req, "static-profile").one(r"^static-profile/.*\.textproto$", "static-profile")  # "no output"
     rows.sort(key=lambda r: (-r[0], r[1]))
     width = max(len(n) for _, n in rows + [(0, "total")])
     lines = [f"# estimated cycles per HLO op: libtpu's static LLO profile ({', '.join(sorted(kinds)) or 'TPU'})"]
     lines += [f"{n:<{width}}  {c:>12,}" for c, n in rows]
     lines.append(f"{'total':<{width}}  {sum(c for c, _ in rows):>12,}")
     return "\n".join(lines) + "\n"
+
+
+def tpu_kernel_rows(req: Any) -> list[Any]:
+    """The TPU request's rows (tpu.kernels.TpuKernelRow): the static profile's estimate per
+    op joined with the optimized module's ops and their cost analysis, once per request."""
+    def compute(r: Any) -> list[Any]:
+        from ..tpu import kernels
+
+        proto = _optimized_proto(r, "kernels")
+        texts, _ = _static_profile_texts(r)
+        return kernels.rows(proto, kernels.profile_cycles(texts), r.options.target.topology.generation)
+
+    return list(req.derived("tpu-kernel-rows", compute))
+
+
+def _kernels(req: Any) -> Any:
+    """CUDA: the kernels assembled with others of a batch (PendingBinary). TPU: the table of
+    estimated cycles per op (tpu.kernels)."""
+    if req.options.platform != "tpu":
+        return pending_kernels(req)
+    from ..tpu import kernels
+
+    topology = req.options.target.topology
+    return kernels.table_text(req.module_name, topology.name, topology.generation, tpu_kernel_rows(req))
 
 
 def _cost(req: Any) -> str:
@@ -620,10 +648,12 @@ def _summary(req: Any) -> str:
 
 
 def _kernel_rows_json(req: Any) -> str:
-    """The kernel rows (cuda.kernels.KernelRow.to_dict each), as JSON: Compiled.kernels()."""
+    """The kernel rows (cuda.kernels.KernelRow.to_dict each; TPU: tpu.kernels.TpuKernelRow's),
+    as JSON: Compiled.kernels()."""
     import json
 
-    return json.dumps([r.to_dict() for r in kernel_rows(req)])
+    found = tpu_kernel_rows(req) if req.options.platform == "tpu" else kernel_rows(req)
+    return json.dumps([r.to_dict() for r in found])
 
 
 def add_stages(stages: Registry) -> None:
@@ -689,8 +719,9 @@ def add_stages(stages: Registry) -> None:
                      _cubin, CUDA_ONLY, multi=True, dumps=(_PTX,)))
     stages.add(Stage("sass", "sass", XLA, False, "SASS: nvdisasm of the cubins", _sass, CUDA_ONLY, dumps=(_PTX,)))
     stages.add(Stage("kernels", "kernels.txt", XLA, False,
-                     "per kernel: registers, spills, shared/local memory, launch dims, occupancy",
-                     pending_kernels, CUDA_ONLY, dumps=(_PTX, _EXE)))
+                     "per kernel: registers, spills, shared/local memory, launch dims, occupancy (TPU: per "
+                     "fusion or op, libtpu's estimated cycles and time, FLOPs, bytes, bound)",
+                     _kernels, CUDA_TPU, dumps=(_PTX, _EXE, _TPU_LLO)))
     stages.add(Stage("thunk-sequence", "thunk_sequence.txt", XLA, False, "the executable's thunk sequence",
                      _thunk_sequence, CUDA_ONLY))
     stages.add(Stage("autotune-results", "autotune_results.pbtxt", XLA, False,
@@ -704,4 +735,4 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
                      _summary, ALL, dumps=(_PROTO,), hidden=True))
     stages.add(Stage("kernel-rows", "kernel-rows.json", XLA, False, "the kernel rows, as data (Compiled.kernels)",
-                     _kernel_rows_json, CUDA_ONLY, dumps=(_PTX, _EXE), hidden=True))
+                     _kernel_rows_json, CUDA_TPU, dumps=(_PTX, _EXE, _TPU_LLO), hidden=True))

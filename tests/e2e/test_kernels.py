@@ -73,3 +73,30 @@ def test_kernels_takes_xla_flags_among_its_files(cli, recorder):
     assert (r.code, r.out) == (0, "table\n"), r.err
     assert recorder["kernels"][0][0] == ["a.hlo", "-", "b.hlo"]
     assert recorder["resolve"][1]["cli_flags"] == {"xla_gpu_autotune_level": 0}
+
+
+# ------------------------------------------------------------------ TPU (device-less)
+
+def test_kernels_tpu_table_and_json(cli):
+    from tests.tpu.conftest import libtpu_skip_reason
+
+    if libtpu_skip_reason():
+        pytest.skip(libtpu_skip_reason())
+    src = REPO / "tests" / "data" / "tpu" / "matmul_tanh.mlir"
+    r = cli("kernels", src, "--platform", "tpu", "--tpu-topology", "v5e:1x1")
+    assert r.code == 0, r.err
+    assert r.out.startswith("# matmul_tanh on v5e:1x1") and "1.5 GHz" in r.out
+    assert re.search(r"^convolution_tanh_fusion\s+output fusion\s+[\d,]+\s+[\d.]+\s", r.out, re.M)
+    j = cli("kernels", src, "--tpu-topology", "v5e:1x1", "--json")  # a topology alone means TPU
+    assert j.code == 0, j.err
+    (entry,) = json.loads(j.out)
+    assert (entry["module"], entry["topology"], entry["generation"]) == ("matmul_tanh", "v5e:1x1", "v5e")
+    (row,) = [x for x in entry["rows"] if x["name"] == "convolution_tanh_fusion"]
+    assert row["cycles"] > 0 and row["flops"] == 2 * 128 * 256 * 512 and row["bound"] in ("compute", "memory")
+
+
+@pytest.mark.golden
+def test_kernels_platform_other_than_cuda_or_tpu(cli):
+    line = assert_one_line_error(cli("kernels", "m.mlir", "--platform", "cpu"))
+    assert line == ("error: --platform cpu: kernels are CUDA's or TPU's (--platform cuda (--gpu-spec) "
+                    "or --platform tpu (--tpu-topology))")
