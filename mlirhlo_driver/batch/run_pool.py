@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..execute.engine import ModuleReport
 from ..execute.run import RunOptions
@@ -41,8 +42,36 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
         loaded.module  # noqa: B018 - a module that does not parse is this task's bad input
     except DriverError as e:
         return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
+    partitions = task.partitions
+    if options.platform == "tpu":
+        options, partitions, note = _as_dumped(loaded, options, partitions)
+        if note:
+            report = run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
+                                    partitions=partitions)
+            report.notes.insert(0, note)
+            return report
     return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
-                          partitions=task.partitions)
+                          partitions=partitions)
+
+
+def _as_dumped(loaded: Any, options: RunOptions, partitions: int) -> tuple[RunOptions, int, str]:
+    """A module from a TPU program's XLA dump runs with the options it was compiled with
+    (tpu.replay): its DebugOptions and TPU options under the user's, its partitions."""
+    from dataclasses import replace
+
+    from ..errors import DriverError
+    from ..tpu import replay
+
+    try:
+        dumped = replay.program_options(loaded)
+    except DriverError:
+        return options, partitions, ""  # not readable as a dump: the module as it is
+    if dumped is None:
+        return options, partitions, ""
+    flags = {**dict(dumped.xla_flags), **dict(options.xla_flags)}
+    options = replace(options, xla_flags=tuple(sorted(flags.items())))
+    said = ", ".join(f"{k}={v}" for k, v in dumped.xla_flags) or "no flags beyond the defaults"
+    return options, max(partitions, dumped.num_partitions), f"compiled as dumped ({dumped.source}): {said}"
 
 
 def worker_task(options: RunOptions, task: Task) -> ModuleReport:

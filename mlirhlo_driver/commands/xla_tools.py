@@ -251,7 +251,7 @@ def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_not
 
         outputs.check_output_path(p["output_literals_file"])
     literal_args = (files.literal_arguments(p["input_literals_file"]) if p["input_literals_file"] else [])
-    engine.require_devices(platform)
+    _require_devices(platform, f"--platform={p['platform']}")
     options = runner.RunOptions(
         platform=platform, reference=reference, large_float_range=p["use_large_float_range"],
         # XLA's bounds (its flags' defaults, 1e-3 each, whatever the dtype) by XLA's rule: an
@@ -318,6 +318,21 @@ def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_not
     if any(r.status == "invalid" for r in runs):
         return EXIT_USAGE
     return 0 if all(r.passed for r in runs) else EXIT_FAILURE
+
+
+def _require_devices(platform: str, flag: str) -> None:
+    """engine.require_devices, its TPU refusal said with the flag as typed (XLA's tools)."""
+    from ..errors import NoGpu
+    from ..execute import engine
+
+    try:
+        engine.require_devices(platform)
+    except NoGpu as e:
+        if platform != "tpu" or "no TPU is attached" not in e.message:
+            raise
+        raise NoGpu(f"{flag}: no TPU is attached here (none on the PCI bus)",
+                    hint="hlo-opt --platform=TPU --stage=hlo FILE compiles device-less, as does mlirhlo opt "
+                         "--platform tpu") from None
 
 
 # ======================================================== multihost_hlo_runner
@@ -387,7 +402,7 @@ def multihost(p: Any, say: Callable[[str], None] = log_note) -> int:
     if platform == "tpu":
         if nodes > 1:
             raise DriverError("--device_type=tpu runs on the chips attached here, one node", hint="drop --num_nodes")
-        engine.require_devices("tpu")
+        _require_devices("tpu", f"--device_type={p['device_type']}")
     base = spmd.SpmdOptions(is_spmd_partitioned_module=p["is_spmd_partitioned_module"], platform=platform,
                             run_xla_backend_only=p["run_xla_backend_only"],
                             argument_mode=ARGUMENT_MODES[p["hlo_argument_mode"]],

@@ -198,15 +198,15 @@ def _run_partitioned(module: Any, report: ModuleReport, options: RunOptions, par
     from ..inputs.loader import LoadedModule
     from . import spmd
 
-    if options.platform != "cpu":
-        raise DriverError(f"{partitions} partitions run on host devices only; this run is for "
+    if options.platform not in ("cpu", "tpu"):
+        raise DriverError(f"{partitions} partitions run on host devices or TPU chips; this run is for "
                           f"{options.platform}", hint="--platform=cpu, or multihost_hlo_runner")
     sopts = spmd.SpmdOptions(num_partitions=partitions, argument_mode="zeros" if options.zeros else "random",
                              seed=options.seed, inputs_npz=options.inputs_npz,
                              large_float_range=options.large_float_range, rtol=options.rtol, atol=options.atol,
                              xla_error_spec=options.xla_error_spec,
                              num_repeats=options.iterations,
-                             reference=options.reference,
+                             reference=options.reference, platform=options.platform,
                              xla_flags=options.xla_flags, reference_xla_flags=options.reference_xla_flags)
     spmd.check_options(sopts)
     loaded = LoadedModule(report.name, report.source, "mlir", module)

@@ -491,8 +491,9 @@ def run_target(platform: str, xla_flags: tuple[tuple[str, Any], ...] = ()) -> Ta
 
         found = chips.attached()
         if found is None:
-            raise NoGpu(f"{param('platform', 'tpu')} runs on a TPU; none is attached here (no TPU chip on the PCI bus)",
-                        hint="compile device-less: mlirhlo opt --platform tpu --tpu-topology NAME --stage hlo,memory")
+            raise NoGpu(f"{param('platform', 'tpu')} runs on a TPU chip; no TPU is attached here (none on the PCI bus)",
+                        hint="compile device-less: mlirhlo opt --platform tpu --tpu-topology NAME, or hlo-opt "
+                             "--platform=TPU")
         return TpuTarget(topology=found.topology(), attached=True, xla_flags=tuple(xla_flags))
     if platform not in PLATFORMS:
         from ..errors import InputError

@@ -109,7 +109,8 @@ def _options_reaching(monkeypatch, tmp_path, owner, runner: str, main):
 # The driver's own commands: every option not listed here is off (None or False) by default.
 MLIRHLO_DEFAULTS: dict[str, dict[str, object]] = {
     "opt": {"inputs": [], "stage": "stablehlo", "timing_format": "text", "verify_each": True, "jobs": 0},
-    "run": {"platform": "cpu", "reference": "interpreter", "seed": 0, "iterations": 1, "jobs": 1},
+    # run's reference: per platform (the interpreter on the CPU, XLA CPU for cuda and tpu)
+    "run": {"platform": "cpu", "reference": None, "seed": 0, "iterations": 1, "jobs": 1},
     "spmd-run": {"num_partitions": 1, "num_replicas": 1, "seed": 0, "num_repeats": 1, "reference": "cpu",
                  "num_processes": 1, "timeout": 300.0},
     "ptx": {"arch": "sm_90a", "opt_level": 3, "optimize": True, "check_ptxas": True},
