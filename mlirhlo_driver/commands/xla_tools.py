@@ -182,7 +182,6 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
 def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_note) -> int:
     """XLA's run_hlo_module with its parsed flags ``p`` (XLA's names); the exit status."""
     from ..batch import run_report
-    from ..execute import engine
     from ..execute import run as runner
 
     flags = targets.debug_options(dict(p.xla_flags), p["debug_options_file"] or None)
@@ -396,7 +395,6 @@ def multihost(p: Any, say: Callable[[str], None] = log_note) -> int:
     if eo_path:
         execution = files.execution_options(eo_path)
         flags = {**files.execution_debug_flags(execution, eo_path), **flags}  # the command line wins
-    from ..execute import engine
 
     platform = "tpu" if p["device_type"].lower() == "tpu" else "cpu"
     if platform == "tpu":
