@@ -1,7 +1,10 @@
-"""The conformance report: StableHLO's testdata on XLA CPU, device-less CUDA and TPU, docs/conformance.md.
+"""The conformance report: StableHLO's testdata on XLA CPU, device-less CUDA and TPU, and a TPU chip, docs/conformance.md.
 
     python scripts/conformance.py PATH/TO/stablehlo [-o docs/conformance.md] [--jobs 2]
-        [--gpu-spec h100_sxm] [--tpu-topology v5e:1x1] [--platforms cpu,cuda,tpu]
+        [--gpu-spec h100_sxm] [--tpu-topology v5e:1x1] [--platforms cpu,cuda,tpu|none]
+        [--tpu-chip-json 'DIR/conf-*.json' ...] [--tpu-chip-label TEXT] [--tpu-chip-command TEXT]
+        [--commit SHA]
+    python scripts/conformance.py PATH/TO/stablehlo --chunks N --list-chunk K
 
 PATH is a checkout of openxla/stablehlo (nothing is fetched); its
 ``stablehlo/testdata/*.mlir`` files are the corpus. The script runs, as a user would:
@@ -33,8 +36,35 @@ FFTs), and whether the file passes with LLVM's optimizations off
   a bad-input verdict on a valid file);
 * **unclassified**: none of the rules decides; a person has to look.
 
+**A TPU chip** is not on the machine that writes the report: the files run on one
+elsewhere (``mlirhlo run --platform tpu``: compiled and run on the attached chip), in
+chunks, so that the rows of the chunks that finished survive a time limit. On the chip's
+machine, with the driver installed and a copy of the same checkout::
+
+    for k in 0 1 2 3 4 5; do
+      mlirhlo run $(python3 scripts/conformance.py /tmp/shlo-td --chunks 6 --list-chunk $k) \\
+        --platform tpu --json $OUT/conf-$k.json
+    done
+
+(``--chunks N --list-chunk K`` prints chunk K, 0 to N-1, of the sorted testdata, one
+file a line, and nothing else; it loads nothing.) Then, here, ``--tpu-chip-json
+'DIR/conf-*.json'`` reads those rows (several files or globs; a glob's files in natural
+order, ``conf-10`` after ``conf-9``; where two rows name one module, the later wins) into
+the column "TPU chip": files with a row ``ok`` pass, the others fail, each classed by
+:func:`classify_tpu_chip` (a refusal the device-less TPU column classed keeps that class),
+and files of the checkout with no row are **not run**: the chip run stopped early; they
+are counted apart, never as passes. The chip's own classes: **bfloat16 passes at DEFAULT
+precision** (a float check fails in a file whose float products leave their precision to
+the TPU, which computes a float32 product as one bfloat16 pass by design; the evidence
+gives the worst error) and **XLA TPU deviation** (any other check that fails on the chip);
+its refusals take the device-less classes (64-bit types, op forms not implemented on TPU).
+``--platforms none --tpu-chip-json ...`` writes the
+report with the chip's column alone; every platform not run here is still listed, as
+"not run".
+
 The report is rewritten whole on every run: counts per platform and class, then one
-row per failing file with its class and evidence.
+row per failing file with its class and evidence. ``--commit`` names the checkout's
+commit where it is no git checkout (else ``git rev-parse``; else "unknown").
 """
 
 from __future__ import annotations
@@ -91,13 +121,30 @@ def testdata_files(checkout: Path) -> list[Path]:
     return files
 
 
-def checkout_commit(checkout: Path) -> str:
+def checkout_commit(checkout: Path, given: str | None = None) -> str:
+    """``given`` (``--commit``), else the checkout's HEAD where it is the top of a git
+    checkout, else "unknown" (a copy without .git; a folder inside some other repository,
+    whose HEAD says nothing of the testdata's)."""
+    if given:
+        return given
     try:
+        top = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=30)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != checkout.resolve():
+            return "unknown"
         out = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def chunk(files: list[Path], count: int, index: int) -> list[Path]:
+    """Chunk ``index`` (0 to count-1) of ``files`` cut into ``count`` runs of consecutive
+    files, their sizes differing by one at most."""
+    size, extra = divmod(len(files), count)
+    start = index * size + min(index, extra)
+    return files[start:start + size + (1 if index < extra else 0)]
 
 
 def run_cpu(files: list[Path], jobs: int, work: Path, extra: tuple[str, ...] = ()) -> tuple[list[dict], float]:
@@ -170,6 +217,222 @@ def classify_tpu(message: str) -> tuple[str, str]:
     return UNCLASSIFIED, "device-less compile failed"
 
 
+def trim_tpu_message(message: str) -> str:
+    """XLA's words, without the file's path, the op's metadata and jax's location, cut to 300
+    characters: the evidence of a TPU row."""
+    return re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "",
+                  re.sub(r"^\S*\.mlir: ", "", message), flags=re.S)[:300]
+
+
+# ================================================================= TPU chip
+
+CHIP_COMMAND = "mlirhlo run FILES --platform tpu --json R"
+
+# A run on the chip (mlirhlo run --platform tpu) fails in classes of its own besides the compiler's.
+TPU_BF16 = "bfloat16 passes at DEFAULT precision"
+TPU_DEVIATION = "XLA TPU deviation"
+TPU_CHIP_CLASSES = (TPU_BF16, TPU_DEVIATION)
+# 64-bit refusals in other words than the device-less compile's (a runtime's, another libtpu's).
+TPU_X64_WORDS = (r"(?i)\b(?:f64|s64|u64|c128|i64|float64|int64|uint64|complex128)\b[^\n]{0,80}"
+                 r"(?:not supported|unsupported|not implemented)|(?:not supported|unsupported|not implemented)"
+                 r"[^\n]{0,80}\b(?:f64|s64|u64|c128|i64|float64|int64|uint64|complex128)\b")
+# Statuses that say the driver lost the module, or judged a valid file bad input.
+TPU_CHIP_DRIVER_STATUSES = ("crashed", "lost", "invalid")
+_WORST = re.compile(r"worst at index (\[[^\]]*\]|\(\)|\S+): actual=(\S+), expected=(\S+?)(?:,|$)")
+
+
+def _element(text: str) -> complex | None:
+    """A value as a check message prints it (engine.format_value), or None for a NaN's
+    bits, a bool or what does not parse."""
+    if text in ("true", "false") or "nan" in text:
+        return None
+    try:
+        return complex(text)
+    except ValueError:
+        return None
+
+
+def _is_float_text(text: str) -> bool:
+    """Whether a check message's value is a float or complex (engine.format_value prints an
+    int as digits, a bool as true/false)."""
+    return not re.fullmatch(r"-?\d+|true|false", text)
+
+
+def worst_error(check: dict) -> tuple[str, float, float] | None:
+    """(index, |actual - expected|, |expected|) of a failing check's worst element, read
+    from its message; None where the message names no two numbers (a NaN's bits, bools)."""
+    m = _WORST.search(check.get("message", ""))
+    if not m:
+        return None
+    actual, expected = _element(m.group(2)), _element(m.group(3))
+    if actual is None or expected is None:
+        return None
+    return m.group(1), abs(actual - expected), abs(expected)
+
+
+def _on_floats(check: dict) -> bool:
+    m = _WORST.search(check.get("message", ""))
+    return bool(m) and _is_float_text(m.group(2))
+
+
+def classify_tpu_chip(row: dict, *, products: int = 0, device_less: tuple[str, str] | None = None,
+                      on_cpu: tuple[str, str] | None = None) -> tuple[str, str]:
+    """(class, reason) of one failing row of ``mlirhlo run --platform tpu --json`` made on a
+    chip. ``products``: the file's float products at DEFAULT precision
+    (``ir.precision.default_precision_products``); ``device_less``: the class and reason the
+    device-less TPU compile gave the file, where it refused it; ``on_cpu``: XLA CPU's, where
+    its checks fail there too. The rules, in order:
+
+    1. refused (``failed``, ``invalid``) where the device-less compile refused it too: its class;
+    2. a message the device-less rules (:data:`TPU_RULES`) decide: their class (64-bit types,
+       op forms not implemented on TPU, the compiler's verifier, libtpu's death); a 64-bit
+       type named as unsupported in other words: the 64-bit class;
+    3. crashed, lost, or judged bad input: driver defect (every file is valid input);
+    4. checks fail, every failing one on floats, in a file with float products at DEFAULT
+       precision, each one's worst element within the tolerance ``mlirhlo run`` gives a
+       TPU's bfloat16 passes (engine.BF16_PASS_TOLERANCE, as atol and rtol): bfloat16
+       passes at DEFAULT precision (the TPU computes a float32 product as one bfloat16
+       pass, by design);
+    5. checks that fail on XLA CPU too: XLA CPU's class;
+    6. other failing checks (or a mismatch): XLA TPU deviation;
+    7. otherwise (a failure no rule names, a timeout): unclassified.
+    """
+    from mlirhlo_driver.execute.engine import BF16_PASS_TOLERANCE
+
+    status, message = row.get("status", ""), row.get("message") or ""
+    if status in ("failed", "invalid") and device_less is not None:
+        return device_less[0], f"as the device-less compile: {device_less[1]}"
+    klass, why = classify_tpu(message)
+    if klass != UNCLASSIFIED:
+        return klass, why
+    if re.search(TPU_X64_WORDS, message):
+        return TPU_X64, "TPUs have no 64-bit units: the chip refuses this 64-bit type here"
+    if status in TPU_CHIP_DRIVER_STATUSES:
+        return DRIVER, f"{status} on a valid file"
+    if status in ("check-failed", "mismatch"):
+        failing = [c for c in row.get("checks") or [] if not c.get("passed")]
+        worst = [worst_error(c) for c in failing]
+        read = failing and all(w is not None for w in worst) and all(_on_floats(c) for c in failing)
+        if read:
+            index, err, expected = max(worst, key=lambda w: w[1])
+            said = f"worst error {err:.3g} at {index}" + (f" ({err / expected:.3g} relative)" if expected else "")
+        if read and products:
+            if all(e <= BF16_PASS_TOLERANCE * (1 + x) for _, e, x in worst):
+                return TPU_BF16, (f"{products} float product{'s' if products != 1 else ''} at DEFAULT precision, "
+                                  "which the TPU computes as one bfloat16 pass by design (`--precision highest` "
+                                  f"for full float32); {said}, within the {BF16_PASS_TOLERANCE:g} a TPU run allows "
+                                  "such products")
+        if failing and on_cpu is not None:
+            return on_cpu[0], f"fails on XLA CPU too: {on_cpu[1]}"
+        if failing or status == "mismatch":
+            beyond = (f"; {said}, beyond what bfloat16 products at DEFAULT precision explain"
+                      if read and products else f"; {said}" if read else "")
+            return TPU_DEVIATION, "a check fails on the chip" + beyond
+    if status == "timeout":
+        return UNCLASSIFIED, "ran past its time limit on the chip"
+    return UNCLASSIFIED, f"{status} on the chip; no rule decides"
+
+
+def read_chip_rows(patterns: list[str]) -> tuple[dict[str, dict], list[Path]]:
+    """The rows of ``mlirhlo run --json`` reports by module (the later of two rows for one
+    module wins) and the files read: ``patterns`` in their order, each a path or a glob
+    whose files are taken in natural order (conf-2 before conf-10). An error line and exit 2
+    for a pattern that names no file or a file that is not such a report."""
+    import glob
+
+    def natural(path: str) -> list:
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+    rows: dict[str, dict] = {}
+    read: list[Path] = []
+    for pattern in patterns:
+        found = sorted(glob.glob(pattern), key=natural) if glob.has_magic(pattern) else \
+            [pattern] if Path(pattern).is_file() else []
+        if not found:
+            print(f"error: --tpu-chip-json {pattern}: no such file", file=sys.stderr)
+            raise SystemExit(2)
+        for name in found:
+            try:
+                data = json.loads(Path(name).read_text())
+                if not isinstance(data, list) or not all(isinstance(r, dict) and "module" in r and "status" in r
+                                                         for r in data):
+                    raise ValueError("not a list of report rows (mlirhlo run --json)")
+            except (OSError, ValueError) as e:
+                print(f"error: --tpu-chip-json {name}: {e}", file=sys.stderr)
+                raise SystemExit(2) from None
+            for r in data:
+                rows[r["module"]] = r
+            read.append(Path(name))
+    return rows, read
+
+
+def _default_precision_products(path: Path) -> int:
+    """The file's float products at DEFAULT precision, as ``mlirhlo run`` counts them for
+    its TPU tolerance (0 where the file does not load)."""
+    from mlirhlo_driver.inputs import loader
+    from mlirhlo_driver.ir import precision
+
+    try:
+        return sum(precision.default_precision_products(m.module) for m in loader.load(str(path)))
+    except Exception:  # noqa: BLE001 - a file the driver cannot read has no products to speak of
+        return 0
+
+
+def _chip_evidence(row: dict) -> str:
+    """A chip row's evidence: a refusal's words, else each failing check, trimmed as the
+    device-less TPU rows are."""
+    failing = [c for c in row.get("checks") or [] if not c.get("passed")]
+    if not failing:
+        return f"{row.get('status')}: {trim_tpu_message(row.get('message') or '')}"
+    parts = []
+    for c in failing:
+        line = re.search(r":(\d+):\d+$", c.get("location", ""))
+        parts.append(f"`{c.get('kind')}`" + (f" at line {line.group(1)}" if line else "") + ": " +
+                     trim_tpu_message(c.get("message", "")))
+    return "; ".join(parts)
+
+
+def chip_results(rows: dict[str, dict], files: list[Path], *, device_less: dict[str, tuple[str, str]],
+                 on_cpu: dict[str, tuple[str, str]], command: str, label: str, read: list[Path]) -> dict:
+    """The TPU chip column: its failures (FileEvidence, classed), the passing count, the files
+    with no row (not run) and the rows that name no file of the checkout (ignored)."""
+    names = [f.stem for f in files]
+    by_name = dict(zip(names, files))
+    failures, passed, not_run = [], 0, []
+    for name in names:
+        row = rows.get(name)
+        if row is None:
+            not_run.append(name)
+            continue
+        if row["status"] in ("ok", "ran"):
+            passed += 1
+            continue
+        failing_floats = row["status"] in ("check-failed", "mismatch")
+        products = _default_precision_products(by_name[name]) if failing_floats else 0
+        ev = FileEvidence(name, row.get("source", ""), row["status"], row.get("message") or "")
+        ev.klass, ev.reason = classify_tpu_chip(row, products=products, device_less=device_less.get(name),
+                                                on_cpu=on_cpu.get(name))
+        ev.evidence = _chip_evidence(row)
+        failures.append(ev)
+    return {"failures": failures, "passed": passed, "not_run": not_run,
+            "ignored": sorted(set(rows) - set(names)), "command": command, "label": label,
+            "reports": [str(p) for p in read]}
+
+
+def _runs_of(names: list[str], missing: list[str]) -> list[tuple[str, str, int]]:
+    """The missing names as runs of consecutive files of ``names``: (first, last, count)."""
+    gone = set(missing)
+    runs: list[tuple[str, str, int]] = []
+    start = None
+    for i, name in enumerate([*names, None]):
+        if name is not None and name in gone:
+            start = i if start is None else start
+        elif start is not None:
+            runs.append((names[start], names[i - 1], i - start))
+            start = None
+    return runs
+
+
 # ================================================================= evidence
 
 @dataclass
@@ -212,6 +475,7 @@ class FileEvidence:
     klass: str = UNCLASSIFIED
     reason: str = ""
     reproducer: str = ""
+    evidence: str = ""                    # the evidence as written, where no measurement makes it (the chip's)
 
 
 def _unit_roundoff(dtype: Any) -> float:
@@ -650,6 +914,8 @@ def classify(ev: FileEvidence) -> tuple[str, str, str]:
 # =================================================================== report
 
 def _evidence_text(ev: FileEvidence) -> str:
+    if ev.evidence:
+        return ev.evidence.replace("|", "\\|")
     parts = []
     for c in ev.checks:
         head = f"`{c.kind}` on `{c.op}` ({c.dtype}{list(c.shape)}): {c.bad} of {c.total} elements fail"
@@ -686,32 +952,62 @@ def _bucket_order(item: tuple[str, int]) -> int:
 
 
 def render(*, commit: str, files: int, cpu: dict | None, cuda: dict | None, jobs: int, spec: str,
-           versions: str, tpu: dict | None = None, topology: str = "v5e:1x1") -> str:
+           versions: str, tpu: dict | None = None, topology: str = "v5e:1x1", chip: dict | None = None,
+           names: list[str] | None = None) -> str:
+    """The report. ``chip``: :func:`chip_results` (None: no chip rows given); ``names``: the
+    testdata's files in order, for the chip's runs of files not run."""
     lines = ["# Conformance: StableHLO's testdata on XLA", "",
-             f"Written by `python scripts/conformance.py STABLEHLO_CHECKOUT --jobs {jobs}` (do not edit by hand): "
+             f"Written by `python scripts/conformance.py STABLEHLO_CHECKOUT --jobs {jobs}"
+             f"{' --tpu-chip-json DIR/conf-*.json' if chip else ''}` (do not edit by hand): "
              f"openxla/stablehlo {commit}, {files} files in `stablehlo/testdata/*.mlir`; {versions}; "
              f"{datetime.date.today().isoformat()}.", "",
              "Each file checks itself (`check.expect_eq`, `expect_close`, `expect_almost_eq`), with the "
              "StableHLO interpreter's semantics; every `@inputs()` value is a runtime parameter, so the "
              "checked values come from XLA's kernels. Classes and the rules that assign them: "
-             "`scripts/conformance.py` (`classify`). u is the unit roundoff of the checked type "
-             "(2^-24 for f32, 2^-53 for f64); a normwise error is ||x - ref|| / ||ref|| in units of u.", "",
-             "| platform | command | files | pass | fail | wall |", "|---|---|---|---|---|---|"]
+             "`scripts/conformance.py` (`classify`, `classify_tpu`, `classify_tpu_chip`). u is the unit roundoff "
+             "of the checked type (2^-24 for f32, 2^-53 for f64); a normwise error is ||x - ref|| / ||ref|| in "
+             "units of u.", "",
+             "| platform | command | files | pass | fail | not run | wall |", "|---|---|---|---|---|---|---|"]
     for label, res, cmd in (("XLA CPU", cpu, f"`mlirhlo run FILES --jobs {jobs}`"),
                             (f"CUDA device-less ({spec})", cuda,
                              f"`mlirhlo opt FILES --platform cuda --gpu-spec {spec} --stage ptx --jobs {jobs}`"),
                             (f"TPU device-less ({topology})", tpu,
                              f"`mlirhlo opt FILES --platform tpu --tpu-topology {topology} --stage hlo --jobs {jobs}`")):
         if res is None:
-            lines.append(f"| {label} | {cmd} | not run | | | |")
+            lines.append(f"| {label} | {cmd} | not run | | | | |")
         else:
             fails = len(res["failures"])
-            lines.append(f"| {label} | {cmd} | {files} | {files - fails} | {fails} | {res['wall']:.0f} s |")
-    lines += ["", "| class | XLA CPU | CUDA device-less | TPU device-less |", "|---|---|---|---|"]
-    for klass in (*CLASSES, *TPU_CLASSES):
-        counts = [sum(1 for ev in res["failures"] if ev.klass == klass) if res else "-" for res in (cpu, cuda, tpu)]
-        lines.append(f"| {klass} | {counts[0]} | {counts[1]} | {counts[2]} |")
-    for label, res in (("XLA CPU", cpu), ("CUDA device-less", cuda), ("TPU device-less", tpu)):
+            lines.append(f"| {label} | {cmd} | {files} | {files - fails} | {fails} | 0 | {res['wall']:.0f} s |")
+    chip_label = chip["label"] if chip else "TPU chip"
+    chip_cmd = f"`{chip['command']}`" if chip else "`mlirhlo run FILES --platform tpu --json R`"
+    if chip is None:
+        lines.append(f"| {chip_label} | {chip_cmd} | not run | | | | |")
+    else:
+        lines.append(f"| {chip_label} | {chip_cmd} | {files} | {chip['passed']} | {len(chip['failures'])} | "
+                     f"{len(chip['not_run'])} | - |")
+    if chip is not None:
+        lines += ["", f"The TPU chip's rows were made on a chip elsewhere, in chunks (the loop in "
+                      f"`scripts/conformance.py`'s docstring), and read from {len(chip['reports'])} "
+                      f"report{'s' if len(chip['reports']) != 1 else ''} (`--tpu-chip-json`)."]
+        if chip["not_run"]:
+            runs = _runs_of(names or [], chip["not_run"])
+            shown = ", ".join(f"`{a}`" if n == 1 else f"`{a}` to `{b}` ({n} files)" for a, b, n in runs[:12])
+            more = f", and {len(runs) - 12} more runs" if len(runs) > 12 else ""
+            lines.append("")
+            lines.append(f"**The chip run stopped early**: {len(chip['not_run'])} of {files} files have no row: "
+                         f"not run, counted neither as passes nor as failures: {shown}{more}.")
+        if chip["ignored"]:
+            lines.append("")
+            n = len(chip["ignored"])
+            lines.append(f"{n} row{'s name' if n != 1 else ' names'} no file of this checkout, left out: "
+                         + ", ".join(f"`{n}`" for n in chip["ignored"][:12])
+                         + (", ..." if len(chip["ignored"]) > 12 else "") + ".")
+    results = (cpu, cuda, tpu, chip)
+    lines += ["", "| class | XLA CPU | CUDA device-less | TPU device-less | TPU chip |", "|---|---|---|---|---|"]
+    for klass in (*CLASSES, *TPU_CLASSES, *TPU_CHIP_CLASSES):
+        counts = [sum(1 for ev in res["failures"] if ev.klass == klass) if res else "-" for res in results]
+        lines.append(f"| {klass} | " + " | ".join(str(c) for c in counts) + " |")
+    for label, res in zip(("XLA CPU", "CUDA device-less", "TPU device-less", "TPU chip"), results):
         if res is None:
             continue
         lines += ["", f"## {label} failures", ""]
@@ -728,15 +1024,15 @@ def render(*, commit: str, files: int, cpu: dict | None, cuda: dict | None, jobs
             lines += ["", f"Not failures: in {len(res['folded'])} passing files no checked value depends on "
                       "an input (XLA computes it while compiling): " + ", ".join(f"`{n}`" for n in res["folded"])
                       + "."]
-    used = sorted({ev.reproducer for res in (cpu, cuda, tpu) if res for ev in res["failures"]
+    used = sorted({ev.reproducer for res in results if res for ev in res["failures"]
                    if getattr(ev, "reproducer", None)})
     if used:
         lines += ["", "## Reproducers", "", "| reproducer | what it shows | files |", "|---|---|---|"]
         for key in used:
             path, what = REPRODUCERS[key]
-            names = [ev.name for res in (cpu, cuda, tpu) if res for ev in res["failures"]
-                     if getattr(ev, "reproducer", None) == key]
-            lines.append(f"| `{path}` | {what} | {', '.join(f'`{n}`' for n in names)} |")
+            names_ = [ev.name for res in results if res for ev in res["failures"]
+                      if getattr(ev, "reproducer", None) == key]
+            lines.append(f"| `{path}` | {what} | {', '.join(f'`{n}`' for n in names_)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -760,16 +1056,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu-spec", default="h100_sxm")
     ap.add_argument("--tpu-topology", default="v5e:1x1")
     ap.add_argument("--platforms", default=None,
-                    help="cpu, cuda, tpu (comma list; default: cpu,cuda, and tpu where libtpu is installed)")
+                    help="cpu, cuda, tpu (comma list; default: cpu,cuda, and tpu where libtpu is installed), "
+                         "or none: run nothing here (the report of --tpu-chip-json alone)")
+    ap.add_argument("--tpu-chip-json", action="extend", nargs="+", default=[], metavar="JSON",
+                    help="rows of `mlirhlo run FILES --platform tpu --json R` made on a TPU chip: files or "
+                         "globs (quoted), later rows for a module winning; the report's 'TPU chip' column")
+    ap.add_argument("--tpu-chip-label", default="TPU chip", help="the chip's platform in the report "
+                    "(say the chip and versions: 'TPU v5e chip (jax 0.10.2, libtpu 0.0.42.1)')")
+    ap.add_argument("--tpu-chip-command", default=CHIP_COMMAND,
+                    help=f"the command that made the chip's rows (default: {CHIP_COMMAND})")
+    ap.add_argument("--commit", default=None,
+                    help="the checkout's commit, for a checkout that is no git repository (else git's HEAD)")
+    ap.add_argument("--chunks", type=int, default=None, metavar="N",
+                    help="with --list-chunk: cut the testdata into N chunks for runs on a chip")
+    ap.add_argument("--list-chunk", type=int, default=None, metavar="K",
+                    help="print the files of chunk K (0 to N-1), one a line, and exit")
     args = ap.parse_args(argv)
+    if (args.chunks is None) != (args.list_chunk is None):
+        ap.error("--chunks and --list-chunk go together")
+    if args.chunks is not None:
+        if args.chunks < 1 or not 0 <= args.list_chunk < args.chunks:
+            ap.error(f"--list-chunk K takes 0 to N-1, N = --chunks >= 1 (got --chunks {args.chunks} "
+                     f"--list-chunk {args.list_chunk})")
+        for f in chunk(testdata_files(args.checkout), args.chunks, args.list_chunk):
+            print(f)
+        return 0
     if args.platforms is None:
         from mlirhlo_driver._native import libtpu
 
         args.platforms = "cpu,cuda" + (",tpu" if libtpu.in_use() is not None else "")
     platforms = {p.strip() for p in args.platforms.split(",") if p.strip()}
-    if not platforms or platforms - {"cpu", "cuda", "tpu"}:
-        ap.error("--platforms takes a comma list of cpu, cuda, tpu")
+    if platforms == {"none"}:
+        platforms = set()
+        if not args.tpu_chip_json:
+            ap.error("--platforms none runs nothing here: give --tpu-chip-json")
+    elif not platforms or platforms - {"cpu", "cuda", "tpu"}:
+        ap.error("--platforms takes a comma list of cpu, cuda, tpu, or none")
     files = testdata_files(args.checkout)
+    chip_rows, chip_read = read_chip_rows(args.tpu_chip_json) if args.tpu_chip_json else ({}, [])
     cpu = cuda = tpu = None
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         work = Path(tmp)
@@ -805,14 +1129,22 @@ def main(argv: list[str] | None = None) -> int:
             evidence = [FileEvidence(name, "", "compile-failed", msg) for name, msg in sorted(failed.items())]
             for ev in evidence:
                 ev.klass, ev.reason = classify_tpu(ev.message)
-                # the evidence: XLA's words, without the file's path and the op's metadata
-                ev.message = re.sub(r"\s*(?:, metadata=\{[^}]*\})?\s*Suspected Python Code Location:.*$", "",
-                                    re.sub(r"^\S*\.mlir: ", "", ev.message))[:300]
+                ev.message = trim_tpu_message(ev.message)
             tpu = {"failures": evidence, "wall": wall}
             print(f"TPU device-less: {len(files) - len(failed)} of {len(files)} compile ({wall:.0f} s)",
                   file=sys.stderr)
-    text = render(commit=checkout_commit(args.checkout), files=len(files), cpu=cpu, cuda=cuda, jobs=args.jobs,
-                  spec=args.gpu_spec, versions=_versions(), tpu=tpu, topology=args.tpu_topology)
+    chip = None
+    if args.tpu_chip_json:
+        chip = chip_results(chip_rows, files, read=chip_read, command=args.tpu_chip_command,
+                            label=args.tpu_chip_label,
+                            device_less={ev.name: (ev.klass, ev.reason) for ev in (tpu or {}).get("failures", [])},
+                            on_cpu={ev.name: (ev.klass, ev.reason) for ev in (cpu or {}).get("failures", [])
+                                    if ev.status == "check-failed"})
+        print(f"TPU chip: {chip['passed']} of {len(files)} pass, {len(chip['failures'])} fail, "
+              f"{len(chip['not_run'])} not run (from {len(chip_read)} reports)", file=sys.stderr)
+    text = render(commit=checkout_commit(args.checkout, args.commit), files=len(files), cpu=cpu, cuda=cuda,
+                  jobs=args.jobs, spec=args.gpu_spec, versions=_versions(), tpu=tpu, topology=args.tpu_topology,
+                  chip=chip, names=[f.stem for f in files])
     args.output.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = args.output.with_name(args.output.name + ".tmp")
     tmp_out.write_text(text)

@@ -32,6 +32,13 @@ def _products(module: Any) -> list[Any]:
     return found
 
 
+def _is_a(t: Any, kind: Any) -> bool:
+    # Older bindings hand out plain ir.Type values and test them with kind.isinstance; newer
+    # ones (jaxlib 0.12) hand out the concrete type and have no such method.
+    test = getattr(kind, "isinstance", None)
+    return bool(test(t)) if test is not None else isinstance(t, kind)
+
+
 def _float_operands(op: Any) -> bool:
     from jaxlib.mlir import ir
 
@@ -40,7 +47,7 @@ def _float_operands(op: Any) -> bool:
             element = ir.ShapedType(v.type).element_type
         except ValueError:
             continue
-        if ir.FloatType.isinstance(element) or ir.ComplexType.isinstance(element):
+        if _is_a(element, ir.FloatType) or _is_a(element, ir.ComplexType):
             return True
     return False
 
