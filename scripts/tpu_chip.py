@@ -159,7 +159,9 @@ print(json.dumps({"median_ms": statistics.median(times), "n": n}))
 def step_tests(log: Log, env: dict[str, str], out: Path, work: Path) -> None:
     shutil.copytree(REPO / "tests", work / "tests", dirs_exist_ok=True)
     shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")  # the markers
-    log.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-m", "tpu", "-rA",
+    # The suite's addopts name pytest-xdist's options, which the machine's pytest lacks: one process.
+    log.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:randomly", "-p", "no:cacheprovider",
+             "-m", "tpu", "-rA",
              "tests/tpu/test_chip.py"], env=env, cwd=work, timeout=300, stdout_to=out / "chip-tests.txt")
 
 
@@ -225,7 +227,8 @@ def step_timing(log: Log, env: dict[str, str], out: Path, work: Path) -> None:
         log.run([sys.executable, str(work / "bare.py"), str(path), str(n)], env=env, timeout=120, stdout_to=bare)
         try:
             ours = json.loads(report.read_text())[0]["run_ms"]
-            theirs = json.loads(bare.read_text().strip().splitlines()[-1])["median_ms"]
+            theirs = next(json.loads(line) for line in bare.read_text().splitlines()
+                          if line.startswith("{"))["median_ms"]
             rows.append({"module": path.name, "iterations": n, "mlirhlo_run_median_ms": ours,
                          "bare_jax_median_ms": theirs, "ratio": ours / theirs})
         except (OSError, ValueError, KeyError, IndexError) as e:

@@ -1078,16 +1078,35 @@ def one_line(message: str) -> str:
 
 def execute(executable: Any, arguments: list[Any], device: Any) -> list[Any]:
     """Run a loaded single-device executable on host arrays; numpy results."""
+    return execute_timed(executable, arguments, device)[0]
+
+
+def execute_timed(executable: Any, arguments: list[Any], device: Any,
+                  iterations: int = 1) -> tuple[list[Any], list[float]]:
+    """Run a loaded single-device executable on host arrays ``iterations`` times: the last
+    run's numpy results and each run's ms (inputs onto the device, the run, outputs back).
+    The runs share one wait and one stderr filter: a thread and an fd swap per run cost
+    1.8 ms of a 3.1 ms run on a TPU v5e."""
+    import time
+
     import numpy as np
 
     jax_module = jax()
-    try:
-        buffers = [jax_module.device_put(a, device) for a in arguments]
-        with filtered_native_stderr():
-            def run() -> list[Any]:
-                results = executable.execute_sharded(buffers)
-                return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
 
+    def run() -> tuple[list[Any], list[float]]:
+        times: list[float] = []
+        outputs: list[Any] = []
+        for _ in range(max(1, iterations)):
+            t0 = time.perf_counter()
+            # Fresh buffers each time: a module may donate (alias) its inputs.
+            buffers = [jax_module.device_put(a, device) for a in arguments]
+            results = executable.execute_sharded(buffers)
+            outputs = [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+            times.append(ms_since(t0))
+        return outputs, times
+
+    try:
+        with filtered_native_stderr():
             return interruptible(run)
     except Exception as e:
         raise ExecutionError(f"execution failed: {_strip_status(str(e))}") from None

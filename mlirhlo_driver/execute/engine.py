@@ -600,12 +600,7 @@ def execute_one(exe: Executable, arrays: list[np.ndarray], iterations: int = 1) 
     """Run a one-device executable ``iterations`` times: the last outputs and each run's ms."""
     from .._native import jaxlib as _jaxlib
 
-    times, outputs = [], []
-    for _ in range(max(1, iterations)):
-        t0 = time.perf_counter()
-        outputs = _jaxlib.execute(exe.executable, arrays, exe.devices[0])
-        times.append(ms_since(t0))
-    return outputs, times
+    return _jaxlib.execute_timed(exe.executable, arrays, exe.devices[0], iterations)
 
 
 def run_xla(module: Any, arrays: list[np.ndarray], target: Any = None, iterations: int = 1,

@@ -27,18 +27,11 @@ _FRAME_TABLES = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames
 def comparable_hlo(text: str) -> list[str]:
     """The instruction lines of an optimized module's text, metadata left out."""
     lines: list[str] = []
-    in_table = False
     for line in text.splitlines():
         if line.startswith("HloModule "):
             continue
         if _FRAME_TABLES.match(line):
-            in_table = True
-            continue
-        if in_table:
-            if line and not line[0].isspace():
-                in_table = False
-            else:
-                continue
+            break  # the tables follow every computation
         line = _METADATA.sub("", line).rstrip()
         if line:
             lines.append(line)
@@ -56,14 +49,22 @@ class ChipComparison:
     memory_chip: dict[str, int] = field(default_factory=dict)
     memory_device_less: dict[str, int] = field(default_factory=dict)
 
+    def memory_differences(self) -> dict[str, tuple[int | None, int | None]]:
+        """Each memory figure that differs: (chip, device-less). On a v5e (libtpu 0.0.42.1) the
+        generated code of 5 of 11 corpus programs was 512 bytes larger device-less; every other
+        figure (arguments, outputs, temporaries, aliases, peak) was the same."""
+        keys = set(self.memory_chip) | set(self.memory_device_less)
+        return {k: (self.memory_chip.get(k), self.memory_device_less.get(k)) for k in sorted(keys)
+                if self.memory_chip.get(k) != self.memory_device_less.get(k)}
+
     @property
     def same_memory(self) -> bool:
-        keys = set(self.memory_chip) & set(self.memory_device_less)
-        return bool(keys) and all(self.memory_chip[k] == self.memory_device_less[k] for k in keys)
+        return bool(self.memory_chip) and not self.memory_differences()
 
     def row(self) -> dict[str, Any]:
         return {"module": self.name, "topology": self.topology, "same_hlo": self.same_hlo,
-                "same_memory": self.same_memory, "hlo_diff_lines": len(self.hlo_diff),
+                "same_memory": self.same_memory, "memory_differences": self.memory_differences(),
+                "hlo_diff_lines": len(self.hlo_diff),
                 "hlo_diff": self.hlo_diff[:40], "memory_chip": self.memory_chip,
                 "memory_device_less": self.memory_device_less}
 

@@ -523,7 +523,7 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
             else:
                 cut = ", ".join(f"--{n}" for n in pipeline_cuts(spec.debug_options()))
                 raise CompileError(e.message, hint=f"{cut} may have left HLO that XLA's codegen aborts on"
-                                   if cut else spec.target.crash_hint()) from None
+                                   if cut else spec.target.crash_hint(spec.dumps)) from None
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -188,8 +188,9 @@ class Target:
         """In the compiling process, after a compile: move what :meth:`dump_env` had written
         into ``workdir``, where the compile's dump is read."""
 
-    def crash_hint(self) -> str | None:
-        """What may have made this platform's compile process die, for its error line."""
+    def crash_hint(self, dumps: tuple[str, ...] = ()) -> str | None:
+        """What may have made this platform's compile process die, for its error line
+        (``dumps``: what the compile was asked to dump, xla.backend's names)."""
         return None
 
 
@@ -447,8 +448,16 @@ class TpuTarget(Target):
             for name in os.listdir(directory):
                 shutil.move(os.path.join(directory, name), os.path.join(target, name))
 
-    def crash_hint(self) -> str | None:
-        if os.environ.get("LIBTPU_INIT_ARGS"):
+    def crash_hint(self, dumps: tuple[str, ...] = ()) -> str | None:
+        if "tpu-llo" in dumps:
+            # Seen on libtpu 0.0.42.1 (a v5e VM) and 0.0.50.1: an MLP step, a transformer block, a
+            # gather/scatter step die writing --xla_jf_dump_static_llo_profile_to's file.
+            return ("libtpu dies writing its LLO bundles or static profile for some programs; the other "
+                    "TPU stages (hlo, memory, cost) compile without them")
+        # jax on a TPU VM puts a flag of its own there (--xla_tpu_use_enhanced_launch_barrier)
+        user = [f for f in os.environ.get("LIBTPU_INIT_ARGS", "").split()
+                if not f.startswith("--xla_tpu_use_enhanced_launch_barrier")]
+        if user:
             return "libtpu ends its process on a flag it does not know: check LIBTPU_INIT_ARGS"
         # Seen with libtpu 0.0.50.1: SIGILL for cross-partition collectives of an unsharded
         # module compiled for one device (XLA's hlo-opt docs' input.hlo).

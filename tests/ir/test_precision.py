@@ -29,3 +29,11 @@ def _module(element: str, config: str = "") -> ir.Module:
 ])
 def test_default_precision_products_counts_float_products_at_default(element, config, count):
     assert precision.default_precision_products(_module(element, config)) == count
+
+
+def test_with_precision_sets_every_product_and_leaves_an_explicit_algorithm():
+    module = _module("f32", ", precision = [DEFAULT, HIGH]")
+    raised = precision.with_precision(module, "highest")
+    assert "precision = [HIGHEST, HIGHEST]" in str(raised)
+    assert precision.default_precision_products(raised) == 0
+    assert precision.default_precision_products(module) == 1  # the given module is left as it was
