@@ -67,7 +67,7 @@ DEVIATIONS: dict[tuple[str, str], tuple[object, str, str]] = {
     ("multihost_hlo_runner", "num_partitions"): (-1, "docs", "default from the `HloModule` header"),
     ("multihost_hlo_runner", "num_replicas"): (-1, "docs", "default from the `HloModule` header"),
     ("multihost_hlo_runner", "input_format"): ("", "help", "default: from the content"),
-    ("multihost_hlo_runner", "device_type"): ("host", "docs", "partly: host devices only"),
+    ("multihost_hlo_runner", "device_type"): ("host", "docs", "partly: host devices, or `tpu`"),
 }
 
 FLAGS = {"hlo-opt": xla_tools.HLO_OPT_FLAGS, "run_hlo_module": xla_tools.RUN_HLO_MODULE_FLAGS,
@@ -111,7 +111,7 @@ MLIRHLO_DEFAULTS: dict[str, dict[str, object]] = {
     "opt": {"inputs": [], "stage": "stablehlo", "timing_format": "text", "verify_each": True, "jobs": 0},
     # run's reference: per platform (the interpreter on the CPU, XLA CPU for cuda and tpu)
     "run": {"platform": "cpu", "reference": None, "seed": 0, "iterations": 1, "jobs": 1},
-    "spmd-run": {"num_partitions": 1, "num_replicas": 1, "seed": 0, "num_repeats": 1, "reference": "cpu",
+    "spmd-run": {"num_partitions": 1, "num_replicas": 1, "seed": 0, "num_repeats": 1, "reference": "cpu", "platform": "cpu",
                  "num_processes": 1, "timeout": 300.0},
     "ptx": {"arch": "sm_90a", "opt_level": 3, "optimize": True, "check_ptxas": True},
     "bench-pipeline": {"repeats": 10},
