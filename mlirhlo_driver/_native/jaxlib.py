@@ -1092,17 +1092,21 @@ def execute_timed(executable: Any, arguments: list[Any], device: Any,
     import numpy as np
 
     jax_module = jax()
+    from jax._src import config
+
+    wide = bool(config.enable_x64.value)  # the caller's, thread-local: the runs' thread takes it
 
     def run() -> tuple[list[Any], list[float]]:
         times: list[float] = []
         outputs: list[Any] = []
-        for _ in range(max(1, iterations)):
-            t0 = time.perf_counter()
-            # Fresh buffers each time: a module may donate (alias) its inputs.
-            buffers = [jax_module.device_put(a, device) for a in arguments]
-            results = executable.execute_sharded(buffers)
-            outputs = [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
-            times.append(ms_since(t0))
+        with x64(wide):
+            for _ in range(max(1, iterations)):
+                t0 = time.perf_counter()
+                # Fresh buffers each time: a module may donate (alias) its inputs.
+                buffers = [jax_module.device_put(a, device) for a in arguments]
+                results = executable.execute_sharded(buffers)
+                outputs = [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+                times.append(ms_since(t0))
         return outputs, times
 
     try:

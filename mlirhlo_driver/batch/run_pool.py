@@ -36,7 +36,8 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
 
     try:
         # Only this task's chunk is parsed: another chunk's error is not this one's.
-        options_in = InputOptions(task.input_format, task.split_input_file, task.arg_specs)
+        options_in = InputOptions(task.input_format, task.split_input_file, task.arg_specs,
+                                  lower_for=_lower_for(options))
         loaded = unit_programs(task.source, options_in, chunk=task.chunk if task.split_input_file else None,
                                data=task.data)[0]
         loaded.module  # noqa: B018 - a module that does not parse is this task's bad input
@@ -52,6 +53,15 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
             return report
     return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
                           partitions=partitions)
+
+
+def _lower_for(options: RunOptions) -> tuple[Any, ...] | None:
+    """A JAX function run on a TPU chip is lowered for the TPU (its lowering rules, Pallas
+    kernels), in the driver's TPU compile process, as ``opt --platform tpu`` lowers it."""
+    if options.platform != "tpu":
+        return None
+    target = options.target.device_less()
+    return ("tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))
 
 
 def _as_dumped(loaded: Any, options: RunOptions, partitions: int) -> tuple[RunOptions, int, str]:

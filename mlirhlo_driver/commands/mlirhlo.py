@@ -39,7 +39,8 @@ def run(inputs: list[str], *, cli_flags: dict[str, Any], extra_words: list[str],
     platform = targets.platform_name(platform)
     # The interpreter is XLA's reference; an accelerator's run is judged against XLA CPU, which
     # takes a fraction of the interpreter's time on a training step (27 s for a small MLP's).
-    reference = reference or ("interpreter" if platform == "cpu" else "cpu")
+    if reference is None:
+        reference = "interpreter" if platform == "cpu" else "cpu"
     reference = _REFERENCE_ALIASES.get(reference.lower(), reference.lower())
     if reference not in runner.REFERENCES:
         raise DriverError(f"unknown reference '{reference}'",

@@ -409,7 +409,8 @@ class Compiled:
         from ..errors import DriverError
         from ..execute import run as run_mod
 
-        reference = reference or ("interpreter" if self.platform == "cpu" else "cpu")
+        if reference is None:
+            reference = "interpreter" if self.platform == "cpu" else "cpu"
         if reference not in run_mod.REFERENCES:
             raise DriverError(f"unknown reference '{reference}'", hint=", ".join(run_mod.REFERENCES))
         if precision is not None and precision not in ("default", "high", "highest"):

@@ -3,7 +3,7 @@
 A run on a TPU (``run --platform tpu``) needs a chip; a machine without one must say so in
 one line, and the CLI's parent process must not open the chip itself (one program holds it
 at a time: the worker that runs the modules does). So the chips are counted on the PCI bus,
-as jax counts them before it loads libtpu (``jax._src.hardware_utils``, whose device-id
+as jax counts them before it loads libtpu (jax's hardware_utils module, whose device-id
 table this follows): Google's vendor id, one PCI function ``.0`` per chip.
 """
 

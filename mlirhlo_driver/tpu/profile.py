@@ -22,6 +22,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from ..timing import us, us_from_ns
+
 
 @dataclass(frozen=True)
 class OpTime:
@@ -97,7 +99,7 @@ def _device_ops(plane: Any, module: str | None) -> tuple[dict[str, list[float]],
         inside = _matches(str(named), module) if named is not None else \
             any(start <= e.start_ns and e.start_ns + e.duration_ns <= end + 1 for start, end in runs)
         if inside:
-            samples.setdefault(instruction_name(e.name), []).append(e.duration_ns / 1e3)
+            samples.setdefault(instruction_name(e.name), []).append(us_from_ns(e.duration_ns))
     return samples, len(runs)
 
 
@@ -119,7 +121,7 @@ def _host_ops(planes: list[Any], module: str | None) -> tuple[dict[str, list[flo
                 op, named = stats.get("hlo_op"), stats.get("hlo_module")
                 if op is None or named is None or not _matches(str(named), module):
                     continue
-                samples.setdefault(str(op), []).append(e.duration_ns / 1e3)
+                samples.setdefault(str(op), []).append(us_from_ns(e.duration_ns))
                 runs.add(stats.get("run_id"))
     return samples, len(runs)
 
@@ -150,7 +152,7 @@ def join(rows: list[Any], measured: dict[str, OpTime]) -> list[Joined]:
         d = r if isinstance(r, dict) else r.to_dict()
         m = measured.get(d["name"])
         if m is not None and d.get("seconds") is not None:
-            out.append(Joined(d["name"], d["kind"], d["seconds"] * 1e6, m.median_us))
+            out.append(Joined(d["name"], d["kind"], us(d["seconds"]), m.median_us))
     return out
 
 

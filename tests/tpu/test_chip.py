@@ -147,3 +147,13 @@ def test_a_dump_jax_wrote_on_the_chip_replays_device_less_and_runs(tmp_path):
     assert ran.returncode == 0, ran.stdout + ran.stderr
     (row,) = rows(report).values()
     assert any("compiled as dumped" in n and "xla_tpu_enable_copy_fusion" in n for n in row["notes"])
+
+
+def test_a_jax_function_is_lowered_for_the_tpu_and_runs_there(tmp_path):
+    report = tmp_path / "r.json"
+    # jnp.linalg.solve: LAPACK custom calls when lowered for the CPU, TPU kernels for the TPU
+    done = driver("run", f"{DATA / 'tpu' / 'linalg.py'}:solve", "--args", "f32[64,64],f32[64,8]",
+                  "--platform", "tpu", "--json", report)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    (row,) = rows(report).values()
+    assert row["status"] in ("ok", "mismatch"), row["message"]  # ran on the chip (random matrices: ill-conditioned)
