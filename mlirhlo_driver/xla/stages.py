@@ -204,9 +204,26 @@ def _cost(req: Any) -> str:
 
 
 def _roofline(req: Any) -> str:
+    """CUDA: cuda/roofline.py's table on the spec. TPU: the kernels rows on the generation's
+    peaks, libtpu's estimate beside the roofline time (tpu/roofline.py)."""
+    if req.options.platform == "tpu":
+        from ..tpu import roofline as tpu_roofline
+
+        topology = req.options.target.topology
+        return tpu_roofline.table_text(req.module_name, topology.name, topology.generation, tpu_kernel_rows(req))
     from ..cuda import roofline
 
     return roofline.table_text(req.module_name, req.options.gpu_spec, cost_rows(req)[0])
+
+
+def _roofline_data(req: Any) -> str:
+    """The TPU roofline as data (tpu.roofline.to_json_data): what ``--plot`` draws."""
+    from ..tpu import roofline as tpu_roofline
+    from .backend import to_json
+
+    topology = req.options.target.topology
+    return to_json(tpu_roofline.to_json_data(req.module_name, topology.name, topology.generation,
+                                             tpu_kernel_rows(req)))
 
 
 def _optimized_proto(req: Any, stage: str = "cost") -> bytes:
@@ -687,7 +704,8 @@ def add_stages(stages: Registry) -> None:
                      "with the roofline bound on the spec)", _cost, ALL, dumps=(_EXE,)))
     stages.add(Stage("roofline", "roofline.txt", XLA, False,
                      "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
-                     "time on the spec's GPU", _roofline, CUDA_ONLY, dumps=(_EXE,)))
+                     "time on the spec's GPU (TPU: on the generation's peaks, beside libtpu's estimate)",
+                     _roofline, CUDA_TPU, dumps=(_EXE, _TPU_LLO)))
     stages.add(Stage("model-explorer", "model-explorer.json", XLA, False,
                      "Model Explorer graph JSON of the optimized HLO (fusions as layers) and, on CUDA, "
                      "node-data overlays: roofline time, bound, registers, occupancy, spills",
@@ -734,5 +752,7 @@ def add_stages(stages: Registry) -> None:
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
                      _summary, ALL, dumps=(_PROTO,), hidden=True))
+    stages.add(Stage("roofline-data", "roofline.json", XLA, False, "the TPU roofline, as data (--plot)",
+                     _roofline_data, TPU_ONLY, dumps=(_EXE, _TPU_LLO), hidden=True))
     stages.add(Stage("kernel-rows", "kernel-rows.json", XLA, False, "the kernel rows, as data (Compiled.kernels)",
                      _kernel_rows_json, CUDA_TPU, dumps=(_PTX, _EXE, _TPU_LLO), hidden=True))
