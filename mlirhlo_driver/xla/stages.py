@@ -258,15 +258,23 @@ def _launched(req: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------ Model Explorer
 
 def _model_explorer(req: Any) -> dict[str, bytes]:
-    """The graph (part ``""``: ``<module>.model-explorer.json``) and, on CUDA, one node-data
-    overlay per figure (``<module>.<figure>.model-explorer.json``; ir/model_explorer.py)."""
+    """The graph (part ``""``: ``<module>.model-explorer.json``) and, on CUDA and TPU, one
+    node-data overlay per figure (``<module>.<figure>.model-explorer.json``;
+    ir/model_explorer.py): the roofline's figures from either platform's rows
+    (roofline.overlay_rows), then CUDA's kernel figures or libtpu's estimates."""
+    from .. import roofline
     from ..ir import model_explorer
 
     graph = model_explorer.graph_collection(_optimized_proto(req, "model-explorer"), req.module_name, req.source)
     out = {"": model_explorer.to_json(graph).encode()}
     if req.options.platform == "cuda":
-        overlays = model_explorer.figure_overlays(graph, [r.to_dict() for r in cost_rows(req)[0]],
+        overlays = model_explorer.figure_overlays(graph, roofline.overlay_rows(cost_rows(req)[0]),
                                                   [r.to_dict() for r in kernel_rows(req)])
+        out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
+    elif req.options.platform == "tpu":
+        rows = tpu_kernel_rows(req)
+        overlays = model_explorer.figure_overlays(graph, roofline.overlay_rows(rows), None,
+                                                  [r.to_dict() for r in rows])
         out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
     return out
 
@@ -708,11 +716,12 @@ def add_stages(stages: Registry) -> None:
                      _roofline, CUDA_TPU, dumps=(_EXE, _TPU_LLO)))
     stages.add(Stage("model-explorer", "model-explorer.json", XLA, False,
                      "Model Explorer graph JSON of the optimized HLO (fusions as layers) and, on CUDA, "
-                     "node-data overlays: roofline time, bound, registers, occupancy, spills",
+                     "node-data overlays: roofline time, bound, registers, occupancy, spills (TPU: roofline "
+                     "time, bound, libtpu's estimated time and cycles)",
                      _model_explorer, ALL, multi=True, parts="the graph and one overlay per figure",
                      # the optimized module (the graph), and on CUDA the PTX its kernel
-                     # overlays assemble (as 'kernels' does)
-                     dumps=(_PTX, _EXE)))
+                     # overlays assemble (as 'kernels' does); on TPU libtpu's static profile
+                     dumps=(_PTX, _EXE, _TPU_LLO)))
     stages.add(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
                      "LLVM IR as emitted, before LLVM's optimizations", _llvm_before, dumps=(_LLVM,)))
     stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after,
