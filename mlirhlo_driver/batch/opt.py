@@ -602,17 +602,21 @@ def _xla_instrumentation(o: OptOptions, platform: str | None, before: tuple[str,
                               after_change=o.print_ir_after_change, before=before, after=after)
 
 
+# The stage whose object the roofline picture draws, per platform.
+PLOT_STAGE = {"cuda": "cost", "tpu": "roofline-data"}
+
+
 def _check_plot(path: str, stage_names: Sequence[str], platform: str | None, modules: int, targets: int) -> None:
     """Refuse ``--plot`` where there is no one roofline to draw, before the work."""
     from ..cuda import roofline_plot
 
-    if platform != "cuda":
-        raise DriverError("--plot draws the roofline on a GPU spec: it needs --platform cuda",
+    if platform not in PLOT_STAGE:
+        raise DriverError("--plot draws the roofline on a GPU spec or a TPU: it needs --platform cuda or tpu",
                           hint="mlirhlo opt FILE --gpu-spec h100_sxm --stage roofline --plot roofline.svg")
     if not {"roofline", "cost"} & set(stage_names):
         raise DriverError("--plot draws the roofline: give --stage roofline (or cost)")
     if modules != 1 or targets != 1:
-        raise DriverError("--plot draws one roofline: give one module and one GPU spec")
+        raise DriverError("--plot draws one roofline: give one module and one GPU spec or TPU topology")
     roofline_plot.check_path(path)
     outputs.check_output_path(path)
     roofline_plot.require()
@@ -624,7 +628,7 @@ def _plot(path: str, row: OptResult) -> None:
 
     from ..cuda import roofline_plot
 
-    cost = next(v for (_, name), v in row.also.items() if name == "cost")
+    cost = next(v for (_, name), v in row.also.items() if name in PLOT_STAGE.values())
     roofline_plot.write(json.loads(cost() if callable(cost) else cost), path)
 
 
@@ -732,7 +736,7 @@ def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note
         raise DriverError("several modules in a binary stage need --dump-dir or -o")
     if o.plot is not None:
         _check_plot(o.plot, stage_names, target.platform, len(tasks), len(targets))
-        also = (*also, "cost")
+        also = (*also, PLOT_STAGE[target.platform])
     target.say_notes(say)
     inst = pipeline.Instrumentation(
         print_ir_after_all=o.print_ir_after_all, print_ir_after_change=o.print_ir_after_change,

@@ -107,10 +107,14 @@ def _explore(argv: list[str]) -> int:
                           hint=f"{_PROG} FILE --platform cuda")
     if params["platform"] is None and params.get("gpu_spec"):
         params["platform"] = "cuda"  # GPU specs name CUDA targets, as at opt
+    if params["platform"] is None and params.get("tpu_topology"):
+        params["platform"] = "tpu"
     if params["platform"] is None:
-        raise DriverError(f"explore shows XLA's optimized HLO: give {param('platform', 'cpu|cuda')}")
+        raise DriverError(f"explore shows XLA's optimized HLO: give {param('platform', 'cpu|cuda|tpu')}")
     if params["gpu_spec"] and "," in params["gpu_spec"]:
         raise DriverError("explore compiles for one GPU spec", hint="--diff-gpu-spec for a second one")
+    if params.get("tpu_topology") and "," in params["tpu_topology"]:
+        raise DriverError("explore compiles for one TPU topology", hint="--diff-flags for a second compile")
     if not mine["no_serve"]:
         explore.require_model_explorer()  # before anything compiles
     python_passes = listings.load_plugins(params["load_pass_plugin"])  # this command's only

@@ -96,7 +96,8 @@ def parser() -> argparse.ArgumentParser:
         help="Stage to emit (comma list allowed; 'all' with --dump-dir). Default: stablehlo.")
     add("-o", "--output", "--o", metavar="FILE", help="Output file (default stdout).")
     add("--plot", metavar="FILE",
-        help="With --stage roofline (or cost) on a GPU spec: the roofline as a picture, SVG or PNG by the "
+        help="With --stage roofline (or cost) on a GPU spec or a TPU topology: the roofline as a picture, SVG or "
+             "PNG by the "
              "suffix (needs the plot extra: matplotlib).")
     add("--dump-dir", metavar="DIR", help="Write <module>.<stage>.<ext> files here.")
     add("--list-stages", action="store_true", help="List the stages and exit.")

@@ -314,9 +314,6 @@ def diff(input_a: str, input_b: str | None = None, *, platform: str | None, gpu_
     platform = targets.platform_name(platform)
     spec_a, spec_b = diff_spec_names(platform, gpu_spec)
     topo_a, topo_b = diff_topology_names(platform, tpu_topology)
-    if platform == "tpu" and explain:
-        raise DriverError(f"{param('explain')} explains kernels, which TPU compiles do not list",
-                          hint="'mlirhlo diff --stage hlo' shows how the optimized HLO differs")
     fa, fb = diff_flags(flags_a, "flags_a", platform), diff_flags(flags_b, "flags_b", platform)
     if stage is not None:
         stage = core_diff.check_stage(stage, platform)

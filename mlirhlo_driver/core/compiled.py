@@ -322,21 +322,23 @@ class Compiled:
     def plot_roofline(self, path: str | None = None) -> Any:
         """The roofline of a CUDA compile as a picture (``cuda.roofline_plot``), as
         ``--stage roofline --plot FILE`` draws it: the spec's ceilings and one point per
-        launched kernel. With ``path`` (``.svg`` or ``.png``), written there and the path
+        launched kernel (TPU: the MXU's bf16 peak and one point per fusion or op,
+        ``tpu.roofline``). With ``path`` (``.svg`` or ``.png``), written there and the path
         returned; without, the matplotlib ``Figure``. Needs matplotlib (the ``plot``
-        extra); a DriverError on CPU or TPU."""
+        extra); a DriverError on CPU."""
         import json
 
         from ..cuda import roofline_plot
 
-        if self.platform != "cuda":
-            raise DriverError(f"plot_roofline: the roofline is drawn on a GPU spec, not for {self.platform}",
-                              hint="compile with platform='cuda' (and a gpu_spec)")
+        if self.platform not in ("cuda", "tpu"):
+            raise DriverError(f"plot_roofline: the roofline is drawn on a GPU spec or a TPU, not for {self.platform}",
+                              hint="compile with platform='cuda' (and a gpu_spec) or platform='tpu'")
         who = "plot_roofline"
         if path is not None:
             roofline_plot.check_path(path, who)
         roofline_plot.require(who)
-        cost = json.loads(self.stage("cost"))
+        cost = json.loads(self.stage("cost" if self.platform == "cuda" else "roofline-data"))
+        roofline_plot.check_drawable(cost, who)
         return roofline_plot.figure(cost) if path is None else roofline_plot.write(cost, path, who)
 
     def xla_passes(self) -> Any:

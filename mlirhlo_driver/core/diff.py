@@ -27,11 +27,14 @@ from typing import Any
 KERNEL_FIELDS = ("registers", "spill_stores", "spill_loads", "static_shared_memory",
                  "dynamic_shared_memory", "stack_frame", "grid", "block",
                  "blocks_per_sm", "warps_per_sm", "occupancy", "limiter")
+# A TPU row's (tpu.kernels.TpuKernelRow): what libtpu estimated and XLA's analysis counted.
+TPU_KERNEL_FIELDS = ("kind", "cycles", "flops", "bytes_accessed", "bound")
 _FIELD_LABELS = {
     "registers": "registers", "spill_stores": "spill stores B", "spill_loads": "spill loads B",
     "static_shared_memory": "smem B", "dynamic_shared_memory": "dyn smem B", "stack_frame": "stack B",
     "grid": "grid", "block": "block", "blocks_per_sm": "blocks/SM", "warps_per_sm": "warps/SM",
     "occupancy": "occupancy", "limiter": "limiter",
+    "kind": "kind", "cycles": "est. cycles", "flops": "FLOPs", "bytes_accessed": "bytes", "bound": "bound",
     "peak_memory_in_bytes": "peak memory", "temp_size_in_bytes": "temporaries",
     "argument_size_in_bytes": "arguments", "output_size_in_bytes": "outputs",
     "alias_size_in_bytes": "aliased", "generated_code_size_in_bytes": "generated code",
@@ -99,7 +102,8 @@ def side(compiled: Any, stage: str | None = None) -> dict[str, Any]:
     options = compiled.options
     program = compiled.program
     # One compile, dumping only what is read: the summary, the kernel rows, the stage.
-    compiled.expect(["summary", *(["kernel-rows"] if options.platform == "cuda" else []), *([stage] if stage else [])])
+    compiled.expect(["summary", *(["kernel-rows"] if options.platform in ("cuda", "tpu") else []),
+                     *([stage] if stage else [])])
     out: dict[str, Any] = {"input": program.source, "module": program.name, "platform": options.platform,
                            "gpu_spec": None, "xla_flags": {k: v for k, v in sorted(options.xla_flags)}}
     topology = getattr(options.target, "topology", None)
@@ -140,7 +144,14 @@ def _change(a: Any, b: Any) -> Any:
     return round(b - a, 4) if isinstance(a, float) or isinstance(b, float) else b - a
 
 
+def kernel_key(row: dict[str, Any]) -> str:
+    """A kernel row's name: CUDA's kernel, or the TPU op (tpu.kernels.TpuKernelRow ``name``)."""
+    return row["kernel"] if "kernel" in row else row["name"]
+
+
 def _kernel_fields(row: dict[str, Any]) -> dict[str, Any]:
+    if "cycles" in row and "kernel" not in row:  # a TPU row
+        return {k: row.get(k) for k in TPU_KERNEL_FIELDS}
     occ = row.get("occupancy") or {}
     flat = {**row, **{k: occ.get(k) for k in ("blocks_per_sm", "warps_per_sm", "occupancy", "limiter")}}
     return {k: flat.get(k) for k in KERNEL_FIELDS}
@@ -150,8 +161,9 @@ def _keyed_kernels(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str
     out: dict[tuple[str, int], dict[str, Any]] = {}
     count: dict[str, int] = {}
     for r in rows:
-        i = count[r["kernel"]] = count.get(r["kernel"], -1) + 1
-        out[(r["kernel"], i)] = r
+        k = kernel_key(r)
+        i = count[k] = count.get(k, -1) + 1
+        out[(k, i)] = r
     return out
 
 
@@ -219,8 +231,8 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         changed, unchanged = [], 0
         for key, key_b in kpairs:
             xa, xb = _kernel_fields(ka[key]), _kernel_fields(kb[key_b])
-            fields = {f: {"a": xa[f], "b": xb[f], "change": _change(xa[f], xb[f])}
-                      for f in KERNEL_FIELDS if xa[f] != xb[f]}
+            fields = {f: {"a": xa[f], "b": xb.get(f), "change": _change(xa[f], xb.get(f))}
+                      for f in xa if xa[f] != xb.get(f)}
             if fields:
                 changed.append({"kernel": key[0], "launch": key[1], **({"kernel_b": key_b[0]} if key_b != key else {}),
                                 "fields": fields})
@@ -297,6 +309,9 @@ def _table(columns: list[tuple[str, str]], rows: list[list[str]]) -> str:
 
 
 def _kernel_brief(k: dict[str, Any]) -> str:
+    if "registers" not in k:  # a TPU op
+        cycles = f", {k['cycles']:,} est. cycles" if k.get("cycles") is not None else ""
+        return f"{k.get('kind')}{cycles}" + (f", {k['bound']} bound" if k.get("bound") else "")
     occ = f", {k['warps_per_sm']} warps/SM ({_dims(k['occupancy'])})" if k.get("warps_per_sm") is not None else ""
     launch = f", {_dims(k['grid'])} × {_dims(k['block'])}" if k.get("grid") else ""
     return f"{k['registers']} regs{launch}{occ}"
@@ -333,7 +348,7 @@ def text(result: dict[str, Any]) -> str:
             for c in k["changed"]:
                 for i, (field, v) in enumerate(c["fields"].items()):
                     name = _kernel_name(c["kernel"], c["launch"]) + (f" (B: {c['kernel_b']})" if "kernel_b" in c else "")
-                    rows.append([name if i == 0 else "", _FIELD_LABELS[field],
+                    rows.append([name if i == 0 else "", _FIELD_LABELS.get(field, field),
                                  _dims(v["a"]), _dims(v["b"]), _change_text(v["change"])])
             out += ["", _table([("kernel", "left"), ("field", "left"), ("A", "right"), ("B", "right"),
                                 ("change", "right")], rows)]

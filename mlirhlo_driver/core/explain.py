@@ -102,14 +102,19 @@ def signature(row: dict[str, Any]) -> tuple[Any, ...]:
     fused = row.get("fused") or []
     if fused:
         return tuple(sorted((f["opcode"], f.get("op_name") or "") for f in fused))
-    return (_unnumbered(row.get("hlo_instruction") or row["kernel"]), row.get("op_name") or "")
+    return (_unnumbered(instruction(row)), row.get("op_name") or "")
+
+
+def instruction(row: dict[str, Any]) -> str:
+    """The HLO instruction a row runs: CUDA's ``hlo_instruction`` (else its kernel), a TPU
+    row's ``name``."""
+    return row.get("hlo_instruction") or row.get("kernel") or row["name"]
 
 
 def _fields(row: dict[str, Any]) -> tuple[Any, ...]:
-    from .diff import KERNEL_FIELDS, _kernel_fields
+    from .diff import _kernel_fields
 
-    flat = _kernel_fields(row)
-    return tuple(repr(flat[k]) for k in KERNEL_FIELDS)
+    return tuple(repr(v) for v in _kernel_fields(row).values())
 
 
 def rows_of(side: dict[str, Any], sig: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -129,8 +134,8 @@ def reproduces(trial: dict[str, Any] | None, target: dict[str, Any], sig: tuple[
 class Candidate:
     """One difference between the sides' targets: a DebugOption or a spec field."""
 
-    kind: str    # "flag" or "spec"
-    name: str    # flag name, or the field's path ("gpu_device_info.shared_memory_per_core")
+    kind: str    # "flag", "spec" or "topology" (two TPU slices: not a spec file, applied whole)
+    name: str    # flag name, the field's path ("gpu_device_info.shared_memory_per_core"), "tpu_topology"
     a: str       # its value on each side, as text ("(unset)" where a side lacks it)
     b: str
 
@@ -140,6 +145,9 @@ class Candidate:
     def text(self) -> str:
         if self.kind == "flag":
             return f"--{self.name}={_flag_text(self.b)}" if self.b != _REMOVED else f"--{self.name} unset"
+        if self.kind == "topology":
+            return f"TPU topology {self.a} -> {self.b}" + (" (a generation change: no flag explains it)"
+                                                           if self.a.split(":")[0] != self.b.split(":")[0] else "")
         return f"{self.name}: {self.a} -> {self.b}"
 
 
@@ -310,7 +318,9 @@ class Trials:
     @staticmethod
     def _key(options: Any) -> Any:
         spec = options.gpu_spec
-        return (spec.text if spec is not None else None, tuple(sorted((k, repr(v)) for k, v in options.xla_flags)))
+        topology = getattr(options.target, "topology", None)
+        return (spec.text if spec is not None else None, getattr(topology, "name", None),
+                tuple(sorted((k, repr(v)) for k, v in options.xla_flags)))
 
     def _call(self, fn: Any, args: tuple[Any, ...], what: str) -> Any:
         from .._native import isolate
@@ -388,8 +398,10 @@ def _differences(result: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -
     k = result.get("kernels")
     if not k:
         return []
-    rows_a = {r["kernel"]: r for r in reversed(a.get("kernels") or [])}
-    rows_b = {r["kernel"]: r for r in reversed(b.get("kernels") or [])}
+    from .diff import kernel_key
+
+    rows_a = {kernel_key(r): r for r in reversed(a.get("kernels") or [])}
+    rows_b = {kernel_key(r): r for r in reversed(b.get("kernels") or [])}
     out, seen = [], set()
     for c in k["changed"]:
         name_b = c.get("kernel_b", c["kernel"])
@@ -434,6 +446,9 @@ def explain(a: Any, b: Any, side_a: dict[str, Any], side_b: dict[str, Any], resu
     candidates = flag_candidates(flags_a, flags_b)
     if spec_a is not None and spec_b is not None and spec_a.text != spec_b.text:
         candidates += spec_candidates(spec_a, spec_b)
+    topo_a, topo_b = getattr(a.options.target, "topology", None), getattr(b.options.target, "topology", None)
+    if topo_a is not None and topo_b is not None and topo_a.name != topo_b.name:
+        candidates.append(Candidate("topology", "tpu_topology", topo_a.name, topo_b.name))
 
     def trial(chosen: list[Candidate]) -> dict[str, Any] | None:
         spec = spec_a
@@ -442,6 +457,8 @@ def explain(a: Any, b: Any, side_a: dict[str, Any], side_b: dict[str, Any], resu
             spec = specs.parse_spec(spec_text_with(spec_a, spec_b, specs_chosen), spec_a.path, spec_a.name)
         flags = apply_flags(flags_a, flags_b, [c for c in chosen if c.kind == "flag"])
         target = dataclasses.replace(a.options.target, spec=spec) if spec is not spec_a else a.options.target
+        if any(c.kind == "topology" for c in chosen):
+            target = dataclasses.replace(target, topology=topo_b)
         return trials.side(dataclasses.replace(a.options, target=target.with_flags(flags)))
 
     kernels = []
@@ -483,10 +500,10 @@ def _pass_for(d: dict[str, Any], row: dict[str, Any], sig: tuple[Any, ...], a: A
         # launch dimensions or the spec's limits did).
         return {"side": which, "name": None, "trials": 0, "candidates": 0, "same_hlo": True}
     if which not in logs:
-        names = [r.get("hlo_instruction") for r in ((side_a if which == "a" else side_b).get("kernels") or [])]
+        names = [instruction(r) for r in ((side_a if which == "a" else side_b).get("kernels") or [])]
         logs[which] = trials.passes(setup, [n for n in names if n])
     changed, first = logs[which]
-    start = first.get(row.get("hlo_instruction") or "")
+    start = first.get(instruction(row))
     order = ([start] if start else []) + [p for p in changed if p != start and _FUSION_LIKE.search(p)] \
         + [p for p in changed if p != start and not _FUSION_LIKE.search(p)]
     flags = dict(setup.options.xla_flags)
@@ -530,7 +547,7 @@ def text(explained: dict[str, Any]) -> str:
         elif explained["candidates"]:
             cause = "cause: not reproduced by applying the candidates to A"
         else:
-            cause = "cause: no flag or spec field differs"
+            cause = "cause: no flag, spec field or topology differs"
         p = e.get("pass")
         if p is None:
             where = ""

@@ -40,6 +40,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from .. import roofline as _roof
 from ..ir.dtypes import TYPES
 
 _TYPE_NAME = {t.number: t.name for t in TYPES}
@@ -133,9 +134,7 @@ class CostRow:
 
     @property
     def intensity(self) -> float | None:
-        if self.flops is None or not self.bytes_accessed:
-            return None
-        return self.flops / self.bytes_accessed
+        return _roof.intensity(self.flops, self.bytes_accessed)
 
     @property
     def ridge(self) -> float:
@@ -143,17 +142,16 @@ class CostRow:
 
     @property
     def bound(self) -> str | None:
-        if self.flops is None or self.bytes_accessed is None or (self.flops == 0 and self.bytes_accessed == 0):
-            return None
-        if not self.bytes_accessed:
-            return "compute"
-        return "compute" if self.flops / self.bytes_accessed >= self.ridge else "memory"
+        return _roof.bound(self.flops, self.bytes_accessed, self.ridge)
 
     @property
     def seconds(self) -> float | None:
-        if self.flops is None or self.bytes_accessed is None:
-            return None
-        return max(self.flops / self.peak.flops_per_s, self.bytes_accessed / self.bandwidth)
+        return _roof.seconds(self.flops, self.bytes_accessed, self.peak.flops_per_s, self.bandwidth)
+
+    @property
+    def roofline_seconds(self) -> float | None:
+        """:attr:`seconds` (roofline.RooflineRow's name for it)."""
+        return self.seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kernel": self.kernel, "computation": self.computation,

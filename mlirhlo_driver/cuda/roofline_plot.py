@@ -1,5 +1,6 @@
 """The roofline as a picture: ``mlirhlo opt X --gpu-spec SPEC --stage roofline --plot FILE``
-and ``Compiled.plot_roofline``.
+and ``Compiled.plot_roofline``; for TPU too (``--platform tpu --tpu-topology T``), from
+tpu/roofline.py's object, whose ceilings (the MXU's bf16 peak) and rows have the same keys.
 
 Drawn from the ``cost`` stage's object (roofline.to_json_data), nothing measured: a
 log-log chart of the spec's ceilings, each ``min(peak, intensity x memory_bandwidth)``
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DriverError
+from ..roofline import attainable
 
 FORMATS = {".svg": "svg", ".png": "png"}
 INSTALL = "pip install 'mlirhlo-driver[plot]'"
@@ -51,7 +53,7 @@ def _si(x: float) -> str:
 
 
 def _unit(peak: dict[str, Any]) -> str:
-    return "tensor core" if peak["unit"] == "tensor core" else "CUDA core"
+    return {"tensor core": "tensor core", "cuda core": "CUDA core"}.get(peak["unit"], peak["unit"])
 
 
 def _peak_name(peak: dict[str, Any]) -> str:
@@ -60,8 +62,11 @@ def _peak_name(peak: dict[str, Any]) -> str:
 
 def ceilings(cost: dict[str, Any]) -> list[tuple[str, float]]:
     """The compute ceilings drawn, lowest first: (name, FLOP/s). A unit's types of one rate
-    are one ceiling (H100's twelve 8- and 6-bit tensor-core types: 1.98 PFLOP/s)."""
+    are one ceiling (H100's twelve 8- and 6-bit tensor-core types: 1.98 PFLOP/s). A TPU
+    object (tpu/roofline.py) names its ceilings itself (``peaks.ceilings``)."""
     peaks = cost["peaks"]
+    if "ceilings" in peaks:
+        return sorted(((c["name"], c["flops_per_s"]) for c in peaks["ceilings"]), key=lambda kv: (kv[1], kv[0]))
     found = {("CUDA core", peaks["fp32"]["dtype"]): peaks["fp32"]["flops_per_s"]}
     found.update({("tensor core", dtype): rate for dtype, rate in peaks["tensor_core"].items()})
     found.update({(_unit(row["peak"]), row["peak"]["dtype"]): row["peak"]["flops_per_s"] for row in cost["fusions"]})
@@ -85,9 +90,28 @@ def points(cost: dict[str, Any]) -> list[dict[str, Any]]:
         if not ai:
             continue
         out.append({"name": row["name"], "op_name": row["op_name"], "intensity": ai,
-                    "flops_per_s": min(row["peak"]["flops_per_s"], ai * bandwidth), "bound": row["bound"],
-                    "peak": _peak_name(row["peak"])})
+                    "flops_per_s": attainable(ai, row["peak"]["flops_per_s"], bandwidth), "bound": row["bound"],
+                    "peak": _peak_name(row["peak"]),
+                    # TPU: libtpu's static estimate as a rate (flops / estimated time), drawn below the roof
+                    "estimated_flops_per_s": row["flops"] / row["estimated_seconds"]
+                    if row.get("estimated_seconds") and row.get("flops") else None})
     return out
+
+
+def _target(cost: dict[str, Any]) -> str:
+    spec = cost.get("gpu_spec")
+    if spec:
+        return f"{spec['name']} ({spec['gpu']}, {spec['sm']})"
+    topo = cost["tpu_topology"]
+    return f"{topo['name']} (TPU {topo['generation']}, per device; peaks from {cost['peaks'].get('from')})"
+
+
+def check_drawable(cost: dict[str, Any], who: str = "--plot") -> None:
+    """Refuse an object with no ceiling or bandwidth to draw (a TPU generation whose spec
+    lacks the figures)."""
+    if not cost["peaks"].get("memory_bandwidth_bytes_per_s") or not ceilings(cost):
+        raise DriverError(f"{who}: no peak FLOP/s or memory bandwidth to draw the roofline on "
+                          f"({_target(cost)})")
 
 
 def figure(cost: dict[str, Any]) -> Any:
@@ -124,15 +148,21 @@ def figure(cost: dict[str, Any]) -> Any:
                 markeredgecolor="black", gid=f"{POINT_ID}{i}", zorder=3,
                 label=None if said in legend_said else said)
         legend_said.add(said)
+        if k.get("estimated_flops_per_s"):
+            said = "libtpu's static estimate"
+            ax.plot([k["intensity"]], [k["estimated_flops_per_s"]], marker="x", markersize=7, linestyle="none",
+                    color="black", gid=f"roofline-estimate-{i}", zorder=3,
+                    label=None if said in legend_said else said)
+            legend_said.add(said)
         label = k["name"] + (f"\n{k['op_name']}" if k["op_name"] else "")
         ax.annotate(label, (k["intensity"], k["flops_per_s"]), textcoords="offset points",
                     xytext=(-8, 6), fontsize=8, ha="right", va="bottom")
     ax.set_xlim(lo, hi)
-    ax.set_ylim(bandwidth * lo, top * 4)
+    ax.set_ylim(min([bandwidth * lo] + [k["estimated_flops_per_s"] / 2 for k in kernels
+                                        if k.get("estimated_flops_per_s")]), top * 4)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("FLOP/s at the lower-bound time")
-    spec = cost["gpu_spec"]
-    ax.set_title(f"roofline of {cost['module']} on {spec['name']} ({spec['gpu']}, {spec['sm']})", fontsize=10)
+    ax.set_title(f"roofline of {cost['module']} on {_target(cost)}", fontsize=10)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
     fig.legend(loc="outside lower center", fontsize=8, ncols=2)
     left_out = len(cost["fusions"]) - len(kernels)
@@ -146,6 +176,7 @@ def write(cost: dict[str, Any], path: str | Path, who: str = "--plot") -> Path:
     """Draw ``cost``'s roofline into ``path`` (SVG or PNG by its suffix); returns the path."""
     fmt = check_path(path, who)
     require(who)
+    check_drawable(cost, who)
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": "mlirhlo-roofline", "svg.fonttype": "none"}):

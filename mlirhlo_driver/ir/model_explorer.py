@@ -42,7 +42,7 @@ from typing import Any
 from .fusions import _NOT_LAUNCHED, _source, kernel_name
 
 # Node-data files are named by figure: <module>.<figure>.model-explorer.json.
-FIGURES = ("roofline-time", "bound", "registers", "occupancy", "spills")
+FIGURES = ("roofline-time", "bound", "registers", "occupancy", "spills", "estimated-time", "cycles")
 _BOUND_COLORS = {"memory": "#4e79a7", "compute": "#e15759"}
 DIFF_COLORS = {"added": "#59a14f", "removed": "#e15759", "changed": "#f28e2b"}
 BISECT_COLOR = "#e15759"
@@ -217,14 +217,18 @@ def _overlay(name: str, per_node: dict[str, tuple[Any, str | None]], where: dict
 
 
 def figure_overlays(collection: dict[str, Any], cost_rows: list[dict[str, Any]] | None,
-                    kernel_rows: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+                    kernel_rows: list[dict[str, Any]] | None,
+                    estimates: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """One node-data object per figure (:data:`FIGURES`, those the data has): from the
     CUDA ``cost`` rows (``cuda.roofline.CostRow.to_dict``: ``name``, ``bound``,
     ``lower_bound_seconds``) the roofline time in µs and the bound; from the kernel rows
     (``cuda.kernels.KernelRow.to_dict``: ``hlo_instruction``, ``registers``, spills,
     ``occupancy``) registers, occupancy in % (a kernel launched several ways: its lowest)
-    and spilled bytes (stores + loads). Nodes are the launched instructions; a figure no
-    node has is left out."""
+    and spilled bytes (stores + loads); from TPU kernel rows (``estimates``:
+    ``tpu.kernels.TpuKernelRow.to_dict``: ``name``, ``cycles``, ``seconds``) libtpu's
+    estimated time in µs and cycles. The roofline figures take rows of either platform
+    (``roofline.overlay_rows``). Nodes are the launched instructions; a figure no node has
+    is left out."""
     where = node_index(collection)
     out: dict[str, dict[str, Any]] = {}
     if cost_rows is not None:
@@ -250,6 +254,11 @@ def figure_overlays(collection: dict[str, Any], cost_rows: list[dict[str, Any]] 
         out["registers"] = _overlay("registers per thread", regs, where, _GRADIENT)
         out["occupancy"] = _overlay("occupancy %", occ, where, _LOW_IS_BAD)
         out["spills"] = _overlay("spilled bytes (stores + loads)", spills, where, _GRADIENT)
+    if estimates is not None:
+        est = {r["name"]: (round(r["seconds"] * 1e6, 4), None) for r in estimates if r.get("seconds") is not None}
+        cycles = {r["name"]: (r["cycles"], None) for r in estimates if r.get("cycles") is not None}
+        out["estimated-time"] = _overlay("libtpu estimated µs", est, where, _GRADIENT)
+        out["cycles"] = _overlay("libtpu estimated cycles", cycles, where, _GRADIENT)
     # A figure no node has (no launch dimensions, so no occupancy, where jaxlib 0.9's thunk
     # sequence gives none): no file.
     return {name: data for name, data in out.items() if data}

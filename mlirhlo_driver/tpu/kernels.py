@@ -90,6 +90,13 @@ class TpuKernelRow:
     roofline_seconds: float | None  # max(flops / peak, bytes / bandwidth)
 
     @property
+    def intensity(self) -> float | None:
+        """FLOP per byte (roofline.RooflineRow)."""
+        from .. import roofline
+
+        return roofline.intensity(self.flops, self.bytes_accessed)
+
+    @property
     def micros(self) -> float | None:
         return self.seconds * 1e6 if self.seconds is not None else None
 
@@ -130,14 +137,15 @@ def rows(proto: bytes, cycles: dict[str, int], generation: str) -> list[TpuKerne
 def _row(name: str, computation: str, opcode: str, kind: str, op_name: str | None, source: str | None,
          cycles: int | None, flops: float | None, nbytes: float | None, peaks: Peaks) -> TpuKernelRow:
     seconds = cycles / peaks.clock_hz if cycles is not None and peaks.clock_hz else None
-    bound = roofline = None
+    bound = roofline_s = None
     if flops is not None and nbytes is not None and peaks.flops_per_s and peaks.bytes_per_s \
             and (flops or nbytes):
-        t_compute, t_memory = flops / peaks.flops_per_s, nbytes / peaks.bytes_per_s
-        bound = "compute" if t_compute > t_memory else "memory"
-        roofline = max(t_compute, t_memory)
+        from .. import roofline
+
+        bound = roofline.bound(flops, nbytes, peaks.flops_per_s / peaks.bytes_per_s)
+        roofline_s = roofline.seconds(flops, nbytes, peaks.flops_per_s, peaks.bytes_per_s)
     return TpuKernelRow(name, computation, opcode, kind, op_name, source, cycles, seconds, flops, nbytes, bound,
-                        roofline)
+                        roofline_s)
 
 
 def _si(x: float | None) -> str:

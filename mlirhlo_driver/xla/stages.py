@@ -204,9 +204,26 @@ def _cost(req: Any) -> str:
 
 
 def _roofline(req: Any) -> str:
+    """CUDA: cuda/roofline.py's table on the spec. TPU: the kernels rows on the generation's
+    peaks, libtpu's estimate beside the roofline time (tpu/roofline.py)."""
+    if req.options.platform == "tpu":
+        from ..tpu import roofline as tpu_roofline
+
+        topology = req.options.target.topology
+        return tpu_roofline.table_text(req.module_name, topology.name, topology.generation, tpu_kernel_rows(req))
     from ..cuda import roofline
 
     return roofline.table_text(req.module_name, req.options.gpu_spec, cost_rows(req)[0])
+
+
+def _roofline_data(req: Any) -> str:
+    """The TPU roofline as data (tpu.roofline.to_json_data): what ``--plot`` draws."""
+    from ..tpu import roofline as tpu_roofline
+    from .backend import to_json
+
+    topology = req.options.target.topology
+    return to_json(tpu_roofline.to_json_data(req.module_name, topology.name, topology.generation,
+                                             tpu_kernel_rows(req)))
 
 
 def _optimized_proto(req: Any, stage: str = "cost") -> bytes:
@@ -241,15 +258,23 @@ def _launched(req: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------ Model Explorer
 
 def _model_explorer(req: Any) -> dict[str, bytes]:
-    """The graph (part ``""``: ``<module>.model-explorer.json``) and, on CUDA, one node-data
-    overlay per figure (``<module>.<figure>.model-explorer.json``; ir/model_explorer.py)."""
+    """The graph (part ``""``: ``<module>.model-explorer.json``) and, on CUDA and TPU, one
+    node-data overlay per figure (``<module>.<figure>.model-explorer.json``;
+    ir/model_explorer.py): the roofline's figures from either platform's rows
+    (roofline.overlay_rows), then CUDA's kernel figures or libtpu's estimates."""
+    from .. import roofline
     from ..ir import model_explorer
 
     graph = model_explorer.graph_collection(_optimized_proto(req, "model-explorer"), req.module_name, req.source)
     out = {"": model_explorer.to_json(graph).encode()}
     if req.options.platform == "cuda":
-        overlays = model_explorer.figure_overlays(graph, [r.to_dict() for r in cost_rows(req)[0]],
+        overlays = model_explorer.figure_overlays(graph, roofline.overlay_rows(cost_rows(req)[0]),
                                                   [r.to_dict() for r in kernel_rows(req)])
+        out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
+    elif req.options.platform == "tpu":
+        rows = tpu_kernel_rows(req)
+        overlays = model_explorer.figure_overlays(graph, roofline.overlay_rows(rows), None,
+                                                  [r.to_dict() for r in rows])
         out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
     return out
 
@@ -687,14 +712,16 @@ def add_stages(stages: Registry) -> None:
                      "with the roofline bound on the spec)", _cost, ALL, dumps=(_EXE,)))
     stages.add(Stage("roofline", "roofline.txt", XLA, False,
                      "per fusion: FLOPs, bytes, arithmetic intensity, memory/compute bound and a lower-bound "
-                     "time on the spec's GPU", _roofline, CUDA_ONLY, dumps=(_EXE,)))
+                     "time on the spec's GPU (TPU: on the generation's peaks, beside libtpu's estimate)",
+                     _roofline, CUDA_TPU, dumps=(_EXE, _TPU_LLO)))
     stages.add(Stage("model-explorer", "model-explorer.json", XLA, False,
                      "Model Explorer graph JSON of the optimized HLO (fusions as layers) and, on CUDA, "
-                     "node-data overlays: roofline time, bound, registers, occupancy, spills",
+                     "node-data overlays: roofline time, bound, registers, occupancy, spills (TPU: roofline "
+                     "time, bound, libtpu's estimated time and cycles)",
                      _model_explorer, ALL, multi=True, parts="the graph and one overlay per figure",
                      # the optimized module (the graph), and on CUDA the PTX its kernel
-                     # overlays assemble (as 'kernels' does)
-                     dumps=(_PTX, _EXE)))
+                     # overlays assemble (as 'kernels' does); on TPU libtpu's static profile
+                     dumps=(_PTX, _EXE, _TPU_LLO)))
     stages.add(Stage("llvm-before-optimizations", "ir-no-opt.ll", XLA, False,
                      "LLVM IR as emitted, before LLVM's optimizations", _llvm_before, dumps=(_LLVM,)))
     stages.add(Stage("llvm", "ir-with-opt.ll", XLA, False, "LLVM IR after LLVM's optimizations", _llvm_after,
@@ -734,5 +761,7 @@ def add_stages(stages: Registry) -> None:
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
                      _summary, ALL, dumps=(_PROTO,), hidden=True))
+    stages.add(Stage("roofline-data", "roofline.json", XLA, False, "the TPU roofline, as data (--plot)",
+                     _roofline_data, TPU_ONLY, dumps=(_EXE, _TPU_LLO), hidden=True))
     stages.add(Stage("kernel-rows", "kernel-rows.json", XLA, False, "the kernel rows, as data (Compiled.kernels)",
                      _kernel_rows_json, CUDA_TPU, dumps=(_PTX, _EXE, _TPU_LLO), hidden=True))

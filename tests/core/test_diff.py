@@ -302,3 +302,18 @@ def test_stage_diff_is_a_unified_diff_with_one_newline_per_line():
     assert stage_diff("%a.1\nb\nc\n", "%a.7\nb\nd\n", "A x", "B y") == (
         "--- A x\n+++ B y\n@@ -1,3 +1,3 @@\n %a.0\n b\n-c\n+d\n")
     assert stage_diff("same\n", "same\n", "A", "B") == ""
+
+
+def test_tpu_rows_are_compared_by_name_on_their_own_fields():
+    from mlirhlo_driver.core import diff
+
+    def side(rows):
+        return {"fusions": [], "kernels": rows, "memory": {}, "buffers": {}, "platform": "tpu"}
+
+    row = {"name": "fusion.1", "kind": "loop fusion", "cycles": 100, "flops": 1.0, "bytes_accessed": 8.0,
+           "bound": "memory", "seconds": 1e-7}
+    result = diff.compare(side([row]), side([{**row, "name": "fusion.2", "cycles": 80}]))
+    (changed,) = result["kernels"]["changed"]
+    assert changed["kernel"] == "fusion.1" and changed["kernel_b"] == "fusion.2"
+    assert changed["fields"] == {"cycles": {"a": 100, "b": 80, "change": -20}}
+    assert "est. cycles" in diff.text(result)

@@ -130,6 +130,6 @@ def test_plot_roofline_on_cpu_is_refused_without_compiling(tmp_path):
     import mlirhlo_driver as mh
 
     compiled = mh.compile(str(MM_ADD), platform="cpu")
-    with pytest.raises(mh.DriverError, match="plot_roofline: the roofline is drawn on a GPU spec, not for cpu"):
+    with pytest.raises(mh.DriverError, match="plot_roofline: the roofline is drawn on a GPU spec or a TPU, not for cpu"):
         compiled.plot_roofline(str(tmp_path / "r.svg"))
     assert not (tmp_path / "r.svg").exists()

@@ -10,6 +10,7 @@ graph out in the browser).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -330,3 +331,34 @@ def test_model_explorer_renders_the_mlp_step_with_fusions_and_overlays(tmp_path)
     remote = [u for u in r.requests if not u.startswith(f"http://127.0.0.1:{port}/")]
     assert all(u.startswith("https://fonts.gstatic.com/") for u in remote), (r.isolation, remote)
     assert any(u.startswith(f"http://127.0.0.1:{port}/api/v1/read_text_file?path={graph}") for u in r.requests)
+
+
+def test_tpu_overlays_carry_libtpus_estimates_and_the_roofline(cli, tmp_path):
+    """explore on a device-less v5e: the optimized TPU graph, and per fusion its estimated
+    time and cycles (the kernels rows) and roofline figures, loadable by Model Explorer."""
+    from tests.tpu.conftest import libtpu_skip_reason
+
+    if libtpu_skip_reason():
+        pytest.skip(libtpu_skip_reason())
+    out = tmp_path / "ex"
+    r = cli("explore", DATA / "tpu" / "matmul_tanh.mlir", "--tpu-topology", "v5e:1x1", "--no-serve",
+            "--dump-dir", out)
+    assert r.code == 0, r.err
+    figures = {"estimated-time", "cycles", "roofline-time", "bound"}
+    assert {p.name.split(".")[1] for p in out.glob("matmul_tanh.*.model-explorer.json")} == figures
+    collection = json.loads((out / "matmul_tanh.model-explorer.json").read_text())
+    nodes = {n["id"] for g in collection["graphs"] for n in g["nodes"]}
+    data = {f: json.loads((out / f"matmul_tanh.{f}.model-explorer.json").read_text()) for f in figures}
+    (graph_id, cycles), = data["cycles"].items()
+    assert graph_id == collection["graphs"][0]["id"]
+    assert set(cycles["results"]) == {"convolution_tanh_fusion"} <= nodes
+    assert cycles["results"]["convolution_tanh_fusion"]["value"] > 0
+    est = data["estimated-time"][graph_id]["results"]["convolution_tanh_fusion"]["value"]
+    assert est == pytest.approx(cycles["results"]["convolution_tanh_fusion"]["value"] / 1.5e3, rel=1e-3)
+    assert data["bound"][graph_id]["results"]["convolution_tanh_fusion"]["value"] == "memory"
+    if importlib.util.find_spec("model_explorer") is not None:
+        from dacite import Config, from_dict
+        from model_explorer.node_data_builder import GraphNodeData
+
+        for f in figures - {"bound"}:
+            assert from_dict(GraphNodeData, data[f][graph_id], config=Config(strict=True)).results

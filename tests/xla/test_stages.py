@@ -846,6 +846,7 @@ def test_first_compile_dumps_what_the_requests_xla_stages_read():
 def test_xla_stages_are_registered_with_their_files_and_platforms():
     """Each XLA stage's file suffix, binary-ness, platforms, alias and parts, in pipeline order."""
     both, cuda, tpu, every = ("cpu", "cuda"), ("cuda",), ("tpu",), ("cpu", "cuda", "tpu")
+    cuda_tpu = ("cuda", "tpu")
     got = [(s.name, s.ext, s.binary, tuple(sorted(s.platforms)), s.alias_of, s.multi, s.join)
            for s in registry.stages().stages.values() if s.level == stages.XLA and not s.hidden]
     assert got == [
@@ -860,7 +861,7 @@ def test_xla_stages_are_registered_with_their_files_and_platforms():
         ("llo", "llo", False, tpu, None, True, "//"),
         ("static-profile", "static-profile.txt", False, tpu, None, False, None),
         ("cost", "cost.json", False, every, None, False, None),
-        ("roofline", "roofline.txt", False, cuda, None, False, None),
+        ("roofline", "roofline.txt", False, cuda_tpu, None, False, None),
         ("model-explorer", "model-explorer.json", False, every, None, True, None),
         ("llvm-before-optimizations", "ir-no-opt.ll", False, both, None, False, None),
         ("llvm", "ir-with-opt.ll", False, both, None, False, None),
@@ -872,7 +873,7 @@ def test_xla_stages_are_registered_with_their_files_and_platforms():
         ("triton-passes", "triton-passes.txt", False, cuda, None, True, "//"),
         ("cubin", "cubin", True, cuda, None, True, None),
         ("sass", "sass", False, cuda, None, False, None),
-        ("kernels", "kernels.txt", False, cuda, None, False, None),
+        ("kernels", "kernels.txt", False, cuda_tpu, None, False, None),
         ("thunk-sequence", "thunk_sequence.txt", False, cuda, None, False, None),
         ("autotune-results", "autotune_results.pbtxt", False, cuda, None, False, None),
     ]
