@@ -518,7 +518,10 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
     xla_stages = [s for s in declared if s.level == XLA]
     if not xla_stages:
         return backend.ALL_DUMPS
-    return tuple(sorted(set(extra).union(*(s.dumps for s in xla_stages))))
+    wanted = set(extra).union(*(s.dumps for s in xla_stages))
+    # A stage of two platforms (kernels) declares both one's dumps: only this compile's platform's.
+    platform = getattr(req.options, "platform", None)
+    return tuple(sorted(d for d in wanted if _DUMP_PLATFORM.get(d, platform) == platform))
 
 
 # What the stages read from XLA's dump (xla.backend.ALL_DUMPS' names). The thunk sequence,
@@ -527,6 +530,7 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
 _TEXT, _HTML, _DOT, _LLVM, _PTX, _EXE = "hlo-text", "hlo-html", "hlo-dot", "llvm-ir", "ptx", "executable-hlo"  # backend's
 _PROTO = "hlo-proto"  # backend's HLO_PROTO: the HloProto XLA dumps after optimization (diff's summary)
 _TPU_LLO = "tpu-llo"  # backend's TPU_LLO: libtpu's final bundles and static profile
+_DUMP_PLATFORM = {_PTX: "cuda", _TPU_LLO: "tpu"}  # the dumps only one platform writes
 
 # ------------------------------------------------------------------ XLA's hlo-opt
 

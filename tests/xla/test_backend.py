@@ -230,7 +230,7 @@ def test_every_xla_stage_says_what_it_reads():
     assert {s.name for s in declared if xla_backend.HLO_PASSES_END in s.dumps} == {"hlo-opt:hlo"}
     assert {s.name for s in declared if s.emitters} == {"triton", "ttir", "ttgir", "triton-passes"}
     assert {s.name: s.dumps for s in declared if s.name in ("hlo", "kernels", "summary", "memory-usage")} == {
-        "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo"), "summary": ("hlo-proto",), "memory-usage": ()}
+        "hlo": ("hlo-text",), "kernels": ("ptx", "executable-hlo", "tpu-llo"), "summary": ("hlo-proto",), "memory-usage": ()}
 
 
 @pytest.mark.slow

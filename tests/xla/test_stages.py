@@ -832,7 +832,7 @@ def test_first_compile_dumps_what_the_requests_xla_stages_read():
     from mlirhlo_driver.xla import stages as xla_stages
 
     def dumps(stages_, extra=()):
-        req = _request_on({})
+        req = _request_on({}, "cuda")  # a CUDA compile: kernels reads PTX, not libtpu's LLO
         req.stages = stages_
         return xla_stages.dumps_for(req, extra)
 
