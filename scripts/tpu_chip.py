@@ -237,7 +237,7 @@ def step_timing(log: Log, env: dict[str, str], out: Path, work: Path) -> None:
 
 
 def step_conformance(log: Log, env: dict[str, str], out: Path, work: Path, testdata: Path | None,
-                     chunks: int) -> None:
+                     chunks: int, first: int = 0) -> None:
     if testdata is None or not testdata.exists():
         log.say("conformance: no --testdata .tgz given; skipped")
         return
@@ -246,7 +246,7 @@ def step_conformance(log: Log, env: dict[str, str], out: Path, work: Path, testd
     files = sorted((work / "stablehlo-checkout").rglob("testdata/*.mlir"))
     results = work / "conformance"
     results.mkdir(exist_ok=True)
-    for k in range(chunks):
+    for k in range(first, chunks):
         part = files[k::chunks]
         if log.left() < 30:
             log.say(f"conformance: chunks {k}..{chunks - 1} not run (budget)")
@@ -273,7 +273,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         log.say(f"== {step} ({log.left():.0f} s left)")
         if step == "conformance":
-            step_conformance(log, env, out, work, Path(args.testdata) if args.testdata else None, args.chunks)
+            step_conformance(log, env, out, work, Path(args.testdata) if args.testdata else None, args.chunks,
+                             args.first_chunk)
         else:
             globals()[f"step_{step.replace('-', '_')}"](log, env, out, work)
     return 0
@@ -291,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--budget", type=float, default=560.0, help="seconds for all steps")
     r.add_argument("--testdata", help="a .tgz of stablehlo/testdata (the conformance step)")
     r.add_argument("--chunks", type=int, default=8)
+    r.add_argument("--first-chunk", type=int, default=0, help="resume: the chunks before it ran earlier")
     args = ap.parse_args(argv)
     return wheels(Path(args.out)) if args.command == "wheels" else run(args)
 
