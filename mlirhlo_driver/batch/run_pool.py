@@ -43,16 +43,25 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
         loaded.module  # noqa: B018 - a module that does not parse is this task's bad input
     except DriverError as e:
         return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
-    partitions = task.partitions
+    partitions, note, reference_module = task.partitions, "", None
     if options.platform == "tpu":
         options, partitions, note = _as_dumped(loaded, options, partitions)
-        if note:
-            report = run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
-                                    partitions=partitions)
-            report.notes.insert(0, note)
-            return report
-    return run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
-                          partitions=partitions)
+        from ..inputs.loader import is_jax_input
+
+        if is_jax_input(task.source, task.input_format) and options.reference == "cpu":
+            # The TPU lowering may call the TPU's own kernels (LuDecomposition for linalg.solve,
+            # which XLA CPU has none of): the reference runs the function's CPU lowering.
+            try:
+                reference_module = unit_programs(task.source, InputOptions(
+                    task.input_format, task.split_input_file, task.arg_specs))[0].module
+            except DriverError as e:
+                return ModuleReport(task.name, task.source, status="failed",
+                                    message=f"the CPU lowering of the reference: {e.format().removeprefix('error: ')}")
+    report = run.run_module(loaded.module, task.name, task.source, options, loaded.line_offset,
+                            partitions=partitions, reference_module=reference_module)
+    if note:
+        report.notes.insert(0, note)
+    return report
 
 
 def _lower_for(options: RunOptions) -> tuple[Any, ...] | None:

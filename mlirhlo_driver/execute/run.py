@@ -54,7 +54,7 @@ class RunOptions:
     # The products' precision on the platform (ir.precision: default, high, highest); None:
     # as the module says. The reference computes at the module's own.
     precision: str | None = None
-    # Whether the platform's least float tolerance applies (engine.platform_tolerance): not
+    # Whether the platform's least float tolerance applies (engine.platform_reference): not
     # where the user gave tolerances of their own.
     platform_tolerance: bool = True
 
@@ -81,15 +81,17 @@ class BisectResult:
 # ------------------------------------------------------------------- running
 
 def run_module(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0,
-               partitions: int = 1, executable: Any = None) -> ModuleReport:
+               partitions: int = 1, executable: Any = None, reference_module: Any = None) -> ModuleReport:
     """Inputs, platform run, reference run, comparison; never raises for module failures.
 
     ``partitions``: how many partitions the module says it has (run_hlo_module reads its
     HLO header); more than one runs it SPMD-partitioned on as many host devices.
     ``executable``: a callable giving the module's executable compiled already (a
     ``Compiled``'s, engine.Executable), used instead of a compile of the run's own.
+    ``reference_module``: the program as the reference computes it, where that is another
+    lowering (a JAX function lowered for a TPU runs against its CPU lowering).
     """
-    report = run_compared(module, name, source, options, line_offset, partitions, executable)
+    report = run_compared(module, name, source, options, line_offset, partitions, executable, reference_module)
     if options.timing and report.status not in ("invalid", "failed"):
         from ..xla import backend, instrument, pass_log
 
@@ -104,18 +106,18 @@ def run_module(module: Any, name: str, source: str, options: RunOptions, line_of
 
 
 def run_compared(module: Any, name: str, source: str, options: RunOptions, line_offset: int = 0,
-                 partitions: int = 1, executable: Any = None) -> ModuleReport:
+                 partitions: int = 1, executable: Any = None, reference_module: Any = None) -> ModuleReport:
     from .._native import jaxlib as _jaxlib
     from ..inputs import checks
 
     report = ModuleReport(name, source)
     # 64-bit values stay 64-bit (jax's x64) for this module's run only, not the process's.
     with _jaxlib.x64(checks.needs_x64(module)):
-        return _run_compared(module, report, options, line_offset, partitions, executable)
+        return _run_compared(module, report, options, line_offset, partitions, executable, reference_module)
 
 
 def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_offset: int,
-                  partitions: int, executable: Any = None) -> ModuleReport:
+                  partitions: int, executable: Any = None, reference_module: Any = None) -> ModuleReport:
     from ..inputs import checks
 
     name, source = report.name, report.source
@@ -127,9 +129,10 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         params, _ = engine.signature(module)
         made = engine.make_inputs(params, options.inputs, module=module)
         arrays, report.inputs_note = made.arrays, made.note
-        floor, note = _platform_floor(module, options)
-        if note:
-            report.notes.append(note)
+        judged = _platform_reference(module, options, reference_module)
+        floor = judged.floor
+        if judged.note and options.reference != "none":
+            report.notes.append(judged.note)
         # (a manual computation is refused here by the compile's guard, _native/guards.py)
         if executable is not None:
             exe = executable()
@@ -143,7 +146,7 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
         if options.reference == "none":
             report.status = "ran"
             return report
-        reference, report.reference_ms = engine.run_reference(module, arrays, options.reference,
+        reference, report.reference_ms = engine.run_reference(judged.module, arrays, options.reference,
                                                               options.reference_xla_flags)
         if options.keep_outputs:
             report.reference_outputs = reference
@@ -175,12 +178,15 @@ def _run_compared(module: Any, report: ModuleReport, options: RunOptions, line_o
     return report
 
 
-def _platform_floor(module: Any, options: RunOptions) -> tuple[float, str]:
-    """The platform's least float tolerance for this run, and its note (none where the user
-    gave tolerances of their own)."""
-    if not options.platform_tolerance:
-        return 0.0, ""
-    return engine.platform_tolerance(options.platform, module, options.precision)
+def _platform_reference(module: Any, options: RunOptions, reference_module: Any = None) -> Any:
+    """How this run is judged (engine.platform_reference): the reference's module (of
+    ``reference_module`` where the reference computes another lowering of the program), and
+    the platform's least float tolerance, none where the user gave tolerances of their own."""
+    from dataclasses import replace
+
+    judged = engine.platform_reference(options.platform, reference_module if reference_module is not None
+                                       else module, options.precision)
+    return judged if options.platform_tolerance else replace(judged, floor=0.0)
 
 
 def _on_platform(module: Any, options: RunOptions) -> Any:
@@ -293,9 +299,10 @@ def bisect(module: Any, arrays: list[np.ndarray], options: RunOptions) -> Bisect
         ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
         main.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(ftype.inputs, [r.type for r in new_results]))
-    floor, _ = _platform_floor(module, options)
+    judged = _platform_reference(probe, options)
+    floor = judged.floor
     got, _, _ = engine.run_xla(_on_platform(probe, options), arrays, options.target, 1)
-    want, _ = engine.run_reference(probe, arrays, options.reference, options.reference_xla_flags)
+    want, _ = engine.run_reference(judged.module, arrays, options.reference, options.reference_xla_flags)
     for i, ((op, _), a, e) in enumerate(zip(candidates, got, want)):
         mm = engine.compare(a, e, i, options.rtol, options.atol, xla_error_spec=options.xla_error_spec,
                             floor=floor if np.dtype(e.dtype).kind in "fcV" else 0.0)

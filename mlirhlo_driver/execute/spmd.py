@@ -205,6 +205,7 @@ class Plan:
     # The reference is ``reference_module`` on the run's own devices, not one device (a
     # module with manual computations: they need its mesh).
     reference_on_mesh: bool = False
+    platform_note: str = ""              # how the platform's run is judged (engine.platform_reference)
 
     @property
     def per_device(self) -> bool:
@@ -580,8 +581,12 @@ def _reference_outputs(plan: Plan, compiled: Executable, arrays: list[np.ndarray
                        options: SpmdOptions) -> tuple[list[np.ndarray], float]:
     """The reference's outputs for one replica's global arrays, and its ms."""
     flags = options.xla_flags if options.reference_xla_flags is None else options.reference_xla_flags
+    if options.platform != "cpu":
+        flags = ()  # the run's flags are the chip's (xla_tpu_*): the CPU reference compiles with its own
     if not plan.reference_on_mesh:
-        return engine.run_reference(plan.reference_module, arrays, options.reference, flags)
+        judged = engine.platform_reference(options.platform, plan.reference_module, None)
+        plan.platform_note = judged.note
+        return engine.run_reference(judged.module, arrays, options.reference, flags)
     from ..xla.platforms import CpuTarget
 
     exe = engine.compile_spmd(plan.reference_module, CpuTarget(xla_flags=tuple(flags)),
@@ -633,6 +638,8 @@ def finish(plan: Plan, compiled: Executable, inputs: Inputs, outputs: list[list[
         rep.reference_ms = ms
         where = "on 1 device" if not plan.reference_on_mesh else ""
         out.notes.append(f"reference: {plan.reference_note or 'the same module'}" + (f" {where}" if where else ""))
+        if plan.platform_note:
+            out.notes.append(plan.platform_note)
     if problems:
         rep.status = "mismatch"
         rep.message = "; ".join(([rep.message] if rep.message else []) + problems)

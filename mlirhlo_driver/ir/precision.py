@@ -39,7 +39,7 @@ def _is_a(t: Any, kind: Any) -> bool:
     return bool(test(t)) if test is not None else isinstance(t, kind)
 
 
-def _float_operands(op: Any) -> bool:
+def _float_operands(op: Any, complex_only: bool = False) -> bool:
     from jaxlib.mlir import ir
 
     for v in op.operands:
@@ -47,18 +47,19 @@ def _float_operands(op: Any) -> bool:
             element = ir.ShapedType(v.type).element_type
         except ValueError:
             continue
-        if _is_a(element, ir.FloatType) or _is_a(element, ir.ComplexType):
+        if (not complex_only and _is_a(element, ir.FloatType)) or _is_a(element, ir.ComplexType):
             return True
     return False
 
 
-def default_precision_products(module: Any) -> int:
+def default_precision_products(module: Any, *, complex_only: bool = False) -> int:
     """How many floating-point products of ``module`` leave their precision to the
-    platform (no ``precision_config``, or one that says ``DEFAULT``)."""
+    platform (no ``precision_config``, or one that says ``DEFAULT``); ``complex_only``:
+    of complex operands only."""
     count = 0
     for op in _products(module):
         config = str(op.attributes["precision_config"]) if "precision_config" in op.attributes else ""
-        if _float_operands(op) and (not config or "DEFAULT" in config or config == "[]"):
+        if _float_operands(op, complex_only) and (not config or "DEFAULT" in config or config == "[]"):
             count += 1
     return count
 
@@ -73,3 +74,36 @@ def with_precision(module: Any, precision: str) -> Any:
     for op in _products(copy):
         op.attributes["precision_config"] = attr
     return copy
+
+
+def with_bfloat16_operands(module: Any) -> tuple[Any, int]:
+    """A copy of ``module`` whose float32 products at DEFAULT precision take their operands
+    rounded to bfloat16 (``convert`` to bf16 and back, round to nearest even): what one
+    bfloat16 pass of a TPU's matrix unit computes, products exact and summed in float32. A
+    reference run of it differs from the chip's only in the order of the sums. Returns the
+    copy and how many products were rounded (other element types are left as they are)."""
+    from jaxlib.mlir import ir
+
+    copy = ir.Module.parse(module.operation.get_asm(binary=True, enable_debug_info=True), module.context)
+    count = 0
+    with copy.context, ir.Location.unknown(copy.context):
+        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
+        for op in _products(copy):
+            config = str(op.attributes["precision_config"]) if "precision_config" in op.attributes else ""
+            if config and "DEFAULT" not in config and config != "[]":
+                continue
+            rounded = False
+            for i, v in enumerate(list(op.operands)):
+                shaped = ir.RankedTensorType(v.type)
+                if shaped.element_type != f32:
+                    continue
+                narrow = ir.RankedTensorType.get(shaped.shape, bf16)
+                with ir.InsertionPoint(op):
+                    down = ir.Operation.create("stablehlo.convert", results=[narrow], operands=[v],
+                                               loc=op.location)
+                    up = ir.Operation.create("stablehlo.convert", results=[v.type], operands=[down.result],
+                                             loc=op.location)
+                op.operands[i] = up.result
+                rounded = True
+            count += rounded
+    return copy, count

@@ -25,12 +25,23 @@ def _dot(element: str = "f32") -> ir.Module:
     }}""", _jaxlib.ir_context())
 
 
-def test_a_tpu_run_of_default_precision_products_is_judged_at_the_bfloat16_pass_tolerance():
-    floor, note = engine.platform_tolerance("tpu", _dot(), None)
-    assert floor == engine.BF16_PASS_TOLERANCE and "bfloat16" in note and "--precision highest" in note
-    assert engine.platform_tolerance("tpu", _dot(), "highest") == (0.0, "")
-    assert engine.platform_tolerance("cpu", _dot(), None) == (0.0, "")
-    assert engine.platform_tolerance("tpu", _dot("i32"), None) == (0.0, "")
+def test_a_tpu_runs_reference_computes_default_precision_products_as_the_chip_does():
+    judged = engine.platform_reference("tpu", _dot(), None)
+    assert "stablehlo.convert" in str(judged.module) and "bf16" in str(judged.module)
+    assert judged.floor == 0.0 and "rounds their operands to bfloat16" in judged.note
+    assert "--precision highest" in judged.note
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 4)).astype(np.float32)
+    (got,), _ = engine.run_reference(judged.module, [x], "cpu")
+    import ml_dtypes
+
+    rounded = x.astype(ml_dtypes.bfloat16).astype(np.float64)
+    np.testing.assert_allclose(got, rounded @ rounded, rtol=1e-6, atol=1e-6)  # one bfloat16 pass
+    assert np.abs(got - x.astype(np.float64) @ x).max() > 1e-4  # not float32's product
+    for platform, module, precision in (("tpu", _dot(), "highest"), ("cpu", _dot(), None), ("tpu", _dot("i32"), None)):
+        judged = engine.platform_reference(platform, module, precision)
+        assert judged.module is module and (judged.floor, judged.note) == (0.0, "")
+    complex_ = engine.platform_reference("tpu", _dot("complex<f32>"), None)
+    assert complex_.floor == engine.BF16_PASS_TOLERANCE and "complex" in complex_.note
 
 
 def test_the_floor_widens_floats_only():
