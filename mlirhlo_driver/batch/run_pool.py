@@ -45,7 +45,12 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
         return ModuleReport(task.name, task.source, status="invalid", message=e.format().removeprefix("error: "))
     partitions, note, reference_module = task.partitions, "", None
     if options.platform == "tpu":
+        from ..xla.backend import declared_partitions
+
         options, partitions, note = _as_dumped(loaded, options, partitions)
+        # A sharded module runs partitioned over the chips (one line where there are too few):
+        # XLA TPU compiles one for a single device only to fail on the shapes it leaves.
+        partitions = max(partitions, declared_partitions(loaded.module))
         from ..inputs.loader import is_jax_input
 
         if is_jax_input(task.source, task.input_format) and options.reference == "cpu":

@@ -121,3 +121,15 @@ def test_run_refuses_an_unknown_precision(cli):
 def test_precision_highest_runs_on_the_cpu_against_its_reference(cli):
     r = cli("run", DATA / "mm_add.mlir", "--precision", "highest", "--reference", "cpu", "--jobs", "0")
     assert r.code == 0, r.out + r.err
+
+
+def test_several_default_precision_products_are_judged_within_a_bfloat16_step():
+    two = ir.Module.parse("""
+    func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+      %1 = stablehlo.dot_general %0, %a, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+      return %1 : tensor<4x4xf32>
+    }""", _jaxlib.ir_context())
+    judged = engine.platform_reference("tpu", two, None)
+    assert judged.floor == engine.BF16_STEP and "one bfloat16 step" in judged.note
+    assert engine.platform_reference("tpu", _dot(), None).floor == 0.0
