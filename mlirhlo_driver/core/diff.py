@@ -27,11 +27,14 @@ from typing import Any
 KERNEL_FIELDS = ("registers", "spill_stores", "spill_loads", "static_shared_memory",
                  "dynamic_shared_memory", "stack_frame", "grid", "block",
                  "blocks_per_sm", "warps_per_sm", "occupancy", "limiter")
+# A TPU row (tpu.kernels.TpuKernelRow) is a fusion or op, named by ``name``: libtpu's estimate and XLA's cost.
+TPU_KERNEL_FIELDS = ("kind", "cycles", "flops", "bytes_accessed", "bound")
 _FIELD_LABELS = {
     "registers": "registers", "spill_stores": "spill stores B", "spill_loads": "spill loads B",
     "static_shared_memory": "smem B", "dynamic_shared_memory": "dyn smem B", "stack_frame": "stack B",
     "grid": "grid", "block": "block", "blocks_per_sm": "blocks/SM", "warps_per_sm": "warps/SM",
     "occupancy": "occupancy", "limiter": "limiter",
+    "kind": "kind", "cycles": "est. cycles", "flops": "FLOPs", "bytes_accessed": "bytes accessed", "bound": "bound",
     "peak_memory_in_bytes": "peak memory", "temp_size_in_bytes": "temporaries",
     "argument_size_in_bytes": "arguments", "output_size_in_bytes": "outputs",
     "alias_size_in_bytes": "aliased", "generated_code_size_in_bytes": "generated code",
@@ -141,6 +144,8 @@ def _change(a: Any, b: Any) -> Any:
 
 
 def _kernel_fields(row: dict[str, Any]) -> dict[str, Any]:
+    if "kernel" not in row:  # a TPU row
+        return {k: row.get(k) for k in TPU_KERNEL_FIELDS}
     occ = row.get("occupancy") or {}
     flat = {**row, **{k: occ.get(k) for k in ("blocks_per_sm", "warps_per_sm", "occupancy", "limiter")}}
     return {k: flat.get(k) for k in KERNEL_FIELDS}
@@ -150,8 +155,9 @@ def _keyed_kernels(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str
     out: dict[tuple[str, int], dict[str, Any]] = {}
     count: dict[str, int] = {}
     for r in rows:
-        i = count[r["kernel"]] = count.get(r["kernel"], -1) + 1
-        out[(r["kernel"], i)] = r
+        name = r["kernel"] if "kernel" in r else r["name"]  # CUDA's kernel, TPU's fusion or op
+        i = count[name] = count.get(name, -1) + 1
+        out[(name, i)] = r
     return out
 
 
@@ -220,7 +226,7 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         for key, key_b in kpairs:
             xa, xb = _kernel_fields(ka[key]), _kernel_fields(kb[key_b])
             fields = {f: {"a": xa[f], "b": xb[f], "change": _change(xa[f], xb[f])}
-                      for f in KERNEL_FIELDS if xa[f] != xb[f]}
+                      for f in xa if xa[f] != xb[f]}
             if fields:
                 changed.append({"kernel": key[0], "launch": key[1], **({"kernel_b": key_b[0]} if key_b != key else {}),
                                 "fields": fields})
@@ -297,6 +303,8 @@ def _table(columns: list[tuple[str, str]], rows: list[list[str]]) -> str:
 
 
 def _kernel_brief(k: dict[str, Any]) -> str:
+    if "registers" not in k:  # TPU
+        return (k.get("kind") or "") + (f", {k['cycles']:,} est. cycles" if k.get("cycles") is not None else "")
     occ = f", {k['warps_per_sm']} warps/SM ({_dims(k['occupancy'])})" if k.get("warps_per_sm") is not None else ""
     launch = f", {_dims(k['grid'])} × {_dims(k['block'])}" if k.get("grid") else ""
     return f"{k['registers']} regs{launch}{occ}"

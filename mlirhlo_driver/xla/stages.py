@@ -155,6 +155,15 @@ def _static_profile(req: Any) -> str:
     texts, kinds = _static_profile_texts(req)
     rows = [(c, n) for n, c in profile_cycles(texts).items()]
     if not rows:
+        from .._native import libtpu
+
+        found = libtpu.in_use()
+        if found is not None and not libtpu.writes_static_profile(found):
+            from ..errors import StageError
+
+            raise StageError(f"libtpu {found.version} writes no static LLO profile (libtpu "
+                             f"{libtpu.STATIC_PROFILE_SINCE} and later do, jax 0.10's pin on)",
+                             hint="the kernels stage lists the same ops, with XLA's FLOPs and bytes")
         _stage_artifacts(req, "static-profile").one(r"^static-profile/.*\.textproto$", "static-profile")  # "no output"
     rows.sort(key=lambda r: (-r[0], r[1]))
     width = max(len(n) for _, n in rows + [(0, "total")])
