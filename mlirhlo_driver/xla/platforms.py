@@ -481,15 +481,26 @@ def _private_dirs() -> tuple[str, str, str]:
     dumps, its static profiles, and its TMPDIR (glog files)."""
     if not _private:
         import atexit
-        import shutil
         import tempfile
 
         base = tempfile.mkdtemp(prefix="mlirhlo-tpu-")
-        atexit.register(shutil.rmtree, base, ignore_errors=True)
+        atexit.register(_remove_private, base)
         for kind in ("llo", "profile", "tmp"):
             os.mkdir(os.path.join(base, kind))
             _private.append(os.path.join(base, kind))
     return _private[0], _private[1], _private[2]
+
+
+def _remove_private(base: str) -> None:
+    """At exit: the TPU processes ended first (libtpu writes glog files into their TMPDIR until
+    then: a file made while the tree was being removed left it behind), then the directories."""
+    import shutil
+
+    from .._native import isolate
+
+    isolate.shutdown()
+    shutil.rmtree(base, ignore_errors=True)
+
 
 
 PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}

@@ -496,9 +496,14 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
     """What the request's first compile dumps: what its XLA ``stages`` declare, and ``extra``;
     everything (xla.backend.ALL_DUMPS) where it names no XLA stage (the API's Compiled, whose
     stages are read later: one compile serves them all)."""
+    return dumps_for_stages(req.registry, req.stages, extra)
+
+
+def dumps_for_stages(registry: Any, names: Any, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """:func:`dumps_for` of the stages ``names`` of ``registry`` (a request's, before it is made)."""
     from . import backend
 
-    declared = [req.registry.stages[s] for s in req.stages if s in req.registry.stages]
+    declared = [registry.stages[s] for s in names if s in registry.stages]
     xla_stages = [s for s in declared if s.level == XLA]
     if not xla_stages:
         return backend.ALL_DUMPS
