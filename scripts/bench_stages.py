@@ -40,6 +40,7 @@ at most the compile + 50 ms.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -100,6 +101,94 @@ with ctx:
         passmanager.PassManager.parse(sys.argv[2]).run(module.operation)
     sys.stdout.write(str(module))
 '''
+
+
+# What `opt --platform tpu --tpu-topology NAME --stage hlo` does, bare: jax's topology for libtpu
+# (the process started with the driver's libtpu environment, bare_tpu_env), the topology's client
+# compiling the StableHLO for one of its devices, XLA's optimized module dumped and printed.
+BARE_TPU = r'''
+import glob, os, sys, tempfile
+import jax
+from jax.experimental import topologies
+from jax._src.lib import xla_client
+from jax._src.interpreters import mlir as jax_mlir
+from jaxlib.mlir import ir
+path, name = sys.argv[1], sys.argv[2]
+try:
+    topo = topologies.get_topology_desc(name, "tpu")
+except Exception:  # a slice smaller than libtpu's default host (v5e:1x1): one host holding it
+    shape = tuple(int(n) for n in name.split(":")[1].split("x"))
+    topo = topologies.get_topology_desc(name, "tpu", chips_per_host_bounds=shape + (1,) * (3 - len(shape)))
+with jax_mlir.make_ir_context():
+    module = ir.Module.parse(open(path).read())
+devices = topo.devices[:1]
+with tempfile.TemporaryDirectory() as d:
+    opts = xla_client.CompileOptions()
+    opts.executable_build_options.debug_options.xla_dump_to = d
+    opts.executable_build_options.debug_options.xla_dump_hlo_as_text = True
+    devices[0].client.compile(module, executable_devices=xla_client.DeviceList(tuple(devices)),
+                              compile_options=opts)
+    for p in sorted(glob.glob(os.path.join(d, "*after_optimizations.txt"))):
+        sys.stdout.write(open(p).read())
+'''
+
+# TPU rows' modules: a small one, the corpus's transformer block and MLP step, and the sweep's
+# program at 16 blocks (made at run time by this jax: scripts/make_corpus.py, GEN_PROGRAM).
+TPU_SMALL = REPO / "tests/data/tpu/matmul_tanh.mlir"
+
+
+def bare_tpu_env(env: dict[str, str], work: Path) -> dict[str, str]:
+    """``env`` with what the driver's TPU compile process starts with (TPU_COMPILE_ENV, a
+    TMPDIR of its own) and TPU_LIBRARY_PATH naming the libtpu the driver uses."""
+    from mlirhlo_driver._native import jaxlib as _jaxlib
+    from mlirhlo_driver._native import libtpu
+
+    found = libtpu.require()
+    (work / "bare-tmp").mkdir(exist_ok=True)
+    return {**env, **_jaxlib.TPU_COMPILE_ENV, "TPU_LIBRARY_PATH": found.library, "TMPDIR": str(work / "bare-tmp")}
+
+
+def tpu_rows(args: argparse.Namespace) -> None:
+    """`opt --platform tpu --stage hlo --no-cache` against BARE_TPU per module (issue 47:
+    goal <= 1.0x), interleaved, A B then B A."""
+    import subprocess
+
+    from bench_common import time_command_cpu
+
+    work = Path(tempfile.mkdtemp(prefix="mlirhlo-tpu-bench-"))
+    env = bytecode_env(args.bytecode, str(work / "pycache"))
+    bare_env = bare_tpu_env(env, work)
+    subprocess.run([sys.executable, str(REPO / "scripts/make_corpus.py"), str(work / "corpus")], check=True,
+                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    blocks = work / "blocks16.mlir"
+    subprocess.run([sys.executable, "-c", GEN_PROGRAM, "16", str(work / "blocks16.hlo"), str(blocks)],
+                   check=True, env=env)
+    modules = {"matmul_tanh": TPU_SMALL, "transformer_block": work / "corpus/transformer_block.mlir",
+               "mlp_train_step": work / "corpus/mlp_train_step.mlir", "blocks16": blocks}
+    cli = cli_command()
+    topo = args.tpu_topology
+    print(f"{args.repeats} interleaved rounds per module (A B, then B A); bytecode: {args.bytecode}; "
+          f"--tpu-topology {topo}; libtpu {bare_env['TPU_LIBRARY_PATH']}", flush=True)
+    print(f"{'module':<20}{'HLO lines':>10}{'driver s':>10}{'bare s':>8}{'wall':>7}{'CPU':>7}"
+          f"{'CPU min-max':>14}{'goal':>8}", flush=True)
+    for name, path in modules.items():
+        driver = cli + ["opt", str(path), "--platform", "tpu", "--tpu-topology", topo, "--stage", "hlo", "--no-cache"]
+        bare = [sys.executable, "-c", BARE_TPU, str(path), topo]
+        # same work: both print an optimized module with the same instructions
+        outs = [subprocess.run(cmd, capture_output=True, text=True, check=True, env=e, cwd=REPO).stdout
+                for cmd, e in ((driver, env), (bare, bare_env))]
+        ops = [sorted(re.findall(r"^\s*(?:ROOT )?%?([\w.-]+) = ", o, re.M)) for o in outs]
+        if not ops[0] or len(ops[0]) != len(ops[1]):
+            raise SystemExit(f"{name}: driver and bare script print different modules "
+                             f"({len(ops[0])} and {len(ops[1])} instructions)")
+        a_runs, b_runs = [], []
+        for r in range(args.repeats):
+            pair = [(a_runs, driver, env), (b_runs, bare, bare_env)]
+            for runs, cmd, e in pair[::-1] if r % 2 else pair:
+                runs.append(time_command_cpu(cmd, env=e))
+        wall, cpu, lo, hi = pair_ratios(a_runs, b_runs)
+        print(f"{name:<20}{len(outs[0].splitlines()):>10}{medians(a_runs)[0]:>10.2f}{medians(b_runs)[0]:>8.2f}"
+              f"{wall:>6.2f}x{cpu:>6.2f}x{lo:>7.2f}-{hi:<5.2f}x{'<= 1.0x':>8}", flush=True)
 
 
 # The sweep's program: N unrolled blocks (layer norm, attention, GELU MLP, residuals), the
@@ -198,6 +287,10 @@ def main() -> None:
     parser.add_argument("--blocks", default="4,16,64,256", help="--sweep's block counts")
     parser.add_argument("--against", metavar="DIR", help="another checkout: its ptx and MLIR-only rows beside these")
     parser.add_argument("--watch", action="store_true", help="only the watch row: save to output against a warm compile")
+    parser.add_argument("--tpu", action="store_true",
+                        help="only the TPU rows (issue 47): opt --platform tpu --stage hlo against a bare jax+libtpu "
+                             "script, small and large modules")
+    parser.add_argument("--tpu-topology", default="v5e:1x1", help="--tpu's topology")
     parser.add_argument("--mlir-only", action="store_true",
                         help="only the MLIR-only rows (opt and opt --passes against the bare jaxlib script, and "
                              "--against's): many rounds in a few minutes")
@@ -206,6 +299,8 @@ def main() -> None:
         return sweep(args)
     if args.watch:
         return watch_row(args)
+    if args.tpu:
+        return tpu_rows(args)
     if args.only_binary_stages and (args.no_binary_stages or args.in_process or args.mlir_only):
         parser.error("--only-binary-stages leaves out the other rows")
     if args.mlir_only:
@@ -362,7 +457,6 @@ def sweep(args: argparse.Namespace) -> None:
 def _same_work(commands: tuple[list[str], list[str]], env: dict[str, str]) -> None:
     """Refuse to time a bare script that does less than the driver: both must print PTX
     with the same kernels (a bare script on jaxlib 0.12 once printed none, and was fast)."""
-    import re
     import subprocess
 
     kernels = []

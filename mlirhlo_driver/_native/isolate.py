@@ -63,7 +63,7 @@ from typing import Any
 from ..errors import NativeCrash
 from . import processes
 
-__all__ = ["Forked", "call", "fork_is_safe", "forked", "in_helper", "native_reason", "shutdown"]
+__all__ = ["Forked", "call", "fork_is_safe", "forked", "in_helper", "native_reason", "prestart", "shutdown"]
 
 _lock = threading.Lock()
 # One helper per environment it was started with: () is the default helper.
@@ -197,6 +197,8 @@ class _Helper:
     def __init__(self, pid: int, wfd: int, rfd: int, log: Any,
                  proc: subprocess.Popen | None = None) -> None:
         self.pid, self.wfd, self.rfd, self.log, self.proc = pid, wfd, rfd, log, proc
+        self.warming = False  # prestart's request sent, its reply not read yet
+        self.warm_log = ""    # what the helper wrote during it, for the next call's on_stderr
 
     def wait(self) -> int | None:
         """The helper's wait status once it has ended (None if unknown)."""
@@ -267,7 +269,16 @@ def _start(preload: tuple[str, ...], env: tuple[tuple[str, str], ...] = ()) -> _
             if ":" not in name:
                 importlib.import_module(name)
 
+        # The other helpers' pipe ends stay this process's: held here too, a helper would see no
+        # EOF when this process closes its end (shutdown would wait for it in vain).
+        inherited = [fd for h in _helpers.values() for fd in (h.wfd, h.rfd)]
+
         def helper() -> None:  # _fork's exit ends it: 0 at EOF, 1 if the loop raised
+            for fd in inherited:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
             os.close(req_w)
             os.close(resp_r)
             _serve(req_r, resp_w, log.fileno())
@@ -294,6 +305,43 @@ def shutdown() -> None:
 
 
 atexit.register(shutdown)
+
+
+def prestart(preload: Iterable[str], env: dict[str, str], warm: Callable[..., Any] | None = None,
+             args: Iterable[Any] = ()) -> None:
+    """Start the helper :func:`call` with ``env`` will use, now, and have it run ``preload`` and
+    ``warm(*args)`` while this process goes on: the next call there waits for that first (its
+    failure is ignored: the call does the same work again and reports it). Nothing if that
+    helper runs already, or for an empty ``env`` (a fork of this process, taken at the call)."""
+    key = tuple(sorted(env.items()))
+    if not key or _in_helper:
+        return
+    with _lock:
+        if key in _helpers:
+            return
+        helper = _helpers[key] = _start(tuple(preload), key)
+        try:
+            _send(helper.wfd, (warm or _nothing, tuple(args), {}, tuple(preload)))
+            helper.warming = True
+        except BrokenPipeError:
+            del _helpers[key]
+            helper.close()
+
+
+def _nothing() -> None:
+    return None
+
+
+def _warmed(helper: _Helper) -> bool:
+    """Read prestart's reply, if one is due: False when the helper died during it."""
+    if not helper.warming:
+        return True
+    helper.warming = False
+    reply = _recv(helper.rfd)
+    if reply is None:
+        return False
+    helper.warm_log = reply[1]
+    return True
 
 
 def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None = None, *,
@@ -338,14 +386,17 @@ def call(fn: Callable[..., Any], args: Iterable[Any] = (), kwargs: dict | None =
                                       file=file, status=status, native_log=log) from None
                 continue
             try:
-                if timeout is not None and not _wait_readable(helper.rfd, timeout):
+                warmed = _warmed(helper)  # prestart's work first (the call's own preloads, done)
+                if warmed and timeout is not None and not _wait_readable(helper.rfd, timeout):
                     del _helpers[key]
                     _kill(helper)
                     log = _read_log(helper.log.fileno())
                     status = helper.close()
                     raise NativeCrash(f"{what} did not finish in {timeout:g} s", file=file, status=status,
                                       native_log=log, timed_out=True)
-                reply = _recv(helper.rfd)
+                reply = _recv(helper.rfd) if warmed else None
+                if reply is not None and helper.warm_log:
+                    reply, helper.warm_log = (reply[0], helper.warm_log + reply[1]), ""
             except KeyboardInterrupt:
                 # Ctrl-C while the helper works: its reply would answer the next call. It is
                 # stopped now (the wait ends at once, not when the call would have finished).

@@ -92,6 +92,19 @@ def copies() -> list[tuple[str, Path]]:
     return sorted(found, key=lambda c: _version_key(c[0]), reverse=True)
 
 
+# libtpu 0.0.34 (jax 0.9's pin) writes no static LLO profile textproto (a critical path and
+# the bundles per fusion instead), and aborts its process writing them for v6e ("Dma latency
+# model is currently only supported on VF/VL/VLP") and for some programs on v5e; 0.0.42 (jax
+# 0.10's) writes the textprotos the kernels and static-profile stages read.
+STATIC_PROFILE_SINCE = "0.0.42"
+
+
+def writes_static_profile(found: LibTpu | None = None) -> bool:
+    """Whether the libtpu in use (or ``found``) writes the static LLO profile the driver reads."""
+    found = found or in_use()
+    return found is None or _version_key(found.version)[:3] >= _version_key(STATIC_PROFILE_SINCE)
+
+
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version))
 

@@ -88,8 +88,9 @@ class FitTask:
 # XLA's sizes in its refusal ("(51.53G)"): HumanReadableNumBytes, powers of 1024.
 _XLA_SIZE = {"": 1, "B": 1, "K": 1 << 10, "KI": 1 << 10, "M": 1 << 20, "MI": 1 << 20, "G": 1 << 30, "GI": 1 << 30,
              "T": 1 << 40, "TI": 1 << 40}
-_REFUSAL = re.compile(r"required for .*?\(([\d.]+)\s*([KMGT]i?)?B?\) exceeds available HBM \(([\d.]+)\s*([KMGT]i?)?B?\)",
-                      re.I)
+_REFUSAL = re.compile(r"required for .*?\(([\d.]+)\s*([KMGT]i?)?B?\) exceeds available HBM \(([\d.]+)\s*([KMGT]i?)?B?\)"
+                      # libtpu 0.0.34 (jax 0.9's pin): "Used 16.00G of 15.75G hbm"
+                      r"|Used ([\d.]+)\s*([KMGT]i?)?B? of ([\d.]+)\s*([KMGT]i?)?B? hbm", re.I)
 
 
 def xla_refusal_bytes(text: str) -> tuple[int, int] | None:
@@ -102,7 +103,8 @@ def xla_refusal_bytes(text: str) -> tuple[int, int] | None:
     def size(number: str, unit: str | None) -> int:
         return int(float(number) * _XLA_SIZE[(unit or "").upper()])
 
-    return size(m.group(1), m.group(2)), size(m.group(3), m.group(4))
+    g = m.groups()[:4] if m.group(1) is not None else m.groups()[4:]
+    return size(g[0], g[1]), size(g[2], g[3])
 
 
 def _capacity(target: Any) -> tuple[int | None, str]:
@@ -193,10 +195,21 @@ def measure(job: FitJob, task: FitTask, loaded: dict[Any, list[Any]] | None = No
                   argument_bytes=stats.get("argument_size_in_bytes"), detail=where)
 
 
+# In a worker: the program read (or lowered) once per job and generation, as a sweep here reads
+# it (a 16-block training step: 0.2 s a read, six times over six targets).
+_worker_loaded: dict[FitJob, dict[Any, list[Any]]] = {}
+
+
 def worker_task(job: FitJob, task: FitTask) -> FitRow | DriverError:
     """In a worker: the row, or the input's error (sent back, raised there)."""
+    if task.data is not None:  # a cluster's task carries the bytes: read from them
+        loaded = None
+    else:
+        if job not in _worker_loaded:
+            _worker_loaded.clear()  # one job at a time
+        loaded = _worker_loaded.setdefault(job, {})
     try:
-        return measure(job, task)
+        return measure(job, task, loaded)
     except DriverError as e:
         return e
 

@@ -257,6 +257,8 @@ class Compiled:
         hit = self._cached(name)
         if hit is not None:
             return hit
+        if self._req is None and self.platform == "tpu" and self.instrumentation is None:
+            self._prestart(name)
         request = self._stage_request
         if self._expected:  # else nothing was said: the first compile dumps everything (the API)
             request.expect([name])
@@ -267,6 +269,16 @@ class Compiled:
         if not isinstance(out, Deferred):
             self._keep(name, out)
         return out
+
+    def _prestart(self, name: str) -> None:
+        """A miss compiles for a TPU in a process of its own: started now, it loads jax and
+        libtpu while this one reads the program (xla.backend.prestart); its environment is the
+        one the request's first compile will have (the dumps its stages declare)."""
+        from ..xla import backend
+        from ..xla.stages import dumps_for_stages
+
+        names = (*self._expected, name) if self._expected else ()
+        backend.prestart(self.options.target, dumps_for_stages(registry.stages(), names))
 
     @property
     def stages(self) -> Mapping[str, str | bytes | dict[str, bytes]]:

@@ -101,6 +101,12 @@ def translate_oom(message: str, target: Any) -> CompileError | None:
         return None
     text = " ".join(message.split())
     m = re.search(r"(the total memory required for .*?exceeds available HBM \([^)]*\))", text)
+    # libtpu 0.0.34 (jax 0.9's pin) refuses before its temporaries: "Used 16.00G of 15.75G hbm.
+    # Exceeded hbm capacity by 258.00M." (fit reads the two figures from it too)
+    m = m or re.search(r"(Used [\d.]+\w* of [\d.]+\w* hbm)\. (Exceeded hbm capacity by [\d.]+\w*)", text)
+    if m and m.lastindex == 2:
+        return CompileError(f"does not fit on {target.label()}: {m.group(1)}; {m.group(2)[0].lower()}{m.group(2)[1:]}",
+                            hint="a larger slice (--tpu-topology), with the program sharded over it")
     m = m or re.search(r"Ran out of memory[^.]*\.\s*(.*?)(?: HLO module:|See https|$)", text)
     what = m.group(1).strip().rstrip(".") if m else text
     return CompileError(f"does not fit on {target.label()}: {what}",

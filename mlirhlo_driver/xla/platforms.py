@@ -422,10 +422,15 @@ class TpuTarget(Target):
             return {}
         # libtpu reads its dump flags once, as it loads: a directory of this process's for the
         # TPU process's lifetime, emptied after each compile (collect_dumps). Only the final
-        # bundles: all LLO passes are ~25x the files.
+        # bundles: all LLO passes are ~25x the files. Only the codegen category: libtpu 0.0.34 (jax
+        # 0.9's pin) otherwise also writes a VMEM report, from an HTML template its wheel lacks,
+        # and aborts; 0.0.50.1 writes the same bundles with it (less the report and TLP-hlo.txt).
+        from .._native import libtpu
+
         where = _private_dirs()
+        profile = f" --xla_jf_dump_static_llo_profile_to={where[1]}" if libtpu.writes_static_profile() else ""
         return {"LIBTPU_INIT_ARGS": f"--xla_jf_dump_to={where[0]} --xla_jf_dump_llo_pass_label_regex=final_bundles "
-                                    f"--xla_jf_dump_static_llo_profile_to={where[1]}",
+                                    f"--xla_jf_dump_category_filter=codegen{profile}",
                 LLO_DIRS_ENV: os.pathsep.join(where[:2])}
 
     pass_log_is_whole_log: ClassVar[bool] = True
@@ -476,15 +481,26 @@ def _private_dirs() -> tuple[str, str, str]:
     dumps, its static profiles, and its TMPDIR (glog files)."""
     if not _private:
         import atexit
-        import shutil
         import tempfile
 
         base = tempfile.mkdtemp(prefix="mlirhlo-tpu-")
-        atexit.register(shutil.rmtree, base, ignore_errors=True)
+        atexit.register(_remove_private, base)
         for kind in ("llo", "profile", "tmp"):
             os.mkdir(os.path.join(base, kind))
             _private.append(os.path.join(base, kind))
     return _private[0], _private[1], _private[2]
+
+
+def _remove_private(base: str) -> None:
+    """At exit: the TPU processes ended first (libtpu writes glog files into their TMPDIR until
+    then: a file made while the tree was being removed left it behind), then the directories."""
+    import shutil
+
+    from .._native import isolate
+
+    isolate.shutdown()
+    shutil.rmtree(base, ignore_errors=True)
+
 
 
 PLATFORMS: dict[str, type[Target]] = {cls.platform: cls for cls in (CpuTarget, CudaTarget, TpuTarget)}

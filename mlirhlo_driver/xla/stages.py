@@ -155,6 +155,15 @@ def _static_profile(req: Any) -> str:
     texts, kinds = _static_profile_texts(req)
     rows = [(c, n) for n, c in profile_cycles(texts).items()]
     if not rows:
+        from .._native import libtpu
+
+        found = libtpu.in_use()
+        if found is not None and not libtpu.writes_static_profile(found):
+            from ..errors import StageError
+
+            raise StageError(f"libtpu {found.version} writes no static LLO profile (libtpu "
+                             f"{libtpu.STATIC_PROFILE_SINCE} and later do, jax 0.10's pin on)",
+                             hint="the kernels stage lists the same ops, with XLA's FLOPs and bytes")
         _stage_artifacts(req, "static-profile").one(r"^static-profile/.*\.textproto$", "static-profile")  # "no output"
     rows.sort(key=lambda r: (-r[0], r[1]))
     width = max(len(n) for _, n in rows + [(0, "total")])
@@ -512,9 +521,14 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
     """What the request's first compile dumps: what its XLA ``stages`` declare, and ``extra``;
     everything (xla.backend.ALL_DUMPS) where it names no XLA stage (the API's Compiled, whose
     stages are read later: one compile serves them all)."""
+    return dumps_for_stages(req.registry, req.stages, extra)
+
+
+def dumps_for_stages(registry: Any, names: Any, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """:func:`dumps_for` of the stages ``names`` of ``registry`` (a request's, before it is made)."""
     from . import backend
 
-    declared = [req.registry.stages[s] for s in req.stages if s in req.registry.stages]
+    declared = [registry.stages[s] for s in names if s in registry.stages]
     xla_stages = [s for s in declared if s.level == XLA]
     if not xla_stages:
         return backend.ALL_DUMPS

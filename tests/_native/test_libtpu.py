@@ -73,3 +73,14 @@ def test_a_libtpu_in_site_packages_is_used_as_it_is(copies_in, monkeypatch):
     mine = libtpu.LibTpu("0.0.50.1", "/site/libtpu/libtpu.so", copy=False)
     monkeypatch.setattr(libtpu, "_installed", lambda: mine)
     assert libtpu.in_use() == mine
+
+
+def test_the_static_profile_is_asked_of_libtpu_0_0_42_and_later_only():
+    # 0.0.34 (jax 0.9's pin) writes no textproto and aborts writing its own form for v6e
+    def found(version: str) -> libtpu.LibTpu:
+        return libtpu.LibTpu(version, "/x/libtpu.so", copy=True)
+
+    assert not libtpu.writes_static_profile(found("0.0.34"))
+    assert libtpu.writes_static_profile(found("0.0.42.1"))
+    assert libtpu.writes_static_profile(found("0.0.50.1"))
+    assert libtpu.writes_static_profile(found("0.1.0"))

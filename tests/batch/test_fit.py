@@ -29,6 +29,9 @@ def test_xlas_refusal_is_read_in_its_own_units():
     assert fit.xla_refusal_bytes("required for arguments (512.00M) exceeds available HBM (1.50G)") == (
         512 << 20, int(1.5 * GIB))
     assert fit.xla_refusal_bytes("INVALID_ARGUMENT: something else") is None
+    # libtpu 0.0.34's words (tpu.memory.translate_oom keeps them)
+    assert fit.xla_refusal_bytes("does not fit on tpu (v5e:1x1): Used 16.00G of 15.75G hbm; exceeded hbm capacity "
+                                 "by 258.00M") == (16 * GIB, int(15.75 * GIB))
 
 
 def test_headroom_is_capacity_less_requirement_negative_when_over():

@@ -60,3 +60,14 @@ def test_out_of_memory_is_one_line_with_xlas_numbers():
                             "(32.00G) exceeds available HBM (15.75G) (a larger slice (--tpu-topology), with the "
                             "program sharded over it)")
     assert memory.translate_oom("INVALID_ARGUMENT: something else", _target("v5e:1x1")) is None
+
+
+def test_libtpu_0_0_34s_refusal_is_one_line_with_its_numbers():
+    # libtpu 0.0.34 (jax 0.9's pin) refuses a program's arguments and outputs before its
+    # temporaries, in words of its own; the rest of its report (the usage breakdown) is left out.
+    message = ("RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 16.00G of 15.75G hbm. Exceeded hbm "
+               "capacity by 258.00M.\n\nTotal hbm usage >= 16.25G:\n    reserved        258.00M\n    program    "
+               "unknown size\n    arguments        16.00G\n\nOutput size 16.00G; shares 0B with arguments.\n")
+    err = memory.translate_oom(message, _target("v5e:1x1"))
+    assert isinstance(err, CompileError)
+    assert err.message == "does not fit on tpu (v5e:1x1): Used 16.00G of 15.75G hbm; exceeded hbm capacity by 258.00M"
