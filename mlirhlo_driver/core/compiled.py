@@ -278,7 +278,8 @@ class Compiled:
         from ..xla.stages import dumps_for_stages
 
         names = (*self._expected, name) if self._expected else ()
-        backend.prestart(self.options.target, dumps_for_stages(registry.stages(), names))
+        backend.prestart(self.options.target, dumps_for_stages(registry.stages(), names,
+                                                               platform=self.options.target.platform))
 
     @property
     def stages(self) -> Mapping[str, str | bytes | dict[str, bytes]]:

@@ -521,11 +521,13 @@ def dumps_for(req: StageRequest, extra: tuple[str, ...] = ()) -> tuple[str, ...]
     """What the request's first compile dumps: what its XLA ``stages`` declare, and ``extra``;
     everything (xla.backend.ALL_DUMPS) where it names no XLA stage (the API's Compiled, whose
     stages are read later: one compile serves them all)."""
-    return dumps_for_stages(req.registry, req.stages, extra)
+    return dumps_for_stages(req.registry, req.stages, extra, getattr(req.options, "platform", None))
 
 
-def dumps_for_stages(registry: Any, names: Any, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """:func:`dumps_for` of the stages ``names`` of ``registry`` (a request's, before it is made)."""
+def dumps_for_stages(registry: Any, names: Any, extra: tuple[str, ...] = (),
+                     platform: str | None = None) -> tuple[str, ...]:
+    """:func:`dumps_for` of the stages ``names`` of ``registry`` (a request's, before it is made)
+    for a compile for ``platform``."""
     from . import backend
 
     declared = [registry.stages[s] for s in names if s in registry.stages]
@@ -534,7 +536,6 @@ def dumps_for_stages(registry: Any, names: Any, extra: tuple[str, ...] = ()) -> 
         return backend.ALL_DUMPS
     wanted = set(extra).union(*(s.dumps for s in xla_stages))
     # A stage of two platforms (kernels) declares both one's dumps: only this compile's platform's.
-    platform = getattr(req.options, "platform", None)
     return tuple(sorted(d for d in wanted if _DUMP_PLATFORM.get(d, platform) == platform))
 
 
