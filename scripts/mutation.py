@@ -169,7 +169,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
      "0 -> 1"):
         "a memo of the last sniff: comparing the bytes with the cached answer (a str or None) never "
         "matches, so the sniff is done again and gives the same answer, only later",
-    ("execute/run.py", "got, _, _ = engine.run_xla(probe, arrays, options.target, 1)", "1 -> 2"):
+    ("execute/run.py", "got, _, _ = engine.run_xla(_on_platform(probe, options), arrays, options.target, 1)", "1 -> 2"):
         "the bisect probe's iteration count: a second run of the same executable on the same inputs gives "
         "the same outputs, and its times are discarded",
     # Timing only: these change how long a wait may last, never what is reported; a test could

@@ -374,7 +374,7 @@ def kernels_command(
     gpu_spec: Annotated[Optional[str], typer.Option(
         "--gpu-spec", metavar="SPEC", help="GPU specs side by side, a comma list (default: h100_sxm).")] = None,
     platform: Annotated[Optional[str], typer.Option(
-        "--platform", metavar="cuda|tpu", help="cuda (default) or tpu: libtpu's estimate per fusion or op.")] = None,
+        "--platform", metavar="NAME", help="cuda (default) or tpu: libtpu's estimate per fusion or op.")] = None,
     tpu_topology: Annotated[Optional[str], typer.Option(
         "--tpu-topology", metavar="A,B,...", help="TPU slices, a comma list (v5e:1x1, v5p:2x2x1 ...).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON instead of the table.")] = False,

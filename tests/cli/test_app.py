@@ -51,7 +51,7 @@ def test_cli_defaults_of_the_thin_commands():
                 if p.default is not inspect.Parameter.empty}
 
     assert defaults(commands.run) == {
-        "platform": "cpu", "reference": "interpreter", "seed": 0, "zeros": False, "inputs_npz": None,
+        "platform": "cpu", "reference": None, "precision": None, "seed": 0, "zeros": False, "inputs_npz": None,
         "large_float_range": False, "rtol": None, "atol": None, "iterations": 1, "print_literals": False,
         "save_outputs": None, "fold_constants": False, "bisect": False, "bisect_passes": False, "timing": False,
         "jobs": 1, "timeout": None, "scheduler": None, "json_report": None, "input_format": None,

@@ -711,7 +711,7 @@ def test_spmd_run_command_hands_over_its_options(cli, run_recorder, code):
         "argument_mode": None, "inputs_npz": None, "partitioner": None, "arg_sharding": ("0={replicated}",),
         "num_partitions": 1, "num_replicas": 1, "is_spmd_partitioned_module": False, "run_xla_backend_only": False,
         "seed": 0, "large_float_range": False, "rtol": None, "atol": None, "num_repeats": 1, "reference": "cpu",
-        "reference_module": None}
+        "reference_module": None, "platform": "cpu"}
     launch = run_recorder["spmd_run"]
     assert (launch.source, launch.input_format, launch.args, launch.arg_sharding, launch.dump_output,
             launch.num_processes, launch.process_id, launch.coordinator, launch.launch_local, launch.timeout) == \
