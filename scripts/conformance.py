@@ -38,8 +38,10 @@ FFTs), and whether the file passes with LLVM's optimizations off
 
 **A TPU chip** is not on the machine that writes the report: the files run on one
 elsewhere (``mlirhlo run --platform tpu``: compiled and run on the attached chip), in
-chunks, so that the rows of the chunks that finished survive a time limit. On the chip's
-machine, with the driver installed and a copy of the same checkout::
+chunks, so that the rows of the chunks that finished survive a time limit:
+``python3 scripts/tpu_chip.py run --steps conformance --testdata TGZ --out OUT`` does it
+within a time budget (``--first-chunk K`` resumes). By hand, on the chip's machine, with the
+driver installed and a copy of the same checkout::
 
     for k in 0 1 2 3 4 5; do
       mlirhlo run $(python3 scripts/conformance.py /tmp/shlo-td --chunks 6 --list-chunk $k) \\
