@@ -233,7 +233,11 @@ CHIP_COMMAND = "mlirhlo run FILES --platform tpu --json R"
 # A run on the chip (mlirhlo run --platform tpu) fails in classes of its own besides the compiler's.
 TPU_BF16 = "bfloat16 passes at DEFAULT precision"
 TPU_DEVIATION = "XLA TPU deviation"
-TPU_CHIP_CLASSES = (TPU_BF16, TPU_DEVIATION)
+# The worker running the module on the chip died of a signal: libtpu ended its process (the
+# driver isolated it: the run went on with the next module). Seen with libtpu 0.0.42.1 on 12
+# complex128 files (abs, tanh, rsqrt, dot_general ...) that compile device-less.
+TPU_CHIP_ABORT = "libtpu aborted on the chip"
+TPU_CHIP_CLASSES = (TPU_BF16, TPU_DEVIATION, TPU_CHIP_ABORT)
 # 64-bit refusals in other words than the device-less compile's (a runtime's, another libtpu's).
 TPU_X64_WORDS = (r"(?i)\b(?:f64|s64|u64|c128|i64|float64|int64|uint64|complex128)\b[^\n]{0,80}"
                  r"(?:not supported|unsupported|not implemented)|(?:not supported|unsupported|not implemented)"
@@ -289,7 +293,9 @@ def classify_tpu_chip(row: dict, *, products: int = 0, device_less: tuple[str, s
     2. a message the device-less rules (:data:`TPU_RULES`) decide: their class (64-bit types,
        op forms not implemented on TPU, the compiler's verifier, libtpu's death); a 64-bit
        type named as unsupported in other words: the 64-bit class;
-    3. crashed, lost, or judged bad input: driver defect (every file is valid input);
+    3. the worker running it on the chip killed by a signal: libtpu aborted on the chip
+       (isolated by the driver); otherwise crashed, lost, or judged bad input: driver defect
+       (every file is valid input);
     4. checks fail, every failing one on floats, in a file with float products at DEFAULT
        precision, each one's worst element within the tolerance ``mlirhlo run`` gives a
        TPU's bfloat16 passes (engine.BF16_PASS_TOLERANCE, as atol and rtol): bfloat16
@@ -304,6 +310,10 @@ def classify_tpu_chip(row: dict, *, products: int = 0, device_less: tuple[str, s
     status, message = row.get("status", ""), row.get("message") or ""
     if status in ("failed", "invalid") and device_less is not None:
         return device_less[0], f"as the device-less compile: {device_less[1]}"
+    signal = re.search(r"killed by (SIG[A-Z]+)", message)
+    if status == "crashed" and signal:
+        return TPU_CHIP_ABORT, (f"the worker running it on the chip died of {signal.group(1)}: libtpu ended its "
+                                "process; the driver reported it as this module's failure and went on")
     klass, why = classify_tpu(message)
     if klass != UNCLASSIFIED:
         return klass, why

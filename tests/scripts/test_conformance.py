@@ -247,6 +247,8 @@ INT_MISS = "1 of 24 elements outside 0 ULP; worst at index [3]: actual=7, expect
      {"device_less": (conformance.TPU_COMPILER, "r")}, conformance.TPU_COMPILER),
     (_row("failed", "some words no rule knows"), {}, conformance.UNCLASSIFIED),
     (_row("crashed", "worker died (SIGSEGV)"), {}, conformance.DRIVER),
+    (_row("crashed", "worker killed by SIGABRT (a crash in native code): warnings.warn("), {},
+     conformance.TPU_CHIP_ABORT),
     (_row("invalid", "the module has a dynamic dimension"), {}, conformance.DRIVER),
     (_row("timeout", "ran past 600 s"), {}, conformance.UNCLASSIFIED),
 ])
