@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import DATA, assert_mentions, assert_one_line_error
-from tests.tpu.conftest import needs_libtpu
+from tests.tpu.conftest import needs_libtpu, needs_static_profile
 
 STEP = DATA / "spmd" / "mlp_step_4way.before_optimizations.txt"
 
@@ -36,7 +36,7 @@ def test_bad_tpu_diffs_are_one_line(cli, argv, facts):
 MATMUL_TANH = DATA / "tpu" / "matmul_tanh.mlir"
 
 
-@needs_libtpu
+@needs_static_profile
 @pytest.mark.slow
 def test_diff_lists_tpu_ops_and_explains_a_flag_and_its_pass(cli):
     """Two v5e compiles, B with a TPU option that unfuses the dot's output fusion and one that
@@ -57,7 +57,7 @@ def test_diff_lists_tpu_ops_and_explains_a_flag_and_its_pass(cli):
     assert "0 trial compile(s)" in again.out  # the trials are in the stage cache
 
 
-@needs_libtpu
+@needs_static_profile
 def test_a_generation_change_is_named_as_the_cause(cli):
     r = cli("diff", MATMUL_TANH, "--tpu-topology", "v5e:1x1,v6e:1x1", "--explain")
     assert r.code == 0, r.err

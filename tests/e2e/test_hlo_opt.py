@@ -413,8 +413,9 @@ def test_hlo_opt_stage_ptx_is_the_executable_s_text_one_module_after_another(too
 def test_hlo_opt_topology_file_missing_is_one_error_line(tool, work):
     """--xla_gpu_topology_filename names a file XLA would read: one not there is the error,
     before anything compiles (jaxlib's compile alone would ignore it)."""
-    r = tool("hlo-opt --platform=CUDA --stage=hlo --xla_gpu_topology_filename=gb200_2x4.txtpb input.hlo")
-    assert_one_line_error(r, at="--xla_gpu_topology_filename", facts=("gb200_2x4.txtpb", "no such file"))
+    # a name no test writes: the work folder is shared, and another test writes gb200_2x4.txtpb
+    r = tool("hlo-opt --platform=CUDA --stage=hlo --xla_gpu_topology_filename=absent_2x4.txtpb input.hlo")
+    assert_one_line_error(r, at="--xla_gpu_topology_filename", facts=("absent_2x4.txtpb", "no such file"))
     r = tool("hlo-opt --platform=cpu --stage=hlo --xla_gpu_topology_filename=1x2x4 input.hlo")
     assert_one_line_error(r, facts=("--xla_gpu_topology_filename", "CUDA"))
 

@@ -336,10 +336,10 @@ def test_model_explorer_renders_the_mlp_step_with_fusions_and_overlays(tmp_path)
 def test_tpu_overlays_carry_libtpus_estimates_and_the_roofline(cli, tmp_path):
     """explore on a device-less v5e: the optimized TPU graph, and per fusion its estimated
     time and cycles (the kernels rows) and roofline figures, loadable by Model Explorer."""
-    from tests.tpu.conftest import libtpu_skip_reason
+    from tests.tpu.conftest import static_profile_skip_reason
 
-    if libtpu_skip_reason():
-        pytest.skip(libtpu_skip_reason())
+    if static_profile_skip_reason():
+        pytest.skip(static_profile_skip_reason())
     out = tmp_path / "ex"
     r = cli("explore", DATA / "tpu" / "matmul_tanh.mlir", "--tpu-topology", "v5e:1x1", "--no-serve",
             "--dump-dir", out)

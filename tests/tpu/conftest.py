@@ -15,3 +15,18 @@ def libtpu_skip_reason() -> str | None:
 
 
 needs_libtpu = pytest.mark.skipif(libtpu_skip_reason() is not None, reason=libtpu_skip_reason() or "")
+
+
+def static_profile_skip_reason() -> str | None:
+    from mlirhlo_driver._native import libtpu
+
+    if libtpu_skip_reason() is not None:
+        return libtpu_skip_reason()
+    if not libtpu.writes_static_profile():
+        return f"libtpu {libtpu.in_use().version} writes no static LLO profile (0.0.42 and later do)"
+    return None
+
+
+# libtpu's estimated cycles per op (kernels rows, roofline, explore overlays, diff of TPU ops).
+needs_static_profile = pytest.mark.skipif(static_profile_skip_reason() is not None,
+                                          reason=static_profile_skip_reason() or "")
