@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -45,13 +46,19 @@ def last_native_error(log_path: str) -> str:
         return ""
 
 
+_PYTHON_WARNING = re.compile(r"^(?:\S+\.py:\d+: \w*Warning: |warnings\.warn\()")
+
+
 def native_error_line(log: str) -> str:
     """The line of native output that best says why a process died ("" if none).
 
     LLVM fatal errors come first; then other error-looking lines; then the
     last line.
     """
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    # A Python warning the process printed before it died (jax's on a TPU VM: "UserWarning:
+    # Transparent hugepages are not enabled", then its source line) says nothing of the death.
+    lines = [ln.strip() for ln in log.splitlines()
+             if ln.strip() and not _PYTHON_WARNING.match(ln.strip())]
     for ln in reversed(lines):
         if ln.startswith("LLVM ERROR:"):
             return ln.removeprefix("LLVM ERROR:").strip().split(". ")[0]
