@@ -109,8 +109,7 @@ def compile(source: Program | str, target: Target | None = None, *, platform: st
     elif target.topology is not None:  # a JAX function is lowered for the TPU (its lowering rules)
         from .core import program as core_program
 
-        found = core_program.programs([source], InputOptions(args=args, lower_for=(
-            "tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))))
+        found = core_program.programs([source], InputOptions(args=args, lower_for=target.lower_for()))
         if len(found) != 1:
             raise InputError(f"expected one module, found {len(found)}", file=source)
         program = found[0]

@@ -124,10 +124,7 @@ def _devices(target: Any, partitions: int) -> int:
 
 def _lower_for(target: Any) -> tuple[Any, ...] | None:
     """A JAX function is lowered for a TPU target's device (its lowering rules), as opt does."""
-    if target.topology is None:
-        return None
-    topo = target.topology
-    return ("tpu", topo.name, topo.shape, tuple(sorted(target.compile_env().items())))
+    return target.lower_for()
 
 
 # The compile's note on a sharded module (xla.backend.stage_spec), and libtpu's refusal of a

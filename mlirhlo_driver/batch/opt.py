@@ -655,8 +655,7 @@ def _lower_for(job: OptJob) -> tuple[Any, ...] | None:
     rules; the lowering is the same for every slice of a generation), else the CPU."""
     if job.platform != "tpu" or not job.targets:
         return None
-    target = job.targets[0][1].target
-    return ("tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))
+    return job.targets[0][1].target.lower_for()
 
 
 def run_opt(o: OptOptions, target: Any, *, say: Callable[[str], None] = log_note,

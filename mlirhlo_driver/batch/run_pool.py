@@ -72,10 +72,7 @@ def run_task(task: Task, options: RunOptions) -> ModuleReport:
 def _lower_for(options: RunOptions) -> tuple[Any, ...] | None:
     """A JAX function run on a TPU chip is lowered for the TPU (its lowering rules, Pallas
     kernels), in the driver's TPU compile process, as ``opt --platform tpu`` lowers it."""
-    if options.platform != "tpu":
-        return None
-    target = options.target.device_less()
-    return ("tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))
+    return options.target.lower_for() if options.platform == "tpu" else None
 
 
 def _as_dumped(loaded: Any, options: RunOptions, partitions: int) -> tuple[RunOptions, int, str]:

@@ -256,7 +256,7 @@ def run_hlo_module(p: Any, argv: list[str], say: Callable[[str], None] = log_not
         # XLA's bounds (its flags' defaults, 1e-3 each, whatever the dtype) by XLA's rule: an
         # element matches within either (ErrorSpec), not only within their sum as mlirhlo run's.
         rtol=p["rel_error_bound"], atol=p["abs_error_bound"], xla_error_spec=True,
-        # A TPU's bfloat16 passes (engine.platform_tolerance) widen XLA's default bounds, not the user's.
+        # A TPU's bfloat16 passes (engine.platform_reference) widen XLA's default bounds, not the user's.
         platform_tolerance=not any(a.split("=")[0].lstrip("-") in ("abs_error_bound", "rel_error_bound")
                                    for a in argv),
         keep_outputs=p["print_literals"] or bool(p["output_literals_file"]),

@@ -412,7 +412,7 @@ class Compiled:
         chips attached here, whatever topology the compile was for). ``precision``: every
         dot and convolution at ``"default"``, ``"high"`` or ``"highest"`` on the platform
         (a TPU computes float32 products at DEFAULT as bfloat16 passes, and the comparison
-        allows for it: ``execute.engine.platform_tolerance``).
+        allows for it: ``execute.engine.platform_reference``).
 
         Returns the run's report (``execute.engine.ModuleReport``): ``ok``, ``status``,
         ``mismatches``, ``outputs``, ``reference_outputs``, ``inputs``; with ``bisect``,

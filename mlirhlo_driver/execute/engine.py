@@ -1075,7 +1075,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, index: int, rtol: float | 
     An element matches within ``atol + rtol * |expected|`` (numpy's allclose), or, with
     ``xla_error_spec``, as XLA's ErrorSpec judges it (run_hlo_module): within ``atol`` or
     within ``rtol * |expected|``, a complex number's real and imaginary parts each.
-    ``floor``: the least tolerance of a float (the platform's, :func:`platform_tolerance`)."""
+    ``floor``: the least tolerance of a float (the platform's, :func:`platform_reference`)."""
     dtype = str(expected.dtype)
     shape = tuple(expected.shape)
     if tuple(actual.shape) != shape or actual.dtype != expected.dtype:

@@ -188,6 +188,11 @@ class Target:
         """In the compiling process, after a compile: move what :meth:`dump_env` had written
         into ``workdir``, where the compile's dump is read."""
 
+    def lower_for(self) -> tuple[Any, ...] | None:
+        """What a JAX function is lowered for when compiled for this target
+        (core.program.InputOptions.lower_for): None, the driver's CPU device."""
+        return None
+
     def crash_hint(self, dumps: tuple[str, ...] = ()) -> str | None:
         """What may have made this platform's compile process die, for its error line
         (``dumps``: what the compile was asked to dump, xla.backend's names)."""
@@ -335,6 +340,12 @@ class TpuTarget(Target):
     def device_less(self) -> TpuTarget:
         """This target's compile without the chips: libtpu's compile-only topology."""
         return replace(self, attached=False)
+
+    def lower_for(self) -> tuple[Any, ...] | None:
+        # A TPU device of the topology, in the driver's TPU process (the same for the chips
+        # attached here): TPU lowering rules, Pallas kernels.
+        target = self.device_less()
+        return ("tpu", target.topology.name, target.topology.shape, tuple(sorted(target.compile_env().items())))
 
     def check(self) -> None:
         from .._native import libtpu
