@@ -258,33 +258,25 @@ def _topology(path: str, device_ids: tuple[int, ...]) -> tuple[str | None, str |
     return name, path
 
 
-def _message(data: bytes, number: int) -> bytes:
-    """The payload of the first length-delimited field ``number`` of a message's bytes."""
-    from ..ir import protos
+def _fields(data: bytes) -> dict[int, Any]:
+    """A message's fields by number, read by protobuf without its schema (the first of each
+    number): varints as ints, length-delimited ones as bytes."""
+    from google.protobuf import empty_pb2, unknown_fields
 
-    for n, wire, start, end in protos.records(data):
-        if n == number and wire == 2:
-            return protos.len_value(data, start, end)
-    raise ValueError(f"no field {number}")
-
-
-def _varints(data: bytes) -> dict[int, int]:
-    """A message's varint fields by number."""
-    from ..ir import protos
-
-    out = {}
-    for n, wire, start, end in protos.records(data):
-        if wire == 0:
-            out[n] = protos._read_varint(data, protos._read_tag(data, start, end)[1], end)[0]
-    return out
+    message = empty_pb2.Empty()
+    message.ParseFromString(data)
+    found: dict[int, Any] = {}
+    for field in unknown_fields.UnknownFieldSet(message):
+        found.setdefault(field.field_number, field.data)
+    return found
 
 
 def _tpu_bounds(data: bytes) -> tuple[int, ...] | None:
     """The slice shape (x, y, z) in libtpu's TpuPjRtTopologyDescriptionProto bytes."""
     try:
-        inner = _message(data, 1)
-        per_host, hosts = _varints(_message(inner, 5)), _varints(_message(inner, 6))
-    except ValueError:
+        inner = _fields(_fields(data)[1])
+        per_host, hosts = _fields(inner[5]), _fields(inner[6])
+    except Exception:  # not that message (a missing field, protobuf's DecodeError)
         return None
     return tuple(per_host.get(i, 1) * hosts.get(i, 1) for i in (1, 2, 3))
 
