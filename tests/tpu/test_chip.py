@@ -158,3 +158,23 @@ def test_a_jax_function_is_lowered_for_the_tpu_and_runs_there(tmp_path):
     (row,) = rows(report).values()
     # ran on the chip against the function's CPU lowering (random matrices may be ill-conditioned)
     assert row["status"] in ("ok", "mismatch"), row["message"]
+
+
+def test_bisect_on_the_chip_names_the_first_op_the_chip_computes_differently(tmp_path):
+    import numpy as np
+
+    t = "tensor<4096xf32>"
+    module = tmp_path / "m.mlir"
+    module.write_text(f"func.func @main(%x: {t}) -> {t} {{\n"
+                      f"  %a = stablehlo.add %x, %x : {t}\n"
+                      f"  %e = stablehlo.exponential %a : {t}\n"
+                      f"  %r = stablehlo.multiply %e, %x : {t}\n"
+                      f"  return %r : {t}\n}}\n")
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, np.linspace(-3, 3, 4096, dtype=np.float32))
+    # exact comparison: x + x is exact on both sides; the chip's exp is its own approximation
+    done = driver("run", module, "--platform", "tpu", "--inputs", inputs, "--rtol", "0", "--atol", "0",
+                  "--bisect")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"bisect: first divergence at {module}:3:" in done.stdout, done.stdout
+    assert "stablehlo.exponential" in done.stdout.split("bisect:")[1].splitlines()[0]
