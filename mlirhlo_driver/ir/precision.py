@@ -78,7 +78,9 @@ def with_precision(module: Any, precision: str) -> Any:
 
 def with_bfloat16_operands(module: Any) -> tuple[Any, int]:
     """A copy of ``module`` whose float32 products at DEFAULT precision take their operands
-    rounded to bfloat16 (``convert`` to bf16 and back, round to nearest even): what one
+    rounded to bfloat16 (``reduce_precision`` to 8 exponent and 7 mantissa bits, round to
+    nearest even; not a ``convert`` to bf16 and back, which XLA CPU's excess-precision
+    simplification removes: its reference then computed in float32 after all): what one
     bfloat16 pass of a TPU's matrix unit computes, products exact and summed in float32. A
     reference run of it differs from the chip's only in the order of the sums. Returns the
     copy and how many products were rounded (other element types are left as they are)."""
@@ -87,23 +89,20 @@ def with_bfloat16_operands(module: Any) -> tuple[Any, int]:
     copy = ir.Module.parse(module.operation.get_asm(binary=True, enable_debug_info=True), module.context)
     count = 0
     with copy.context, ir.Location.unknown(copy.context):
-        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
+        f32, i32 = ir.F32Type.get(), ir.IntegerType.get_signless(32)
+        bfloat16_bits = {"exponent_bits": ir.IntegerAttr.get(i32, 8), "mantissa_bits": ir.IntegerAttr.get(i32, 7)}
         for op in _products(copy):
             config = str(op.attributes["precision_config"]) if "precision_config" in op.attributes else ""
             if config and "DEFAULT" not in config and config != "[]":
                 continue
             rounded = False
             for i, v in enumerate(list(op.operands)):
-                shaped = ir.RankedTensorType(v.type)
-                if shaped.element_type != f32:
+                if ir.RankedTensorType(v.type).element_type != f32:
                     continue
-                narrow = ir.RankedTensorType.get(shaped.shape, bf16)
                 with ir.InsertionPoint(op):
-                    down = ir.Operation.create("stablehlo.convert", results=[narrow], operands=[v],
-                                               loc=op.location)
-                    up = ir.Operation.create("stablehlo.convert", results=[v.type], operands=[down.result],
-                                             loc=op.location)
-                op.operands[i] = up.result
+                    narrowed = ir.Operation.create("stablehlo.reduce_precision", results=[v.type], operands=[v],
+                                                   attributes=bfloat16_bits, loc=op.location)
+                op.operands[i] = narrowed.result
                 rounded = True
             count += rounded
     return copy, count

@@ -25,18 +25,36 @@ def _dot(element: str = "f32") -> ir.Module:
     }}""", _jaxlib.ir_context())
 
 
+def _matmul_tanh_sum(m: int, k: int, n: int) -> ir.Module:
+    return ir.Module.parse(f"""
+    func.func @main(%x: tensor<{m}x{k}xf32>, %w: tensor<{k}x{n}xf32>) -> tensor<{n}xf32> {{
+      %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+      %1 = stablehlo.tanh %0 : tensor<{m}x{n}xf32>
+      %z = stablehlo.constant dense<0.0> : tensor<f32>
+      %2 = stablehlo.reduce(%1 init: %z) applies stablehlo.add across dimensions = [0] : (tensor<{m}x{n}xf32>, tensor<f32>) -> tensor<{n}xf32>
+      return %2 : tensor<{n}xf32>
+    }}""", _jaxlib.ir_context())
+
+
 def test_a_tpu_runs_reference_computes_default_precision_products_as_the_chip_does():
     judged = engine.platform_reference("tpu", _dot(), None)
-    assert "stablehlo.convert" in str(judged.module) and "bf16" in str(judged.module)
     assert judged.floor == 0.0 and "rounds their operands to bfloat16" in judged.note
     assert "--precision highest" in judged.note
-    x = np.random.default_rng(0).uniform(-1, 1, (4, 4)).astype(np.float32)
-    (got,), _ = engine.run_reference(judged.module, [x], "cpu")
     import ml_dtypes
 
-    rounded = x.astype(ml_dtypes.bfloat16).astype(np.float64)
-    np.testing.assert_allclose(got, rounded @ rounded, rtol=1e-6, atol=1e-6)  # one bfloat16 pass
-    assert np.abs(got - x.astype(np.float64) @ x).max() > 1e-4  # not float32's product
+    rng = np.random.default_rng(0)
+    # the dump test's step (tanh(x @ w).sum(0)): where XLA CPU once dropped a bf16 convert round trip
+    # as excess precision (measured: its reference was float32's product, 0.17 off the chip's)
+    for module, shapes, after in ((_dot(), [(4, 4)], lambda p: p),
+                                  (_matmul_tanh_sum(64, 256, 128), [(64, 256), (256, 128)], lambda p: np.tanh(p).sum(axis=0))):
+        judged = engine.platform_reference("tpu", module, None)
+        arrays = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
+        rounded = [a.astype(ml_dtypes.bfloat16).astype(np.float64) for a in arrays]
+        want = after(rounded[0] @ rounded[-1])  # one bfloat16 pass: exact products, float32 sums
+        for reference in ("cpu", "interpreter"):
+            (got,), _ = engine.run_reference(judged.module, arrays, reference)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=reference)
+            assert np.abs(got - after(arrays[0].astype(np.float64) @ arrays[-1])).max() > 1e-4  # not float32's
     for platform, module, precision in (("tpu", _dot(), "highest"), ("cpu", _dot(), None), ("tpu", _dot("i32"), None)):
         judged = engine.platform_reference(platform, module, precision)
         assert judged.module is module and (judged.floor, judged.note) == (0.0, "")
