@@ -529,10 +529,23 @@ def _received(text: str, original: bytes | None, notes: list[str], program: Any)
     # The entry's instructions, by opcode and shape: a computation the trip duplicated (one
     # called from two places comes back as one per caller) is not worth a note; a fold is.
     if _entry_ops(proto) != _entry_ops(original):
+        # Which of the user's instructions came back as another op (measured, jaxlib 0.12: its
+        # export canonicalizes a transpose that moves only unit dimensions into a reshape,
+        # whatever the op's attributes; its compile takes MLIR alone, so no way round it).
+        was, now = _entry_opcodes(original), _entry_opcodes(proto)
+        changed = [f"%{n}: {was[n]} -> {now[n]}" for n in was if n in now and now[n] != was[n]][:3]
         notes.append(f"{program.source}: jaxlib compiles StableHLO, and its export back to HLO changed this "
-                     "module before XLA's passes ran on it (--stage=hlo-before-optimizations --platform=P "
-                     "prints what XLA received)")
+                     f"module before XLA's passes ran on it{' (' + ', '.join(changed) + ')' if changed else ''} "
+                     "(--stage=hlo-before-optimizations --platform=P prints what XLA received)")
     return proto
+
+
+def _entry_opcodes(proto: bytes) -> dict[str, str]:
+    from ..ir import hlo_proto
+
+    m = hlo_proto.decode(proto)
+    entry = next((c for c in m.computations if c.id == m.entry_computation_id), None)
+    return {i.name: i.opcode for i in (entry.instructions if entry is not None else ())}
 
 
 def _entry_ops(proto: bytes) -> Any:

@@ -165,3 +165,15 @@ def test_a_module_xla_refuses_before_any_pass_is_its_compile_error_not_an_unknow
     with pytest.raises(CompileError) as e:
         passes._known_pipelines(object(), "m", SimpleNamespace(platform="cuda", xla_flags=()))
     assert "XLA said no" in e.value.message and e.value.exit_code == 1
+
+
+def test_passes_note_names_the_op_jaxlib_s_export_changed_before_xla_s_passes(files, capfd):
+    """jaxlib's compile takes StableHLO only, and its export to HLO makes a transpose of a unit
+    dimension a reshape before any XLA pass runs (XLA's cpu_hlo_pass.hlo expects the transpose
+    kept): the note says which instruction became what."""
+    (files / "t.hlo").write_text("HloModule t\n\nENTRY e {\n  p = f32[256,1] parameter(0)\n"
+                                 "  ROOT t = f32[1,256] transpose(p), dimensions={1,0}\n}\n")
+    r = run_xla_tool("hlo-opt", ["--platform=cpu", "--passes=dce", "t.hlo"], files, capfd)
+    assert r.code == 0, r.err
+    assert "ROOT %t = f32[1,256]{1,0} reshape(f32[256,1]{1,0} %p)" in r.out  # what XLA received, printed
+    assert "t.hlo: jaxlib compiles StableHLO" in r.err and "(%t: transpose -> reshape)" in r.err
