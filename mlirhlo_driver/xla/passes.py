@@ -457,7 +457,7 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     for step, (n, target, known, runs_here, lent) in enumerate(plan, 1):
         if lent:
             notes.append(f"{n}: not in XLA's {label(targets[0])} pipeline; a hardware-independent pass, "
-                         f"run in its {label(target)} pipeline")
+                         f"run in the {label(target)} one")
         if not runs_here:
             notes.append(f"{n}: XLA's {label(target)} pipeline holds it but runs it only on other modules; "
                          "enabled alone here")
