@@ -91,6 +91,9 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     platform, flags = target.platform, dict(target.xla_flags)
     # Without --platform, --passes and --list-passes try the CPU pipeline, then the CUDA one.
     candidates = [target.options_for(platform)] if platform else [target.options_for(pl) for pl in ("cpu", "cuda")]
+    # XLA registers its hardware-independent passes for every platform: the other pipeline lends
+    # those this one's lacks.
+    lenders = [target.options_for(xla_passes.LENDERS[platform])] if platform in xla_passes.LENDERS else []
 
     if p["list_stages"]:
         # Without a platform only the module itself can be printed, as XLA's transforms provider.
@@ -99,7 +102,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
         return 0
     if p["list_passes"]:
         target.say_notes(say)
-        sys.stdout.write(xla_passes.comma_listing(candidates))
+        sys.stdout.write(xla_passes.comma_listing(candidates, lenders))
         return 0
     if not p.positionals:
         raise DriverError("no input file given", hint="hlo-opt [FLAGS] FILE; see --help")
@@ -114,12 +117,14 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     arts: list[Any] = []  # XLA compiles, for --xla_dump_to
     notes: list[str] = []
     if p["emit_proto"]:
-        results = [tool_outputs.hlo_proto_text(m.convert("hlo-proto")) for m in modules]
+        # A module parsed from HLO text has the ids XLA's parser gave it, as XLA's hlo-opt prints them.
+        results = [tool_outputs.hlo_proto_text(m.convert("hlo-proto"), parser_ids=m.format == "hlo")
+                   for m in modules]
     elif p["passes"]:
         for i, m in enumerate(modules):
             trace = xla_passes.PassTrace()
             try:
-                results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes, trace))
+                results.append(xla_passes.run_pass_list(m, p["passes"], candidates, arts, notes, trace, lenders))
             except CompileError as e:
                 e.about(m.source)  # this module's compile failed: say which file
                 raise

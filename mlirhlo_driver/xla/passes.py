@@ -22,15 +22,39 @@ often as its pipelines run it. An unknown name is XLA's ``INVALID_ARGUMENT: Pass
 not found.``; XLA's test-only passes (compiled into XLA's own hlo-opt alone) say so.
 The module printed keeps the user's names (:mod:`mlirhlo_driver.ir.hlo_names`) and is
 printed as XLA's ``HloModule::ToString`` prints it, operand shapes included.
+
+XLA's hlo-opt registers its hardware-independent passes for every platform; jaxlib's
+CPU and CUDA pipelines each run some that the other does not. With ``--platform`` the
+other pipeline lends those (``HARDWARE_INDEPENDENT``): listed, and run there, with a note.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompileError, DriverError, PipelineError, did_you_mean
+
+# XLA's hardware-independent passes (xla/hlo/tools/hlo_opt/opt_lib.cc registers them for
+# every platform) that only one of jaxlib's CPU and CUDA pipelines runs (measured, jaxlib
+# 0.12): by their XLA names, the classes' names for passes of the same job differing
+# (gpu-all-gather-combiner, tree-reduction-rewriter: the CUDA pipeline's own classes).
+HARDWARE_INDEPENDENT = frozenset({
+    # run by the CUDA pipeline alone
+    "all-gather-bcast-reorder", "all-reduce-contiguous", "all-reduce-folder", "async-collective-creator",
+    "collective-quantizer", "collectives-schedule-linearizer", "computation-deduplicator",
+    "convert-memory-placement-to-internal-annotations", "convert-mover", "convolution-pred-expander",
+    "convolution_4d_expander", "dot-merger", "dot_dimension_merger", "host-memory-transfer-asyncifier",
+    "host-offload-legalize", "host-offloader", "simplify-fp-conversions", "slice-sinker",
+    "stable-sort-expander",
+    # run by the CPU pipeline alone
+    "batch-dot-simplification", "convolution-group-converter", "literal-canonicalizer",
+    "tree_reduction_rewriter",
+})
+# The pipeline that lends a platform its missing hardware-independent passes.
+LENDERS = {"cpu": "cuda", "cuda": "cpu"}
 
 # Passes XLA adds to its pipeline only when a flag asks for them.
 GATED_PASSES = {
@@ -138,7 +162,8 @@ def split_pass_names(spec: str) -> tuple[list[str], list[str]]:
 
 
 def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | None = None,
-                  notes: list[str] | None = None, trace: PassTrace | None = None) -> str:
+                  notes: list[str] | None = None, trace: PassTrace | None = None,
+                  lenders: Sequence[Any] = ()) -> str:
     """hlo-opt's ``--passes``: XLA's HLO passes on the module, each once, in the order given
     (:func:`run_in_order`), printed as HLO. Names only MLIR knows (or ``mlir:NAME``) run as MLIR passes
     instead, printed as StableHLO. What the user should know goes to ``notes``."""
@@ -149,7 +174,7 @@ def run_pass_list(m: Any, spec: str, candidates: list[Any], arts: list[Any] | No
                           hint=f"XLA: {','.join(xla_names)}; MLIR: {','.join(mlir_names)}")
     if xla_names:
         try:
-            return run_in_order(m, xla_names, candidates, arts, notes, trace)
+            return run_in_order(m, xla_names, candidates, arts, notes, trace, lenders)
         except DriverError:
             # Names XLA's pipelines do not run but MLIR has resolve to MLIR
             # (unless forced with xla:); XLA's error stands otherwise.
@@ -316,20 +341,29 @@ def pass_names(known: dict[str, list[str]], platform: str) -> list[str]:
     return out
 
 
-def comma_listing(candidates: list[Any]) -> str:
-    """hlo-opt's ``--list-passes`` as XLA prints it: the pass names, comma-separated on one
-    line, so ``hlo-opt --passes=$(hlo-opt --list-passes)`` runs them. The names are those
-    the pipelines of ``candidates`` (StageOptions) run on xla.backend's reference module:
-    what ``--passes`` with the same ``--platform`` can run."""
+def comma_listing(candidates: list[Any], lenders: Sequence[Any] = ()) -> str:
+    """hlo-opt's ``--list-passes`` as XLA prints it: the pass names sorted (XLA sorts its
+    registry's), comma-separated on one line, so ``hlo-opt --passes=$(hlo-opt --list-passes)``
+    runs them. The names are those the pipelines of ``candidates`` (StageOptions) run on
+    xla.backend's reference module, and the ``HARDWARE_INDEPENDENT`` ones ``lenders``'
+    pipelines run: what ``--passes`` with the same ``--platform`` can run. A lender not to
+    be had here (no CUDA plugin) lends nothing."""
+    from ..errors import EnvironmentMismatch
     from . import backend as xla_backend
 
     module = xla_backend.reference_module()
-    names: list[str] = []
+    names: set[str] = set()
     for options in candidates:
         target = getattr(options, "target", options)
-        found = pass_names(_known_pipelines(module, "reference", target).pipelines, target.platform)
-        names.extend(n for n in found if n not in names)
-    return ",".join(names) + "\n"
+        names.update(pass_names(_known_pipelines(module, "reference", target).pipelines, target.platform))
+    for options in lenders:
+        target = getattr(options, "target", options)
+        try:
+            lent = pass_names(_known_pipelines(module, "reference", target).pipelines, target.platform)
+        except EnvironmentMismatch:
+            continue
+        names.update(HARDWARE_INDEPENDENT.intersection(lent))
+    return ",".join(sorted(names)) + "\n"
 
 
 def not_found(name: str, known: list[str]) -> PipelineError:
@@ -353,11 +387,13 @@ class PassTrace:
 
 
 def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: list[Any] | None = None,
-                 notes: list[str] | None = None, trace: PassTrace | None = None) -> str:
+                 notes: list[str] | None = None, trace: PassTrace | None = None,
+                 lenders: Sequence[Any] = ()) -> str:
     """hlo-opt's ``--passes``: XLA's HLO passes ``names`` on ``program`` (core.program.Program),
     each once, in the order given (the module docstring says how); the module after them as
     XLA's hlo-opt prints it. Each pass runs in the first of ``candidates`` (StageOptions)
-    whose pipeline has it; each compile goes to ``arts``, what the user should know to
+    whose pipeline has it, else in the first of ``lenders`` whose pipeline runs it, if it is
+    ``HARDWARE_INDEPENDENT``; each compile goes to ``arts``, what the user should know to
     ``notes``, the modules before, between and after the passes to ``trace``."""
     from .._native import jaxlib as _jaxlib
     from ..inputs.loader import parse_mlir
@@ -368,8 +404,14 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     for n in names:
         if n in TEST_ONLY_PASSES:  # before any compile: no pipeline has them
             raise not_found(n, [])
-    targets = [getattr(c, "target", c) for c in candidates]
+    targets = [getattr(c, "target", c) for c in (*candidates, *lenders)]
     targets = [_with_gates(t, names, notes) if t.platform == "cuda" else t for t in targets]
+    own = range(len(candidates))  # targets[i] for i past these: lenders
+
+    def runs(i: int, known: _PassLog) -> list[str]:
+        found = pass_names(known.pipelines, targets[i].platform)
+        return found if i in own else [n for n in found if n in HARDWARE_INDEPENDENT]
+
     module = program.module
     on_module: dict[int, _PassLog] = {}  # pass logs, made as a name needs them
     on_reference: dict[int, _PassLog] = {}
@@ -386,32 +428,36 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
                 refused[i], logs[i] = e, _PassLog({}, [])
         return logs[i]
 
-    def holder(pass_name: str) -> tuple[Any, _PassLog, bool] | None:
-        """(target, its pass log, whether it runs the pass on this module) for a name: the
-        module's own pass log first, then the reference module's (--list-passes's names)."""
-        for i, t in enumerate(targets):
-            if pass_name in pass_names(log(i, on_module, False).pipelines, t.platform):
-                return t, on_module[i], True
-        for i, t in enumerate(targets):
-            if pass_name in pass_names(log(i, on_reference, True).pipelines, t.platform):
-                if i in refused:
-                    raise refused[i]  # the pipeline that has the pass cannot take the module
-                return t, on_module[i].merged(on_reference[i]), False
+    def holder(pass_name: str) -> tuple[Any, _PassLog, bool, bool] | None:
+        """(target, its pass log, whether it runs the pass on this module, whether it is a
+        lender's) for a name: the module's own pass log first, then the reference module's
+        (--list-passes's names); the platform's own pipelines before the lenders'."""
+        for group in (own, range(len(own), len(targets))):
+            for i in group:
+                if pass_name in runs(i, log(i, on_module, False)):
+                    return targets[i], on_module[i], True, i not in own
+            for i in group:
+                if pass_name in runs(i, log(i, on_reference, True)):
+                    if i in refused:
+                        raise refused[i]  # the pipeline that has the pass cannot take the module
+                    return targets[i], on_module[i].merged(on_reference[i]), False, i not in own
         return None
 
     plan = []
     for n in names:
         found = holder(n)
         if found is None:
-            everything = [p for logs in (on_module, on_reference) for i, k in logs.items()
-                          for p in pass_names(k.pipelines, targets[i].platform)]
+            everything = [p for logs in (on_module, on_reference) for i, k in logs.items() for p in runs(i, k)]
             raise not_found(n, everything)
         plan.append((n, *found))
     original = program.hlo_proto
     if original is not None:  # each trip through StableHLO from a tagged module (hlo_names.tag)
         module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(hlo_names.tag(original)), program.source)
     proto: bytes | None = None  # the module XLA holds after the passes so far
-    for step, (n, target, known, runs_here) in enumerate(plan, 1):
+    for step, (n, target, known, runs_here, lent) in enumerate(plan, 1):
+        if lent:
+            notes.append(f"{n}: not in XLA's {label(targets[0])} pipeline; a hardware-independent pass, "
+                         f"run in the {label(target)} one")
         if not runs_here:
             notes.append(f"{n}: XLA's {label(target)} pipeline holds it but runs it only on other modules; "
                          "enabled alone here")
@@ -483,10 +529,23 @@ def _received(text: str, original: bytes | None, notes: list[str], program: Any)
     # The entry's instructions, by opcode and shape: a computation the trip duplicated (one
     # called from two places comes back as one per caller) is not worth a note; a fold is.
     if _entry_ops(proto) != _entry_ops(original):
+        # Which of the user's instructions came back as another op (measured, jaxlib 0.12: its
+        # export canonicalizes a transpose that moves only unit dimensions into a reshape,
+        # whatever the op's attributes; its compile takes MLIR alone, so no way round it).
+        was, now = _entry_opcodes(original), _entry_opcodes(proto)
+        changed = [f"%{n}: {was[n]} -> {now[n]}" for n in was if n in now and now[n] != was[n]][:3]
         notes.append(f"{program.source}: jaxlib compiles StableHLO, and its export back to HLO changed this "
-                     "module before XLA's passes ran on it (--stage=hlo-before-optimizations --platform=P "
-                     "prints what XLA received)")
+                     f"module before XLA's passes ran on it{' (' + ', '.join(changed) + ')' if changed else ''} "
+                     "(--stage=hlo-before-optimizations --platform=P prints what XLA received)")
     return proto
+
+
+def _entry_opcodes(proto: bytes) -> dict[str, str]:
+    from ..ir import hlo_proto
+
+    m = hlo_proto.decode(proto)
+    entry = next((c for c in m.computations if c.id == m.entry_computation_id), None)
+    return {i.name: i.opcode for i in (entry.instructions if entry is not None else ())}
 
 
 def _entry_ops(proto: bytes) -> Any:

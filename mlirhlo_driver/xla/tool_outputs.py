@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 
-def hlo_proto_text(proto: bytes) -> str:
-    """An HloModuleProto as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto."""
+def hlo_proto_text(proto: bytes, *, parser_ids: bool = False) -> str:
+    """An HloModuleProto as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto;
+    ``parser_ids``: renumbered as XLA's HLO parser numbered a module read from text
+    (ir.hlo_proto.parser_ids)."""
     from ..ir import hlo_proto as codec
 
     wrapper = codec.message_class("HloProto")()
-    wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
+    wrapper.hlo_module.CopyFrom(codec.decode(codec.parser_ids(proto) if parser_ids else proto, "HloModuleProto"))
     return codec.to_text(wrapper)
 
 

@@ -119,6 +119,37 @@ def test_list_passes_is_xla_s_comma_list_from_the_pipelines_own_log(files, capfd
         assert name in names, name
     assert "simplification" not in names and not any(" " in n for n in names)
     assert len(names) == len(set(names))
+    assert names == sorted(names)  # XLA sorts its registry's names (XLA's list_passes.hlo greps a neighbour)
+
+
+def test_list_passes_cpu_has_the_hardware_independent_passes_only_the_cuda_pipeline_runs(files, capfd):
+    """XLA registers its hardware-independent passes for every platform: jaxlib's CPU pipeline lacks
+    all-gather-bcast-reorder, the CUDA one lends it; CUDA's own passes it does not."""
+    names = run_xla_tool("hlo-opt", ["--list-passes", "--platform=cpu"], files, capfd).out.strip().split(",")
+    assert "all-gather-bcast-reorder" in names and "slice-sinker" in names
+    assert "dot-algorithm-rewriter" not in names and "gpu-all-gather-combiner" not in names
+    gpu = run_xla_tool("hlo-opt", ["--list-passes", "--platform=gpu"], files, capfd).out.strip().split(",")
+    assert "tree_reduction_rewriter" in gpu and "fusion-wrapper" not in gpu  # the CPU pipeline's lent, its own not
+
+
+_ALL_GATHER_OF_BROADCAST = """HloModule m, replica_count=2
+
+ENTRY e {
+  p = f32[8] parameter(0)
+  b = f32[8,128] broadcast(p), dimensions={0}
+  ROOT ag = f32[16,128] all-gather(b), dimensions={0}, replica_groups={{0,1}}
+}
+"""
+
+
+def test_cpu_runs_a_lent_hardware_independent_pass_in_the_cuda_pipeline(files, capfd):
+    (files / "ag.hlo").write_text(_ALL_GATHER_OF_BROADCAST)
+    r = run_xla_tool("hlo-opt", ["--platform=cpu", "--passes=all-gather-bcast-reorder", "ag.hlo"], files, capfd)
+    assert r.code == 0, r.err
+    # the all-gather moved before the broadcast: the pass ran
+    assert "%ag = f32[16]{0} all-gather(f32[8]{0} %p)" in r.out
+    assert "ROOT %b = f32[16,128]{1,0} broadcast(f32[16]{0} %ag), dimensions={0}" in r.out
+    assert "all-gather-bcast-reorder: not in XLA's cpu pipeline" in r.err and "cuda" in r.err
 
 
 def test_a_module_xla_refuses_before_any_pass_is_its_compile_error_not_an_unknown_pass(monkeypatch):
@@ -134,3 +165,15 @@ def test_a_module_xla_refuses_before_any_pass_is_its_compile_error_not_an_unknow
     with pytest.raises(CompileError) as e:
         passes._known_pipelines(object(), "m", SimpleNamespace(platform="cuda", xla_flags=()))
     assert "XLA said no" in e.value.message and e.value.exit_code == 1
+
+
+def test_passes_note_names_the_op_jaxlib_s_export_changed_before_xla_s_passes(files, capfd):
+    """jaxlib's compile takes StableHLO only, and its export to HLO makes a transpose of a unit
+    dimension a reshape before any XLA pass runs (XLA's cpu_hlo_pass.hlo expects the transpose
+    kept): the note says which instruction became what."""
+    (files / "t.hlo").write_text("HloModule t\n\nENTRY e {\n  p = f32[256,1] parameter(0)\n"
+                                 "  ROOT t = f32[1,256] transpose(p), dimensions={1,0}\n}\n")
+    r = run_xla_tool("hlo-opt", ["--platform=cpu", "--passes=dce", "t.hlo"], files, capfd)
+    assert r.code == 0, r.err
+    assert "ROOT %t = f32[1,256]{1,0} reshape(f32[256,1]{1,0} %p)" in r.out  # what XLA received, printed
+    assert "t.hlo: jaxlib compiles StableHLO" in r.err and "(%t: transpose -> reshape)" in r.err
