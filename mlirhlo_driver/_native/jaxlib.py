@@ -1152,16 +1152,21 @@ def tpu_devices() -> list[Any]:
     open the chips (another process holds them; jax's platforms leave TPU out)."""
     if _tpu_devices:
         return list(_tpu_devices)
-    from . import libtpu
+    import warnings
 
-    jax()
-    from jax._src import xla_bridge
+    from . import libtpu
 
     found = libtpu.in_use()
     scoped = {"TPU_LIBRARY_PATH": found.library} if found is not None and found.copy else {}
     failure: Exception | None = None
-    with _lock, capture_fd2() as captured, _scoped_env(scoped):
+    # jax's advice on the VM's hugepages setting (cloud_tpu_init), printed as the backend
+    # starts, is about the machine, not this run: on a one-line error it made three lines.
+    with _lock, capture_fd2() as captured, _scoped_env(scoped), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Transparent hugepages", category=UserWarning)
         try:
+            jax()
+            from jax._src import xla_bridge
+
             _started_native_threads()
             devices = list(xla_bridge.get_backend("tpu").local_devices())
         except Exception as e:
