@@ -215,7 +215,7 @@ def _run_partitioned(module: Any, report: ModuleReport, options: RunOptions, par
                              reference=options.reference, platform=options.platform,
                              xla_flags=options.xla_flags, reference_xla_flags=options.reference_xla_flags)
     spmd.check_options(sopts)
-    loaded = LoadedModule(report.name, report.source, "mlir", module)
+    loaded = LoadedModule(report.name, report.source, "mlir", _on_platform(module, options))
     done = spmd.run_in_process(loaded, sopts)
     out = done.report
     out.notes = [f"partitioned: {done.devices}; partitioner: {done.partitioner}",
@@ -233,7 +233,7 @@ def _run_checks(module: Any, report: ModuleReport, options: RunOptions, line_off
     from ..ir import hlo_dataflow
     from ..xla.backend import run_on_host
 
-    plan = checks.prepare(module, evaluate=run_on_host, fold_constants=options.fold_constants,
+    plan = checks.prepare(_on_platform(module, options), evaluate=run_on_host, fold_constants=options.fold_constants,
                           source=report.source, line_offset=line_offset)
     report.inputs_note = ("constants folded by XLA (--fold-constants)" if plan.folded
                           else f"{len(plan.parameters)} constant{'s' if len(plan.parameters) != 1 else ''} "

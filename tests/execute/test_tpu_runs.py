@@ -141,6 +141,29 @@ def test_precision_highest_runs_on_the_cpu_against_its_reference(cli):
     assert r.code == 0, r.out + r.err
 
 
+def test_precision_reaches_a_check_files_products(tmp_path, monkeypatch):
+    # StableHLO's testdata on the chip: --precision highest once left the checked dots at DEFAULT
+    checked = tmp_path / "dot_check.mlir"
+    checked.write_text("""
+    func.func @main() -> tensor<i1> {
+      %a = stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+      %d = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+      %e = stablehlo.constant dense<[[7.0, 10.0], [15.0, 22.0]]> : tensor<2x2xf32>
+      %r = stablehlo.custom_call @check.expect_almost_eq(%d, %e) {has_side_effect = true} : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<i1>
+      return %r : tensor<i1>
+    }""")
+    from mlirhlo_driver.execute import run
+    from mlirhlo_driver.inputs import loader
+
+    seen = []
+    real = engine.run_plan
+    monkeypatch.setattr(engine, "run_plan", lambda plan, *a, **k: seen.append(str(plan.module)) or real(plan, *a, **k))
+    module = loader.load(str(checked))[0].module
+    report = run.run_compared(module, "dot_check", str(checked), RunOptions(platform="cpu", precision="highest"))
+    assert report.status == "ok", report.message
+    assert seen and "HIGHEST" in seen[0]
+
+
 def test_several_default_precision_products_are_judged_within_a_bfloat16_step():
     two = ir.Module.parse("""
     func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
