@@ -453,3 +453,22 @@ def test_hlo_opt_stage_hlo_prints_a_scheduled_module_as_given(tool, work):
     assert "  %b = f32[1024]{0} exponential(f32[1024]{0} %a)\n" in given.out and "fusion" not in given.out
     optimized = tool(f"hlo-opt --platform=CUDA --stage=hlo {spec} plain.hlo")
     assert optimized.code == 0 and " fusion(" in optimized.out, optimized.err
+
+
+def test_hlo_opt_passes_on_cuda_take_a_dot_with_an_algorithm(tool, work):
+    """A dot with an algorithm reaches the CUDA plugin (its VHLO had refused the import's form
+    of it), and XLA's dot-algorithm-rewriter splits it into three bf16 dots."""
+    from tests.conftest import filecheck
+
+    (work / "dot3.hlo").write_text(
+        "HloModule m\n\nENTRY e {\n  p0 = f32[16,16] parameter(0)\n  p1 = f32[16,16] parameter(1)\n"
+        "  ROOT dot = f32[16,16] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0},"
+        " algorithm=dot_bf16_bf16_f32_x3\n}\n")
+    r = tool("hlo-opt --platform=CUDA --passes=dot-algorithm-rewriter "
+             "--xla_gpu_target_config_filename=a100_pcie_80 dot3.hlo")
+    assert r.code == 0, r.err
+    filecheck(r.out, """\
+CHECK: ENTRY %e
+CHECK-COUNT-3: dot(bf16[16,16]{1,0} %{{.*}}, bf16[16,16]{1,0} %{{.*}}), lhs_contracting_dims={1}, rhs_contracting_dims={0}, algorithm=dot_bf16_bf16_f32{{$}}
+CHECK-NOT: algorithm=dot_bf16_bf16_f32_x3
+""", work)
