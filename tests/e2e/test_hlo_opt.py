@@ -472,3 +472,40 @@ CHECK: ENTRY %e
 CHECK-COUNT-3: dot(bf16[16,16]{1,0} %{{.*}}, bf16[16,16]{1,0} %{{.*}}), lhs_contracting_dims={1}, rhs_contracting_dims={0}, algorithm=dot_bf16_bf16_f32{{$}}
 CHECK-NOT: algorithm=dot_bf16_bf16_f32_x3
 """, work)
+
+
+def test_hlo_opt_buffer_assignment_and_html_are_xla_s_hlo_opt_s(tool, work):
+    """--stage=buffer-assignment is XLA's hlo-opt's ToVerboseString (statistics, peak buffers),
+    --stage=html its fusion explorer with a frame per entry instruction; mlirhlo opt's
+    buffer-assignment stays XLA's dump (the allocation list)."""
+    from typer.testing import CliRunner
+
+    from mlirhlo_driver.cli.app import app
+    from tests.conftest import filecheck
+
+    (work / "two.hlo").write_text(_TWO_KERNELS)
+    spec = "--xla_gpu_target_config_filename=a100_pcie_80"
+    ba = tool(f"hlo-opt --platform=CUDA --stage=buffer-assignment {spec} two.hlo")
+    assert ba.code == 0, ba.err
+    filecheck(ba.out, """\
+CHECK:      BufferAssignment OOM Debugging.
+CHECK-NEXT: BufferAssignment stats:
+CHECK-NEXT: parameter allocation: 11.44MiB
+CHECK:      total allocation:
+CHECK-NEXT: Peak buffers:
+CHECK-NEXT: Buffer 1:
+CHECK-NEXT: Size: 11.44MiB
+CHECK-NEXT: Operator: op_name="p"
+CHECK-NEXT: Entry Parameter Subshape: f32[5000,600]
+CHECK-NOT:  allocation 0:
+""", work)
+    html = tool(f"hlo-opt --platform=CUDA --stage=html {spec} two.hlo")
+    assert html.code == 0, html.err
+    filecheck(html.out, """\
+CHECK: <!DOCTYPE html>
+CHECK: const frames = [[0, "{{[^"]+}}", "#node{{[0-9]+}}"], {{.*}}[0, "p{{[.0-9]*}}", "#node{{[0-9]+}}"]];
+CHECK-NOT: gstatic.com
+""", work)
+    opt = CliRunner().invoke(app, ["opt", str(work / "two.hlo"), "--platform", "cuda", "--gpu-spec",
+                                   "a100_pcie_80", "--stage", "buffer-assignment"])
+    assert opt.exit_code == 0 and opt.output.startswith("BufferAssignment:\nallocation 0:"), opt.output
