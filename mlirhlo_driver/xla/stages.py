@@ -602,12 +602,18 @@ def _hlo_opt_html(req: Any) -> str:
     return self_contained(with_frames(page, names, parameters))
 
 
+# What XLA's GpuCompiler puts before an executable's PTX since after jaxlib 0.12's XLA
+# (kGpuExecutablePtxMarker), so XLA's hlo-opt prints it first; none where there is no PTX.
+_GPU_EXECUTABLE_MARKER = "// GPU Executable\n"
+
+
 def _hlo_opt_ptx(req: Any) -> str:
-    """The executable's PTX as XLA's GpuExecutable::text() holds it: the PTX of each LLVM
-    module XLA split the kernels into, in XLA's module order (the dump's shard numbers),
-    each followed by a newline; modules with no code left out."""
+    """The executable's PTX as XLA's GpuExecutable::text() holds it: XLA's marker line, then
+    the PTX of each LLVM module XLA split the kernels into, in XLA's module order (the
+    dump's shard numbers), each followed by a newline; modules with no code left out."""
     found = _codegen_files(req, _PTX_FILE, "ptx")
-    return "".join(_text(data) + "\n" for _, data in found if data.strip())
+    text = "".join(_text(data) + "\n" for _, data in found if data.strip())
+    return _GPU_EXECUTABLE_MARKER + text if text else text
 
 
 # ------------------------------------------------------------------ Triton
