@@ -510,3 +510,45 @@ CHECK-NOT: gstatic.com
                                    "a100_pcie_80", "--stage", "buffer-assignment"])
     assert opt.exit_code == 0 and opt.output.startswith("BufferAssignment:\nallocation 0:"), opt.output
 
+
+_ALL_REDUCE_8 = """\
+HloModule ar, replica_count=8
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[1024] parameter(0)
+  ROOT r = f32[1024] all-reduce(p), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true,
+    to_apply=add
+}
+"""
+
+
+def test_hlo_opt_all_reduce_on_a_gb200_topology_is_xla_s_triton_collective_kernel(tool, work):
+    """XLA's gb200_2x4.txtpb names its GPU by platform_version alone (oberon_b200: GB200); the
+    shipped GB200 spec carries the NVLink domain (collective memory granularity), with which
+    XLA makes an all-reduce a __triton_collective fusion, a kernel in the PTX, not an NCCL call."""
+    from tests.conftest import filecheck
+
+    (work / "oberon_2x4.txtpb").write_text('platform_version: "oberon_b200"\nnum_partitions: 1\n'
+                                           "num_hosts_per_partition: 2\nnum_devices_per_host: 4\n")
+    (work / "ar8.hlo").write_text(_ALL_REDUCE_8)
+    hlo = tool("hlo-opt --platform=CUDA --stage=hlo --xla_gpu_topology_filename=oberon_2x4.txtpb ar8.hlo")
+    assert hlo.code == 0, hlo.err
+    assert_mentions(hlo.err, "oberon_2x4.txtpb", "NVIDIA GB200", "sm_100a")
+    filecheck(hlo.out, """\
+CHECK: all-reduce(
+CHECK: ENTRY
+CHECK: fusion-start({{.*}}), kind=kCustom, {{.*}}"kind":"__triton_collective"
+""", work)
+    ptx = tool("hlo-opt --platform=CUDA --stage=ptx --xla_gpu_topology_filename=oberon_2x4.txtpb ar8.hlo")
+    assert ptx.code == 0, ptx.err
+    filecheck(ptx.out, """\
+CHECK-LABEL: // GPU Executable
+CHECK: .target sm_100a
+CHECK: .visible .entry
+""", work)
