@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import CompileError
+from ..errors import CompileError, StageError
 from ..stages.base import XLA, Deferred, Registry, Stage, StageRequest
 
 # libtpu's files are ``after_optimizations...`` (xla.backend drops its build from the prefix).
@@ -580,7 +580,11 @@ def _hlo_opt_buffer_assignment(req: Any) -> str:
     peak buffers), rebuilt from the optimized HloProto (tool_outputs.buffer_assignment_verbose)."""
     from .tool_outputs import buffer_assignment_verbose
 
-    return buffer_assignment_verbose(_after_optimizations_proto(req, "hlo-opt:buffer-assignment"))
+    proto = _after_optimizations_proto(req, "hlo-opt:buffer-assignment")
+    if not proto.buffer_assignment.buffer_allocations:  # a backend whose dump leaves it out
+        raise StageError(f"XLA's optimized HloProto on {req.options.platform} holds no buffer assignment",
+                         hint="mlirhlo opt --stage buffer-assignment prints XLA's own dump of it")
+    return buffer_assignment_verbose(proto)
 
 
 def _hlo_opt_html(req: Any) -> str:

@@ -109,3 +109,19 @@ def _shape(element_type: int, dims: list[int], tuple_of: int = 0):
     for _ in range(tuple_of):
         outer.tuple_shapes.add().CopyFrom(shape)
     return outer
+
+
+def test_hlo_opt_buffer_assignment_of_a_dump_without_one_is_a_stage_error(monkeypatch):
+    """A backend whose optimized HloProto holds no buffer assignment gets the error naming
+    it, not a page of zero statistics."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.ir import hlo_proto
+    from mlirhlo_driver.xla import stages
+
+    monkeypatch.setattr(stages, "_after_optimizations_proto", lambda req, stage: hlo_proto.message_class("HloProto")())
+    with pytest.raises(StageError, match="holds no buffer assignment"):
+        stages._hlo_opt_buffer_assignment(SimpleNamespace(options=SimpleNamespace(platform="tpu")))
