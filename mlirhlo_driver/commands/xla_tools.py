@@ -70,8 +70,11 @@ def _xla_path(path: str) -> str:
 
 # Stages whose meaning in XLA's hlo-opt (xla/tools/hlo_opt/compiled_opt_lib.cc, gpu_opt.cc)
 # is not mlirhlo opt's: 'hlo' is the module after the HLO passes, before the backend
-# schedules it; 'ptx' the executable's PTX with XLA's modules joined (xla/stages.py).
-_HLO_OPT_STAGES = {"hlo": "hlo-opt:hlo", "ptx": "hlo-opt:ptx"}
+# schedules it; 'ptx' the executable's PTX with XLA's modules joined; 'buffer-assignment'
+# the statistics and peak buffers (ToVerboseString); 'html' a frame per entry instruction
+# (xla/stages.py).
+_HLO_OPT_STAGES = {"hlo": "hlo-opt:hlo", "ptx": "hlo-opt:ptx", "buffer-assignment": "hlo-opt:buffer-assignment",
+                   "html": "hlo-opt:html"}
 
 def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     """XLA's hlo-opt with its parsed flags ``p`` (XLA's names); the exit status. ``say``

@@ -9,7 +9,8 @@ text ``xla.GpuTopologyProto`` (``num_partitions``, ``num_hosts_per_partition``,
 jaxlib 0.12's compile reads no such file (a missing one passes unnoticed): the driver
 reads it, and the compile-only CUDA devices are made for that topology (the plugin's
 ``topology`` option takes the same ``PxHxD``); its ``gpu_target_config`` is the GPU spec
-when no ``--xla_gpu_target_config_filename`` names one.
+when no ``--xla_gpu_target_config_filename`` names one, else the shipped spec of the GPU its
+``platform_version`` names as XLA reads it (:data:`PLATFORM_SPECS`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ FLAG = "xla_gpu_topology_filename"
 _SHORTHAND = re.compile(r"^(?:(?P<platform>[A-Za-z]\w*):)?(?P<p>\d+)x(?P<h>\d+)x(?P<d>\d+)$")
 _PLATFORMS = ("cuda", "gpu")  # the prefixes that name this backend
 _HINT = "give a GpuTopologyProto text file or PARTITIONSxHOSTSxDEVICES, e.g. 1x2x4"
+# A topology's platform_version, as XLA maps it to a GPU where the file holds no
+# gpu_target_config (xla/service/gpu_topology.cc, GetGpuModel): the shipped spec of that GPU.
+# XLA's gb200_2x4.txtpb and gb300_4x4.txtpb say only "oberon_b200" / "oberon_b300".
+PLATFORM_SPECS = {"tesla_a100": "a100_sxm_40", "nvidia_h100": "h100_sxm", "umbriel_b200": "b200",
+                  "oberon_b200": "gb200", "oberon_b300": "gb300"}
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,12 @@ def parse(text: str, file: str) -> GpuTopology:
                         hint="a topology gives num_partitions, num_hosts_per_partition and num_devices_per_host")
     counts = _counts(file, msg.num_partitions, msg.num_hosts_per_partition, msg.num_devices_per_host)
     stem = os.path.splitext(os.path.basename(file))[0]
-    spec = specs.parse_spec(inner, file, name=stem) if inner is not None else None
+    if inner is not None:
+        spec = specs.parse_spec(inner, file, name=stem)
+    elif msg.platform_version in PLATFORM_SPECS:
+        spec = specs.resolve_spec(PLATFORM_SPECS[msg.platform_version])
+    else:
+        spec = None
     return GpuTopology(*counts, source=file, spec=spec)
 
 

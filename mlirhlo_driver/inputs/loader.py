@@ -427,7 +427,7 @@ def _load_one(data: bytes, fmt: str, source: str, name: str, offset: int) -> Loa
         raw, bytecode = _hlo_to_stablehlo(source, text=text, offset=offset)
         from ..ir.emit import stable_hlo_proto
 
-        module = parse_mlir(bytecode, source)
+        module = parse_imported_hlo(bytecode, source)
         _keep_device_counts(module, *hlo_header_counts(text))
         return LoadedModule(name, source, fmt, module, offset, stable_hlo_proto(raw))
     if fmt == "hlo-pbtxt":
@@ -693,7 +693,56 @@ def _mhlo_to_stablehlo(module: Any, source: str) -> Any:
 
 def _module_from_hlo_proto(proto: bytes, source: str) -> Any:
     _, bytecode = _hlo_to_stablehlo(source, proto=proto)
-    return parse_mlir(bytecode, source)
+    return parse_imported_hlo(bytecode, source)
+
+
+def parse_imported_hlo(bytecode: bytes, source: str) -> Any:
+    """The StableHLO bytecode XLA's HLO import made (``_jax.mlir.hlo_to_stablehlo``) as a
+    module, each dot with an algorithm in StableHLO's own form (:func:`_dot_algorithms_kept`):
+    every import of HLO goes through here."""
+    module = parse_mlir(bytecode, source)
+    _dot_algorithms_kept(module, bytecode)
+    return module
+
+
+def _dot_algorithms_kept(module: Any, bytecode: bytes) -> None:
+    """XLA's HLO import writes a plain 2-D ``dot`` with an ``algorithm=`` (HLO's
+    dot_bf16_bf16_f32_x3, ...) as ``stablehlo.dot`` carrying the algorithm as a discardable
+    attribute: StableHLO's dot has no algorithm, so serializing for a plugin (CUDA, TPU:
+    VHLO) refuses the op and any pass may drop it. Each such dot becomes the
+    ``stablehlo.dot_general`` it means (lhs's last dimension against rhs's first, no batch),
+    the algorithm in its own field, which XLA imports back as the same HLO dot."""
+    if b"algorithm" not in bytecode:  # the attribute's name is in bytecode's string table
+        return
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    dots: list[Any] = []
+
+    def visit(op: Any) -> Any:
+        if op.name == "stablehlo.dot" and "algorithm" in op.attributes:
+            dots.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for dot in dots:
+        lhs, rhs = dot.operands
+        with module.context, dot.location, ir.InsertionPoint(dot):
+            numbers = stablehlo.DotDimensionNumbers.get(
+                lhs_batching_dimensions=[], rhs_batching_dimensions=[],
+                lhs_contracting_dimensions=[ir.RankedTensorType(lhs.type).rank - 1],
+                rhs_contracting_dimensions=[0])
+            attrs = dot.attributes
+            general = stablehlo.DotGeneralOp(
+                dot.results[0].type, lhs, rhs, numbers,
+                precision_config=attrs["precision_config"] if "precision_config" in attrs else None,
+                algorithm=attrs["algorithm"])
+            # the other discardable attributes (mhlo.frontend_attributes, ...) stay with it
+            for key in attrs:
+                if key not in ("precision_config", "algorithm"):
+                    general.operation.attributes[key] = attrs[key]
+        dot.results[0].replace_all_uses_with(general.result)
+        dot.erase()
 
 
 def _hlo_to_stablehlo(source: str, *, text: str | None = None, proto: bytes | None = None,

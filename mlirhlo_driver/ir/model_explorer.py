@@ -53,17 +53,18 @@ _LOW_IS_BAD = [{"stop": 0, "bgColor": "#a63603"}, {"stop": 0.5, "bgColor": "#fd8
 
 # ------------------------------------------------------------------ shapes
 
-def shape_text(shape: Any) -> str:
-    """A ShapeProto as XLA prints it with its layout: ``f32[8,128]{1,0}``, ``(f32[2]{0}, s32[])``."""
+def shape_text(shape: Any, *, layout: bool = True) -> str:
+    """A ShapeProto as XLA prints it with its layout: ``f32[8,128]{1,0}``, ``(f32[2]{0}, s32[])``;
+    without ``layout`` as ``Shape::ToString()`` does by default: ``f32[8,128]``."""
     from .dtypes import TYPES
 
     names = {t.number: t.hlo for t in TYPES}
     if shape.tuple_shapes or names.get(shape.element_type) == "tuple":
-        return "(" + ", ".join(shape_text(s) for s in shape.tuple_shapes) + ")"
+        return "(" + ", ".join(shape_text(s, layout=layout) for s in shape.tuple_shapes) + ")"
     dyn = list(shape.is_dynamic_dimension)
     dims = ",".join(("<=" if i < len(dyn) and dyn[i] else "") + str(d) for i, d in enumerate(shape.dimensions))
     text = f"{names.get(shape.element_type, str(shape.element_type))}[{dims}]"
-    if shape.dimensions and shape.HasField("layout") and shape.layout.minor_to_major:
+    if layout and shape.dimensions and shape.HasField("layout") and shape.layout.minor_to_major:
         layout = ",".join(str(d) for d in shape.layout.minor_to_major)
         tiles = "".join("T(" + ",".join(str(x) for x in t.dimensions) + ")" for t in shape.layout.tiles)
         space = f"S({shape.layout.memory_space})" if shape.layout.memory_space else ""

@@ -75,3 +75,57 @@ def map_dots(text: str, fn: Callable[[str], str]) -> str:
         dots = [fn(d) if isinstance(d, str) else d for d in dots]
     packed = base64.b64encode(gzip.compress(json.dumps(dots).encode(), mtime=0)).decode()
     return text[:m.start(2)] + packed + text[m.end(2):]
+
+
+_FRAMES = re.compile(r"^(\s*const frames = )(\[.*\]);$", re.M)
+# XLA's dot: a node statement (``n4 [label=<<b>e.1.1</b>...``), a fusion's cluster
+# (``subgraph cluster_n3 {`` then ``label = <Fused expression for <b>NAME</b>``).
+_NODE = re.compile(r'^\s*(\w+) \[label=<(?:<b>([^<]*)</b>)?')
+_CLUSTER_LABEL = re.compile(r"^\s*label = <Fused expression for <b>([^<]*)</b>")
+
+
+def _svg_ids(dot: str) -> dict[str, str]:
+    """Instruction name -> the CSS selector of its element in Graphviz's SVG of ``dot``:
+    Graphviz numbers nodes ``node1``.. and clusters ``clust1``.. in the order the dot
+    declares them (XLA's own hover rules rely on that). Entry parameters, which XLA labels
+    ``Parameter N``, are keyed so; a fusion is its cluster."""
+    ids: dict[str, str] = {}
+    nodes = clusters = depth = 0
+    for line in dot.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("subgraph cluster"):
+            clusters += 1
+            depth += 1
+            continue
+        if stripped.startswith("}") and depth:
+            depth -= 1
+            continue
+        m = _CLUSTER_LABEL.match(line)
+        if m and depth:
+            ids.setdefault(m.group(1), f"#clust{clusters}")
+            continue
+        m = _NODE.match(line)
+        if m and "->" not in line:
+            nodes += 1
+            label = m.group(2)
+            if label and (depth == 0 or not label.startswith("Parameter ")):
+                ids.setdefault(label, f"#node{nodes}")
+    return ids
+
+
+def with_frames(page: str, names: list[str], parameters: dict[str, int] | None = None) -> str:
+    """XLA's fusion explorer ``page`` (one frame: a computation's graph) with one frame per
+    name, in order, as XLA's RenderAllComputationsToHtml lists an entry's instructions:
+    each shows that graph with the instruction's node (a fusion's cluster) highlighted.
+    ``parameters``: entry parameters' numbers by name (XLA labels them ``Parameter N``).
+    A page without XLA's frame list is returned as is."""
+    m = _PAYLOAD.search(page)
+    frames = _FRAMES.search(page)
+    if not m or not frames:
+        return page
+    payload = m.group(2)
+    dots = json.loads(gzip.decompress(base64.b64decode(payload + "=" * (-len(payload) % 4))))
+    ids = _svg_ids(dots[0]) if dots and isinstance(dots[0], str) else {}
+    numbers = parameters or {}
+    listed = [[0, n, ids.get(f"Parameter {numbers[n]}" if n in numbers else n, "")] for n in names]
+    return page[:frames.start(2)] + json.dumps(listed) + page[frames.end(2):]

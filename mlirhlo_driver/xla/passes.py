@@ -396,7 +396,7 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     ``HARDWARE_INDEPENDENT``; each compile goes to ``arts``, what the user should know to
     ``notes``, the modules before, between and after the passes to ``trace``."""
     from .._native import jaxlib as _jaxlib
-    from ..inputs.loader import parse_mlir
+    from ..inputs.loader import parse_imported_hlo
     from ..ir import hlo_names
     from . import backend as xla_backend
 
@@ -452,7 +452,7 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
         plan.append((n, *found))
     original = program.hlo_proto
     if original is not None:  # each trip through StableHLO from a tagged module (hlo_names.tag)
-        module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(hlo_names.tag(original)), program.source)
+        module = parse_imported_hlo(_jaxlib.hlo_proto_to_stablehlo_bytecode(hlo_names.tag(original)), program.source)
     proto: bytes | None = None  # the module XLA holds after the passes so far
     for step, (n, target, known, runs_here, lent) in enumerate(plan, 1):
         if lent:
@@ -493,7 +493,7 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
             trace.steps.append((n, proto))
         if step < len(plan):
             try:
-                module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(
+                module = parse_imported_hlo(_jaxlib.hlo_proto_to_stablehlo_bytecode(
                     hlo_names.tag(proto) if original is not None else proto), program.source)
             except RuntimeError as e:  # XLA's importer refuses what the pass made (a fusion)
                 raise CompileError(f"the HLO after {n} cannot go back to StableHLO for {plan[step][0]}: "

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..errors import CompileError
+from ..errors import CompileError, StageError
 from ..stages.base import XLA, Deferred, Registry, Stage, StageRequest
 
 # libtpu's files are ``after_optimizations...`` (xla.backend drops its build from the prefix).
@@ -567,12 +567,57 @@ def _hlo_opt_hlo(req: Any) -> str:
     return _text(_stage_artifacts(req, "hlo-opt:hlo").one(HLO_PASSES_END_FILE, "hlo"))
 
 
+def _after_optimizations_proto(req: Any, stage: str) -> Any:
+    """The HloProto XLA dumps after optimization (module and buffer assignment), decoded."""
+    from ..ir import hlo_proto
+    from .summary import AFTER_OPT_PROTO
+
+    return hlo_proto.decode(_stage_artifacts(req, stage).one(AFTER_OPT_PROTO, stage), "HloProto")
+
+
+def _hlo_opt_buffer_assignment(req: Any) -> str:
+    """XLA's hlo-opt's buffer-assignment: BufferAssignment::ToVerboseString (statistics and
+    peak buffers), rebuilt from the optimized HloProto (tool_outputs.buffer_assignment_verbose)."""
+    from .tool_outputs import buffer_assignment_verbose
+
+    proto = _after_optimizations_proto(req, "hlo-opt:buffer-assignment")
+    if not proto.buffer_assignment.buffer_allocations:  # a backend whose dump leaves it out
+        raise StageError(f"XLA's optimized HloProto on {req.options.platform} holds no buffer assignment",
+                         hint="mlirhlo opt --stage buffer-assignment prints XLA's own dump of it")
+    return buffer_assignment_verbose(proto)
+
+
+def _hlo_opt_html(req: Any) -> str:
+    """XLA's hlo-opt's html (RenderAllComputationsToHtml): XLA's fusion explorer page with
+    one frame per entry instruction, in reverse post order, constants and tuple elements
+    left out, each named after it. XLA draws each frame as the instruction's neighbourhood;
+    jaxlib renders only whole computations, so each frame here is the entry's graph (XLA's
+    html dump) with that instruction's node highlighted (graph_dumps.with_frames)."""
+    from .graph_dumps import canonical_html, with_frames
+    from .html_page import self_contained
+
+    stage = "hlo-opt:html"
+    page = canonical_html(_text(_stage_artifacts(req, stage).one(_AFTER_OPT + r"\.html$", "html")))
+    module = _after_optimizations_proto(req, stage).hlo_module
+    entry = next(c for c in module.computations if c.id == module.entry_computation_id)
+    # HloComputation::ToProto writes the instructions in post order.
+    names = [i.name for i in reversed(entry.instructions) if i.opcode not in ("constant", "get-tuple-element")]
+    parameters = {i.name: i.parameter_number for i in entry.instructions if i.opcode == "parameter"}
+    return self_contained(with_frames(page, names, parameters))
+
+
+# What XLA's GpuCompiler puts before an executable's PTX since after jaxlib 0.12's XLA
+# (kGpuExecutablePtxMarker), so XLA's hlo-opt prints it first; none where there is no PTX.
+_GPU_EXECUTABLE_MARKER = "// GPU Executable\n"
+
+
 def _hlo_opt_ptx(req: Any) -> str:
-    """The executable's PTX as XLA's GpuExecutable::text() holds it: the PTX of each LLVM
-    module XLA split the kernels into, in XLA's module order (the dump's shard numbers),
-    each followed by a newline; modules with no code left out."""
+    """The executable's PTX as XLA's GpuExecutable::text() holds it: XLA's marker line, then
+    the PTX of each LLVM module XLA split the kernels into, in XLA's module order (the
+    dump's shard numbers), each followed by a newline; modules with no code left out."""
     found = _codegen_files(req, _PTX_FILE, "ptx")
-    return "".join(_text(data) + "\n" for _, data in found if data.strip())
+    text = "".join(_text(data) + "\n" for _, data in found if data.strip())
+    return _GPU_EXECUTABLE_MARKER + text if text else text
 
 
 # ------------------------------------------------------------------ Triton
@@ -777,6 +822,12 @@ def add_stages(stages: Registry) -> None:
                      _hlo_opt_hlo, dumps=(_TEXT, _PASSES_END), hidden=True))
     stages.add(Stage("hlo-opt:ptx", "ptx", XLA, False, "the executable's PTX, its modules joined as XLA does",
                      _hlo_opt_ptx, CUDA_ONLY, dumps=(_PTX,), hidden=True))
+    stages.add(Stage("hlo-opt:buffer-assignment", "buffer-assignment.txt", XLA, False,
+                     "XLA's buffer assignment statistics and peak buffers (ToVerboseString)",
+                     _hlo_opt_buffer_assignment, ALL, dumps=(_PROTO,), hidden=True))
+    stages.add(Stage("hlo-opt:html", "html", XLA, False,
+                     "XLA's fusion explorer page, one frame per entry instruction",
+                     _hlo_opt_html, ALL, dumps=(_HTML, _PROTO), hidden=True))
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",
                      _summary, ALL, dumps=(_PROTO,), hidden=True))

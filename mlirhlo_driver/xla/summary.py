@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 # TPU's file is ``after_optimizations.hlo.pb`` (xla.backend drops libtpu's build from the prefix).
-_AFTER_OPT_PROTO = r"(?:(?:^|_)(?:cpu|gpu)_|^)after_optimizations\.hlo\.pb$"
+AFTER_OPT_PROTO = r"(?:(?:^|_)(?:cpu|gpu)_|^)after_optimizations\.hlo\.pb$"
 
 # The executable's memory stats shown, in this order (device memory; jaxlib's names).
 MEMORY_FIELDS = ("peak_memory_in_bytes", "temp_size_in_bytes", "argument_size_in_bytes",
@@ -42,7 +42,7 @@ def summarize(art: Any) -> dict[str, Any]:
     from ..errors import StageError
     from ..ir import hlo_proto
 
-    found = art.matching(_AFTER_OPT_PROTO)
+    found = art.matching(AFTER_OPT_PROTO)
     if not found:
         raise StageError(f"XLA wrote no optimized HloProto on {art.platform}"
                          + (f" (compile failed: {art.compile_error})" if art.compile_error else ""))

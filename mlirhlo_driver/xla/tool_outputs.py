@@ -146,3 +146,107 @@ def write_pass_dump(directory: str, number: int, trace: Any, flags: dict[str, An
             outputs.write_atomic(Path(f"{prefix}{k:04d}.transforms_pipeline.after_{after_name}."
                                       f"before_{before_name}.txt"), text(proto))
             k += 1
+
+
+# ------------------------------------------------------ hlo-opt --stage=buffer-assignment
+
+def human_bytes(n: int) -> str:
+    """A byte count as XLA's ``HumanReadableNumBytes`` writes it: ``512B``, ``2.0KiB``,
+    ``2.00MiB`` (whole KiB then a fraction of the unit: XLA's integer divisions)."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n < 1024:
+        return f"{sign}{n}B"
+    units = "KMGTPE"
+    unit = 0
+    while n >= 1024 * 1024:
+        n //= 1024
+        unit += 1
+    return f"{sign}{n / 1024.0:.{1 if unit == 0 else 2}f}{units[unit]}iB"
+
+
+_C_ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"', ord("'"): "\\'",
+              ord("\\"): "\\\\"}
+
+
+def c_escape(text: str) -> str:
+    """``text`` as absl's ``CEscape`` writes it: C escapes, other bytes outside printable
+    ASCII (UTF-8's too) in octal."""
+    return "".join(_C_ESCAPES.get(b) or (chr(b) if 0x20 <= b < 0x7F else f"\\{b:03o}")
+                   for b in text.encode("utf-8"))
+
+
+def _op_metadata_text(md: Any) -> str:
+    """An OpMetadata as XLA's ``OpMetadataToString`` writes it."""
+    parts = []
+    if md.op_type:
+        parts.append(f'op_type="{c_escape(md.op_type)}"')
+    if md.op_name:
+        parts.append(f'op_name="{c_escape(md.op_name)}"')
+    if md.source_file:
+        parts.append(f'source_file="{c_escape(md.source_file)}"')
+    if md.source_line:
+        parts.append(f"source_line={md.source_line}")
+    if md.profile_type:
+        parts.append("profile_type={" + ",".join(str(t) for t in md.profile_type) + "}")
+    return " ".join(parts)
+
+
+def _subshape(shape: Any, index: Any) -> Any:
+    for i in index:
+        shape = shape.tuple_shapes[i]
+    return shape
+
+
+def buffer_assignment_verbose(hlo_proto: Any, max_buffers: int = 9999) -> str:
+    """What XLA's hlo-opt prints for ``--stage=buffer-assignment`` (gpu_opt.cc:
+    ``BufferAssignment::ToVerboseString(alias_info, 9999)``), from the HloProto XLA dumps
+    after optimization (its ``buffer_assignment`` and ``hlo_module``; jaxlib gives no
+    BufferAssignment object): the allocation statistics, then the buffers live at each
+    allocation's peak, largest first. XLA's two fragmentation lines are left out: they come
+    from its heap simulation, which the proto does not keep."""
+    from ..ir.model_explorer import shape_text
+
+    ba, module = hlo_proto.buffer_assignment, hlo_proto.hlo_module
+    totals = dict.fromkeys(("parameter", "constant", "maybe_live_out", "temp", "total"), 0)
+    for a in ba.buffer_allocations:
+        totals["parameter"] += a.size if a.is_entry_computation_parameter else 0
+        totals["constant"] += a.size if a.is_constant else 0
+        totals["maybe_live_out"] += a.size if a.maybe_live_out else 0
+        # BufferAllocation::IsPreallocatedTempBuffer
+        temp = not (a.is_entry_computation_parameter or a.maybe_live_out or a.is_thread_local or a.is_constant)
+        totals["temp"] += a.size if temp else 0
+        totals["total"] += a.size
+    out = ["BufferAssignment OOM Debugging.\n", "BufferAssignment stats:\n"]
+    for label, key in (("parameter allocation", "parameter"), ("constant allocation", "constant"),
+                       ("maybe_live_out allocation", "maybe_live_out"),
+                       ("preallocated temp allocation", "temp"), ("total allocation", "total")):
+        out.append(f"{label:>33}: {human_bytes(totals[key]):>10}\n")
+
+    # TopKPeakBuffers: each allocation's peak buffers with their assigned size, ordered by
+    # size (a multimap: equal sizes in insertion order), then reversed.
+    values = {b.id: b for b in ba.logical_buffers}
+    sizes = {(a.index, x.logical_buffer_id): x.size for a in ba.buffer_allocations for x in a.assigned}
+    peak = [(sizes.get((p.index, v), values[v].size if v in values else 0), v)
+            for p in ba.peak_buffers for v in p.logical_buffer_ids]
+    peak.sort(key=lambda sv: sv[0])
+    peak = peak[::-1][:max_buffers]
+    instructions = {i.id: (c, i) for c in module.computations for i in c.instructions}
+    text = ["Peak buffers:"]
+    for n, (size, vid) in enumerate(peak, 1):
+        text.append(f"\n\tBuffer {n}:\n\t\tSize: {human_bytes(size)}")
+        value = values.get(vid)
+        found = instructions.get(value.defined_at.instruction_id) if value is not None else None
+        if found is None:
+            text.append("\n\t\t==========================\n")
+            continue
+        comp, ins = found
+        if ins.metadata.op_name:
+            text.append(f"\n\t\tOperator: {_op_metadata_text(ins.metadata)}")
+        shape = shape_text(_subshape(ins.shape, value.defined_at.shape_index), layout=False)
+        if ins.opcode == "parameter" and comp.id == module.entry_computation_id:
+            text.append(f"\n\t\tEntry Parameter Subshape: {shape}")
+        else:
+            text.append(f"\n\t\tXLA Label: {ins.opcode}\n\t\tShape: {shape}")
+        text.append("\n\t\t==========================\n")
+    return "".join(out) + "".join(text)

@@ -44,6 +44,19 @@ def test_a_file_without_a_gpu_gives_its_shape_alone(tmp_path):
     assert (t.shape(), t.spec) == ("1x4x2", None)
 
 
+@pytest.mark.parametrize("platform, spec, sm", [("oberon_b200", "gb200", "sm_100a"), ("oberon_b300", "gb300", "sm_103a"),
+                                                 ("nvidia_h100", "h100_sxm", "sm_90a")])
+def test_a_file_naming_a_platform_gives_the_shipped_spec_of_its_gpu(tmp_path, platform, spec, sm):
+    """XLA's gb200_2x4.txtpb / gb300_4x4.txtpb hold no gpu_target_config, only a platform_version,
+    which XLA reads as a GPU (GetGpuModel): the shipped spec of that GPU; an unknown one, none."""
+    path = tmp_path / "t.txtpb"
+    path.write_text(f'platform_version: "{platform}"\n' + _topology_text(2, 4, spec=None))
+    t = topology.resolve(str(path))
+    assert (t.shape(), t.spec.name, t.spec.sm) == ("1x2x4", spec, sm)
+    path.write_text('platform_version: "tesla_k80"\n' + _topology_text(2, 4, spec=None))
+    assert topology.resolve(str(path)).spec is None
+
+
 @pytest.mark.parametrize("value, facts", [
     ("0x2x4", (">= 1",)), ("tpu:1x2x4", ("'tpu'", "CUDA")), ("nope.txtpb", ("nope.txtpb", "no such file"))])
 def test_bad_values_name_the_flag(value, facts, tmp_path, monkeypatch):

@@ -886,3 +886,35 @@ def test_read_timeout_comes_from_the_environment(monkeypatch):
         with pytest.raises(InputError) as e:
             inputs.read_timeout()
         assert_mentions(e.value.message, "MLIRHLO_READ_TIMEOUT", "positive", f"'{bad}'")
+
+
+_DOT_WITH_ALGORITHM = """\
+HloModule m
+
+ENTRY e {
+  p0 = f32[8,4] parameter(0)
+  p1 = f32[4,2] parameter(1)
+  ROOT dot = f32[8,2] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0},
+    algorithm=dot_bf16_bf16_f32_x3, frontend_attributes={kept="yes"}
+}
+"""
+
+
+def test_an_hlo_dot_with_an_algorithm_loads_as_the_dot_general_it_means(tmp_path):
+    """XLA's import writes a 2-D dot's algorithm as a discardable attribute of stablehlo.dot, which
+    a plugin's VHLO refuses (hlo-opt --platform=CUDA failed on it): it loads as dot_general with the
+    algorithm its own, the module serializes to VHLO, and HLO gets back the same dot."""
+    from tests.conftest import filecheck
+
+    path = tmp_path / "dot.hlo"
+    path.write_text(_DOT_WITH_ALGORITHM)
+    (loaded,) = inputs.load(str(path))
+    filecheck(_ops(loaded.module), """\
+CHECK-NOT: stablehlo.dot %
+CHECK: stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT], algorithm = <lhs_precision_type = bf16, rhs_precision_type = bf16, accumulation_type = f32, {{.*}}num_primitive_operations = 3
+CHECK-SAME: mhlo.frontend_attributes = {kept = "yes"}
+""", tmp_path)
+    assert emit.vhlo_artifact(loaded.module, target_version="1.16.3")  # refused before
+    filecheck(emit.hlo_text(loaded.module), """\
+CHECK: dot(%{{.*}}), lhs_contracting_dims={1}, rhs_contracting_dims={0}, algorithm=dot_bf16_bf16_f32_x3, frontend_attributes={kept="yes"}
+""", tmp_path)

@@ -96,3 +96,35 @@ def test_a_payload_that_is_not_a_list_is_repacked_unchanged():
 
     page = _page({"140212345678901": "module_1.x 140212345678901"})
     assert dots(canonical_html(page)) == {"140212345678901": "module_1.x 140212345678901"}
+
+
+_EXPLORER_DOT = """\
+digraph G {
+label = <<b>Computation main</b>>;
+n0 [label=<<b>Parameter 0</b><br/>f32[4]{0}>, shape=rect, tooltip="p"];
+n1 [label=<<b>out</b><br/>(f32[4])>, shape=rect, tooltip=""];
+subgraph cluster_n2 {
+style="rounded,filled,bold";
+label = <Fused expression for <b>wrapped_exp</b><br/>loop fusion<br/>kind=kLoop>;
+n3 [label=<<b>exp.1</b><br/>exponential<br/>f32[4]{0}>, shape=rect, tooltip="e"];
+n4 [label=<<b>Parameter 0</b><br/>f32[4]{0}>, shape=rect, tooltip=""];
+}  // cluster_n2
+n3 -> n1 [arrowhead=normal tooltip="exp.1 -> out"];
+n0 -> n4 [arrowhead=normal tooltip="p -> param_0"];
+}
+"""
+
+
+def test_with_frames_gives_a_frame_per_name_with_its_node_or_fusion_highlighted():
+    """XLA's fusion explorer page gets one frame per instruction, in the order given, each the
+    page's graph with the instruction's SVG element (Graphviz's node<N>/clust<N>, in declaration
+    order) to highlight: an entry parameter is its top-level 'Parameter N' node, not a fused
+    parameter; a name not drawn gets no highlight. The graphs are kept."""
+    from mlirhlo_driver.xla.graph_dumps import with_frames
+
+    page = _page([_EXPLORER_DOT], after='";\n  const frames = [[0, "module_main", ""]];\n</script></html>\n')
+    out = with_frames(page, ["out", "wrapped_exp", "p", "gone"], {"p": 0})
+    assert dots(out) == [_EXPLORER_DOT]
+    frames = json.loads(re.search(r"^\s*const frames = (.*);$", out, re.M).group(1))
+    assert frames == [[0, "out", "#node2"], [0, "wrapped_exp", "#clust1"], [0, "p", "#node1"], [0, "gone", ""]]
+    assert with_frames("<html>no explorer</html>", ["out"]) == "<html>no explorer</html>"

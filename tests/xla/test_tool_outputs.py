@@ -62,3 +62,93 @@ def test_hlo_opt_emit_proto_has_xla_s_parser_ids(tmp_path, capfd):
     assert given.code == 0, given.err
     assert given.out == hlo_proto.to_text(hlo_proto.parse_text(given.out, "HloProto"))
     assert hlo_proto.encode(hlo_proto.parse_text(given.out, "HloProto").hlo_module) == two
+
+
+def test_human_bytes_and_c_escape_write_as_xla_s_helpers_do():
+    from mlirhlo_driver.xla.tool_outputs import c_escape, human_bytes
+
+    assert [human_bytes(n) for n in (0, 1023, 2048, 2099208, 3 << 30, -1536)] == \
+        ["0B", "1023B", "2.0KiB", "2.00MiB", "3.00GiB", "-1.5KiB"]
+    assert c_escape('a"b\\c\n\té') == 'a\\"b\\\\c\\n\\t\\303\\251'
+
+
+def test_buffer_assignment_verbose_is_xla_s_to_verbose_string_from_the_hlo_proto(tmp_path):
+    """hlo-opt's buffer-assignment from an HloProto: the allocation totals by kind (a
+    temporary is none of parameter, live-out, thread-local, constant), then each allocation's
+    peak buffers largest first with their instruction: an entry parameter's subshape, else
+    its opcode and shape (no layout); its metadata as XLA prints it."""
+    from mlirhlo_driver.ir import hlo_proto
+    from mlirhlo_driver.xla.tool_outputs import buffer_assignment_verbose
+    from tests.conftest import filecheck
+
+    proto = hlo_proto.message_class("HloProto")()
+    m = proto.hlo_module
+    m.entry_computation_id = 1
+    entry = m.computations.add(id=1, name="main")
+    entry.instructions.add(id=1, name="p", opcode="parameter").metadata.op_name = "x"
+    entry.instructions[0].shape.CopyFrom(_shape(10, [4096], tuple_of=2))  # F16 in a tuple
+    fusion = entry.instructions.add(id=2, name="f", opcode="fusion")
+    fusion.shape.CopyFrom(_shape(11, [8, 8]))  # F32
+    fusion.metadata.op_type, fusion.metadata.op_name, fusion.metadata.source_line = "Add", 'a"b', 7
+    ba = proto.buffer_assignment
+    ba.logical_buffers.add(id=5, size=8192).defined_at.instruction_id = 1
+    ba.logical_buffers[0].defined_at.shape_index.append(1)
+    ba.logical_buffers.add(id=6, size=256).defined_at.instruction_id = 2
+    param = ba.buffer_allocations.add(index=0, size=8192, is_entry_computation_parameter=True)
+    param.assigned.add(logical_buffer_id=5, offset=0, size=8192)
+    temp = ba.buffer_allocations.add(index=1, size=1 << 20)
+    temp.assigned.add(logical_buffer_id=6, offset=0, size=256)
+    ba.buffer_allocations.add(index=2, size=4, maybe_live_out=True)
+    ba.buffer_allocations.add(index=3, size=4, is_thread_local=True)
+    ba.peak_buffers.add(index=1, logical_buffer_ids=[6])
+    ba.peak_buffers.add(index=0, logical_buffer_ids=[5])
+    filecheck(buffer_assignment_verbose(proto), """\
+CHECK:      BufferAssignment OOM Debugging.
+CHECK-NEXT: BufferAssignment stats:
+CHECK-NEXT: {{^             }}parameter allocation:     8.0KiB
+CHECK-NEXT: constant allocation: 0B
+CHECK-NEXT: maybe_live_out allocation: 4B
+CHECK-NEXT: preallocated temp allocation: 1.00MiB
+CHECK-NEXT: total allocation: 1.01MiB
+CHECK-NEXT: Peak buffers:
+CHECK-NEXT: {{^	}}Buffer 1:
+CHECK-NEXT: Size: 8.0KiB
+CHECK-NEXT: Operator: op_name="x"
+CHECK-NEXT: Entry Parameter Subshape: f16[4096]
+CHECK-NEXT: ==========================
+CHECK:      Buffer 2:
+CHECK-NEXT: Size: 256B
+CHECK-NEXT: Operator: op_type="Add" op_name="a\\"b" source_line=7
+CHECK-NEXT: XLA Label: fusion
+CHECK-NEXT: Shape: f32[8,8]
+CHECK-NOT:  Buffer
+""", tmp_path)
+
+
+def _shape(element_type: int, dims: list[int], tuple_of: int = 0):
+    from mlirhlo_driver.ir import hlo_proto
+
+    shape = hlo_proto.message_class("xla.ShapeProto")(element_type=element_type, dimensions=dims)
+    shape.layout.minor_to_major.extend(reversed(range(len(dims))))
+    if not tuple_of:
+        return shape
+    outer = hlo_proto.message_class("xla.ShapeProto")(element_type=13)  # TUPLE
+    for _ in range(tuple_of):
+        outer.tuple_shapes.add().CopyFrom(shape)
+    return outer
+
+
+def test_hlo_opt_buffer_assignment_of_a_dump_without_one_is_a_stage_error(monkeypatch):
+    """A backend whose optimized HloProto holds no buffer assignment gets the error naming
+    it, not a page of zero statistics."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from mlirhlo_driver.errors import StageError
+    from mlirhlo_driver.ir import hlo_proto
+    from mlirhlo_driver.xla import stages
+
+    monkeypatch.setattr(stages, "_after_optimizations_proto", lambda req, stage: hlo_proto.message_class("HloProto")())
+    with pytest.raises(StageError, match="holds no buffer assignment"):
+        stages._hlo_opt_buffer_assignment(SimpleNamespace(options=SimpleNamespace(platform="tpu")))
