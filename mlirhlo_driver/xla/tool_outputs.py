@@ -227,8 +227,10 @@ def buffer_assignment_verbose(hlo_proto: Any, max_buffers: int = 9999) -> str:
     # size (a multimap: equal sizes in insertion order), then reversed.
     values = {b.id: b for b in ba.logical_buffers}
     sizes = {(a.index, x.logical_buffer_id): x.size for a in ba.buffer_allocations for x in a.assigned}
+    # (jaxlib 0.9's HloProto has no peak_buffers: the statistics alone)
+    peaks = ba.peak_buffers if "peak_buffers" in ba.DESCRIPTOR.fields_by_name else ()
     peak = [(sizes.get((p.index, v), values[v].size if v in values else 0), v)
-            for p in ba.peak_buffers for v in p.logical_buffer_ids]
+            for p in peaks for v in p.logical_buffer_ids]
     peak.sort(key=lambda sv: sv[0])
     peak = peak[::-1][:max_buffers]
     instructions = {i.id: (c, i) for c in module.computations for i in c.instructions}
