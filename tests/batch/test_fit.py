@@ -168,3 +168,17 @@ def test_without_the_cache_the_tpu_process_starts_before_the_program_is_read(mon
     new_process()
     fit.run(str(path), targets, cache=True)
     assert [e[0] for e in events] == ["read", "prestart", "compile"]
+
+
+@needs_libtpu
+def test_a_file_is_read_once_for_targets_of_every_generation(monkeypatch, tmp_path):
+    """A JAX function is lowered per generation (its TPU lowering rules); a file reads the same
+    for every target, so a sweep over four generations reads it once, not four times."""
+    events: list = []
+    _record_tpu_processes(monkeypatch, events)
+    path = tmp_path / "m.mlir"
+    path.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n")
+    rows = fit.run(str(path), fit.resolve("v5e:2x2,v5p:2x2x1,v6e:2x2,v4:2x2x1", None), cache=False)
+    assert [r.detail for r in rows] == ["stopped here"] * 4
+    assert [e[0] for e in events].count("read") == 1
+    assert [e[0] for e in events].count("compile") == 4
