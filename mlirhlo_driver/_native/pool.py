@@ -89,6 +89,7 @@ class Worker:
         self.spawned = time.monotonic()
         self.ready = False  # its init has run: it says so once, before its first reply
         self.started: float | None = None  # when its task's clock started (once ready)
+        self._retired = False  # told to exit
 
     def send(self, index: int, task: Any) -> None:
         self.index, self.task = index, task
@@ -146,11 +147,17 @@ class Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def retire(self) -> None:
+        """Ask it to exit after its task (it then ends its own helpers): :meth:`close` waits."""
+        if not self._retired:
+            self._retired = True
+            try:
+                self._to.send(None)
+            except OSError:
+                pass
+
     def close(self) -> None:
-        try:
-            self._to.send(None)
-        except OSError:
-            pass
+        self.retire()
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
@@ -229,6 +236,10 @@ def imap(fn: str, context: Any, tasks: Sequence[Any], *, jobs: int, timeout: flo
     finally:
         # All busy ones killed before any is waited for (--fail-fast, Ctrl-C).
         processes.stop([w.process for w in workers if w.task is not None], group=True)
+        # All told to exit before any is waited for: each ends its TPU process and removes its
+        # directories at exit (0.1-0.3 s), side by side rather than one after another.
+        for w in workers:
+            w.retire()
         for w in workers:
             w.close()
         import shutil

@@ -25,7 +25,7 @@ from ..errors import DriverError, log_note
 
 # What a build keeps to compare with the next: one module's figures (CUDA: from the
 # kernel rows and the PTX; any platform: the fusions).
-SUMMARY_STAGES = {"cuda": ("kernel-rows", "ptx", "summary"), "cpu": ("summary",), None: ()}
+SUMMARY_STAGES = {"cuda": ("kernel-rows", "ptx", "summary"), "cpu": ("summary",), "tpu": ("summary",), None: ()}
 
 
 @dataclass

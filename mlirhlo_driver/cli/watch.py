@@ -61,5 +61,8 @@ def _watch(params: dict[str, Any], extra: list[str]) -> int:
             sys.stderr.write(f"  {line}\n")
         sys.stderr.flush()
 
+    # The target refused now, once, as a usage error: the topology or spec named does not
+    # change while it is watched (a spec file that breaks later is a failed build).
+    make_target()
     watch.watch(opt_cli.opt_options(params), make_target, say=say, report=report, python_passes=python_passes)
     return 0

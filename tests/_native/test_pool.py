@@ -76,6 +76,12 @@ def dying_init(context):
     os._exit(4)
 
 
+def slow_exit_init(context):
+    import atexit
+
+    atexit.register(time.sleep, 1.0)  # a TPU process and folders to end at exit, slowly
+
+
 def module_task(context, task):
     """run_pool's task, misbehaving as its module's name says; a report-like row (execute/run.py's
     ModuleReport would make the worker import numpy)."""
@@ -405,3 +411,14 @@ def test_a_worker_told_to_stop_exits_0(tmp_path):
     assert w.call(("ok", 5), timeout=60)[0] == 5
     w.close()
     assert w.process.returncode == 0
+
+
+def test_workers_are_told_to_exit_together_and_waited_for_after(tmp_path):
+    """Each worker ends its TPU process and removes its folders as it exits: the pool asks all
+    of them to exit before it waits for any, so two that take 1 s each take 1 s, not 2."""
+    results = pool.imap(FN, str(tmp_path), [("ok", 0), ("ok", 1)], jobs=2, timeout=60,
+                        init="behaviour_pool_tasks:slow_exit_init")
+    assert sorted(r[0] for _, r in (next(results), next(results))) == [0, 1]
+    t0 = time.perf_counter()
+    assert list(results) == []
+    assert 1.0 <= time.perf_counter() - t0 < 1.8

@@ -1,5 +1,6 @@
 """batch/fit.py as a library: XLA's refusal read into bytes, the rows' figures, the table, the
-JSON, the exit code, and the checks made before anything compiles (no jax, no libtpu)."""
+JSON, the exit code, the checks made before anything compiles, and what a compile is asked
+for (stopped where it would start: no libtpu)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from mlirhlo_driver.batch import fit
 from mlirhlo_driver.errors import DriverError
+from tests.tpu.conftest import needs_libtpu
 
 GIB = 1 << 30
 
@@ -88,3 +90,95 @@ def test_bad_run_arguments_fail_before_any_compile():
         fit.run("x.mlir", target, jobs=-1)
     with pytest.raises(DriverError, match="num_partitions"):
         fit.run("x.mlir", target, num_partitions=0)
+
+
+def test_a_targets_compile_dumps_nothing_the_memory_stage_does_not_read(monkeypatch, tmp_path):
+    """The memory figures come from the executable: a compile that dumped every format (the
+    API's default: HLO text, HTML, DOT, proto, the executable's module) took 1.5x as long on a
+    16-block training step. The compile is stopped where it would start (no libtpu here)."""
+    from mlirhlo_driver.errors import CompileError
+    from mlirhlo_driver.xla import backend
+
+    seen = []
+
+    def compile(module, spec, name="module", **kw):
+        seen.append(spec.dumps)
+        raise CompileError("stopped here")
+
+    monkeypatch.setattr(backend, "compile", compile)
+    monkeypatch.setattr(backend, "prestart", lambda *a, **k: None)
+    path = tmp_path / "m.mlir"
+    path.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n")
+    rows = fit.run(str(path), fit.resolve("v5e:2x2", None), cache=False)
+    assert [r.detail for r in rows] == ["stopped here"] and seen == [()]
+
+
+def _record_tpu_processes(monkeypatch, events):
+    """isolate's TPU processes recorded, not started: each one's environment as it would
+    start, each compile's (a compile stops there), and each read of the program. Returns
+    what forgets the started ones (a new process)."""
+    from mlirhlo_driver._native import isolate
+    from mlirhlo_driver.core import program
+    from mlirhlo_driver.errors import CompileError
+
+    def call(fn, args=(), kwargs=None, **kw):
+        events.append(("compile", kw.get("env")))
+        raise CompileError("stopped here")
+
+    real_programs = program.programs
+
+    def programs(*a, **k):
+        events.append(("read", None))
+        return real_programs(*a, **k)
+
+    started: list = []
+
+    def prestart(preload, env, *a):
+        if env not in started:  # as isolate's: nothing where that process runs already
+            started.append(env)
+            events.append(("prestart", env))
+
+    monkeypatch.setattr(isolate, "prestart", prestart)
+    monkeypatch.setattr(isolate, "call", call)
+    monkeypatch.setattr(program, "programs", programs)
+    return started.clear
+
+
+@needs_libtpu
+def test_without_the_cache_the_tpu_process_starts_before_the_program_is_read(monkeypatch, tmp_path):
+    """Every target then compiles: the TPU process (jax, libtpu: ~0.5 s) starts first, in this
+    process and in each worker as it starts (worker_init), and it is the one the compiles use
+    (the same environment). With the cache it starts only on a miss, after the read."""
+    events: list = []
+    new_process = _record_tpu_processes(monkeypatch, events)
+    path = tmp_path / "m.mlir"
+    # A shape no other test compiles: the session's stage cache holds no row of it.
+    path.write_text("func.func @main(%a: tensor<13x7xf32>) -> tensor<13x7xf32> {\n"
+                    "  return %a : tensor<13x7xf32>\n}\n")
+    targets = fit.resolve("v5e:2x2", None)
+    rows = fit.run(str(path), targets, cache=False)
+    assert rows[0].detail == "stopped here"
+    (first, env), read, compile = events
+    assert (first, read[0], compile[0]) == ("prestart", "read", "compile") and env and compile[1] == env
+    events.clear()
+    new_process()
+    fit.worker_init(fit.FitJob(str(path), cache=False, tpu=targets[0]))
+    assert events == [("prestart", env)]
+    events.clear()
+    new_process()
+    fit.run(str(path), targets, cache=True)
+    assert [e[0] for e in events] == ["read", "prestart", "compile"]
+
+
+@needs_libtpu
+def test_a_file_is_read_once_for_targets_of_every_generation(monkeypatch, tmp_path):
+    """A JAX function is lowered per generation (its TPU lowering rules); a file reads the same
+    for every target, so a sweep over four generations reads it once, not four times."""
+    events: list = []
+    _record_tpu_processes(monkeypatch, events)
+    path = tmp_path / "m.mlir"
+    path.write_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n")
+    rows = fit.run(str(path), fit.resolve("v5e:2x2,v5p:2x2x1,v6e:2x2,v4:2x2x1", None), cache=False)
+    assert [r.detail for r in rows] == ["stopped here"] * 4
+    assert [e[0] for e in events].count("read") == 1
+    assert [e[0] for e in events].count("compile") == 4

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from mlirhlo_driver.batch import watch
+from tests.conftest import DATA
+from tests.tpu.conftest import needs_libtpu
 
 ADD = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = stablehlo.add %a, %a : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 """
+
+MATMUL_TANH = (DATA / "tpu" / "matmul_tanh.mlir").read_text()
 
 
 def _snap(kernels=None, ptx=None, fusions=()):
@@ -188,3 +194,26 @@ def test_the_output_is_written_before_the_summary_is_made(tmp_path, monkeypatch)
                 report=builds.append, changed=iter([]))
     assert [b.error for b in builds] == [None]
     assert seen == [("summary", True)]
+
+
+@needs_libtpu
+@pytest.mark.xdist_group("tpu")  # one worker keeps the TPU process for all
+def test_a_tpu_watch_rebuilds_and_names_the_fusions_that_changed(tmp_path):
+    """A device-less v5e compile per build, in the same TPU process; the summary names the
+    fusions that changed (tanh's for exp's), as on CPU; the output is the new module's."""
+    from mlirhlo_driver import targets
+    from mlirhlo_driver.batch.opt import OptOptions
+
+    path, out = tmp_path / "m.mlir", tmp_path / "m.hlo"
+    path.write_text(MATMUL_TANH)
+    builds: list[watch.Build] = []
+
+    def changed():
+        path.write_text(MATMUL_TANH.replace("stablehlo.tanh", "stablehlo.exponential"))
+        yield {str(path)}
+
+    watch.watch(OptOptions(inputs=[str(path)], stage="hlo", output=str(out)),
+                lambda: targets.resolve("tpu", tpu_topology="v5e:2x2"), report=builds.append, changed=changed())
+    assert [(b.number, b.error) for b in builds] == [(0, None), (1, None)]
+    assert builds[1].lines == ["m: fusions 1 -> 1 (+1 -1)"]
+    assert "exponential" in out.read_text() and "tanh" not in out.read_text()

@@ -66,3 +66,12 @@ def test_watch_refuses_an_unknown_option_before_watching(cli):
     r = cli("watch", str(Path(__file__)), "--platfrom", "cpu")
     assert_one_line_error(r, facts=("--platfrom", "'--platform'"))
     assert "build" not in r.err
+
+
+def test_watch_refuses_an_unknown_topology_or_spec_once_before_watching(cli):
+    """A target that does not resolve is a usage error said once, before any build (it was a
+    failed build, then the same line again as the watch set itself up)."""
+    r = cli("watch", str(Path(__file__)), "--platform", "tpu", "--tpu-topology", "v9z:2x2")
+    assert_one_line_error(r, at="--tpu-topology", facts=("v9z",))
+    r = cli("watch", str(Path(__file__)), "--platform", "cuda", "--gpu-spec", "bogus")
+    assert_one_line_error(r, facts=("bogus",))

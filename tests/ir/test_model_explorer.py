@@ -2,10 +2,10 @@
 
 Most tests use a one-dot module (a GEMM fusion and a loop fusion on CUDA). The files are
 checked against Model Explorer's own code where the ``explorer`` extra is installed
-(its dataclasses, loaded with dacite as its server does), and the MLP step is opened once
-in Model Explorer's web app in headless Chromium with no network
-(tests/headless_chromium.py). That one test costs ~30 s (Model Explorer's app lays the
-graph out in the browser).
+(its dataclasses, loaded with dacite as its server does), and the MLP step (CUDA) and two
+matmuls (a device-less v5e) are opened in Model Explorer's web app in headless Chromium
+with no network (tests/headless_chromium.py). Those two tests cost 5-30 s each (Model
+Explorer's app lays the graph out in the browser).
 """
 
 from __future__ import annotations
@@ -60,17 +60,23 @@ def _free_port() -> int:
 
 # What the app shows once it has laid the graph out and loaded the overlays: the side
 # panel's graph info and every table row (root-level nodes, node data).
-SHOWN = """(() => {
+def _shown(overlay: str, columns: int) -> str:
+    """The page's "done" expression: null until the overlay named ``overlay`` is listed and
+    the node data table has its ``columns`` figure columns (each row: index, node, figures)."""
+    return """(() => {
   const t = document.body.innerText;
   if (t.includes('Processing') || t.includes('Converting') || !t.includes('NODE DATA PROVIDERS')) return null;
   const tables = [...document.querySelectorAll('table')].map(
       table => [...table.querySelectorAll('tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim())));
-  // The overlays load after the graph (later still on a loaded machine): wait for both
+  // The overlays load after the graph (later still on a loaded machine): wait for them
   // and for the node data table to have its figure columns.
   const last = tables.length ? tables[tables.length - 1] : [];
-  if (!t.includes('registers per thread') || !last.some(row => row.length === 4)) return null;
+  if (!t.includes(%s) || !last.some(row => row.length === %d)) return null;
   return {text: t, tables: tables, canvases: document.querySelectorAll('canvas').length};
-})()"""
+})()""" % (json.dumps(overlay), 2 + columns)
+
+
+SHOWN = _shown("registers per thread", 2)
 
 
 # ------------------------------------------------------------------ the graph
@@ -362,3 +368,55 @@ def test_tpu_overlays_carry_libtpus_estimates_and_the_roofline(cli, tmp_path):
 
         for f in figures - {"bound"}:
             assert from_dict(GraphNodeData, data[f][graph_id], config=Config(strict=True)).results
+
+
+def test_model_explorer_shows_each_fusions_tpu_figures_as_the_kernels_rows_give_them(cli, tmp_path):
+    """explore on a device-less v5e, opened in Model Explorer's web app (headless Chromium, no
+    network) with its four TPU overlays: the node data table shows, for each fusion libtpu
+    estimated, the estimated µs, cycles, roofline time and bound that `kernels --json` gives
+    for it (two 2048x2048 matmuls: two fusions with figures of their own)."""
+    pytest.importorskip("model_explorer", reason="needs the explorer extra")
+    from tests.tpu.conftest import static_profile_skip_reason
+
+    if static_profile_skip_reason():
+        pytest.skip(static_profile_skip_reason())
+    from mlirhlo_driver.batch import explore
+    from mlirhlo_driver.batch.explore import SUFFIX
+    from tests.headless_chromium import find_or_install, render
+
+    browser, why = find_or_install()
+    if browser is None:
+        pytest.skip(f"needs headless Chromium: {why}")
+    import sys
+
+    program = DATA / "tpu" / "matmul_2048.mlir"
+    port = _free_port()
+    out = tmp_path / "ex"
+    graph = out / f"matmul_2048{SUFFIX}"
+    figures = ("estimated-time", "cycles", "roofline-time", "bound")  # the table's columns, in this order
+    overlays = [out / f"matmul_2048.{f}{SUFFIX}" for f in figures]
+    files = explore.Files(str(out), [str(graph)], [(str(o), str(graph)) for o in overlays])
+    out.mkdir()
+    graph.write_text('{"label": "matmul_2048", "graphs": []}')  # replaced by explore's
+    url = f"http://127.0.0.1:{port}/?data={explore.config(files).to_url_param_value()}"
+    serve = [sys.executable, "-m", "mlirhlo_driver", "explore", str(program), "--platform", "tpu", "--tpu-topology",
+             "v5e:1x1", "--dump-dir", str(out), "--host", "127.0.0.1", "--port", str(port), "--no-browser"]
+    shown = render(browser, url, _shown("libtpu estimated cycles", len(figures)), serve=serve, port=port,
+                   timeout=240).value
+    r = cli("kernels", program, "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--json")
+    assert r.code == 0, r.err
+    (module,) = json.loads(r.out)
+    kernels = {k["name"]: k for k in module["rows"]}
+    table = {row[1]: row[2:] for row in shown["tables"][-1] if len(row) == 2 + len(figures)}
+    assert set(kernels) == {"convolution_tanh_fusion", "fusion"} <= set(table), table
+    for name, k in kernels.items():
+        est, cycles, roofline, bound = table[name]
+        assert float(est) == pytest.approx(k["seconds"] * 1e6, abs=1e-4), (name, est, k)
+        assert int(cycles) == k["cycles"], (name, cycles, k)
+        assert float(roofline) == pytest.approx(k["roofline_seconds"] * 1e6, abs=1e-4), (name, roofline, k)
+        assert bound == k["bound"], (name, bound, k)
+    # The two fusions' own figures, not one shown twice.
+    assert table["convolution_tanh_fusion"][1] != table["fusion"][1]
+    # Nodes libtpu did not estimate show none.
+    assert all(v == "-" for n, row in table.items() if n not in kernels for v in row), table
+    assert shown["canvases"] >= 1  # the graph is drawn (WebGL)
