@@ -115,3 +115,16 @@ def test_plot_draws_the_sweep(cli, tmp_path):
 def test_plot_without_a_picture_extension_is_one_line(cli, tmp_path):
     r = cli("fit", DATA / "mm_add.mlir", "--gpu-spec", "t4", "--plot", tmp_path / "sweep.txt")
     assert_one_line_error(r, at="--plot", facts=(".png", ".svg"))
+
+
+@needs_libtpu
+@pytest.mark.parametrize("jobs", ["0", "1"])
+def test_a_jax_function_sweeps_tpu_and_gpu_targets_in_one_run(cli, jobs):
+    # lowered for the TPU in its process, for the CPU here after the TPU module was read:
+    # the whole sweep once failed on jax's sdy bindings (imported after jaxlib's MLIR)
+    r = cli("fit", f"{DATA / 'tpu' / 'linalg.py'}:solve", "--args", "f32[64,64],f32[64,8]",
+            "--tpu-topology", "v5e:1x1", "--gpu-spec", "h100_sxm", "--jobs", jobs, "--json")
+    rows = {row["target"]: row for row in json.loads(r.out)["targets"]}
+    assert rows["tpu (v5e:1x1)"]["fits"] is True, r.err
+    # the CPU lowering's LAPACK call has no CUDA handler: that target's row says so, the sweep goes on
+    assert rows["cuda (h100_sxm)"]["source"] == "error" and "lapack" in rows["cuda (h100_sxm)"]["detail"]
