@@ -26,7 +26,8 @@ output in OUT:
   running the same module N times -> timing.json;
 - ``conformance``: StableHLO's testdata (``--testdata`` a .tgz of ``stablehlo/testdata``) in
   chunks, ``mlirhlo run FILES --platform tpu --json``, as long as the budget lasts ->
-  conformance.tgz (scripts/conformance.py --tpu-chip-json reads them).
+  conformance.tgz (scripts/conformance.py --tpu-chip-json reads them); ``--only NAMES`` runs
+  the files named there (what an earlier run left) in chunks of their own.
 
 A log of every step's command, exit status and time -> log.txt. Steps that would outlast
 ``--budget`` seconds are left out and said so.
@@ -237,7 +238,7 @@ def step_timing(log: Log, env: dict[str, str], out: Path, work: Path) -> None:
 
 
 def step_conformance(log: Log, env: dict[str, str], out: Path, work: Path, testdata: Path | None,
-                     chunks: int, first: int = 0) -> None:
+                     chunks: int, first: int = 0, only: Path | None = None) -> None:
     if testdata is None or not testdata.exists():
         log.say("conformance: no --testdata .tgz given; skipped")
         return
@@ -247,6 +248,9 @@ def step_conformance(log: Log, env: dict[str, str], out: Path, work: Path, testd
     from conformance import chunk, testdata_files  # the report's own cut of the testdata
 
     files = testdata_files(work / "stablehlo-checkout")
+    if only is not None:  # the files an earlier run left (their names, one a line), in chunks of their own
+        names = {line.strip() for line in only.read_text().splitlines() if line.strip()}
+        files = [f for f in files if f.stem in names]
     results = work / "conformance"
     results.mkdir(exist_ok=True)
     took = 30.0  # the longest chunk so far: a chunk cut short by the budget is lost whole
@@ -280,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         log.say(f"== {step} ({log.left():.0f} s left)")
         if step == "conformance":
             step_conformance(log, env, out, work, Path(args.testdata) if args.testdata else None, args.chunks,
-                             args.first_chunk)
+                             args.first_chunk, Path(args.only) if args.only else None)
         else:
             globals()[f"step_{step.replace('-', '_')}"](log, env, out, work)
     return 0
@@ -299,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--testdata", help="a .tgz of stablehlo/testdata (the conformance step)")
     r.add_argument("--chunks", type=int, default=8)
     r.add_argument("--first-chunk", type=int, default=0, help="resume: the chunks before it ran earlier")
+    r.add_argument("--only", help="conformance: a file of testdata names (one a line), the files to run")
     args = ap.parse_args(argv)
     return wheels(Path(args.out)) if args.command == "wheels" else run(args)
 

@@ -37,3 +37,34 @@ def test_run_without_wheels_is_one_line_and_unknown_steps_are_named(tpu_chip, tm
     with pytest.raises(SystemExit) as e:
         tpu_chip.main(["run", "--out", str(tmp_path / "out"), "--wheels", str(wheels), "--steps", "tests,benchmark"])
     assert "unknown benchmark" in str(e.value)
+
+
+def test_conformance_only_runs_the_files_named(tpu_chip, tmp_path):
+    import tarfile
+
+    folder = tmp_path / "src" / "stablehlo" / "testdata"
+    folder.mkdir(parents=True)
+    for name in ("abs_f32", "add_f32", "cos_f64", "dot_f32", "exp_f32"):
+        (folder / f"{name}.mlir").write_text("")
+    testdata = tmp_path / "testdata.tgz"
+    with tarfile.open(testdata, "w:gz") as tar:
+        tar.add(tmp_path / "src" / "stablehlo", arcname="stablehlo")
+    only = tmp_path / "left.txt"
+    only.write_text("cos_f64\nexp_f32\n")
+    ran = []
+
+    class Log:
+        def left(self):
+            return 1000.0
+
+        def say(self, line):
+            pass
+
+        def run(self, argv, **kw):
+            ran.append([a.rsplit("/", 1)[-1] for a in argv if a.endswith(".mlir")])
+
+    out, work = tmp_path / "out", tmp_path / "work"
+    out.mkdir()
+    work.mkdir()
+    tpu_chip.step_conformance(Log(), {}, out, work, testdata, 2, only=only)
+    assert ran == [["cos_f64.mlir"], ["exp_f32.mlir"]]
