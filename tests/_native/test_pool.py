@@ -79,7 +79,15 @@ def dying_init(context):
 def slow_exit_init(context):
     import atexit
 
-    atexit.register(time.sleep, 1.0)  # a TPU process and folders to end at exit, slowly
+    def leave():  # a TPU process and folders to end at exit, slowly: when it began and ended
+        stem = os.path.join(context, f"exit-{os.getpid()}")
+        with open(stem + ".start", "w") as f:
+            f.write(repr(time.time()))
+        time.sleep(1.0)
+        with open(stem + ".end", "w") as f:
+            f.write(repr(time.time()))
+
+    atexit.register(leave)
 
 
 def module_task(context, task):
@@ -419,6 +427,8 @@ def test_workers_are_told_to_exit_together_and_waited_for_after(tmp_path):
     results = pool.imap(FN, str(tmp_path), [("ok", 0), ("ok", 1)], jobs=2, timeout=60,
                         init="behaviour_pool_tasks:slow_exit_init")
     assert sorted(r[0] for _, r in (next(results), next(results))) == [0, 1]
-    t0 = time.perf_counter()
     assert list(results) == []
-    assert 1.0 <= time.perf_counter() - t0 < 1.8
+    starts = [float(p.read_text()) for p in tmp_path.glob("exit-*.start")]
+    ends = [float(p.read_text()) for p in tmp_path.glob("exit-*.end")]
+    assert len(starts) == len(ends) == 2  # both exited, and were waited for
+    assert max(starts) < min(ends)  # side by side: each began before the other ended

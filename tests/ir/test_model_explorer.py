@@ -289,30 +289,40 @@ def test_files_load_with_model_explorers_own_classes(cuda_parts):
             assert got.results and graph_id == collection.graphs[0].id
 
 
-def test_model_explorer_renders_the_mlp_step_with_fusions_and_overlays(tmp_path):
-    pytest.importorskip("model_explorer", reason="needs the explorer extra")
+def _explore_page(tmp_path, name, program, figures, target):
+    """(graph file, overlay files, page address, explore's command line, port) for a browser
+    test of ``explore PROGRAM TARGET...`` (its module ``name``) with the overlays ``figures``:
+    the address as explore's server prints it (from Model Explorer's own config; the files
+    need not exist yet)."""
+    import sys
+
     from mlirhlo_driver.batch import explore
     from mlirhlo_driver.batch.explore import SUFFIX
+
+    port = _free_port()
+    out = tmp_path / "ex"
+    graph = out / f"{name}{SUFFIX}"
+    overlays = [out / f"{name}.{f}{SUFFIX}" for f in figures]
+    files = explore.Files(str(out), [str(graph)], [(str(o), str(graph)) for o in overlays])
+    out.mkdir()
+    graph.write_text(json.dumps({"label": name, "graphs": []}))  # replaced by explore's
+    url = f"http://127.0.0.1:{port}/?data={explore.config(files).to_url_param_value()}"
+    serve = [sys.executable, "-m", "mlirhlo_driver", "explore", str(program), *target, "--dump-dir", str(out),
+             "--host", "127.0.0.1", "--port", str(port), "--no-browser"]
+    return graph, overlays, url, serve, port
+
+
+def test_model_explorer_renders_the_mlp_step_with_fusions_and_overlays(tmp_path):
+    pytest.importorskip("model_explorer", reason="needs the explorer extra")
     from tests.headless_chromium import find_or_install, render
 
     browser, why = find_or_install()
     if browser is None:
         pytest.skip(f"needs headless Chromium: {why}")
     import re
-    import sys
 
-    port = _free_port()
-    out = tmp_path / "ex"
-    graph = out / f"mlp_train_step{SUFFIX}"
-    overlays = [out / f"mlp_train_step.{f}{SUFFIX}" for f in ("registers", "bound")]
-    # The page's address, as explore's server prints it (from Model Explorer's own config;
-    # the files need not exist yet), with two of its overlays.
-    files = explore.Files(str(out), [str(graph)], [(str(o), str(graph)) for o in overlays])
-    out.mkdir()
-    graph.write_text('{"label": "mlp_train_step", "graphs": []}')  # replaced by explore's
-    url = f"http://127.0.0.1:{port}/?data={explore.config(files).to_url_param_value()}"
-    serve = [sys.executable, "-m", "mlirhlo_driver", "explore", str(MLP), "--platform", "cuda", "--gpu-spec",
-             "h100_sxm", "--dump-dir", str(out), "--host", "127.0.0.1", "--port", str(port), "--no-browser"]
+    graph, overlays, url, serve, port = _explore_page(tmp_path, "mlp_train_step", MLP, ("registers", "bound"),
+                                                      ("--platform", "cuda", "--gpu-spec", "h100_sxm"))
     r = render(browser, url, SHOWN, serve=serve, port=port, timeout=240)
     shown = r.value
     collection = json.loads(graph.read_text())
@@ -380,27 +390,16 @@ def test_model_explorer_shows_each_fusions_tpu_figures_as_the_kernels_rows_give_
 
     if static_profile_skip_reason():
         pytest.skip(static_profile_skip_reason())
-    from mlirhlo_driver.batch import explore
-    from mlirhlo_driver.batch.explore import SUFFIX
     from tests.headless_chromium import find_or_install, render
 
     browser, why = find_or_install()
     if browser is None:
         pytest.skip(f"needs headless Chromium: {why}")
-    import sys
 
     program = DATA / "tpu" / "matmul_2048.mlir"
-    port = _free_port()
-    out = tmp_path / "ex"
-    graph = out / f"matmul_2048{SUFFIX}"
     figures = ("estimated-time", "cycles", "roofline-time", "bound")  # the table's columns, in this order
-    overlays = [out / f"matmul_2048.{f}{SUFFIX}" for f in figures]
-    files = explore.Files(str(out), [str(graph)], [(str(o), str(graph)) for o in overlays])
-    out.mkdir()
-    graph.write_text('{"label": "matmul_2048", "graphs": []}')  # replaced by explore's
-    url = f"http://127.0.0.1:{port}/?data={explore.config(files).to_url_param_value()}"
-    serve = [sys.executable, "-m", "mlirhlo_driver", "explore", str(program), "--platform", "tpu", "--tpu-topology",
-             "v5e:1x1", "--dump-dir", str(out), "--host", "127.0.0.1", "--port", str(port), "--no-browser"]
+    _, _, url, serve, port = _explore_page(tmp_path, "matmul_2048", program, figures,
+                                           ("--platform", "tpu", "--tpu-topology", "v5e:1x1"))
     shown = render(browser, url, _shown("libtpu estimated cycles", len(figures)), serve=serve, port=port,
                    timeout=240).value
     r = cli("kernels", program, "--platform", "tpu", "--tpu-topology", "v5e:1x1", "--json")
