@@ -125,11 +125,6 @@ def _devices(target: Any, partitions: int) -> int:
     return target.topology.devices if target.topology is not None else partitions
 
 
-def _lower_for(target: Any) -> tuple[Any, ...] | None:
-    """A JAX function is lowered for a TPU target's device (its lowering rules), as opt does."""
-    return target.lower_for()
-
-
 # The compile's note on a sharded module (xla.backend.stage_spec), and libtpu's refusal of a
 # slice too small for it (_native.jaxlib.tpu_compile_only_devices).
 _PARTITIONS = re.compile(r"compiled for (\d+) partitions|this compile needs (\d+)")
@@ -256,7 +251,7 @@ def run(source: str, target_list: Sequence[Any], *, input_format: str | None = N
     lowered = is_jax_input(source, input_format)
     first: dict[str, tuple[Any, ...] | None] = {}
     for t in target_list:
-        first.setdefault(t.topology.generation if t.topology is not None else "", _lower_for(t) if lowered else None)
+        first.setdefault(t.topology.generation if t.topology is not None else "", t.lower_for() if lowered else None)
     tasks = [FitTask(i, t, source, lower_for=first[t.topology.generation if t.topology is not None else ""])
              for i, t in enumerate(target_list)]
     rows: dict[int, FitRow] = {}
