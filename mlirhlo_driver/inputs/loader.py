@@ -960,11 +960,15 @@ def _load_jax_function(entry: str, arg_specs: str | None, *, device: Any = None,
     if arg_specs is None:
         raise InputError("a JAX function needs --args, e.g. --args 'f32[8,128],i32[8]'", file=entry)
     args = parse_arg_specs(arg_specs)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # entry points are usually local files
     from .._native import jaxlib as _jaxlib
 
     jax = _jaxlib.jax()
+    # Entry points are usually local files: the working directory is on sys.path while the
+    # module imports, and taken off again (the user's process keeps its own path).
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
     # The user's files are read, never written beside: no __pycache__ next to them.
     writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
@@ -978,6 +982,8 @@ def _load_jax_function(entry: str, arg_specs: str | None, *, device: Any = None,
                          file=entry) from None
     finally:
         sys.dont_write_bytecode = writes_bytecode
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
     fn: Any = mod
     for part in attr.split("."):
         if not hasattr(fn, part):

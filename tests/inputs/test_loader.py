@@ -772,7 +772,8 @@ def test_input_format_refusals_exactly(tmp_path, fmt, message):
 
 
 def test_jax_entry_points_prefer_the_working_directory(tmp_path, monkeypatch):
-    """An entry point's module is imported from the working directory before other sys.path entries."""
+    """An entry point's module is imported from the working directory before other sys.path
+    entries, and sys.path is the user's again after."""
     import sys
 
     name = "entry_shadow_probe"
@@ -785,10 +786,12 @@ def test_jax_entry_points_prefer_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(other))
     monkeypatch.chdir(here)
     monkeypatch.delitem(sys.modules, name, raising=False)
+    path = list(sys.path)
     try:
         (loaded,) = inputs.load(f"{name}:f", arg_specs="f32[3]")
     finally:
         sys.modules.pop(name, None)
+    assert sys.path == path  # the user's process keeps its own path
     text = _ops(loaded.module)
     assert "stablehlo.multiply" in text and "stablehlo.subtract" not in text
     assert (loaded.name, loaded.source, loaded.format) == ("f", f"{name}:f", "jax")
