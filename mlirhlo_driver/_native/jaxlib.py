@@ -467,6 +467,10 @@ def ir_context() -> Any:
     """
     check_versions()
     with _lock, filtered_native_stderr():
+        # sdy's dialect module first (3 ms): imported after its native module, it lacked
+        # DimMappingAttr and four more (jaxlib 0.12.0.1), and jax's lowering in this process
+        # then failed on them.
+        import jaxlib.mlir.dialects.sdy  # noqa: F401
         from jaxlib.mlir import ir
 
         # The native registration functions, which jaxlib.mlir.dialects.{sdy,mpmd,
@@ -612,11 +616,10 @@ def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
 # What ir_context() imports, for isolate.call's preload: imported in this process
 # before the helper is forked, they are not loaded a second time there.
 MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
-    "ir", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
+    "ir", "dialects.sdy", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
     "_mlir_libs._stablehlo", "_mlir_libs._mlirGPUPasses", "_mlir_libs._mlirSparseTensorPasses"))
 # The driver's TPU process lowers JAX functions too: jax is imported there before jaxlib's MLIR
-# modules, as in a user's process (imported after them, jax's lowering found no
-# sdy.DimMappingAttr: jaxlib 0.12.0.1).
+# modules, as in a user's process.
 TPU_PRELOAD = (f"{__name__}:jax", *MLIR_PRELOAD)
 
 

@@ -256,7 +256,6 @@ def run(source: str, target_list: Sequence[Any], *, input_format: str | None = N
              for i, t in enumerate(target_list)]
     rows: dict[int, FitRow] = {}
     if jobs == 0 and scheduler is None:
-        _jax_before_mlir(job)
         _prestart(job)
         loaded: dict[Any, list[Any]] = {}  # read (or lowered) once per generation
         for task in tasks:
@@ -293,22 +292,8 @@ def worker_init(job: FitJob) -> None:
     (with the cache it starts on the first miss; the CUDA plugin with the first CUDA compile)."""
     from .._native import jaxlib as _jaxlib
 
-    _jax_before_mlir(job)
     _prestart(job)
     _jaxlib.ir_context()
-
-
-def _jax_before_mlir(job: FitJob) -> None:
-    """A JAX function's sweep lowers it here for a non-TPU target after a TPU target's module
-    was read into jaxlib's MLIR context: jax must be imported first (imported after jaxlib's
-    MLIR modules, its lowering found no sdy.DimMappingAttr: jaxlib 0.12.0.1; _native.jaxlib's
-    TPU_PRELOAD orders the TPU process so)."""
-    from ..inputs.loader import is_jax_input
-
-    if is_jax_input(job.source, job.input_format):
-        from .._native import jaxlib as _jaxlib
-
-        _jaxlib.jax()
 
 
 def _prestart(job: FitJob) -> None:

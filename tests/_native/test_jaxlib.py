@@ -1427,3 +1427,18 @@ def test_distributed_errors_exactly(monkeypatch, fail, message):
     with pytest.raises(DistributedError) as e:
         fail(monkeypatch)
     assert e.value.message == message
+
+
+def test_jax_imported_after_the_drivers_mlir_context_lowers_with_shardy():
+    """A fresh process: the driver's MLIR context first, then the user's jax (fit's sweep of a
+    JAX function over TPU and GPU targets did so): jax's sdy bindings are whole."""
+    code = ("from mlirhlo_driver._native import jaxlib as j\n"
+            "j.ir_context()\n"
+            "import jax, jax.numpy as jnp\n"
+            "from jaxlib.mlir.dialects import sdy\n"
+            "assert hasattr(sdy, 'DimMappingAttr')\n"
+            "print(jax.jit(lambda x: jnp.linalg.solve(x, x)).lower(jnp.eye(4)).as_text().count('func.func') > 0)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "True"
