@@ -15,7 +15,7 @@ import base64
 import gzip
 import json
 import re
-from typing import Callable
+from typing import Any, Callable
 
 _ADDRESS = re.compile(r"(?<![\w#%])(cluster_)?(\d{9,})(?!\d)")
 _PAYLOAD = re.compile(r'(const dots_compressed = ")([A-Za-z0-9+/=]*)(")')
@@ -62,15 +62,18 @@ def canonical_html(text: str) -> str:
     return map_dots(text, canonical_dot)
 
 
+def _dots(payload: str) -> Any:
+    """The dot graphs an XLA HTML page carries: its payload (base64 of gzipped JSON) decoded."""
+    return json.loads(gzip.decompress(base64.b64decode(payload + "=" * (-len(payload) % 4))))
+
+
 def map_dots(text: str, fn: Callable[[str], str]) -> str:
     """XLA's HTML page ``text`` with ``fn`` applied to each dot graph it carries,
     re-packed with a fixed gzip timestamp; a page without them is returned as is."""
     m = _PAYLOAD.search(text)
     if not m:
         return text
-    payload = m.group(2)
-    raw = gzip.decompress(base64.b64decode(payload + "=" * (-len(payload) % 4)))
-    dots = json.loads(raw)
+    dots = _dots(m.group(2))
     if isinstance(dots, list):
         dots = [fn(d) if isinstance(d, str) else d for d in dots]
     packed = base64.b64encode(gzip.compress(json.dumps(dots).encode(), mtime=0)).decode()
@@ -123,8 +126,7 @@ def with_frames(page: str, names: list[str], parameters: dict[str, int] | None =
     frames = _FRAMES.search(page)
     if not m or not frames:
         return page
-    payload = m.group(2)
-    dots = json.loads(gzip.decompress(base64.b64decode(payload + "=" * (-len(payload) % 4))))
+    dots = _dots(m.group(2))
     ids = _svg_ids(dots[0]) if dots and isinstance(dots[0], str) else {}
     numbers = parameters or {}
     listed = [[0, n, ids.get(f"Parameter {numbers[n]}" if n in numbers else n, "")] for n in names]
