@@ -21,14 +21,6 @@ from typing import Any
 _NOT_ISOLATED = frozenset({"parameter", "constant", "get-tuple-element", "tuple"})
 
 
-def _entry(msg: Any) -> Any:
-    for c in msg.computations:
-        if (msg.entry_computation_id and c.id == msg.entry_computation_id) or \
-                (not msg.entry_computation_id and c.name == msg.entry_computation_name):
-            return c
-    return msg.computations[-1]  # XLA writes the entry last
-
-
 def _called_closure(msg: Any, roots: list[int]) -> list[Any]:
     """The computations ``roots`` call, transitively, callees first."""
     by_id = {c.id: c for c in msg.computations}
@@ -73,7 +65,7 @@ def isolate_instructions(proto: bytes) -> list[tuple[str, bytes]]:
     from . import hlo_proto
 
     msg = hlo_proto.decode(proto)
-    entry = _entry(msg)
+    entry = hlo_proto.entry_computation(msg)
     by_id = {i.id: i for i in entry.instructions}
     new_cid = max((c.id for c in msg.computations), default=0) + 1
     out: list[tuple[str, bytes]] = []

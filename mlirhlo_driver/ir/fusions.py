@@ -150,9 +150,9 @@ _CONTROL_FLOW = frozenset({"while", "conditional", "call", "async-start", "async
 def _scheduled(msg: Any, by_id: dict[int, Any]) -> set[int]:
     """Ids of the computations whose instructions XLA launches: the entry's and, from
     it, those control flow calls."""
-    from .decompose import _entry
+    from .hlo_proto import entry_computation
 
-    todo, seen = [_entry(msg).id], set()
+    todo, seen = [entry_computation(msg).id], set()
     while todo:
         cid = todo.pop()
         if cid in seen or cid not in by_id:

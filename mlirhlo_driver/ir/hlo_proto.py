@@ -38,6 +38,7 @@ from . import protos
 __all__ = [
     "decode",
     "encode",
+    "entry_computation",
     "looks_like_hlo_proto",
     "message_class",
     "module_proto_from_any",
@@ -240,6 +241,16 @@ def strip_module_id(data: bytes) -> bytes:
     except ValueError as e:
         raise InputError(f"malformed HloModuleProto: {e}") from None
     return b"".join(data[start:end] for number, _, start, end in recs if number != _MODULE_ID_FIELD)
+
+
+def entry_computation(msg: Any) -> Any | None:
+    """An HloModuleProto's entry computation: by its id, else (a proto without one) by its
+    name, else the last (XLA writes the entry last); None for a module of none."""
+    for c in msg.computations:
+        if (msg.entry_computation_id and c.id == msg.entry_computation_id) or \
+                (not msg.entry_computation_id and c.name == msg.entry_computation_name):
+            return c
+    return msg.computations[-1] if msg.computations else None
 
 
 def parser_ids(data: bytes) -> bytes:

@@ -116,13 +116,12 @@ def graph_collection(proto: bytes, label: str, source_file: str | None = None) -
     (see the module docstring): ``{"label": label, "graphs": [...]}``, the entry first.
     ``source_file``: the input's path, for locations in the buffer MLIR calls ``-``."""
     from . import hlo_proto
-    from .decompose import _entry
     from .fusions import _scheduled
 
     msg = hlo_proto.decode(proto)
     by_id = {c.id: c for c in msg.computations}
     bodies = _fusion_bodies(msg)
-    entry = _entry(msg)
+    entry = hlo_proto.entry_computation(msg)
     # Instructions of the computations run as launch sequences carry their kernel's name.
     scheduled = _scheduled(msg, by_id)
     graphs = []

@@ -543,8 +543,7 @@ def _received(text: str, original: bytes | None, notes: list[str], program: Any)
 def _entry_opcodes(proto: bytes) -> dict[str, str]:
     from ..ir import hlo_proto
 
-    m = hlo_proto.decode(proto)
-    entry = next((c for c in m.computations if c.id == m.entry_computation_id), None)
+    entry = hlo_proto.entry_computation(hlo_proto.decode(proto))
     return {i.name: i.opcode for i in (entry.instructions if entry is not None else ())}
 
 
@@ -553,8 +552,7 @@ def _entry_ops(proto: bytes) -> Any:
 
     from ..ir import hlo_proto
 
-    m = hlo_proto.decode(proto)
-    entry = next((c for c in m.computations if c.id == m.entry_computation_id), None)
+    entry = hlo_proto.entry_computation(hlo_proto.decode(proto))
     return Counter((i.opcode, i.shape.SerializeToString(deterministic=True))
                    for i in (entry.instructions if entry is not None else ()))
 

@@ -276,15 +276,15 @@ def _model_explorer(req: Any) -> dict[str, bytes]:
 
     graph = model_explorer.graph_collection(_optimized_proto(req, "model-explorer"), req.module_name, req.source)
     out = {"": model_explorer.to_json(graph).encode()}
+    overlays: dict[str, Any] = {}
     if req.options.platform == "cuda":
         overlays = model_explorer.figure_overlays(graph, roofline.overlay_rows(cost_rows(req)[0]),
                                                   [r.to_dict() for r in kernel_rows(req)])
-        out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
     elif req.options.platform == "tpu":
         rows = tpu_kernel_rows(req)
         overlays = model_explorer.figure_overlays(graph, roofline.overlay_rows(rows), None,
                                                   [r.to_dict() for r in rows])
-        out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
+    out.update({name: model_explorer.to_json(data).encode() for name, data in overlays.items()})
     return out
 
 
@@ -598,8 +598,9 @@ def _hlo_opt_html(req: Any) -> str:
 
     stage = "hlo-opt:html"
     page = canonical_html(_text(_stage_artifacts(req, stage).one(_AFTER_OPT + r"\.html$", "html")))
-    module = _after_optimizations_proto(req, stage).hlo_module
-    entry = next(c for c in module.computations if c.id == module.entry_computation_id)
+    from ..ir.hlo_proto import entry_computation
+
+    entry = entry_computation(_after_optimizations_proto(req, stage).hlo_module)
     # HloComputation::ToProto writes the instructions in post order.
     names = [i.name for i in reversed(entry.instructions) if i.opcode not in ("constant", "get-tuple-element")]
     parameters = {i.name: i.parameter_number for i in entry.instructions if i.opcode == "parameter"}

@@ -481,23 +481,6 @@ def test_isolated_duplicates_whatever_order_their_attribute_maps_come_in():
     assert [name for name, _ in decompose.isolate_instructions(data)] == ["u", "m", "r1", "r2"]
 
 
-@pytest.mark.parametrize("entry_id", [0, 7])
-def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
-    """A proto may leave entry_computation_id unset (0): the entry is then the computation
-    of that name, not the first one listed (XLA lists callees, like a reducer, first)."""
-    from mlirhlo_driver.ir import decompose, protos
-
-    msg = protos.message_class("xla.HloModuleProto")()
-    msg.entry_computation_name = "main"
-    msg.entry_computation_id = entry_id
-    for cid, name in ((3, "add"), (7, "main"), (9, "other")):
-        c = msg.computations.add()
-        c.id, c.name = cid, name
-    assert decompose._entry(msg).name == "main"
-    msg.entry_computation_name = ""
-    assert decompose._entry(msg).name == ("main" if entry_id else "other")  # else XLA's habit: the last
-
-
 def test_rewritten_modules_keep_xlas_instruction_ids():
     """An instruction the rewrites add takes XLA's 64-bit id: its computation's id in the
     upper 32 bits, a local id past the computation's own in the lower; ids stay unique."""

@@ -875,3 +875,20 @@ def test_parser_ids_of_a_proto_naming_a_missing_instruction_is_one_input_error()
     c.instructions.add(name="p", opcode="parameter", id=0)
     with pytest.raises(InputError, match="no instruction or computation with id 7"):
         hp.parser_ids(hp.encode(m))
+
+
+@pytest.mark.parametrize("entry_id", [0, 7])
+def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
+    """A proto may leave entry_computation_id unset (0): the entry is then the computation
+    of that name, not the first one listed (XLA lists callees, like a reducer, first)."""
+    from mlirhlo_driver.ir import protos
+
+    msg = protos.message_class("xla.HloModuleProto")()
+    msg.entry_computation_name = "main"
+    msg.entry_computation_id = entry_id
+    for cid, name in ((3, "add"), (7, "main"), (9, "other")):
+        c = msg.computations.add()
+        c.id, c.name = cid, name
+    assert hp.entry_computation(msg).name == "main"
+    msg.entry_computation_name = ""
+    assert hp.entry_computation(msg).name == ("main" if entry_id else "other")  # else XLA's habit: the last
