@@ -27,7 +27,8 @@ output in OUT:
 - ``conformance``: StableHLO's testdata (``--testdata`` a .tgz of ``stablehlo/testdata``) in
   chunks, ``mlirhlo run FILES --platform tpu --json``, as long as the budget lasts ->
   conformance.tgz (scripts/conformance.py --tpu-chip-json reads them); ``--only NAMES`` runs
-  the files named there (what an earlier run left) in chunks of their own.
+  the files named there (what an earlier run left) in chunks of their own; ``--precision
+  highest`` runs them with ``mlirhlo run --precision highest``.
 
 A log of every step's command, exit status and time -> log.txt. Steps that would outlast
 ``--budget`` seconds are left out and said so.
@@ -238,7 +239,7 @@ def step_timing(log: Log, env: dict[str, str], out: Path, work: Path) -> None:
 
 
 def step_conformance(log: Log, env: dict[str, str], out: Path, work: Path, testdata: Path | None,
-                     chunks: int, first: int = 0, only: Path | None = None) -> None:
+                     chunks: int, first: int = 0, only: Path | None = None, precision: str | None = None) -> None:
     if testdata is None or not testdata.exists():
         log.say("conformance: no --testdata .tgz given; skipped")
         return
@@ -260,7 +261,8 @@ def step_conformance(log: Log, env: dict[str, str], out: Path, work: Path, testd
             log.say(f"conformance: chunks {k}..{chunks - 1} not run (budget)")
             break
         started = time.monotonic()
-        log.run(mlirhlo("run", *map(str, part), "--platform", "tpu", "--json", str(results / f"conf-{k}.json")),
+        flags = ("--precision", precision) if precision else ()
+        log.run(mlirhlo("run", *map(str, part), "--platform", "tpu", *flags, "--json", str(results / f"conf-{k}.json")),
                 env=env, timeout=log.left() - 10)
         took = max(took, time.monotonic() - started)
     with tarfile.open(out / "conformance.tgz", "w:gz") as tar:
@@ -284,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
         log.say(f"== {step} ({log.left():.0f} s left)")
         if step == "conformance":
             step_conformance(log, env, out, work, Path(args.testdata) if args.testdata else None, args.chunks,
-                             args.first_chunk, Path(args.only) if args.only else None)
+                             args.first_chunk, Path(args.only) if args.only else None, args.precision)
         else:
             globals()[f"step_{step.replace('-', '_')}"](log, env, out, work)
     return 0
@@ -304,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--chunks", type=int, default=8)
     r.add_argument("--first-chunk", type=int, default=0, help="resume: the chunks before it ran earlier")
     r.add_argument("--only", help="conformance: a file of testdata names (one a line), the files to run")
+    r.add_argument("--precision", choices=("default", "high", "highest"),
+                   help="conformance: run's --precision (the files' DEFAULT products at full precision)")
     args = ap.parse_args(argv)
     return wheels(Path(args.out)) if args.command == "wheels" else run(args)
 

@@ -938,7 +938,7 @@ def _load_jax_function_for_tpu(entry: str, arg_specs: str | None, topology: str,
         raise InputError("a JAX function needs --args, e.g. --args 'f32[8,128],i32[8]'", file=entry)
     parse_arg_specs(arg_specs)  # its errors here, before any process starts
     name, text = isolate.call(_lower_for_tpu_in_helper, (entry, arg_specs, os.getcwd(), topology, tuple(shape)),
-                              what="jax's lowering for TPU", file=entry, preload=_jaxlib.TPU_PRELOAD, env=env)
+                              what="jax's lowering for TPU", file=entry, preload=_jaxlib.JAX_PRELOAD, env=env)
     return LoadedModule(name, entry, "jax", parse_mlir(text, entry), 0)
 
 

@@ -245,6 +245,8 @@ INT_MISS = "1 of 24 elements outside 0 ULP; worst at index [3]: actual=7, expect
      conformance.TPU_UNIMPLEMENTED),
     (_row("failed", "some words the device-less rules do not know"),
      {"device_less": (conformance.TPU_COMPILER, "r")}, conformance.TPU_COMPILER),
+    (_row("failed", "RET_CHECK failure (platforms/xla/service/jellyfish/xprecision_rewriter.cc:4027) operand"),
+     {}, conformance.TPU_COMPILER),
     (_row("failed", "some words no rule knows"), {}, conformance.UNCLASSIFIED),
     (_row("crashed", "worker died (SIGSEGV)"), {}, conformance.DRIVER),
     (_row("crashed", "worker killed by SIGABRT (a crash in native code): warnings.warn("), {},

@@ -61,10 +61,13 @@ def test_conformance_only_runs_the_files_named(tpu_chip, tmp_path):
             pass
 
         def run(self, argv, **kw):
-            ran.append([a.rsplit("/", 1)[-1] for a in argv if a.endswith(".mlir")])
+            ran.append([a.rsplit("/", 1)[-1] for a in argv if a.endswith(".mlir") or a == "highest"])
 
     out, work = tmp_path / "out", tmp_path / "work"
     out.mkdir()
     work.mkdir()
     tpu_chip.step_conformance(Log(), {}, out, work, testdata, 2, only=only)
     assert ran == [["cos_f64.mlir"], ["exp_f32.mlir"]]
+    ran.clear()
+    tpu_chip.step_conformance(Log(), {}, out, work, testdata, 1, only=only, precision="highest")
+    assert ran == [["cos_f64.mlir", "exp_f32.mlir", "highest"]]
