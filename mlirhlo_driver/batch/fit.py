@@ -298,7 +298,7 @@ def worker_init(job: FitJob) -> None:
 
 def _prestart(job: FitJob) -> None:
     """The TPU process of ``job.tpu``'s compiles, started now, as the stage would start it on
-    its first miss (core.compiled): it loads jax and libtpu (~0.5 s) while this process
+    its first miss (core.compiled): it loads jaxlib and libtpu (~0.35 s) while this process
     imports and reads the program, instead of after."""
     if job.tpu is None:
         return

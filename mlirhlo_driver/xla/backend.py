@@ -260,7 +260,7 @@ def compile(module: Any, spec: CompileSpec, name: str = "module", *,
 
 def prestart(target: Any, dumps: tuple[str, ...]) -> None:
     """Start the process a device-less TPU compile of ``target`` dumping ``dumps`` runs in, now:
-    its interpreter, jax and libtpu load and the topology is made while this process reads the
+    its interpreter, jaxlib and libtpu load and the topology is made while this process reads the
     module (a fresh process of its own; a command that compiles one module waited ~0.2 s for
     that first). Nothing for other targets, or where the compile would refuse at once."""
     if target.platform != "tpu" or getattr(target, "attached", False):
