@@ -30,9 +30,9 @@ def report(detail: str = "") -> None:
     global _reported
     if _reported:
         return
-    _reported = True
     line = f"error: interrupted{detail}\n"
     if not abandoned:
+        _reported = True
         sys.stderr.write(line)
         return
     try:
@@ -43,6 +43,7 @@ def report(detail: str = "") -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 2)
     os.close(null)
+    _reported = True  # only once fd 2 goes nowhere: from here on nothing lands after the line
     os.write(terminal, line.encode())
     os.close(terminal)
 
