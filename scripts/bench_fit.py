@@ -70,11 +70,13 @@ sys.exit(max(p.wait() for p in procs))
 '''
 
 
-def fit_order(topologies: list[str]) -> list[str]:
-    """fit's queue order: the largest slices first (batch.fit.run)."""
-    import math
+def fit_order(topologies: str) -> list[str]:
+    """The topologies in fit's queue order, the largest slices first (batch.fit.run), in
+    libtpu's spelling."""
+    from mlirhlo_driver import targets
 
-    return sorted(topologies, key=lambda t: -math.prod(int(n) for n in t.split(":")[1].split("x")))
+    found = sorted(targets.resolve("tpu", tpu_topology=topologies), key=lambda t: -t.topology.devices)
+    return [t.topology.name for t in found]
 
 
 def main() -> None:
@@ -90,7 +92,7 @@ def main() -> None:
         program = str(work / f"blocks{args.blocks}.mlir")
         subprocess.run([sys.executable, "-c", GEN_PROGRAM, str(args.blocks), str(work / "p.hlo"), program], check=True)
     fit = driver_cli() + ["fit", program, "--tpu-topology", args.tpu_topology, "--no-cache"]
-    order = fit_order(args.tpu_topology.split(","))
+    order = fit_order(args.tpu_topology)
     bare_env = bare_tpu_env(dict(os.environ), Path(tempfile.mkdtemp(prefix="mlirhlo-fit-bare-")))
     commands = {
         "fit --jobs 1": (fit + ["--jobs", "1"], None),

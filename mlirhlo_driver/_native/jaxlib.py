@@ -618,9 +618,8 @@ def hlo_proto_to_stablehlo_bytecode(proto: bytes) -> bytes:
 MLIR_PRELOAD = tuple(f"jaxlib.mlir.{m}" for m in (
     "ir", "dialects.sdy", "_mlir_libs._chlo", "_mlir_libs._jax_mlir_ext", "_mlir_libs._mlirHlo", "_mlir_libs._sdy",
     "_mlir_libs._stablehlo", "_mlir_libs._mlirGPUPasses", "_mlir_libs._mlirSparseTensorPasses"))
-# The driver's TPU process compiles with jaxlib alone (jax's import is ~0.45 CPU-s of its ~0.8 s
-# start); it imports jax only to lower a JAX function there (JAX_PRELOAD).
-TPU_PRELOAD = MLIR_PRELOAD
+# For a helper that lowers a JAX function. The driver's TPU process compiles with MLIR_PRELOAD
+# alone (jax's import was ~0.45 CPU-s of its ~0.8 s start) and imports jax only to lower one.
 JAX_PRELOAD = (f"{__name__}:jax", *MLIR_PRELOAD)
 
 

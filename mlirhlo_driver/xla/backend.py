@@ -274,7 +274,7 @@ def prestart(target: Any, dumps: tuple[str, ...]) -> None:
     except DriverError:
         return  # the compile says it
     env = _helper_env(CompileSpec(target, dumps=tuple(dumps)))
-    isolate.prestart(_jaxlib.TPU_PRELOAD, env, _warm_tpu, (target.topology.name, target.topology.shape))
+    isolate.prestart(_jaxlib.MLIR_PRELOAD, env, _warm_tpu, (target.topology.name, target.topology.shape))
 
 
 def _warm_tpu(name: str, shape: tuple[int, ...]) -> None:
@@ -538,7 +538,7 @@ def _in_helper(module: Any, name: str, spec: CompileSpec, env: dict[str, str]) -
             art, log = isolate.call(_compile_in_helper, (buf.getvalue(), name, spec, workdir),
                                     what="XLA's compile", env=env or None,
                                     on_stderr=(lambda _: None) if quiet else None,
-                                    preload=_jaxlib.TPU_PRELOAD if spec.platform == "tpu" else _jaxlib.MLIR_PRELOAD)
+                                    preload=_jaxlib.MLIR_PRELOAD)
         except CompileError as e:
             if _fused(module) and re.search(r"fusion|failed to legalize operation 'mhlo\.", e.message, re.I):
                 raise CompileError(_jaxlib.REFUSED_FUSIONS, hint=_jaxlib.BEFORE_OPTIMIZATIONS) from None
