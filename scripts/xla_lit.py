@@ -4,15 +4,17 @@
     python scripts/xla_lit.py XLA_ROOT -v              # with each failing line's output
     python scripts/xla_lit.py FILE.hlo ...             # given lit files only
 
-XLA_ROOT is a checkout of openxla/xla (or tensorflow's ``third_party/xla``); the files run
-are ``xla/tools/hlo_opt/tests/*.hlo`` and ``xla/hlo/tools/tests/hlo_opt_*``. Nothing of
-XLA's is vendored here: this measures the driver against XLA's own suite.
+XLA_ROOT is a checkout of openxla/xla (or tensorflow's ``third_party/xla``), best at the
+commit the installed jaxlib was built from (jax's ``third_party/xla/revision.bzl``): XLA's
+tests follow its printer and tools. The files run are ``xla/tools/hlo_opt/tests/*.hlo`` and
+``xla/hlo/tools/tests/hlo_opt_*``. Nothing of XLA's is vendored here: this measures the
+driver against XLA's own suite.
 
 Each RUN line runs as lit runs it: in ``bash -o pipefail``, with lit's substitutions
 (``%s`` the file, ``%S`` its folder, ``%t`` a temporary path per file, ``%{NAME}`` XLA's lit
 parameters: ``--param GPU=a100_pcie_80`` and ``PTX=PTX`` by default), ``FileCheck`` the pip
-``filecheck`` package's and ``not`` inverting an exit status; ``hlo-opt`` is the one
-beside this Python (the venv's), or ``--bin DIR``'s. The lines of a file run in order
+``filecheck`` package's (its input taken as bytes, as LLVM's: what is not UTF-8 comes as
+U+FFFD) and ``not`` inverting an exit status; ``hlo-opt`` is the one beside this Python (the venv's), or ``--bin DIR``'s. The lines of a file run in order
 (later lines read what earlier ones dumped); a failing line does not stop the next.
 The exit status is 0 when every line passed, 1 otherwise.
 """
@@ -104,7 +106,14 @@ def tool_dir(bin_dir: str | None) -> Path:
     for name in ("hlo-opt", "run_hlo_module", "multihost_hlo_runner"):
         if (src / name).exists():
             (d / name).symlink_to(src / name)
-    (d / "FileCheck").symlink_to(src / "filecheck")
+    # LLVM's FileCheck reads its input as bytes; the pip clone decodes it as UTF-8 and stops on a
+    # binary stage (XLA's Fusion Explorer zipapp): a byte that is not UTF-8 reaches it as U+FFFD.
+    filecheck = d / "FileCheck"
+    filecheck.write_text(f"#!{sys.executable}\n"
+                         "import subprocess, sys\n"
+                         "data = sys.stdin.buffer.read().decode('utf-8', 'replace').encode('utf-8')\n"
+                         f"sys.exit(subprocess.run([{str(src / 'filecheck')!r}, *sys.argv[1:]], input=data).returncode)\n")
+    filecheck.chmod(filecheck.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     not_script = d / "not"
     not_script.write_text('#!/bin/sh\n"$@"\n[ $? -ne 0 ]\n')
     not_script.chmod(not_script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

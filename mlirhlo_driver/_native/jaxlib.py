@@ -574,18 +574,16 @@ def hlo_text_to_proto(text: str) -> bytes:
         raise RuntimeError(str(e)) from None
 
 
-def hlo_proto_to_text(proto: bytes, *, xla_printer: bool = False, large_constants: bool = False) -> str:
-    """HloModuleProto -> HLO text, as jaxlib's ``HloModule.to_string()`` prints it; with
-    ``xla_printer``, as XLA's ``HloModule::ToString()`` does (XLA's tools print that way:
-    operand shapes too, which jaxlib's default options leave out); ``large_constants``:
-    every constant's value, not ``{...}``."""
+def hlo_proto_to_text(proto: bytes, *, large_constants: bool = False) -> str:
+    """HloModuleProto -> HLO text, as XLA's ``HloModule::ToString()`` prints it (XLA's tools
+    print that way: its default HloPrintOptions, which jaxlib's are; operands without their
+    shapes since XLA's March 2025 default); ``large_constants``: every constant's value, not
+    ``{...}``."""
     _hlo = hlo_lib()
 
     from .fds import capture_fd2
 
     options = _hlo.HloPrintOptions()
-    if xla_printer:
-        options.print_operand_shape = True
     options.print_large_constants = large_constants
     try:
         # XLA logs why the proto is bad (an absl E line) and returns the same as a

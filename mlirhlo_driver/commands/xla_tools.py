@@ -120,9 +120,7 @@ def hlo_opt(p: Any, say: Callable[[str], None] = log_note) -> int:
     arts: list[Any] = []  # XLA compiles, for --xla_dump_to
     notes: list[str] = []
     if p["emit_proto"]:
-        # A module parsed from HLO text has the ids XLA's parser gave it, as XLA's hlo-opt prints them.
-        results = [tool_outputs.hlo_proto_text(m.convert("hlo-proto"), parser_ids=m.format == "hlo")
-                   for m in modules]
+        results = [tool_outputs.hlo_proto_text(m.convert("hlo-proto")) for m in modules]
     elif p["passes"]:
         for i, m in enumerate(modules):
             trace = xla_passes.PassTrace()

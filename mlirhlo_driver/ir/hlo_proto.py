@@ -253,37 +253,3 @@ def entry_computation(msg: Any) -> Any | None:
     return msg.computations[-1] if msg.computations else None
 
 
-def parser_ids(data: bytes) -> bytes:
-    """An HloModuleProto with the unique ids XLA's HLO parser gave before XLA counted
-    instruction ids per computation: instructions numbered across the module in the order
-    parsed, a computation taking its root's id (XLA's hlo-opt ``--emit-proto`` prints these:
-    its hlo_opt_emit_proto.hlo expects ``id: 2``, ``root_id: 2`` for a three-instruction
-    entry). jaxlib's XLA numbers computations 0, 1, ... as added and an instruction by its
-    computation's id in the upper 32 bits and its place in it below, so ordering by those
-    ids is the parse order: every id and every reference to one (operands, control
-    predecessors, called computations, root, entry, schedule) is renumbered by it."""
-    m = decode(data)
-    comps = sorted(m.computations, key=lambda c: c.id)
-    new: dict[int, int] = {}
-    for c in comps:
-        for inst in sorted(c.instructions, key=lambda i: i.id):
-            new[inst.id] = len(new)
-    try:
-        comp_ids = {c.id: new[c.root_id] for c in comps}
-        for c in comps:
-            for inst in c.instructions:
-                inst.id = new[inst.id]
-                inst.operand_ids[:] = [new[i] for i in inst.operand_ids]
-                inst.control_predecessor_ids[:] = [new[i] for i in inst.control_predecessor_ids]
-                inst.called_computation_ids[:] = [comp_ids[i] for i in inst.called_computation_ids]
-            c.root_id, c.id = new[c.root_id], comp_ids[c.id]
-        if comps:
-            m.entry_computation_id = comp_ids[m.entry_computation_id]
-        if m.HasField("schedule"):
-            sequences = {comp_ids[k]: [new[i] for i in v.instruction_ids] for k, v in m.schedule.sequences.items()}
-            m.schedule.ClearField("sequences")
-            for k, ids in sequences.items():
-                m.schedule.sequences[k].instruction_ids.extend(ids)
-    except KeyError as e:
-        raise InputError(f"malformed HloModuleProto: no instruction or computation with id {e}") from None
-    return encode(m)

@@ -53,8 +53,12 @@ ALL_DUMPS = (HLO_TEXT, HLO_HTML, HLO_DOT, HLO_PROTO, LLVM_IR, PTX, EXECUTABLE_HL
 # compile that asks for them runs in a TPU process started with them (TpuTarget.dump_env);
 # never part of ALL_DUMPS (a large module's bundles are many megabytes).
 TPU_LLO = "tpu-llo"
+# XLA's Fusion Explorer of its fusion decisions: since jaxlib 0.11's XLA an executable Python
+# zipapp (*_fusion.pyz); hlo-opt's html stage packs its own frames with XLA's viewer and server.
+# XLA renders a graph per decision: never in ALL_DUMPS.
+FUSION_EXPLORER = "fusion-explorer"
 _FORMAT_FLAGS = {HLO_TEXT: "xla_dump_hlo_as_text", HLO_HTML: "xla_dump_hlo_as_html", HLO_DOT: "xla_dump_hlo_as_dot",
-                 HLO_PROTO: "xla_dump_hlo_as_proto"}
+                 HLO_PROTO: "xla_dump_hlo_as_proto", FUSION_EXPLORER: "xla_dump_fusion_visualization"}
 # DebugOptions that cut XLA's HLO pass pipeline short.
 _PIPELINE_CUTTING_FLAGS = ("xla_disable_all_hlo_passes", "xla_disable_hlo_passes", "xla_enable_hlo_passes_only")
 # The DebugOptions that CompileSpec's own fields set: spelled there, not in a target's flags.

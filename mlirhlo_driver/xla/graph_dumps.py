@@ -116,18 +116,32 @@ def _svg_ids(dot: str) -> dict[str, str]:
     return ids
 
 
+def entry_graph(page: str) -> str | None:
+    """The dot graph of XLA's HTML view ``page`` (its first; None for a page without one)."""
+    m = _PAYLOAD.search(page)
+    dots = _dots(m.group(2)) if m else None
+    return dots[0] if dots and isinstance(dots[0], str) else None
+
+
+def selectors(dot: str, names: list[str], parameters: dict[str, int] | None = None) -> list[str]:
+    """The CSS selector of each named instruction's node in Graphviz's SVG of XLA's ``dot``
+    (a fusion's cluster; "" for a name the graph does not show). ``parameters``: entry
+    parameters' numbers by name (XLA labels them ``Parameter N``)."""
+    ids = _svg_ids(dot)
+    numbers = parameters or {}
+    return [ids.get(f"Parameter {numbers[n]}" if n in numbers else n, "") for n in names]
+
+
 def with_frames(page: str, names: list[str], parameters: dict[str, int] | None = None) -> str:
     """XLA's fusion explorer ``page`` (one frame: a computation's graph) with one frame per
     name, in order, as XLA's RenderAllComputationsToHtml lists an entry's instructions:
     each shows that graph with the instruction's node (a fusion's cluster) highlighted.
     ``parameters``: entry parameters' numbers by name (XLA labels them ``Parameter N``).
     A page without XLA's frame list is returned as is."""
-    m = _PAYLOAD.search(page)
     frames = _FRAMES.search(page)
-    if not m or not frames:
+    dot = entry_graph(page)
+    if frames is None or _PAYLOAD.search(page) is None:
         return page
-    dots = _dots(m.group(2))
-    ids = _svg_ids(dots[0]) if dots and isinstance(dots[0], str) else {}
-    numbers = parameters or {}
-    listed = [[0, n, ids.get(f"Parameter {numbers[n]}" if n in numbers else n, "")] for n in names]
+    css = selectors(dot, names, parameters) if dot is not None else [""] * len(names)
+    listed = [[0, n, c] for n, c in zip(names, css)]
     return page[:frames.start(2)] + json.dumps(listed) + page[frames.end(2):]

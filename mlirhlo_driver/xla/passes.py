@@ -21,7 +21,7 @@ with every named pass enabled would run them in XLA's pipeline order instead, ea
 often as its pipelines run it. An unknown name is XLA's ``INVALID_ARGUMENT: Pass NAME
 not found.``; XLA's test-only passes (compiled into XLA's own hlo-opt alone) say so.
 The module printed keeps the user's names (:mod:`mlirhlo_driver.ir.hlo_names`) and is
-printed as XLA's ``HloModule::ToString`` prints it, operand shapes included.
+printed as XLA's ``HloModule::ToString`` prints it.
 
 XLA's hlo-opt registers its hardware-independent passes for every platform; jaxlib's
 CPU and CUDA pipelines each run some that the other does not. With ``--platform`` the
@@ -504,7 +504,7 @@ def run_in_order(program: Any, names: list[str], candidates: list[Any], arts: li
     if trace is not None:
         trace.given, trace.result = given, proto
     large = any(k == _LARGE_CONSTANTS and v for k, v in targets[0].xla_flags)
-    return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large)
+    return _jaxlib.hlo_proto_to_text(proto, large_constants=large)
 
 
 def _parsed(text: str, after: str) -> bytes:

@@ -587,24 +587,63 @@ def _hlo_opt_buffer_assignment(req: Any) -> str:
     return buffer_assignment_verbose(proto)
 
 
-def _hlo_opt_html(req: Any) -> str:
-    """XLA's hlo-opt's html (RenderAllComputationsToHtml): XLA's fusion explorer page with
-    one frame per entry instruction, in reverse post order, constants and tuple elements
-    left out, each named after it. XLA draws each frame as the instruction's neighbourhood;
+def _hlo_opt_html(req: Any) -> bytes:
+    """XLA's hlo-opt's html (RenderAllComputationsToHtml): XLA's fusion explorer with one
+    frame per entry instruction, in reverse post order, constants and tuple elements left
+    out, each named after it. XLA draws each frame as the instruction's neighbourhood;
     jaxlib renders only whole computations, so each frame here is the entry's graph (XLA's
-    html dump) with that instruction's node highlighted (graph_dumps.with_frames)."""
-    from .graph_dumps import canonical_html, with_frames
-    from .html_page import self_contained
+    html dump) with that instruction's node drawn red. Where the compiling XLA writes its
+    explorer as a zipapp (jaxlib 0.11 on), that zipapp with XLA's server and viewer
+    (xla.fusion_explorer); before, XLA's HTML page (graph_dumps.with_frames)."""
+    from ..ir.hlo_proto import entry_computation
+    from .graph_dumps import canonical_html, entry_graph, selectors, with_frames
+    from .html_page import offline_dot, self_contained
 
     stage = "hlo-opt:html"
     page = canonical_html(_text(_stage_artifacts(req, stage).one(_AFTER_OPT + r"\.html$", "html")))
-    from ..ir.hlo_proto import entry_computation
-
-    entry = entry_computation(_after_optimizations_proto(req, stage).hlo_module)
+    optimized = _after_optimizations_proto(req, stage).hlo_module
+    entry = entry_computation(optimized)
     # HloComputation::ToProto writes the instructions in post order.
     names = [i.name for i in reversed(entry.instructions) if i.opcode not in ("constant", "get-tuple-element")]
     parameters = {i.name: i.parameter_number for i in entry.instructions if i.opcode == "parameter"}
-    return self_contained(with_frames(page, names, parameters))
+    zipapp = req.derived("fusion-explorer", _fusion_explorer_probe)
+    dot = entry_graph(page)
+    if zipapp is None or dot is None:
+        return self_contained(with_frames(page, names, parameters)).encode("utf-8")
+    from . import fusion_explorer
+
+    # What the viewer draws red: a node's shape, as XLA's own frames name it ('#node2 polygon'),
+    # or a fusion cluster's (a rounded box, which Graphviz draws as a path).
+    frames = [(n, 0, f"{c} polygon, {c} path" if c else "") for n, c in zip(names, selectors(dot, names, parameters))]
+    return fusion_explorer.package(fusion_explorer.shell(zipapp), optimized.name, [offline_dot(dot)], frames)
+
+
+# A module with a fusion for XLA to decide on, so that its Fusion Explorer dump is written.
+_FUSION_PROBE_HLO = """HloModule fusion_explorer_probe
+
+ENTRY e {
+  p = f32[1024] parameter(0)
+  a = f32[1024] add(p, p)
+  ROOT x = f32[1024] exponential(a)
+}
+"""
+
+
+def _fusion_explorer_probe(req: Any) -> bytes | None:
+    """The Fusion Explorer zipapp XLA writes for a small module compiled for the request's
+    target (its server and viewer are what hlo-opt's html packs); None where that XLA
+    writes none (before jaxlib 0.11's; a platform's compiler without it). A small compile:
+    the request's module may leave XLA nothing to decide, and XLA renders a graph per
+    decision, which a large module's compile would pay for."""
+    from .._native import jaxlib as _jaxlib
+    from ..inputs.loader import parse_mlir
+    from . import backend, fusion_explorer
+
+    proto = _jaxlib.hlo_text_to_proto(_FUSION_PROBE_HLO)
+    module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<fusion explorer>")
+    spec = backend.CompileSpec(req.options.target, dumps=(backend.FUSION_EXPLORER,))
+    found = backend.compile(module, spec, "fusion_explorer_probe").art.matching(fusion_explorer.FILE)
+    return found[0][1] if found else None
 
 
 # What XLA's GpuCompiler puts before an executable's PTX since after jaxlib 0.12's XLA
@@ -826,8 +865,8 @@ def add_stages(stages: Registry) -> None:
     stages.add(Stage("hlo-opt:buffer-assignment", "buffer-assignment.txt", XLA, False,
                      "XLA's buffer assignment statistics and peak buffers (ToVerboseString)",
                      _hlo_opt_buffer_assignment, ALL, dumps=(_PROTO,), hidden=True))
-    stages.add(Stage("hlo-opt:html", "html", XLA, False,
-                     "XLA's fusion explorer page, one frame per entry instruction",
+    stages.add(Stage("hlo-opt:html", "html", XLA, True,
+                     "XLA's fusion explorer, one frame per entry instruction",
                      _hlo_opt_html, ALL, dumps=(_HTML, _PROTO), hidden=True))
     # Products other parts read, cached like stages: diff's summary, Compiled.kernels().
     stages.add(Stage("summary", "summary.json", XLA, False, "fusions, buffers and memory, as data (diff)",

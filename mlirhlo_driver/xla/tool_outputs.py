@@ -8,25 +8,25 @@ from pathlib import Path
 from typing import Any
 
 
-def hlo_proto_text(proto: bytes, *, parser_ids: bool = False) -> str:
-    """An HloModuleProto as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto;
-    ``parser_ids``: renumbered as XLA's HLO parser numbered a module read from text
-    (ir.hlo_proto.parser_ids)."""
+def hlo_proto_text(proto: bytes) -> str:
+    """An HloModuleProto as XLA's ``hlo-opt --emit-proto`` prints it: an HloProto textproto.
+    A module parsed from HLO text keeps the ids jaxlib's parser gave it: XLA's own (per
+    computation since XLA's September 2025 parser), as its hlo-opt prints them."""
     from ..ir import hlo_proto as codec
 
     wrapper = codec.message_class("HloProto")()
-    wrapper.hlo_module.CopyFrom(codec.decode(codec.parser_ids(proto) if parser_ids else proto, "HloModuleProto"))
+    wrapper.hlo_module.CopyFrom(codec.decode(proto, "HloModuleProto"))
     return codec.to_text(wrapper)
 
 
 def hlo_text(program: Any) -> str:
     """A module (core.program.Program) as XLA's hlo-opt prints it without a platform: the
     HloModuleProto as read (HLO inputs: the user's names), printed as XLA's
-    ``HloModule::ToString`` does, operand shapes included."""
+    ``HloModule::ToString`` does."""
     from .._native import jaxlib as _jaxlib
 
     proto = program.convert("hlo-proto")
-    return _jaxlib.hlo_proto_to_text(proto if isinstance(proto, bytes) else proto.encode(), xla_printer=True)
+    return _jaxlib.hlo_proto_to_text(proto if isinstance(proto, bytes) else proto.encode())
 
 
 def scheduled(program: Any) -> bool:
@@ -46,8 +46,7 @@ HLO_STAGES = ("hlo", "hlo-backend", "hlo-before-optimizations")
 
 def with_user_names(text: str, program: Any) -> str:
     """An HLO stage's text (XLA's module, made from the program through StableHLO) with the
-    names the user wrote (ir.hlo_names) and printed as XLA's hlo-opt prints it, operand
-    shapes included; as it was where the program is not HLO, or XLA's text does not parse
+    names the user wrote (ir.hlo_names) and printed as XLA's hlo-opt prints it; as it was where the program is not HLO, or XLA's text does not parse
     back (XLA's parser takes the ``{...}`` of an elided constant, and the printer elides it
     again)."""
     from .._native import jaxlib as _jaxlib
@@ -58,7 +57,7 @@ def with_user_names(text: str, program: Any) -> str:
         return text
     try:
         proto = _jaxlib.hlo_text_to_proto(text)
-        return _jaxlib.hlo_proto_to_text(hlo_names.restore_names(proto, original), xla_printer=True)
+        return _jaxlib.hlo_proto_to_text(hlo_names.restore_names(proto, original))
     except RuntimeError:  # XLA's parser or verifier: what XLA printed stands
         return text
 
@@ -127,7 +126,7 @@ def write_pass_dump(directory: str, number: int, trace: Any, flags: dict[str, An
     large = bool(flags.get("xla_dump_large_constants"))
 
     def text(proto: bytes) -> bytes:
-        return _jaxlib.hlo_proto_to_text(proto, xla_printer=True, large_constants=large).encode()
+        return _jaxlib.hlo_proto_to_text(proto, large_constants=large).encode()
 
     prefix = Path(directory) / f"module_{number:04d}.{hlo_proto.decode(trace.given).name}."
     outputs.write_atomic(Path(f"{prefix}before_optimization.txt"), text(trace.given))

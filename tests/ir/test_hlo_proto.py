@@ -831,52 +831,6 @@ def test_module_proto_from_any_errors_say_why():
     assert hp.strip_module_id(b"\x28\x07\x0a\x01m\x28\x08") == b"\x0a\x01m"
 
 
-# ------------------------------------------------------------------ parser_ids
-
-_SCHEDULED_TWO_COMPUTATIONS = """HloModule m, is_scheduled=true
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-
-ENTRY e {
-  p = f32[8] parameter(0)
-  z = f32[] constant(0)
-  n = f32[8] negate(p)
-  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add, control-predecessors={n}
-}
-"""
-
-
-def test_parser_ids_number_the_module_in_parse_order_a_computation_taking_its_root_s():
-    """XLA's parser numbered instructions across the module as parsed, a computation by its
-    root (XLA's hlo_opt_emit_proto.hlo); every reference follows, and jaxlib reads it back."""
-    from mlirhlo_driver._native import jaxlib as _jaxlib
-
-    given = _jaxlib.hlo_text_to_proto(_SCHEDULED_TWO_COMPUTATIONS)
-    m = hp.decode(hp.parser_ids(given))
-    ids = {i.name: i.id for c in m.computations for i in c.instructions}
-    assert ids == {"a": 0, "b": 1, "s": 2, "p": 3, "z": 4, "n": 5, "r": 6}
-    comps = {c.name: c for c in m.computations}
-    assert (comps["add"].id, comps["add"].root_id, comps["e"].id, comps["e"].root_id) == (2, 2, 6, 6)
-    assert m.entry_computation_id == 6
-    r = next(i for i in comps["e"].instructions if i.name == "r")
-    assert list(r.operand_ids) == [3, 4] and list(r.control_predecessor_ids) == [5]
-    assert list(r.called_computation_ids) == [2]
-    assert {k: list(v.instruction_ids) for k, v in m.schedule.sequences.items()} == {2: [0, 1, 2], 6: [3, 4, 5, 6]}
-    assert _jaxlib.hlo_proto_to_text(hp.encode(m)) == _jaxlib.hlo_proto_to_text(given)
-
-
-def test_parser_ids_of_a_proto_naming_a_missing_instruction_is_one_input_error():
-    m = hp.message_class("HloModuleProto")()
-    c = m.computations.add(name="e", id=0, root_id=7)
-    c.instructions.add(name="p", opcode="parameter", id=0)
-    with pytest.raises(InputError, match="no instruction or computation with id 7"):
-        hp.parser_ids(hp.encode(m))
-
-
 @pytest.mark.parametrize("entry_id", [0, 7])
 def test_the_entry_computation_is_found_by_id_else_by_name(entry_id):
     """A proto may leave entry_computation_id unset (0): the entry is then the computation

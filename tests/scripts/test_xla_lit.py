@@ -79,6 +79,15 @@ def test_a_checkout_root_runs_xla_s_hlo_opt_suites(tmp_path):
     assert found == {"a.hlo", "hlo_opt_b.mlir"}
 
 
+@pytest.mark.slow
+def test_filecheck_reads_a_binary_stage_as_llvm_s_does(tmp_path, capsys):
+    """A stage that is not UTF-8 (XLA's Fusion Explorer zipapp) reaches FileCheck whole."""
+    f = tmp_path / "b.hlo"
+    f.write_text("// RUN: printf '#!/usr/bin/env python3\\nPK\\322\\377' | FileCheck %s\n"
+                 "// CHECK: #!/usr/bin/env python3\n// CHECK-NEXT: PK\n")
+    assert xla_lit.main([str(f), "--bin", str(_tools(tmp_path)), "-v"]) == 0, capsys.readouterr().out
+
+
 def test_a_missing_lit_parameter_fails_that_line(tmp_path, capsys):
     f = tmp_path / "p.hlo"
     f.write_text("// RUN: echo %{NOPE}\n")

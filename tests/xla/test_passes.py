@@ -100,8 +100,8 @@ def test_hlo_opt_passes_run_once_each_in_the_order_given_with_the_user_s_names(f
 
     expand_then_decompose = run("gather_expander,reshape-decomposer")
     decompose_then_expand = run("reshape-decomposer,gather_expander")
-    assert "bitcast(s32[1,3]{1,0} %operand)" in expand_then_decompose
-    assert "reshape(s32[1,3]{1,0} %operand)" in decompose_then_expand and "bitcast" not in decompose_then_expand
+    assert "bitcast(%operand)" in expand_then_decompose
+    assert "reshape(%operand)" in decompose_then_expand and "bitcast" not in decompose_then_expand
     for out in (expand_then_decompose, decompose_then_expand):
         assert "ENTRY %main (operand: s32[1,3], indices: s32[7,5])" in out  # the user's names
         assert "%indices = s32[7,5]{1,0} parameter(1)" in out
@@ -147,8 +147,8 @@ def test_cpu_runs_a_lent_hardware_independent_pass_in_the_cuda_pipeline(files, c
     r = run_xla_tool("hlo-opt", ["--platform=cpu", "--passes=all-gather-bcast-reorder", "ag.hlo"], files, capfd)
     assert r.code == 0, r.err
     # the all-gather moved before the broadcast: the pass ran
-    assert "%ag = f32[16]{0} all-gather(f32[8]{0} %p)" in r.out
-    assert "ROOT %b = f32[16,128]{1,0} broadcast(f32[16]{0} %ag), dimensions={0}" in r.out
+    assert "%ag = f32[16]{0} all-gather(%p)" in r.out
+    assert "ROOT %b = f32[16,128]{1,0} broadcast(%ag), dimensions={0}" in r.out
     assert "all-gather-bcast-reorder: not in XLA's cpu pipeline" in r.err and "cuda" in r.err
 
 
@@ -175,5 +175,5 @@ def test_passes_note_names_the_op_jaxlib_s_export_changed_before_xla_s_passes(fi
                                  "  ROOT t = f32[1,256] transpose(p), dimensions={1,0}\n}\n")
     r = run_xla_tool("hlo-opt", ["--platform=cpu", "--passes=dce", "t.hlo"], files, capfd)
     assert r.code == 0, r.err
-    assert "ROOT %t = f32[1,256]{1,0} reshape(f32[256,1]{1,0} %p)" in r.out  # what XLA received, printed
+    assert "ROOT %t = f32[1,256]{1,0} reshape(%p)" in r.out  # what XLA received, printed
     assert "t.hlo: jaxlib compiles StableHLO" in r.err and "(%t: transpose -> reshape)" in r.err
