@@ -14,8 +14,9 @@ Each RUN line runs as lit runs it: in ``bash -o pipefail``, with lit's substitut
 (``%s`` the file, ``%S`` its folder, ``%t`` a temporary path per file, ``%{NAME}`` XLA's lit
 parameters: ``--param GPU=a100_pcie_80`` and ``PTX=PTX`` by default), ``FileCheck`` the pip
 ``filecheck`` package's (its input taken as bytes, as LLVM's: what is not UTF-8 comes as
-U+FFFD) and ``not`` inverting an exit status; ``hlo-opt`` is the one beside this Python (the venv's), or ``--bin DIR``'s. The lines of a file run in order
-(later lines read what earlier ones dumped); a failing line does not stop the next.
+U+FFFD) and ``not`` inverting an exit status; ``hlo-opt`` is the one beside this Python
+(the venv's), or ``--bin DIR``'s. The lines of a file run in order (later lines read what
+earlier ones dumped); a failing line does not stop the next.
 The exit status is 0 when every line passed, 1 otherwise.
 """
 
@@ -108,16 +109,18 @@ def tool_dir(bin_dir: str | None) -> Path:
             (d / name).symlink_to(src / name)
     # LLVM's FileCheck reads its input as bytes; the pip clone decodes it as UTF-8 and stops on a
     # binary stage (XLA's Fusion Explorer zipapp): a byte that is not UTF-8 reaches it as U+FFFD.
-    filecheck = d / "FileCheck"
-    filecheck.write_text(f"#!{sys.executable}\n"
-                         "import subprocess, sys\n"
-                         "data = sys.stdin.buffer.read().decode('utf-8', 'replace').encode('utf-8')\n"
-                         f"sys.exit(subprocess.run([{str(src / 'filecheck')!r}, *sys.argv[1:]], input=data).returncode)\n")
-    filecheck.chmod(filecheck.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    not_script = d / "not"
-    not_script.write_text('#!/bin/sh\n"$@"\n[ $? -ne 0 ]\n')
-    not_script.chmod(not_script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    _script(d / "FileCheck", f"#!{sys.executable}\n"
+                             "import subprocess, sys\n"
+                             "data = sys.stdin.buffer.read().decode('utf-8', 'replace').encode('utf-8')\n"
+                             f"sys.exit(subprocess.run([{str(src / 'filecheck')!r}, *sys.argv[1:]], "
+                             "input=data).returncode)\n")
+    _script(d / "not", '#!/bin/sh\n"$@"\n[ $? -ne 0 ]\n')
     return d
+
+
+def _script(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def run_file(path: Path, bins: Path, params: dict[str, str], timeout: float) -> list[Result]:

@@ -734,11 +734,15 @@ ENTRY main {
 
 
 def reference_module() -> Any:
+    return hlo_module(REFERENCE_HLO, "<reference>")
+
+
+def hlo_module(text: str, source: str) -> Any:
+    """The ir.Module of HLO text the driver holds (a built-in module, not a user's input)."""
     from .._native import jaxlib as _jaxlib
     from ..inputs.loader import parse_mlir
 
-    proto = _jaxlib.hlo_text_to_proto(REFERENCE_HLO)
-    return parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<reference>")
+    return parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(_jaxlib.hlo_text_to_proto(text)), source)
 
 
 def module_for_xla(module: Any, source: str | None = None, line_offset: int = 0,

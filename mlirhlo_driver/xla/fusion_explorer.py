@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import sqlite3
-import tempfile
 import zipfile
 
 from ..errors import StageError
@@ -61,22 +59,16 @@ def package(shell_files: dict[str, bytes], title: str, graphs: list[str],
 
 
 def _database(title: str, graphs: list[str], frames: list[tuple[str, int, str]]) -> bytes:
-    fd, path = tempfile.mkstemp(prefix="mlirhlo-fusions-", suffix=".db")
-    os.close(fd)
+    db = sqlite3.connect(":memory:")
     try:
-        db = sqlite3.connect(path)
-        try:
-            for statement in _SCHEMA:
-                db.execute(statement)
-            db.execute("INSERT INTO metadata (key, value) VALUES ('title', ?)", (title,))
-            db.executemany("INSERT INTO graphs (id, content) VALUES (?, ?)",
-                           [(i, gzip.compress(dot.encode("utf-8"), mtime=0)) for i, dot in enumerate(graphs)])
-            db.executemany("INSERT INTO frames (id, label, graph_id, to_highlight) VALUES (?, ?, ?, ?)",
-                           [(i, label, graph, css) for i, (label, graph, css) in enumerate(frames)])
-            db.commit()
-        finally:
-            db.close()
-        with open(path, "rb") as f:
-            return f.read()
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.execute("INSERT INTO metadata (key, value) VALUES ('title', ?)", (title,))
+        db.executemany("INSERT INTO graphs (id, content) VALUES (?, ?)",
+                       [(i, gzip.compress(dot.encode("utf-8"), mtime=0)) for i, dot in enumerate(graphs)])
+        db.executemany("INSERT INTO frames (id, label, graph_id, to_highlight) VALUES (?, ?, ?, ?)",
+                       [(i, label, graph, css) for i, (label, graph, css) in enumerate(frames)])
+        db.commit()
+        return db.serialize()
     finally:
-        os.unlink(path)
+        db.close()

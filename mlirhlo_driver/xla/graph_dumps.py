@@ -139,9 +139,9 @@ def with_frames(page: str, names: list[str], parameters: dict[str, int] | None =
     ``parameters``: entry parameters' numbers by name (XLA labels them ``Parameter N``).
     A page without XLA's frame list is returned as is."""
     frames = _FRAMES.search(page)
-    dot = entry_graph(page)
     if frames is None or _PAYLOAD.search(page) is None:
         return page
+    dot = entry_graph(page)
     css = selectors(dot, names, parameters) if dot is not None else [""] * len(names)
     listed = [[0, n, c] for n, c in zip(names, css)]
     return page[:frames.start(2)] + json.dumps(listed) + page[frames.end(2):]

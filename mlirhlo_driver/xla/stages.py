@@ -7,6 +7,7 @@ Patterns below match dump keys after xla/backend.py has dropped XLA's
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 from typing import Any
@@ -606,9 +607,9 @@ def _hlo_opt_html(req: Any) -> bytes:
     # HloComputation::ToProto writes the instructions in post order.
     names = [i.name for i in reversed(entry.instructions) if i.opcode not in ("constant", "get-tuple-element")]
     parameters = {i.name: i.parameter_number for i in entry.instructions if i.opcode == "parameter"}
-    zipapp = req.derived("fusion-explorer", _fusion_explorer_probe)
     dot = entry_graph(page)
-    if zipapp is None or dot is None:
+    zipapp = _fusion_explorer_probe(req.options.target) if dot is not None else None
+    if zipapp is None:
         return self_contained(with_frames(page, names, parameters)).encode("utf-8")
     from . import fusion_explorer
 
@@ -629,19 +630,17 @@ ENTRY e {
 """
 
 
-def _fusion_explorer_probe(req: Any) -> bytes | None:
-    """The Fusion Explorer zipapp XLA writes for a small module compiled for the request's
-    target (its server and viewer are what hlo-opt's html packs); None where that XLA
-    writes none (before jaxlib 0.11's; a platform's compiler without it). A small compile:
-    the request's module may leave XLA nothing to decide, and XLA renders a graph per
-    decision, which a large module's compile would pay for."""
-    from .._native import jaxlib as _jaxlib
-    from ..inputs.loader import parse_mlir
+@functools.cache
+def _fusion_explorer_probe(target: Any) -> bytes | None:
+    """The Fusion Explorer zipapp XLA writes for a small module compiled for ``target`` (its
+    server and viewer are what hlo-opt's html packs); None where that XLA writes none
+    (before jaxlib 0.11's; a platform's compiler without it). A small compile, once per
+    target (a frozen value): the request's module may leave XLA nothing to decide, and XLA
+    renders a graph per decision, which a large module's compile would pay for."""
     from . import backend, fusion_explorer
 
-    proto = _jaxlib.hlo_text_to_proto(_FUSION_PROBE_HLO)
-    module = parse_mlir(_jaxlib.hlo_proto_to_stablehlo_bytecode(proto), "<fusion explorer>")
-    spec = backend.CompileSpec(req.options.target, dumps=(backend.FUSION_EXPLORER,))
+    module = backend.hlo_module(_FUSION_PROBE_HLO, "<fusion explorer>")
+    spec = backend.CompileSpec(target, dumps=(backend.FUSION_EXPLORER,))
     found = backend.compile(module, spec, "fusion_explorer_probe").art.matching(fusion_explorer.FILE)
     return found[0][1] if found else None
 

@@ -46,9 +46,9 @@ HLO_STAGES = ("hlo", "hlo-backend", "hlo-before-optimizations")
 
 def with_user_names(text: str, program: Any) -> str:
     """An HLO stage's text (XLA's module, made from the program through StableHLO) with the
-    names the user wrote (ir.hlo_names) and printed as XLA's hlo-opt prints it; as it was where the program is not HLO, or XLA's text does not parse
-    back (XLA's parser takes the ``{...}`` of an elided constant, and the printer elides it
-    again)."""
+    names the user wrote (ir.hlo_names) and printed as XLA's hlo-opt prints it; as it was
+    where the program is not HLO, or XLA's text does not parse back (XLA's parser takes the
+    ``{...}`` of an elided constant, and the printer elides it again)."""
     from .._native import jaxlib as _jaxlib
     from ..ir import hlo_names
 
